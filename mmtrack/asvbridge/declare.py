@@ -1,0 +1,166 @@
+"""Declaring engine benchmarks inside ordinary asv benchmark classes.
+
+An engine benchmark is a method decorated with :func:`bench` or
+:func:`bench_sample`. Its name keeps an asv prefix (``track_`` by convention),
+so asv runs it as a standard benchmark: the decorated method, called by asv as
+``method(*params)``, runs the engine and returns asv's samples form. The
+original ``f(self, ctx, chunk_size, chunk_num)`` is kept on the declaration for
+``mmtrack bench``, which drives the engine directly.
+
+Options that depend on the asv parameters (throughput bytes, a fixed chunk
+size) may be callables taking ``(self, *params)``; they are resolved after
+``setup`` has run.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..measure.backend import MeasurementBackend, MeasurementDomain
+from ..measure.metrics import DiagnosticResult
+from ..measure.runner import BenchSpec
+from ..measure.throughput import Throughput
+
+ATTR = "__mmtrack__"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineDeclaration:
+    """What a decorator recorded about one engine benchmark method."""
+
+    fn: Callable[..., Any]
+    returns_sample: bool
+    throughput: Throughput | Callable[..., Throughput] | None = None
+    domain: MeasurementDomain = MeasurementDomain.CPU
+    backend: Callable[[], MeasurementBackend] | MeasurementBackend | None = None
+    chunk_size: int | Callable[..., int] | None = None
+    context: Callable[[int], Any] | None = None
+    factory: Callable[[], Any] | None = None
+    operations_per_chunk: int | Callable[[int], int] | None = None
+    diagnostic: Callable[..., DiagnosticResult] | None = None
+    diagnostic_samples: int = 3
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def spec(self, instance: Any, params: tuple[Any, ...], name: str, param_names: list[str]) -> BenchSpec:
+        """Bind this declaration to a set-up instance and one parameter combination."""
+
+        def resolve(option: Any) -> Any:
+            if callable(option) and not isinstance(option, (Throughput, MeasurementBackend, type)):
+                return option(instance, *params) if instance is not None else option(*params)
+            return option
+
+        throughput = resolve(self.throughput) or Throughput.ops()
+        if not isinstance(throughput, Throughput):
+            raise TypeError(f"benchmark {name!r}: throughput must be a Throughput, got {type(throughput).__name__}")
+        chunk_size = resolve(self.chunk_size)
+        if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+            raise TypeError(f"benchmark {name!r}: chunk_size must be a positive int, got {chunk_size!r}")
+        backend = self.backend
+        if isinstance(backend, MeasurementBackend):
+            instance_backend = backend
+            backend = lambda: instance_backend  # noqa: E731  (a shared, user-made instance)
+        ops = self.operations_per_chunk
+        if isinstance(ops, int):
+            fixed_ops = ops
+            ops = lambda _chunk: fixed_ops  # noqa: E731
+        if self.factory is not None:
+            factory = self.factory
+            context = lambda _chunk: factory()  # noqa: E731
+        else:
+            context = self.context
+        fn = self.fn
+        diagnostic = self.diagnostic
+        return BenchSpec(
+            name=name,
+            fn=functools.partial(fn, instance) if instance is not None else fn,
+            returns_sample=self.returns_sample,
+            throughput=throughput,
+            domain=MeasurementDomain(self.domain),
+            backend=backend,
+            chunk_size=chunk_size,
+            context=context,
+            operations_per_chunk=ops,
+            diagnostic=_bind(diagnostic, instance),
+            diagnostic_samples=self.diagnostic_samples,
+            params={n: repr(p) for n, p in zip(param_names, params)},
+        )
+
+
+def _bind(fn: Callable[..., Any] | None, instance: Any) -> Callable[..., Any] | None:
+    if fn is None or instance is None:
+        return fn
+    return functools.partial(fn, instance)
+
+
+def _decorator(returns_sample: bool, options: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn)
+        if len(sig.parameters) not in (3, 4):
+            raise TypeError(
+                f"{fn.__qualname__}: an engine benchmark takes (self, ctx, chunk_size, chunk_num), "
+                f"or (ctx, chunk_size, chunk_num) at module level; got ({', '.join(sig.parameters)})"
+            )
+        decl = EngineDeclaration(fn=fn, returns_sample=returns_sample, **options)
+        is_method = len(sig.parameters) == 4
+
+        @functools.wraps(fn)
+        def asv_entry(*args: Any) -> Any:
+            # Imported here: the asv entry point is only reached under asv.
+            from .entry import run_under_asv
+
+            instance, params = (args[0], args[1:]) if is_method else (None, args)
+            return run_under_asv(decl, instance, params, asv_entry)
+
+        # asv reads the unit from the benchmark function; our samples are seconds per op.
+        asv_entry.unit = "seconds"  # type: ignore[attr-defined]
+        setattr(asv_entry, ATTR, decl)
+        return asv_entry
+
+    return wrap
+
+
+def bench(
+    *,
+    throughput: Throughput | Callable[..., Throughput] | None = None,
+    domain: MeasurementDomain | str = MeasurementDomain.CPU,
+    backend: Callable[[], MeasurementBackend] | MeasurementBackend | None = None,
+    chunk_size: int | Callable[..., int] | None = None,
+    context: Callable[[int], Any] | None = None,
+    factory: Callable[[], Any] | None = None,
+    operations_per_chunk: int | Callable[[int], int] | None = None,
+    diagnostic: Callable[..., DiagnosticResult] | None = None,
+    diagnostic_samples: int = 3,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare ``f(self, ctx, chunk_size, chunk_num) -> None`` as an engine benchmark."""
+    return _decorator(False, _options(locals()))
+
+
+def bench_sample(
+    *,
+    throughput: Throughput | Callable[..., Throughput] | None = None,
+    domain: MeasurementDomain | str = MeasurementDomain.CPU,
+    backend: Callable[[], MeasurementBackend] | MeasurementBackend | None = None,
+    chunk_size: int | Callable[..., int] | None = None,
+    context: Callable[[int], Any] | None = None,
+    factory: Callable[[], Any] | None = None,
+    operations_per_chunk: int | Callable[[int], int] | None = None,
+    diagnostic: Callable[..., DiagnosticResult] | None = None,
+    diagnostic_samples: int = 3,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Like :func:`bench`, but ``f`` returns a BenchSampleResult with custom metrics."""
+    return _decorator(True, _options(locals()))
+
+
+def _options(given: dict[str, Any]) -> dict[str, Any]:
+    if given["context"] is not None and given["factory"] is not None:
+        raise TypeError("give either context= (called with chunk_size) or factory= (no arguments), not both")
+    if not isinstance(given["diagnostic_samples"], int) or given["diagnostic_samples"] < 1:
+        raise TypeError(f"diagnostic_samples must be a positive int, got {given['diagnostic_samples']!r}")
+    return {**given, "domain": MeasurementDomain(given["domain"])}
+
+
+def declaration_of(obj: Any) -> EngineDeclaration | None:
+    return getattr(obj, ATTR, None)

@@ -1,0 +1,142 @@
+"""Finding engine benchmarks in an asv-style benchmark folder.
+
+Modules are imported the way asv imports them: as a package rooted at the
+topmost folder that has an ``__init__.py``. A module that fails to import is
+reported and the others still load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import itertools
+import re
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from .declare import EngineDeclaration, declaration_of
+
+
+@dataclass(frozen=True, slots=True)
+class ImportFailure:
+    path: Path
+    message: str
+
+
+@dataclass(slots=True)
+class EngineBenchmark:
+    """One decorated method (or module-level function) and the asv class around it."""
+
+    name: str  # asv-style: module.Class.method, relative to the suite root
+    owner: type | None  # the asv class; None for a module-level function
+    attr: str
+    declaration: EngineDeclaration
+    source: Path
+
+    def param_grid(self) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """asv's params / param_names semantics: one list, or a list of lists."""
+        holder = self.owner if self.owner is not None else self.declaration.fn
+        params = getattr(holder, "params", [])
+        if params and not isinstance(params[0], (list, tuple)):
+            params = [params]
+        names = list(getattr(holder, "param_names", []) or [])
+        names += [f"param{i + 1}" for i in range(len(names), len(params))]
+        combos = list(itertools.product(*params)) if params else [()]
+        return names, combos
+
+
+@dataclass(slots=True)
+class Suite:
+    root: Path
+    benchmarks: list[EngineBenchmark] = field(default_factory=list)
+    failures: list[ImportFailure] = field(default_factory=list)
+
+    def select(self, pattern: str | None) -> list[EngineBenchmark]:
+        """Benchmarks whose name matches ``pattern`` (a regex, searched, as asv's -b)."""
+        if not pattern:
+            return list(self.benchmarks)
+        rx = re.compile(pattern)
+        return [b for b in self.benchmarks if rx.search(b.name)]
+
+
+def _package_root(path: Path) -> Path:
+    """Topmost folder above ``path`` (inclusive) that is still a package."""
+    root = path
+    while (root.parent / "__init__.py").exists() and root.parent != root:
+        root = root.parent
+    return root
+
+
+def _module_names(path: Path) -> Iterator[tuple[str, Path]]:
+    """(dotted module name, file) for every .py file under path, asv-style."""
+    path = path.resolve()
+    if path.is_file():
+        base = path.parent
+        files = [path]
+    else:
+        base = path
+        files = sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+    is_pkg = (base / "__init__.py").exists()
+    root = _package_root(base) if is_pkg else base
+    prefix_root = root.parent if is_pkg else root
+    for f in files:
+        rel = f.relative_to(prefix_root).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+            if not parts:
+                continue
+        yield ".".join(parts), f
+
+
+def _import(name: str, file: Path, sys_path_entry: Path) -> Any:
+    if str(sys_path_entry) not in sys.path:
+        sys.path.insert(0, str(sys_path_entry))
+    return importlib.import_module(name)
+
+
+def discover(path: Path | str) -> Suite:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such benchmark file or folder; pass the folder holding your asv benchmarks")
+    resolved = path.resolve()
+    base = resolved if resolved.is_dir() else resolved.parent
+    is_pkg = (base / "__init__.py").exists()
+    root = _package_root(base) if is_pkg else base
+    sys_path_entry = root.parent if is_pkg else root
+    suite = Suite(root=root)
+    for modname, file in _module_names(resolved):
+        try:
+            module = _import(modname, file, sys_path_entry)
+        except BaseException as exc:  # noqa: BLE001  (SyntaxError, SystemExit...: report, go on)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+            where = f" (line {last[0].lineno})" if last and Path(last[0].filename) == file else ""
+            if isinstance(exc, SyntaxError) and exc.lineno:
+                where = f" (line {exc.lineno})"
+            suite.failures.append(ImportFailure(file, f"{type(exc).__name__}: {exc}{where}"))
+            continue
+        # asv names benchmarks relative to the suite root package.
+        rel = modname.split(".", 1)[1] if is_pkg and "." in modname else modname
+        suite.benchmarks.extend(_engine_benchmarks(module, rel, file))
+    return suite
+
+
+def _engine_benchmarks(module: Any, rel: str, file: Path) -> Iterator[EngineBenchmark]:
+    for attr, obj in vars(module).items():
+        if attr.startswith("_"):
+            continue
+        if inspect.isclass(obj) and obj.__module__ == module.__name__:
+            for mattr in dir(obj):
+                decl = declaration_of(getattr(obj, mattr, None))
+                if decl is not None:
+                    yield EngineBenchmark(f"{rel}.{obj.__name__}.{mattr}", obj, mattr, decl, file)
+        elif inspect.isfunction(obj) and obj.__module__ == module.__name__:
+            decl = declaration_of(obj)
+            if decl is not None:
+                yield EngineBenchmark(f"{rel}.{attr}", None, attr, decl, file)

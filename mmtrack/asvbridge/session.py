@@ -1,0 +1,132 @@
+"""Running the engine benchmarks of a suite in-process, with asv's class semantics.
+
+For each class: ``setup_cache`` once (its value goes first to setup/teardown, as
+in asv), then for each parameter combination a fresh instance, ``setup(*params)``,
+the engine run, ``teardown(*params)``. ``NotImplementedError`` from setup skips
+the combination, as asv does. Any other exception fails that combination only.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..measure.runner import BenchmarkDefinitionError, RunOptions, Runner
+from ..measure.metrics import InvalidMetricError
+from ..measure.stats import BenchmarkStats
+from .discover import EngineBenchmark
+
+
+class Status(str, enum.Enum):
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(slots=True)
+class Outcome:
+    name: str
+    params: dict[str, str]
+    status: Status
+    stats: BenchmarkStats | None = None
+    message: str = ""
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.name}({', '.join(self.params.values())})" if self.params else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One benchmark at one parameter combination."""
+
+    benchmark: EngineBenchmark
+    params: tuple[Any, ...]
+    param_names: tuple[str, ...]
+
+    @property
+    def param_labels(self) -> dict[str, str]:
+        return {n: repr(p) for n, p in zip(self.param_names, self.params)}
+
+
+def expand(benchmarks: Sequence[EngineBenchmark]) -> list[Case]:
+    cases = []
+    for b in benchmarks:
+        names, combos = b.param_grid()
+        cases.extend(Case(b, combo, tuple(names)) for combo in combos)
+    return cases
+
+
+def order_cases(cases: list[Case], order: str = "declared", seed: int | None = None) -> list[Case]:
+    """``declared`` keeps discovery order; ``random`` shuffles deterministically by seed."""
+    if order == "declared":
+        return list(cases)
+    if order == "random":
+        shuffled = list(cases)
+        random.Random(seed).shuffle(shuffled)
+        return shuffled
+    raise ValueError(f"unknown order {order!r}; use 'declared' or 'random'")
+
+
+Progress = Callable[[Case, str, int, int], None]
+
+
+class SuiteSession:
+    """Runs cases; caches setup_cache per class for the session, as asv does per run."""
+
+    def __init__(self, options: RunOptions, *, progress: Progress | None = None, cooldown: float = 0.0):
+        self.options = options
+        self.progress = progress
+        self.cooldown = cooldown
+        self._cache: dict[type, tuple[bool, Any]] = {}
+
+    def _setup_cache(self, owner: type) -> tuple[bool, Any]:
+        if owner not in self._cache:
+            fn = getattr(owner, "setup_cache", None)
+            self._cache[owner] = (True, fn(owner())) if fn is not None else (False, None)
+        return self._cache[owner]
+
+    def run_case(self, case: Case) -> Outcome:
+        b = case.benchmark
+        labels = case.param_labels
+        owner = b.owner
+        instance = owner() if owner is not None else None
+        try:
+            has_cache, cache = self._setup_cache(owner) if owner is not None else (False, None)
+            lead = (cache,) if has_cache else ()
+            setup = getattr(instance, "setup", None) if instance is not None else None
+            if setup is not None:
+                setup(*lead, *case.params)
+        except NotImplementedError as exc:
+            return Outcome(b.name, labels, Status.SKIPPED, message=str(exc) or "setup raised NotImplementedError")
+        except Exception as exc:  # noqa: BLE001
+            return Outcome(b.name, labels, Status.FAILED, message=f"setup failed: {type(exc).__name__}: {exc}")
+        try:
+            spec = b.declaration.spec(instance, case.params, b.name, list(case.param_names))
+            report = (lambda phase, done, total: self.progress(case, phase, done, total)) if self.progress else None
+            stats = Runner(spec, self.options, progress=report).run()
+            return Outcome(b.name, labels, Status.OK, stats=stats)
+        except (BenchmarkDefinitionError, InvalidMetricError) as exc:
+            return Outcome(b.name, labels, Status.FAILED, message=str(exc))
+        except Exception as exc:  # noqa: BLE001  (a failing bench must not end the run)
+            return Outcome(b.name, labels, Status.FAILED, message=f"{type(exc).__name__}: {exc}")
+        finally:
+            teardown = getattr(instance, "teardown", None) if instance is not None else None
+            if teardown is not None:
+                try:
+                    teardown(*lead, *case.params)
+                except Exception:  # noqa: BLE001  (asv ignores teardown errors too)
+                    pass
+
+    def run(self, cases: Sequence[Case], on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+        outcomes = []
+        for i, case in enumerate(cases):
+            if i and self.cooldown > 0:
+                time.sleep(self.cooldown)
+            outcomes.append(self.run_case(case))
+            if on_done is not None:
+                on_done(outcomes[-1])
+        return outcomes

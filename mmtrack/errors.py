@@ -1,0 +1,15 @@
+"""Errors a user can cause: one clear line, a documented exit code, no traceback."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILURES = 1  # a regression with --fail-on, or some inputs failed
+EXIT_USAGE = 2  # a usage error or a failed benchmark
+
+
+class UserError(Exception):
+    """Say what went wrong, where, and what to do; the CLI prints it as one line."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

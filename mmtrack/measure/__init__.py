@@ -1,0 +1,1 @@
+"""The measurement engine. It imports no store, asv, analysis or publish code."""

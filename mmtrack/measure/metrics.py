@@ -1,0 +1,230 @@
+"""Metric values a benchmark or backend reports per sample, and their aggregation.
+
+Identity of a metric is ``(section, name, unit)``: two metrics that share a name
+but not a unit are different series. ``display_name`` is cosmetic and ``format``
+is a rendering hint (INTEGER means an id or a count and prints no decimals).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+GIB = 1024.0**3
+
+
+class MetricFormat(str, enum.Enum):
+    NUMBER = "number"
+    INTEGER = "integer"
+
+
+class Direction(str, enum.Enum):
+    """Which way is better for a metric; NEUTRAL metrics are never flagged."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
+    NEUTRAL = "neutral"
+
+
+_RATE_UNITS = ("tflop/s", "gflop/s", "gib/s", "mib/s", "gb/s", "mb/s", "flop/s")
+_TIME_UNITS = {"s", "ms", "us", "µs", "ns", "seconds", "sec"}
+
+
+def default_direction(unit: str, fmt: MetricFormat = MetricFormat.NUMBER) -> Direction:
+    """The default direction implied by a unit.
+
+    Rates (``/s``, TFLOP/s, GiB/s) are higher-better; durations and counts are
+    lower-better; INTEGER-format metrics that are not counts (ids) are neutral.
+    """
+    u = unit.strip().lower()
+    if u.endswith("/s") or u in _RATE_UNITS or u.endswith("per second"):
+        return Direction.HIGHER
+    if u in _TIME_UNITS or u.endswith("/op") or u.startswith("s/") or u.startswith("ns/"):
+        return Direction.LOWER
+    if fmt is MetricFormat.INTEGER and u in {"id", "index", "algo", "enum", ""}:
+        return Direction.NEUTRAL
+    if u in {"id", "index", "enum", "ratio"}:
+        return Direction.NEUTRAL
+    if u in {"bytes", "b", "count", "pages", "faults", "misses", "events", "%"}:
+        return Direction.LOWER
+    return Direction.LOWER if fmt is MetricFormat.NUMBER else Direction.NEUTRAL
+
+
+class InvalidMetricError(ValueError):
+    """A metric that cannot be aggregated (empty name/unit, NaN/inf value...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricValue:
+    """One value of one metric, reported for one sample."""
+
+    name: str
+    value: float
+    unit: str
+    section: str | None = None
+    display_name: str | None = None
+    format: MetricFormat = MetricFormat.NUMBER
+    direction: Direction | None = None
+
+    # -- helpers named as in micromeasure -------------------------------------------------
+    @classmethod
+    def duration_ms(cls, name: str, seconds: float) -> "MetricValue":
+        """A duration given in seconds, reported in milliseconds."""
+        return cls(name, float(seconds) * 1e3, "ms")
+
+    @classmethod
+    def bandwidth_gib_s(cls, name: str, bytes: float, seconds: float) -> "MetricValue":  # noqa: A002
+        return cls(name, float(bytes) / GIB / max(float(seconds), 1e-300), "GiB/s")
+
+    @classmethod
+    def throughput_tflops(cls, name: str, flops: float, seconds: float) -> "MetricValue":
+        return cls(name, float(flops) / 1e12 / max(float(seconds), 1e-300), "TFLOP/s")
+
+    @classmethod
+    def integer(cls, name: str, value: int, unit: str) -> "MetricValue":
+        return cls(name, float(int(value)), unit, format=MetricFormat.INTEGER)
+
+    def with_display_name(self, display_name: str) -> "MetricValue":
+        return dataclasses.replace(self, display_name=display_name)
+
+    def with_section(self, section: str) -> "MetricValue":
+        return dataclasses.replace(self, section=section)
+
+    def with_format(self, fmt: MetricFormat) -> "MetricValue":
+        return dataclasses.replace(self, format=fmt)
+
+    def with_direction(self, direction: Direction | str) -> "MetricValue":
+        return dataclasses.replace(self, direction=Direction(direction))
+
+    # -- identity ----------------------------------------------------------------------------
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.section or "", self.name, self.unit)
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
+
+    def effective_direction(self) -> Direction:
+        return self.direction or default_direction(self.unit, self.format)
+
+    def validate(self, benchmark: str) -> None:
+        """Raise InvalidMetricError naming the benchmark and the metric."""
+        where = f"benchmark {benchmark!r}, metric {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise InvalidMetricError(f"{where}: metric name is empty; give every metric a name")
+        if not isinstance(self.unit, str) or not self.unit.strip():
+            raise InvalidMetricError(f"{where}: unit is empty; give a unit such as 'ms' or 'GiB/s'")
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float, np.number)):
+            raise InvalidMetricError(f"{where}: value {self.value!r} is not a number")
+        if not math.isfinite(float(self.value)):
+            raise InvalidMetricError(f"{where}: value is {self.value}; report finite numbers only")
+
+
+@dataclass(slots=True)
+class BenchSampleResult:
+    """What a ``bench_sample`` function returns for one sample."""
+
+    operations: int
+    metrics: list[MetricValue] = field(default_factory=list)
+
+    def with_metric(self, name: str, value: float, unit: str) -> "BenchSampleResult":
+        self.metrics.append(MetricValue(name, value, unit))
+        return self
+
+    def push_metric(self, metric: MetricValue) -> "BenchSampleResult":
+        self.metrics.append(metric)
+        return self
+
+
+@dataclass(slots=True)
+class DiagnosticResult:
+    """Metrics from one diagnostic replay sample; they never touch the timing."""
+
+    section: str
+    metrics: list[MetricValue] = field(default_factory=list)
+
+    def push_metric(self, metric: MetricValue) -> "DiagnosticResult":
+        self.metrics.append(metric if metric.section else metric.with_section(self.section))
+        return self
+
+
+class DiagnosticError(Exception):
+    """Raised by a diagnostic pass that cannot run; reported, never fatal."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSummary:
+    """A metric aggregated over the samples of one benchmark run."""
+
+    section: str
+    name: str
+    unit: str
+    display_name: str
+    format: MetricFormat
+    direction: Direction
+    mean: float
+    median: float
+    p95: float
+    min: float
+    max: float
+    count: int
+    values: tuple[float, ...]  # per-sample values in execution order
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.section, self.name, self.unit)
+
+    @classmethod
+    def from_values(
+        cls,
+        section: str,
+        name: str,
+        unit: str,
+        values: Sequence[float],
+        *,
+        display_name: str | None = None,
+        fmt: MetricFormat = MetricFormat.NUMBER,
+        direction: Direction | None = None,
+    ) -> "MetricSummary":
+        arr = np.asarray(values, dtype=float)
+        return cls(
+            section=section,
+            name=name,
+            unit=unit,
+            display_name=display_name or name,
+            format=fmt,
+            direction=direction or default_direction(unit, fmt),
+            mean=float(arr.mean()),
+            median=float(np.median(arr)),
+            p95=float(np.percentile(arr, 95)),
+            min=float(arr.min()),
+            max=float(arr.max()),
+            count=int(arr.size),
+            values=tuple(float(v) for v in arr),
+        )
+
+
+def aggregate_metrics(samples: Iterable[Iterable[MetricValue]]) -> list[MetricSummary]:
+    """Group per-sample metrics by (section, name, unit), first-seen order kept."""
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    first: dict[tuple[str, str, str], MetricValue] = {}
+    for sample in samples:
+        for m in sample:
+            groups.setdefault(m.key, []).append(float(m.value))
+            first.setdefault(m.key, m)
+    return [
+        MetricSummary.from_values(
+            *key,
+            values,
+            display_name=first[key].label,
+            fmt=first[key].format,
+            direction=first[key].effective_direction(),
+        )
+        for key, values in groups.items()
+    ]

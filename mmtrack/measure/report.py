@@ -1,0 +1,110 @@
+"""Terminal rendering of benchmark statistics with rich."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from .diagnose import cpu_diagnostics, stability_warnings
+from .metrics import MetricFormat, MetricSummary
+from .stats import OUTLIER_RULE, BenchmarkStats, CounterSummary
+from .throughput import format_si
+
+
+def format_duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "n/a"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3f} {unit}"
+    return f"{seconds * 1e9:.2f} ns"
+
+
+def format_value(value: float, fmt: MetricFormat = MetricFormat.NUMBER) -> str:
+    """micromeasure's adaptive rule: 3 decimals in [0.001, 1000), else scientific; INTEGER exact."""
+    if not math.isfinite(value):
+        return "n/a"
+    if fmt is MetricFormat.INTEGER:
+        return f"{round(value):,d}"
+    if value == 0 or 1e-3 <= abs(value) < 1e3:
+        return f"{value:.3f}"
+    if 1e3 <= abs(value) < 1e7:
+        return f"{value:,.1f}"
+    return f"{value:.3e}"
+
+
+def _kv_table(stats: BenchmarkStats) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    t.add_column(style="bold cyan", no_wrap=True)
+    t.add_column()
+    lat, rate = stats.latency, stats.rate
+    t.add_row("Measurement", stats.measurement_label)
+    for note in stats.notes:
+        t.add_row("", Text(note, style="dim"))
+    t.add_row("Domain", stats.domain.value)
+    chunk = f"{stats.chunk_size:,d} ops/chunk" + (" (calibrated)" if stats.calibrated else " (fixed)")
+    t.add_row("Samples", f"{stats.samples} × {chunk}")
+    t.add_row(
+        "Throughput",
+        f"{format_si(rate.median, stats.throughput.rate_unit)}  (p5 {format_si(rate.p5, stats.throughput.rate_unit)})",
+    )
+    t.add_row("Latency", f"{format_duration(lat.median)}/op  (p95 {format_duration(lat.p95)}/op)")
+    t.add_row("MAD / CV", f"{format_duration(lat.mad)}/op / {lat.cv:.2%}")
+    t.add_row("Outliers", f"{lat.outliers} of {lat.count} ({OUTLIER_RULE})")
+    return t
+
+
+def counter_table(counters: list[CounterSummary]) -> Table:
+    t = Table(title="counters:", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("counter", "per op", "total", "coverage"):
+        t.add_column(col, justify="left" if col == "counter" else "right")
+    by_name = {c.name: c for c in counters}
+    for c in counters:
+        t.add_row(f"{c.name}/op", format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
+    if "cycles" in by_name and "instructions" in by_name and by_name["cycles"].total:
+        ipc = by_name["instructions"].total / by_name["cycles"].total
+        t.add_row("IPC", f"{ipc:.3f}", "", "")
+    return t
+
+
+def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("section", "metric", "unit", "mean", "median", "p95", "min", "max", "n"):
+        t.add_column(col, justify="left" if col in ("section", "metric", "unit") else "right")
+    for m in metrics:
+        f = m.format
+        t.add_row(
+            m.section or "-",
+            m.display_name,
+            m.unit,
+            *(format_value(v, f) for v in (m.mean, m.median, m.p95, m.min, m.max)),
+            str(m.count),
+        )
+    return t
+
+
+def render_stats(stats: BenchmarkStats) -> Group:
+    parts: list = [Text(stats.full_name, style="bold"), _kv_table(stats)]
+    if stats.counters:
+        parts.append(counter_table(stats.counters))
+    custom = list(stats.metrics) + list(stats.diagnostics)
+    if custom:
+        parts.append(metric_table("custom metrics:", custom))
+    for err in stats.diagnostic_errors:
+        parts.append(Text(f"diagnostic: {err}", style="yellow"))
+    lines = cpu_diagnostics(stats)
+    if lines:
+        parts.append(Text("possible bottlenecks:", style="bold magenta"))
+        parts.extend(Text(f"  - {line}") for line in lines)
+    for w in list(stats.warnings) + stability_warnings(stats):
+        parts.append(Text(f"warning: {w}", style="yellow"))
+    return Group(*parts)
+
+
+def print_stats(stats: BenchmarkStats, console: Console | None = None) -> None:
+    (console or Console()).print(render_stats(stats))

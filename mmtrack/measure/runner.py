@@ -1,0 +1,298 @@
+"""Calibration, warm-up, sampling and the diagnostic replay pass.
+
+Semantics follow micromeasure:
+- a bench function ``f(ctx, chunk_size, chunk_num)`` performs ``chunk_size`` operations;
+- without a fixed chunk size, calibration grows ``chunk_size`` until one chunk takes
+  about ``target_chunk`` seconds (bounded passes, clamped to [1, max_chunk_size]);
+- warm-up samples run through the backend and are discarded; their mean duration
+  sets the sample count, ``benchmark duration / chunk duration`` clamped to
+  [min_samples, max_samples];
+- every sample gets a fresh context from ``context(chunk_size)`` or ``factory()``;
+- the diagnostic pass runs after timing and never touches the timing statistics.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import backend as _backend
+from .backend import MeasurementBackend, MeasurementDomain, Results
+from .metrics import (
+    BenchSampleResult,
+    DiagnosticError,
+    DiagnosticResult,
+    MetricValue,
+    aggregate_metrics,
+)
+from .stats import BenchmarkStats, Distribution, summarize_counters
+from .throughput import Throughput
+
+Clock = Callable[[], int]  # nanoseconds
+Progress = Callable[[str, int, int], None]  # phase, done, total
+
+
+class BenchmarkDefinitionError(TypeError):
+    """The benchmark itself is wrong (bad return type, bad option): fix the code."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """The measurement budget, as micromeasure's BenchmarkRuntimeOptions."""
+
+    warm_up: float = 1.0  # seconds
+    duration: float = 5.0  # target total measured time, seconds
+    min_samples: int = 20
+    max_samples: int = 100
+    target_chunk: float = 0.05  # seconds one calibrated chunk should take
+    calibration_passes: int = 16
+    max_chunk_size: int = 1 << 32
+
+    def __post_init__(self) -> None:
+        for name in ("warm_up", "duration", "target_chunk"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 1 <= self.min_samples <= self.max_samples:
+            raise ValueError(
+                f"need 1 <= min_samples <= max_samples, got {self.min_samples} and {self.max_samples}"
+            )
+
+    @classmethod
+    def quick(cls) -> "RunOptions":
+        """A short budget for smoke runs and tests; numbers are indicative only."""
+        return cls(warm_up=0.05, duration=0.3, min_samples=5, max_samples=30, target_chunk=0.01)
+
+
+@dataclass(slots=True)
+class BenchSpec:
+    """One runnable engine benchmark, with everything already bound."""
+
+    name: str
+    fn: Callable[[Any, int, int], Any]
+    returns_sample: bool = False
+    throughput: Throughput = field(default_factory=Throughput.ops)
+    domain: MeasurementDomain = MeasurementDomain.CPU
+    backend: Callable[[], MeasurementBackend] | None = None
+    chunk_size: int | None = None
+    context: Callable[[int], Any] | None = None
+    operations_per_chunk: Callable[[int], int] | None = None
+    diagnostic: Callable[[Any, int, int], DiagnosticResult] | None = None
+    diagnostic_samples: int = 3
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Sample:
+    results: Results
+    host: float
+    metrics: list[MetricValue]
+
+
+class Runner:
+    """Runs one BenchSpec under one backend."""
+
+    def __init__(
+        self,
+        spec: BenchSpec,
+        options: RunOptions | None = None,
+        *,
+        clock: Clock = time.perf_counter_ns,
+        progress: Progress | None = None,
+        default_backend: Callable[[], MeasurementBackend] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.options = options or RunOptions()
+        self.clock = clock
+        self.progress = progress
+        # Looked up at call time so the platform default can change without touching specs.
+        self.backend = (spec.backend or default_backend or _backend.default_backend)()
+        self.warnings: list[str] = []
+
+    # -- one chunk ---------------------------------------------------------------------------
+    def _context(self, chunk_size: int) -> Any:
+        return self.spec.context(chunk_size) if self.spec.context is not None else None
+
+    def _operations(self, returned: Any, chunk_size: int, metrics: list[MetricValue]) -> int:
+        spec = self.spec
+        default_ops = spec.operations_per_chunk(chunk_size) if spec.operations_per_chunk else chunk_size
+        if not spec.returns_sample:
+            if returned is not None:
+                raise BenchmarkDefinitionError(
+                    f"benchmark {spec.name!r}: a @bench function returns None, got "
+                    f"{type(returned).__name__}; use @bench_sample to return a BenchSampleResult"
+                )
+            return default_ops
+        if isinstance(returned, BenchSampleResult):
+            for m in returned.metrics:
+                if not isinstance(m, MetricValue):
+                    raise BenchmarkDefinitionError(
+                        f"benchmark {spec.name!r}: BenchSampleResult.metrics holds a "
+                        f"{type(m).__name__}; push MetricValue objects"
+                    )
+                m.validate(spec.name)
+            metrics.extend(returned.metrics)
+            ops = returned.operations
+        elif isinstance(returned, int) and not isinstance(returned, bool):
+            ops = returned
+        else:
+            raise BenchmarkDefinitionError(
+                f"benchmark {spec.name!r}: a @bench_sample function returns a BenchSampleResult "
+                f"(or an int operation count), got {type(returned).__name__}"
+            )
+        if not isinstance(ops, int) or ops <= 0:
+            raise BenchmarkDefinitionError(
+                f"benchmark {spec.name!r}: operations must be a positive int, got {ops!r}"
+            )
+        return ops
+
+    def _timed_chunk(self, chunk_size: int) -> float:
+        """Host time of one chunk, no backend: used by calibration only."""
+        ctx = self._context(chunk_size)
+        t0 = self.clock()
+        self.spec.fn(ctx, chunk_size, 0)
+        return (self.clock() - t0) * 1e-9
+
+    def _sample(self, chunk_size: int, index: int) -> _Sample:
+        ctx = self._context(chunk_size)
+        fn, clock, backend = self.spec.fn, self.clock, self.backend
+        backend.begin()
+        try:
+            t0 = clock()
+            returned = fn(ctx, chunk_size, index)
+            t1 = clock()
+        finally:
+            backend.end()
+        metrics: list[MetricValue] = []
+        ops = self._operations(returned, chunk_size, metrics)
+        host = (t1 - t0) * 1e-9
+        results = Results()
+        backend.collect(host, ops, index, results, metrics)
+        if results.duration <= 0:
+            results.duration = host
+        if results.iterations <= 0:
+            results.iterations = ops
+        return _Sample(results, host, metrics)
+
+    # -- phases ------------------------------------------------------------------------------
+    def calibrate(self) -> int:
+        opts = self.options
+        size = 1
+        for _ in range(opts.calibration_passes):
+            elapsed = self._timed_chunk(size)
+            if 0.8 * opts.target_chunk <= elapsed <= 1.25 * opts.target_chunk:
+                break
+            # Timer resolution and call overhead dominate tiny chunks: grow by at most 10x
+            # per pass so one lucky short reading cannot overshoot by orders of magnitude.
+            factor = opts.target_chunk / elapsed if elapsed > 0 else 10.0
+            new = int(min(max(round(size * min(factor, 10.0)), 1), opts.max_chunk_size))
+            if new == size:
+                break
+            size = new
+        return size
+
+    def warm_up(self, chunk_size: int) -> float:
+        """Run discarded samples for the warm-up budget; return mean sample duration."""
+        deadline = self.clock() + int(self.options.warm_up * 1e9)
+        durations = []
+        index = 0
+        while True:
+            durations.append(self._sample(chunk_size, index).results.duration)
+            index += 1
+            if self.clock() >= deadline:
+                break
+        return sum(durations) / len(durations)
+
+    def sample_count(self, chunk_duration: float) -> int:
+        opts = self.options
+        wanted = math.ceil(opts.duration / chunk_duration) if chunk_duration > 0 else opts.max_samples
+        n = min(max(wanted, opts.min_samples), opts.max_samples)
+        if self.spec.chunk_size is not None and n * chunk_duration < 0.8 * opts.duration:
+            self.warnings.append(
+                f"fixed chunk_size={self.spec.chunk_size} under-runs the target: {n} samples of "
+                f"{chunk_duration * 1e3:.3g} ms measure {n * chunk_duration:.3g} s of the "
+                f"{opts.duration:g} s asked for; raise chunk_size or max_samples"
+            )
+        return n
+
+    def diagnose(self, chunk_size: int) -> tuple[list[list[MetricValue]], list[str]]:
+        spec = self.spec
+        if spec.diagnostic is None:
+            return [], []
+        collected: list[list[MetricValue]] = []
+        for i in range(spec.diagnostic_samples):
+            try:
+                result = spec.diagnostic(self._context(chunk_size), chunk_size, i)
+                if not isinstance(result, DiagnosticResult):
+                    raise DiagnosticError(
+                        f"diagnostic pass returned {type(result).__name__}, expected DiagnosticResult"
+                    )
+                for m in result.metrics:
+                    m.validate(spec.name)
+                collected.append(
+                    [m if m.section else m.with_section(result.section) for m in result.metrics]
+                )
+            except Exception as exc:  # a diagnostic may fail; the timing stands
+                kind = "" if isinstance(exc, DiagnosticError) else f"{type(exc).__name__}: "
+                return collected, [f"diagnostic pass failed at sample {i}: {kind}{exc}"]
+        return collected, []
+
+    def run(self) -> BenchmarkStats:
+        spec, backend = self.spec, self.backend
+        try:
+            self._report("calibrate", 0, 1)
+            chunk_size = spec.chunk_size if spec.chunk_size is not None else self.calibrate()
+            self._report("warm-up", 0, 1)
+            n = self.sample_count(self.warm_up(chunk_size))
+            samples = []
+            for i in range(n):
+                samples.append(self._sample(chunk_size, i))
+                self._report("sample", i + 1, n)
+            diag_metrics, diag_errors = self.diagnose(chunk_size)
+            notes = [backend.describe()] if backend.describe() else []
+        finally:
+            backend.close()
+        return self._stats(chunk_size, samples, diag_metrics, diag_errors, notes)
+
+    def _report(self, phase: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(phase, done, total)
+
+    def _stats(self, chunk_size, samples, diag_metrics, diag_errors, notes) -> BenchmarkStats:
+        spec = self.spec
+        durations = tuple(s.results.duration for s in samples)
+        ops = tuple(s.results.iterations for s in samples)
+        latency = Distribution.of([d / o for d, o in zip(durations, ops)])
+        rate = Distribution.of([spec.throughput.rate(o, d) for d, o in zip(durations, ops)])
+        stats = BenchmarkStats(
+            name=spec.name,
+            params=dict(spec.params),
+            throughput=spec.throughput,
+            domain=spec.domain,
+            measurement_label=self.backend.measurement_label,
+            emits_cpu_diagnostics=self.backend.emits_cpu_diagnostics,
+            chunk_size=chunk_size,
+            calibrated=spec.chunk_size is None,
+            durations=durations,
+            host_durations=tuple(s.host for s in samples),
+            operations=ops,
+            latency=latency,
+            rate=rate,
+            counters=summarize_counters(
+                [s.results.counters for s in samples],
+                ops,
+                [(s.results.time_enabled_ns, s.results.time_running_ns) for s in samples],
+            ),
+            metrics=aggregate_metrics(s.metrics for s in samples),
+            diagnostics=aggregate_metrics(diag_metrics),
+            diagnostic_errors=diag_errors,
+            warnings=list(self.warnings),
+            notes=notes,
+        )
+        return stats
+
+
+def run_benchmark(spec: BenchSpec, options: RunOptions | None = None, **kwargs: Any) -> BenchmarkStats:
+    """Run one benchmark; exceptions from the bench itself propagate to the caller."""
+    return Runner(spec, options, **kwargs).run()

@@ -1,0 +1,173 @@
+"""Robust statistics for one benchmark run.
+
+Assumptions, stated as pyperf does: samples are treated as exchangeable draws of
+one distribution; nothing assumes normality. Location is the median, spread is
+the MAD (median absolute deviation, unscaled) and the CV (sample standard
+deviation over mean, so it is sensitive to outliers on purpose: a high CV flags
+an unstable run). Outliers follow Tukey's rule: outside [Q1 - 1.5 IQR, Q3 + 1.5 IQR].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .backend import MeasurementDomain
+from .metrics import Direction, MetricFormat, MetricSummary
+from .throughput import Throughput
+
+OUTLIER_RULE = "Tukey 1.5×IQR"
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    """Location and spread of one per-sample quantity."""
+
+    median: float
+    mean: float
+    p95: float
+    p5: float
+    q1: float
+    q3: float
+    min: float
+    max: float
+    mad: float
+    cv: float
+    outliers: int
+    count: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> "Distribution":
+        a = np.asarray(values, dtype=float)
+        if a.size == 0:
+            nan = math.nan
+            return cls(nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0, 0)
+        q1, med, q3 = np.percentile(a, [25, 50, 75])
+        mean = float(a.mean())
+        std = float(a.std(ddof=1)) if a.size > 1 else 0.0
+        iqr = q3 - q1
+        outliers = int(np.count_nonzero((a < q1 - 1.5 * iqr) | (a > q3 + 1.5 * iqr)))
+        return cls(
+            median=float(med),
+            mean=mean,
+            p95=float(np.percentile(a, 95)),
+            p5=float(np.percentile(a, 5)),
+            q1=float(q1),
+            q3=float(q3),
+            min=float(a.min()),
+            max=float(a.max()),
+            mad=float(np.median(np.abs(a - med))),
+            cv=std / mean if mean else math.nan,
+            outliers=outliers,
+            count=int(a.size),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSummary:
+    """A hardware or software counter over the measured samples."""
+
+    name: str
+    total: float  # sum over samples, multiplex-scaled
+    per_op: float  # total / total operations
+    per_sample_per_op: tuple[float, ...]
+    coverage_pct: float  # mean time_running / time_enabled, 100 without multiplexing
+
+
+@dataclass(slots=True)
+class BenchmarkStats:
+    """Everything one engine benchmark run produced."""
+
+    name: str
+    params: dict[str, str]
+    throughput: Throughput
+    domain: MeasurementDomain
+    measurement_label: str
+    emits_cpu_diagnostics: bool
+    chunk_size: int
+    calibrated: bool
+    durations: tuple[float, ...]  # per-sample duration (s) as the backend defined it
+    host_durations: tuple[float, ...]  # per-sample host wall-clock (s)
+    operations: tuple[int, ...]
+    latency: Distribution  # seconds per operation
+    rate: Distribution  # throughput units per second
+    counters: list[CounterSummary] = field(default_factory=list)
+    metrics: list[MetricSummary] = field(default_factory=list)  # bench + backend, per sample
+    diagnostics: list[MetricSummary] = field(default_factory=list)  # diagnostic pass only
+    diagnostic_errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # backend bylines
+
+    @property
+    def samples(self) -> int:
+        return len(self.durations)
+
+    @property
+    def full_name(self) -> str:
+        if not self.params:
+            return self.name
+        return f"{self.name}({', '.join(self.params.values())})"
+
+    def counter(self, name: str) -> CounterSummary | None:
+        return next((c for c in self.counters if c.name == name), None)
+
+    def tracked_metrics(self) -> list[MetricSummary]:
+        """Every metric of this run as one flat list, for the store and compare.
+
+        Timing first (time per op, throughput), then counters per op, then the
+        custom and diagnostic metrics.
+        """
+        per_op = [d / o if o else math.nan for d, o in zip(self.durations, self.operations)]
+        rates = [self.throughput.rate(o, d) for d, o in zip(self.durations, self.operations)]
+        out = [
+            MetricSummary.from_values("timing", "time_per_op", "s", per_op, direction=Direction.LOWER),
+            MetricSummary.from_values(
+                "timing", "throughput", self.throughput.rate_unit, rates, direction=Direction.HIGHER
+            ),
+        ]
+        for c in self.counters:
+            out.append(
+                MetricSummary.from_values(
+                    "counters", c.name, f"{c.name}/op", c.per_sample_per_op, direction=_counter_direction(c.name)
+                )
+            )
+        return out + list(self.metrics) + list(self.diagnostics)
+
+
+def _counter_direction(name: str) -> Direction:
+    return Direction.NEUTRAL if name in {"cpu-migrations", "context-switches"} else Direction.LOWER
+
+
+def summarize_counters(
+    per_sample: Sequence[dict[str, float]],
+    operations: Sequence[int],
+    enabled_running: Sequence[tuple[int, int]],
+) -> list[CounterSummary]:
+    """Aggregate per-sample counter totals; only counters actually collected appear."""
+    names: list[str] = []
+    for counters in per_sample:
+        names.extend(n for n in counters if n not in names)
+    total_ops = float(sum(operations)) or math.nan
+    ratios = [r / e for e, r in enabled_running if e > 0]
+    coverage = 100.0 * float(np.mean(ratios)) if ratios else 100.0
+    out = []
+    for n in names:
+        values = [c.get(n, math.nan) for c in per_sample]
+        present = [v for v in values if not math.isnan(v)]
+        total = float(sum(present))
+        per_sample_per_op = tuple(v / o if o else math.nan for v, o in zip(values, operations) if not math.isnan(v))
+        out.append(CounterSummary(n, total, total / total_ops, per_sample_per_op, coverage))
+    return out
+
+
+__all__ = [
+    "OUTLIER_RULE",
+    "Distribution",
+    "CounterSummary",
+    "BenchmarkStats",
+    "summarize_counters",
+    "MetricFormat",
+]
