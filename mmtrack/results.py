@@ -1,0 +1,157 @@
+"""Plain records that cross layers: engine → results → store → analysis → pages.
+
+The store returns these, analysis consumes them, the pages render them. None of
+them knows about SQL, asv or Plotly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Mapping
+
+from .measure.metrics import Direction, MetricFormat, MetricSummary
+
+Status = Literal["ok", "failed", "skipped"]
+
+
+def canonical_params(params: Mapping[str, str] | None) -> str:
+    """One stable string for a parameter combination (part of a series' identity)."""
+    return json.dumps(dict(params or {}), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MetricKey:
+    """Metric identity: (section, name, unit). Display names are cosmetic."""
+
+    section: str
+    name: str
+    unit: str
+
+    def __str__(self) -> str:
+        base = f"{self.name} [{self.unit}]"
+        return f"{self.section}/{base}" if self.section else base
+
+
+# The primary metric of every benchmark: asv's value (seconds per op for engine benchmarks).
+PRIMARY = MetricKey("timing", "time_per_op", "s")
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesKey:
+    """A series' identity: (machine, environment, benchmark, params, metric)."""
+
+    machine: str
+    environment: str
+    benchmark: str
+    params: str  # canonical_params(...)
+    metric: MetricKey
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    sha: str  # full sha
+    date: datetime | None = None
+    message: str | None = None
+    dirty: bool = False
+    branches: tuple[str, ...] = ()
+
+    @property
+    def short(self) -> str:
+        return self.sha[:8] + ("+dirty" if self.dirty else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One metric of one benchmark case in one run."""
+
+    benchmark: str
+    params: Mapping[str, str]
+    metric: MetricKey
+    direction: Direction
+    status: Status = "ok"
+    median: float | None = None
+    mean: float | None = None
+    p95: float | None = None
+    min: float | None = None
+    max: float | None = None
+    q1: float | None = None
+    q3: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    count: int = 0
+    samples: tuple[float, ...] = ()
+    version: str | None = None  # benchmark code version; a change breaks comparability
+    format: MetricFormat = MetricFormat.NUMBER
+    display_name: str | None = None
+
+    @property
+    def params_key(self) -> str:
+        return canonical_params(self.params)
+
+    @property
+    def case(self) -> tuple[str, str, MetricKey]:
+        return (self.benchmark, self.params_key, self.metric)
+
+    @classmethod
+    def from_summary(
+        cls,
+        benchmark: str,
+        params: Mapping[str, str],
+        summary: MetricSummary,
+        *,
+        version: str | None = None,
+    ) -> "Measurement":
+        values = [v for v in summary.values if math.isfinite(v)]
+        q1 = q3 = None
+        if values:
+            import numpy as np
+
+            q1, q3 = (float(x) for x in np.percentile(values, [25, 75]))
+        return cls(
+            benchmark=benchmark,
+            params=dict(params),
+            metric=MetricKey(*summary.key),
+            direction=summary.direction,
+            median=summary.median,
+            mean=summary.mean,
+            p95=summary.p95,
+            min=summary.min,
+            max=summary.max,
+            q1=q1,
+            q3=q3,
+            count=summary.count,
+            samples=tuple(summary.values),
+            version=version,
+            format=summary.format,
+            display_name=summary.display_name,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesPoint:
+    """One commit's value in a series, in commit order."""
+
+    commit: CommitInfo
+    run_id: int
+    measurement: Measurement
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePoint:
+    """A detected change in one series, as stored for the pages."""
+
+    series: SeriesKey
+    direction: Direction
+    kind: Literal["regression", "improvement", "change"]
+    before_sha: str  # last commit of the old level
+    after_sha: str  # first commit of the new level
+    before_value: float
+    after_value: float
+    ratio: float  # after / before
+    p_value: float | None = None
+    persists: bool = True  # the new level holds to the latest commit
+    method: str = ""
+    extra: Mapping[str, object] = field(default_factory=dict)
