@@ -87,3 +87,19 @@ def test_distribution_statistics_and_tukey_outliers():
 )
 def test_format_value(value, fmt, text):
     assert format_value(value, fmt) == text
+
+
+def test_stats_round_trip_through_json(fake_clock):
+    import json
+
+    from mmtrack import BenchSampleResult, BenchSpec, RunOptions, run_benchmark
+    from mmtrack.measure.serialize import stats_from_dict, stats_to_dict
+
+    def fn(ctx, chunk_size, chunk_num):
+        fake_clock.spend(1_000_000 + 1000 * chunk_num)
+        return BenchSampleResult(chunk_size).push_metric(MetricValue.integer("algo", chunk_num % 2, "id"))
+
+    opts = RunOptions(warm_up=0.01, duration=0.02, min_samples=5, max_samples=8)
+    stats = run_benchmark(BenchSpec("rt", fn, returns_sample=True, chunk_size=3, params={"n": "3"}), opts, clock=fake_clock)
+    again = stats_from_dict(json.loads(json.dumps(stats_to_dict(stats))))
+    assert again == stats
