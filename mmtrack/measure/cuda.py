@@ -182,7 +182,11 @@ class CudaEventBackend(MeasurementBackend):
     ``FLUSH_FACTOR`` × the device's L2 size before each sample, outside the timed
     window. NVML diagnostics are on when nvidia-ml-py is installed (``nvml=False``
     turns them off; a :class:`~mmtrack.measure.nvml.ClockMonitor` replaces them).
-    ``api`` and ``clock`` are the test seam.
+    ``device`` defaults to the given stream's device, else CuPy's current device.
+    ``api`` and ``clock`` are the test seam (with ``api`` given, ``device`` is unused).
+
+    A device time of exactly zero leaves the duration at zero, so the runner uses
+    host time for that sample (the engine's contract); ``cuda_event_ms`` still says 0.
     """
 
     def __init__(
@@ -203,6 +207,9 @@ class CudaEventBackend(MeasurementBackend):
         self.bytes_per_op = float(bytes_per_op)
         self.flops_per_op = float(flops_per_op)
         self.flush_l2 = bool(flush_l2)
+        if api is None and device is None and stream is not None:
+            device = getattr(stream, "device_id", -1)  # a CuPy stream knows its device
+            device = device if isinstance(device, int) and device >= 0 else None
         self._api: CudaApi = api if api is not None else CupyCudaApi(device)
         self._stream = stream
         self._clock = clock
