@@ -167,9 +167,8 @@ def test_an_elapsed_time_error_marks_that_sample_and_the_run_goes_on():
     assert errors.count == 1 and errors.values == (600.0,)
     assert errors.format is MetricFormat.INTEGER and errors.direction is Direction.NEUTRAL
     assert metric(stats, "cuda_event_ms").count == SAMPLES - 1
-    # that one sample fell back to the runner's host time
-    host = CHUNK * cuda.launch_ns * 1e-9
-    assert stats.durations[2] == pytest.approx(host)
+    # that one sample took the backend's synchronized host span: device time + the wait
+    assert stats.durations[2] == pytest.approx(device_ms(cuda) / 1e3 + cuda.sync_ns * 1e-9)
     assert [d for i, d in enumerate(stats.durations) if i != 2] == pytest.approx([device_ms(cuda) / 1e3] * 7)
     assert "CUDA error in 1 of 9 samples" in stats.notes[0] and "600" in stats.notes[0]
 
@@ -189,7 +188,8 @@ def test_a_failed_start_event_skips_the_stop_event_for_that_sample():
     cuda = StandInCuda()
     cuda.fail("record", 709, lambda n: n == 1)  # the warm-up sample's start event
     stats, made = run(cuda)
-    # the failed warm-up sample took host time only, so warm-up ran one more sample
+    # without a start event the sample took the runner's host time (launches only),
+    # far under the warm-up budget, so warm-up ran one more sample
     samples = made[0]._samples
     assert samples == SAMPLES + 2
     assert cuda.calls["record"] == 2 * samples - 1
@@ -202,6 +202,9 @@ def test_a_failing_flush_is_a_cuda_error_of_that_sample():
     cuda.fail("memset", 2, lambda n: n == 3)
     stats, _ = run(cuda, flush_l2=True)
     assert metric(stats, "cuda_error_code").values == (2.0,)
+    # no start event was recorded: that sample (index 1; call 1 was warm-up) took the runner's host time
+    assert stats.durations[1] == pytest.approx(CHUNK * cuda.launch_ns * 1e-9)
+    assert stats.durations[0] == stats.durations[2] == pytest.approx(device_ms(cuda) / 1e3)
 
 
 def test_an_exception_that_is_not_a_cuda_error_propagates_and_the_backend_is_closed():

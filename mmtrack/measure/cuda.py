@@ -11,8 +11,9 @@ Per sample (the runner's contract, see ``backend.py``)::
 The stream is the one given, else CuPy's *current* stream at ``begin`` (so a
 ``with cupy.cuda.Stream():`` block or a per-thread default stream is honoured).
 A CUDA error in any of these steps is recorded as an integer ``cuda_error_code``
-metric for that sample (its duration then falls back to host time) and the run
-goes on.
+metric for that sample, whose duration is then the host wall time from the start
+event through the stop event's synchronize (the runner's host time when even the
+start event failed), and the run goes on.
 
 CuPy is imported only when a backend is built, never when this module is
 imported. The seam is :class:`CudaApi`: :class:`CupyCudaApi` is the real one,
@@ -243,7 +244,7 @@ class CudaEventBackend(MeasurementBackend):
         # per-sample state
         self._active_stream: Any = None
         self._error: tuple[int, str] | None = None
-        self._t_begin = 0
+        self._t_begin: int | None = None
         self._t_end = 0
         self._reading: ClockReading | None = None
         # run totals for describe() (warm-up samples included)
@@ -258,6 +259,7 @@ class CudaEventBackend(MeasurementBackend):
         self._error = None
         self._reading = None
         self._active_stream = None
+        self._t_begin = None
         try:
             stream = self._stream if self._stream is not None else self._api.current_stream()
             if self._flush_buffer is not None:
@@ -302,12 +304,16 @@ class CudaEventBackend(MeasurementBackend):
         if self._error is not None or device_ms is None:
             code, _ = self._error or (0, "")
             self._error_samples += 1
-            # duration stays 0: the runner falls back to host time for this sample
+            # No device time: use the host wall time from the start event through the stop
+            # event's synchronize (or the failure), which covers the GPU work, unlike the
+            # runner's launch-only host time; with no start event, leave 0 (runner host time).
+            if self._t_begin is not None and self._t_end > self._t_begin:
+                results.duration = (self._t_end - self._t_begin) * 1e-9
             metrics.append(MetricValue.integer("cuda_error_code", code, "enum"))
         else:
             seconds = device_ms * 1e-3
             results.duration = seconds
-            span = (self._t_end - self._t_begin) * 1e-9
+            span = (self._t_end - (self._t_begin or self._t_end)) * 1e-9
             metrics.append(MetricValue.duration_ms("cuda_event_ms", seconds))
             metrics.append(MetricValue.duration_ms("host_overhead_ms", max(span - seconds, 0.0)))
             if seconds > 0 and self.bytes_per_op > 0:
@@ -345,7 +351,7 @@ class CudaEventBackend(MeasurementBackend):
             code, message = self._last_error or (0, "")
             parts.append(
                 f"CUDA error in {self._error_samples} of {self._samples} samples (warm-up included), "
-                f"host time used for those; last: {message or code}"
+                f"host wall time used for those; last: {message or code}"
             )
         if self._monitor is not None and self._samples:
             clock = self._monitor.default_clock_mhz
