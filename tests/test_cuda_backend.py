@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from test_cuda_standin import StandInClocks, StandInCuda, StandInCudaError
 
@@ -122,11 +123,15 @@ def test_an_explicit_stream_is_used_whatever_is_current():
     assert {stream.name for _, stream in cuda.ops("record")} == {"explicit"}
 
 
-def test_zero_bytes_or_negative_options_are_refused():
+def test_negative_or_non_finite_options_are_refused():
     with pytest.raises(ValueError, match="bytes_per_op"):
         CudaEventBackend(bytes_per_op=-1, api=StandInCuda(), nvml=False)
     with pytest.raises(ValueError, match="flops_per_op"):
         CudaEventBackend(flops_per_op=math.nan, api=StandInCuda(), nvml=False)
+    with pytest.raises(ValueError, match="bytes_per_op"):
+        CudaEventBackend(bytes_per_op=math.inf, api=StandInCuda(), nvml=False)
+    backend = CudaEventBackend(bytes_per_op=np.int64(4096), api=StandInCuda(), nvml=False)
+    assert backend.bytes_per_op == 4096.0
 
 
 # -- cold mode -----------------------------------------------------------------------------

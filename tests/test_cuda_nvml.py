@@ -111,3 +111,40 @@ def test_reason_names():
 def test_flag_value_is_an_integer(mhz, flag):
     *_, below = nvml.reading_metrics(nvml.ClockReading(mhz, 0), 1980)
     assert below.value == flag and below.format is MetricFormat.INTEGER
+
+
+def test_the_backend_opens_nvml_by_default_with_the_cuda_default_clock(monkeypatch):
+    from test_cuda_standin import StandInCuda
+
+    from mmtrack.measure.cuda import CudaEventBackend
+    from mmtrack.measure.metrics import MetricValue
+    from mmtrack.measure.backend import Results
+
+    mod = fake_pynvml()
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    cuda = StandInCuda(clock_khz=1_755_000)
+    backend = CudaEventBackend(api=cuda, clock=cuda.clock)
+    assert ("pci", b"0000:01:00.0") in mod.calls
+    backend.begin()
+    cuda.kernel(1_000)
+    backend.end()
+    metrics: list[MetricValue] = []
+    backend.collect(1e-6, 1, 0, Results(), metrics)
+    by_name = {m.name: m.value for m in metrics}
+    assert by_name["sm_clock_mhz"] == 1410.0
+    assert by_name["clock_below_75pct"] == 0  # 1410 >= 0.75 * 1755
+    assert by_name["clock_event_reasons"] == 0x4
+    backend.close()
+    assert mod.calls.count("shutdown") == 1
+
+
+def test_the_backend_notes_when_nvml_is_missing(monkeypatch):
+    from test_cuda_standin import StandInCuda
+
+    from mmtrack.measure.cuda import CudaEventBackend
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    backend = CudaEventBackend(api=StandInCuda())
+    assert backend.describe() == (
+        "CUDA events on device 0 (Stand-in GPU); NVML diagnostics off: nvidia-ml-py is not installed"
+    )

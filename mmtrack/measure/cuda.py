@@ -22,6 +22,8 @@ tests inject a stand-in.
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from typing import Any, Callable, Protocol
 
@@ -203,8 +205,8 @@ class CudaEventBackend(MeasurementBackend):
         clock: Callable[[], int] = time.perf_counter_ns,
     ) -> None:
         for name, value in (("bytes_per_op", bytes_per_op), ("flops_per_op", flops_per_op)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise ValueError(f"CudaEventBackend: {name} must be a number >= 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < math.inf:
+                raise ValueError(f"CudaEventBackend: {name} must be a finite number >= 0, got {value!r}")
         self.bytes_per_op = float(bytes_per_op)
         self.flops_per_op = float(flops_per_op)
         self.flush_l2 = bool(flush_l2)
