@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     # CudaEventBackend is exported lazily: its module imports no CuPy either, but this keeps
     # `import mmtrack` from loading GPU code at all (CuPy itself loads only when one is built).
     if name == "CudaEventBackend":
