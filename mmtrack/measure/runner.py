@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from . import affinity
 from . import backend as _backend
 from .backend import MeasurementBackend, MeasurementDomain, Results
 from .metrics import (
@@ -49,6 +50,7 @@ class RunOptions:
     target_chunk: float = 0.05  # seconds one calibrated chunk should take
     calibration_passes: int = 16
     max_chunk_size: int = 1 << 32
+    pin_cpu: bool = True  # pin the measuring thread to one core for the run (see affinity.py)
 
     def __post_init__(self) -> None:
         for name in ("warm_up", "duration", "target_chunk"):
@@ -240,6 +242,7 @@ class Runner:
 
     def run(self) -> BenchmarkStats:
         spec, backend = self.spec, self.backend
+        pinned = affinity.pin_current_thread() if self.options.pin_cpu else None
         try:
             self._report("calibrate", 0, 1)
             chunk_size = spec.chunk_size if spec.chunk_size is not None else self.calibrate()
@@ -250,9 +253,11 @@ class Runner:
                 samples.append(self._sample(chunk_size, i))
                 self._report("sample", i + 1, n)
             diag_metrics, diag_errors = self.diagnose(chunk_size)
-            notes = [backend.describe()] if backend.describe() else []
+            byline = backend.describe(spec.domain)
+            notes = [byline] if byline else []
         finally:
             backend.close()
+            affinity.restore(pinned)
         return self._stats(chunk_size, samples, diag_metrics, diag_errors, notes)
 
     def _report(self, phase: str, done: int, total: int) -> None:
