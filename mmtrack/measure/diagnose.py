@@ -20,6 +20,11 @@ low IPC                        instructions / cycles                       < 0.5
 high CV (stability)            sample CV of time per op                    > 5 %
 many outliers (stability)      Tukey outliers / samples                    > 10 %
 =============================  ==========================================  ==========
+
+A ratio is only judged when its denominator counted at least ``MIN_EVENTS``
+events over the run (1,000): a handful of cache references or branches says
+nothing about the code. A missing counter (not collected on this machine)
+silences the signals that need it and nothing else.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ FRONTEND_STALL_RATIO = 0.30
 LOW_IPC = 0.5
 HIGH_CV = 0.05
 OUTLIER_FRACTION = 0.10
+MIN_EVENTS = 1000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +79,8 @@ class Readings:
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
-    return num / den if num is not None and den else None
+    """num / den, or None when either is missing or den counted too few events to judge."""
+    return num / den if num is not None and den is not None and den >= MIN_EVENTS else None
 
 
 def bottlenecks(r: Readings) -> list[str]:

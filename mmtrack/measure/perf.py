@@ -22,9 +22,14 @@ How counters are opened (once per run, in the measuring thread):
    ioctl pair and one read per group. With ``grouping=False`` every counter stays
    alone (the "individual counters" mode).
 
-Per sample: ``ioctl(PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP)`` on each group
-leader in ``begin``, ``PERF_EVENT_IOC_DISABLE`` and one ``read`` per group in
-``end``. ``collect`` takes the difference to the previous read (counters are
+Per sample: ``ioctl(PERF_EVENT_IOC_ENABLE)`` on each group leader in ``begin``,
+``PERF_EVENT_IOC_DISABLE`` and one ``read`` per group in ``end``. Only the
+leader is toggled: members are opened enabled and count exactly while their
+leader is on the PMU, so the leader switches the whole group. (Toggling with
+``PERF_IOC_FLAG_GROUP`` instead disables the members too, and on Linux 6.18
+re-enabling them that way lost their counts from the second sample on: a group
+of task-clock and page-faults read 512 faults, then 0, for the same work.
+``test_perf.py`` guards this.) ``collect`` takes the difference to the previous read (counters are
 disabled between samples, so nothing else is counted), and scales each value by
 ``Δtime_enabled / Δtime_running`` when the kernel multiplexed the group; a group
 that never ran in a sample leaves its counters out of that sample (has-flag
@@ -496,16 +501,16 @@ class LinuxPerfBackend(MeasurementBackend):
     # -- hot path: keep it short ----------------------------------------------------------
     def begin(self) -> None:
         for fd in self._leaders:
-            _ioctl(fd, PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP)
+            _ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)
 
     def end(self) -> None:
         g = self._single
         if g is not None:
-            _ioctl(g.leader, PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP)
+            _ioctl(g.leader, PERF_EVENT_IOC_DISABLE, 0)
             self._raw = [_read(g.leader, g.size)]
             return
         for fd in self._leaders:
-            _ioctl(fd, PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP)
+            _ioctl(fd, PERF_EVENT_IOC_DISABLE, 0)
         self._raw = [_read(g.leader, g.size) for g in self._groups]
 
     def collect(
