@@ -16,6 +16,7 @@ host elapsed time". It may push per-sample metrics onto ``metrics``.
 from __future__ import annotations
 
 import enum
+import errno
 import logging
 from dataclasses import dataclass, field
 
@@ -133,6 +134,14 @@ def default_backend() -> MeasurementBackend:
         from .perf import LinuxPerfBackend, PerfUnavailable, explain, summarize_open
     except ImportError as exc:  # no fcntl: not a POSIX system
         announce_once(f"perf counters need Linux ({exc}); timing only")
+        return WallClockBackend()
+    except OSError as exc:  # reading the module itself failed, e.g. no file descriptor left
+        fix = "close files the process keeps open or raise the limit (ulimit -n)" if exc.errno in (
+            errno.EMFILE, errno.ENFILE) else "check the mmtrack installation"
+        announce_once(
+            f"perf counters unavailable, timing only: could not load the perf backend "
+            f"({errno.errorcode.get(exc.errno or 0, exc.errno)}: {exc.strerror}); {fix}"
+        )
         return WallClockBackend()
     try:
         backend = LinuxPerfBackend()

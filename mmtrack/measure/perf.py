@@ -413,6 +413,12 @@ def explain(code: int, *, paranoid: int | None = None, container: bool | None = 
                 f"capability (kernel.perf_event_paranoid={p}); run the container with "
                 "--cap-add PERFMON (or SYS_ADMIN) and a seccomp profile that allows perf_event_open"
             )
+        if paranoid is not None and paranoid <= 2:
+            return (
+                f"perf_event_open was denied ({name}) although kernel.perf_event_paranoid={p} allows "
+                "user-space counting of your own process: a security module (SELinux, AppArmor) or a "
+                "sandbox refuses it; allow perf_event_open there, or grant CAP_PERFMON to the Python interpreter"
+            )
         return (
             f"perf_event_open was denied ({name}): kernel.perf_event_paranoid={p} "
             "(3 or more refuses unprivileged users; 2 allows user-space counting of your own process); "
