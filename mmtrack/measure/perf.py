@@ -218,6 +218,15 @@ class _Group:
         self.names = tuple(ids[first[4 + 2 * i]] for i in range(len(fds)))
         self.prev = first
 
+    @classmethod
+    def replay(cls, names: Sequence[str], first: tuple[int, ...]) -> "_Group":
+        """A group with no file descriptors, fed recorded reads: tests the arithmetic."""
+        g = cls.__new__(cls)
+        g.leader, g.fds, g.names, g.prev = -1, [], tuple(names), first
+        g.size = 8 * (3 + 2 * len(names))
+        g.unpack = struct.Struct(f"={3 + 2 * len(names)}Q").unpack
+        return g
+
     def close(self) -> None:
         for fd in reversed(self.fds):
             try:
@@ -495,7 +504,10 @@ class LinuxPerfBackend(MeasurementBackend):
         grouping: bool = True,
     ) -> None:
         chosen = ALL_COUNTERS if counters is None else tuple(_BY_NAME[n] for n in counters)
-        self._groups, self.report = open_counters(chosen, inherit=inherit, grouping=grouping)
+        self._adopt(*open_counters(chosen, inherit=inherit, grouping=grouping))
+
+    def _adopt(self, groups: list[_Group], report: OpenReport) -> None:
+        self._groups, self.report = groups, report
         self._leaders = tuple(g.leader for g in self._groups)
         self._single = self._groups[0] if len(self._groups) == 1 else None
         self._raw: list[bytes] = []
