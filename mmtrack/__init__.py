@@ -35,6 +35,7 @@ __all__ = [
     "DiagnosticResult",
     "Direction",
     "InvalidMetricError",
+    "LinuxPerfBackend",
     "MeasurementBackend",
     "MeasurementDomain",
     "MetricFormat",
@@ -46,3 +47,13 @@ __all__ = [
     "WallClockBackend",
     "run_benchmark",
 ]
+
+
+def __getattr__(name: str):
+    # LinuxPerfBackend is loaded on first use: it needs fcntl (POSIX) and nothing should
+    # touch perf at import time.
+    if name == "LinuxPerfBackend":
+        from .measure.perf import LinuxPerfBackend
+
+        return LinuxPerfBackend
+    raise AttributeError(f"module 'mmtrack' has no attribute {name!r}")

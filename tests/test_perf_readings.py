@@ -43,7 +43,8 @@ def replay_backend(groups: list[tuple[tuple[str, ...], list[tuple[int, ...]]]]):
     b._adopt(built, OpenReport("perf event group" if len(built) == 1 else "perf event groups", opened, {}, False, None))
 
     def sample(i: int, ops: int) -> Results:
-        b._raw = [raw(reads[i]) for _, reads in groups]  # what end() would have read
+        raws = [raw(reads[i]) for _, reads in groups]  # what end() would have read
+        b._raw = raws[0] if b._single is not None else raws
         r = Results()
         b.collect(1e-3, ops, i, r, [])
         return r

@@ -49,6 +49,7 @@ from __future__ import annotations
 import ctypes
 import errno as _errno
 import fcntl
+import operator
 import os
 import platform
 import struct
@@ -487,6 +488,7 @@ def summarize_open(report: OpenReport) -> str | None:
 # -- the backend ------------------------------------------------------------------------------
 _ioctl = fcntl.ioctl
 _read = os.read
+_sub = operator.sub
 
 
 class LinuxPerfBackend(MeasurementBackend):
@@ -525,7 +527,7 @@ class LinuxPerfBackend(MeasurementBackend):
         g = self._single
         if g is not None:
             _ioctl(g.leader, PERF_EVENT_IOC_DISABLE, 0)
-            self._raw = [_read(g.leader, g.size)]
+            self._raw = _read(g.leader, g.size)
             return
         for fd in self._leaders:
             _ioctl(fd, PERF_EVENT_IOC_DISABLE, 0)
@@ -537,30 +539,19 @@ class LinuxPerfBackend(MeasurementBackend):
         results.duration = host_elapsed
         results.iterations = ops
         results.chunks_executed = 1
-        counters = results.counters
-        worst_e = worst_r = 0
-        for g, raw in zip(self._groups, self._raw):
-            vals = g.unpack(raw)
-            prev = g.prev
-            g.prev = vals
-            enabled = vals[1] - prev[1]
-            running = vals[2] - prev[2]
-            if running <= 0:  # the group never reached the PMU this sample: no reading
-                worst_e, worst_r = max(enabled, 1), 0
-                continue
-            if worst_e == 0 or running * worst_e < worst_r * enabled:
-                worst_e, worst_r = enabled, running
-            if running < enabled:
-                scale = enabled / running
-                for i, name in enumerate(g.names):
-                    counters[name] = (vals[3 + 2 * i] - prev[3 + 2 * i]) * scale
-            else:
-                for i, name in enumerate(g.names):
-                    counters[name] = float(vals[3 + 2 * i] - prev[3 + 2 * i])
-        results.time_enabled_ns = worst_e
-        results.time_running_ns = worst_r
-        self._enabled += worst_e
-        self._running += worst_r
+        g = self._single
+        if g is not None:
+            enabled, running = _apply(g, self._raw, results.counters)
+        else:  # several groups: coverage is the worst group's
+            enabled = running = 0
+            for g, raw in zip(self._groups, self._raw):
+                e, r = _apply(g, raw, results.counters)
+                if enabled == 0 or r * enabled < running * e:
+                    enabled, running = e, r
+        results.time_enabled_ns = enabled
+        results.time_running_ns = running
+        self._enabled += enabled
+        self._running += running
 
     # -- reporting ------------------------------------------------------------------------
     @property
@@ -594,6 +585,28 @@ class LinuxPerfBackend(MeasurementBackend):
     @property
     def open_fds(self) -> int:
         return sum(len(g.fds) for g in self._groups)
+
+
+def _apply(g: _Group, raw: bytes, counters: dict[str, float]) -> tuple[int, int]:
+    """Put one group's sample (this read minus the previous) into ``counters``.
+
+    Returns (Δtime_enabled, Δtime_running). Values are scaled by enabled/running
+    when the group was multiplexed; a group that never ran adds nothing.
+    """
+    vals = g.unpack(raw)
+    prev = g.prev
+    g.prev = vals
+    enabled = vals[1] - prev[1]
+    running = vals[2] - prev[2]
+    if running <= 0:
+        return max(enabled, 1), 0
+    deltas = map(_sub, vals[3::2], prev[3::2])
+    if running < enabled:
+        scale = enabled / running
+        counters.update(zip(g.names, [d * scale for d in deltas]))
+    else:
+        counters.update(zip(g.names, deltas))
+    return enabled, running
 
 
 def _close_groups(groups: list[_Group]) -> None:
