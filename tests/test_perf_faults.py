@@ -200,3 +200,19 @@ def test_cli_on_this_machine_shows_software_counters_and_the_hardware_line():
     if not has_cpu_pmu():
         assert "timing + perf software counters" in proc.stdout
         assert "hardware counters unavailable" in proc.stderr
+
+
+@pytest.mark.parametrize("grouping", [True, False])
+def test_a_failure_after_opening_closes_every_descriptor(monkeypatch, messages, grouping):
+    """PERF_EVENT_IOC_ID refused (a kernel before 3.12 answers ENOTTY) once fds are open."""
+    def no_ids(fd):
+        raise OSError(errno.ENOTTY, os.strerror(errno.ENOTTY))
+
+    monkeypatch.setattr(perf, "_event_id", no_ids)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(perf.PerfUnavailable):
+        LinuxPerfBackend(grouping=grouping)
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert isinstance(default_backend(), WallClockBackend)
+    (line,) = messages()
+    assert "timing only" in line and "ENOTTY" in line

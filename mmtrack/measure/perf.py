@@ -324,10 +324,9 @@ def open_counters(
     if not singles:
         _, first_errno = next(iter(failed.items()), ("", _errno.ENOENT))
         raise PerfUnavailable(_telling_errno(failed) or first_errno, failed)
-    try:
-        groups = _regroup(singles, flags) if grouping else [_Group(fd, [fd], [c.name]) for c, fd in singles]
+    try:  # both close everything they hold when they fail
+        groups = _regroup(singles, flags) if grouping else _alone(singles)
     except OSError as exc:  # reading or identifying a fresh fd failed: give up cleanly
-        _close_all(fd for _, fd in singles)
         raise PerfUnavailable(exc.errno or _errno.EIO, failed) from None
     if all(len(g.fds) == 1 for g in groups) and len(groups) > 1:
         mode = "individual counters"
@@ -335,6 +334,15 @@ def open_counters(
         mode = "perf event group" if len(groups) == 1 else "perf event groups"
     opened = tuple(n for g in groups for n in g.names)
     return groups, OpenReport(mode, opened, failed, user_only, group_errno)
+
+
+def _alone(singles: list[tuple[Counter, int]]) -> list[_Group]:
+    """Each counter as its own group of one."""
+    try:
+        return [_Group(fd, [fd], [c.name]) for c, fd in singles]
+    except OSError:
+        _close_all(fd for _, fd in singles)
+        raise
 
 
 def _regroup(singles: list[tuple[Counter, int]], flags: int) -> list[_Group]:
