@@ -7,6 +7,7 @@ test states the ratio it sits on, against the documented thresholds.
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 
 from mmtrack.measure import diagnose
@@ -89,6 +90,19 @@ def test_readings_come_from_the_run_counters():
     r = Readings.of(make_stats(MeasurementDomain.CPU, BRANCHY))
     assert (r.cycles, r.instructions, r.branches, r.branch_misses) == (1e9, 2e9, 1e8, 9e6)
     assert r.cache_misses is None
+
+
+def test_counters_missing_from_some_samples_are_put_on_the_same_footing():
+    # cycles were read in both samples, instructions (another group) only in the first.
+    # Raw totals would say IPC 0.9e9 / 2e9 = 0.45: a false "low IPC". Per sample it is 0.9.
+    stats = make_stats(MeasurementDomain.CPU, {})
+    per_sample = [{"cycles": 1e9, "instructions": 0.9e9}, {"cycles": 1e9}]
+    stats.counters = summarize_counters(per_sample, stats.operations, [(1, 1), (1, 1)])
+    assert stats.counter("instructions").total == 0.9e9  # the raw total covers half the run
+    r = Readings.of(stats)
+    assert r.cycles == 2e9 and r.instructions == pytest.approx(1.8e9)
+    assert cpu_diagnostics(stats) == []
+    assert bottlenecks(Readings(cycles=2e9, instructions=0.9e9)) == ["low IPC: 0.45 instructions per cycle"]
 
 
 def test_gating_by_domain_and_backend():

@@ -61,9 +61,22 @@ class Readings:
 
     @classmethod
     def of(cls, stats: BenchmarkStats) -> "Readings":
+        """Run totals; a counter missing from some samples is extrapolated to all of them.
+
+        Counters in different perf groups can be missing from different samples
+        (a group that never reached the PMU in a sample is left out of it), so
+        their raw totals cover different work. Their mean per op times the run's
+        operations puts every counter on the same footing before ratios are taken.
+        """
+        all_ops = float(sum(stats.operations))
+
         def total(name: str) -> float | None:
             c = stats.counter(name)
-            return c.total if c is not None else None
+            if c is None:
+                return None
+            if len(c.per_sample_per_op) == stats.samples or not c.per_sample_per_op:
+                return c.total
+            return sum(c.per_sample_per_op) / len(c.per_sample_per_op) * all_ops
 
         return cls(
             cycles=total("cycles"),
