@@ -112,3 +112,14 @@ def test_per_op_ipc_and_coverage_through_stats_and_report():
     assert "instructions/op" in text and "IPC" in text and "2.000" in text  # 6000 / 3000
     assert "75.0%" in text
     assert not math.isnan(by["branches"].per_op)
+
+
+def test_ipc_row_compares_like_with_like_when_groups_miss_samples():
+    # cycles (group A) read in both samples, instructions (group B) in the first only.
+    summary = summarize_counters(
+        [{"cycles": 1_000, "instructions": 900}, {"cycles": 1_000}], [10, 10], [(1, 1), (1, 1)]
+    )
+    console = Console(width=120, record=True)
+    console.print(counter_table(summary))
+    ipc_line = next(line for line in console.export_text().splitlines() if "IPC" in line)
+    assert "0.900" in ipc_line  # not 0.450 from the raw totals

@@ -66,10 +66,21 @@ def counter_table(counters: list[CounterSummary]) -> Table:
     by_name = {c.name: c for c in counters}
     for c in counters:
         t.add_row(f"{c.name}/op", format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
-    if "cycles" in by_name and "instructions" in by_name and by_name["cycles"].total:
-        ipc = by_name["instructions"].total / by_name["cycles"].total
+    ipc = _ipc(by_name.get("instructions"), by_name.get("cycles"))
+    if ipc is not None:
         t.add_row("IPC", f"{ipc:.3f}", "", "")
     return t
+
+
+def _ipc(instructions: CounterSummary | None, cycles: CounterSummary | None) -> float | None:
+    """instructions / cycles; per op when the two were read in different numbers of samples
+    (different perf groups), so that both describe the same work."""
+    if instructions is None or cycles is None or not cycles.total:
+        return None
+    if len(instructions.per_sample_per_op) == len(cycles.per_sample_per_op):
+        return instructions.total / cycles.total
+    mean = lambda c: sum(c.per_sample_per_op) / len(c.per_sample_per_op)  # noqa: E731
+    return mean(instructions) / mean(cycles) if cycles.per_sample_per_op and mean(cycles) else None
 
 
 def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
