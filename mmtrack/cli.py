@@ -32,7 +32,8 @@ def cli() -> None:
 @click.option("--order", type=click.Choice(["declared", "random"]), default="declared", show_default=True)
 @click.option("--seed", type=int, default=None, help="Seed for --order random.")
 @click.option("--cooldown", type=float, default=0.0, help="Seconds to sleep between cases.")
-def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown) -> None:
+@click.option("--no-pin", is_flag=True, help="Do not pin the measuring thread to one CPU.")
+def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin) -> None:
     """Run the engine benchmarks under PATH on the working tree and print the report."""
     from .commands.bench import BenchRequest, run_bench
 
@@ -45,6 +46,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
             "duration": duration,
             "min_samples": min_samples,
             "max_samples": max_samples,
+            "pin_cpu": False if no_pin else None,
         },
         order=order,
         seed=seed,
