@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from sqlalchemy import Connection, Table, and_, delete, select, update
+from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, delete, func, select, update
 
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from ..measure.stats import BenchmarkStats
@@ -155,6 +155,44 @@ def _insert(conn: Connection, table: Table):  # noqa: ANN202 - dialect-specific 
     else:  # pragma: no cover - only SQLite and PostgreSQL are supported
         raise NotImplementedError(conn.dialect.name)
     return insert(table)
+
+
+_BULK: dict[tuple[str, str, tuple[str, ...]], tuple[str, list[Any]]] = {}
+
+
+def _bulk_insert(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """INSERT many rows; on SQLite straight through the driver's executemany.
+
+    Values go through the columns' own bind processors (as SQLAlchemy would
+    convert them) but skip its per-row statement machinery, the bulk of an
+    import's cost.
+    """
+    if conn.dialect.name != "sqlite":
+        conn.execute(table.insert(), rows)
+        return
+    names = tuple(rows[0])
+    key = (conn.dialect.name, table.name, names)
+    if key not in _BULK:
+        cols = ", ".join(conn.dialect.identifier_preparer.quote(n) for n in names)
+        sql = f"INSERT INTO {conn.dialect.identifier_preparer.quote(table.name)} ({cols}) VALUES ({', '.join('?' * len(names))})"
+        # Only these types need converting for sqlite3; numbers and strings pass as they are.
+        procs = [
+            table.c[n].type._cached_bind_processor(conn.dialect)
+            if isinstance(table.c[n].type, (DateTime, JSON, Boolean))
+            else None
+            for n in names
+        ]
+        _BULK[key] = (sql, procs)
+    sql, procs = _BULK[key]
+    convert = [(i, p) for i, p in enumerate(procs) if p is not None]
+    params = []
+    for row in rows:
+        values = list(row.values())
+        for i, p in convert:
+            if values[i] is not None:
+                values[i] = p(values[i])
+        params.append(tuple(values))
+    conn.exec_driver_sql(sql, params)
 
 
 class _Dims:
@@ -295,9 +333,18 @@ def _write_run(
                 for c in cases
             ]
             res_t = m.Result.__table__
-            ids = conn.execute(
-                _insert(conn, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
-            ).scalars().all()
+            if conn.dialect.name == "sqlite":
+                # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
+                # plain executemany is several times faster than INSERT ... RETURNING.
+                first = (conn.execute(select(func.max(res_t.c.id))).scalar() or 0) + 1
+                ids = list(range(first, first + len(rows)))
+                for rid, row in zip(ids, rows):
+                    row["id"] = rid
+                _bulk_insert(conn, res_t, rows)
+            else:
+                ids = conn.execute(
+                    _insert(conn, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
+                ).scalars().all()
             mrows = [
                 {
                     "result_id": rid,
@@ -321,7 +368,7 @@ def _write_run(
                 for x in c.measures
             ]
             if mrows:
-                conn.execute(_insert(conn, m.Measurement.__table__), mrows)
+                _bulk_insert(conn, m.Measurement.__table__, mrows)
     dims.publish()
     return run_id, outcome
 
@@ -524,50 +571,49 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
-def _num(value: Any, what: str, *, allow_nan: bool = False) -> float | None:
+def _num(value: Any, where: str, field: str = "", *, nan: str = "error") -> float | None:
+    """A finite float, or None for null. NaN: "error", "none" (missing) or "keep" (skipped)."""
+    if type(value) is float and value - value == 0.0:  # the fast path: finite floats
+        return value
     if value is None:
         return None
+    what = f"{where} {field}".strip()
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ResultsFileError(f"{what} is {type(value).__name__} {value!r:.40}, expected a number")
+        raise ResultsFileError(f"{what} is {type(value).__name__} {str(value)[:40]!r}, expected a number")
     try:
         f = float(value)
     except OverflowError:
-        raise ResultsFileError(f"{what} {value:.3g} is too large") from None
+        raise ResultsFileError(f"{what} has {len(str(value))} digits, too large for a float") from None
     if math.isnan(f):
-        if allow_nan:
-            return f
-        return None
+        if nan == "error":
+            raise ResultsFileError(f"{what} is NaN, expected a number")
+        return f if nan == "keep" else None
     if math.isinf(f):
         raise ResultsFileError(f"{what} is infinite (or too large for a float)")
     return f
 
 
-def _int(value: Any, what: str) -> int | None:
+def _int(value: Any, where: str, field: str = "") -> int | None:
+    if type(value) is int and 0 <= value < 2**62:
+        return value
+    what = f"{where} {field}".strip()
     f = _num(value, what)
     if f is None:
         return None
     if f != int(f) or not (0 <= f < 2**62):
-        raise ResultsFileError(f"{what} {value!r:.40} is not a count")
+        raise ResultsFileError(f"{what} {str(value)[:40]} is not a count")
     return int(f)
 
 
-def _ms(value: Any, what: str) -> datetime | None:
+def _ms(value: Any, where: str, field: str = "") -> datetime | None:
+    what = f"{where} {field}".strip()
     f = _num(value, what)
     if f is None:
         return None
     try:
         return datetime.fromtimestamp(f / 1000.0, tz=timezone.utc)
     except (OverflowError, OSError, ValueError):
-        raise ResultsFileError(f"{what} {value!r:.40} is not a time in milliseconds") from None
-
-
-def _column(row: Mapping[str, Any], key: str, i: int, n: int, what: str) -> Any:
-    col = row.get(key)
-    if col is None:
-        return None
-    if not isinstance(col, list) or len(col) != n:
-        raise ResultsFileError(f"{what}: column {key!r} does not have one entry per parameter combination")
-    return col[i]
+        raise ResultsFileError(f"{what} {str(value)[:40]} is not a time in milliseconds") from None
 
 
 @dataclass(slots=True)
@@ -674,63 +720,77 @@ def _asv_cases(
         raise ResultsFileError(f"{what}: {len(result)} results for {n} parameter combinations")
     version = row.get("version")
     version = _text(version, f"{what} version") if version is not None else meta.version
-    started = _ms(row.get("started_at"), f"{what} started_at")
+    started = _ms(row.get("started_at"), what, "started_at")
     if started is not None:
         starts.append(started)
-    duration = _num(row.get("duration"), f"{what} duration")
+    duration = _num(row.get("duration"), what, "duration")
     metric, direction = asv_metric(meta.type, meta.unit)
     mkey = (metric.section, metric.name, metric.unit)
-    fmt = MetricFormat.NUMBER.value
+    dvalue, fmt, version = direction.value, MetricFormat.NUMBER.value, version or ""
+    cols = {k: _columns(row, k, n, what) for k in _STAT_COLUMNS}
+    ci_a, ci_b, q25, q75, number, repeat, samples_col = (cols[k] for k in _STAT_COLUMNS)
+    params_key = "{}" if not grid else None
     out = []
     for i, combo in enumerate(combos):
-        where = f"{what} case {i}"
-        raw = None if result is None else result[i]
-        value = _num(raw, f"{where} result", allow_nan=True)
+        where = f"{what} case {i}" if n > 1 else what
+        value = _num(None if result is None else result[i], where, "result", nan="keep")
         if value is None:
             status = "failed"
-        elif math.isnan(value):
+        elif value != value:  # NaN: asv skipped it
             status, value = "skipped", None
         else:
             status = "ok"
         c = _Case(
             name=name,
-            params=canonical_params(dict(zip(names, combo))),
-            version=version or "",
+            params=params_key or canonical_params(dict(zip(names, combo))),
+            version=version,
             unit=meta.unit,
             type=meta.type,
             status=status,
             value=value,
-            ci_low=_num(_column(row, "stats_ci_99_a", i, n, what), f"{where} ci_99_a"),
-            ci_high=_num(_column(row, "stats_ci_99_b", i, n, what), f"{where} ci_99_b"),
-            q1=_num(_column(row, "stats_q_25", i, n, what), f"{where} q_25"),
-            q3=_num(_column(row, "stats_q_75", i, n, what), f"{where} q_75"),
-            number=_int(_column(row, "stats_number", i, n, what), f"{where} number"),
-            repeat=_int(_column(row, "stats_repeat", i, n, what), f"{where} repeat"),
+            ci_low=_num(ci_a[i], where, "ci_99_a", nan="none"),
+            ci_high=_num(ci_b[i], where, "ci_99_b", nan="none"),
+            q1=_num(q25[i], where, "q_25", nan="none"),
+            q3=_num(q75[i], where, "q_75", nan="none"),
+            number=_int(number[i], where, "number"),
+            repeat=_int(repeat[i], where, "repeat"),
             started_at=started,
             duration=duration,
         )
-        samples = _column(row, "samples", i, n, what)
+        samples = samples_col[i]
         if samples is not None:
             if not isinstance(samples, list):
-                raise ResultsFileError(f"{where}: samples are not a list")
-            samples = [_num(s, f"{where} sample") for s in samples]
-            if any(s is None for s in samples):
-                raise ResultsFileError(f"{where}: a sample is null or NaN")
-        x = _Measure(metric=mkey, direction=direction.value, format=fmt, ci_low=c.ci_low, ci_high=c.ci_high)
+                raise ResultsFileError(f"{where}: samples are {type(samples).__name__}, expected a list")
+            samples = [_num(v, where, "sample") for v in samples]
+            if None in samples:
+                raise ResultsFileError(f"{where}: a sample is null")
+        x = _Measure(metric=mkey, direction=dvalue, format=fmt, ci_low=c.ci_low, ci_high=c.ci_high, q1=c.q1, q3=c.q3)
         if status == "ok":
-            assert value is not None
+            x.median = value  # asv's value (the median of the samples for time benchmarks)
             if samples:
                 st = sample_stats(samples)  # type: ignore[arg-type]
-                x.mean, x.p95, x.min, x.max, x.count = st["mean"], st["p95"], st["min"], st["max"], int(st["count"])
+                x.mean, x.p95, x.min, x.max, x.count = st["mean"], st["p95"], st["min"], st["max"], len(samples)
                 x.values = samples  # type: ignore[assignment]
+                if x.q1 is None or x.q3 is None:
+                    x.q1, x.q3 = st["q1"], st["q3"]
             else:  # asv kept only the value (and maybe its stats): no sample spread to report
                 x.count = c.repeat or 1
-            x.median = value  # asv's value (the median of the samples for time benchmarks)
-            x.q1 = c.q1 if c.q1 is not None else (st["q1"] if samples else None)  # type: ignore[assignment]
-            x.q3 = c.q3 if c.q3 is not None else (st["q3"] if samples else None)  # type: ignore[assignment]
         c.measures = [x]
         out.append(c)
     return out
+
+
+_STAT_COLUMNS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
+
+
+def _columns(row: Mapping[str, Any], key: str, n: int, what: str) -> Sequence[Any]:
+    """One per-combination column of a results row; all None when absent."""
+    col = row.get(key)
+    if col is None:
+        return (None,) * n
+    if not isinstance(col, list) or len(col) != n:
+        raise ResultsFileError(f"{what}: column {key!r} does not have one entry per parameter combination")
+    return col
 
 
 def _display(path: Path) -> str:
@@ -739,16 +799,16 @@ def _display(path: Path) -> str:
 
 
 def _suite_name(results_dir: Path) -> str:
-    for conf in (results_dir.parent / "asv.conf.json", results_dir.parent.parent / "asv.conf.json"):
-        if conf.is_file():
-            try:
-                import json5
+    """The ``project`` of the asv.conf.json above the results (it may hold // comments), else the folder name."""
+    import re
 
-                project = json5.loads(conf.read_text(encoding="utf-8")).get("project")
-                if isinstance(project, str) and project:
-                    return project
-            except Exception:  # noqa: BLE001 - the suite name is cosmetic
-                pass
+    for conf in (results_dir.parent / "asv.conf.json", results_dir.parent.parent / "asv.conf.json"):
+        try:
+            found = re.search(r'^\s*"project"\s*:\s*"([^"]+)"', conf.read_text(encoding="utf-8"), re.M)
+        except (OSError, UnicodeDecodeError):
+            continue
+        if found:
+            return found.group(1)
     return results_dir.resolve().name
 
 
