@@ -589,6 +589,8 @@ def _num(value: Any, where: str, field: str = "", *, nan: str = "error") -> floa
             raise ResultsFileError(f"{what} is NaN, expected a number")
         return f if nan == "keep" else None
     if math.isinf(f):
+        if nan == "none":  # asv writes ±Infinity for the CI of a single sample: no interval
+            return None
         raise ResultsFileError(f"{what} is infinite (or too large for a float)")
     return f
 
