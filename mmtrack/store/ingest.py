@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, delete, func, select, update
 
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
@@ -795,6 +796,11 @@ def _columns(row: Mapping[str, Any], key: str, n: int, what: str) -> Sequence[An
     return col
 
 
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _display(path: Path) -> str:
     """A printable path, even for names that are not valid UTF-8."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")
@@ -899,10 +905,16 @@ def import_asv_results(
                 digest=digest,
             )
         except ResultsFileError as exc:
-            summary.failed.append(FileProblem(shown, str(exc)))
+            summary.failed.append(FileProblem(shown, _one_line(str(exc))))
             continue
         except OSError as exc:
             summary.failed.append(FileProblem(shown, f"cannot read: {exc.strerror or exc}"))
+            continue
+        except SQLAlchemyError as exc:  # the run's transaction was rolled back; go on with the others
+            summary.failed.append(FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}")))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a damaged file must not stop the others
+            summary.failed.append(FileProblem(shown, _one_line(f"cannot read: {type(exc).__name__}: {exc}")))
             continue
         if outcome == "unchanged":
             summary.unchanged += 1
