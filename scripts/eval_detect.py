@@ -300,6 +300,22 @@ def compare_aa(histories: list[History], window: int = 30, policy: ComparePolicy
     return {"rows": rows, "plain": flagged_plain / max(rows, 1), "history": flagged_hist / max(rows, 1)}
 
 
+def compare_steps(histories: list[History], window: int = 30, policy: ComparePolicy | None = None) -> dict[str, float]:
+    """How often compare catches a step on the pair of commits that straddles it (right verdict)."""
+    policy = policy or ComparePolicy()
+    rows = hit_plain = hit_hist = 0
+    for h in histories:
+        pos_up = [w[0] + (w[1] - w[0]) // 2 for w in h.truth]
+        for pos, want in [(p, "regressed") for p in pos_up] + [(p, "improved") for p in h.improvements]:
+            ms = [measurement(h.samples[pos - 1]), measurement(h.samples[pos])]
+            hist = list(h.medians[max(0, pos - window) : pos])
+            rows += 1
+            hit_plain += compare_measurements([ms[0]], [ms[1]], policy).rows[0].verdict == want
+            hist_row = compare_measurements([ms[0]], [ms[1]], policy, history={ms[0].case: hist}).rows[0]
+            hit_hist += hist_row.verdict == want
+    return {"rows": rows, "plain": hit_plain / max(rows, 1), "history": hit_hist / max(rows, 1)}
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -393,7 +409,12 @@ def main(argv: list[str] | None = None) -> int:
             f"compare on A/A consecutive commits ({aa['rows']} rows): flagged {aa['plain']:.2%} on the two commits' "
             f"samples alone, {aa['history']:.2%} with the series' last 30 commits"
         )
-        results[scenario] = {"noise": fig, "table": table, "compare_aa": aa}
+        caught = {g: compare_steps(groups[g]) for g in ("step 10%", "step 20%")}
+        print(
+            "compare on the two commits around an injected step (right verdict): "
+            + "; ".join(f"{g}: {c['plain']:.0%} alone, {c['history']:.0%} with history" for g, c in caught.items())
+        )
+        results[scenario] = {"noise": fig, "table": table, "compare_aa": aa, "compare_steps": caught}
     elapsed = time.perf_counter() - t0
     print(f"\ndone in {elapsed:.1f} s")
     if args.json:
@@ -405,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             out[scenario] = {
                 "noise": r["noise"],
                 "compare_aa": r["compare_aa"],
+                "compare_steps": r["compare_steps"],
                 "detect": {
                     n: {
                         g: {"tp": s.tp, "fp": s.fp, "fn": s.fn, "precision": s.precision, "recall": s.recall, "f1": s.f1}

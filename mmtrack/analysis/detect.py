@@ -87,25 +87,35 @@ def _transform(values: np.ndarray) -> tuple[np.ndarray, bool]:
 def _energy_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
     """The split of ``x`` maximising E-Divisive's energy statistic, or None if too short.
 
-    O(n^2) with prefix sums of the distance matrix, which is plenty for commit histories.
+    O(n^2) time and O(n) memory: moving the split one point right moves that point's
+    distances from the right-hand sums to the left-hand ones.
     """
     n = x.size
     if n < 2 * min_segment:
         return None
-    d = np.abs(x[:, None] - x[None, :])
-    p = np.zeros((n + 1, n + 1))
-    p[1:, 1:] = d.cumsum(0).cumsum(1)
-
-    def block(a0: int, a1: int, b0: int, b1: int) -> float:
-        return p[a1, b1] - p[a0, b1] - p[a1, b0] + p[a0, b0]
-
+    left = np.empty(n)  # sum of |x_t - x_i| over i < t
+    right = np.empty(n)  # sum of |x_t - x_j| over j > t
+    for t in range(n):
+        d = np.abs(x - x[t])
+        left[t] = d[:t].sum()
+        right[t] = d[t + 1 :].sum()
+    within_a = 0.0  # sum over pairs i < j < t
+    within_b = float(right.sum())  # sum over pairs t <= i < j
+    between = 0.0  # sum over i < t <= j
     best: tuple[int, float] | None = None
-    for t in range(min_segment, n - min_segment + 1):
+    for t in range(1, n):
+        # move point t-1 from the right part to the left part
+        p = t - 1
+        within_b -= right[p]
+        between += right[p] - left[p]
+        within_a += left[p]
+        if t < min_segment or n - t < min_segment:
+            continue
         n1, n2 = t, n - t
-        between = block(0, t, t, n) / (n1 * n2)
-        within1 = block(0, t, 0, t) / (n1 * (n1 - 1)) if n1 > 1 else 0.0
-        within2 = block(t, n, t, n) / (n2 * (n2 - 1)) if n2 > 1 else 0.0
-        q = n1 * n2 / n * (2 * between - within1 - within2)
+        e_between = between / (n1 * n2)
+        e_a = 2 * within_a / (n1 * (n1 - 1)) if n1 > 1 else 0.0
+        e_b = 2 * within_b / (n2 * (n2 - 1)) if n2 > 1 else 0.0
+        q = n1 * n2 / n * (2 * e_between - e_a - e_b)
         if best is None or q > best[1]:
             best = (t, q)
     return best
@@ -199,9 +209,16 @@ def _pelt_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> list[
 def _prune(x: np.ndarray, cps: list[int], logged: bool, policy: DetectPolicy) -> list[tuple[int, float]]:
     """Re-test every point against its neighbours; drop the weakest failing one, repeat."""
     cps = sorted(set(cps))
+    cache: dict[tuple[int, int, int], tuple[bool, float]] = {}  # only the removed point's neighbours change
+
+    def passes(lo: int, t: int, hi: int) -> tuple[bool, float]:
+        if (lo, t, hi) not in cache:
+            cache[(lo, t, hi)] = _passes(x, lo, t, hi, logged, policy)
+        return cache[(lo, t, hi)]
+
     while True:
         bounds = [0, *cps, x.size]
-        results = [_passes(x, bounds[i], bounds[i + 1], bounds[i + 2], logged, policy) for i in range(len(cps))]
+        results = [passes(bounds[i], bounds[i + 1], bounds[i + 2]) for i in range(len(cps))]
         failing = [(p, i) for i, (ok, p) in enumerate(results) if not ok]
         if not failing:
             return [(c, p) for c, (_, p) in zip(cps, results)]
