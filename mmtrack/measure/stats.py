@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from .backend import MeasurementDomain
-from .metrics import Direction, MetricFormat, MetricSummary
+from .metrics import Direction, MetricSummary
 from .throughput import Throughput
 
 OUTLIER_RULE = "Tukey 1.5×IQR"
@@ -169,5 +169,4 @@ __all__ = [
     "CounterSummary",
     "BenchmarkStats",
     "summarize_counters",
-    "MetricFormat",
 ]
