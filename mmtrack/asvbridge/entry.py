@@ -19,15 +19,14 @@ import dataclasses
 import itertools
 import math
 import os
-import platform
 import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..host import host_name
 from ..measure.runner import RunOptions, run_benchmark
-from ..measure.stats import BenchmarkStats
 from . import spool
 from .declare import EngineDeclaration
 
@@ -151,32 +150,13 @@ def options_from_asv(attrs: Mapping[str, Any], environ: Mapping[str, str] | None
     return dataclasses.replace(options, **changes) if changes else options
 
 
-def _info(stats: BenchmarkStats) -> dict[str, Any]:
-    return {
-        "unit": ASV_UNIT,
-        "chunk_size": stats.chunk_size,
-        "calibrated": stats.calibrated,
-        "samples": stats.samples,
-        "domain": stats.domain.value,
-        "measurement_label": stats.measurement_label,
-        "emits_cpu_diagnostics": stats.emits_cpu_diagnostics,
-        "throughput": {"amount": stats.throughput.amount, "unit": stats.throughput.unit},
-        "counter_coverage_pct": {c.name: c.coverage_pct for c in stats.counters},
-        "host_durations": list(stats.host_durations),
-        "operations": list(stats.operations),
-        "warnings": list(stats.warnings),
-        "notes": list(stats.notes),
-        "diagnostic_errors": list(stats.diagnostic_errors),
-    }
-
-
 def _record(case: AsvCase, status: str, anchor: Path | None) -> tuple[spool.SpoolRecord, Path]:
     environ = os.environ
     record = spool.SpoolRecord(
         benchmark=case.name,
         params=case.param_labels,
         status=status,
-        machine=environ.get(spool.ENV_MACHINE) or platform.node(),
+        machine=host_name(),
         # asv's managed environments say which commit they benchmark; that wins.
         commit=environ.get("ASV_COMMIT") or environ.get(spool.ENV_COMMIT) or None,
         environment=environ.get("ASV_ENV_NAME") or None,
@@ -216,7 +196,8 @@ def run_under_asv(decl: EngineDeclaration, instance: Any, args: tuple[Any, ...],
         _write(record, spool_dir)
         raise
     record.metrics = stats.tracked_metrics()
-    record.info = _info(stats)
+    record.stats = stats
+    record.info = {"unit": ASV_UNIT}
     _write(record, spool_dir)
     samples = [d / o if o else math.nan for d, o in zip(stats.durations, stats.operations)]
     return {"samples": samples, "number": stats.chunk_size}

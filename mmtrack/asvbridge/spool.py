@@ -9,11 +9,13 @@ Layout: ``<spool>/<benchmark>-<hash>.json`` where the hash is taken over the
 case key (commit, machine, environment, benchmark, params). A rerun of the same
 case replaces its file, so the spool never holds two files for one case. Files
 are written atomically (a temporary file in the same folder, then
-``os.replace``), so a reader sees either the whole file or none of it;
-temporary files left by a killed writer start with ``.tmp-``.
+``os.replace``, :func:`mmtrack.fsutil.write_atomic`), so a reader sees either
+the whole file or none of it; temporary files left by a killed writer end in
+``.tmp`` and are never read as records.
 
-This is the one module that knows the file format: writing and reading both
-live here.
+This is the one module that knows the spool format: writing and reading both
+live here. Statistics use the project's one JSON form
+(:mod:`mmtrack.measure.serialize`).
 """
 
 from __future__ import annotations
@@ -23,17 +25,18 @@ import json
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..measure.metrics import Direction, MetricFormat, MetricSummary
+from ..fsutil import write_atomic
+from ..measure.metrics import MetricSummary
+from ..measure.serialize import stats_from_dict, stats_to_dict, summary_from_dict, summary_to_dict
+from ..measure.stats import BenchmarkStats
 from ..results import canonical_params
 
 FORMAT = "mmtrack-spool/1"
-TMP_PREFIX = ".tmp-"
 DEFAULT_SPOOL = Path(".mmtrack") / "spool"
 
 # Environment variables that key a spool file (documented in docs/asv.md).
@@ -82,8 +85,9 @@ class SpoolRecord:
     param_index: int | None = None  # asv's index in the parameter grid
     created: str = ""  # ISO 8601, UTC
     options: dict[str, Any] = field(default_factory=dict)  # the engine's RunOptions
-    info: dict[str, Any] = field(default_factory=dict)  # chunk size, backend, warnings...
+    info: dict[str, Any] = field(default_factory=dict)  # asv unit, rounds, a failure's traceback
     metrics: list[MetricSummary] = field(default_factory=list)  # BenchmarkStats.tracked_metrics()
+    stats: BenchmarkStats | None = None  # the full statistics of the (last) round
 
     @property
     def key(self) -> SpoolKey:
@@ -105,7 +109,8 @@ class SpoolRecord:
             "created": self.created,
             "options": _finite(self.options),
             "info": _finite(self.info),
-            "metrics": [summary_to_json(m) for m in self.metrics],
+            "metrics": [summary_to_dict(m) for m in self.metrics],
+            "stats": stats_to_dict(self.stats) if self.stats is not None else None,
         }
 
     @classmethod
@@ -128,66 +133,23 @@ class SpoolRecord:
                 created=str(d.get("created") or ""),
                 options=dict(d.get("options") or {}),
                 info=dict(d.get("info") or {}),
-                metrics=[summary_from_json(m) for m in d.get("metrics") or []],
+                metrics=[summary_from_dict(m) for m in d.get("metrics") or []],
+                stats=stats_from_dict(d["stats"]) if d.get("stats") else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SpoolFormatError(f"malformed spool record: {type(exc).__name__}: {exc}") from None
 
 
-# -- MetricSummary <-> JSON ------------------------------------------------------------------
-def _num(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def _unnum(x: Any) -> float:
-    return math.nan if x is None else float(x)
-
-
+# -- JSON helpers ----------------------------------------------------------------------------
 def _finite(obj: Any) -> Any:
     """JSON has no NaN/inf: write None for them (readers get None back)."""
     if isinstance(obj, float):
-        return _num(obj)
+        return obj if math.isfinite(obj) else None
     if isinstance(obj, Mapping):
         return {str(k): _finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_finite(v) for v in obj]
     return obj
-
-
-def summary_to_json(m: MetricSummary) -> dict[str, Any]:
-    return {
-        "section": m.section,
-        "name": m.name,
-        "unit": m.unit,
-        "display_name": m.display_name,
-        "format": m.format.value,
-        "direction": m.direction.value,
-        "mean": _num(m.mean),
-        "median": _num(m.median),
-        "p95": _num(m.p95),
-        "min": _num(m.min),
-        "max": _num(m.max),
-        "count": m.count,
-        "values": [_num(v) for v in m.values],
-    }
-
-
-def summary_from_json(d: Mapping[str, Any]) -> MetricSummary:
-    return MetricSummary(
-        section=str(d["section"]),
-        name=str(d["name"]),
-        unit=str(d["unit"]),
-        display_name=str(d.get("display_name") or d["name"]),
-        format=MetricFormat(d.get("format", MetricFormat.NUMBER.value)),
-        direction=Direction(d["direction"]),
-        mean=_unnum(d.get("mean")),
-        median=_unnum(d.get("median")),
-        p95=_unnum(d.get("p95")),
-        min=_unnum(d.get("min")),
-        max=_unnum(d.get("max")),
-        count=int(d["count"]),
-        values=tuple(_unnum(v) for v in d.get("values") or []),
-    )
 
 
 def merge_metrics(first: Sequence[MetricSummary], second: Sequence[MetricSummary]) -> list[MetricSummary]:
@@ -223,19 +185,8 @@ def write(record: SpoolRecord, spool_dir: Path) -> Path:
             # Another round of the same case in the same run: asv pools samples, so do we.
             record.metrics = merge_metrics(prev.metrics, record.metrics)
             record.info = {**record.info, "rounds": int(prev.info.get("rounds", 1)) + 1}
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".json", dir=spool_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(record.to_json(), fh, allow_nan=False, separators=(",", ":"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    text = json.dumps(record.to_json(), allow_nan=False, separators=(",", ":"))
+    write_atomic(target, text)
     return target
 
 
@@ -263,8 +214,6 @@ def scan(spool_dir: Path) -> Iterator[SpoolEntry]:
     if not spool_dir.is_dir():
         return
     for path in sorted(spool_dir.glob("*.json")):
-        if path.name.startswith(TMP_PREFIX):
-            continue
         try:
             yield SpoolEntry(path, read(path))
         except (OSError, ValueError) as exc:
@@ -275,7 +224,7 @@ def stale_temporaries(spool_dir: Path) -> list[Path]:
     """Half-written files of a killed writer (never complete records)."""
     if not spool_dir.is_dir():
         return []
-    return sorted(spool_dir.glob(f"{TMP_PREFIX}*"))
+    return sorted(spool_dir.glob(".*.tmp"))
 
 
 def spool_dir_from_env(start: Path | None = None) -> Path:
@@ -288,6 +237,9 @@ def spool_dir_from_env(start: Path | None = None) -> Path:
     given = os.environ.get(ENV_SPOOL)
     if given:
         return Path(given).expanduser().resolve()
+    conf_dir = os.environ.get("ASV_CONF_DIR")  # set by asv's managed environments
+    if conf_dir:
+        return Path(conf_dir) / DEFAULT_SPOOL
     if start is not None:
         for folder in [start, *start.parents]:
             if any((folder / name).is_file() for name in ("asv.conf.json", "asv.conf.jsonc")):
