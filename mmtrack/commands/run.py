@@ -467,7 +467,8 @@ class RunOutcome:
     collected: Collected
     asv_exit: int
     ingested: bool
-    summary: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)  # the comparison with the previous commit
+    reports: list[str] = field(default_factory=list)  # what happened to leftover spool files
 
     @property
     def exit_code(self) -> int:
@@ -499,8 +500,8 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
                 + (f" (-b {request.bench!r} may match no benchmark)" if request.bench else "")
             )
         collected = collect(prepared, path)
-        ingested = ingest(prepared, collected, request, console)
-        outcome = RunOutcome(prepared, collected, asv_exit, ingested)
+        outcome = RunOutcome(prepared, collected, asv_exit, ingested=False)
+        ingest(outcome, request, console)
         return outcome
     finally:
         prepared.cleanup()
@@ -514,7 +515,7 @@ def run_command(request: RunRequest, console: Console) -> int:
 
 def render(outcome: RunOutcome, console: Console) -> None:
     c = outcome.collected
-    for w in c.warnings:
+    for w in c.warnings + outcome.reports:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
     table = Table(title=f"{outcome.prepared.commit.short} on {outcome.prepared.machine} ({c.environment})")
     table.add_column("benchmark")
@@ -544,8 +545,9 @@ def _fmt(value: float, unit: str) -> str:
 
 
 # -- 5. the store: the one place that talks to it ---------------------------------------------
-def ingest(prepared: Prepared, collected: Collected, request: RunRequest, console: Console) -> bool:
-    """Put asv's results and this run's spool records into the store; True when done."""
+def ingest(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
+    """Put asv's results and the spool records into the store; report leftovers."""
+    prepared, collected = outcome.prepared, outcome.collected
     try:
         from ..store import db as store_db  # noqa: F401
     except ImportError:
@@ -553,5 +555,15 @@ def ingest(prepared: Prepared, collected: Collected, request: RunRequest, consol
             f"[yellow]note:[/] this mmtrack has no store yet; spool files kept in {prepared.spool_dir}",
             highlight=False,
         )
-        return False
+        for entry in collected.leftovers:
+            outcome.reports.append(_leftover_label(entry) + ": left by an earlier run, kept (no store to ingest into)")
+        return
     raise NotImplementedError("store ingestion is wired once mmtrack.store lands")
+
+
+def _leftover_label(entry: spool.SpoolEntry) -> str:
+    rec = entry.record
+    if rec is None:
+        return f"spool file {entry.path.name} (unreadable: {entry.error})"
+    commit = (rec.commit or "unknown commit")[:12]
+    return f"spool file {entry.path.name} ({rec.benchmark}, commit {commit}, machine {rec.machine})"

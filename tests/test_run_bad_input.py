@@ -1,0 +1,157 @@
+"""`mmtrack run` on bad input: broken files, raising benchmarks, crashed runs, CI checkouts.
+
+Real asv, real git; one small suite that exercises asv's semantics (parameter
+grid, setup_cache, skips) beside the failures.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+from test_run_acceptance import ASV_CONF, MACHINE, asv_env, commit_all, git, make_repo, results_of, spool_records
+
+SUITE = '''\
+import mmtrack
+from mmtrack import BenchSampleResult, MetricValue
+
+
+class Grid:
+    params = [[1, 2], ["a", "b"]]
+    param_names = ["n", "s"]
+
+    def setup_cache(self):
+        return {"base": 200}
+
+    def setup(self, cache, n, s):
+        if (n, s) == (2, "b"):
+            raise NotImplementedError("not this one")
+        self.count = cache["base"] * n
+
+    @mmtrack.bench_sample(chunk_size=lambda self, n, s: 3)
+    def track_sum(self, ctx, chunk_size, chunk_num):
+        for _ in range(chunk_size):
+            sum(range(self.count))
+        return BenchSampleResult(chunk_size).push_metric(MetricValue.integer("count", self.count, "count"))
+
+    @mmtrack.bench()
+    def track_raises(self, ctx, chunk_size, chunk_num):
+        raise ValueError("this benchmark is broken on purpose")
+
+
+def track_plain():
+    return 42
+'''
+
+
+@pytest.fixture(scope="module")
+def bad_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad")
+    home = root / "home"
+    home.mkdir()
+    env = asv_env(home)
+    repo = make_repo(root, env)
+    (repo / "benchmarks" / "suite.py").write_text(SUITE)
+    (repo / "benchmarks" / "broken.py").write_text("def track_nope(:\n")
+    sha = commit_all(repo, env, "suite with a broken file", 1)
+    # A crashed earlier run left a complete spool record and a half-written file.
+    spool = repo / ".mmtrack" / "spool"
+    spool.mkdir(parents=True)
+    leftover = {
+        "format": "mmtrack-spool/1", "benchmark": "old.Old.track_gone", "params": {}, "status": "ok",
+        "machine": MACHINE, "commit": "0" * 40, "environment": None, "run_id": "crashed", "metrics": [],
+    }
+    (spool / "old.Old.track_gone-0000.json").write_text(json.dumps(leftover))
+    (spool / ".suite.json.abc.tmp").write_text('{"format": "mmtrack-sp')
+    proc = run_cli("run", "--quick", cwd=repo, env=env)
+    return {"repo": repo, "env": env, "sha": sha, "proc": proc}
+
+
+def test_failures_give_exit_2_and_are_named(bad_run):
+    proc = bad_run["proc"]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "could not import" in out and "broken.py" in out and "SyntaxError" in out
+    assert "failed suite.Grid.track_raises(1, 'a'): ValueError: this benchmark is broken on purpose" in out
+    # 4 grid cases x 2 benchmarks + track_plain + the broken file
+    assert "10 benchmark cases: 4 ok, 4 failed, 2 skipped" in out
+
+
+def test_the_other_benchmarks_still_ran(bad_run):
+    data = results_of(bad_run["repo"], bad_run["sha"])
+    cols = data["result_columns"]
+    rows = {name: dict(zip(cols, row)) for name, row in data["results"].items()}
+    assert rows["suite.track_plain"]["result"] == [42]
+    sums = rows["suite.Grid.track_sum"]
+    assert [v is not None and v == v for v in sums["result"]] == [True, True, True, False]  # (2,'b') skipped: NaN
+    assert rows["suite.Grid.track_raises"]["result"][:3] == [None, None, None]
+
+
+def test_spool_follows_asv_semantics(bad_run):
+    recs = [r for r in spool_records(bad_run["repo"]) if r["commit"] == bad_run["sha"]]
+    by = {(r["benchmark"], r["params"]["n"], r["params"]["s"]): r for r in recs}
+    # setup_cache's value went to setup only; the parameters reached the engine unchanged.
+    for (n, s), idx in {("1", "'a'"): 0, ("1", "'b'"): 1, ("2", "'a'"): 2}.items():
+        rec = by[("suite.Grid.track_sum", n, s)]
+        assert rec["status"] == "ok" and rec["param_index"] == idx
+        (count,) = [m for m in rec["metrics"] if m["name"] == "count"]
+        assert count["median"] == 200 * int(n)
+        assert rec["stats"]["chunk_size"] == 3
+        failed = by[("suite.Grid.track_raises", n, s)]
+        assert failed["status"] == "failed" and "ValueError" in failed["message"]
+    assert ("suite.Grid.track_sum", "2", "'b'") not in by  # skipped: asv never called it
+
+
+def test_leftovers_of_a_crashed_run_are_reported_not_duplicated(bad_run):
+    out = bad_run["proc"].stdout
+    assert "half-written spool file" in out
+    assert not list((bad_run["repo"] / ".mmtrack" / "spool").glob(".*.tmp"))
+    assert "old.Old.track_gone" in out  # reported (ingested once the store is there)
+
+
+def test_dirty_tree_never_poses_as_the_commit(bad_run):
+    repo, env = bad_run["repo"], bad_run["env"]
+    (repo / "benchmarks" / "suite.py").write_text(SUITE + "\n# edited\n")
+    try:
+        proc = run_cli("run", "--quick", cwd=repo, env=env)
+    finally:
+        git(repo, env, "checkout", "--", "benchmarks/suite.py")
+    assert proc.returncode == 2
+    assert "uncommitted changes" in proc.stderr and "commit or stash" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_not_a_checked_out_commit(bad_run):
+    repo, env = bad_run["repo"], bad_run["env"]
+    other = git(repo, env, "commit-tree", "HEAD^{tree}", "-m", "elsewhere")
+    proc = run_cli("run", "--commit", other, cwd=repo, env=env)
+    assert proc.returncode == 2 and "asv benchmarks the working tree, so check out" in proc.stderr
+    proc = run_cli("run", "--commit", "nonexistent-rev", cwd=bad_run["repo"], env=bad_run["env"])
+    assert proc.returncode == 2 and "does not know the commit 'nonexistent-rev'" in proc.stderr
+
+
+def test_no_git_repo(tmp_path):
+    (tmp_path / "asv.conf.json").write_text(json.dumps(ASV_CONF))
+    (tmp_path / "benchmarks").mkdir()
+    proc = run_cli("run", cwd=tmp_path, env=asv_env(tmp_path))
+    assert proc.returncode == 2 and "not a git repository" in proc.stderr
+
+
+def test_detached_shallow_ci_checkout_works_with_a_note(bad_run, tmp_path):
+    src, env = bad_run["repo"], bad_run["env"]
+    # What actions/checkout gives: depth 1, detached HEAD, no local branch 'main'.
+    clone = tmp_path / "ci"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{src}", str(clone)], check=True, env=env)
+    git(clone, env, "checkout", "-q", "--detach")
+    git(clone, env, "branch", "-q", "-D", "main")
+    (clone / "benchmarks" / "broken.py").unlink()  # keep this run about the checkout
+    git(clone, env, "commit", "-q", "-am", "fix")
+    sha = git(clone, env, "rev-parse", "HEAD")
+    proc = run_cli("run", "--quick", "-b", "track_plain", cwd=clone, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "branch 'main' from asv.conf.json does not exist in this shallow checkout" in proc.stdout
+    assert "fetch-depth: 0" in proc.stdout
+    assert results_of(clone, sha)["results"]["suite.track_plain"][0] == [42]
