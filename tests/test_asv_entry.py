@@ -1,0 +1,79 @@
+"""Engine benchmarks as standard asv `track_` benchmarks, called by the real asv."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mmtrack.asvbridge.entry import options_from_asv
+from mmtrack.measure.runner import RunOptions
+from test_run_acceptance import MACHINE, asv, asv_env, commit_all, git, make_repo, results_of, spool_records
+
+SUITE = '''\
+import mmtrack
+
+
+class Plain:
+    @mmtrack.bench(chunk_size=4)
+    def track_spin(self, ctx, chunk_size, chunk_num):
+        for _ in range(chunk_size):
+            sum(range(500))
+
+
+@mmtrack.bench(chunk_size=2)
+def track_free(ctx, chunk_size, chunk_num):
+    for _ in range(chunk_size):
+        sum(range(100))
+'''
+
+
+def test_asv_quick_attributes_select_the_quick_budget():
+    assert options_from_asv({"number": 1, "repeat": 1, "warmup_time": 0, "rounds": 1}, {}) == RunOptions.quick()
+    assert options_from_asv({}, {"MMTRACK_QUICK": "1"}) == RunOptions.quick()
+    assert options_from_asv({}, {}) == RunOptions()
+
+
+def test_asv_attributes_map_to_the_engine_budget():
+    o = options_from_asv({"repeat": 7, "warmup_time": 0.2}, {})
+    assert (o.min_samples, o.max_samples, o.warm_up) == (7, 7, 0.2)
+    o = options_from_asv({"repeat": (3, 9, 1.5)}, {})
+    assert (o.min_samples, o.max_samples, o.duration) == (3, 9, 1.5)
+    # A user's plain `-a number=1` alone is not --quick.
+    assert options_from_asv({"number": 1}, {}) == RunOptions()
+
+
+def test_plain_asv_run_reads_its_attributes_at_run_time(tmp_path):
+    """`asv run -a repeat=6 -a warmup_time=0.01 -a rounds=2`, no mmtrack run: the engine obeys asv."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = asv_env(home, MMTRACK_RUN_ID="plain-asv")  # a run id makes asv's rounds pool in the spool
+    repo = make_repo(tmp_path, env)
+    (repo / "benchmarks" / "plain.py").write_text(SUITE)
+    sha = commit_all(repo, env, "plain", 1)
+    assert asv(repo, env, "machine", "--yes", "--machine", MACHINE).returncode == 0
+    proc = asv(
+        repo, env, "run", "--python=same", f"--set-commit-hash={sha}", "--record-samples", "--machine", MACHINE,
+        "-a", "repeat=6", "-a", "warmup_time=0.01", "-a", "rounds=2",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = results_of(repo, sha)
+    rows = {k: dict(zip(data["result_columns"], v)) for k, v in data["results"].items()}
+    # rounds=2: asv ran each case twice and pooled both rounds' samples.
+    assert len(rows["plain.Plain.track_spin"]["samples"][0]) == 12
+    assert len(rows["plain.track_free"]["samples"][0]) == 12
+    assert rows["plain.Plain.track_spin"]["stats_number"] == [4]
+    recs = {r["benchmark"]: r for r in spool_records(repo)}
+    spin, free = recs["plain.Plain.track_spin"], recs["plain.track_free"]
+    # asv's name and code version, no commit (existing environments pass none), the project's spool.
+    bench_meta = json.loads((repo / ".asv" / "results" / "benchmarks.json").read_text())
+    assert spin["version"] == bench_meta["plain.Plain.track_spin"]["version"]
+    assert spin["commit"] is None and spin["machine"] == MACHINE
+    assert spin["options"]["min_samples"] == spin["options"]["max_samples"] == 6
+    assert spin["options"]["warm_up"] == pytest.approx(0.01)
+    (per_op,) = [m for m in spin["metrics"] if m["name"] == "time_per_op"]
+    assert per_op["count"] == 12 and spin["info"]["rounds"] == 2
+    assert sorted(per_op["values"]) == pytest.approx(sorted(rows["plain.Plain.track_spin"]["samples"][0]))
+    assert free["params"] == {} and free["param_index"] is None
+    git(repo, env, "status")  # the spool and asv's files are ignored: the tree stays clean
+    assert git(repo, env, "status", "--porcelain") == ""
