@@ -31,6 +31,7 @@ __all__ = [
     "BenchmarkStats",
     "BenchSampleResult",
     "BenchSpec",
+    "CudaEventBackend",
     "DiagnosticError",
     "DiagnosticResult",
     "Direction",
@@ -46,3 +47,13 @@ __all__ = [
     "WallClockBackend",
     "run_benchmark",
 ]
+
+
+def __getattr__(name: str) -> type:
+    # CudaEventBackend is exported lazily: its module imports no CuPy either, but this keeps
+    # `import mmtrack` from loading GPU code at all (CuPy itself loads only when one is built).
+    if name == "CudaEventBackend":
+        from .measure.cuda import CudaEventBackend
+
+        return CudaEventBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

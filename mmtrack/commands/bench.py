@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..asvbridge.discover import Suite, discover
@@ -86,14 +87,14 @@ def execute(request: BenchRequest, console: Console | None = None) -> BenchRun:
 
 def render(run: BenchRun, console: Console) -> None:
     for failure in run.suite.failures:
-        console.print(f"[bold red]error:[/] could not import {failure.path}: {failure.message}", highlight=False)
+        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}", highlight=False)
     for o in run.outcomes:
         if o.status is Status.OK and o.stats is not None:
             console.print(render_stats(o.stats))
         elif o.status is Status.SKIPPED:
-            console.print(f"[yellow]skipped[/] {o.full_name}: {o.message}", highlight=False)
+            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False)
         else:
-            console.print(f"[bold red]failed[/] {o.full_name}: {o.message}", highlight=False)
+            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False)
     counts = {s: sum(1 for o in run.outcomes if o.status is s) for s in Status}
     console.print(
         f"{len(run.outcomes)} benchmark cases: {counts[Status.OK]} ok, "
