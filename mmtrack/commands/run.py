@@ -29,6 +29,7 @@ import sys
 import tempfile
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -466,7 +467,8 @@ class RunOutcome:
     prepared: Prepared
     collected: Collected
     asv_exit: int
-    ingested: bool
+    started_at: datetime
+    ingested: bool = False
     summary: list[str] = field(default_factory=list)  # the comparison with the previous commit
     reports: list[str] = field(default_factory=list)  # what happened to leftover spool files
 
@@ -483,16 +485,14 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
         for f in prepared.import_failures:
             console.print(f"[bold red]error:[/] could not import {f.path}: {f.message}", highlight=False)
         ensure_machine(prepared)
-        import time
-
-        started = time.time()
+        started = datetime.now(timezone.utc)
         console.print(
             f"mmtrack run: commit {prepared.commit.sha[:12]} on machine {prepared.machine!r}, "
             f"spool {prepared.spool_dir}",
             highlight=False,
         )
         asv_exit = run_asv(prepared, request)
-        path = results_file(prepared, started)
+        path = results_file(prepared, started.timestamp())
         if path is None:
             raise UserError(
                 f"asv run exited with status {asv_exit} and wrote no result for {prepared.commit.sha[:12]} in "
@@ -500,7 +500,7 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
                 + (f" (-b {request.bench!r} may match no benchmark)" if request.bench else "")
             )
         collected = collect(prepared, path)
-        outcome = RunOutcome(prepared, collected, asv_exit, ingested=False)
+        outcome = RunOutcome(prepared, collected, asv_exit, started)
         ingest(outcome, request, console)
         return outcome
     finally:
@@ -545,11 +545,19 @@ def _fmt(value: float, unit: str) -> str:
 
 
 # -- 5. the store: the one place that talks to it ---------------------------------------------
+ENGINE_RUN_KIND = "asv-engine"  # engine metrics of benchmarks asv ran (asv's own files: kind "asv")
+
+
 def ingest(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
-    """Put asv's results and the spool records into the store; report leftovers."""
+    """asv's results folder, this run's spool records and any leftovers, into the store.
+
+    Idempotent: asv's files are imported by digest, and each engine run carries a
+    source key (``spool:<run id>:<commit>:<machine>:<environment>``), so a spool
+    file ingested before a crash is never recorded twice.
+    """
     prepared, collected = outcome.prepared, outcome.collected
     try:
-        from ..store import db as store_db  # noqa: F401
+        from ..store.db import open_store, resolve_url
     except ImportError:
         console.print(
             f"[yellow]note:[/] this mmtrack has no store yet; spool files kept in {prepared.spool_dir}",
@@ -558,7 +566,168 @@ def ingest(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
         for entry in collected.leftovers:
             outcome.reports.append(_leftover_label(entry) + ": left by an earlier run, kept (no store to ingest into)")
         return
-    raise NotImplementedError("store ingestion is wired once mmtrack.store lands")
+    store = open_store(resolve_url(request.db))
+    try:
+        _ingest_into(store, outcome)
+        outcome.ingested = True
+        outcome.summary = summarize(store, prepared.commit, prepared.machine, collected.environment)
+    finally:
+        store.close()
+
+
+def _engine_cases(cases: Sequence[CaseResult]) -> list[Any]:
+    from ..store.ingest import EngineCaseRecord
+
+    out = []
+    for c in cases:
+        rec = c.record
+        out.append(
+            EngineCaseRecord(
+                benchmark=c.benchmark,
+                params=dict(c.params),
+                status=c.status,  # type: ignore[arg-type]
+                message=c.message or None,
+                version=c.version or (rec.version if rec else None),
+                stats=rec.stats if rec is not None and c.status == "ok" else None,
+            )
+        )
+    return out
+
+
+def _record(store: Any, *, commit: CommitInfo, machine: str, environment: str, run_id: str, suite: str,
+            started_at: Any, cases: Sequence[CaseResult]) -> None:
+    from ..store.ingest import RunRecord, record_engine_run
+
+    record_engine_run(
+        store,
+        RunRecord(
+            machine=machine,
+            environment=environment,
+            commit=commit,
+            started_at=started_at,
+            kind=ENGINE_RUN_KIND,
+            suite=suite,
+            source=f"spool:{run_id}:{commit.sha}:{machine}:{environment}",
+        ),
+        _engine_cases(cases),
+    )
+
+
+def _ingest_into(store: Any, outcome: RunOutcome) -> None:
+    from ..store.ingest import import_asv_results
+
+    prepared, collected = outcome.prepared, outcome.collected
+    suite = str(prepared.config.get("project") or prepared.project.name)
+    imported = import_asv_results(store, prepared.results_dir, suite=suite)
+    outcome.reports.extend(f"asv results not imported: {problem}" for problem in imported.failed)
+    engine = [c for c in collected.cases if c.record is not None or c.benchmark in _import_failure_names(prepared)]
+    if engine:
+        _record(
+            store,
+            commit=prepared.commit,
+            machine=prepared.machine,
+            environment=collected.environment,
+            run_id=prepared.run_id,
+            suite=suite,
+            started_at=outcome.started_at,
+            cases=engine,
+        )
+    for path in collected.spool_files:
+        path.unlink(missing_ok=True)
+    _ingest_leftovers(store, outcome, suite)
+
+
+def _import_failure_names(prepared: Prepared) -> set[str]:
+    return {f.module for f in prepared.import_failures}
+
+
+def _leftover_env(prepared: Prepared, rec: spool.SpoolRecord) -> str | None:
+    """A leftover's environment: its own, else the one asv recorded for its commit and machine."""
+    if rec.environment:
+        return rec.environment
+    if not rec.commit:
+        return None
+    found = sorted((prepared.results_dir / rec.machine).glob(f"{rec.commit[:8]}-*.json"))
+    return found[0].stem.split("-", 1)[1] if len(found) == 1 else None
+
+
+def _ingest_leftovers(store: Any, outcome: RunOutcome, suite: str) -> None:
+    """Spool files of earlier runs that died before ingesting: ingest them once, or report them."""
+    from ..store.queries import runs as store_runs  # noqa: F401  (the store must be the real one)
+
+    prepared = outcome.prepared
+    groups: dict[tuple[str, str, str, str], list[spool.SpoolEntry]] = {}
+    orphaned = prepared.spool_dir / "orphaned"
+    for entry in outcome.collected.leftovers:
+        rec = entry.record
+        env = _leftover_env(prepared, rec) if rec is not None else None
+        if rec is None or not rec.commit or env is None:
+            why = entry.error if rec is None else ("no commit recorded" if not rec.commit else "environment unknown")
+            orphaned.mkdir(parents=True, exist_ok=True)
+            entry.path.replace(orphaned / entry.path.name)
+            outcome.reports.append(
+                f"{_leftover_label(entry)}: cannot be ingested ({why}); moved to {orphaned}"
+            )
+            continue
+        groups.setdefault((rec.run_id or "unknown", rec.commit, rec.machine, env), []).append(entry)
+    for (run_id, sha, machine, env), entries in groups.items():
+        try:
+            commit = commit_info(prepared.project, sha, check_dirty=False)
+        except GitError:
+            commit = CommitInfo(sha=sha)
+        cases = [
+            CaseResult(
+                benchmark=e.record.benchmark,
+                params=dict(e.record.params),
+                status=e.record.status,
+                message=e.record.message,
+                version=e.record.version,
+                record=e.record,
+            )
+            for e in entries
+            if e.record is not None
+        ]
+        _record(store, commit=commit, machine=machine, environment=env, run_id=run_id, suite=suite,
+                started_at=_created(entries), cases=cases)
+        for e in entries:
+            e.path.unlink(missing_ok=True)
+        outcome.reports.append(
+            f"ingested {len(entries)} spool file(s) left by an earlier run (commit {sha[:12]}, machine {machine}); "
+            "recorded once, by their run id"
+        )
+
+
+def _created(entries: Sequence[spool.SpoolEntry]) -> datetime:
+    stamps = [e.record.created for e in entries if e.record is not None and e.record.created]
+    try:
+        return datetime.fromisoformat(min(stamps)) if stamps else datetime.now(timezone.utc)
+    except ValueError:
+        return datetime.now(timezone.utc)
+
+
+def summarize(store: Any, commit: CommitInfo, machine: str, environment: str) -> list[str]:
+    """The comparison with the previous commit measured on this machine and environment."""
+    from ..store import queries
+
+    history = [c.sha for c in queries.commits(store, machine=machine, environment=environment)]
+    if commit.sha not in history or history.index(commit.sha) == 0:
+        return [f"first commit measured on {machine} ({environment}): nothing to compare with yet"]
+    before_sha = history[history.index(commit.sha) - 1]
+    before = queries.measurements_for_commit(store, before_sha, machine, environment)
+    after = queries.measurements_for_commit(store, commit.sha, machine, environment)
+    from ..analysis.compare import compare_measurements
+    from ..analysis.render import summary_line
+
+    comparison = compare_measurements(before, after, before_label=before_sha[:8], after_label=commit.short)
+    lines = [f"compared with the previous commit {before_sha[:8]} on {machine}: {summary_line(comparison)}"]
+    for row in comparison.changed():
+        if row.verdict in ("unchanged",):
+            continue
+        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else ""
+        params = json.loads(row.params) if row.params else {}
+        label = row.benchmark + (f"({', '.join(params.values())})" if params else "")
+        lines.append(f"  {row.verdict:<14} {label} {row.metric} {ratio}".rstrip())
+    return lines
 
 
 def _leftover_label(entry: spool.SpoolEntry) -> str:
