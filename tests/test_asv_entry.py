@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from conftest import REPO
 from mmtrack.asvbridge.entry import options_from_asv
 from mmtrack.measure.runner import RunOptions
 from test_run_acceptance import MACHINE, asv, asv_env, commit_all, git, make_repo, results_of, spool_records
@@ -77,3 +78,45 @@ def test_plain_asv_run_reads_its_attributes_at_run_time(tmp_path):
     assert free["params"] == {} and free["param_index"] is None
     git(repo, env, "status")  # the spool and asv's files are ignored: the tree stays clean
     assert git(repo, env, "status", "--porcelain") == ""
+
+
+GPU_SUITE = '''\
+import mmtrack
+from mmtrack.measure.cuda import CudaEventBackend
+from test_cuda_standin import StandInCuda  # the tests' stand-in device (no GPU here)
+
+CUDA = StandInCuda()
+
+
+class Gpu:
+    @mmtrack.bench(domain="gpu", chunk_size=4,
+                   backend=lambda: CudaEventBackend(api=CUDA, clock=CUDA.clock, nvml=False))
+    def track_kernels(self, ctx, chunk_size, chunk_num):
+        for _ in range(chunk_size):
+            CUDA.kernel(500_000)  # 0.5 ms of device work
+'''
+
+
+def test_asv_samples_are_device_time_under_a_cuda_backend(tmp_path):
+    """The primary duration asv stores is the backend's: device time for CUDA events."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = asv_env(home)
+    env["ASV_PYTHONPATH"] += f":{REPO / 'tests'}"
+    repo = make_repo(tmp_path, env)
+    (repo / "benchmarks" / "gpu.py").write_text(GPU_SUITE)
+    sha = commit_all(repo, env, "gpu", 1)
+    assert asv(repo, env, "machine", "--yes", "--machine", MACHINE).returncode == 0
+    proc = asv(repo, env, "run", "--python=same", f"--set-commit-hash={sha}", "--record-samples", "--quick",
+               "--machine", MACHINE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = results_of(repo, sha)
+    row = dict(zip(data["result_columns"], data["results"]["gpu.Gpu.track_kernels"]))
+    # The stand-in's exact device time of a sample: one launch (2 us), then 4 kernels of 0.5 ms.
+    per_op = (2_000 + 4 * 500_000) / 4 / 1e9
+    assert row["samples"][0] == pytest.approx([per_op] * len(row["samples"][0]))
+    (rec,) = spool_records(repo)
+    host = rec["stats"]["host_durations"]
+    assert max(host) < 4 * 500_000 / 1e9  # the host only launched: its time is not what asv got
+    assert {m["name"] for m in rec["metrics"]} >= {"cuda_event_ms", "host_overhead_ms"}
+    assert rec["stats"]["domain"] == "gpu"

@@ -44,6 +44,13 @@ class Grid:
 
 def track_plain():
     return 42
+
+
+@mmtrack.bench()
+def track_skips_itself(ctx, chunk_size, chunk_num):
+    from asv_runner.benchmarks.mark import SkipNotImplemented
+
+    raise SkipNotImplemented("no such hardware here")
 '''
 
 
@@ -76,8 +83,8 @@ def test_failures_give_exit_2_and_are_named(bad_run):
     out = proc.stdout
     assert "could not import" in out and "broken.py" in out and "SyntaxError" in out
     assert "failed suite.Grid.track_raises(1, 'a'): ValueError: this benchmark is broken on purpose" in out
-    # 4 grid cases x 2 benchmarks + track_plain + the broken file
-    assert "10 benchmark cases: 4 ok, 4 failed, 2 skipped" in out
+    # 4 grid cases x 2 benchmarks + track_plain + track_skips_itself + the broken file
+    assert "11 benchmark cases: 4 ok, 4 failed, 3 skipped" in out
 
 
 def test_the_other_benchmarks_still_ran(bad_run):
@@ -88,6 +95,8 @@ def test_the_other_benchmarks_still_ran(bad_run):
     sums = rows["suite.Grid.track_sum"]
     assert [v is not None and v == v for v in sums["result"]] == [True, True, True, False]  # (2,'b') skipped: NaN
     assert rows["suite.Grid.track_raises"]["result"][:3] == [None, None, None]
+    skipped = rows["suite.track_skips_itself"]["result"][0]
+    assert skipped != skipped  # NaN: asv's skip, not a failure
 
 
 def test_spool_follows_asv_semantics(bad_run):
@@ -103,6 +112,8 @@ def test_spool_follows_asv_semantics(bad_run):
         failed = by[("suite.Grid.track_raises", n, s)]
         assert failed["status"] == "failed" and "ValueError" in failed["message"]
     assert ("suite.Grid.track_sum", "2", "'b'") not in by  # skipped: asv never called it
+    # A benchmark that skips itself (asv's SkipNotImplemented) leaves no spool record.
+    assert not [r for r in spool_records(bad_run["repo"]) if r["benchmark"] == "suite.track_skips_itself"]
 
 
 def test_leftovers_of_a_crashed_run_are_reported_not_duplicated(bad_run):
