@@ -75,7 +75,7 @@ def git_env(home: Path) -> dict[str, str]:
 
 def asv_env(home: Path, **extra: str) -> dict[str, str]:
     """What a user's CI has: mmtrack importable by us and by asv's benchmark processes."""
-    env = cli_env(**git_env(home), MMTRACK_MACHINE=MACHINE, ASV_PYTHONPATH=str(REPO), **extra)
+    env = cli_env(**{**git_env(home), "MMTRACK_MACHINE": MACHINE, "ASV_PYTHONPATH": str(REPO), **extra})
     for name in ("MMTRACK_SPOOL", "MMTRACK_COMMIT", "MMTRACK_RUN_ID", "MMTRACK_QUICK", "MMTRACK_DB"):
         if name not in extra:
             env.pop(name, None)

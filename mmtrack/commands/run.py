@@ -96,7 +96,6 @@ class Prepared:
                 spool.ENV_RUN_ID: self.run_id,
             }
         )
-        env.pop("MMTRACK_QUICK", None)  # asv's own --quick says it, per run
         return env
 
 
