@@ -16,9 +16,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+import importlib.util
+
 import pytest
 
 from conftest import REPO, cli_env, run_cli
+
+HAS_STORE = importlib.util.find_spec("mmtrack.store") is not None
+needs_store = pytest.mark.skipif(not HAS_STORE, reason="mmtrack.store is not on this branch yet")
+spool_only = pytest.mark.skipif(HAS_STORE, reason="with a store, spool files are ingested and removed")
 
 MACHINE = "testbox"
 
@@ -180,6 +186,7 @@ def test_asv_publish_and_compare_work_on_the_results(history):
         assert 1.5 < float(cells[3]) < 3.0, cmp.stdout
 
 
+@spool_only
 def test_spool_holds_the_custom_metrics_of_every_commit(history):
     # With no store on this branch yet, the spool files stay: one per case and commit.
     records = spool_records(history["repo"])
@@ -197,7 +204,8 @@ def test_spool_holds_the_custom_metrics_of_every_commit(history):
             assert r["options"]["duration"] == pytest.approx(0.3)  # asv --quick reached the engine
 
 
-def test_the_slowdown_shows_at_the_third_commit(history):
+@spool_only
+def test_the_slowdown_shows_in_the_spool_at_the_third_commit(history):
     first, second, third = history["shas"]
 
     def metric(sha: str, scale: str, name: str) -> float:
@@ -210,3 +218,72 @@ def test_the_slowdown_shows_at_the_third_commit(history):
         assert metric(second, scale, "iterations") == metric(first, scale, "iterations")
         ratio = metric(third, scale, "time_per_op") / metric(second, scale, "time_per_op")
         assert ratio > 1.5, ratio
+
+
+# -- the store ---------------------------------------------------------------------------------
+def open_history_store(history):
+    from mmtrack.store.db import open_store
+
+    return open_store(f"sqlite:///{history['db']}")
+
+
+def env_name(history) -> str:
+    return results_of(history["repo"], history["shas"][0])["env_name"]
+
+
+def store_series(history, scale: str, section: str, name: str, unit: str):
+    from mmtrack.results import MetricKey, SeriesKey, canonical_params
+    from mmtrack.store import queries
+
+    store = open_history_store(history)
+    try:
+        key = SeriesKey(MACHINE, env_name(history), "bench_work.Work.track_loop",
+                        canonical_params({"scale": scale}), MetricKey(section, name, unit))
+        return queries.series(store, key)
+    finally:
+        store.close()
+
+
+@needs_store
+def test_store_holds_the_custom_metrics_of_every_commit(history):
+    from mmtrack.store import queries
+
+    store = open_history_store(history)
+    try:
+        for sha in history["shas"]:
+            got = queries.measurements_for_commit(store, sha, MACHINE, env_name(history))
+            names = {(m.benchmark, m.params_key, m.metric.name) for m in got}
+            for scale in ("1", "2"):
+                params = json.dumps({"scale": scale}, separators=(",", ":"))
+                for metric in ("time_per_op", "throughput", "iterations", "checksum_mod"):
+                    assert ("bench_work.Work.track_loop", params, metric) in names, (sha, metric)
+    finally:
+        store.close()
+    # Every metric of every case: the spool files were ingested, then removed.
+    assert not list((history["repo"] / ".mmtrack" / "spool").glob("*.json"))
+
+
+@needs_store
+def test_the_slowdown_shows_in_the_store_at_the_third_commit(history):
+    first, second, third = history["shas"]
+    for scale in ("1", "2"):
+        iterations = store_series(history, scale, "", "iterations", "count")
+        by_sha = {p.commit.sha: p.measurement.median for p in iterations}
+        assert by_sha[first] == by_sha[second] and by_sha[third] == 2 * by_sha[second]
+        timing = {}
+        for p in store_series(history, scale, "timing", "time_per_op", "s"):
+            timing.setdefault(p.commit.sha, []).append(p.measurement.median)
+        assert set(timing) == set(history["shas"])
+        ratio = min(timing[third]) / max(timing[second])
+        assert ratio > 1.5, timing
+
+
+@needs_store
+def test_the_summary_compares_with_the_previous_commit(history):
+    first_out, second_out, third_out = (p.stdout for p in history["runs"])
+    assert "nothing to compare with yet" in first_out
+    assert f"compared with the previous commit {history['shas'][0][:8]}" in second_out
+    assert f"compared with the previous commit {history['shas'][1][:8]}" in third_out
+    regressed = [ln for ln in third_out.splitlines() if ln.strip().startswith("regressed")]
+    assert any("track_loop(1)" in ln and "time_per_op" in ln for ln in regressed), third_out
+    assert any("track_loop(2)" in ln and "iterations" in ln and "2.00x" in ln for ln in regressed), third_out
