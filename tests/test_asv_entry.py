@@ -120,3 +120,32 @@ def test_asv_samples_are_device_time_under_a_cuda_backend(tmp_path):
     assert max(host) < 4 * 500_000 / 1e9  # the host only launched: its time is not what asv got
     assert {m["name"] for m in rec["metrics"]} >= {"cuda_event_ms", "host_overhead_ms"}
     assert rec["stats"]["domain"] == "gpu"
+
+
+def test_grid_setup_cache_skips_and_failures_in_the_spool(tmp_path):
+    """Plain `asv run` of a grid with setup_cache, a skip and a raising benchmark."""
+    from test_run_bad_input import SUITE as GRID_SUITE
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = asv_env(home)
+    repo = make_repo(tmp_path, env)
+    (repo / "benchmarks" / "suite.py").write_text(GRID_SUITE)
+    sha = commit_all(repo, env, "grid", 1)
+    assert asv(repo, env, "machine", "--yes", "--machine", MACHINE).returncode == 0
+    proc = asv(repo, env, "run", "--python=same", f"--set-commit-hash={sha}", "--record-samples", "--quick",
+               "--machine", MACHINE, "-b", "Grid|skips")
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # asv's own status for a failed benchmark
+    by = {(r["benchmark"], r["params"].get("n"), r["params"].get("s")): r for r in spool_records(repo)}
+    for (n, s), idx in {("1", "'a'"): 0, ("1", "'b'"): 1, ("2", "'a'"): 2}.items():
+        ok = by[("suite.Grid.track_sum", n, s)]
+        assert ok["status"] == "ok" and ok["param_index"] == idx  # asv's index in the grid
+        (count,) = [m for m in ok["metrics"] if m["name"] == "count"]
+        assert count["median"] == 200 * int(n)  # setup got setup_cache's value, the engine the params
+        assert ok["stats"]["chunk_size"] == 3  # chunk_size=lambda self, n, s: 3, resolved after setup
+        failed = by[("suite.Grid.track_raises", n, s)]
+        assert failed["status"] == "failed" and failed["message"] == "ValueError: this benchmark is broken on purpose"
+        assert "track_raises" in failed["info"]["traceback"]
+    assert ("suite.Grid.track_sum", "2", "'b'") not in by  # setup raised NotImplementedError: never called
+    assert not [k for k in by if k[0] == "suite.track_skips_itself"]  # SkipNotImplemented: a skip, no record
+    assert len(by) == 6

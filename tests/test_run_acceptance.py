@@ -119,6 +119,36 @@ def spool_records(repo: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((repo / ".mmtrack" / "spool").glob("*.json"))]
 
 
+def engine_cases(repo: Path, sha: str, db: str | None = None) -> dict[tuple[str, str], dict]:
+    """What `mmtrack run` kept of each engine case of a commit: {(benchmark, params key): {status, metrics}}.
+
+    From the store when this mmtrack has one (the spool is then ingested and emptied),
+    else from the spool files. Metrics map name -> median.
+    """
+    from mmtrack.results import canonical_params
+
+    out: dict[tuple[str, str], dict] = {}
+    if not HAS_STORE:
+        for r in spool_records(repo):
+            if r["commit"] == sha:
+                out[(r["benchmark"], canonical_params(r["params"]))] = {
+                    "status": r["status"], "metrics": {m["name"]: m["median"] for m in r["metrics"]}
+                }
+        return out
+    from mmtrack.store import queries
+    from mmtrack.store.db import open_store
+
+    store = open_store(db or f"sqlite:///{repo / '.mmtrack' / 'mmtrack.db'}")
+    try:
+        for m in queries.measurements_for_commit(store, sha, MACHINE):
+            case = out.setdefault((m.benchmark, m.params_key), {"status": m.status, "metrics": {}})
+            if m.median is not None:
+                case["metrics"][m.metric.name] = m.median
+    finally:
+        store.close()
+    return out
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     """Three commits, `mmtrack run --quick` after each; the third doubles the work."""

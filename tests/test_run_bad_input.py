@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import run_cli
-from test_run_acceptance import ASV_CONF, MACHINE, asv_env, commit_all, git, make_repo, results_of, spool_records
+from test_run_acceptance import ASV_CONF, HAS_STORE, MACHINE, asv_env, commit_all, engine_cases, git, make_repo, results_of
 
 SUITE = '''\
 import mmtrack
@@ -99,21 +99,16 @@ def test_the_other_benchmarks_still_ran(bad_run):
     assert skipped != skipped  # NaN: asv's skip, not a failure
 
 
-def test_spool_follows_asv_semantics(bad_run):
-    recs = [r for r in spool_records(bad_run["repo"]) if r["commit"] == bad_run["sha"]]
-    by = {(r["benchmark"], r["params"]["n"], r["params"]["s"]): r for r in recs}
+def test_engine_cases_follow_asv_semantics(bad_run):
+    cases = engine_cases(bad_run["repo"], bad_run["sha"])
     # setup_cache's value went to setup only; the parameters reached the engine unchanged.
-    for (n, s), idx in {("1", "'a'"): 0, ("1", "'b'"): 1, ("2", "'a'"): 2}.items():
-        rec = by[("suite.Grid.track_sum", n, s)]
-        assert rec["status"] == "ok" and rec["param_index"] == idx
-        (count,) = [m for m in rec["metrics"] if m["name"] == "count"]
-        assert count["median"] == 200 * int(n)
-        assert rec["stats"]["chunk_size"] == 3
-        failed = by[("suite.Grid.track_raises", n, s)]
-        assert failed["status"] == "failed" and "ValueError" in failed["message"]
-    assert ("suite.Grid.track_sum", "2", "'b'") not in by  # skipped: asv never called it
-    # A benchmark that skips itself (asv's SkipNotImplemented) leaves no spool record.
-    assert not [r for r in spool_records(bad_run["repo"]) if r["benchmark"] == "suite.track_skips_itself"]
+    for n, s in (("1", "'a'"), ("1", "'b'"), ("2", "'a'")):
+        params = json.dumps({"n": n, "s": s}, separators=(",", ":"))
+        ok = cases[("suite.Grid.track_sum", params)]
+        assert ok["status"] == "ok" and ok["metrics"]["count"] == 200 * int(n)
+        assert cases[("suite.Grid.track_raises", params)]["status"] == "failed"
+    if HAS_STORE:  # the broken file is a failed case of the run, named after its module
+        assert cases[("broken", "{}")]["status"] == "failed"
 
 
 def test_leftovers_of_a_crashed_run_are_reported_not_duplicated(bad_run):
