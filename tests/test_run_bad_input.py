@@ -126,7 +126,7 @@ def test_dirty_tree_never_poses_as_the_commit(bad_run):
     finally:
         git(repo, env, "checkout", "--", "benchmarks/suite.py")
     assert proc.returncode == 2
-    assert "uncommitted changes" in proc.stderr and "commit or stash" in proc.stderr
+    assert "uncommitted changes (1 files, e.g. benchmarks/suite.py)" in proc.stderr and "commit or stash" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

@@ -193,7 +193,7 @@ def resolve_commit(repo: Path, rev: str) -> CommitInfo:
         changed = _git(repo, "status", "--porcelain", "--untracked-files=no").splitlines()
         raise UserError(
             f"{repo}: the working tree has uncommitted changes ({len(changed)} files, e.g. "
-            f"{changed[0][3:] if changed else '?'}), so its numbers are not those of {sha[:12]}; "
+            f"{changed[0].split(maxsplit=1)[-1] if changed else '?'}), so its numbers are not those of {sha[:12]}; "
             "commit or stash them, or use `mmtrack bench` for a look at uncommitted code"
         )
     return info
@@ -523,7 +523,7 @@ def render(outcome: RunOutcome, console: Console) -> None:
     table.add_column("metrics", justify="right")
     for case in c.cases:
         value = _fmt(case.value, case.unit) if case.value is not None else ""
-        table.add_row(case.label, case.status if case.status == "ok" else f"[red]{case.status}[/]" if case.status == "failed" else case.status, value, str(len(case.metrics)) if case.record else "")
+        table.add_row(case.label, case.status if case.status == "ok" else f"[red]{case.status}[/]" if case.status == "failed" else case.status, value, str(len(case.metrics)) if case.metrics else "")
     console.print(table)
     for line in outcome.summary:
         console.print(line, highlight=False)
