@@ -12,6 +12,8 @@ import subprocess
 import pytest
 
 from conftest import run_cli
+from mmtrack.asvbridge import spool
+from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
 from test_run_acceptance import ASV_CONF, HAS_STORE, MACHINE, asv_env, commit_all, engine_cases, git, make_repo, results_of
 
 SUITE = '''\
@@ -64,17 +66,24 @@ def bad_run(tmp_path_factory):
     (repo / "benchmarks" / "suite.py").write_text(SUITE)
     (repo / "benchmarks" / "broken.py").write_text("def track_nope(:\n")
     sha = commit_all(repo, env, "suite with a broken file", 1)
-    # A crashed earlier run left a complete spool record and a half-written file.
-    spool = repo / ".mmtrack" / "spool"
-    spool.mkdir(parents=True)
-    leftover = {
-        "format": "mmtrack-spool/1", "benchmark": "old.Old.track_gone", "params": {}, "status": "ok",
-        "machine": MACHINE, "commit": "0" * 40, "environment": None, "run_id": "crashed", "metrics": [],
-    }
-    (spool / "old.Old.track_gone-0000.json").write_text(json.dumps(leftover))
-    (spool / ".suite.json.abc.tmp").write_text('{"format": "mmtrack-sp')
+    # A crashed earlier run of this commit left a complete spool record (of a case this run
+    # does not have) and a half-written file.
+    spool_dir = repo / ".mmtrack" / "spool"
+    leftover = crashed_run_record(sha)
+    leftover_path = spool.write(leftover, spool_dir)
+    (spool_dir / ".suite.json.abc.tmp").write_text('{"format": "mmtrack-sp')
     proc = run_cli("run", "--quick", cwd=repo, env=env)
-    return {"repo": repo, "env": env, "sha": sha, "proc": proc}
+    return {"repo": repo, "env": env, "sha": sha, "proc": proc, "leftover": leftover, "leftover_path": leftover_path}
+
+
+def crashed_run_record(sha: str) -> spool.SpoolRecord:
+    """What entry.py writes for one case, as a run that died before ingesting left it."""
+    spec = BenchSpec(name="old.Old.track_gone", fn=lambda ctx, n, i: None, chunk_size=10)
+    stats = run_benchmark(spec, RunOptions.quick())
+    return spool.SpoolRecord(
+        benchmark="old.Old.track_gone", params={}, status="ok", machine=MACHINE, commit=sha,
+        run_id="crashed-run", created=spool.now_iso(), metrics=stats.tracked_metrics(), stats=stats,
+    )
 
 
 def test_failures_give_exit_2_and_are_named(bad_run):
@@ -111,11 +120,36 @@ def test_engine_cases_follow_asv_semantics(bad_run):
         assert cases[("broken", "{}")]["status"] == "failed"
 
 
-def test_leftovers_of_a_crashed_run_are_reported_not_duplicated(bad_run):
-    out = bad_run["proc"].stdout
+def test_leftovers_of_a_crashed_run_are_ingested_once_or_reported(bad_run):
+    repo, env, sha, out = bad_run["repo"], bad_run["env"], bad_run["sha"], bad_run["proc"].stdout
     assert "half-written spool file" in out
-    assert not list((bad_run["repo"] / ".mmtrack" / "spool").glob(".*.tmp"))
-    assert "old.Old.track_gone" in out  # reported (ingested once the store is there)
+    assert not list((repo / ".mmtrack" / "spool").glob(".*.tmp"))
+    if not HAS_STORE:
+        assert "left by earlier runs" in out and "old.Old.track_gone" in out and "kept" in out
+        assert bad_run["leftover_path"].exists()
+        return
+    assert "ingested 1 spool file(s) left by an earlier run" in out
+    assert not bad_run["leftover_path"].exists()
+    gone = engine_cases(repo, sha)[("old.Old.track_gone", "{}")]
+    assert gone["status"] == "ok" and gone["metrics"]["time_per_op"] > 0
+
+    # The crash came after the store's commit but before the file was removed: the same
+    # record is there again at the next run. It must not be recorded twice.
+    from mmtrack.store import queries
+    from mmtrack.store.db import open_store
+
+    def engine_runs() -> int:
+        store = open_store(f"sqlite:///{repo / '.mmtrack' / 'mmtrack.db'}")
+        try:
+            return len(queries.runs(store, commit=sha, kind="asv-engine"))
+        finally:
+            store.close()
+
+    before = engine_runs()
+    spool.write(bad_run["leftover"], repo / ".mmtrack" / "spool")
+    again = run_cli("run", "--quick", "-b", "track_plain", cwd=repo, env=env)
+    assert again.returncode == 2  # broken.py is still broken
+    assert engine_runs() == before + 1  # this run's own (the broken file), not the leftover again
 
 
 def test_dirty_tree_never_poses_as_the_commit(bad_run):

@@ -562,8 +562,11 @@ def ingest(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
             f"[yellow]note:[/] this mmtrack has no store yet; spool files kept in {prepared.spool_dir}",
             highlight=False,
         )
-        for entry in collected.leftovers:
-            outcome.reports.append(_leftover_label(entry) + ": left by an earlier run, kept (no store to ingest into)")
+        if collected.leftovers:
+            outcome.reports.append(
+                f"{len(collected.leftovers)} spool file(s) left by earlier runs, e.g. "
+                f"{_leftover_label(collected.leftovers[0])}: kept (no store to ingest into)"
+            )
         return
     store = open_store(resolve_url(request.db))
     try:
