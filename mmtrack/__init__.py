@@ -36,6 +36,7 @@ __all__ = [
     "DiagnosticResult",
     "Direction",
     "InvalidMetricError",
+    "LinuxPerfBackend",
     "MeasurementBackend",
     "MeasurementDomain",
     "MetricFormat",
@@ -49,11 +50,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> type:
-    # CudaEventBackend is exported lazily: its module imports no CuPy either, but this keeps
-    # `import mmtrack` from loading GPU code at all (CuPy itself loads only when one is built).
-    if name == "CudaEventBackend":
-        from .measure.cuda import CudaEventBackend
+_LAZY = {
+    # Loaded on first use: nothing touches perf_event_open or CUDA at import time, and
+    # perf needs fcntl (POSIX only).
+    "LinuxPerfBackend": ".measure.perf",
+    "CudaEventBackend": ".measure.cuda",
+}
 
-        return CudaEventBackend
+
+def __getattr__(name: str) -> type:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,8 @@ def cli() -> None:
 @click.option("--order", type=click.Choice(["declared", "random"]), default="declared", show_default=True)
 @click.option("--seed", type=int, default=None, help="Seed for --order random.")
 @click.option("--cooldown", type=float, default=0.0, help="Seconds to sleep between cases.")
-def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown) -> None:
+@click.option("--no-pin", is_flag=True, help="Do not pin the measuring thread to one CPU.")
+def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin) -> None:
     """Run the engine benchmarks under PATH on the working tree and print the report."""
     from .commands.bench import BenchRequest, run_bench
 
@@ -45,6 +46,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
             "duration": duration,
             "min_samples": min_samples,
             "max_samples": max_samples,
+            "pin_cpu": False if no_pin else None,
         },
         order=order,
         seed=seed,
@@ -96,3 +98,67 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     sys.exit(EXIT_OK)
+
+
+# -- the history store ------------------------------------------------------------------------------
+
+
+def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
+    """``--db URL``: the store (default $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).
+
+    The decorated command receives ``db`` already resolved to a URL.
+    """
+
+    def resolve(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+        from .store.db import resolve_url
+
+        return resolve_url(value)
+
+    return click.option(
+        "--db",
+        "db",
+        metavar="URL",
+        callback=resolve,
+        expose_value=True,
+        help="Store URL or SQLite file (default: $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).",
+    )(f)
+
+
+@cli.group()
+def db() -> None:
+    """The history store's schema (Alembic revisions)."""
+
+
+@db.command("upgrade")
+@db_option
+def db_upgrade(db: str) -> None:
+    """Create the store or upgrade it to the newest schema."""
+    from .commands.db import db_upgrade as run
+
+    r = run(db)
+    if r.before == r.current:
+        console.print(f"{r.url}: already at revision {r.current} (head)", highlight=False, soft_wrap=True)
+    else:
+        console.print(f"{r.url}: upgraded {r.before or '<empty>'} -> {r.current} (head)", highlight=False, soft_wrap=True)
+
+
+@db.command("current")
+@db_option
+def db_current(db: str) -> None:
+    """Print the store's schema revision."""
+    from .commands.db import db_current as run
+
+    r = run(db)
+    state = "head" if r.up_to_date else f"behind head {r.head}; run `mmtrack db upgrade`"
+    console.print(f"{r.url}: revision {r.current or '<empty>'} ({state})", highlight=False, soft_wrap=True)
+
+
+@cli.command("import-asv")
+@click.argument("results_dir", type=click.Path(path_type=Path, file_okay=False))
+@db_option
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
+    """Import an asv results folder (benchmarks.json, <machine>/*.json) into the store."""
+    from .commands.import_asv import run_import
+
+    sys.exit(run_import(db, results_dir, console, err_console, progress=not no_progress))

@@ -63,10 +63,10 @@ def _stats_with_counters(domain: MeasurementDomain, emits: bool = True):
     from mmtrack.measure.throughput import Throughput
 
     counters = [
-        CounterSummary("cycles", 1e9, 1e3, (1e3,), 100.0),
-        CounterSummary("instructions", 2e8, 2e2, (2e2,), 100.0),  # IPC 0.2
-        CounterSummary("branches", 1e7, 10.0, (10.0,), 100.0),
-        CounterSummary("branch-misses", 2e6, 2.0, (2.0,), 100.0),  # 20 %
+        CounterSummary("cycles", 2e9, 1e9, (1e9, 1e9), 100.0),
+        CounterSummary("instructions", 4e8, 2e8, (2e8, 2e8), 100.0),  # IPC 0.2
+        CounterSummary("branches", 2e7, 1e7, (1e7, 1e7), 100.0),
+        CounterSummary("branch-misses", 4e6, 2e6, (2e6, 2e6), 100.0),  # 20 %
     ]
     d = Distribution.of([1.0, 1.0])
     return BenchmarkStats(

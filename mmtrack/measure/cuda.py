@@ -342,7 +342,7 @@ class CudaEventBackend(MeasurementBackend):
             except Exception:  # noqa: BLE001  (closing diagnostics never fails a run)
                 pass
 
-    def describe(self) -> str | None:
+    def describe(self, domain: Any = None) -> str | None:
         parts = [f"CUDA events on device {self._api.device_id} ({self._device_name})"]
         if self.flush_l2 and self.l2_bytes > 0:
             parts.append(

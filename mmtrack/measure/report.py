@@ -66,10 +66,18 @@ def counter_table(counters: list[CounterSummary]) -> Table:
     by_name = {c.name: c for c in counters}
     for c in counters:
         t.add_row(Text(f"{c.name}/op"), format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
-    if "cycles" in by_name and "instructions" in by_name and by_name["cycles"].total:
-        ipc = by_name["instructions"].total / by_name["cycles"].total
+    ipc = _ipc(by_name.get("instructions"), by_name.get("cycles"))
+    if ipc is not None:
         t.add_row("IPC", f"{ipc:.3f}", "", "")
     return t
+
+
+def _ipc(instructions: CounterSummary | None, cycles: CounterSummary | None) -> float | None:
+    """instructions / cycles, per op: both then describe the same work even when the two
+    counters sat in different perf groups and were read in different samples."""
+    if instructions is None or cycles is None or not cycles.per_op or math.isnan(cycles.per_op):
+        return None
+    return instructions.per_op / cycles.per_op
 
 
 def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
