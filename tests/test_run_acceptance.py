@@ -16,15 +16,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import importlib.util
-
 import pytest
 
 from conftest import REPO, cli_env, run_cli
-
-HAS_STORE = importlib.util.find_spec("mmtrack.store") is not None
-needs_store = pytest.mark.skipif(not HAS_STORE, reason="mmtrack.store is not on this branch yet")
-spool_only = pytest.mark.skipif(HAS_STORE, reason="with a store, spool files are ingested and removed")
 
 MACHINE = "testbox"
 
@@ -120,24 +114,14 @@ def spool_records(repo: Path) -> list[dict]:
 
 
 def engine_cases(repo: Path, sha: str, db: str | None = None) -> dict[tuple[str, str], dict]:
-    """What `mmtrack run` kept of each engine case of a commit: {(benchmark, params key): {status, metrics}}.
+    """What the store holds of each case of a commit: {(benchmark, params key): {status, metrics}}.
 
-    From the store when this mmtrack has one (the spool is then ingested and emptied),
-    else from the spool files. Metrics map name -> median.
+    Metrics map name -> median. The default store is the project's .mmtrack/mmtrack.db.
     """
-    from mmtrack.results import canonical_params
-
-    out: dict[tuple[str, str], dict] = {}
-    if not HAS_STORE:
-        for r in spool_records(repo):
-            if r["commit"] == sha:
-                out[(r["benchmark"], canonical_params(r["params"]))] = {
-                    "status": r["status"], "metrics": {m["name"]: m["median"] for m in r["metrics"]}
-                }
-        return out
     from mmtrack.store import queries
     from mmtrack.store.db import open_store
 
+    out: dict[tuple[str, str], dict] = {}
     store = open_store(db or f"sqlite:///{repo / '.mmtrack' / 'mmtrack.db'}")
     try:
         for m in queries.measurements_for_commit(store, sha, MACHINE):
@@ -216,40 +200,6 @@ def test_asv_publish_and_compare_work_on_the_results(history):
         assert 1.5 < float(cells[3]) < 3.0, cmp.stdout
 
 
-@spool_only
-def test_spool_holds_the_custom_metrics_of_every_commit(history):
-    # With no store on this branch yet, the spool files stay: one per case and commit.
-    records = spool_records(history["repo"])
-    by_commit: dict[str, list[dict]] = {}
-    for r in records:
-        by_commit.setdefault(r["commit"], []).append(r)
-    assert sorted(by_commit) == sorted(history["shas"])
-    for sha, recs in by_commit.items():
-        assert sorted(r["params"]["scale"] for r in recs) == ["1", "2"]
-        for r in recs:
-            assert r["status"] == "ok" and r["machine"] == MACHINE
-            assert r["environment"] is None  # existing environments name none; ingestion fills it
-            names = {m["name"] for m in r["metrics"]}
-            assert {"time_per_op", "throughput", "iterations", "checksum_mod"} <= names
-            assert r["options"]["duration"] == pytest.approx(0.3)  # asv --quick reached the engine
-
-
-@spool_only
-def test_the_slowdown_shows_in_the_spool_at_the_third_commit(history):
-    first, second, third = history["shas"]
-
-    def metric(sha: str, scale: str, name: str) -> float:
-        (rec,) = [r for r in spool_records(history["repo"]) if r["commit"] == sha and r["params"]["scale"] == scale]
-        (m,) = [m for m in rec["metrics"] if m["name"] == name]
-        return m["median"]
-
-    for scale in ("1", "2"):
-        assert metric(third, scale, "iterations") == 2 * metric(second, scale, "iterations")
-        assert metric(second, scale, "iterations") == metric(first, scale, "iterations")
-        ratio = metric(third, scale, "time_per_op") / metric(second, scale, "time_per_op")
-        assert ratio > 1.5, ratio
-
-
 # -- the store ---------------------------------------------------------------------------------
 def open_history_store(history):
     from mmtrack.store.db import open_store
@@ -274,7 +224,6 @@ def store_series(history, scale: str, section: str, name: str, unit: str):
         store.close()
 
 
-@needs_store
 def test_store_holds_the_custom_metrics_of_every_commit(history):
     from mmtrack.store import queries
 
@@ -293,7 +242,6 @@ def test_store_holds_the_custom_metrics_of_every_commit(history):
     assert not list((history["repo"] / ".mmtrack" / "spool").glob("*.json"))
 
 
-@needs_store
 def test_the_slowdown_shows_in_the_store_at_the_third_commit(history):
     first, second, third = history["shas"]
     for scale in ("1", "2"):
@@ -308,12 +256,16 @@ def test_the_slowdown_shows_in_the_store_at_the_third_commit(history):
         assert ratio > 1.5, timing
 
 
-@needs_store
 def test_the_summary_compares_with_the_previous_commit(history):
     first_out, second_out, third_out = (p.stdout for p in history["runs"])
     assert "nothing to compare with yet" in first_out
-    assert f"compared with the previous commit {history['shas'][0][:8]}" in second_out
-    assert f"compared with the previous commit {history['shas'][1][:8]}" in third_out
-    regressed = [ln for ln in third_out.splitlines() if ln.strip().startswith("regressed")]
-    assert any("track_loop(1)" in ln and "time_per_op" in ln for ln in regressed), third_out
-    assert any("track_loop(2)" in ln and "iterations" in ln and "2.00x" in ln for ln in regressed), third_out
+    shas = history["shas"]
+    assert f"compared with the previous commit on {MACHINE} (mmtrack compare {shas[0][:8]} {shas[1][:8]})" in second_out
+    assert f"compared with the previous commit on {MACHINE} (mmtrack compare {shas[1][:8]} {shas[2][:8]})" in third_out
+    regressed = [ln.split() for ln in third_out.splitlines() if ln.strip().startswith("+")]
+    rows = {(r[-3], r[-2]): r for r in regressed if r[-1] == "regressed"}
+    for scale in ("1", "2"):
+        assert (f"bench_work.Work.track_loop({scale})", "time_per_op") in rows, third_out
+        assert rows[(f"bench_work.Work.track_loop({scale})", "iterations")][-4] == "2.00", third_out
+    # The unchanged second commit: nothing regressed.
+    assert not [ln for ln in second_out.splitlines() if ln.strip().startswith("+")], second_out

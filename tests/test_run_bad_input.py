@@ -14,7 +14,7 @@ import pytest
 from conftest import run_cli
 from mmtrack.asvbridge import spool
 from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
-from test_run_acceptance import ASV_CONF, HAS_STORE, MACHINE, asv_env, commit_all, engine_cases, git, make_repo, results_of
+from test_run_acceptance import ASV_CONF, MACHINE, asv_env, commit_all, engine_cases, git, make_repo, results_of
 
 SUITE = '''\
 import mmtrack
@@ -71,6 +71,10 @@ def bad_run(tmp_path_factory):
     spool_dir = repo / ".mmtrack" / "spool"
     leftover = crashed_run_record(sha)
     leftover_path = spool.write(leftover, spool_dir)
+    # ... and a plain `asv run` in an existing environment left one that names no commit.
+    unattributed = crashed_run_record(sha)
+    unattributed.commit, unattributed.run_id, unattributed.benchmark = None, None, "plain.Plain.track_x"
+    spool.write(unattributed, spool_dir)
     (spool_dir / ".suite.json.abc.tmp").write_text('{"format": "mmtrack-sp')
     proc = run_cli("run", "--quick", cwd=repo, env=env)
     return {"repo": repo, "env": env, "sha": sha, "proc": proc, "leftover": leftover, "leftover_path": leftover_path}
@@ -116,19 +120,19 @@ def test_engine_cases_follow_asv_semantics(bad_run):
         ok = cases[("suite.Grid.track_sum", params)]
         assert ok["status"] == "ok" and ok["metrics"]["count"] == 200 * int(n)
         assert cases[("suite.Grid.track_raises", params)]["status"] == "failed"
-    if HAS_STORE:  # the broken file is a failed case of the run, named after its module
-        assert cases[("broken", "{}")]["status"] == "failed"
+    # The broken file is a failed case of the run, named after its module.
+    assert cases[("broken", "{}")]["status"] == "failed"
 
 
 def test_leftovers_of_a_crashed_run_are_ingested_once_or_reported(bad_run):
     repo, env, sha, out = bad_run["repo"], bad_run["env"], bad_run["sha"], bad_run["proc"].stdout
     assert "half-written spool file" in out
     assert not list((repo / ".mmtrack" / "spool").glob(".*.tmp"))
-    if not HAS_STORE:
-        assert "left by earlier runs" in out and "old.Old.track_gone" in out and "kept" in out
-        assert bad_run["leftover_path"].exists()
-        return
     assert "ingested 1 spool file(s) left by an earlier run" in out
+    assert "plain.Plain.track_x, commit unknown" in out and "no commit recorded" in out
+    assert [p.name.split("-")[0] for p in (repo / ".mmtrack" / "spool" / "orphaned").iterdir()] == [
+        "plain.Plain.track_x"
+    ]
     assert not bad_run["leftover_path"].exists()
     gone = engine_cases(repo, sha)[("old.Old.track_gone", "{}")]
     assert gone["status"] == "ok" and gone["metrics"]["time_per_op"] > 0

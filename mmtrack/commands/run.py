@@ -468,7 +468,8 @@ class RunOutcome:
     asv_exit: int
     started_at: datetime
     ingested: bool = False
-    summary: list[str] = field(default_factory=list)  # the comparison with the previous commit
+    comparison: Any = None  # mmtrack compare's outcome against the previous commit, if there is one
+    summary: list[str] = field(default_factory=list)  # what the comparison could not say
     reports: list[str] = field(default_factory=list)  # what happened to leftover spool files
 
     @property
@@ -480,9 +481,9 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
     prepared = prepare(request)
     try:
         for note in prepared.notes:
-            console.print(f"[yellow]note:[/] {note}", highlight=False)
+            console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
         for f in prepared.import_failures:
-            console.print(f"[bold red]error:[/] could not import {f.path}: {f.message}", highlight=False)
+            console.print(f"[bold red]error:[/] could not import {f.path}: {f.message}", highlight=False, soft_wrap=True)
         ensure_machine(prepared)
         started = datetime.now(timezone.utc)
         console.print(
@@ -515,20 +516,32 @@ def run_command(request: RunRequest, console: Console) -> int:
 def render(outcome: RunOutcome, console: Console) -> None:
     c = outcome.collected
     for w in c.warnings + outcome.reports:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/] {w}", highlight=False, soft_wrap=True)
     table = Table(title=f"{outcome.prepared.commit.short} on {outcome.prepared.machine} ({c.environment})")
     table.add_column("benchmark")
     table.add_column("status")
     table.add_column("value", justify="right")
     table.add_column("metrics", justify="right")
+    styles = {"ok": "{}", "failed": "[red]{}[/]", "skipped": "[yellow]{}[/]"}
     for case in c.cases:
         value = _fmt(case.value, case.unit) if case.value is not None else ""
-        table.add_row(case.label, case.status if case.status == "ok" else f"[red]{case.status}[/]" if case.status == "failed" else case.status, value, str(len(case.metrics)) if case.metrics else "")
+        status = styles.get(case.status, "{}").format(case.status)
+        table.add_row(case.label, status, value, str(len(case.metrics)) if case.metrics else "")
     console.print(table)
     for line in outcome.summary:
         console.print(line, highlight=False)
+    if outcome.comparison is not None:
+        from .compare import render as render_comparison
+
+        cmp = outcome.comparison
+        console.print(
+            f"compared with the previous commit on {cmp.before.machine} "
+            f"(mmtrack compare {cmp.before.label} {cmp.after.label}):",
+            highlight=False,
+        )
+        console.print(render_comparison(cmp, "table", only_changed=True))
     for case in c.failed:
-        console.print(f"[bold red]failed[/] {case.label}: {case.message}", highlight=False)
+        console.print(f"[bold red]failed[/] {case.label}: {case.message}", highlight=False, soft_wrap=True)
     counts = {s: sum(1 for x in c.cases if x.status == s) for s in ("ok", "failed", "skipped")}
     console.print(
         f"{len(c.cases)} benchmark cases: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped"
@@ -554,25 +567,14 @@ def ingest(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
     source key (``spool:<run id>:<commit>:<machine>:<environment>``), so a spool
     file ingested before a crash is never recorded twice.
     """
+    from ..store.db import open_store, resolve_url
+
     prepared, collected = outcome.prepared, outcome.collected
-    try:
-        from ..store.db import open_store, resolve_url
-    except ImportError:
-        console.print(
-            f"[yellow]note:[/] this mmtrack has no store yet; spool files kept in {prepared.spool_dir}",
-            highlight=False,
-        )
-        if collected.leftovers:
-            outcome.reports.append(
-                f"{len(collected.leftovers)} spool file(s) left by earlier runs, e.g. "
-                f"{_leftover_label(collected.leftovers[0])}: kept (no store to ingest into)"
-            )
-        return
     store = open_store(resolve_url(request.db))
     try:
         _ingest_into(store, outcome)
         outcome.ingested = True
-        outcome.summary = summarize(store, prepared.commit, prepared.machine, collected.environment)
+        summarize(store, outcome)
     finally:
         store.close()
 
@@ -707,34 +709,25 @@ def _created(entries: Sequence[spool.SpoolEntry]) -> datetime:
         return datetime.now(timezone.utc)
 
 
-def summarize(store: Any, commit: CommitInfo, machine: str, environment: str) -> list[str]:
-    """The comparison with the previous commit measured on this machine and environment."""
+def summarize(store: Any, outcome: RunOutcome) -> None:
+    """Compare with the previous commit measured on this machine and environment (mmtrack compare)."""
     from ..store import queries
+    from .compare import CompareRequest, run_compare
 
+    prepared, environment = outcome.prepared, outcome.collected.environment
+    commit, machine = prepared.commit, prepared.machine
     history = [c.sha for c in queries.commits(store, machine=machine, environment=environment)]
     if commit.sha not in history or history.index(commit.sha) == 0:
-        return [f"first commit measured on {machine} ({environment}): nothing to compare with yet"]
-    before_sha = history[history.index(commit.sha) - 1]
-    before = queries.measurements_for_commit(store, before_sha, machine, environment)
-    after = queries.measurements_for_commit(store, commit.sha, machine, environment)
-    from ..analysis.compare import compare_measurements
-    from ..analysis.render import summary_line
-
-    comparison = compare_measurements(before, after, before_label=before_sha[:8], after_label=commit.short)
-    lines = [f"compared with the previous commit {before_sha[:8]} on {machine}: {summary_line(comparison)}"]
-    for row in comparison.changed():
-        if row.verdict in ("unchanged",):
-            continue
-        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else ""
-        params = json.loads(row.params) if row.params else {}
-        label = row.benchmark + (f"({', '.join(params.values())})" if params else "")
-        lines.append(f"  {row.verdict:<14} {label} {row.metric} {ratio}".rstrip())
-    return lines
+        outcome.summary.append(f"first commit measured on {machine} ({environment}): nothing to compare with yet")
+        return
+    before = history[history.index(commit.sha) - 1]
+    request = CompareRequest(a=before, b=commit.sha, machine=machine, env=environment, cwd=prepared.project)
+    outcome.comparison = run_compare(request, store=store)
 
 
 def _leftover_label(entry: spool.SpoolEntry) -> str:
     rec = entry.record
     if rec is None:
         return f"spool file {entry.path.name} (unreadable: {entry.error})"
-    commit = (rec.commit or "unknown commit")[:12]
+    commit = rec.commit[:12] if rec.commit else "unknown"
     return f"spool file {entry.path.name} ({rec.benchmark}, commit {commit}, machine {rec.machine})"
