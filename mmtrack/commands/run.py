@@ -470,7 +470,8 @@ class RunOutcome:
     ingested: bool = False
     comparison: Any = None  # mmtrack compare's outcome against the previous commit, if there is one
     summary: list[str] = field(default_factory=list)  # what the comparison could not say
-    reports: list[str] = field(default_factory=list)  # what happened to leftover spool files
+    reports: list[str] = field(default_factory=list)  # leftover spool files that could not be ingested
+    notes: list[str] = field(default_factory=list)  # leftover spool files that were ingested
 
     @property
     def exit_code(self) -> int:
@@ -517,6 +518,8 @@ def render(outcome: RunOutcome, console: Console) -> None:
     c = outcome.collected
     for w in c.warnings + outcome.reports:
         console.print(f"[yellow]warning:[/] {w}", highlight=False, soft_wrap=True)
+    for n in outcome.notes:
+        console.print(f"note: {n}", highlight=False, soft_wrap=True)
     table = Table(title=f"{outcome.prepared.commit.short} on {outcome.prepared.machine} ({c.environment})")
     table.add_column("benchmark")
     table.add_column("status")
@@ -531,21 +534,37 @@ def render(outcome: RunOutcome, console: Console) -> None:
     for line in outcome.summary:
         console.print(line, highlight=False)
     if outcome.comparison is not None:
-        from .compare import render as render_comparison
-
-        cmp = outcome.comparison
-        console.print(
-            f"compared with the previous commit on {cmp.before.machine} "
-            f"(mmtrack compare {cmp.before.label} {cmp.after.label}):",
-            highlight=False,
-        )
-        console.print(render_comparison(cmp, "table", only_changed=True))
+        _render_comparison(outcome.comparison, console)
     for case in c.failed:
         console.print(f"[bold red]failed[/] {case.label}: {case.message}", highlight=False, soft_wrap=True)
     counts = {s: sum(1 for x in c.cases if x.status == s) for s in ("ok", "failed", "skipped")}
     console.print(
         f"{len(c.cases)} benchmark cases: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped"
     )
+
+
+# Rows worth a line in the summary; new, removed and unchanged metrics are only counted.
+SUMMARY_VERDICTS = ("regressed", "improved", "ambiguous", "failed", "fixed", "not comparable")
+
+
+def _render_comparison(outcome: Any, console: Console) -> None:
+    """The comparison as `mmtrack compare` renders it, limited to the rows that say something."""
+    import dataclasses
+
+    from ..analysis.render import render_table, summary_line
+
+    full = outcome.comparison
+    console.print(
+        f"compared with the previous commit on {outcome.before.machine} "
+        f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    shown = dataclasses.replace(full, rows=tuple(r for r in full.rows if r.verdict in SUMMARY_VERDICTS))
+    if shown.rows:
+        table = render_table(shown)
+        table.title = None
+        console.print(table)
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -695,7 +714,7 @@ def _ingest_leftovers(store: Any, outcome: RunOutcome, suite: str) -> None:
                 started_at=_created(entries), cases=cases)
         for e in entries:
             e.path.unlink(missing_ok=True)
-        outcome.reports.append(
+        outcome.notes.append(
             f"ingested {len(entries)} spool file(s) left by an earlier run (commit {sha[:12]}, machine {machine}); "
             "recorded once, by their run id"
         )
