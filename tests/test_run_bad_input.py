@@ -153,6 +153,8 @@ def test_leftovers_of_a_crashed_run_are_ingested_once_or_reported(bad_run):
     spool.write(bad_run["leftover"], repo / ".mmtrack" / "spool")
     again = run_cli("run", "--quick", "-b", "track_plain", cwd=repo, env=env)
     assert again.returncode == 2  # broken.py is still broken
+    # asv's file of this commit still holds the first run's cases; only this run's are reported.
+    assert "2 benchmark cases: 1 ok, 1 failed, 0 skipped" in again.stdout, again.stdout
     assert engine_runs() == before + 1  # this run's own (the broken file), not the leftover again
 
 

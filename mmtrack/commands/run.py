@@ -393,11 +393,15 @@ def _benchmarks_json(results_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def _iter_asv_cases(path: Path, meta: dict[str, Any]) -> Iterator[CaseResult]:
+def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterator[CaseResult]:
+    """The cases asv ran in this run (its file keeps older results of benchmarks not selected)."""
     from asv.results import Results
 
     res = Results.load(str(path))
+    since_ms = since.timestamp() * 1000 - 1000
     for key in sorted(res.get_all_result_keys()):
+        if (res.started_at.get(key) or 0) < since_ms:
+            continue
         params = res.get_result_params(key)
         values = res.get_result_value(key, params)
         samples = res.get_result_samples(key, params)
@@ -425,11 +429,11 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any]) -> Iterator[CaseResult]:
             )
 
 
-def collect(prepared: Prepared, path: Path) -> Collected:
+def collect(prepared: Prepared, path: Path, since: datetime) -> Collected:
     from asv.results import Results
 
     env_name = Results.load(str(path)).env_name
-    cases = list(_iter_asv_cases(path, _benchmarks_json(prepared.results_dir)))
+    cases = list(_iter_asv_cases(path, _benchmarks_json(prepared.results_dir), since))
     ours: dict[tuple[str, str], spool.SpoolEntry] = {}
     leftovers: list[spool.SpoolEntry] = []
     warnings: list[str] = []
@@ -500,7 +504,7 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
                 f"{prepared.results_dir / prepared.machine}; see asv's output above"
                 + (f" (-b {request.bench!r} may match no benchmark)" if request.bench else "")
             )
-        collected = collect(prepared, path)
+        collected = collect(prepared, path, started)
         outcome = RunOutcome(prepared, collected, asv_exit, started)
         ingest(outcome, request, console)
         return outcome
@@ -520,7 +524,7 @@ def render(outcome: RunOutcome, console: Console) -> None:
         console.print(f"[yellow]warning:[/] {w}", highlight=False, soft_wrap=True)
     for n in outcome.notes:
         console.print(f"note: {n}", highlight=False, soft_wrap=True)
-    table = Table(title=f"{outcome.prepared.commit.short} on {outcome.prepared.machine} ({c.environment})")
+    table = Table(title=f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")
     table.add_column("benchmark")
     table.add_column("status")
     table.add_column("value", justify="right")
