@@ -201,3 +201,9 @@ def test_detached_shallow_ci_checkout_works_with_a_note(bad_run, tmp_path):
     assert "branch 'main' from asv.conf.json does not exist in this shallow checkout" in proc.stdout
     assert "fetch-depth: 0" in proc.stdout
     assert results_of(clone, sha)["results"]["suite.track_plain"][0] == [42]
+
+
+def test_a_selection_that_matches_nothing(bad_run):
+    proc = run_cli("run", "--quick", "-b", "no_such_benchmark", cwd=bad_run["repo"], env=bad_run["env"])
+    assert proc.returncode == 2
+    assert "wrote no result" in proc.stderr and "-b 'no_such_benchmark' may match no benchmark" in proc.stderr
