@@ -16,7 +16,6 @@ version, parameter labels and the ``setup_cache`` value of this case.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import os
 import sys
@@ -172,7 +171,7 @@ def _write(record: spool.SpoolRecord, spool_dir: Path) -> None:
     try:
         spool.write(record, spool_dir)
     except OSError as exc:
-        # asv's own result must survive; `mmtrack run` reports the missing spool file.
+        # asv's own result must survive: say it on stderr (asv shows it with -e) and go on.
         print(f"mmtrack: could not write the spool file for {record.benchmark} in {spool_dir}: {exc}", file=sys.stderr)
 
 

@@ -495,6 +495,7 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
             f"mmtrack run: commit {prepared.commit.sha[:12]} on machine {prepared.machine!r}, "
             f"spool {prepared.spool_dir}",
             highlight=False,
+            soft_wrap=True,
         )
         asv_exit = run_asv(prepared, request)
         path = results_file(prepared, started.timestamp())
@@ -506,7 +507,7 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
             )
         collected = collect(prepared, path, started)
         outcome = RunOutcome(prepared, collected, asv_exit, started)
-        ingest(outcome, request, console)
+        ingest(outcome, request.db)
         return outcome
     finally:
         prepared.cleanup()
@@ -583,7 +584,7 @@ def _fmt(value: float, unit: str) -> str:
 ENGINE_RUN_KIND = "asv-engine"  # engine metrics of benchmarks asv ran (asv's own files: kind "asv")
 
 
-def ingest(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
+def ingest(outcome: RunOutcome, db: str | None) -> None:
     """asv's results folder, this run's spool records and any leftovers, into the store.
 
     Idempotent: asv's files are imported by digest, and each engine run carries a
@@ -592,8 +593,7 @@ def ingest(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
     """
     from ..store.db import open_store, resolve_url
 
-    prepared, collected = outcome.prepared, outcome.collected
-    store = open_store(resolve_url(request.db))
+    store = open_store(resolve_url(db))
     try:
         _ingest_into(store, outcome)
         outcome.ingested = True
@@ -622,7 +622,10 @@ def _engine_cases(cases: Sequence[CaseResult]) -> list[Any]:
 
 
 def _record(store: Any, *, commit: CommitInfo, machine: str, environment: str, run_id: str, suite: str,
-            started_at: Any, cases: Sequence[CaseResult]) -> None:
+            started_at: datetime, cases: Sequence[CaseResult]) -> None:
+    import asv
+
+    from .. import __version__
     from ..store.ingest import RunRecord, record_engine_run
 
     record_engine_run(
@@ -634,6 +637,7 @@ def _record(store: Any, *, commit: CommitInfo, machine: str, environment: str, r
             started_at=started_at,
             kind=ENGINE_RUN_KIND,
             suite=suite,
+            tool_versions={"mmtrack": __version__, "asv": str(getattr(asv, "__version__", ""))},
             source=f"spool:{run_id}:{commit.sha}:{machine}:{environment}",
         ),
         _engine_cases(cases),
@@ -680,8 +684,6 @@ def _leftover_env(prepared: Prepared, rec: spool.SpoolRecord) -> str | None:
 
 def _ingest_leftovers(store: Any, outcome: RunOutcome, suite: str) -> None:
     """Spool files of earlier runs that died before ingesting: ingest them once, or report them."""
-    from ..store.queries import runs as store_runs  # noqa: F401  (the store must be the real one)
-
     prepared = outcome.prepared
     groups: dict[tuple[str, str, str, str], list[spool.SpoolEntry]] = {}
     orphaned = prepared.spool_dir / "orphaned"
@@ -745,7 +747,10 @@ def summarize(store: Any, outcome: RunOutcome) -> None:
         return
     before = history[history.index(commit.sha) - 1]
     request = CompareRequest(a=before, b=commit.sha, machine=machine, env=environment, cwd=prepared.project)
-    outcome.comparison = run_compare(request, store=store)
+    try:
+        outcome.comparison = run_compare(request, store=store)
+    except UserError as exc:  # the run is recorded; a comparison that cannot be made is only said
+        outcome.summary.append(f"no comparison with the previous commit {before[:8]}: {exc}")
 
 
 def _leftover_label(entry: spool.SpoolEntry) -> str:
