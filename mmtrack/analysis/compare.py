@@ -79,6 +79,9 @@ class ComparePolicy:
     threshold: float = 0.10
     counter_threshold: float = 0.01
     counter_sections: tuple[str, ...] = ("counters",)
+    # Only these counters are deterministic enough for counter_threshold; task-clock,
+    # cycles, page faults and context switches move with the machine like time does.
+    deterministic_counters: tuple[str, ...] = ("instructions", "branches")
     thresholds: Mapping[str, float] = field(default_factory=dict)
     alpha: float = 0.002
     history_z: float = 4.0
@@ -89,7 +92,7 @@ class ComparePolicy:
         for pattern, value in self.thresholds.items():
             if any(fnmatch.fnmatchcase(n, pattern) for n in names):
                 return float(value)
-        if metric.section in self.counter_sections:
+        if metric.section in self.counter_sections and metric.name in self.deterministic_counters:
             return self.counter_threshold
         return self.threshold
 
