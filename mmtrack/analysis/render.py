@@ -51,8 +51,12 @@ def format_ratio(row: Row) -> str:
 
 
 def _sorted(comparison: Comparison) -> list[Row]:
+    """Attention first; rows that were already failing before go after the real changes."""
     rank = {v: i for i, v in enumerate(_ORDER)}
-    return sorted(comparison.rows, key=lambda r: rank[r.verdict])
+    return sorted(
+        comparison.rows,
+        key=lambda r: rank["removed"] + 0.5 if r.verdict == "failed" and r.note == "still failing" else rank[r.verdict],
+    )
 
 
 def summary_line(comparison: Comparison) -> str:
