@@ -87,6 +87,7 @@ def test_ambiguous_when_beyond_threshold_but_not_significant():
     assert row.verdict == "ambiguous"
     assert row.mark == "~"
     assert row.p_value is not None and row.p_value >= ComparePolicy().alpha
+    assert row.note.startswith("not significant, p=")
 
 
 def test_failed_fixed_new_removed_not_comparable():
@@ -157,7 +158,7 @@ def test_history_turns_a_normal_jump_into_ambiguous():
     after = meas(noisy(1.15, cv=0.005, seed=2))
     assert compare_pair(before, after).verdict == "regressed"  # two sample sets alone: overconfident
     row = compare_pair(before, after, history=history)
-    assert row.verdict == "ambiguous" and "own between-commit noise" in row.note
+    assert row.verdict == "ambiguous" and row.note == "within the series' own noise"
     # On a quiet history the same jump stands out.
     quiet = list(1.0 + 0.004 * np.sin(np.arange(20)))
     row = compare_pair(before, after, history=quiet)
@@ -205,6 +206,7 @@ def test_renderers():
     text = console.export_text()
     assert "abc123" in text and "def456" in text
     assert "regressed" in text and " ms " in text and "GiB/s" in text
+    assert "time_per_op [s]" in text  # brackets are text, not rich markup
     md = render_markdown(c)
     assert md.startswith("### :red_circle: Performance regressed")
     assert "| `+` |" in md and "<details><summary>1 unchanged</summary>" in md

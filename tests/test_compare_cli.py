@@ -157,6 +157,7 @@ def test_detect_finds_the_lasting_regression_and_stores_it(metpy_store):
     proc = run_cli("detect", "--db", s["db"], "--fail-on", "regression")
     assert proc.returncode == 1, proc.stderr  # regressions persist to the latest commit
     assert "128 series (128 analysed, 0 too short" in proc.stdout
+    assert "time_per_op [s]" in proc.stdout and "persists" in proc.stdout
     store = open_store(s["db"])
     try:
         stored = q.load_change_points(store, benchmark=s["b"])

@@ -251,7 +251,10 @@ def compare_pair(
     if not beyond:
         return Row(**row, verdict="unchanged")
     if not significant:
-        return Row(**row, verdict="ambiguous", note=f"not significant ({test})")
+        why = {"ci-overlap": "CIs overlap", "range-overlap": "ranges overlap"}.get(test, "not significant")
+        if p is not None:
+            why = f"not significant, p={p:.2g}"
+        return Row(**row, verdict="ambiguous", note=why)
     z = None
     if history is not None:
         dev = history_deviation(history, a, policy.min_history)
@@ -259,7 +262,7 @@ def compare_pair(
             z, outside = dev
             if z < policy.history_z or not outside:
                 return Row(
-                    **row, verdict="ambiguous", history_z=z, note="within the series' own between-commit noise"
+                    **row, verdict="ambiguous", history_z=z, note="within the series' own noise"
                 )
     worse = (a > b) if ref.direction is Direction.LOWER else (a < b)
     return Row(**row, verdict="regressed" if worse else "improved", history_z=z)

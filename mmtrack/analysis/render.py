@@ -67,7 +67,7 @@ def summary_line(comparison: Comparison) -> str:
 
 def render_table(comparison: Comparison, only_changed: bool = False) -> Table:
     """A rich table in asv's shape: mark, before, after, ratio, benchmark, metric, verdict."""
-    t = Table(box=box.SIMPLE_HEAD, title=summary_line(comparison), title_justify="left")
+    t = Table(box=box.SIMPLE_HEAD, title=Text(summary_line(comparison)), title_justify="left", expand=True)
     for col, justify in (
         ("", "left"),
         (comparison.before_label, "right"),
@@ -77,19 +77,25 @@ def render_table(comparison: Comparison, only_changed: bool = False) -> Table:
         ("metric", "left"),
         ("verdict", "left"),
     ):
-        t.add_column(col, justify=justify, no_wrap=col in ("", "ratio"))
+        t.add_column(
+            Text(col),
+            justify=justify,
+            no_wrap=col not in ("benchmark", "verdict"),
+            overflow="fold" if col == "benchmark" else "ellipsis",
+            ratio={"benchmark": 3, "verdict": 1}.get(col),
+        )
     for row in _sorted(comparison):
         if only_changed and row.verdict == "unchanged":
             continue
         style = _STYLE[row.verdict]
-        verdict = row.verdict + (f" ({row.note})" if row.note else "")
+        verdict = row.verdict + (f": {row.note}" if row.note else "")
         t.add_row(
             Text(row.mark, style=style),
-            format_measurement(row.before),
-            format_measurement(row.after),
+            Text(format_measurement(row.before)),
+            Text(format_measurement(row.after)),
             Text(format_ratio(row), style=style),
-            row.name,
-            row.metric_label,
+            Text(row.name),  # plain Text: names like "x[s]" are not rich markup
+            Text(row.metric_label),
             Text(verdict, style=style),
         )
     return t
@@ -103,7 +109,7 @@ def _md_rows(rows: list[Row]) -> list[str]:
     out = ["| | before | after | ratio | benchmark | metric | verdict |", "|---|---:|---:|---:|---|---|---|"]
     for r in rows:
         mark = f"`{r.mark}`" if r.mark.strip() else ""
-        verdict = r.verdict + (f" ({r.note})" if r.note else "")
+        verdict = r.verdict + (f": {r.note}" if r.note else "")
         cells = [mark, format_measurement(r.before), format_measurement(r.after), format_ratio(r), r.name, r.metric_label, verdict]
         out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
     return out

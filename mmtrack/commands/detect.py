@@ -148,7 +148,7 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
     if len(places) == 1:
         title += f"\non {places[0]}"
-    t = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left")
+    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left", expand=True)
     cols = ["", "benchmark", "metric", *(["machine/env"] if len(places) > 1 else []), "began", "before", "after", "ratio", "persists"]
     for col in cols:
         t.add_column(
@@ -156,6 +156,7 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
             justify="right" if col in ("before", "after", "ratio") else "left",
             overflow="fold" if col in ("benchmark", "metric") else "ellipsis",
             no_wrap=col not in ("benchmark", "metric"),
+            ratio={"benchmark": 3, "metric": 1}.get(col),
         )
     for c in sorted(rows, key=lambda c: (c.kind != "regression", not c.persists, -abs(math.log(c.ratio)) if c.ratio > 0 else 0)):
         style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
@@ -163,12 +164,13 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
         params = json.loads(c.series.params) if c.series.params else {}
         cells = [
             Text(mark, style=style),
-            c.series.benchmark + (f"({', '.join(params.values())})" if params else ""),
-            f"{c.series.metric.name} [{c.series.metric.unit}]",
-            *([f"{c.series.machine}/{c.series.environment}"] if len(places) > 1 else []),
+            # plain Text: names like "x[s]" are not rich markup
+            Text(c.series.benchmark + (f"({', '.join(params.values())})" if params else "")),
+            Text(f"{c.series.metric.name} [{c.series.metric.unit}]"),
+            *([Text(f"{c.series.machine}/{c.series.environment}")] if len(places) > 1 else []),
             f"{c.before_sha[:8]}..{c.after_sha[:8]}",
-            _value(c.before_value, c.series.metric.unit),
-            _value(c.after_value, c.series.metric.unit),
+            Text(_value(c.before_value, c.series.metric.unit)),
+            Text(_value(c.after_value, c.series.metric.unit)),
             Text(f"{c.ratio:.2f}", style=style),
             "yes" if c.persists else "no",
         ]
