@@ -130,7 +130,10 @@ def test_per_metric_and_per_benchmark_overrides():
     assert pol.threshold_for("suite.Strict.time_a", MetricKey("timing", "time_per_op", "s")) == 0.02
     assert pol.threshold_for("suite.Other.time_a", MetricKey("timing", "throughput", "GiB/s")) == 0.5
     assert pol.threshold_for("suite.Other.time_a", MetricKey("timing", "time_per_op", "s")) == 0.10
-    assert pol.threshold_for("x", MetricKey("counters", "cycles", "cycles/op")) == 0.01
+    assert pol.threshold_for("x", MetricKey("counters", "instructions", "instructions/op")) == 0.01
+    # counters that vary with timing keep the default
+    assert pol.threshold_for("x", MetricKey("counters", "cycles", "cycles/op")) == 0.10
+    assert pol.threshold_for("x", MetricKey("counters", "task-clock", "task-clock/op")) == 0.10
     before, after = meas(noisy(1.0, seed=1), bench="suite.Strict.time_a"), meas(noisy(1.05, seed=2), bench="suite.Strict.time_a")
     assert compare_pair(before, after, pol).verdict == "regressed"
     assert compare_pair(before, after).verdict == "unchanged"

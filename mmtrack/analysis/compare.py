@@ -8,7 +8,8 @@ A row is flagged (improved / regressed) only when all of these hold:
 
 1. **Effect.** The ratio after/before moves beyond the minimum effect in either
    direction: ``max(r, 1/r) > 1 + threshold`` (asv's ``factor``; 10% by default,
-   1% for deterministic counters, overridable per benchmark or metric).
+   1% for deterministic counters such as instructions/op, overridable per
+   benchmark or metric).
 2. **Significance on the samples.** Mann–Whitney U (two-sided, ``alpha`` = asv's
    0.002) when both sides have enough samples for the test to be able to reach
    ``alpha``; otherwise the 99% confidence intervals must not overlap (as asv
@@ -73,12 +74,15 @@ class ComparePolicy:
     ``thresholds`` maps fnmatch patterns to a minimum effect; a pattern is tried
     against the benchmark name, the metric name, ``str(MetricKey)`` and
     ``"benchmark:metric name"``; the first matching pattern wins, before the
-    counter and default thresholds.
+    deterministic-counter and default thresholds.
     """
 
     threshold: float = 0.10
     counter_threshold: float = 0.01
     counter_sections: tuple[str, ...] = ("counters",)
+    # Counters that do not depend on timing: same code, same count. Cycles, task-clock,
+    # cache and branch misses vary from run to run and keep the default threshold.
+    deterministic_counters: tuple[str, ...] = ("instructions", "branches")
     thresholds: Mapping[str, float] = field(default_factory=dict)
     alpha: float = 0.002
     history_z: float = 4.0
@@ -89,7 +93,7 @@ class ComparePolicy:
         for pattern, value in self.thresholds.items():
             if any(fnmatch.fnmatchcase(n, pattern) for n in names):
                 return float(value)
-        if metric.section in self.counter_sections:
+        if metric.section in self.counter_sections and metric.name in self.deterministic_counters:
             return self.counter_threshold
         return self.threshold
 

@@ -33,14 +33,16 @@ _STYLE = {
 _ORDER = ("failed", "regressed", "ambiguous", "improved", "fixed", "not comparable", "new", "removed", "unchanged")
 
 
-def format_measurement(m: Measurement | None) -> str:
+def format_measurement(m: Measurement | None, with_unit: bool = False) -> str:
+    """The median; durations in s/ms/µs/ns, other units in the metric column unless ``with_unit``."""
     if m is None:
         return ""
     if m.status != "ok" or m.median is None or not math.isfinite(m.median):
         return m.status if m.status != "ok" else "n/a"
     if m.metric.unit == "s":
         return format_duration(m.median)
-    return f"{format_value(m.median, m.format if isinstance(m.format, MetricFormat) else MetricFormat.NUMBER)} {m.metric.unit}"
+    value = format_value(m.median, m.format if isinstance(m.format, MetricFormat) else MetricFormat.NUMBER)
+    return f"{value} {m.metric.unit}" if with_unit else value
 
 
 def format_ratio(row: Row) -> str:
@@ -81,8 +83,9 @@ def render_table(comparison: Comparison, only_changed: bool = False) -> Table:
             Text(col),
             justify=justify,
             no_wrap=col not in ("benchmark", "verdict"),
-            overflow="fold" if col == "benchmark" else "ellipsis",
+            overflow="fold" if col in ("benchmark", "verdict") else "ellipsis",
             ratio={"benchmark": 3, "verdict": 1}.get(col),
+            min_width=14 if col == "verdict" else None,
         )
     for row in _sorted(comparison):
         if only_changed and row.verdict == "unchanged":
