@@ -84,8 +84,7 @@ def render_table(comparison: Comparison, only_changed: bool = False) -> Table:
             justify=justify,
             no_wrap=col not in ("benchmark", "verdict"),
             overflow="fold" if col in ("benchmark", "verdict") else "ellipsis",
-            ratio={"benchmark": 3, "verdict": 1}.get(col),
-            min_width=14 if col == "verdict" else None,
+            ratio=1 if col == "benchmark" else None,
         )
     for row in _sorted(comparison):
         if only_changed and row.verdict == "unchanged":
