@@ -26,6 +26,7 @@ from mmtrack.commands.detect import DetectRequest, run_detect
 from mmtrack.errors import UserError
 from mmtrack.store import queries as q
 from mmtrack.store.db import open_store
+from test_store_support import BACKENDS, PG_URL, reset_postgres
 
 METPY = SHARED / "data" / "asv-results" / "metpy" / "results"
 
@@ -62,8 +63,8 @@ def _quiet_benchmarks(files: list[tuple[int, Path, dict]]) -> list[str]:
     return sorted(ok, key=lambda n: float(np.std(np.log(ok[n][-30:]))))
 
 
-@pytest.fixture(scope="module")
-def metpy_store(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def metpy_store(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("metpy")
     results = tmp / "results"
     shutil.copytree(METPY, results)
@@ -76,11 +77,15 @@ def metpy_store(tmp_path_factory):
     last["results"][c][last["result_columns"].index("version")] = "changed-code-version"
     for _, f, d in files:
         f.write_text(json.dumps(d))
-    db = tmp / "store.db"
-    proc = run_cli("import-asv", str(results), "--db", str(db), "--no-progress")
+    if request.param == "sqlite":
+        db = str(tmp / "store.db")
+    else:  # a real PostgreSQL server when MMTRACK_TEST_PG is set
+        reset_postgres(PG_URL)
+        db = PG_URL
+    proc = run_cli("import-asv", str(results), "--db", db, "--no-progress")
     assert proc.returncode == 0, proc.stderr
     shas = [d["commit_hash"] for _, _, d in files]
-    return {"db": str(db), "a": a, "b": b, "c": c, "shas": shas, "tmp": tmp}
+    return {"db": db, "a": a, "b": b, "c": c, "shas": shas, "tmp": tmp}
 
 
 def test_compare_injected_changes(metpy_store):
