@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import comb
 
-from ..measure.metrics import Direction, MetricFormat
+from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 
 Verdict = Literal[
@@ -329,5 +329,4 @@ __all__ = [
     "compare_measurements",
     "failing_rows",
     "should_fail",
-    "MetricFormat",
 ]
