@@ -166,6 +166,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "thresholds": dict(comparison.policy.thresholds),
             "alpha": comparison.policy.alpha,
             "history_z": comparison.policy.history_z,
+            "history_margin": comparison.policy.history_margin,
         },
         "rows": [
             {
