@@ -134,3 +134,10 @@ def test_sample_stats_agrees_with_metric_summary(values):
     q1, q3 = np.percentile(values, [25, 75])
     assert st["q1"] == pytest.approx(q1) and st["q3"] == pytest.approx(q3)
     assert not any(math.isnan(v) for v in st.values())
+
+
+def test_series_builds_measurements_in_field_order():
+    """series() builds Measurement positionally for speed; keep it in step with results.py."""
+    import dataclasses
+
+    assert tuple(f.name for f in dataclasses.fields(Measurement)) == q.MEASUREMENT_FIELDS
