@@ -224,13 +224,12 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True) -> Store:
     url = normalize_url(url) if url else resolve_url(None)
     engine = make_engine(url)
     store = Store(url=url, engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))
-    if upgrade_schema:
-        try:
-            if store.current_revision() != head_revision():
-                upgrade(store)
-        except OperationalError as exc:
-            engine.dispose()
-            raise UserError(
-                f"cannot open the store at {redact(url)}: {exc.orig}; check --db / MMTRACK_DB"
-            ) from None
+    try:
+        current = store.current_revision()  # also proves the database is reachable
+        if upgrade_schema and current != head_revision():
+            upgrade(store)
+    except OperationalError as exc:
+        engine.dispose()
+        why = " ".join(str(exc.orig).split())
+        raise UserError(f"cannot open the store at {redact(url)}: {why}; check --db / MMTRACK_DB") from None
     return store
