@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,27 @@ from .errors import EXIT_OK, EXIT_USAGE, UserError
 # Piped output gets a wide console so tables are not squeezed to 80 columns.
 console = Console() if sys.stdout.isatty() else Console(width=140)
 err_console = Console(stderr=True, soft_wrap=True)
+
+
+def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
+    """``--db URL``: the store (default $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).
+
+    The decorated command receives ``db`` already resolved to a URL.
+    """
+
+    def resolve(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+        from .store.db import resolve_url
+
+        return resolve_url(value)
+
+    return click.option(
+        "--db",
+        "db",
+        metavar="URL",
+        callback=resolve,
+        expose_value=True,
+        help="Store URL or SQLite file (default: $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).",
+    )(f)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,8 +54,23 @@ def cli() -> None:
 @click.option("--order", type=click.Choice(["declared", "random"]), default="declared", show_default=True)
 @click.option("--seed", type=int, default=None, help="Seed for --order random.")
 @click.option("--cooldown", type=float, default=0.0, help="Seconds to sleep between cases.")
-def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown) -> None:
-    """Run the engine benchmarks under PATH on the working tree and print the report."""
+@click.option("--no-pin", is_flag=True, help="Do not pin the measuring thread to one CPU.")
+@click.option("--no-save", is_flag=True, help="Do not save this run in the store.")
+@click.option(
+    "--compare",
+    default="latest",
+    show_default=True,
+    metavar="none|latest|RUN|COMMIT",
+    help="Baseline for the regression analysis: none, the latest compatible run, a run id or a commit.",
+)
+@db_option
+def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
+          no_save, compare, db) -> None:
+    """Run the engine benchmarks under PATH on the working tree, print the report, save the
+    run and compare it with the latest compatible one.
+
+    Set MMTRACK_OUTPUT=path.json to also write a versioned JSON report.
+    """
     from .commands.bench import BenchRequest, run_bench
 
     request = BenchRequest(
@@ -45,10 +82,15 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
             "duration": duration,
             "min_samples": min_samples,
             "max_samples": max_samples,
+            "pin_cpu": False if no_pin else None,
         },
         order=order,
         seed=seed,
         cooldown=cooldown,
+        save=not no_save,
+        compare=compare,
+        db=db,
+        output=Path(os.environ["MMTRACK_OUTPUT"]) if os.environ.get("MMTRACK_OUTPUT") else None,
     )
     sys.exit(run_bench(request, console=console))
 
@@ -71,27 +113,6 @@ def main() -> None:
 
 
 # -- the history store ------------------------------------------------------------------------------
-
-
-def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
-    """``--db URL``: the store (default $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).
-
-    The decorated command receives ``db`` already resolved to a URL.
-    """
-
-    def resolve(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
-        from .store.db import resolve_url
-
-        return resolve_url(value)
-
-    return click.option(
-        "--db",
-        "db",
-        metavar="URL",
-        callback=resolve,
-        expose_value=True,
-        help="Store URL or SQLite file (default: $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).",
-    )(f)
 
 
 @cli.group()

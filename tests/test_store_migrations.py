@@ -44,7 +44,9 @@ def test_there_are_at_least_two_revisions_and_models_match_head(tmp_path):
 
 
 @pytest.mark.parametrize("rev", REVISIONS, ids=lambda r: f"{r.down_revision}->{r.revision}")
-def test_upgrade_from_previous_revision_keeps_data(store_url, tmp_path, rev):
+def test_upgrade_from_previous_revision_keeps_data(store_url, tmp_path, rev, monkeypatch):
+    if rev.down_revision < "0003":  # result.setup does not exist yet: write none
+        monkeypatch.setattr("mmtrack.store.ingest.measurement_setup", lambda st: None)
     store = open_store(store_url, upgrade_schema=False)
     upgrade(store, rev.down_revision)
     assert store.current_revision() == rev.down_revision
@@ -70,6 +72,13 @@ def test_upgrade_from_previous_revision_keeps_data(store_url, tmp_path, rev):
     q.save_change_points(store, [cp])
     assert q.load_change_points(store) == [cp]
     assert import_asv_results(store, results).unchanged == 40
+    monkeypatch.undo()
+    new_run = record_engine_run(
+        store, RunRecord("m1", "py3.11", commit_info(2), datetime(2024, 1, 2, tzinfo=timezone.utc), suite="s"),
+        [EngineCaseRecord(stats.name, stats.params, stats=stats)],
+    )
+    (setup,) = q.case_setups(store, new_run)
+    assert setup.setup["domain"] == stats.domain.value and setup.setup["backend"] == stats.measurement_label
     store.close()
 
 

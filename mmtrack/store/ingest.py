@@ -139,6 +139,7 @@ class _Case:
     repeat: int | None = None
     started_at: datetime | None = None
     duration: float | None = None
+    setup: dict[str, Any] | None = None
     measures: list[_Measure] = field(default_factory=list)
 
 
@@ -333,6 +334,9 @@ def _write_run(
                 }
                 for c in cases
             ]
+            if any(c.setup is not None for c in cases):  # asv results have none to write
+                for row, c in zip(rows, cases):
+                    row["setup"] = c.setup
             res_t = m.Result.__table__
             if conn.dialect.name == "sqlite":
                 # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
@@ -433,6 +437,17 @@ def _summary_measure(s: MetricSummary) -> _Measure:
     )
 
 
+def measurement_setup(st: BenchmarkStats) -> dict[str, Any]:
+    """How a case was measured; two runs are comparable only when these match."""
+    return {
+        "throughput": f"{st.throughput.amount:g} {st.throughput.unit}",
+        "domain": st.domain.value,
+        "backend": st.measurement_label,
+        "chunk_size": st.chunk_size,
+        "calibrated": st.calibrated,
+    }
+
+
 def engine_case(case: EngineCaseRecord) -> _Case:
     c = _Case(
         name=case.benchmark,
@@ -453,6 +468,7 @@ def engine_case(case: EngineCaseRecord) -> _Case:
     c.q1, c.q3 = primary.q1, primary.q3
     c.number = st.chunk_size
     c.repeat = st.samples
+    c.setup = measurement_setup(st)
     c.duration = float(sum(st.host_durations)) if st.host_durations else None
     c.measures = measures
     return c

@@ -154,6 +154,9 @@ class Result(Base):
     repeat: Mapped[int | None] = mapped_column(Integer)  # samples
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     duration: Mapped[float | None] = mapped_column(Float)  # seconds the case took
+    # Engine results: how the case was measured (throughput, domain, backend, chunk size);
+    # a bench run is only compared with one measured the same way.
+    setup: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     __table_args__ = (
         UniqueConstraint("run_id", "benchmark_id"),

@@ -513,6 +513,29 @@ def runs(
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class CaseSetup:
+    """How one benchmark case of a run was measured (engine runs; None setup for asv)."""
+
+    benchmark: str
+    params: str  # canonical
+    status: str
+    version: str
+    setup: Mapping[str, Any] | None
+
+
+def case_setups(store: Store, run_id: int) -> list[CaseSetup]:
+    """Every case of one run with its code version and measurement setup."""
+    q = (
+        select(m.Benchmark.name, m.Benchmark.params, m.Result.status, m.Benchmark.version, m.Result.setup)
+        .join(m.Benchmark, m.Benchmark.id == m.Result.benchmark_id)
+        .where(m.Result.run_id == run_id)
+        .order_by(m.Benchmark.name, m.Benchmark.params)
+    )
+    with store.read() as conn:
+        return [CaseSetup(r.name, r.params, r.status, r.version, r.setup) for r in conn.execute(q)]
+
+
 def commits(store: Store, machine: str | None = None, environment: str | None = None) -> list[CommitInfo]:
     """Commits with at least one clean run, in commit-date order."""
     q = (
