@@ -189,7 +189,7 @@ class Measurement(Base):
 
     # (result_id, metric_id) is the series lookup. There is deliberately no index led by
     # metric_id: SQLite's planner would pick it and scan every result of the metric
-    # (revision 0003 dropped it; see docs/store.md).
+    # (revision 0004 dropped it; see docs/store.md).
     __table_args__ = (UniqueConstraint("result_id", "metric_id"),)
 
 

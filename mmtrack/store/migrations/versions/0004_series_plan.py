@@ -1,7 +1,7 @@
 """drop ix_measurement_metric_result so series queries drive from runs, not from the metric
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-02
 
 Without statistics, SQLite chose ix_measurement_metric_result for the series
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
