@@ -238,6 +238,37 @@ class _Dims:
             m.Benchmark.__table__, {"name": c.name, "params": c.params, "version": c.version}, {"unit": c.unit, "type": c.type}
         )
 
+    def prefetch_benchmarks(self, cases: Sequence[_Case]) -> None:
+        """Resolve every benchmark of a run in a few statements, not three per new case."""
+        t = m.Benchmark.__table__
+        missing = {
+            (c.name, c.params, c.version): c
+            for c in cases
+            if ("benchmark", c.name, c.params, c.version) not in self.shared
+            and ("benchmark", c.name, c.params, c.version) not in self.new
+        }
+        if not missing:
+            return
+        names = sorted({k[0] for k in missing})
+
+        def load() -> None:
+            for i in range(0, len(names), 500):
+                for row in self.conn.execute(
+                    select(t.c.id, t.c.name, t.c.params, t.c.version).where(t.c.name.in_(names[i : i + 500]))
+                ):
+                    if (row.name, row.params, row.version) in missing:
+                        self.new[("benchmark", row.name, row.params, row.version)] = row.id
+
+        load()
+        todo = [c for k, c in missing.items() if ("benchmark",) + k not in self.new]
+        if todo:
+            stmt = _insert(self.conn, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
+            self.conn.execute(
+                stmt, [{"name": c.name, "params": c.params, "version": c.version, "unit": c.unit, "type": c.type}
+                       for c in todo]
+            )
+            load()
+
     def metric(self, key: tuple[str, str, str]) -> int:
         return self._get(m.Metric.__table__, {"section": key[0], "name": key[1], "unit": key[2]})
 
@@ -316,6 +347,7 @@ def _write_run(
             .returning(run_t.c.id)
         ).scalar_one()
         if cases:
+            dims.prefetch_benchmarks(cases)
             rows = [
                 {
                     "run_id": run_id,
