@@ -778,8 +778,7 @@ def _asv_cases(
     metric, direction = asv_metric(meta.type, meta.unit)
     mkey = (metric.section, metric.name, metric.unit)
     dvalue, fmt, version = direction.value, MetricFormat.NUMBER.value, version or ""
-    cols = {k: _columns(row, k, n, what) for k in _STAT_COLUMNS}
-    ci_a, ci_b, q25, q75, number, repeat, samples_col = (cols[k] for k in _STAT_COLUMNS)
+    ci_a, ci_b, q25, q75, number, repeat, samples_col = [_columns(row.get(k), k, n, what) for k in _STAT_COLUMNS]
     params_key = "{}" if not grid else None
     out = []
     for i, combo in enumerate(combos):
@@ -834,12 +833,11 @@ def _asv_cases(
 _STAT_COLUMNS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
 
 
-def _columns(row: Mapping[str, Any], key: str, n: int, what: str) -> Sequence[Any]:
+def _columns(col: Any, key: str, n: int, what: str) -> Sequence[Any]:
     """One per-combination column of a results row; all None when absent."""
-    col = row.get(key)
     if col is None:
         return (None,) * n
-    if not isinstance(col, list) or len(col) != n:
+    if type(col) is not list or len(col) != n:
         raise ResultsFileError(f"{what}: column {key!r} does not have one entry per parameter combination")
     return col
 
