@@ -5,8 +5,9 @@
   SQLite store. One operation is one results file; the rate reads files/s.
   Target: at least 200 files/s.
 - ``StoreSeries.track_fetch_series``: fetching one series (one benchmark, one
-  metric, 10,000 commits, with samples) from a SQLite store that also holds 19
-  other series of 10,000 commits. One operation is one fetch. Target: 50 ms or
+  metric, 10,000 commits, 10 samples per point) as ``SeriesPoint`` records from
+  a SQLite store that also holds 19 other series of 10,000 commits, with and
+  without the per-sample values. One operation is one fetch. Target: 50 ms or
   less.
 
 Run with ``python3 -m mmtrack bench benchmarks -k store``.
@@ -117,14 +118,18 @@ def build_series_store(path: Path, commits: int = COMMITS, series: int = SERIES,
 
 
 class StoreSeries:
-    def setup(self):
+    params = [True, False]
+    param_names = ["with_samples"]
+
+    def setup(self, with_samples):
         from mmtrack.results import PRIMARY, SeriesKey
 
         self.tmp = tempfile.mkdtemp(prefix="mmtrack-bench-series-")
         self.store = build_series_store(Path(self.tmp) / "series.db")
         self.key = SeriesKey("ci", "py3.12", f"suite.time_{SERIES // 2}", "{}", PRIMARY)
+        self.with_samples = with_samples
 
-    def teardown(self):
+    def teardown(self, with_samples):
         self.store.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -133,5 +138,5 @@ class StoreSeries:
         from mmtrack.store.queries import series
 
         for _ in range(chunk_size):
-            points = series(self.store, self.key)
+            points = series(self.store, self.key, with_samples=self.with_samples)
             assert len(points) == COMMITS

@@ -8,6 +8,7 @@ they never silently pose as their commit.
 from __future__ import annotations
 
 import functools
+import gc
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -411,24 +412,39 @@ def series(
         params.update({f"b{i}": b for i, b in enumerate(versions)})
         rows = _fetch(conn, sql, params)
 
+    out: list[SeriesPoint] = []
+    # Some 40,000 new objects would trigger full collections of a large heap for nothing:
+    # none of them can form a cycle.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _build_points(rows, key, versions, out)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return out
+
+
+def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out: list[SeriesPoint]) -> None:
     # samples: one JSON parse for the whole series (SQLite hands back text, psycopg lists)
     texts = [r[18] for r in rows if type(r[18]) is str]
     parsed = iter(json.loads("[" + ",".join(texts) + "]")) if texts else iter(())
     params = json.loads(key.params)
+    branch_cache: dict[Any, tuple[str, ...]] = {}
     metric = key.metric
     dirs, fmts = _DIRECTIONS, _FORMATS
-    branch_cache: dict[Any, tuple[str, ...]] = {}
-    out = []
     for r in rows:
         sha, date, message, branches, dirty = r[0], r[1], r[2], r[3], r[4]
         if type(date) is str:  # SQLite: UTC wall time as text
             date = datetime.fromisoformat(date + "+00:00")
         elif date is not None and date.tzinfo is None:
             date = date.replace(tzinfo=timezone.utc)
-        bkey = branches if type(branches) is str else json.dumps(branches)
-        b = branch_cache.get(bkey)
-        if b is None:
-            b = branch_cache[bkey] = tuple(json.loads(bkey) if type(bkey) is str else ()) if bkey else ()
+        if type(branches) is str:  # SQLite: JSON text, mostly the same few values
+            b = branch_cache.get(branches)
+            if b is None:
+                b = branch_cache[branches] = tuple(json.loads(branches) or ())
+        else:
+            b = tuple(branches or ())
         values = r[18]
         if type(values) is str:
             values = next(parsed)
@@ -444,7 +460,6 @@ def series(
             samples, versions[r[6]] or None, fmts[r[20]], r[21],
         )  # fmt: skip
         out.append(SeriesPoint(CommitInfo(sha, date, message, bool(dirty), b), r[5], measurement))
-    return out
 
 
 # -- runs ----------------------------------------------------------------------------------------
