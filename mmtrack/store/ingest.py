@@ -22,7 +22,7 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, delete, func, select, update
@@ -533,7 +533,6 @@ def record_engine_run(store: Store, run: RunRecord, cases: list[EngineCaseRecord
 
 # -- asv results folders -------------------------------------------------------------------------
 
-ASV_TYPES = {"time", "timeraw", "track", "memory", "peakmemory"}
 _PREFIX_TYPES = (
     ("timeraw_", "time", "seconds"),
     ("time_", "time", "seconds"),
