@@ -153,3 +153,34 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
     from .commands.import_asv import run_import
 
     sys.exit(run_import(db, results_dir, console, err_console, progress=not no_progress))
+
+
+# -- mmtrack run: one commit under the real asv, into the store ---------------------------------------
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="asv --quick: a short engine budget; smoke runs, not numbers to trust.")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", help="Run only benchmarks matching REGEX (asv -b).")
+@db_option
+@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
+@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
+@click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
+@click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
+def run(quick, bench_regex, db, machine, config, commit, asv_args) -> None:
+    """Run this commit's asv benchmarks with samples and put them in the store.
+
+    Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
+    """
+    from .commands.run import RunRequest, run_command
+
+    request = RunRequest(
+        project=Path.cwd(),
+        config=config,
+        quick=quick,
+        bench=bench_regex,
+        db=db,
+        machine=machine,
+        commit=commit,
+        asv_args=tuple(asv_args),
+    )
+    sys.exit(run_command(request, console=console))
