@@ -92,3 +92,12 @@ def test_db_current_does_not_create_a_store(tmp_path):
 
     r = db_current(f"sqlite:///{tmp_path / 'none' / 'x.db'}")
     assert r.current is None and not r.up_to_date and not (tmp_path / "none").exists()
+
+
+def test_sqlite_reads_through_a_memory_map(tmp_path):
+    from mmtrack.store.db import MMAP_BYTES
+
+    s = open_store(f"sqlite:///{tmp_path / 'm.db'}")
+    with s.read() as conn:
+        assert conn.exec_driver_sql("PRAGMA mmap_size").scalar_one() == MMAP_BYTES
+    s.close()
