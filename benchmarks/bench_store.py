@@ -35,18 +35,22 @@ def _shared() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
 
 
-_scratch: list[str] = []
+_scratch: list[tuple[str, object]] = []
 
 
 def _fresh_store(_chunk_size: int):
-    """A new, empty SQLite store per sample (created outside the timed region)."""
+    """A new, empty SQLite store per sample, made (and the last one closed) outside the timed
+    region: closing checkpoints the WAL into the database file, a one-off cost per process."""
     from mmtrack.store.db import open_store
 
     while _scratch:
-        shutil.rmtree(_scratch.pop(), ignore_errors=True)
+        tmp, store = _scratch.pop()
+        store.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     tmp = tempfile.mkdtemp(prefix="mmtrack-bench-")
-    _scratch.append(tmp)
-    return open_store(f"sqlite:///{tmp}/store.db")
+    store = open_store(f"sqlite:///{tmp}/store.db")
+    _scratch.append((tmp, store))
+    return store
 
 
 class StoreImport:
@@ -70,7 +74,6 @@ class StoreImport:
         from mmtrack.store.ingest import import_asv_results
 
         summary = import_asv_results(store, self.results)
-        store.close()
         assert summary.imported == self.files and not summary.failed
         return BenchSampleResult(self.files)
 
