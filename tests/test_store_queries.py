@@ -134,3 +134,18 @@ def test_sample_stats_agrees_with_metric_summary(values):
     q1, q3 = np.percentile(values, [25, 75])
     assert st["q1"] == pytest.approx(q1) and st["q3"] == pytest.approx(q3)
     assert not any(math.isnan(v) for v in st.values())
+
+
+def test_series_builds_measurements_in_field_order():
+    """series() builds Measurement positionally for speed; keep it in step with results.py."""
+    import dataclasses
+
+    assert tuple(f.name for f in dataclasses.fields(Measurement)) == q.MEASUREMENT_FIELDS
+
+
+def test_engine_run_with_a_source_is_recorded_once(store):
+    stats = engine_stats()
+    run = RunRecord("m1", "py3.11", commit_info(9), T0, source="spool:abc")
+    first = record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
+    again = record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
+    assert first == again and [r.id for r in q.runs(store)] == [first]
