@@ -149,3 +149,17 @@ def test_engine_run_with_a_source_is_recorded_once(store):
     first = record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
     again = record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
     assert first == again and [r.id for r in q.runs(store)] == [first]
+
+
+def test_series_gives_one_point_per_commit_its_latest_run(store):
+    # mmtrack run records an asv run and an engine run of the same commit
+    slow, fast = engine_stats(scale=2.0), engine_stats()
+    _record(store, 1, slow, started=T0)
+    latest = _record(store, 1, fast, started=T0.replace(hour=5))
+    _record(store, 2, fast, started=T0.replace(hour=6))
+    key = SeriesKey("m1", "py3.11", fast.name, canonical_params(fast.params), PRIMARY)
+    pts = q.series(store, key)
+    assert [p.commit.sha for p in pts] == [commit_info(1).sha, commit_info(2).sha]
+    assert pts[0].run_id == latest
+    every = q.series(store, key, per_commit=False)
+    assert [p.commit.sha for p in every] == [commit_info(i).sha for i in (1, 1, 2)]

@@ -395,8 +395,11 @@ def series(
     *,
     include_dirty: bool = False,
     with_samples: bool = True,
+    per_commit: bool = True,
 ) -> list[SeriesPoint]:
-    """One series, in commit-date order (then run start); a point per run that measured it.
+    """One series, in commit-date order (then run start): by default one point per commit,
+    its latest run (``mmtrack run`` records an asv run and an engine run of the same commit,
+    and detection must count commits, not runs); ``per_commit=False`` gives every run.
 
     Points of every benchmark code version are returned; ``Measurement.version``
     tells where comparability breaks. This is the hot query of detect and the
@@ -411,6 +414,8 @@ def series(
         params = {"machine_id": machine_id, "env_id": env_id, "metric_id": metric_id}
         params.update({f"b{i}": b for i, b in enumerate(versions)})
         rows = _fetch(conn, sql, params)
+    if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
+        rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
 
     out: list[SeriesPoint] = []
     # Some 40,000 new objects would trigger full collections of a large heap for nothing:
