@@ -232,7 +232,6 @@ def _write_benchmark(
     chunks: dict[int, list[Any]] = {}
     cps_rows: list[dict[str, Any]] = []
     key_index = {k: i for i, k in enumerate(keys)}
-    counts: list[int] = []
     for si, key in enumerate(keys):
         points = model.series[key]
         band = _band_kind(points)
@@ -252,7 +251,6 @@ def _write_benchmark(
                 "band": band,
             }
         )
-        n = 0
         for p in points:
             m = p.measurement
             med = m.median
@@ -276,9 +274,6 @@ def _write_benchmark(
             cols["m"].append(med)
             cols["lo"].append(_finite(lo))
             cols["hi"].append(_finite(hi))
-            n += 1
-        counts.append(n)
-        series_meta[-1]["n"] = n
 
     for cp in model.change_points:
         si = key_index.get(cp.series)
@@ -309,7 +304,6 @@ def _write_benchmark(
         "machines": machines,
         "metrics": metrics,
         "series": len(keys),
-        "points": sum(counts),
         "latest": latest,
         "changes": len(cps_rows),
     }

@@ -211,8 +211,9 @@
       var x0 = c.before != null ? c.before : c.after;
       shapes.push({ type: 'rect', xref: 'x', yref: 'paper', x0: x0, x1: c.after, y0: 0, y1: 1, fillcolor: col, opacity: 0.12, line: { width: 0 } });
       shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: c.after, x1: c.after, y0: 0, y1: 1, line: { color: col, width: 1.5, dash: 'dot' } });
-      notes.push({ x: c.after, y: 1, xref: 'x', yref: 'paper', yanchor: 'bottom', showarrow: false,
-        text: pe(c.kind + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 } });
+      notes.push({ x: c.after, y: 0.04, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'right', showarrow: false,
+        text: pe(c.kind + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 },
+        bgcolor: 'rgba(255,255,255,0.85)', bordercolor: col, borderwidth: 1, borderpad: 2 });
     });
     var title = s.section ? s.section + ' / ' + s.display : s.display;
     var layout = {
@@ -286,7 +287,9 @@
       $('commit-detail').hidden = true;
       if (!chosen.length) { status('No series for this combination.'); return; }
       status('');
-      chosen.sort(function (a, b) { return meta.series[a].metric < meta.series[b].metric ? -1 : 1; });
+      // The primary timing metric first, then the others by name.
+      function order(si) { var s = meta.series[si]; return (s.section === 'timing' ? '0' : '1') + s.metric; }
+      chosen.sort(function (a, b) { return order(a) < order(b) ? -1 : 1; });
       chosen.forEach(function (si) {
         var div = el('div', { cls: 'chart' });
         charts.appendChild(div);
