@@ -207,3 +207,17 @@ def test_failed_points_are_left_out_and_unknown_commits_appended(tmp_path: Path)
     assert rows[0]["i"] == [0, 2] and rows[0]["m"] == [1.0, 2.0] and meta["series"][0]["band"] is None
     _, (site_info,) = read_call(tmp_path / "data/site.js")
     assert site_info["n_commits"] == 4
+
+
+def test_a_changed_old_value_rewrites_its_chunk_only(tmp_path: Path) -> None:
+    cfg = SiteConfig(chunk_size=10)
+    model = synthetic_model(3, 30, 2, seed=5, config=cfg)
+    build_site(model, tmp_path)
+    key = sorted(model.series, key=lambda k: (k.benchmark, k.machine, k.environment, k.params, k.metric))[0]
+    pts = list(model.series[key])
+    pts[13] = dataclasses.replace(pts[13], measurement=dataclasses.replace(pts[13].measurement, q3=None))
+    changed = dataclasses.replace(model, series={**model.series, key: pts})
+    report = build_site(changed, tmp_path)
+    assert report.written == [f"data/b/{bench_id(key.benchmark)}/1.js"]
+    _, (_, _, rows) = read_call(tmp_path / report.written[0])
+    assert rows[0]["hi"][3] is None

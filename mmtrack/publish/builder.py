@@ -24,6 +24,7 @@ import hashlib
 import html
 import json
 import math
+import struct
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
@@ -34,6 +35,7 @@ from .writer import SiteWriter, WriteReport
 
 _JS_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 MESSAGE_CHARS = 300
+FORMAT = 1  # bump when the data file format changes: fingerprints then miss
 
 
 def bench_id(name: str) -> str:
@@ -63,6 +65,30 @@ def plotly_js() -> bytes:
 
 def _asset(name: str) -> bytes:
     return (resources.files("mmtrack.publish") / "assets" / name).read_bytes()
+
+
+_MISSING = struct.pack("<d", float("nan"))
+
+
+def _floats(values: list[Any]) -> bytes:
+    try:
+        return struct.pack(f"<{len(values)}d", *values)
+    except struct.error:  # None among them
+        return b"".join(_MISSING if v is None else struct.pack("<d", v) for v in values)
+
+
+def _fingerprint(bid: str, k: int, row: list[Any]) -> str:
+    """What a points chunk holds, hashed without encoding it as JSON."""
+    h = hashlib.sha256(f"{FORMAT}:{bid}:{k}:{len(row)}".encode())
+    for cols in row:
+        if cols is None:
+            h.update(b"-")
+            continue
+        h.update(struct.pack("<I", len(cols["i"])))
+        h.update(struct.pack(f"<{len(cols['i'])}q", *cols["i"]))
+        for name in ("m", "lo", "hi"):
+            h.update(_floats(cols[name]))
+    return h.hexdigest()
 
 
 def _finite(v: float | None) -> float | None:
@@ -283,7 +309,8 @@ def _write_benchmark(
     cps_rows.sort(key=lambda r: (r["after"] if r["after"] is not None else -1))
 
     for k in sorted(chunks):
-        writer.put(f"data/b/{bid}/{k}.js", js_call("points", bid, k, chunks[k]))
+        row = chunks[k]
+        writer.put_lazy(f"data/b/{bid}/{k}.js", _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
     writer.put(
         f"data/b/{bid}/meta.js",
         js_call("meta", bid, {"name": bench, "series": series_meta, "changes": cps_rows, "chunks": sorted(chunks)}),

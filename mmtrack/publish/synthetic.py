@@ -53,6 +53,7 @@ def synthetic_model(
     step_every: int = 3,
     config: SiteConfig | None = None,
     names: list[str] | None = None,
+    commits: list[CommitInfo] | None = None,
 ) -> SiteModel:
     """``n_benchmarks`` benchmarks × ``n_commits`` commits × ``n_metrics`` metrics (× machines × params).
 
@@ -60,7 +61,8 @@ def synthetic_model(
     commit: a regression (slower, more instructions, less bandwidth) that persists.
     """
     rng = np.random.default_rng(seed)
-    commits = synthetic_commits(n_commits, seed)
+    commits = commits if commits is not None else synthetic_commits(n_commits, seed)
+    n_commits = len(commits)
     metrics = METRICS[:n_metrics] if n_metrics <= len(METRICS) else [
         *METRICS,
         *((MetricKey("custom", f"metric_{j}", "count"), 1e3 * (j + 1), MetricFormat.NUMBER) for j in range(n_metrics - len(METRICS))),

@@ -1,7 +1,8 @@
 """Writing the site: only inside the output folder, only what changed, atomically.
 
 A manifest (``.mmtrack-site.json``) records the sha256 of every file the
-builder wrote. A file whose new content hashes the same is left alone; a file
+builder wrote. A file whose new content hashes the same is left alone (and a file whose
+inputs fingerprint the same is not even re-encoded); a file
 the previous build wrote and this one does not is removed. Files mmtrack did
 not write are never touched.
 """
@@ -14,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from ..errors import UserError
 
@@ -53,8 +55,10 @@ class SiteWriter:
             raise UserError(f"{self.out}: exists and is not a folder; pass a folder for the site")
         self.out.mkdir(parents=True, exist_ok=True)
         self.root = self.out.resolve()
+        self.old_inputs: dict[str, str] = {}
         self.old: dict[str, str] = self._read_manifest()
         self.new: dict[str, str] = {}
+        self.new_inputs: dict[str, str] = {}
         self.report = WriteReport()
 
     def _read_manifest(self) -> dict[str, str]:
@@ -70,6 +74,7 @@ class SiteWriter:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             files = data["files"]
+            self.old_inputs = {str(k): str(v) for k, v in (data.get("inputs") or {}).items()}
             return {str(k): str(v) for k, v in files.items()}
         except (ValueError, KeyError, TypeError, AttributeError):
             return {}
@@ -107,6 +112,25 @@ class SiteWriter:
         self.report.written.append(key)
         self.report.bytes_written += len(data)
 
+    def put_lazy(self, rel: str, fingerprint: str, produce: Callable[[], bytes | str]) -> None:
+        """Like :meth:`put`, but skip producing the content when the inputs' fingerprint
+        matches the last build's and the file it wrote is still there."""
+        key = safe_relpath(rel).as_posix()
+        target = self.root.joinpath(*PurePosixPath(key).parts)
+        if (
+            self.old_inputs.get(key) == fingerprint
+            and key in self.old
+            and key not in self.new
+            and target.is_file()
+            and not target.is_symlink()
+        ):
+            self.new[key] = self.old[key]
+            self.new_inputs[key] = fingerprint
+            self.report.unchanged += 1
+            return
+        self.put(rel, produce())
+        self.new_inputs[key] = fingerprint
+
     def finish(self) -> WriteReport:
         for key in sorted(set(self.old) - set(self.new)):
             try:
@@ -117,7 +141,10 @@ class SiteWriter:
             if target.is_file():
                 target.unlink()
                 self.report.removed.append(key)
-        manifest = json.dumps({"version": 1, "files": dict(sorted(self.new.items()))}, indent=0)
+        manifest = json.dumps(
+            {"version": 1, "files": dict(sorted(self.new.items())), "inputs": dict(sorted(self.new_inputs.items()))},
+            indent=0,
+        )
         tmp = self.root / f".{MANIFEST}.tmp-{os.getpid()}"
         tmp.write_text(manifest, encoding="utf-8")
         os.replace(tmp, self.root / MANIFEST)
