@@ -68,3 +68,20 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     sys.exit(EXIT_OK)
+
+
+@cli.command()
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, help="Folder for the site.")
+@click.option("--db", "db", default=None, help="Store URL (default $MMTRACK_DB, else the project's SQLite file).")
+@click.option("--title", help="Site title (default: asv.conf.json's project, else 'mmtrack').")
+@click.option("--commit-url", help="URL prefix a commit sha is appended to (default: asv's show_commit_url).")
+@click.option("--asv-config", type=click.Path(path_type=Path), help="asv.conf.json to read (default ./asv.conf.json).")
+@click.option("-b", "--benchmark", help="Publish only benchmarks whose name matches this regex.")
+@click.option("--machine", help="Publish only this machine.")
+def publish(out, db, title, commit_url, asv_config, benchmark, machine) -> None:
+    """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
+    from .commands.publish import PublishRequest, run_publish
+
+    request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=asv_config,
+                             benchmark=benchmark, machine=machine)
+    sys.exit(run_publish(request, console=console))

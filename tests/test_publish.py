@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 
@@ -221,3 +222,24 @@ def test_a_changed_old_value_rewrites_its_chunk_only(tmp_path: Path) -> None:
     assert report.written == [f"data/b/{bench_id(key.benchmark)}/1.js"]
     _, (_, _, rows) = read_call(tmp_path / report.written[0])
     assert rows[0]["hi"][3] is None
+
+
+SHARED = Path(os.environ.get("MMTRACK_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+
+
+def test_commit_url_and_title_come_from_asv_conf(tmp_path: Path) -> None:
+    from mmtrack.commands.publish import PublishRequest, publish, site_config
+
+    conf = SHARED / "data/asv-results/metpy/asv.conf.json"
+    if not conf.is_file():
+        pytest.skip(f"{conf} missing (set MMTRACK_SHARED)")
+    cfg = site_config(PublishRequest(out=tmp_path, asv_config=conf))
+    assert cfg.commit_url == "http://github.com/unidata/metpy/commit/" and cfg.title == "metpy"
+    assert site_config(PublishRequest(out=tmp_path, asv_config=conf, commit_url="https://x.org/c/")).commit_url == "https://x.org/c/"
+    with pytest.raises(UserError, match="not http"):
+        site_config(PublishRequest(out=tmp_path, asv_config=conf, commit_url="javascript:alert(1)//"))
+    with pytest.raises(UserError, match="no such asv config"):
+        site_config(PublishRequest(out=tmp_path, asv_config=tmp_path / "nope.json"))
+    model, report = publish(PublishRequest(out=tmp_path / "site", asv_config=conf), model=synthetic_model(2, 5, 1))
+    _, (info,) = read_call(tmp_path / "site/data/site.js")
+    assert info["title"] == "metpy" and info["commit_url"] == cfg.commit_url and report.written

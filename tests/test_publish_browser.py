@@ -231,6 +231,12 @@ def test_docs_screenshot(site, browser, tmp_path) -> None:
     pg = ctx.new_page()
     pg.goto((out / f"b/{bench_id(bench)}.html").as_uri())
     pg.wait_for_function("document.querySelectorAll('#charts .js-plotly-plot .scatterlayer').length === 5", timeout=20000)
+    step = next(cp for cp in model.change_points if cp.series.benchmark == bench)
+    after = [c.sha for c in model.commits].index(step.after_sha)
+    pg.evaluate(f"() => {{ const d = document.querySelector('#charts .js-plotly-plot');"
+                f" Plotly.Fx.hover(d, [{{curveNumber: 2, pointNumber: d.data[2].x.indexOf({after + 2})}}]); }}")
+    pg.wait_for_timeout(200)
+    assert model.commits[after + 2].sha[:8] in pg.text_content(".hoverlayer")
     target = tmp_path / "screenshot.png"
     pg.screenshot(path=str(target))
     ctx.close()

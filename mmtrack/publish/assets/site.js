@@ -190,7 +190,7 @@
     var s = meta.series[si], d = seriesData(id, meta, si);
     var custom = d.i.map(function (i) {
       var c = store.commits[i] || [];
-      return [pe(shortSha(c[0])), pe(c[1] ? c[1].replace('T', ' ') : 'no date'), pe(c[2] || '')];
+      return [pe(shortSha(c[0])), pe(c[1] ? c[1].replace('T', ' ').replace('+00:00', ' UTC') : 'no date'), pe(c[2] || '')];
     });
     var unit = pe(s.unit);
     var traces = [];
@@ -202,7 +202,7 @@
     traces.push({
       x: d.i, y: d.m, customdata: custom, mode: 'lines+markers', name: 'median', type: 'scatter',
       line: { color: COLORS.line, width: 1.6 }, marker: { size: 4, color: COLORS.line },
-      hovertemplate: '<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}<br>median %{y:.4g} ' + unit + '<extra></extra>'
+      hovertemplate: '<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}<br>median %{y:.4s} ' + unit + '<extra></extra>'
     });
     var shapes = [], notes = [];
     meta.changes.forEach(function (c) {
@@ -221,7 +221,7 @@
       height: 300, margin: { l: 64, r: 16, t: 48, b: 40 },
       xaxis: { title: { text: 'commit (oldest → newest)', font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3' },
       yaxis: { title: { text: unit, font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3', rangemode: 'tozero' },
-      hovermode: 'closest', showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1.12, font: { size: 11 } },
+      hovermode: 'closest', hoverlabel: { align: 'left' }, showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1.12, font: { size: 11 } },
       shapes: shapes, annotations: notes, paper_bgcolor: '#fff', plot_bgcolor: '#fff', font: { family: 'system-ui, sans-serif' }
     };
     div.setAttribute('data-points', String(d.i.length));
