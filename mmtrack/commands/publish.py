@@ -66,8 +66,12 @@ def publish(request: PublishRequest, model: SiteModel | None = None) -> tuple[Si
     else:
         model = SiteModel(series=model.series, commits=model.commits, change_points=model.change_points, config=config)
     if not model.series:
-        where = f" matching {request.benchmark!r}" if request.benchmark else ""
-        raise UserError(f"no series{where} in the store; run `mmtrack import-asv` or `mmtrack run` first")
+        if request.benchmark or request.machine:
+            raise UserError(
+                f"no series in the store matches -b {request.benchmark or '.*'!r} --machine {request.machine or 'any'!r};"
+                " check the filters (-b is a regex searched in benchmark names)"
+            )
+        raise UserError("no series in the store; run `mmtrack import-asv` or `mmtrack run` first")
     return model, build_site(model, request.out)
 
 
@@ -75,7 +79,7 @@ def run_publish(request: PublishRequest, console: Console) -> int:
     t0 = time.perf_counter()
     model, report = publish(request)
     secs = time.perf_counter() - t0
-    n_points = sum(len(v) for v in model.series.values())
+    n_points = sum(1 for v in model.series.values() for p in v if p.measurement.status == "ok")
     console.print(
         f"published {len(model.benchmarks())} benchmarks, {len(model.series)} series, {n_points:,} points, "
         f"{len(model.change_points)} change points to {request.out} in {secs:.1f} s: "
