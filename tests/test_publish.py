@@ -243,3 +243,14 @@ def test_commit_url_and_title_come_from_asv_conf(tmp_path: Path) -> None:
     model, report = publish(PublishRequest(out=tmp_path / "site", asv_config=conf), model=synthetic_model(2, 5, 1))
     _, (info,) = read_call(tmp_path / "site/data/site.js")
     assert info["title"] == "metpy" and info["commit_url"] == cfg.commit_url and report.written
+
+
+def test_code_version_changes_are_marked(tmp_path: Path) -> None:
+    commits = synthetic_commits(5)
+    key = SeriesKey("m", "e", "bench", "{}", PRIMARY)
+    versions = ["v1", "v1", "v2", "v2", "v3"]
+    pts = [SeriesPoint(c, i, Measurement("bench", {}, PRIMARY, Direction.LOWER, median=1.0, version=v))
+           for i, (c, v) in enumerate(zip(commits, versions))]
+    build_site(SiteModel(series={key: pts}, commits=commits), tmp_path)
+    _, (_, meta) = read_call(tmp_path / f"data/b/{bench_id('bench')}/meta.js")
+    assert meta["series"][0]["versions"] == [[2, "v2"], [4, "v3"]]

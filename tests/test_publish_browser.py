@@ -42,7 +42,8 @@ def _evil_series(commits: list[CommitInfo]) -> tuple[dict, list[ChangePoint]]:
     for pv in ("1", EVIL_PARAM):
         key = SeriesKey(EVIL_MACHINE, "env", EVIL, canonical_params({"n": pv}), metric)
         series[key] = [
-            SeriesPoint(c, i, Measurement(EVIL, {"n": pv}, metric, Direction.LOWER, median=1.0 + (i > 10), q1=0.9, q3=1.2))
+            SeriesPoint(c, i, Measurement(EVIL, {"n": pv}, metric, Direction.LOWER, median=1.0 + (i > 10), q1=0.9, q3=1.2,
+                                 version="<b>v1" if i < 100 else "<b>v2"))
             for i, c in enumerate(commits)
         ]
     key = next(iter(series))
@@ -216,6 +217,7 @@ def test_hostile_names_execute_nothing(site, page, tmp_path) -> None:
                           " Plotly.Fx.hover(d, [{curveNumber: 2, pointNumber: d.data[2].x.length - 1}]); }")
             page.wait_for_timeout(200)
             assert "onerror=alert(4)" in (page.text_content(".hoverlayer") or "")
+            assert "code version <b>v2" in page.text_content("#charts .annotation")
         else:
             page.wait_for_selector("table tbody tr")
         assert page.evaluate("document.querySelectorAll('main img, main svg[onload], script:not([src])').length") == 0

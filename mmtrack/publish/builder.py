@@ -277,12 +277,18 @@ def _write_benchmark(
                 "band": band,
             }
         )
+        version: str | None = None
+        version_changes: list[list[Any]] = []
         for p in points:
             m = p.measurement
             med = m.median
             if m.status != "ok" or med is None or not math.isfinite(med):
                 continue
             i = pos[p.commit.sha]
+            if m.version != version:
+                if version is not None and m.version is not None:
+                    version_changes.append([i, m.version])
+                version = m.version or version
             k = i // size
             row = chunks.get(k)
             if row is None:
@@ -300,6 +306,8 @@ def _write_benchmark(
             cols["m"].append(med)
             cols["lo"].append(_finite(lo))
             cols["hi"].append(_finite(hi))
+        # Where the benchmark's code version changed: values on either side are not comparable.
+        series_meta[-1]["versions"] = version_changes
 
     for cp in model.change_points:
         si = key_index.get(cp.series)

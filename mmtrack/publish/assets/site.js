@@ -215,6 +215,11 @@
         text: pe(c.kind + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 },
         bgcolor: 'rgba(255,255,255,0.85)', bordercolor: col, borderwidth: 1, borderpad: 2 });
     });
+    (s.versions || []).forEach(function (v) {
+      shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: v[0] - 0.5, x1: v[0] - 0.5, y0: 0, y1: 1, line: { color: '#9ca3af', width: 1, dash: 'dash' } });
+      notes.push({ x: v[0] - 0.5, y: 1, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'left', showarrow: false,
+        text: pe('code version ' + String(v[1]).slice(0, 12)), font: { color: '#6b7280', size: 10 } });
+    });
     var title = s.section ? s.section + ' / ' + s.display : s.display;
     var layout = {
       title: { text: '<b>' + pe(title) + '</b> <span style="font-size:11px;color:#6b7280">[' + unit + '] · ' + pe(s.direction) + ' is better</span>', x: 0, xanchor: 'left', font: { size: 14 } },
