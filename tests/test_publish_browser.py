@@ -9,6 +9,7 @@ to also refresh docs/screenshot.png.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 from pathlib import Path
@@ -115,6 +116,11 @@ def wait_charts(pg, n: int) -> list[dict]:
     return pg.evaluate(CHARTS_JS)
 
 
+def read_regressions(site: Path) -> list[dict]:
+    text = (site / "data/regressions.js").read_text()
+    return json.loads(text[text.index("(") + 1 : text.rindex(")")])
+
+
 def series_of(model, bench: str) -> list[SeriesKey]:
     return sorted((k for k in model.series if k.benchmark == bench), key=lambda k: (k.machine, k.environment, k.params, k.metric))
 
@@ -167,6 +173,12 @@ def test_benchmark_page_draws_every_metric_with_all_points(site, page, tmp_path)
         key = keys[c["series"]]
         assert key.machine == "ci-arm64" and '"n":"100000"' in key.params and c["points"] == ok_points(model, key)
 
+    # The choice is kept in the URL: a reload (or a shared link) shows the same case.
+    assert "machine=ci-arm64" in page.evaluate("location.hash")
+    page.reload()
+    for c in wait_charts(page, 5):
+        assert keys[c["series"]].machine == "ci-arm64" and '"n":"100000"' in keys[c["series"]].params
+
     # A click on a point shows its commit with a link through the configured URL.
     page.evaluate("() => { const d = document.querySelector('#charts .js-plotly-plot');"
                   " const t = d.data.findIndex(t => t.name === 'median');"
@@ -188,6 +200,14 @@ def test_regressions_page(site, page, tmp_path) -> None:
     hrefs = page.eval_on_selector_all("#regressions tbody tr:first-child a.sha", "as => as.map(a => a.href)")
     assert len(hrefs) == 2 and all(h.startswith(COMMIT_URL) for h in hrefs)
     page.screenshot(path=str(tmp_path / "regressions.png"), full_page=True)
+    # A row links to its benchmark page with its case selected and its change drawn.
+    row = next(r for r in read_regressions(out) if r["id"] == page.eval_on_selector(
+        "#regressions tbody tr:first-child a.bench-link", "a => a.href.split('/b/')[1].slice(0, 16)"))
+    page.click("#regressions tbody tr:first-child a.bench-link")
+    charts = wait_charts(page, 1 if row["bench"] == EVIL else 5)
+    keys = series_of(model, row["bench"])
+    assert all((keys[c["series"]].machine, keys[c["series"]].params) == (row["machine"], keys[row["s"]].params) for c in charts)
+    assert any(c["series"] == row["s"] and c["shapes"] >= 2 for c in charts)
     assert page.problems == []
 
 

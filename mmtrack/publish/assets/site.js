@@ -79,7 +79,18 @@
     var u = store.site.commit_url;
     return u && SHA.test(sha || '') ? u + sha : null;
   }
-  function benchHref(id) { return HEX_ID.test(id) ? root() + 'b/' + id + '.html' : null; }
+  // A benchmark page link; ``sel`` (a series record) preselects its case in the URL hash.
+  function benchHref(id, sel) {
+    if (!HEX_ID.test(id)) return null;
+    var h = '';
+    if (sel) {
+      var q = new URLSearchParams();
+      q.set('machine', sel.machine); q.set('env', sel.env);
+      Object.keys(sel.params || {}).sort().forEach(function (k) { q.set('p:' + k, sel.params[k]); });
+      h = '#' + q.toString();
+    }
+    return root() + 'b/' + id + '.html' + h;
+  }
   function shortSha(sha) { return String(sha || '').slice(0, 8); }
   function shaLink(sha) {
     var href = commitHref(sha);
@@ -155,7 +166,7 @@
           return {
             cls: r.kind,
             cells: [
-              el('a', { href: benchHref(r.id), text: r.bench, cls: 'bench-link' }),
+              el('a', { href: benchHref(r.id, r), text: r.bench, cls: 'bench-link' }),
               r.machine,
               paramsText(r.params),
               r.metric,
@@ -274,16 +285,23 @@
     var pnames = uniq([].concat.apply([], meta.series.map(function (s) { return Object.keys(s.params); })));
     pnames.forEach(function (p) { dims.push({ key: 'p:' + p, label: p, get: function (s) { return s.params[p] == null ? '' : s.params[p]; } }); });
     var first = meta.series[0];
+    var wanted = new URLSearchParams(window.location.hash.slice(1));
     var sels = dims.map(function (dm) {
       var vals = uniq(meta.series.map(dm.get));
       var sel = el('select', { 'data-dim': dm.key });
       fillSelect(sel, vals, false);
-      sel.value = dm.get(first);
+      var w = wanted.get(dm.key);
+      sel.value = w != null && vals.indexOf(w) >= 0 ? w : dm.get(first);
       var lab = el('label', { cls: vals.length > 1 ? '' : 'single' }, [dm.label + ' ', sel]);
       box.appendChild(lab);
-      sel.addEventListener('input', draw);
+      sel.addEventListener('input', function () { remember(); draw(); });
       return { dm: dm, sel: sel };
     });
+    function remember() {
+      var q = new URLSearchParams();
+      sels.forEach(function (x) { q.set(x.dm.key, x.sel.value); });
+      history.replaceState(null, '', '#' + q.toString());
+    }
     function draw() {
       var chosen = meta.series.map(function (s, si) { return si; }).filter(function (si) {
         return sels.every(function (x) { return x.dm.get(meta.series[si]) === x.sel.value; });
@@ -359,7 +377,7 @@
           $('summary').textContent = rows.length + ' series measured at both commits, worst change first';
           table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change'], rows.map(function (r) {
             var cls = r.worse > 1.05 ? 'regression' : r.worse < 1 / 1.05 ? 'improvement' : '';
-            return { cls: cls, cells: [el('a', { href: benchHref(r.x), text: r.meta.name, cls: 'bench-link' }), r.s.machine, paramsText(r.s.params), r.s.metric,
+            return { cls: cls, cells: [el('a', { href: benchHref(r.x, r.s), text: r.meta.name, cls: 'bench-link' }), r.s.machine, paramsText(r.s.params), r.s.metric,
               fmt(r.va, r.s.format), fmt(r.vb, r.s.format), pct(r.ratio)] };
           }));
         }).catch(fail);
