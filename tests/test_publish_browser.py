@@ -141,6 +141,10 @@ def test_index_lists_filters_and_searches(site, page, tmp_path) -> None:
     page.select_option("#machine", EVIL_MACHINE)
     assert page.eval_on_selector_all("#benchmarks tbody a.bench-link", "as => as.map(a => a.textContent)") == [EVIL]
     page.select_option("#machine", "")
+    page.select_option("#sort", "size")
+    first = page.eval_on_selector("#benchmarks tbody a.bench-link", "a => a.textContent")
+    assert first == EVIL  # its change (x2.0) is the largest
+    page.select_option("#sort", "name")
     page.check("#only-changes")
     with_changes = {cp.series.benchmark for cp in model.change_points}
     assert set(page.eval_on_selector_all("#benchmarks tbody a.bench-link", "as => as.map(a => a.textContent)")) == with_changes

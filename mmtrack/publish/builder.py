@@ -374,6 +374,8 @@ _INDEX_BODY = """<h1>Benchmarks</h1>
 <label>Search <input type="search" id="search" placeholder="benchmark name"></label>
 <label>Machine <select id="machine"><option value="">all</option></select></label>
 <label>Metric <select id="metric"><option value="">all</option></select></label>
+<label>Sort <select id="sort"><option value="name">by name</option><option value="recent">latest change first</option>
+<option value="size">largest change first</option></select></label>
 <label><input type="checkbox" id="only-changes"> with changes only</label>
 </section>
 <table class="grid" id="benchmarks"></table>"""

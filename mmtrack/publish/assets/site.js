@@ -131,6 +131,11 @@
           return (!q || r.name.toLowerCase().indexOf(q) >= 0) && (!m || r.machines.indexOf(m) >= 0) &&
             (!me || r.metrics.indexOf(me) >= 0) && (!only || r.latest);
         });
+        var sort = $('sort').value;
+        function recent(r) { return r.latest && r.latest.after != null ? r.latest.after : -1; }
+        function size(r) { return r.latest && r.latest.ratio ? Math.abs(Math.log(r.latest.ratio)) : -1; }
+        if (sort === 'recent') shown.sort(function (a, b) { return recent(b) - recent(a); });
+        else if (sort === 'size') shown.sort(function (a, b) { return size(b) - size(a); });
         table($('benchmarks'), ['Benchmark', 'Machines', 'Metrics', 'Series', 'Latest change', 'Since commit'], shown.map(function (r) {
           var l = r.latest;
           return {
@@ -145,7 +150,7 @@
           };
         }));
       }
-      ['search', 'machine', 'metric', 'only-changes'].forEach(function (id) { $(id).addEventListener('input', render); });
+      ['search', 'machine', 'metric', 'sort', 'only-changes'].forEach(function (id) { $(id).addEventListener('input', render); });
       render();
     }).catch(fail);
   }
