@@ -31,10 +31,12 @@ __all__ = [
     "BenchmarkStats",
     "BenchSampleResult",
     "BenchSpec",
+    "CudaEventBackend",
     "DiagnosticError",
     "DiagnosticResult",
     "Direction",
     "InvalidMetricError",
+    "LinuxPerfBackend",
     "MeasurementBackend",
     "MeasurementDomain",
     "MetricFormat",
@@ -46,3 +48,19 @@ __all__ = [
     "WallClockBackend",
     "run_benchmark",
 ]
+
+
+_LAZY = {
+    # Loaded on first use: nothing touches perf_event_open or CUDA at import time, and
+    # perf needs fcntl (POSIX only).
+    "LinuxPerfBackend": ".measure.perf",
+    "CudaEventBackend": ".measure.cuda",
+}
+
+
+def __getattr__(name: str) -> type:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,27 @@ from .errors import EXIT_OK, EXIT_USAGE, UserError
 # Piped output gets a wide console so tables are not squeezed to 80 columns.
 console = Console() if sys.stdout.isatty() else Console(width=140)
 err_console = Console(stderr=True, soft_wrap=True)
+
+
+def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
+    """``--db URL``: the store (default $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).
+
+    The decorated command receives ``db`` already resolved to a URL.
+    """
+
+    def resolve(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+        from .store.db import resolve_url
+
+        return resolve_url(value)
+
+    return click.option(
+        "--db",
+        "db",
+        metavar="URL",
+        callback=resolve,
+        expose_value=True,
+        help="Store URL or SQLite file (default: $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).",
+    )(f)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,8 +54,23 @@ def cli() -> None:
 @click.option("--order", type=click.Choice(["declared", "random"]), default="declared", show_default=True)
 @click.option("--seed", type=int, default=None, help="Seed for --order random.")
 @click.option("--cooldown", type=float, default=0.0, help="Seconds to sleep between cases.")
-def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown) -> None:
-    """Run the engine benchmarks under PATH on the working tree and print the report."""
+@click.option("--no-pin", is_flag=True, help="Do not pin the measuring thread to one CPU.")
+@click.option("--no-save", is_flag=True, help="Do not save this run in the store.")
+@click.option(
+    "--compare",
+    default="latest",
+    show_default=True,
+    metavar="none|latest|RUN|COMMIT",
+    help="Baseline for the regression analysis: none, the latest compatible run, a run id or a commit.",
+)
+@db_option
+def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
+          no_save, compare, db) -> None:
+    """Run the engine benchmarks under PATH on the working tree, print the report, save the
+    run and compare it with the latest compatible one.
+
+    Set MMTRACK_OUTPUT=path.json to also write a versioned JSON report.
+    """
     from .commands.bench import BenchRequest, run_bench
 
     request = BenchRequest(
@@ -45,10 +82,15 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
             "duration": duration,
             "min_samples": min_samples,
             "max_samples": max_samples,
+            "pin_cpu": False if no_pin else None,
         },
         order=order,
         seed=seed,
         cooldown=cooldown,
+        save=not no_save,
+        compare=compare,
+        db=db,
+        output=Path(os.environ["MMTRACK_OUTPUT"]) if os.environ.get("MMTRACK_OUTPUT") else None,
     )
     sys.exit(run_bench(request, console=console))
 
@@ -70,9 +112,52 @@ def main() -> None:
     sys.exit(EXIT_OK)
 
 
+# -- the history store ------------------------------------------------------------------------------
+
+
+@cli.group()
+def db() -> None:
+    """The history store's schema (Alembic revisions)."""
+
+
+@db.command("upgrade")
+@db_option
+def db_upgrade(db: str) -> None:
+    """Create the store or upgrade it to the newest schema."""
+    from .commands.db import db_upgrade as run
+
+    r = run(db)
+    if r.before == r.current:
+        console.print(f"{r.url}: already at revision {r.current} (head)", highlight=False, soft_wrap=True)
+    else:
+        console.print(f"{r.url}: upgraded {r.before or '<empty>'} -> {r.current} (head)", highlight=False, soft_wrap=True)
+
+
+@db.command("current")
+@db_option
+def db_current(db: str) -> None:
+    """Print the store's schema revision."""
+    from .commands.db import db_current as run
+
+    r = run(db)
+    state = "head" if r.up_to_date else f"behind head {r.head}; run `mmtrack db upgrade`"
+    console.print(f"{r.url}: revision {r.current or '<empty>'} ({state})", highlight=False, soft_wrap=True)
+
+
+@cli.command("import-asv")
+@click.argument("results_dir", type=click.Path(path_type=Path, file_okay=False))
+@db_option
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
+    """Import an asv results folder (benchmarks.json, <machine>/*.json) into the store."""
+    from .commands.import_asv import run_import
+
+    sys.exit(run_import(db, results_dir, console, err_console, progress=not no_progress))
+
+
 @cli.command()
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, help="Folder for the site.")
-@click.option("--db", "db", default=None, help="Store URL (default $MMTRACK_DB, else the project's SQLite file).")
+@db_option
 @click.option("--title", help="Site title (default: asv.conf.json's project, else 'mmtrack').")
 @click.option("--commit-url", help="URL prefix a commit sha is appended to (default: asv's show_commit_url).")
 @click.option("--asv-config", type=click.Path(path_type=Path), help="asv.conf.json to read (default ./asv.conf.json).")

@@ -83,7 +83,9 @@ def test_publish_from_store_with_stored_change_points(store_url: str, tmp_path: 
     assert again.returncode == 0 and " 0 files written" in again.stdout, again.stdout
 
     bad = mmtrack("publish", "-o", str(site), "--db", store_url, "-b", "no-such-benchmark", cwd=tmp_path)
-    assert bad.returncode == 2 and "no series in the store matches" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "unknown benchmark 'no-such-benchmark'; nearest:" in bad.stderr, bad.stderr
+    bad = mmtrack("publish", "-o", str(site), "--db", store_url, "--machine", "../../etc", cwd=tmp_path)
+    assert bad.returncode == 2 and "unknown machine '../../etc'" in bad.stderr, bad.stderr
 
     if not CHROMIUM.exists():
         pytest.skip("needs Debian's chromium for the page check")

@@ -37,6 +37,24 @@ class EngineBenchmark:
     declaration: EngineDeclaration
     source: Path
 
+    def code_version(self) -> str:
+        """The benchmark's code version exactly as asv computes it (asv's ``version``).
+
+        asv hashes the source of the benchmark, its setups and setup_cache; asking
+        asv_runner itself keeps ``mmtrack bench`` and ``mmtrack run`` in agreement.
+        """
+        from asv_runner.benchmarks.track import TrackBenchmark
+
+        module = sys.modules[self.declaration.fn.__module__]
+        if self.owner is None:
+            func = getattr(module, self.attr)
+            sources = [func, module]
+        else:
+            instance = self.owner()
+            func = getattr(instance, self.attr)
+            sources = [func, instance, module]
+        return TrackBenchmark(self.name, func, sources).version
+
     def param_grid(self) -> tuple[list[str], list[tuple[Any, ...]]]:
         """asv's params / param_names semantics: one list, or a list of lists."""
         holder = self.owner if self.owner is not None else self.declaration.fn

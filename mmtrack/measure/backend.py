@@ -16,6 +16,8 @@ host elapsed time". It may push per-sample metrics onto ``metrics``.
 from __future__ import annotations
 
 import enum
+import errno
+import logging
 from dataclasses import dataclass, field
 
 from .metrics import MetricValue
@@ -90,8 +92,12 @@ class MeasurementBackend:
     def close(self) -> None:
         """Release resources (file descriptors, device events). Called once per run."""
 
-    def describe(self) -> str | None:
-        """One line for the report under the Measurement row, or None."""
+    def describe(self, domain: MeasurementDomain | None = None) -> str | None:
+        """One line for the report under the Measurement row, or None.
+
+        The runner passes the benchmark's domain, so a counter backend can say
+        what its counters describe there (host orchestration for GPU work).
+        """
         return None
 
 
@@ -106,6 +112,46 @@ class WallClockBackend(MeasurementBackend):
         results.chunks_executed = 1
 
 
+_log = logging.getLogger("mmtrack.measure")
+_announced: set[str] = set()
+
+
+def announce_once(message: str) -> None:
+    """Log ``message`` as a warning the first time this process sees it (stderr by default)."""
+    if message not in _announced:
+        _announced.add(message)
+        _log.warning("mmtrack: %s", message)
+
+
 def default_backend() -> MeasurementBackend:
-    """The platform default: LinuxPerfBackend when a counter opens, else wall clock."""
-    return WallClockBackend()
+    """The platform default: LinuxPerfBackend when at least one counter opens, else wall clock.
+
+    Either way one line (once per process) says what is missing, why and how to fix it.
+    Opening is attempted per call, so it never fails the run: every error ends in
+    a working backend.
+    """
+    try:
+        from .perf import LinuxPerfBackend, PerfUnavailable, explain, summarize_open
+    except ImportError as exc:  # no fcntl: not a POSIX system
+        announce_once(f"perf counters need Linux ({exc}); timing only")
+        return WallClockBackend()
+    except OSError as exc:  # reading the module itself failed, e.g. no file descriptor left
+        fix = "close files the process keeps open or raise the limit (ulimit -n)" if exc.errno in (
+            errno.EMFILE, errno.ENFILE) else "check the mmtrack installation"
+        announce_once(
+            f"perf counters unavailable, timing only: could not load the perf backend "
+            f"({errno.errorcode.get(exc.errno or 0, exc.errno)}: {exc.strerror}); {fix}"
+        )
+        return WallClockBackend()
+    try:
+        backend = LinuxPerfBackend()
+    except PerfUnavailable as exc:
+        announce_once(f"perf counters unavailable, timing only: {explain(exc.errno)}")
+        return WallClockBackend()
+    except OSError as exc:
+        announce_once(f"perf counters unavailable, timing only: {explain(exc.errno or 0)}")
+        return WallClockBackend()
+    line = summarize_open(backend.report)
+    if line:
+        announce_once(line)
+    return backend

@@ -5,7 +5,7 @@ host PMU counters and only make sense when the CPU is what is measured: they
 are suppressed for the GPU and IO domains and for backends that opt out
 (``emits_cpu_diagnostics`` false), and prefixed ``[host]`` for MIXED.
 
-Thresholds (documented in the README, chosen as common rules of thumb from
+Thresholds (documented in docs/perf.md, chosen as common rules of thumb from
 Intel's top-down method and micromeasure's defaults):
 
 =============================  ==========================================  ==========
@@ -20,9 +20,16 @@ low IPC                        instructions / cycles                       < 0.5
 high CV (stability)            sample CV of time per op                    > 5 %
 many outliers (stability)      Tukey outliers / samples                    > 10 %
 =============================  ==========================================  ==========
+
+A ratio is only judged when its denominator counted at least ``MIN_EVENTS``
+events over the run (1,000): a handful of cache references or branches says
+nothing about the code. A missing counter (not collected on this machine)
+silences the signals that need it and nothing else.
 """
 
 from __future__ import annotations
+
+import math
 
 from dataclasses import dataclass
 
@@ -37,6 +44,7 @@ FRONTEND_STALL_RATIO = 0.30
 LOW_IPC = 0.5
 HIGH_CV = 0.05
 OUTLIER_FRACTION = 0.10
+MIN_EVENTS = 1000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +63,18 @@ class Readings:
 
     @classmethod
     def of(cls, stats: BenchmarkStats) -> "Readings":
+        """Run totals; a counter missing from some samples is extrapolated to all of them.
+
+        Counters in different perf groups can be missing from different samples
+        (a group that never reached the PMU in a sample is left out of it), so
+        their raw totals cover different work. Their mean per op times the run's
+        operations puts every counter on the same footing before ratios are taken.
+        """
+        all_ops = float(sum(stats.operations))
+
         def total(name: str) -> float | None:
             c = stats.counter(name)
-            return c.total if c is not None else None
+            return None if c is None or math.isnan(c.per_op) else c.per_op * all_ops
 
         return cls(
             cycles=total("cycles"),
@@ -73,7 +90,8 @@ class Readings:
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
-    return num / den if num is not None and den else None
+    """num / den, or None when either is missing or den counted too few events to judge."""
+    return num / den if num is not None and den is not None and den >= MIN_EVENTS else None
 
 
 def bottlenecks(r: Readings) -> list[str]:

@@ -43,7 +43,7 @@ def _kv_table(stats: BenchmarkStats) -> Table:
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
     lat, rate = stats.latency, stats.rate
-    t.add_row("Measurement", stats.measurement_label)
+    t.add_row("Measurement", Text(stats.measurement_label))
     for note in stats.notes:
         t.add_row("", Text(note, style="dim"))
     t.add_row("Domain", stats.domain.value)
@@ -65,11 +65,19 @@ def counter_table(counters: list[CounterSummary]) -> Table:
         t.add_column(col, justify="left" if col == "counter" else "right")
     by_name = {c.name: c for c in counters}
     for c in counters:
-        t.add_row(f"{c.name}/op", format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
-    if "cycles" in by_name and "instructions" in by_name and by_name["cycles"].total:
-        ipc = by_name["instructions"].total / by_name["cycles"].total
+        t.add_row(Text(f"{c.name}/op"), format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
+    ipc = _ipc(by_name.get("instructions"), by_name.get("cycles"))
+    if ipc is not None:
         t.add_row("IPC", f"{ipc:.3f}", "", "")
     return t
+
+
+def _ipc(instructions: CounterSummary | None, cycles: CounterSummary | None) -> float | None:
+    """instructions / cycles, per op: both then describe the same work even when the two
+    counters sat in different perf groups and were read in different samples."""
+    if instructions is None or cycles is None or not cycles.per_op or math.isnan(cycles.per_op):
+        return None
+    return instructions.per_op / cycles.per_op
 
 
 def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
@@ -79,9 +87,9 @@ def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
     for m in metrics:
         f = m.format
         t.add_row(
-            m.section or "-",
-            m.display_name,
-            m.unit,
+            Text(m.section or "-"),
+            Text(m.display_name),
+            Text(m.unit),
             *(format_value(v, f) for v in (m.mean, m.median, m.p95, m.min, m.max)),
             str(m.count),
         )

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from .backend import MeasurementDomain
-from .metrics import Direction, MetricFormat, MetricSummary
+from .metrics import Direction, MetricSummary
 from .throughput import Throughput
 
 OUTLIER_RULE = "Tukey 1.5×IQR"
@@ -150,16 +150,17 @@ def summarize_counters(
     names: list[str] = []
     for counters in per_sample:
         names.extend(n for n in counters if n not in names)
-    total_ops = float(sum(operations)) or math.nan
     ratios = [r / e for e, r in enabled_running if e > 0]
     coverage = 100.0 * float(np.mean(ratios)) if ratios else 100.0
     out = []
     for n in names:
-        values = [c.get(n, math.nan) for c in per_sample]
-        present = [v for v in values if not math.isnan(v)]
-        total = float(sum(present))
-        per_sample_per_op = tuple(v / o if o else math.nan for v, o in zip(values, operations) if not math.isnan(v))
-        out.append(CounterSummary(n, total, total / total_ops, per_sample_per_op, coverage))
+        # Counters in different perf groups can miss different samples: per op is taken over
+        # the samples where the counter was read, so it is not biased by the ones it missed.
+        present = [(c[n], o) for c, o in zip(per_sample, operations) if n in c and not math.isnan(c[n])]
+        total = float(sum(v for v, _ in present))
+        ops = float(sum(o for _, o in present))
+        per_op = total / ops if ops else math.nan
+        out.append(CounterSummary(n, total, per_op, tuple(v / o if o else math.nan for v, o in present), coverage))
     return out
 
 
@@ -169,5 +170,4 @@ __all__ = [
     "CounterSummary",
     "BenchmarkStats",
     "summarize_counters",
-    "MetricFormat",
 ]

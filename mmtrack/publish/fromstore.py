@@ -18,18 +18,16 @@ def model_from_store(
 ) -> SiteModel:
     """Every series in the store (optionally one machine / benchmarks matching a regex),
     its commits in commit-date order and the change points ``detect`` stored."""
+    from ..commands.compare import check_machine_env
+    from ..commands.detect import DetectRequest, series_keys
     from ..store import queries as q
 
-    machines = [m.name for m in q.list_machines(store) if machine is None or m.name == machine]
-    cases = q.list_benchmarks(store, benchmark_pattern)
-    metrics_of = {(c.name, c.params_key): q.list_metrics(store, c.name, c.params_key) for c in cases}
-    keys = [
-        SeriesKey(mach, env.name, c.name, c.params_key, metric)
-        for mach in machines
-        for env in q.list_environments(store, mach)
-        for c in cases
-        for metric in metrics_of[(c.name, c.params_key)]
-    ]
+    check_machine_env(store, machine, None)
+
+    # The same series selection as `mmtrack detect` (machine, benchmark regex), so the pages
+    # show exactly the series detect looked at.
+    keys = series_keys(store, DetectRequest(machine=machine, benchmark=benchmark_pattern))
+    machines = sorted({k.machine for k in keys})
     series: dict[SeriesKey, list[SeriesPoint]] = {}
     for i, key in enumerate(keys):
         points = q.series(store, key, with_samples=False)

@@ -1,0 +1,370 @@
+"""Change points per series: where a metric's level moved, and which way is worse.
+
+Pure functions over the plain records of :mod:`mmtrack.results`; nothing here
+touches the store.
+
+Method (chosen by measurement with ``scripts/eval_detect.py``; see docs/analysis.md):
+**E-Divisive means with significance testing**, as Apache Otava / Hunter do it, in
+three plain steps over the per-commit medians, in log space so that a step is a ratio:
+
+1. *Candidates.* Binary segmentation: in each segment find the split that
+   maximises the energy statistic of E-Divisive (Matteson & James 2014),
+   ``Q(t) = n1*n2/n * (2*E|X-Y| - E|X-X'| - E|Y-Y'|)``.
+2. *Significance.* A candidate is kept only when the two sides differ by a
+   two-sample test (Welch's t-test, as Hunter, by default) at ``alpha`` **and**
+   the relative step between the two sides' medians is at least ``min_effect``.
+   The test judges the step against the spread of the series itself (the
+   between-commit variability), not against one commit's samples.
+3. *Pruning.* Each kept point is re-tested against its neighbouring segments
+   (previous and next change points); the weakest one that no longer passes is
+   dropped, until every point passes (Otava's merge step).
+
+Each side needs ``min_segment`` commits, so a change must persist for a few
+commits before it is reported: one noisy commit is never a change point.
+Series with fewer than ``min_points`` usable commits are reported as too short.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Literal, Mapping, Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+from ..measure.metrics import Direction
+from ..results import ChangePoint, SeriesKey, SeriesPoint
+
+Method = Literal["edivisive", "pelt"]
+Test = Literal["ttest", "mannwhitney"]
+
+
+@dataclass(frozen=True, slots=True)
+class DetectPolicy:
+    """Knobs of the detector; the defaults are the ones the harness measured."""
+
+    method: Method = "edivisive"
+    test: Test = "mannwhitney"
+    alpha: float = 3e-4  # significance of each change point
+    min_effect: float = 0.05  # smallest relative step reported (5%)
+    min_segment: int = 3  # commits on each side of a change point
+    min_points: int = 8  # fewer usable commits: "too short"
+    split_all: bool = True  # E-Divisive: split to the end, then let pruning decide
+    pelt_penalty: float = 3.0  # PELT only: penalty in units of sigma^2 * log(n)
+
+    @property
+    def name(self) -> str:
+        if self.method == "pelt":
+            return "pelt"
+        return f"edivisive{'' if self.split_all else '-binseg'}+{self.test}"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A change point found in a plain sequence of values (indices, not commits)."""
+
+    index: int  # first index of the new level
+    before: float  # level (median) of the segment before
+    after: float  # level (median) of the segment after
+    p_value: float
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before if self.before else math.inf
+
+
+# --------------------------------------------------------------------------- numerics
+
+
+def _transform(values: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Log space when every value is positive (a step becomes a ratio), else as is."""
+    if values.size and np.all(values > 0):
+        return np.log(values), True
+    return values.astype(float), False
+
+
+def _energy_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
+    """The split of ``x`` maximising E-Divisive's energy statistic, or None if too short.
+
+    O(n^2) time and O(n) memory: moving the split one point right moves that point's
+    distances from the right-hand sums to the left-hand ones.
+    """
+    n = x.size
+    if n < 2 * min_segment:
+        return None
+    left = np.empty(n)  # sum of |x_t - x_i| over i < t
+    right = np.empty(n)  # sum of |x_t - x_j| over j > t
+    for t in range(n):
+        d = np.abs(x - x[t])
+        left[t] = d[:t].sum()
+        right[t] = d[t + 1 :].sum()
+    within_a = 0.0  # sum over pairs i < j < t
+    within_b = float(right.sum())  # sum over pairs t <= i < j
+    between = 0.0  # sum over i < t <= j
+    best: tuple[int, float] | None = None
+    for t in range(1, n):
+        # move point t-1 from the right part to the left part
+        p = t - 1
+        within_b -= right[p]
+        between += right[p] - left[p]
+        within_a += left[p]
+        if t < min_segment or n - t < min_segment:
+            continue
+        n1, n2 = t, n - t
+        e_between = between / (n1 * n2)
+        e_a = 2 * within_a / (n1 * (n1 - 1)) if n1 > 1 else 0.0
+        e_b = 2 * within_b / (n2 * (n2 - 1)) if n2 > 1 else 0.0
+        q = n1 * n2 / n * (2 * e_between - e_a - e_b)
+        if best is None or q > best[1]:
+            best = (t, q)
+    return best
+
+
+def _test(a: np.ndarray, b: np.ndarray, test: Test) -> float:
+    if a.size < 2 or b.size < 2:
+        return 1.0
+    if test == "mannwhitney":
+        return float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic values (counters)
+        return 1.0 if a[0] == b[0] else 0.0
+    p = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _effect(a: np.ndarray, b: np.ndarray, logged: bool) -> tuple[float, float, float]:
+    """(level before, level after, relative size of the step) in original units."""
+    ma, mb = float(np.median(a)), float(np.median(b))
+    if logged:
+        return math.exp(ma), math.exp(mb), abs(math.expm1(mb - ma))
+    scale = max(abs(ma), abs(mb)) or 1.0
+    return ma, mb, abs(mb - ma) / scale
+
+
+def _passes(x: np.ndarray, lo: int, t: int, hi: int, logged: bool, policy: DetectPolicy) -> tuple[bool, float]:
+    a, b = x[lo:t], x[t:hi]
+    if a.size < policy.min_segment or b.size < policy.min_segment:
+        return False, 1.0
+    _, _, size = _effect(a, b, logged)
+    if size < policy.min_effect:
+        return False, 1.0
+    p = _test(a, b, policy.test)
+    return p < policy.alpha, p
+
+
+def _edivisive_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> list[int]:
+    found: list[int] = []
+    stack = [(0, x.size)]
+    while stack:
+        lo, hi = stack.pop()
+        split = _energy_split(x[lo:hi], policy.min_segment)
+        if split is None:
+            continue
+        t = lo + split[0]
+        if policy.split_all or _passes(x, lo, t, hi, logged, policy)[0]:
+            found.append(t)
+            stack.extend([(lo, t), (t, hi)])
+    return sorted(found)
+
+
+def _pelt_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> list[int]:
+    """PELT (Killick et al. 2012) with a Gaussian mean cost and a robust noise scale."""
+    n = x.size
+    diffs = np.diff(x)
+    sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2) if n > 2 else 0.0
+    sigma = max(sigma, 1e-6 * (float(np.max(np.abs(x))) or 1.0))
+    beta = policy.pelt_penalty * sigma**2 * math.log(max(n, 2))
+    s1 = np.concatenate([[0.0], np.cumsum(x)])
+    s2 = np.concatenate([[0.0], np.cumsum(x * x)])
+
+    def cost(a: int, b: int) -> float:
+        m = b - a
+        return float(s2[b] - s2[a] - (s1[b] - s1[a]) ** 2 / m)
+
+    m = policy.min_segment
+    f = np.full(n + 1, np.inf)
+    f[0] = -beta
+    last = np.zeros(n + 1, dtype=int)
+    candidates = [0]
+    for t in range(m, n + 1):
+        best, arg = np.inf, 0
+        for s in candidates:
+            if t - s < m:
+                continue
+            v = f[s] + cost(s, t) + beta
+            if v < best:
+                best, arg = v, s
+        f[t], last[t] = best, arg
+        candidates = [s for s in candidates if t - s < m or f[s] + cost(s, t) <= f[t]] + [t - m + 1]
+    cps = []
+    t = n
+    while t > 0:
+        t = int(last[t])
+        if t > 0:
+            cps.append(t)
+    cps = sorted(cps)
+    return [c for c in cps if m <= c <= n - m]
+
+
+def _prune(x: np.ndarray, cps: list[int], logged: bool, policy: DetectPolicy) -> list[tuple[int, float]]:
+    """Re-test every point against its neighbours; drop the weakest failing one, repeat."""
+    cps = sorted(set(cps))
+    cache: dict[tuple[int, int, int], tuple[bool, float]] = {}  # only the removed point's neighbours change
+
+    def passes(lo: int, t: int, hi: int) -> tuple[bool, float]:
+        if (lo, t, hi) not in cache:
+            cache[(lo, t, hi)] = _passes(x, lo, t, hi, logged, policy)
+        return cache[(lo, t, hi)]
+
+    while True:
+        bounds = [0, *cps, x.size]
+        results = [passes(bounds[i], bounds[i + 1], bounds[i + 2]) for i in range(len(cps))]
+        failing = [(p, i) for i, (ok, p) in enumerate(results) if not ok]
+        if not failing:
+            return [(c, p) for c, (_, p) in zip(cps, results)]
+        _, worst = max(failing)
+        del cps[worst]
+
+
+def find_steps(values: Sequence[float], policy: DetectPolicy | None = None) -> list[Step]:
+    """Change points in a plain sequence of per-commit values, oldest first."""
+    policy = policy or DetectPolicy()
+    raw = np.asarray(values, dtype=float)
+    if raw.size < max(policy.min_points, 2 * policy.min_segment):
+        return []
+    x, logged = _transform(raw)
+    if policy.method == "pelt":
+        cps = _pelt_candidates(x, logged, policy)
+    else:
+        cps = _edivisive_candidates(x, logged, policy)
+    kept = _prune(x, cps, logged, policy)
+    bounds = [0, *(c for c, _ in kept), x.size]
+    steps = []
+    for i, (c, p) in enumerate(kept):
+        before, after, _ = _effect(x[bounds[i] : c], x[c : bounds[i + 2]], logged)
+        steps.append(Step(index=c, before=before, after=after, p_value=p))
+    return steps
+
+
+def segment_levels(values: Sequence[float], policy: DetectPolicy | None = None) -> list[tuple[int, int]]:
+    """The [start, stop) index ranges of the levels found in ``values``."""
+    steps = find_steps(values, policy)
+    bounds = [0, *(s.index for s in steps), len(values)]
+    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+
+def is_worse(direction: Direction, before: float, after: float) -> bool | None:
+    """True if ``after`` is worse than ``before`` for this direction; None for neutral metrics."""
+    if direction is Direction.NEUTRAL:
+        return None
+    return after > before if direction is Direction.LOWER else after < before
+
+
+# --------------------------------------------------------------------------- series
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesReport:
+    """What detection found in one series."""
+
+    series: SeriesKey
+    status: Literal["ok", "too_short"]
+    points: int  # usable commits
+    changes: tuple[ChangePoint, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def regressions(self) -> tuple[ChangePoint, ...]:
+        return tuple(c for c in self.changes if c.kind == "regression")
+
+
+def _usable(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
+    out = []
+    for pt in points:
+        m = pt.measurement
+        if m.status == "ok" and m.median is not None and math.isfinite(m.median):
+            out.append(pt)
+    return out
+
+
+def _version_runs(points: list[SeriesPoint]) -> list[list[SeriesPoint]]:
+    """Split at benchmark code version changes: levels across them are not comparable."""
+    runs: list[list[SeriesPoint]] = []
+    for pt in points:
+        v = pt.measurement.version
+        if runs and (v is None or runs[-1][-1].measurement.version in (None, v)):
+            runs[-1].append(pt)
+        else:
+            runs.append([pt])
+    return runs
+
+
+def detect_series(key: SeriesKey, points: Sequence[SeriesPoint], policy: DetectPolicy | None = None) -> SeriesReport:
+    """Change points of one series (points in commit order, oldest first)."""
+    policy = policy or DetectPolicy()
+    usable = _usable(points)
+    runs = _version_runs(usable)
+    notes = []
+    if len(runs) > 1:
+        notes.append(f"benchmark code changed {len(runs) - 1} time(s); each version is analysed on its own")
+    if all(len(r) < policy.min_points for r in runs):
+        return SeriesReport(key, "too_short", len(usable), (), (f"needs {policy.min_points} commits",) + tuple(notes))
+    direction = usable[-1].measurement.direction
+    latest = float(usable[-1].measurement.median)  # type: ignore[arg-type]
+    changes: list[ChangePoint] = []
+    for run in runs:
+        values = [float(pt.measurement.median) for pt in run]  # type: ignore[arg-type]
+        steps = find_steps(values, policy)
+        for s in steps:
+            worse = is_worse(direction, s.before, s.after)
+            kind = "change" if worse is None else ("regression" if worse else "improvement")
+            # It persists if the latest level is still beyond min_effect the same way.
+            rel_latest = latest / s.before - 1 if s.before else 0.0
+            persists = run is runs[-1] and (
+                math.copysign(1, rel_latest) == math.copysign(1, s.after - s.before)
+                and abs(rel_latest) >= policy.min_effect
+            )
+            changes.append(
+                ChangePoint(
+                    series=key,
+                    direction=direction,
+                    kind=kind,
+                    before_sha=run[s.index - 1].commit.sha,
+                    after_sha=run[s.index].commit.sha,
+                    before_value=s.before,
+                    after_value=s.after,
+                    ratio=s.ratio,
+                    p_value=s.p_value,
+                    persists=persists,
+                    method=policy.name,
+                    extra={"index": usable.index(run[s.index]), "points": len(usable)},
+                )
+            )
+    return SeriesReport(key, "ok", len(usable), tuple(changes), tuple(notes))
+
+
+def detect_all(
+    series: Mapping[SeriesKey, Sequence[SeriesPoint]] | Iterable[tuple[SeriesKey, Sequence[SeriesPoint]]],
+    policy: DetectPolicy | None = None,
+    progress: Callable[[SeriesKey], None] | None = None,
+) -> list[SeriesReport]:
+    """Detect over many series; ``progress`` is called once per series."""
+    items = series.items() if isinstance(series, Mapping) else series
+    out = []
+    for key, points in items:
+        out.append(detect_series(key, points, policy))
+        if progress:
+            progress(key)
+    return out
+
+
+__all__ = [
+    "DetectPolicy",
+    "Step",
+    "SeriesReport",
+    "find_steps",
+    "segment_levels",
+    "is_worse",
+    "detect_series",
+    "detect_all",
+]

@@ -1,0 +1,204 @@
+"""Every ``mmtrack bench`` run saved, and compared at once with the last compatible run.
+
+This is glue between the engine's outcomes, the store and the comparison: the
+statistics are ``mmtrack.analysis.compare``'s (one implementation for bench,
+run and compare), the compatibility rules ``mmtrack.analysis.baseline``'s.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Sequence
+
+from .analysis.baseline import BaselineChoice, CaseIdentity, RunIdentity, latest_compatible
+from .analysis.compare import Comparison, ComparePolicy, compare_measurements
+from .asvbridge.session import Outcome, Status
+from .errors import UserError
+from .host import host_info
+from .measure.metrics import Direction
+from .results import PRIMARY, CommitInfo, Measurement, canonical_params
+from .store import queries
+from .store.db import Store
+from .store.ingest import EngineCaseRecord, RunRecord, measurement_setup, record_engine_run
+from .vcs import resolve_rev
+
+# How many earlier runs to inspect for a compatible baseline before giving up.
+BASELINE_SEARCH_DEPTH = 50
+
+
+def environment_name() -> str:
+    return f"{sys.implementation.name}-{sys.version_info.major}.{sys.version_info.minor}"
+
+
+@dataclass(frozen=True, slots=True)
+class BenchContext:
+    """Where and on what a bench run happened."""
+
+    suite: str  # suite identity: the benchmark folder, relative to the project root
+    host: dict[str, str]
+    commit: CommitInfo | None
+    started_at: datetime
+    code_versions: dict[str, str]
+
+    @property
+    def machine(self) -> str:
+        return self.host["machine"]
+
+
+def _case_identity(name: str, params: str, version: str | None, setup: dict | None) -> CaseIdentity:
+    setup = setup or {}
+    return CaseIdentity(
+        benchmark=name,
+        params=params,
+        throughput=str(setup.get("throughput")),
+        domain=str(setup.get("domain")),
+        backend_label=str(setup.get("backend")),
+        version=version or None,
+    )
+
+
+def current_identity(run_id: int, ctx: BenchContext, outcomes: Sequence[Outcome]) -> RunIdentity:
+    cases = {}
+    for o in outcomes:
+        key = (o.name, canonical_params(o.params))
+        setup = measurement_setup(o.stats) if o.stats is not None else None
+        cases[key] = _case_identity(o.name, key[1], ctx.code_versions.get(o.name), setup)
+    return RunIdentity(run_id, ctx.machine, ctx.suite, cases)
+
+
+def stored_identity(store: Store, run: queries.RunInfo) -> RunIdentity:
+    cases = {
+        (c.benchmark, c.params): _case_identity(c.benchmark, c.params, c.version, dict(c.setup or {}))
+        for c in queries.case_setups(store, run.id)
+    }
+    return RunIdentity(run.id, run.host or None, run.suite, cases, label=describe_run(run))
+
+
+def describe_run(run: queries.RunInfo) -> str:
+    when = run.started_at.strftime("%Y-%m-%d %H:%M:%S")
+    return f"run #{run.id} ({run.commit.short}, {when})"
+
+
+def save_run(store: Store, ctx: BenchContext, outcomes: Sequence[Outcome]) -> int:
+    from . import __version__
+
+    assert ctx.commit is not None
+    record = RunRecord(
+        machine=ctx.machine,
+        environment=environment_name(),
+        commit=ctx.commit,
+        started_at=ctx.started_at,
+        kind="bench",
+        suite=ctx.suite,
+        host=ctx.machine,
+        tool_versions={"mmtrack": __version__, "python": host_info()["python"]},
+        machine_info=dict(ctx.host),
+    )
+    cases = [
+        EngineCaseRecord(
+            benchmark=o.name,
+            params=dict(o.params),
+            status=o.status.value,
+            message=o.message or None,
+            version=ctx.code_versions.get(o.name),
+            stats=o.stats,
+        )
+        for o in outcomes
+    ]
+    return record_engine_run(store, record, cases)
+
+
+def outcome_measurements(outcomes: Sequence[Outcome], code_versions: dict[str, str]) -> list[Measurement]:
+    """The measurements of this run, as the store will hold them."""
+    out = []
+    for o in outcomes:
+        version = code_versions.get(o.name)
+        if o.stats is None:
+            status = "failed" if o.status is Status.FAILED else "skipped"
+            out.append(Measurement(o.name, dict(o.params), PRIMARY, Direction.LOWER, status=status, version=version))
+            continue
+        out.extend(Measurement.from_summary(o.name, o.params, s, version=version) for s in o.stats.tracked_metrics())
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineResult:
+    comparison: Comparison | None
+    baseline_label: str | None
+    note: str | None  # one line: why the latest earlier run was skipped, or why none was found
+
+
+def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compare: str, cwd: Path) -> tuple[queries.RunInfo | None, str | None]:
+    """The baseline run for ``--compare latest|<run id>|<commit>``, and a note for the user."""
+    if compare == "latest":
+        earlier = [r for r in queries.runs(store, kind="bench", machine=ctx.machine, limit=BASELINE_SEARCH_DEPTH + 1)
+                   if r.id != current.run_id]
+        by_id = {r.id: r for r in earlier}
+        choice: BaselineChoice = latest_compatible(current, (stored_identity(store, r) for r in earlier))
+        note = None
+        if choice.skipped_latest is not None:
+            skipped, reason = choice.skipped_latest
+            note = f"not compared with {skipped.label}: {reason}"
+        if choice.baseline is None:
+            return None, note or "no earlier run of this suite on this host to compare with"
+        return by_id[choice.baseline.run_id], note
+    if compare.isdigit():
+        found = [r for r in queries.runs(store) if r.id == int(compare)]
+        if not found:
+            raise UserError(f"--compare {compare}: no run with that id in the store; see `mmtrack db current` and earlier output")
+        return found[0], None
+    sha = resolve_rev(cwd, compare)
+    commit = queries.resolve_commit(store, sha or compare)
+    candidates = [r for r in queries.runs(store, kind="bench", machine=ctx.machine, commit=commit.sha)
+                  if r.id != current.run_id]
+    clean = [r for r in candidates if not r.commit.dirty]
+    if not (clean or candidates):
+        raise UserError(f"--compare {compare}: no bench run of commit {commit.sha[:12]} on host {ctx.machine!r}")
+    return (clean or candidates)[0], None
+
+
+def compare_with_baseline(
+    store: Store,
+    run_id: int,
+    ctx: BenchContext,
+    outcomes: Sequence[Outcome],
+    compare: str,
+    cwd: Path,
+    policy: ComparePolicy | None = None,
+) -> BaselineResult:
+    current = current_identity(run_id, ctx, outcomes)
+    baseline, note = choose_baseline(store, current, ctx, compare, cwd)
+    if baseline is None:
+        return BaselineResult(None, None, note)
+    label = describe_run(baseline)
+    comparison = compare_measurements(
+        queries.measurements_for_run(store, baseline.id),
+        outcome_measurements(outcomes, ctx.code_versions),
+        policy,
+        before_label=f"#{baseline.id}",
+        after_label="this run",
+    )
+    return BaselineResult(comparison, label, note)
+
+
+def benchmark_verdicts(comparison: Comparison) -> dict[str, list[str]]:
+    """Per benchmark case: regressed if any metric regressed or failed, improved if any
+    improved and none regressed, else unchanged. Returns verdict -> case names."""
+    per_case: dict[str, set[str]] = defaultdict(set)
+    for row in comparison.rows:
+        if row.direction is Direction.NEUTRAL and row.verdict in ("regressed", "improved"):
+            continue
+        per_case[row.name].add(row.verdict)
+    out: dict[str, list[str]] = {"regressed": [], "improved": [], "unchanged": []}
+    for name, verdicts in sorted(per_case.items()):
+        if verdicts & {"regressed", "failed"}:
+            out["regressed"].append(name)
+        elif verdicts & {"improved", "fixed"}:
+            out["improved"].append(name)
+        else:
+            out["unchanged"].append(name)
+    return out

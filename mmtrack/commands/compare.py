@@ -1,0 +1,302 @@
+"""``mmtrack compare A B``: every metric of two commits (or runs) side by side, with verdicts.
+
+A and B are commits (a sha or prefix, a branch or a tag, resolved through git or the
+store) or run ids (``run:12``, ``#12`` or a bare number below 1,000,000). The
+statistics live in :mod:`mmtrack.analysis.compare`; this module only fetches records.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..analysis.compare import FAIL_ON, ComparePolicy, Comparison, compare_measurements, failing_rows
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
+from ..results import CommitInfo, Measurement, MetricKey, SeriesKey
+
+HISTORY = 30  # commits of a series' history that judge a change against its own noise
+
+_RUN_ID = re.compile(r"^(?:run:|#)(\d+)$|^(\d{1,6})$")
+_HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+
+
+@dataclass(slots=True)
+class CompareRequest:
+    a: str
+    b: str
+    db: str | None = None
+    machine: str | None = None
+    env: str | None = None
+    metrics: tuple[str, ...] = ()
+    fmt: str = "table"
+    fail_on: tuple[str, ...] = ()
+    threshold: float | None = None
+    thresholds: dict[str, float] = field(default_factory=dict)
+    history: int = HISTORY  # 0: judge on the two commits' samples alone
+    only_changed: bool = False
+    cwd: Path | None = None
+
+
+@dataclass(slots=True)
+class Side:
+    """One side of the comparison as resolved."""
+
+    spec: str
+    label: str
+    measurements: list[Measurement]
+    machine: str | None
+    environment: str | None
+    commit: CommitInfo | None
+    run_id: int | None = None
+
+
+@dataclass(slots=True)
+class CompareOutcome:
+    comparison: Comparison
+    before: Side
+    after: Side
+    failing: list[Any]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILURES if self.failing else EXIT_OK
+
+
+# --------------------------------------------------------------------------- name checks
+
+
+def nearest(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
+    """The closest valid names (difflib), then prefix matches, for an error message."""
+    pool = sorted(set(candidates))
+    close = difflib.get_close_matches(name, pool, n=n, cutoff=0.4)
+    close += [c for c in pool if c.lower().startswith(name.lower()[:3]) and c not in close]
+    return close[:n]
+
+
+def unknown(what: str, name: str, candidates: Iterable[str], hint: str = "") -> UserError:
+    pool = sorted(set(candidates))
+    near = nearest(name, pool)
+    if near:
+        listing = f"nearest: {', '.join(near)}"
+    elif pool:
+        listing = f"known: {', '.join(pool[:8])}{', ...' if len(pool) > 8 else ''}"
+    else:
+        listing = "the store has none yet"
+    return UserError(f"unknown {what} {name!r}; {listing}{hint}", EXIT_USAGE)
+
+
+def check_machine_env(store: Any, machine: str | None, env: str | None) -> None:
+    from ..store import queries as q
+
+    if machine is not None:
+        names = [m.name for m in q.list_machines(store)]
+        if machine not in names:
+            raise unknown("machine", machine, names)
+    if env is not None:
+        names = [e.name for e in q.list_environments(store, machine)]
+        if env not in names:
+            raise unknown("environment", env, names, f" (on machine {machine})" if machine else "")
+
+
+def metric_matches(key: MetricKey, patterns: Sequence[str]) -> bool:
+    """``--metric`` matches the metric name, ``section/name`` or the full ``str(MetricKey)``."""
+    if not patterns:
+        return True
+    names = (key.name, f"{key.section}/{key.name}", str(key))
+    return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
+
+
+def check_metrics(store: Any, patterns: Sequence[str]) -> None:
+    from ..store import queries as q
+
+    if not patterns:
+        return
+    keys = q.list_metrics(store)
+    for p in patterns:
+        if not any(metric_matches(k, [p]) for k in keys):
+            raise unknown("metric", p, [k.name for k in keys] + [f"{k.section}/{k.name}" for k in keys])
+
+
+# --------------------------------------------------------------------------- resolving A and B
+
+
+def _git_rev(spec: str, cwd: Path | None) -> str | None:
+    from ..store.db import project_root
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"],
+            cwd=project_root(cwd),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and len(sha) == 40 else None
+
+
+def _git_refs(cwd: Path | None) -> list[str]:
+    from ..store.db import project_root
+
+    try:
+        out = subprocess.run(
+            ["git", "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags"],
+            cwd=project_root(cwd),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return out.stdout.split() if out.returncode == 0 else []
+
+
+def resolve_commit(store: Any, spec: str, cwd: Path | None = None) -> CommitInfo:
+    """A commit spec (sha, prefix, branch, tag, any git revision) to a commit in the store."""
+    from ..store import queries as q
+
+    stored = q.commits(store)
+    if _HEX.match(spec):
+        matches = [c for c in stored if c.sha.startswith(spec.lower())]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            return q.resolve_commit(store, spec)  # its message names the candidates
+    by_branch = [c for c in stored if spec in c.branches]
+    sha = _git_rev(spec, cwd)
+    if sha is not None:
+        hit = next((c for c in stored if c.sha == sha), None)
+        if hit is not None:
+            return hit
+        raise UserError(
+            f"{spec!r} is commit {sha[:12]}, which has no runs in the store; measure it first "
+            f"(mmtrack run) or pick a measured commit, e.g. {', '.join(c.sha[:8] for c in stored[-3:]) or 'none yet'}",
+            EXIT_USAGE,
+        )
+    if by_branch:  # a branch the store knows (asv's branches) but git here does not
+        return by_branch[-1]
+    names = [c.sha[:8] for c in stored] + [b for c in stored for b in c.branches] + _git_refs(cwd)
+    raise unknown("commit", spec, names, "; give a sha, a branch, a tag or a run id (run:ID)")
+
+
+def resolve_side(store: Any, spec: str, machine: str | None, env: str | None, cwd: Path | None) -> Side:
+    from ..store import queries as q
+
+    m = _RUN_ID.match(spec.strip())
+    if m:
+        run_id = int(m.group(1) or m.group(2))
+        info = next((r for r in q.runs(store) if r.id == run_id), None)
+        if info is not None:
+            return Side(
+                spec,
+                f"run {run_id} ({info.commit.short})",
+                q.measurements_for_run(store, run_id),
+                info.machine,
+                info.environment,
+                info.commit,
+                run_id,
+            )
+        if m.group(1):  # explicitly a run id
+            raise unknown("run id", spec, [f"run:{r.id}" for r in q.runs(store, limit=50)])
+    commit = resolve_commit(store, spec, cwd)
+    measurements = q.measurements_for_commit(store, commit.sha, machine, env)
+    runs = q.runs(store, machine=machine, environment=env, commit=commit.sha)
+    clean = [r for r in runs if not r.commit.dirty] or runs
+    if not measurements or not clean:
+        where = " and ".join(x for x in (f"machine {machine}" if machine else "", f"environment {env}" if env else "") if x)
+        raise UserError(f"commit {commit.sha[:12]} has no clean run{' on ' + where if where else ''} in the store", EXIT_USAGE)
+    return Side(spec, commit.short, measurements, clean[0].machine, clean[0].environment, commit)
+
+
+def history_for(store: Any, side: Side, cases: Iterable[tuple[str, str, MetricKey]], window: int) -> dict:
+    """Each case's recent medians on the before side's machine and environment, ending at its commit."""
+    from ..store import queries as q
+
+    if window <= 0 or side.commit is None or side.machine is None or side.environment is None:
+        return {}
+    out = {}
+    for bench, params, metric in cases:
+        pts = q.series(store, SeriesKey(side.machine, side.environment, bench, params, metric), with_samples=False)
+        idx = max((i for i, p in enumerate(pts) if p.commit.sha == side.commit.sha), default=None)
+        if idx is None:
+            continue
+        version = pts[idx].measurement.version
+        values = [
+            p.measurement.median
+            for p in pts[max(0, idx + 1 - window) : idx + 1]
+            if p.measurement.status == "ok" and p.measurement.median is not None and p.measurement.version == version
+        ]
+        out[(bench, params, metric)] = values
+    return out
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def policy_for(request: CompareRequest) -> ComparePolicy:
+    if request.threshold is not None and not (0 <= request.threshold < 10):
+        raise UserError(f"--threshold {request.threshold} is not a relative effect; give e.g. 0.1 for 10%", EXIT_USAGE)
+    kw: dict[str, Any] = {"thresholds": dict(request.thresholds)}
+    if request.threshold is not None:
+        kw["threshold"] = request.threshold
+    return ComparePolicy(**kw)
+
+
+def parse_threshold_for(items: Iterable[str]) -> dict[str, float]:
+    """``PATTERN=VALUE`` items of ``--threshold-for``."""
+    out: dict[str, float] = {}
+    for item in items:
+        pattern, sep, value = item.rpartition("=")
+        try:
+            if not sep or not pattern:
+                raise ValueError
+            out[pattern] = float(value)
+        except ValueError:
+            raise UserError(f"--threshold-for {item!r}: give PATTERN=VALUE, e.g. 'suite.Strict.*=0.02'", EXIT_USAGE) from None
+    return out
+
+
+def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOutcome:
+    """Resolve A and B in the store, compare every metric, decide the exit code."""
+    from ..store.db import open_store
+
+    for name in request.fail_on:
+        if name not in FAIL_ON:
+            raise UserError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}", EXIT_USAGE)
+    policy = policy_for(request)
+    own = store is None
+    store = store or open_store(request.db)
+    try:
+        check_machine_env(store, request.machine, request.env)
+        check_metrics(store, request.metrics)
+        before = resolve_side(store, request.a, request.machine, request.env, request.cwd)
+        after = resolve_side(store, request.b, request.machine, request.env, request.cwd)
+        bm = [m for m in before.measurements if metric_matches(m.metric, request.metrics)]
+        am = [m for m in after.measurements if metric_matches(m.metric, request.metrics)]
+        history = history_for(store, before, {m.case for m in bm} & {m.case for m in am}, request.history)
+    finally:
+        if own:
+            store.close()
+    comparison = compare_measurements(
+        bm, am, policy, history=history, before_label=before.label, after_label=after.label
+    )
+    failing = failing_rows(comparison, request.fail_on) if request.fail_on else []
+    return CompareOutcome(comparison, before, after, failing)
+
+
+def render(outcome: CompareOutcome, fmt: str, only_changed: bool = False) -> Any:
+    """A rich renderable (table) or a string (markdown, json)."""
+    from ..analysis.render import render_json, render_markdown, render_table
+
+    if fmt == "markdown":
+        return render_markdown(outcome.comparison)
+    if fmt == "json":
+        return render_json(outcome.comparison)
+    return render_table(outcome.comparison, only_changed=only_changed)

@@ -1,0 +1,208 @@
+"""``mmtrack detect``: change points over every series in the store, stored for the pages.
+
+The method lives in :mod:`mmtrack.analysis.detect`; this module enumerates the
+series, hands their points over and stores the findings (``ChangePoint``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis.detect import DetectPolicy, SeriesReport, detect_series
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
+from ..measure.report import format_duration, format_value
+from ..results import ChangePoint, SeriesKey
+from .compare import check_machine_env, check_metrics, metric_matches, unknown
+
+
+@dataclass(slots=True)
+class DetectRequest:
+    db: str | None = None
+    machine: str | None = None
+    env: str | None = None
+    benchmark: str | None = None  # regex
+    metrics: tuple[str, ...] = ()
+    method: str = "edivisive"
+    min_effect: float | None = None
+    alpha: float | None = None
+    store_results: bool = True
+    fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a regression persists to the latest commit
+
+
+@dataclass(slots=True)
+class DetectOutcome:
+    reports: list[SeriesReport]
+    stored: int | None  # None when not stored
+    policy: DetectPolicy
+    fail_on: tuple[str, ...] = ()
+
+    @property
+    def changes(self) -> list[ChangePoint]:
+        return [c for r in self.reports for c in r.changes]
+
+    @property
+    def open_regressions(self) -> list[ChangePoint]:
+        return [c for c in self.changes if c.kind == "regression" and c.persists]
+
+    @property
+    def too_short(self) -> list[SeriesReport]:
+        return [r for r in self.reports if r.status == "too_short"]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILURES if "regression" in self.fail_on and self.open_regressions else EXIT_OK
+
+
+def policy_for(request: DetectRequest) -> DetectPolicy:
+    if request.method not in ("edivisive", "pelt"):
+        raise UserError(f"unknown --method {request.method!r}; choose edivisive or pelt", EXIT_USAGE)
+    kw: dict[str, Any] = {"method": request.method}
+    if request.min_effect is not None:
+        kw["min_effect"] = request.min_effect
+    if request.alpha is not None:
+        kw["alpha"] = request.alpha
+    return DetectPolicy(**kw)
+
+
+def series_keys(store: Any, request: DetectRequest) -> list[SeriesKey]:
+    """Every (machine, environment, benchmark case, metric) the filters select."""
+    from ..store import queries as q
+
+    machines = [m.name for m in q.list_machines(store) if request.machine in (None, m.name)]
+    try:
+        cases = q.list_benchmarks(store, request.benchmark)
+    except re.error as exc:
+        raise UserError(f"--benchmark {request.benchmark!r} is not a valid regex: {exc}", EXIT_USAGE) from None
+    if request.benchmark and not cases:
+        raise unknown("benchmark", request.benchmark, [c.name for c in q.list_benchmarks(store)])
+    keys = []
+    for case in cases:
+        metrics = [k for k in q.list_metrics(store, case.name, case.params_key) if metric_matches(k, request.metrics)]
+        for mach in machines:
+            for env in q.list_environments(store, mach):
+                if request.env not in (None, env.name):
+                    continue
+                keys.extend(SeriesKey(mach, env.name, case.name, case.params_key, k) for k in metrics)
+    return keys
+
+
+def run_detect(
+    request: DetectRequest, store: Any | None = None, progress: Callable[[int, int], None] | None = None
+) -> DetectOutcome:
+    from ..store import queries as q
+    from ..store.db import open_store
+
+    policy = policy_for(request)
+    own = store is None
+    store = store or open_store(request.db)
+    try:
+        check_machine_env(store, request.machine, request.env)
+        check_metrics(store, request.metrics)
+        keys = series_keys(store, request)
+        reports = []
+        for i, key in enumerate(keys):
+            points = q.series(store, key, with_samples=False)
+            if points:
+                reports.append(detect_series(key, points, policy))
+            if progress:
+                progress(i + 1, len(keys))
+        stored = None
+        if request.store_results:
+            stored = q.save_change_points(
+                store, [c for r in reports for c in r.changes], replace=[r.series for r in reports]
+            )
+    finally:
+        if own:
+            store.close()
+    return DetectOutcome(reports, stored, policy, request.fail_on)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _value(v: float, unit: str) -> str:
+    if not math.isfinite(v):
+        return "n/a"
+    return format_duration(v) if unit == "s" else f"{format_value(v)} {unit}"
+
+
+def _series_label(key: SeriesKey) -> str:
+    params = json.loads(key.params) if key.params else {}
+    name = key.benchmark + (f"({', '.join(params.values())})" if params else "")
+    return f"{name} {key.metric.name} [{key.metric.unit}]"
+
+
+def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
+    n_ok = sum(r.status == "ok" for r in outcome.reports)
+    title = (
+        f"{len(outcome.reports)} series ({n_ok} analysed, {len(outcome.too_short)} too short for "
+        f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits); "
+        f"{sum(c.kind == 'regression' for c in outcome.changes)} regressions, "
+        f"{sum(c.kind == 'improvement' for c in outcome.changes)} improvements, "
+        f"{len(outcome.open_regressions)} still open"
+        + (f"; {outcome.stored} change points stored" if outcome.stored is not None else "; not stored")
+    )
+    t = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left")
+    for col in ("", "series", "machine/env", "began", "before", "after", "ratio", "persists"):
+        t.add_column(col, justify="right" if col in ("before", "after", "ratio") else "left")
+    rows = [c for c in outcome.changes if show_all or c.kind == "regression"]
+    for c in sorted(rows, key=lambda c: (c.kind != "regression", not c.persists, -abs(math.log(c.ratio)) if c.ratio > 0 else 0)):
+        style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
+        mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
+        t.add_row(
+            Text(mark, style=style),
+            _series_label(c.series),
+            f"{c.series.machine}/{c.series.environment}",
+            f"{c.before_sha[:8]}..{c.after_sha[:8]}",
+            _value(c.before_value, c.series.metric.unit),
+            _value(c.after_value, c.series.metric.unit),
+            Text(f"{c.ratio:.2f}", style=style),
+            "yes" if c.persists else "no",
+        )
+    return t
+
+
+def to_json(outcome: DetectOutcome) -> str:
+    def cp(c: ChangePoint) -> dict[str, Any]:
+        return {
+            "kind": c.kind,
+            "direction": c.direction.value,
+            "before_sha": c.before_sha,
+            "after_sha": c.after_sha,
+            "before_value": c.before_value,
+            "after_value": c.after_value,
+            "ratio": c.ratio,
+            "p_value": c.p_value,
+            "persists": c.persists,
+            "method": c.method,
+        }
+
+    return json.dumps(
+        {
+            "method": outcome.policy.name,
+            "stored": outcome.stored,
+            "series": [
+                {
+                    "machine": r.series.machine,
+                    "environment": r.series.environment,
+                    "benchmark": r.series.benchmark,
+                    "params": json.loads(r.series.params),
+                    "metric": {"section": r.series.metric.section, "name": r.series.metric.name, "unit": r.series.metric.unit},
+                    "status": r.status,
+                    "points": r.points,
+                    "notes": list(r.notes),
+                    "changes": [cp(c) for c in r.changes],
+                }
+                for r in outcome.reports
+            ],
+        },
+        indent=2,
+    )

@@ -1,0 +1,39 @@
+"""Who measured: a stable host identity and a description of the machine."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@lru_cache(maxsize=1)
+def host_info() -> dict[str, str]:
+    """asv-like machine facts, with MMTRACK_MACHINE naming the host when set."""
+    name = os.environ.get("MMTRACK_MACHINE") or socket.gethostname()
+    return {
+        "machine": name,
+        "os": f"{platform.system()} {platform.release()}",
+        "arch": platform.machine(),
+        "cpu": _cpu_model(),
+        "num_cpu": str(os.cpu_count() or 0),
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+    }
+
+
+def host_name() -> str:
+    return host_info()["machine"]

@@ -1,0 +1,139 @@
+"""BenchmarkStats to and from plain JSON-able dicts (one format for every file we write).
+
+Used by the versioned bench report (MMTRACK_OUTPUT) and the asv spool files, so a
+run's statistics look the same wherever they are read back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from .backend import MeasurementDomain
+from .metrics import Direction, MetricFormat, MetricSummary
+from .stats import BenchmarkStats, CounterSummary, Distribution
+from .throughput import Throughput
+
+
+def _num(x: float) -> float | None:
+    """JSON has no NaN/inf: store them as null."""
+    return float(x) if math.isfinite(x) else None
+
+
+def _unnum(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def summary_to_dict(m: MetricSummary) -> dict[str, Any]:
+    return {
+        "section": m.section,
+        "name": m.name,
+        "unit": m.unit,
+        "display_name": m.display_name,
+        "format": m.format.value,
+        "direction": m.direction.value,
+        "mean": _num(m.mean),
+        "median": _num(m.median),
+        "p95": _num(m.p95),
+        "min": _num(m.min),
+        "max": _num(m.max),
+        "count": m.count,
+        "values": [_num(v) for v in m.values],
+    }
+
+
+def summary_from_dict(d: dict[str, Any]) -> MetricSummary:
+    return MetricSummary(
+        section=d["section"],
+        name=d["name"],
+        unit=d["unit"],
+        display_name=d.get("display_name") or d["name"],
+        format=MetricFormat(d.get("format", "number")),
+        direction=Direction(d["direction"]),
+        mean=_unnum(d["mean"]),
+        median=_unnum(d["median"]),
+        p95=_unnum(d["p95"]),
+        min=_unnum(d["min"]),
+        max=_unnum(d["max"]),
+        count=int(d["count"]),
+        values=tuple(_unnum(v) for v in d["values"]),
+    )
+
+
+def _distribution_to_dict(d: Distribution) -> dict[str, Any]:
+    return {f.name: (_num(getattr(d, f.name)) if f.name not in ("outliers", "count") else getattr(d, f.name))
+            for f in dataclasses.fields(Distribution)}
+
+
+def _distribution_from_dict(d: dict[str, Any]) -> Distribution:
+    return Distribution(**{
+        f.name: (int(d[f.name]) if f.name in ("outliers", "count") else _unnum(d[f.name]))
+        for f in dataclasses.fields(Distribution)
+    })
+
+
+def stats_to_dict(s: BenchmarkStats) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "params": dict(s.params),
+        "throughput": {"amount": s.throughput.amount, "unit": s.throughput.unit},
+        "domain": s.domain.value,
+        "measurement_label": s.measurement_label,
+        "emits_cpu_diagnostics": s.emits_cpu_diagnostics,
+        "chunk_size": s.chunk_size,
+        "calibrated": s.calibrated,
+        "durations": [_num(x) for x in s.durations],
+        "host_durations": [_num(x) for x in s.host_durations],
+        "operations": list(s.operations),
+        "latency": _distribution_to_dict(s.latency),
+        "rate": _distribution_to_dict(s.rate),
+        "counters": [
+            {
+                "name": c.name,
+                "total": _num(c.total),
+                "per_op": _num(c.per_op),
+                "per_sample_per_op": [_num(v) for v in c.per_sample_per_op],
+                "coverage_pct": _num(c.coverage_pct),
+            }
+            for c in s.counters
+        ],
+        "metrics": [summary_to_dict(m) for m in s.metrics],
+        "diagnostics": [summary_to_dict(m) for m in s.diagnostics],
+        "diagnostic_errors": list(s.diagnostic_errors),
+        "warnings": list(s.warnings),
+        "notes": list(s.notes),
+    }
+
+
+def stats_from_dict(d: dict[str, Any]) -> BenchmarkStats:
+    return BenchmarkStats(
+        name=d["name"],
+        params=dict(d["params"]),
+        throughput=Throughput(d["throughput"]["amount"], d["throughput"]["unit"]),
+        domain=MeasurementDomain(d["domain"]),
+        measurement_label=d["measurement_label"],
+        emits_cpu_diagnostics=bool(d["emits_cpu_diagnostics"]),
+        chunk_size=int(d["chunk_size"]),
+        calibrated=bool(d["calibrated"]),
+        durations=tuple(_unnum(x) for x in d["durations"]),
+        host_durations=tuple(_unnum(x) for x in d["host_durations"]),
+        operations=tuple(int(x) for x in d["operations"]),
+        latency=_distribution_from_dict(d["latency"]),
+        rate=_distribution_from_dict(d["rate"]),
+        counters=[
+            CounterSummary(
+                c["name"],
+                _unnum(c["total"]),
+                _unnum(c["per_op"]),
+                tuple(_unnum(v) for v in c["per_sample_per_op"]),
+                _unnum(c["coverage_pct"]),
+            )
+            for c in d["counters"]
+        ],
+        metrics=[summary_from_dict(m) for m in d["metrics"]],
+        diagnostics=[summary_from_dict(m) for m in d["diagnostics"]],
+        diagnostic_errors=list(d["diagnostic_errors"]),
+        warnings=list(d["warnings"]),
+        notes=list(d["notes"]),
+    )

@@ -1,0 +1,1 @@
+"""Alembic migrations of the history store (run programmatically, no alembic.ini)."""

@@ -1,0 +1,225 @@
+"""The history store's schema: SQLAlchemy 2 typed ORM models.
+
+Dimensions (machine, environment, commit, benchmark, metric) are small tables
+referenced by id; facts are runs, results (one per benchmark case and run) and
+measurements (one per metric of a result). A series (machine, environment,
+benchmark name, params, metric) is read with index lookups only:
+``run(machine_id, environment_id)`` → ``result(run_id, benchmark_id)`` →
+``measurement(result_id, metric_id)``.
+
+Every schema change comes with an Alembic revision in ``migrations/versions``;
+the models here always describe the head revision.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Stable constraint names so that migrations (and SQLite batch mode) can refer to them.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Machine(Base):
+    __tablename__ = "machine"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    info: Mapped[dict[str, Any]] = mapped_column(default=dict)  # asv machine.json, CPU, OS, ...
+
+
+class Environment(Base):
+    __tablename__ = "environment"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    info: Mapped[dict[str, Any]] = mapped_column(default=dict)  # python, requirements, env vars
+
+
+class Commit(Base):
+    __tablename__ = "commit"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sha: Mapped[str] = mapped_column(String(64), unique=True)  # full sha
+    date: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    message: Mapped[str | None] = mapped_column(Text)
+    branches: Mapped[list[Any]] = mapped_column(default=list)
+
+
+class Run(Base):
+    """One execution of (part of) a suite on one machine, environment and commit."""
+
+    __tablename__ = "run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machine.id"))
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environment.id"))
+    commit_id: Mapped[int] = mapped_column(ForeignKey("commit.id"))
+    dirty: Mapped[bool] = mapped_column(Boolean, default=False)  # measured on a dirty tree
+    tool_versions: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    kind: Mapped[str] = mapped_column(String(16))  # "asv" (asv results) or "bench" (engine)
+    suite: Mapped[str] = mapped_column(String(255), default="")  # suite identity (project/path)
+    host: Mapped[str] = mapped_column(String(255), default="")
+    # Where an imported run came from (e.g. "asv:<machine>/<file>") and a digest of its content:
+    # re-importing the same file is a no-op, a changed file replaces its run.
+    source: Mapped[str | None] = mapped_column(String(1024), unique=True)
+    source_digest: Mapped[str | None] = mapped_column(String(64))
+
+    machine: Mapped[Machine] = relationship()
+    environment: Mapped[Environment] = relationship()
+    commit: Mapped[Commit] = relationship()
+
+    __table_args__ = (
+        Index("ix_run_series", "machine_id", "environment_id", "commit_id"),
+        Index("ix_run_commit", "commit_id"),
+        Index("ix_run_started_at", "started_at"),
+    )
+
+
+class Benchmark(Base):
+    """A benchmark case definition: name, one parameter combination, code version."""
+
+    __tablename__ = "benchmark"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(512))
+    params: Mapped[str] = mapped_column(Text, default="{}")  # mmtrack.results.canonical_params
+    version: Mapped[str] = mapped_column(String(128), default="")  # asv code-version hash ("" unknown)
+    unit: Mapped[str] = mapped_column(String(64), default="")
+    type: Mapped[str] = mapped_column(String(32), default="")  # time, track, memory, peakmemory, engine
+
+    __table_args__ = (UniqueConstraint("name", "params", "version"),)
+
+
+class Metric(Base):
+    """Metric identity: (section, name, unit)."""
+
+    __tablename__ = "metric"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    section: Mapped[str] = mapped_column(String(128), default="")
+    name: Mapped[str] = mapped_column(String(255))
+    unit: Mapped[str] = mapped_column(String(64))
+
+    __table_args__ = (UniqueConstraint("section", "name", "unit"),)
+
+
+class Result(Base):
+    """One benchmark case in one run: status, asv's primary value and its stats.
+
+    The per-sample values of the primary value live in the primary metric's
+    measurement row (``Measurement.values``), not twice.
+    """
+
+    __tablename__ = "result"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id"))
+    status: Mapped[str] = mapped_column(String(8))  # ok, failed, skipped
+    message: Mapped[str | None] = mapped_column(Text)
+    value: Mapped[float | None] = mapped_column(Float)  # asv's result (median for time benchmarks)
+    ci_low: Mapped[float | None] = mapped_column(Float)  # asv stats_ci_99_a
+    ci_high: Mapped[float | None] = mapped_column(Float)  # asv stats_ci_99_b
+    q1: Mapped[float | None] = mapped_column(Float)  # asv stats_q_25
+    q3: Mapped[float | None] = mapped_column(Float)  # asv stats_q_75
+    number: Mapped[int | None] = mapped_column(Integer)  # operations per sample
+    repeat: Mapped[int | None] = mapped_column(Integer)  # samples
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    duration: Mapped[float | None] = mapped_column(Float)  # seconds the case took
+    # Engine results: how the case was measured (throughput, domain, backend, chunk size);
+    # a bench run is only compared with one measured the same way.
+    setup: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "benchmark_id"),
+        Index("ix_result_benchmark_run", "benchmark_id", "run_id"),
+    )
+
+
+class Measurement(Base):
+    """One metric summary (section, name, unit) of one result."""
+
+    __tablename__ = "measurement"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("result.id", ondelete="CASCADE"))
+    metric_id: Mapped[int] = mapped_column(ForeignKey("metric.id"))
+    mean: Mapped[float | None] = mapped_column(Float)
+    median: Mapped[float | None] = mapped_column(Float)
+    p95: Mapped[float | None] = mapped_column(Float)
+    min: Mapped[float | None] = mapped_column(Float)
+    max: Mapped[float | None] = mapped_column(Float)
+    q1: Mapped[float | None] = mapped_column(Float)
+    q3: Mapped[float | None] = mapped_column(Float)
+    ci_low: Mapped[float | None] = mapped_column(Float)
+    ci_high: Mapped[float | None] = mapped_column(Float)
+    count: Mapped[int] = mapped_column(Integer, default=0)
+    values: Mapped[list[Any] | None] = mapped_column()  # per-sample values, execution order
+    direction: Mapped[str] = mapped_column(String(8))  # lower, higher, neutral
+    format: Mapped[str] = mapped_column(String(8), default="number")
+    display_name: Mapped[str | None] = mapped_column(String(255))
+
+    __table_args__ = (
+        UniqueConstraint("result_id", "metric_id"),
+        Index("ix_measurement_metric_result", "metric_id", "result_id"),
+    )
+
+
+class ChangePointRow(Base):
+    """A change point found by detect (``mmtrack.results.ChangePoint``), keyed by series."""
+
+    __tablename__ = "change_point"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    machine: Mapped[str] = mapped_column(String(255))
+    environment: Mapped[str] = mapped_column(String(255))
+    benchmark: Mapped[str] = mapped_column(String(512))
+    params: Mapped[str] = mapped_column(Text)
+    section: Mapped[str] = mapped_column(String(128))
+    metric: Mapped[str] = mapped_column(String(255))
+    unit: Mapped[str] = mapped_column(String(64))
+    direction: Mapped[str] = mapped_column(String(8))
+    kind: Mapped[str] = mapped_column(String(16))  # regression, improvement, change
+    before_sha: Mapped[str] = mapped_column(String(64))
+    after_sha: Mapped[str] = mapped_column(String(64))
+    before_value: Mapped[float] = mapped_column(Float)
+    after_value: Mapped[float] = mapped_column(Float)
+    ratio: Mapped[float] = mapped_column(Float)
+    p_value: Mapped[float | None] = mapped_column(Float)
+    persists: Mapped[bool] = mapped_column(Boolean, default=True)
+    method: Mapped[str] = mapped_column(String(64), default="")
+    extra: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    detected_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        Index("ix_change_point_series", "machine", "environment", "benchmark"),
+        Index("ix_change_point_after_sha", "after_sha"),
+    )

@@ -1,0 +1,575 @@
+"""Reading the store: plain records (``mmtrack.results``), never ORM objects.
+
+These are the calls compare, detect, publish and ``mmtrack run`` build on.
+Runs on a dirty tree are left out unless asked for (``include_dirty=True``):
+they never silently pose as their commit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
+
+from sqlalchemy import Select, and_, delete, func, null, or_, select
+
+from ..errors import UserError
+from ..measure.metrics import Direction, MetricFormat
+from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint
+from . import models as m
+from .db import Store
+
+# -- records the store adds (what results.py has no record for) ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MachineInfo:
+    name: str
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentInfo:
+    name: str
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkInfo:
+    """One benchmark case (name + params) with every code version and unit seen."""
+
+    name: str
+    params: Mapping[str, str]
+    params_key: str
+    type: str
+    unit: str
+    versions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    id: int
+    started_at: datetime
+    machine: str
+    environment: str
+    commit: CommitInfo
+    kind: str
+    suite: str
+    host: str
+    tool_versions: Mapping[str, Any]
+    results: int  # result rows (benchmark cases) in the run
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    if dt is None:
+        return None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt
+
+
+# -- dimensions ----------------------------------------------------------------------------------
+
+
+def list_machines(store: Store) -> list[MachineInfo]:
+    with store.read() as conn:
+        rows = conn.execute(select(m.Machine.name, m.Machine.info).order_by(m.Machine.name)).all()
+    return [MachineInfo(r.name, r.info or {}) for r in rows]
+
+
+def list_environments(store: Store, machine: str | None = None) -> list[EnvironmentInfo]:
+    q = select(m.Environment.name, m.Environment.info).order_by(m.Environment.name)
+    if machine is not None:
+        q = q.where(
+            m.Environment.id.in_(
+                select(m.Run.environment_id).join(m.Machine, m.Machine.id == m.Run.machine_id).where(m.Machine.name == machine)
+            )
+        )
+    with store.read() as conn:
+        rows = conn.execute(q).all()
+    return [EnvironmentInfo(r.name, r.info or {}) for r in rows]
+
+
+def list_benchmarks(store: Store, pattern: str | None = None) -> list[BenchmarkInfo]:
+    """Every benchmark case; ``pattern`` is a regular expression searched in the name."""
+    with store.read() as conn:
+        rows = conn.execute(
+            select(m.Benchmark.name, m.Benchmark.params, m.Benchmark.version, m.Benchmark.unit, m.Benchmark.type).order_by(
+                m.Benchmark.name, m.Benchmark.params, m.Benchmark.id
+            )
+        ).all()
+    import re
+
+    rx = re.compile(pattern) if pattern else None
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    for r in rows:
+        if rx is None or rx.search(r.name):
+            grouped.setdefault((r.name, r.params), []).append(r)
+    return [
+        BenchmarkInfo(
+            name=name,
+            params=json.loads(params),
+            params_key=params,
+            type=rs[-1].type,
+            unit=rs[-1].unit,
+            versions=tuple(dict.fromkeys(r.version for r in rs if r.version)),
+        )
+        for (name, params), rs in grouped.items()
+    ]
+
+
+def list_metrics(store: Store, benchmark: str | None = None, params: str | None = None) -> list[MetricKey]:
+    """Metric keys in the store, or those recorded for one benchmark (and params key)."""
+    q = select(m.Metric.section, m.Metric.name, m.Metric.unit).order_by(m.Metric.section, m.Metric.name, m.Metric.unit)
+    if benchmark is not None:
+        sub = (
+            select(m.Measurement.metric_id)
+            .join(m.Result, m.Result.id == m.Measurement.result_id)
+            .join(m.Benchmark, m.Benchmark.id == m.Result.benchmark_id)
+            .where(m.Benchmark.name == benchmark)
+        )
+        if params is not None:
+            sub = sub.where(m.Benchmark.params == params)
+        q = q.where(m.Metric.id.in_(sub))
+    with store.read() as conn:
+        return [MetricKey(*r) for r in conn.execute(q).all()]
+
+
+# -- commits -------------------------------------------------------------------------------------
+
+
+def _commit(sha: str, date: datetime | None, message: str | None, branches: Any, dirty: bool = False) -> CommitInfo:
+    return CommitInfo(sha=sha, date=_aware(date), message=message, dirty=bool(dirty), branches=tuple(branches or ()))
+
+
+def resolve_commit(store: Store, prefix: str) -> CommitInfo:
+    """The stored commit whose sha starts with ``prefix``; a UserError if none or several."""
+    p = prefix.strip().lower()
+    if not p or any(ch not in "0123456789abcdef" for ch in p):
+        raise UserError(f"{prefix!r} is not a commit sha (give a hex prefix of a commit in the store)")
+    with store.read() as conn:
+        rows = conn.execute(
+            select(m.Commit.sha, m.Commit.date, m.Commit.message, m.Commit.branches)
+            .where(m.Commit.sha.like(p + "%"))
+            .limit(6)
+        ).all()
+    if not rows:
+        raise UserError(f"commit {prefix!r} is not in the store; check the sha, or measure or import it first")
+    if len(rows) > 1:
+        shown = ", ".join(r.sha for r in rows[:3])
+        raise UserError(f"commit prefix {prefix!r} is ambiguous ({shown}{', ...' if len(rows) > 3 else ''}); give more characters")
+    return _commit(*rows[0])
+
+
+# -- measurements --------------------------------------------------------------------------------
+
+_MEASURE_COLS = (
+    m.Benchmark.name,
+    m.Benchmark.params,
+    m.Benchmark.version,
+    m.Metric.section,
+    m.Metric.name.label("metric_name"),
+    m.Metric.unit,
+    m.Measurement.direction,
+    m.Result.status,
+    m.Measurement.median,
+    m.Measurement.mean,
+    m.Measurement.p95,
+    m.Measurement.min,
+    m.Measurement.max,
+    m.Measurement.q1,
+    m.Measurement.q3,
+    m.Measurement.ci_low,
+    m.Measurement.ci_high,
+    m.Measurement.count,
+    m.Measurement.values,
+    m.Measurement.format,
+    m.Measurement.display_name,
+)
+
+_DIRECTIONS = {d.value: d for d in Direction}
+_FORMATS = {f.value: f for f in MetricFormat}
+
+
+class _Builder:
+    """Builds Measurements from rows, parsing each params key and metric once."""
+
+    def __init__(self) -> None:
+        self.params: dict[str, Mapping[str, str]] = {}
+        self.metrics: dict[tuple[str, str, str], MetricKey] = {}
+
+    def __call__(self, r: Any) -> Measurement:
+        params = self.params.get(r.params)
+        if params is None:
+            params = self.params[r.params] = json.loads(r.params)
+        mk = (r.section, r.metric_name, r.unit)
+        metric = self.metrics.get(mk)
+        if metric is None:
+            metric = self.metrics[mk] = MetricKey(*mk)
+        values = r.values
+        return Measurement(
+            benchmark=r.name,
+            params=params,
+            metric=metric,
+            direction=_DIRECTIONS[r.direction],
+            status=r.status,
+            median=r.median,
+            mean=r.mean,
+            p95=r.p95,
+            min=r.min,
+            max=r.max,
+            q1=r.q1,
+            q3=r.q3,
+            ci_low=r.ci_low,
+            ci_high=r.ci_high,
+            count=r.count,
+            samples=tuple(v for v in values if v is not None) if values else (),
+            version=r.version or None,
+            format=_FORMATS[r.format],
+            display_name=r.display_name,
+        )
+
+
+def _measure_query() -> Select[Any]:
+    return (
+        select(*_MEASURE_COLS)
+        .select_from(m.Measurement)
+        .join(m.Result, m.Result.id == m.Measurement.result_id)
+        .join(m.Benchmark, m.Benchmark.id == m.Result.benchmark_id)
+        .join(m.Metric, m.Metric.id == m.Measurement.metric_id)
+    )
+
+
+def measurements_for_run(store: Store, run_id: int) -> list[Measurement]:
+    """Every metric of every case of one run, ordered by benchmark, params, metric."""
+    q = (
+        _measure_query()
+        .where(m.Result.run_id == run_id)
+        .order_by(m.Benchmark.name, m.Benchmark.params, m.Measurement.id)
+    )
+    build = _Builder()
+    with store.read() as conn:
+        return [build(r) for r in conn.execute(q)]
+
+
+def measurements_for_commit(
+    store: Store,
+    sha: str,
+    machine: str | None = None,
+    env: str | None = None,
+    *,
+    include_dirty: bool = False,
+) -> list[Measurement]:
+    """Every metric of every case measured on a commit (a full sha or a unique prefix).
+
+    When several runs measured the same case, the latest run's value is kept.
+    Without ``machine``/``env`` the commit must have been measured on one
+    machine and environment only (a UserError says which to choose otherwise).
+    """
+    commit = resolve_commit(store, sha) if len(sha) < 40 else None
+    full = commit.sha if commit else sha.lower()
+    runs_q = (
+        select(m.Run.id, m.Machine.name.label("machine"), m.Environment.name.label("env"))
+        .join(m.Commit, m.Commit.id == m.Run.commit_id)
+        .join(m.Machine, m.Machine.id == m.Run.machine_id)
+        .join(m.Environment, m.Environment.id == m.Run.environment_id)
+        .where(m.Commit.sha == full)
+        .order_by(m.Run.started_at.desc(), m.Run.id.desc())
+    )
+    if machine is not None:
+        runs_q = runs_q.where(m.Machine.name == machine)
+    if env is not None:
+        runs_q = runs_q.where(m.Environment.name == env)
+    if not include_dirty:
+        runs_q = runs_q.where(m.Run.dirty.is_(False))
+    build = _Builder()
+    with store.read() as conn:
+        runs = conn.execute(runs_q).all()
+        for what, attr, given in (("machines", "machine", machine), ("environments", "env", env)):
+            names = sorted({getattr(r, attr) for r in runs})
+            if given is None and len(names) > 1:
+                flag = "--machine" if attr == "machine" else "--env"
+                raise UserError(
+                    f"commit {full[:12]} was measured on several {what} ({', '.join(names)}); choose one with {flag}"
+                )
+        order = {r.id: i for i, r in enumerate(runs)}  # latest first
+        if not order:
+            return []
+        rows = conn.execute(
+            _measure_query().add_columns(m.Result.run_id).where(m.Result.run_id.in_(list(order)))
+        ).all()
+    best: dict[tuple[str, str, str, str, str], Any] = {}
+    for r in rows:
+        k = (r.name, r.params, r.section, r.metric_name, r.unit)
+        if k not in best or order[r.run_id] < order[best[k].run_id]:
+            best[k] = r
+    return [build(best[k]) for k in sorted(best)]
+
+
+def series(
+    store: Store,
+    key: SeriesKey,
+    *,
+    include_dirty: bool = False,
+    with_samples: bool = True,
+) -> list[SeriesPoint]:
+    """One series, in commit-date order (then run start); a point per run that measured it.
+
+    Points of every benchmark code version are returned; ``Measurement.version``
+    tells where comparability breaks.
+    """
+    cols = [
+        m.Commit.sha,
+        m.Commit.date,
+        m.Commit.message,
+        m.Commit.branches,
+        m.Run.dirty,
+        m.Run.id.label("run_id"),
+        *_MEASURE_COLS,
+    ]
+    if not with_samples:
+        cols = [null().label("values") if c is m.Measurement.values else c for c in cols]
+    bench_ids = select(m.Benchmark.id).where(m.Benchmark.name == key.benchmark, m.Benchmark.params == key.params)
+    metric_id = select(m.Metric.id).where(
+        m.Metric.section == key.metric.section, m.Metric.name == key.metric.name, m.Metric.unit == key.metric.unit
+    )
+    q = (
+        select(*cols)
+        .select_from(m.Result)
+        .join(m.Run, m.Run.id == m.Result.run_id)
+        .join(m.Machine, m.Machine.id == m.Run.machine_id)
+        .join(m.Environment, m.Environment.id == m.Run.environment_id)
+        .join(m.Commit, m.Commit.id == m.Run.commit_id)
+        .join(m.Benchmark, m.Benchmark.id == m.Result.benchmark_id)
+        .join(m.Measurement, and_(m.Measurement.result_id == m.Result.id, m.Measurement.metric_id == metric_id.scalar_subquery()))
+        .join(m.Metric, m.Metric.id == m.Measurement.metric_id)
+        .where(
+            m.Result.benchmark_id.in_(bench_ids),
+            m.Machine.name == key.machine,
+            m.Environment.name == key.environment,
+        )
+        .order_by(func.coalesce(m.Commit.date, m.Run.started_at), m.Run.started_at, m.Run.id)
+    )
+    if not include_dirty:
+        q = q.where(m.Run.dirty.is_(False))
+    build = _Builder()
+    commits: dict[tuple[str, bool], CommitInfo] = {}
+    out = []
+    with store.read() as conn:
+        for r in conn.execute(q):
+            ck = (r.sha, r.dirty)
+            c = commits.get(ck)
+            if c is None:
+                c = commits[ck] = _commit(r.sha, r.date, r.message, r.branches, r.dirty)
+            out.append(SeriesPoint(commit=c, run_id=r.run_id, measurement=build(r)))
+    return out
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+
+def runs(
+    store: Store,
+    *,
+    machine: str | None = None,
+    environment: str | None = None,
+    commit: str | None = None,
+    kind: str | None = None,
+    limit: int | None = None,
+) -> list[RunInfo]:
+    """Runs, latest first; ``commit`` is a sha prefix."""
+    counts = select(m.Result.run_id, func.count().label("n")).group_by(m.Result.run_id).subquery()
+    q = (
+        select(
+            m.Run.id,
+            m.Run.started_at,
+            m.Machine.name.label("machine"),
+            m.Environment.name.label("env"),
+            m.Commit.sha,
+            m.Commit.date,
+            m.Commit.message,
+            m.Commit.branches,
+            m.Run.dirty,
+            m.Run.kind,
+            m.Run.suite,
+            m.Run.host,
+            m.Run.tool_versions,
+            func.coalesce(counts.c.n, 0).label("n"),
+        )
+        .join(m.Machine, m.Machine.id == m.Run.machine_id)
+        .join(m.Environment, m.Environment.id == m.Run.environment_id)
+        .join(m.Commit, m.Commit.id == m.Run.commit_id)
+        .outerjoin(counts, counts.c.run_id == m.Run.id)
+        .order_by(m.Run.started_at.desc(), m.Run.id.desc())
+    )
+    if machine is not None:
+        q = q.where(m.Machine.name == machine)
+    if environment is not None:
+        q = q.where(m.Environment.name == environment)
+    if commit is not None:
+        q = q.where(m.Commit.sha.like(commit.strip().lower() + "%"))
+    if kind is not None:
+        q = q.where(m.Run.kind == kind)
+    if limit is not None:
+        q = q.limit(limit)
+    with store.read() as conn:
+        rows = conn.execute(q).all()
+    return [
+        RunInfo(
+            id=r.id,
+            started_at=_aware(r.started_at),  # type: ignore[arg-type]
+            machine=r.machine,
+            environment=r.env,
+            commit=_commit(r.sha, r.date, r.message, r.branches, r.dirty),
+            kind=r.kind,
+            suite=r.suite,
+            host=r.host,
+            tool_versions=r.tool_versions or {},
+            results=r.n,
+        )
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSetup:
+    """How one benchmark case of a run was measured (engine runs; None setup for asv)."""
+
+    benchmark: str
+    params: str  # canonical
+    status: str
+    version: str
+    setup: Mapping[str, Any] | None
+
+
+def case_setups(store: Store, run_id: int) -> list[CaseSetup]:
+    """Every case of one run with its code version and measurement setup."""
+    q = (
+        select(m.Benchmark.name, m.Benchmark.params, m.Result.status, m.Benchmark.version, m.Result.setup)
+        .join(m.Benchmark, m.Benchmark.id == m.Result.benchmark_id)
+        .where(m.Result.run_id == run_id)
+        .order_by(m.Benchmark.name, m.Benchmark.params)
+    )
+    with store.read() as conn:
+        return [CaseSetup(r.name, r.params, r.status, r.version, r.setup) for r in conn.execute(q)]
+
+
+def commits(store: Store, machine: str | None = None, environment: str | None = None) -> list[CommitInfo]:
+    """Commits with at least one clean run, in commit-date order."""
+    q = (
+        select(m.Commit.sha, m.Commit.date, m.Commit.message, m.Commit.branches)
+        .where(
+            m.Commit.id.in_(
+                select(m.Run.commit_id)
+                .join(m.Machine, m.Machine.id == m.Run.machine_id)
+                .join(m.Environment, m.Environment.id == m.Run.environment_id)
+                .where(
+                    m.Run.dirty.is_(False),
+                    *([m.Machine.name == machine] if machine else []),
+                    *([m.Environment.name == environment] if environment else []),
+                )
+            )
+        )
+        .order_by(m.Commit.date, m.Commit.sha)
+    )
+    with store.read() as conn:
+        return [_commit(*r) for r in conn.execute(q).all()]
+
+
+# -- change points -------------------------------------------------------------------------------
+
+
+def _series_where(keys: Iterable[SeriesKey]) -> Any:
+    t = m.ChangePointRow
+    return or_(
+        *(
+            and_(
+                t.machine == k.machine,
+                t.environment == k.environment,
+                t.benchmark == k.benchmark,
+                t.params == k.params,
+                t.section == k.metric.section,
+                t.metric == k.metric.name,
+                t.unit == k.metric.unit,
+            )
+            for k in keys
+        )
+    )
+
+
+def save_change_points(
+    store: Store, points: Sequence[ChangePoint], *, replace: Iterable[SeriesKey] | None = None
+) -> int:
+    """Store change points, first deleting those stored for the series in ``replace``
+    (default: the series of ``points``), so that re-running detect does not pile up
+    duplicates. Returns the number stored."""
+    scope = list(dict.fromkeys(replace if replace is not None else (p.series for p in points)))
+    now = datetime.now(timezone.utc)
+    rows = [
+        {
+            "machine": p.series.machine,
+            "environment": p.series.environment,
+            "benchmark": p.series.benchmark,
+            "params": p.series.params,
+            "section": p.series.metric.section,
+            "metric": p.series.metric.name,
+            "unit": p.series.metric.unit,
+            "direction": Direction(p.direction).value,
+            "kind": p.kind,
+            "before_sha": p.before_sha,
+            "after_sha": p.after_sha,
+            "before_value": p.before_value,
+            "after_value": p.after_value,
+            "ratio": p.ratio,
+            "p_value": p.p_value,
+            "persists": p.persists,
+            "method": p.method,
+            "extra": dict(p.extra),
+            "detected_at": now,
+        }
+        for p in points
+    ]
+    with store.write() as conn:
+        for i in range(0, len(scope), 200):
+            conn.execute(delete(m.ChangePointRow).where(_series_where(scope[i : i + 200])))
+        if rows:
+            conn.execute(m.ChangePointRow.__table__.insert(), rows)
+    return len(rows)
+
+
+def load_change_points(
+    store: Store,
+    *,
+    machine: str | None = None,
+    environment: str | None = None,
+    benchmark: str | None = None,
+    series: SeriesKey | None = None,
+) -> list[ChangePoint]:
+    t = m.ChangePointRow
+    q = select(t).order_by(t.machine, t.environment, t.benchmark, t.params, t.section, t.metric, t.unit, t.id)
+    if machine is not None:
+        q = q.where(t.machine == machine)
+    if environment is not None:
+        q = q.where(t.environment == environment)
+    if benchmark is not None:
+        q = q.where(t.benchmark == benchmark)
+    if series is not None:
+        q = q.where(_series_where([series]))
+    with store.read() as conn:
+        rows = conn.execute(q).all()
+    return [
+        ChangePoint(
+            series=SeriesKey(r.machine, r.environment, r.benchmark, r.params, MetricKey(r.section, r.metric, r.unit)),
+            direction=_DIRECTIONS[r.direction],
+            kind=r.kind,
+            before_sha=r.before_sha,
+            after_sha=r.after_sha,
+            before_value=r.before_value,
+            after_value=r.after_value,
+            ratio=r.ratio,
+            p_value=r.p_value,
+            persists=r.persists,
+            method=r.method,
+            extra=r.extra or {},
+        )
+        for r in rows
+    ]

@@ -1,0 +1,62 @@
+"""Shared fixtures: paths, a subprocess runner for the real CLI, a fake clock."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("MMTRACK_SHARED", REPO.parent / "shared"))
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """Environment for subprocesses: this checkout first on sys.path, wide tables."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    env.setdefault("COLUMNS", "160")
+    env.update(extra)
+    return env
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300):
+    """Run ``python -m mmtrack ARGS`` for real and return the CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, "-m", "mmtrack", *args],
+        cwd=cwd or REPO,
+        env=env or cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    return SHARED
+
+
+class FakeClock:
+    """A nanosecond clock that only moves when a workload says it spent time."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+    def spend(self, ns: int) -> None:
+        self.now += int(ns)
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    return FakeClock()

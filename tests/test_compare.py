@@ -1,0 +1,216 @@
+"""compare_measurements: verdicts, direction, significance, thresholds, history, renderers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from mmtrack.analysis.compare import (
+    MARKS,
+    ComparePolicy,
+    compare_measurements,
+    compare_pair,
+    failing_rows,
+    history_deviation,
+    should_fail,
+    significance,
+)
+from mmtrack.analysis.render import render_json, render_markdown, render_table
+from mmtrack.measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
+from mmtrack.results import Measurement, MetricKey
+
+
+def meas(
+    values,
+    *,
+    name="time_per_op",
+    unit="s",
+    section="timing",
+    bench="suite.Bench.time_x",
+    params=None,
+    direction=None,
+    version="v1",
+    fmt=MetricFormat.NUMBER,
+) -> Measurement:
+    summ = MetricSummary.from_values(section, name, unit, list(values), fmt=fmt, direction=direction)
+    return Measurement.from_summary(bench, params or {}, summ, version=version)
+
+
+def noisy(level, n=20, cv=0.01, seed=0):
+    rng = np.random.default_rng(seed)
+    return level * (1 + rng.normal(0, cv, n))
+
+
+def test_regression_and_improvement_follow_direction():
+    # A duration that grows 30% regressed; a throughput that grows 30% improved.
+    before = [meas(noisy(1.0, seed=1)), meas(noisy(100.0, seed=2), name="throughput", unit="GiB/s")]
+    after = [meas(noisy(1.3, seed=3)), meas(noisy(130.0, seed=4), name="throughput", unit="GiB/s")]
+    c = compare_measurements(before, after)
+    by_metric = {r.metric.name: r for r in c.rows}
+    assert by_metric["time_per_op"].verdict == "regressed"
+    assert by_metric["time_per_op"].mark == "+"
+    assert by_metric["time_per_op"].test == "mann-whitney"
+    assert by_metric["time_per_op"].ratio == pytest.approx(1.3, rel=0.02)
+    assert by_metric["throughput"].verdict == "improved"
+    assert by_metric["throughput"].mark == "-"
+    # and the other way round
+    c2 = compare_measurements(after, before)
+    assert {r.metric.name: r.verdict for r in c2.rows} == {"time_per_op": "improved", "throughput": "regressed"}
+
+
+def test_neutral_metric_is_never_flagged():
+    assert default_direction("id", MetricFormat.INTEGER) is Direction.NEUTRAL
+    b = meas([3] * 10, name="algo", unit="id", section="custom", fmt=MetricFormat.INTEGER)
+    a = meas([7] * 10, name="algo", unit="id", section="custom", fmt=MetricFormat.INTEGER)
+    row = compare_measurements([b], [a]).rows[0]
+    assert row.direction is Direction.NEUTRAL
+    assert row.verdict == "unchanged"
+    assert "neutral" in row.note
+    assert not should_fail(compare_measurements([b], [a]))
+
+
+def test_small_change_is_unchanged():
+    small = compare_pair(meas(noisy(1.0, seed=1)), meas(noisy(1.05, seed=2)))
+    assert small.verdict == "unchanged" and small.mark == " "
+    assert small.ratio == pytest.approx(1.05, rel=0.02)
+
+
+def test_ambiguous_when_beyond_threshold_but_not_significant():
+    before = meas([1.0, 1.4, 0.7, 1.2, 0.9, 1.3, 0.8, 1.1, 1.0, 1.05])
+    after = meas([1.25, 1.45, 0.75, 1.3, 0.95, 1.35, 0.85, 1.2, 1.15, 1.3])
+    row = compare_pair(before, after)
+    assert max(row.ratio, 1 / row.ratio) > 1.1
+    assert row.verdict == "ambiguous"
+    assert row.mark == "~"
+    assert row.p_value is not None and row.p_value >= ComparePolicy().alpha
+
+
+def test_failed_fixed_new_removed_not_comparable():
+    ok = meas(noisy(1.0))
+    failed = dataclasses.replace(ok, status="failed", median=None, samples=())
+    other_bench = meas(noisy(1.0), bench="suite.Other.time_y")
+    gone = meas(noisy(1.0), bench="suite.Gone.time_z")
+    changed_code = meas(noisy(1.0), bench="suite.Code.time_c", version="v2")
+    before = [ok, gone, meas(noisy(1.0), bench="suite.Code.time_c", version="v1"), dataclasses.replace(ok, benchmark="b.fixed", status="failed", median=None)]
+    after = [failed, other_bench, changed_code, dataclasses.replace(ok, benchmark="b.fixed")]
+    c = compare_measurements(before, after)
+    verdicts = {r.benchmark: r.verdict for r in c.rows}
+    assert verdicts == {
+        "suite.Bench.time_x": "failed",
+        "suite.Other.time_y": "new",
+        "suite.Gone.time_z": "removed",
+        "suite.Code.time_c": "not comparable",
+        "b.fixed": "fixed",
+    }
+    marks = {r.benchmark: r.mark for r in c.rows}
+    assert marks["suite.Bench.time_x"] == "!" and marks["suite.Code.time_c"] == "x" and marks["b.fixed"] == "*"
+    # a newly failing benchmark gates --fail-on regression; a still failing one does not
+    assert [r.benchmark for r in failing_rows(c)] == ["suite.Bench.time_x"]
+    still = compare_measurements([failed], [failed])
+    assert still.rows[0].verdict == "failed" and not should_fail(still)
+
+
+def test_counters_use_a_much_smaller_threshold():
+    b = meas([1000.0] * 10, name="instructions", unit="instructions/op", section="counters")
+    a = meas([1030.0] * 10, name="instructions", unit="instructions/op", section="counters")
+    row = compare_pair(b, a)
+    assert row.threshold == 0.01
+    assert row.verdict == "regressed"  # 3% more instructions per op
+    # the same 3% on a timing is below the 10% default
+    assert compare_pair(meas(noisy(1.0)), meas(noisy(1.0) * 1.03)).verdict == "unchanged"
+
+
+def test_per_metric_and_per_benchmark_overrides():
+    pol = ComparePolicy(thresholds={"suite.Strict.*": 0.02, "throughput": 0.5})
+    assert pol.threshold_for("suite.Strict.time_a", MetricKey("timing", "time_per_op", "s")) == 0.02
+    assert pol.threshold_for("suite.Other.time_a", MetricKey("timing", "throughput", "GiB/s")) == 0.5
+    assert pol.threshold_for("suite.Other.time_a", MetricKey("timing", "time_per_op", "s")) == 0.10
+    assert pol.threshold_for("x", MetricKey("counters", "instructions", "instructions/op")) == 0.01
+    assert pol.threshold_for("x", MetricKey("counters", "task-clock", "task-clock/op")) == 0.10  # not deterministic
+    before, after = meas(noisy(1.0, seed=1), bench="suite.Strict.time_a"), meas(noisy(1.05, seed=2), bench="suite.Strict.time_a")
+    assert compare_pair(before, after, pol).verdict == "regressed"
+    assert compare_pair(before, after).verdict == "unchanged"
+
+
+def test_ci_overlap_fallback_and_effect_only():
+    # two samples per side: Mann-Whitney cannot reach alpha, so the CIs decide
+    b = dataclasses.replace(meas([1.0, 1.01]), ci_low=0.95, ci_high=1.05)
+    a = dataclasses.replace(meas([1.5, 1.51]), ci_low=1.45, ci_high=1.55)
+    sig, p, test = significance(b, a, 0.002)
+    assert (sig, p, test) == (True, None, "ci-overlap")
+    a_wide = dataclasses.replace(a, ci_low=1.0, ci_high=2.0)
+    assert compare_pair(b, a_wide).verdict == "ambiguous"
+    # one value per side, no interval: the effect alone decides (as asv does)
+    one_b = dataclasses.replace(meas([1.0]), samples=())
+    one_a = dataclasses.replace(meas([2.0]), samples=())
+    row = compare_pair(one_b, one_a)
+    assert row.test == "effect-only" and row.verdict == "regressed"
+
+
+def test_history_turns_a_normal_jump_into_ambiguous():
+    # The series flips between two runner levels, 1.0 and 1.15: a 15% jump is its normal noise.
+    history = [1.0, 1.15, 1.0, 1.0, 1.15, 1.15, 1.0, 1.15, 1.0, 1.0, 1.15, 1.0, 1.15, 1.0, 1.0, 1.0]
+    before = meas(noisy(1.0, cv=0.005, seed=1))
+    after = meas(noisy(1.15, cv=0.005, seed=2))
+    assert compare_pair(before, after).verdict == "regressed"  # two sample sets alone: overconfident
+    row = compare_pair(before, after, history=history)
+    assert row.verdict == "ambiguous" and "own between-commit noise" in row.note
+    # On a quiet history the same jump stands out.
+    quiet = list(1.0 + 0.004 * np.sin(np.arange(20)))
+    row = compare_pair(before, after, history=quiet)
+    assert row.verdict == "regressed" and row.history_z is not None and row.history_z > 4
+    # history is passed per case through compare_measurements
+    c = compare_measurements([before], [after], history={before.case: history})
+    assert c.rows[0].verdict == "ambiguous"
+
+
+def test_history_deviation_uses_the_current_level():
+    # An old level at 2.0 then the current level at 1.0: the deviation is measured from 1.0.
+    hist = [2.0] * 12 + [1.0 + 0.01 * ((-1) ** i) for i in range(12)]
+    z, outside = history_deviation(hist, 1.3)
+    assert outside and z > 10
+    assert history_deviation([1.0, 1.0], 2.0) is None  # too short
+
+
+def test_fail_on_values():
+    c = compare_measurements([meas(noisy(1.0, seed=1))], [meas(noisy(1.5, seed=2))])
+    assert should_fail(c, ["regression"])
+    assert not should_fail(c, ["failed"])
+    with pytest.raises(ValueError, match="unknown --fail-on"):
+        failing_rows(c, ["bogus"])
+    improved = compare_measurements([meas(noisy(1.5, seed=1))], [meas(noisy(1.0, seed=2))])
+    assert not should_fail(improved)
+
+
+def test_params_distinguish_cases():
+    before = [meas(noisy(1.0, seed=i), params={"n": str(n)}) for i, n in enumerate((10, 100))]
+    after = [meas(noisy(1.0, seed=5), params={"n": "10"}), meas(noisy(2.0, seed=6), params={"n": "100"})]
+    c = compare_measurements(before, after)
+    assert [(r.name, r.verdict) for r in c.rows] == [("suite.Bench.time_x(10)", "unchanged"), ("suite.Bench.time_x(100)", "regressed")]
+
+
+def _sample_comparison():
+    before = [meas(noisy(1e-3, seed=1)), meas(noisy(5.0, seed=2), name="bw", unit="GiB/s", section="custom")]
+    after = [meas(noisy(2e-3, seed=3)), meas(noisy(5.0, seed=4), name="bw", unit="GiB/s", section="custom")]
+    return compare_measurements(before, after, before_label="abc123", after_label="def456")
+
+
+def test_renderers():
+    c = _sample_comparison()
+    console = Console(width=200, record=True)
+    console.print(render_table(c))
+    text = console.export_text()
+    assert "abc123" in text and "def456" in text
+    assert "regressed" in text and " ms " in text and "GiB/s" in text
+    md = render_markdown(c)
+    assert md.startswith("### :red_circle: Performance regressed")
+    assert "| `+` |" in md and "<details><summary>1 unchanged</summary>" in md
+    data = json.loads(render_json(c))
+    assert data["counts"] == {"regressed": 1, "unchanged": 1}
+    row = next(r for r in data["rows"] if r["verdict"] == "regressed")
+    assert row["mark"] == MARKS["regressed"] and row["direction"] == "lower" and row["test"] == "mann-whitney"
+    assert row["ratio"] == pytest.approx(2.0, rel=0.05)

@@ -1,0 +1,162 @@
+"""detect: change points per series on constructed data."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from mmtrack.analysis.detect import (
+    DetectPolicy,
+    detect_all,
+    detect_series,
+    find_steps,
+    is_worse,
+    segment_levels,
+)
+from mmtrack.measure.metrics import Direction
+from mmtrack.results import CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def series(values, *, unit="s", direction=Direction.LOWER, versions=None, statuses=None):
+    key = SeriesKey("m1", "py3.12", "suite.Bench.time_x", "{}", MetricKey("timing", "time_per_op", unit))
+    pts = []
+    for i, v in enumerate(values):
+        m = Measurement(
+            benchmark=key.benchmark,
+            params={},
+            metric=key.metric,
+            direction=direction,
+            status=(statuses[i] if statuses else "ok"),
+            median=v,
+            count=10,
+            version=(versions[i] if versions else "v1"),
+        )
+        pts.append(SeriesPoint(CommitInfo(f"{i:040x}", T0 + timedelta(hours=i)), run_id=i, measurement=m))
+    return key, pts
+
+
+def noisy_level(levels, cv=0.01, seed=0):
+    rng = np.random.default_rng(seed)
+    return list(np.asarray(levels, dtype=float) * np.exp(rng.normal(0, cv, len(levels))))
+
+
+@pytest.mark.parametrize("method", ["edivisive", "pelt"])
+def test_single_step_found_at_its_position(method):
+    vals = noisy_level([1.0] * 25 + [1.2] * 25, seed=1)
+    steps = find_steps(vals, DetectPolicy(method=method))
+    assert [s.index for s in steps] == [25]
+    assert steps[0].ratio == pytest.approx(1.2, rel=0.03)
+    assert steps[0].p_value < 1e-3
+
+
+def test_flat_series_has_no_step():
+    for seed in range(5):
+        assert find_steps(noisy_level([1.0] * 60, cv=0.02, seed=seed)) == []
+
+
+def test_one_outlier_commit_is_not_a_change():
+    vals = noisy_level([1.0] * 40, seed=2)
+    vals[20] *= 1.8  # one noisy runner
+    assert find_steps(vals) == []
+
+
+def test_small_step_below_min_effect_ignored():
+    vals = noisy_level([1.0] * 30 + [1.03] * 30, cv=0.002, seed=3)
+    assert find_steps(vals) == []
+    assert [s.index for s in find_steps(vals, DetectPolicy(min_effect=0.02))] == [30]
+
+
+def test_up_then_down():
+    vals = noisy_level([1.0] * 20 + [1.3] * 15 + [1.0] * 20, seed=4)
+    assert [s.index for s in find_steps(vals)] == [20, 35]
+    assert segment_levels(vals) == [(0, 20), (20, 35), (35, 55)]
+
+
+def test_deterministic_values():
+    vals = [1000.0] * 10 + [1100.0] * 10
+    assert [s.index for s in find_steps(vals)] == [10]
+
+
+def test_non_positive_values_are_handled_without_logs():
+    vals = noisy_level([1.0] * 20 + [2.0] * 20, seed=5)
+    shifted = [v - 1.5 for v in vals]  # crosses zero
+    assert [s.index for s in find_steps(shifted)] == [20]
+
+
+def test_is_worse():
+    assert is_worse(Direction.LOWER, 1.0, 2.0) is True
+    assert is_worse(Direction.HIGHER, 1.0, 2.0) is False
+    assert is_worse(Direction.NEUTRAL, 1.0, 2.0) is None
+
+
+def test_regression_range_size_and_persistence():
+    vals = noisy_level([1.0] * 20 + [1.5] * 20, seed=6)
+    key, pts = series(vals)
+    rep = detect_series(key, pts)
+    assert rep.status == "ok" and rep.points == 40
+    (cp,) = rep.changes
+    assert cp.kind == "regression" and cp in rep.regressions
+    assert cp.before_sha == pts[19].commit.sha and cp.after_sha == pts[20].commit.sha
+    assert cp.ratio == pytest.approx(1.5, rel=0.03)
+    assert cp.persists
+    assert cp.series == key and cp.method == DetectPolicy().name
+    assert cp.extra["index"] == 20
+
+
+def test_fixed_regression_does_not_persist():
+    vals = noisy_level([1.0] * 20 + [1.5] * 12 + [1.0] * 20, seed=7)
+    key, pts = series(vals)
+    rep = detect_series(key, pts)
+    kinds = [(c.kind, c.persists) for c in rep.changes]
+    # the regression was undone; the improvement that undid it holds to the latest commit
+    assert kinds == [("regression", False), ("improvement", True)]
+
+
+def test_direction_higher_is_better():
+    vals = noisy_level([100.0] * 20 + [70.0] * 20, seed=8)
+    key, pts = series(vals, unit="GiB/s", direction=Direction.HIGHER)
+    (cp,) = detect_series(key, pts).changes
+    assert cp.kind == "regression" and cp.direction is Direction.HIGHER
+
+
+def test_neutral_metric_reports_change_not_regression():
+    key, pts = series([1.0] * 15 + [3.0] * 15, unit="id", direction=Direction.NEUTRAL)
+    rep = detect_series(key, pts)
+    assert [c.kind for c in rep.changes] == ["change"] and rep.regressions == ()
+
+
+def test_too_short_series_is_reported_as_such():
+    key, pts = series([1.0, 1.0, 5.0, 5.0, 5.0])
+    rep = detect_series(key, pts)
+    assert rep.status == "too_short" and rep.changes == () and rep.points == 5
+    assert "needs 8 commits" in rep.notes[0]
+
+
+def test_failed_points_skipped_and_version_change_splits():
+    vals = noisy_level([1.0] * 20 + [2.0] * 20, seed=9)
+    # the jump coincides with a benchmark code change: not a regression
+    key, pts = series(vals, versions=["v1"] * 20 + ["v2"] * 20)
+    rep = detect_series(key, pts)
+    assert rep.changes == () and "code changed" in rep.notes[0]
+    # failed commits are left out of the levels
+    statuses = ["ok"] * 40
+    statuses[5] = "failed"
+    key, pts = series(vals, statuses=statuses)
+    pts[5] = dataclasses.replace(pts[5], measurement=dataclasses.replace(pts[5].measurement, median=None))
+    rep = detect_series(key, pts)
+    assert rep.points == 39 and [c.after_sha for c in rep.changes] == [pts[20].commit.sha]
+
+
+def test_detect_all_over_many_series():
+    a = series(noisy_level([1.0] * 30 + [1.4] * 30, seed=10))
+    key_b, pts_b = series([1.0] * 4)
+    seen = []
+    reports = detect_all({a[0]: a[1], dataclasses.replace(key_b, machine="m2"): pts_b}, progress=seen.append)
+    assert [r.status for r in reports] == ["ok", "too_short"]
+    assert len(seen) == 2
+    assert len(reports[0].regressions) == 1

@@ -1,0 +1,76 @@
+"""The evaluation harness (scripts/eval_detect.py), run small on the real shared asv results."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("MMTRACK_SHARED") or ROOT.parent / "shared")
+DATA = SHARED / "data" / "asv-results"
+
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared asv results not found at {DATA}")
+
+
+def _harness():
+    spec = importlib.util.spec_from_file_location("eval_detect", ROOT / "scripts" / "eval_detect.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["eval_detect"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_noise_sources_come_from_the_real_files():
+    E = _harness()
+    sources = E.load_noise_sources(DATA)
+    names = {s.name.split("/")[0] for s in sources}
+    assert len(sources) > 100
+    assert {"Docker_Container", "benchmarkers-MacBook-Pro.local"} <= names  # metpy and conda machines
+    fig = E.noise_figures(sources)
+    assert 0.001 < fig["within_median"] < 0.1 and 0.001 < fig["between_median"] < 0.1
+
+
+def test_scoring_matches_within_tolerance():
+    E = _harness()
+    s = E.score([10, 30], [(8, 12)])
+    assert (s.tp, s.fp, s.fn) == (1, 1, 0)
+    assert E.score([], [(8, 12)]).fn == 1
+    # creep split into two steps inside the ramp: one hit, no false alarm
+    s = E.score([10, 15], [(8, 25)], ramp=True)
+    assert (s.tp, s.fp, s.fn) == (1, 0, 0)
+
+
+def test_injected_step_is_where_it_was_put():
+    E = _harness()
+    src = E.load_noise_sources(DATA)[0]
+    h = E.make_history(np.random.default_rng(1), src, 40, "step", 0.5)
+    pos = h.truth[0][0] + 2 if h.truth else h.improvements[0]
+    m = h.medians
+    ratio = np.median(m[pos:]) / np.median(m[:pos])
+    assert ratio == pytest.approx(1.5 if h.truth else 1 / 1.5, rel=0.1)
+
+
+def test_quick_run_prints_and_writes_figures(tmp_path):
+    out = tmp_path / "eval.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MMTRACK_SHARED=str(SHARED))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "eval_detect.py"), "--series", "6", "--length", "40",
+         "--noisy-scale", "0", "--json", str(out), "--seed", "3"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "asv.step_detect" in proc.stdout and "compare on A/A" in proc.stdout
+    data = json.loads(out.read_text())
+    detect = data["recorded"]["detect"]
+    assert set(detect) == {"edivisive+mannwhitney", "edivisive-binseg+ttest", "pelt", "asv.step_detect"}
+    big = detect["edivisive+mannwhitney"]["step 50%"]
+    assert big["tp"] + big["fn"] > 0 and big["recall"] >= 0.75
+    aa = data["recorded"]["compare_aa"]
+    assert aa["rows"] > 0 and 0.0 <= aa["history"] <= aa["plain"] <= 1.0

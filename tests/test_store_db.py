@@ -1,0 +1,79 @@
+"""The store's URL, opening, schema revisions (SQLite and, with MMTRACK_TEST_PG, PostgreSQL)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from mmtrack.errors import UserError
+from mmtrack.store.db import DEFAULT_RELATIVE, head_revision, open_store, resolve_url
+from test_store_support import mmtrack_cmd, store, store_url, subprocess_env  # noqa: F401
+
+
+def test_resolve_url_prefers_cli_then_env_then_project_root(tmp_path, monkeypatch):
+    repo = tmp_path / "proj"
+    (repo / "sub").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo / "sub")
+    monkeypatch.delenv("MMTRACK_DB", raising=False)
+    assert resolve_url(None) == f"sqlite:///{repo / DEFAULT_RELATIVE}"
+    monkeypatch.setenv("MMTRACK_DB", "postgresql://u@h/db")
+    assert resolve_url(None) == "postgresql+psycopg://u@h/db"
+    assert resolve_url("sqlite:///x.db") == "sqlite:///x.db"
+    assert resolve_url("rel/path.db") == f"sqlite:///{repo / 'sub' / 'rel' / 'path.db'}"
+
+
+def test_resolve_url_outside_git_uses_cwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MMTRACK_DB", raising=False)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    assert resolve_url(None) == f"sqlite:///{tmp_path / DEFAULT_RELATIVE}"
+
+
+def test_open_creates_schema_at_head_and_reopens(store_url):
+    s = open_store(store_url)
+    assert s.current_revision() == head_revision()
+    s.close()
+    s = open_store(store_url)  # already at head: nothing to do
+    assert s.current_revision() == head_revision()
+    with s.read() as conn:
+        n = conn.execute(text("SELECT count(*) FROM alembic_version")).scalar_one()
+    assert n == 1
+    s.close()
+
+
+def test_sqlite_is_wal_with_busy_timeout(tmp_path):
+    s = open_store(f"sqlite:///{tmp_path / 'a' / 'b.db'}")  # parent folders are created
+    with s.read() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() >= 10_000
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar_one() == 1
+    s.close()
+
+
+def test_bad_urls_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match="not valid"):
+        open_store("nonsense://")
+    with pytest.raises(UserError, match="cannot open the store"):
+        open_store(f"sqlite:///{tmp_path}")  # a directory, not a file
+
+
+def test_cli_db_upgrade_and_current(tmp_path):
+    db = tmp_path / "cli.db"
+    env = subprocess_env()
+    run = lambda *a: subprocess.run(mmtrack_cmd(*a), capture_output=True, text=True, env=env, cwd=tmp_path)  # noqa: E731
+    cur = run("db", "current", "--db", str(db))
+    assert cur.returncode == 0 and "revision <empty>" in cur.stdout and "mmtrack db upgrade" in cur.stdout
+    up = run("db", "upgrade", "--db", str(db))
+    assert up.returncode == 0 and f"-> {head_revision()} (head)" in up.stdout
+    again = run("db", "upgrade", "--db", str(db))
+    assert f"already at revision {head_revision()}" in again.stdout
+    cur = run("db", "current", "--db", str(db))
+    assert f"revision {head_revision()} (head)" in cur.stdout
+    # MMTRACK_DB is honoured when --db is absent
+    env["MMTRACK_DB"] = f"sqlite:///{tmp_path / 'env.db'}"
+    assert run("db", "upgrade").returncode == 0
+    assert (tmp_path / "env.db").is_file()

@@ -1,0 +1,136 @@
+"""Engine runs in, plain records out: series, commits, runs, change points."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from mmtrack.errors import UserError
+from mmtrack.measure.metrics import Direction, MetricSummary
+from mmtrack.results import PRIMARY, ChangePoint, Measurement, MetricKey, SeriesKey, canonical_params
+from mmtrack.store import queries as q
+from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run, sample_stats
+from test_store_support import commit_info, engine_stats, store, store_url  # noqa: F401
+
+T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+
+
+def _record(store, i, stats, *, machine="m1", env="py3.11", dirty=False, failed=False, started=None):
+    run = RunRecord(
+        machine=machine,
+        environment=env,
+        commit=commit_info(i, dirty=dirty),
+        started_at=started or T0.replace(minute=i % 60),
+        suite="benchmarks",
+        host="ci-1",
+        tool_versions={"mmtrack": "0.1.0"},
+        machine_info={"cpu": "test"},
+    )
+    cases = [EngineCaseRecord(stats.name, stats.params, version="v1", stats=stats)]
+    if failed:
+        cases.append(EngineCaseRecord("bench.Suite.track_broken", {}, status="failed", message="boom"))
+    return record_engine_run(store, run, cases)
+
+
+def test_engine_run_round_trips_every_metric(store):
+    stats = engine_stats(params={"n": "10"})
+    run_id = _record(store, 1, stats, failed=True)
+    got = q.measurements_for_run(store, run_id)
+    by_key = {(m.benchmark, m.metric): m for m in got}
+    for s in stats.tracked_metrics():
+        m = by_key[(stats.name, MetricKey(*s.key))]
+        expected = Measurement.from_summary(stats.name, stats.params, s, version="v1")
+        assert m.params == {"n": "10"} and m.version == "v1" and m.status == "ok"
+        assert m.direction == s.direction and m.format == s.format and m.display_name == s.display_name
+        assert m.samples == pytest.approx(s.values)
+        for f in ("median", "mean", "p95", "min", "max", "q1", "q3", "count"):
+            assert getattr(m, f) == pytest.approx(getattr(expected, f)), f
+    broken = by_key[("bench.Suite.track_broken", PRIMARY)]
+    assert broken.status == "failed" and broken.median is None and broken.samples == ()
+    assert q.list_metrics(store, "bench.Suite.track_broken") == [PRIMARY]
+    assert set(q.list_metrics(store, stats.name)) == {MetricKey(*s.key) for s in stats.tracked_metrics()}
+
+
+def test_series_in_commit_date_order_and_dirty_runs_left_out(store):
+    stats = engine_stats()
+    # recorded out of order; commit i has date base + i hours
+    for i in (3, 1, 2):
+        _record(store, i, stats)
+    _record(store, 4, stats, dirty=True)
+    _record(store, 5, stats, machine="other")
+    key = SeriesKey("m1", "py3.11", stats.name, canonical_params(stats.params), PRIMARY)
+    pts = q.series(store, key)
+    assert [p.commit.sha for p in pts] == [commit_info(i).sha for i in (1, 2, 3)]
+    assert all(p.measurement.metric == PRIMARY and p.measurement.count == 5 for p in pts)
+    assert pts[0].commit.date == commit_info(1).date and pts[0].commit.branches == ("main",)
+    dirty = q.series(store, key, include_dirty=True)
+    assert len(dirty) == 4 and dirty[-1].commit.dirty and dirty[-1].commit.short.endswith("+dirty")
+    bare = q.series(store, key, with_samples=False)
+    assert [p.measurement.median for p in bare] == [p.measurement.median for p in pts]
+    assert all(p.measurement.samples == () for p in bare)
+    other = SeriesKey("m1", "py3.11", stats.name, canonical_params(stats.params), MetricKey("memory", "bandwidth", "GiB/s"))
+    assert [p.measurement.direction for p in q.series(store, other)] == [Direction.HIGHER] * 3
+
+
+def test_commit_lookups_and_runs(store):
+    stats = engine_stats()
+    r1 = _record(store, 0xABC, stats, started=T0)
+    r2 = _record(store, 0xABC, stats, started=T0.replace(hour=5))  # a later re-run of the same commit
+    _record(store, 0xABD, stats, started=T0.replace(hour=6))
+    sha = commit_info(0xABC).sha
+    assert q.resolve_commit(store, sha).sha == sha
+    assert q.resolve_commit(store, sha.upper()).sha == sha
+    with pytest.raises(UserError, match="ambiguous"):
+        q.resolve_commit(store, sha[:-1])
+    with pytest.raises(UserError, match="not in the store"):
+        q.resolve_commit(store, "ffff")
+    ms = q.measurements_for_commit(store, sha)
+    assert {m.metric for m in ms} == {MetricKey(*s.key) for s in stats.tracked_metrics()}
+    assert len(ms) == len(stats.tracked_metrics())  # one per case and metric: the latest run wins
+    listed = q.runs(store)
+    assert [r.id for r in listed][:2] == [listed[0].id, r2] and listed[-1].id == r1
+    assert listed[0].results == 1 and listed[0].tool_versions == {"mmtrack": "0.1.0"} and listed[0].host == "ci-1"
+    assert [r.id for r in q.runs(store, commit=sha)] == [r2, r1]
+    assert q.runs(store, machine="nope") == []
+    assert [m.name for m in q.list_machines(store)] == ["m1"] and q.list_machines(store)[0].info == {"cpu": "test"}
+    assert [e.name for e in q.list_environments(store)] == ["py3.11"]
+    [b] = q.list_benchmarks(store)
+    assert b.name == stats.name and b.versions == ("v1",) and b.type == "engine"
+
+
+def test_measurements_for_commit_needs_a_machine_when_several(store):
+    stats = engine_stats()
+    _record(store, 7, stats, machine="a")
+    _record(store, 7, stats, machine="b")
+    with pytest.raises(UserError, match="--machine"):
+        q.measurements_for_commit(store, commit_info(7).sha)
+    assert q.measurements_for_commit(store, commit_info(7).sha, machine="a")
+
+
+def test_change_points_save_replace_load(store):
+    key = SeriesKey("m1", "py3.11", "b", "{}", PRIMARY)
+    other = SeriesKey("m1", "py3.11", "c", '{"n":"1"}', MetricKey("memory", "bandwidth", "GiB/s"))
+    cp = ChangePoint(key, Direction.LOWER, "regression", "a" * 40, "b" * 40, 1.0, 1.5, 1.5, 0.001, True, "edivisive",
+                     {"window": 10})
+    cp2 = ChangePoint(other, Direction.HIGHER, "improvement", "c" * 40, "d" * 40, 2.0, 3.0, 1.5)
+    assert q.save_change_points(store, [cp, cp2]) == 2
+    assert q.load_change_points(store) == [cp, cp2]
+    q.save_change_points(store, [cp])  # re-detect one series: replaced, not duplicated
+    assert q.load_change_points(store) == [cp, cp2]
+    q.save_change_points(store, [], replace=[key])  # the change went away
+    assert q.load_change_points(store) == [cp2]
+    assert q.load_change_points(store, series=other) == [cp2] and q.load_change_points(store, benchmark="b") == []
+
+
+@pytest.mark.parametrize("values", [[1.0], [3.0, 1.0, 2.0], list(np.random.default_rng(1).lognormal(size=37))])
+def test_sample_stats_agrees_with_metric_summary(values):
+    s = MetricSummary.from_values("", "x", "s", values)
+    st = sample_stats(values)
+    for f in ("mean", "median", "p95", "min", "max", "count"):
+        assert st[f] == pytest.approx(getattr(s, f), rel=1e-12), f
+    q1, q3 = np.percentile(values, [25, 75])
+    assert st["q1"] == pytest.approx(q1) and st["q3"] == pytest.approx(q3)
+    assert not any(math.isnan(v) for v in st.values())
