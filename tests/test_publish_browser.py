@@ -2,15 +2,13 @@
 
 Checks: no console errors, every chart drawn with the right number of points,
 the params selector redraws, a click shows the commit link, hostile names
-execute nothing. Screenshots go to a tmp folder; set MMTRACK_DOCS_SCREENSHOT=1
-to also refresh docs/screenshot.png.
+execute nothing. Screenshots go to the tests' tmp folders.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 from pathlib import Path
 from typing import Iterator
@@ -247,27 +245,3 @@ def test_hostile_names_execute_nothing(site, page, tmp_path) -> None:
         assert page.evaluate("document.querySelectorAll('main img, main svg[onload], script:not([src])').length") == 0
         page.screenshot(path=str(tmp_path / (rel.replace("/", "_") + ".png")), full_page=True)
     assert page.problems == [], page.problems
-
-
-def test_docs_screenshot(site, browser, tmp_path) -> None:
-    """A realistic page with a visible regression; refreshes docs/screenshot.png on request."""
-    out, model = site
-    bench = next(cp.series.benchmark for cp in model.change_points if cp.method == "synthetic")
-    ctx = browser.new_context(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
-    pg = ctx.new_page()
-    pg.goto((out / f"b/{bench_id(bench)}.html").as_uri())
-    pg.wait_for_function("document.querySelectorAll('#charts .js-plotly-plot .scatterlayer').length === 5", timeout=20000)
-    step = next(cp for cp in model.change_points if cp.series.benchmark == bench)
-    after = [c.sha for c in model.commits].index(step.after_sha)
-    pg.evaluate(f"() => {{ const d = document.querySelector('#charts .js-plotly-plot');"
-                f" Plotly.Fx.hover(d, [{{curveNumber: 2, pointNumber: d.data[2].x.indexOf({after + 2})}}]); }}")
-    pg.wait_for_timeout(200)
-    assert model.commits[after + 2].sha[:8] in pg.text_content(".hoverlayer")
-    target = tmp_path / "screenshot.png"
-    pg.screenshot(path=str(target))
-    ctx.close()
-    assert target.stat().st_size > 10_000
-    if os.environ.get("MMTRACK_DOCS_SCREENSHOT"):
-        docs = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
-        docs.parent.mkdir(exist_ok=True)
-        docs.write_bytes(target.read_bytes())

@@ -70,6 +70,17 @@
     if (a >= 1e3 && a < 1e7) return v.toLocaleString('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
     return v.toExponential(3);
   }
+  // A value with its unit, durations in s scaled to ns/µs/ms.
+  var TIME_UNITS = [[1, 's'], [1e-3, 'ms'], [1e-6, 'µs'], [1e-9, 'ns']];
+  function withUnit(v, s) {
+    if (v == null || !isFinite(v)) return 'n/a';
+    if (s.unit === 's' && v !== 0) {
+      for (var k = 0; k < TIME_UNITS.length; k++) {
+        if (Math.abs(v) >= TIME_UNITS[k][0] || k === TIME_UNITS.length - 1) return (v / TIME_UNITS[k][0]).toPrecision(4) + ' ' + TIME_UNITS[k][1];
+      }
+    }
+    return fmt(v, s.format) + ' ' + s.unit;
+  }
   function pct(ratio) {
     if (ratio == null || !isFinite(ratio)) return 'n/a';
     var p = (ratio - 1) * 100;
@@ -204,9 +215,10 @@
 
   function drawChart(div, id, meta, si) {
     var s = meta.series[si], d = seriesData(id, meta, si);
-    var custom = d.i.map(function (i) {
+    var custom = d.i.map(function (i, j) {
       var c = store.commits[i] || [];
-      return [pe(shortSha(c[0])), pe(c[1] ? c[1].replace('T', ' ').replace('+00:00', ' UTC') : 'no date'), pe(c[2] || '')];
+      return [pe(shortSha(c[0])), pe(c[1] ? c[1].replace('T', ' ').replace('+00:00', ' UTC') : 'no date'),
+              c[2] ? pe(c[2]) + '<br>' : '', pe(withUnit(d.m[j], s))];
     });
     var unit = pe(s.unit);
     var traces = [];
@@ -218,7 +230,7 @@
     traces.push({
       x: d.i, y: d.m, customdata: custom, mode: 'lines+markers', name: 'median', type: 'scatter',
       line: { color: COLORS.line, width: 1.6 }, marker: { size: 4, color: COLORS.line },
-      hovertemplate: '<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}<br>median %{y:.4s} ' + unit + '<extra></extra>'
+      hovertemplate: '<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}median %{customdata[3]}<extra></extra>'
     });
     var shapes = [], notes = [];
     meta.changes.forEach(function (c) {
@@ -264,7 +276,7 @@
       el('strong', { text: 'Commit ' }), el('code', { text: c[0] || '?' }), ' ', el('span', { cls: 'muted', text: c[1] || '' })
     ]));
     box.appendChild(el('div', { cls: 'message', text: c[2] || '' }));
-    box.appendChild(el('div', null, [s.metric + ': median ' + fmt(value, s.format) + ' ' + s.unit + '  ',
+    box.appendChild(el('div', null, [s.metric + ': median ' + withUnit(value, s) + '  ',
       href ? el('a', { href: href, target: '_blank', rel: 'noopener noreferrer', text: 'open commit ↗' }) : null]));
   }
 
