@@ -220,7 +220,7 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     for bench in sorted(by_bench):
         bid = bench_id(bench)
         keys = sorted(by_bench[bench], key=lambda k: (k.machine, k.environment, k.params, k.metric))
-        entry, rows = _write_benchmark(writer, bench, bid, keys, model, pos, size)
+        entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, pos, size)
         index.append(entry)
         regressions.extend(rows)
         writer.put(
@@ -251,6 +251,7 @@ def _write_benchmark(
     bid: str,
     keys: list[SeriesKey],
     model: SiteModel,
+    cps_by_key: dict[SeriesKey, list[ChangePoint]],
     pos: dict[str, int],
     size: int,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -309,11 +310,9 @@ def _write_benchmark(
         # Where the benchmark's code version changed: values on either side are not comparable.
         series_meta[-1]["versions"] = version_changes
 
-    for cp in model.change_points:
-        si = key_index.get(cp.series)
-        if si is None:
-            continue
-        cps_rows.append(_change_row(cp, pos, si))
+    for key in keys:
+        for cp in cps_by_key.get(key, ()):
+            cps_rows.append(_change_row(cp, pos, key_index[key]))
     cps_rows.sort(key=lambda r: (r["after"] if r["after"] is not None else -1))
 
     for k in sorted(chunks):
