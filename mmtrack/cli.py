@@ -163,10 +163,11 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 @click.option("--asv-config", type=click.Path(path_type=Path), help="asv.conf.json to read (default ./asv.conf.json).")
 @click.option("-b", "--benchmark", help="Publish only benchmarks whose name matches this regex.")
 @click.option("--machine", help="Publish only this machine.")
-def publish(out, db, title, commit_url, asv_config, benchmark, machine) -> None:
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def publish(out, db, title, commit_url, asv_config, benchmark, machine, no_progress) -> None:
     """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
     from .commands.publish import PublishRequest, run_publish
 
     request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=asv_config,
                              benchmark=benchmark, machine=machine)
-    sys.exit(run_publish(request, console=console))
+    sys.exit(run_publish(request, console=console, err_console=None if no_progress else err_console))

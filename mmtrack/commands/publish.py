@@ -5,8 +5,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import EXIT_OK, UserError
 from ..publish import SiteConfig, SiteModel, WriteReport, build_site
@@ -48,21 +51,29 @@ def site_config(request: PublishRequest) -> SiteConfig:
     return SiteConfig(title=request.title or asv.get("project") or "mmtrack", commit_url=url or None)
 
 
-def load_model(request: PublishRequest, config: SiteConfig) -> SiteModel:
-    from ..store.db import open_store
+def load_model(
+    request: PublishRequest, config: SiteConfig, progress: Callable[[int, int], None] | None = None
+) -> SiteModel:
     from ..publish.fromstore import model_from_store
+    from ..store.db import open_store
 
     store = open_store(request.db, upgrade_schema=False)
     try:
-        return model_from_store(store, config, benchmark_pattern=request.benchmark, machine=request.machine)
+        return model_from_store(
+            store, config, benchmark_pattern=request.benchmark, machine=request.machine, progress=progress
+        )
     finally:
         store.close()
 
 
-def publish(request: PublishRequest, model: SiteModel | None = None) -> tuple[SiteModel, WriteReport]:
+def publish(
+    request: PublishRequest,
+    model: SiteModel | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[SiteModel, WriteReport]:
     config = site_config(request)
     if model is None:
-        model = load_model(request, config)
+        model = load_model(request, config, progress)
     else:
         model = SiteModel(series=model.series, commits=model.commits, change_points=model.change_points, config=config)
     if not model.series:
@@ -75,18 +86,27 @@ def publish(request: PublishRequest, model: SiteModel | None = None) -> tuple[Si
     return model, build_site(model, request.out)
 
 
-def run_publish(request: PublishRequest, console: Console) -> int:
+def run_publish(request: PublishRequest, console: Console, err_console: Console | None = None) -> int:
+    """Publish, with a progress bar on ``err_console`` while the store is read; returns the exit code."""
     t0 = time.perf_counter()
-    model, report = publish(request)
+    if err_console is None:
+        model, report = publish(request)
+    else:
+        with Progress(
+            TextColumn("reading series"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err_console, transient=True,
+        ) as bar:
+            task = bar.add_task("", total=None)
+            model, report = publish(request, progress=lambda done, total: bar.update(task, completed=done, total=total))
     secs = time.perf_counter() - t0
     n_points = sum(1 for v in model.series.values() for p in v if p.measurement.status == "ok")
     console.print(
         f"published {len(model.benchmarks())} benchmarks, {len(model.series)} series, {n_points:,} points, "
-        f"{len(model.change_points)} change points to {request.out} in {secs:.1f} s: "
+        f"{len(model.change_points)} change points to {escape(str(request.out))} in {secs:.1f} s: "
         f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
         f"{len(report.removed)} removed",
         highlight=False,
         soft_wrap=True,
     )
-    console.print(f"open {Path(request.out).resolve() / 'index.html'}", highlight=False, soft_wrap=True)
+    console.print(f"open {escape(str(Path(request.out).resolve() / 'index.html'))}", highlight=False, soft_wrap=True)
     return EXIT_OK
