@@ -155,6 +155,101 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
     sys.exit(run_import(db, results_dir, console, err_console, progress=not no_progress))
 
 
+# -- mmtrack run: one commit under the real asv, into the store ---------------------------------------
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="asv --quick: a short engine budget; smoke runs, not numbers to trust.")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", help="Run only benchmarks matching REGEX (asv -b).")
+@db_option
+@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
+@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
+@click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
+@click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
+def run(quick, bench_regex, db, machine, config, commit, asv_args) -> None:
+    """Run this commit's asv benchmarks with samples and put them in the store.
+
+    Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
+    """
+    from .commands.run import RunRequest, run_command
+
+    request = RunRequest(
+        project=Path.cwd(),
+        config=config,
+        quick=quick,
+        bench=bench_regex,
+        db=db,
+        machine=machine,
+        commit=commit,
+        asv_args=tuple(asv_args),
+    )
+    sys.exit(run_command(request, console=console))
+
+
+# -- analysis -----------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("a")
+@click.argument("b")
+@db_option
+@click.option("--machine", help="Machine of both sides (needed when a commit ran on several).")
+@click.option("--env", help="Environment of both sides (needed when a commit ran in several).")
+@click.option("--metric", "metrics", multiple=True, help="Only these metrics (name, section/name or glob); repeatable.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
+              help="Exit 1 when a row has this verdict (regression: regressed or newly failing).")
+@click.option("--threshold", type=float, help="Minimum effect, relative (default 0.1; counters 0.01).")
+@click.option("--threshold-for", "threshold_for", multiple=True, metavar="PATTERN=VALUE",
+              help="Minimum effect for benchmarks or metrics matching a glob; repeatable.")
+@click.option("--history", type=int, default=30, show_default=True,
+              help="Commits of A's series that judge a change against its own noise (0: off).")
+@click.option("--only-changed", is_flag=True, help="Table: leave out unchanged rows.")
+def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, only_changed) -> None:
+    """Compare every metric of A (before) and B (after): commits (sha, branch, tag) or run ids (run:ID)."""
+    from .commands.compare import CompareRequest, parse_threshold_for, render, run_compare
+
+    request = CompareRequest(a=a, b=b, db=db, machine=machine, env=env, metrics=tuple(metrics), fmt=fmt,
+                             fail_on=tuple(fail_on), threshold=threshold, thresholds=parse_threshold_for(threshold_for),
+                             history=history, only_changed=only_changed)
+    outcome = run_compare(request)
+    out = render(outcome, fmt, only_changed)
+    if isinstance(out, str):
+        click.echo(out, nl=not out.endswith("\n"))
+    else:
+        console.print(out)
+    sys.exit(outcome.exit_code)
+
+
+@cli.command()
+@db_option
+@click.option("--machine", help="Only series of this machine.")
+@click.option("--env", help="Only series of this environment.")
+@click.option("-b", "--benchmark", help="Only benchmarks whose name matches this regex.")
+@click.option("--metric", "metrics", multiple=True, help="Only these metrics (name, section/name or glob); repeatable.")
+@click.option("--method", type=click.Choice(["edivisive", "pelt"]), default="edivisive", show_default=True)
+@click.option("--min-effect", type=float, help="Smallest relative step reported (default 0.05).")
+@click.option("--alpha", type=float, help="Significance of each change point (default 0.0003).")
+@click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
+@click.option("--all", "show_all", is_flag=True, help="Also list improvements and neutral changes.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression"]),
+              help="Exit 1 when a regression persists to the latest commit.")
+def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on) -> None:
+    """Find change points in every series of the store and store them for the pages."""
+    from .commands.detect import DetectRequest, render_table, run_detect, to_json
+
+    request = DetectRequest(db=db, machine=machine, env=env, benchmark=benchmark, metrics=tuple(metrics),
+                            method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
+                            fail_on=tuple(fail_on))
+    outcome = run_detect(request)
+    if fmt == "json":
+        click.echo(to_json(outcome))
+    else:
+        console.print(render_table(outcome, show_all=show_all))
+    sys.exit(outcome.exit_code)
+
+
 @cli.command()
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, help="Folder for the site.")
 @db_option

@@ -324,7 +324,7 @@ CANDIDATES: dict[str, DetectPolicy] = {
     "edivisive+mannwhitney": DetectPolicy(),
     # Hunter-like: binary segmentation that stops at the first split failing a t-test
     "edivisive-binseg+ttest": DetectPolicy(split_all=False, test="ttest", alpha=1e-3),
-    "pelt": DetectPolicy(method="pelt", pelt_penalty=6.0),
+    "pelt": DetectPolicy(method="pelt"),
 }
 
 

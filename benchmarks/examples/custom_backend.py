@@ -46,7 +46,7 @@ class CustomBackend:
     def setup(self):
         self.a = [[float(i ^ j) for j in range(N)] for i in range(N)]
 
-    @mmtrack.bench_sample(backend=SimulatedCudaEventBackend, domain="gpu", chunk_size=40)
+    @mmtrack.bench_sample(backend=SimulatedCudaEventBackend, domain="gpu", chunk_size=250)
     def track_simulated_gemm(self, ctx, chunk_size, chunk_num):
         a = self.a
         cols = list(zip(*a))

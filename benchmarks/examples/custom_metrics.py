@@ -24,7 +24,7 @@ class CustomMetrics:
     def setup(self):
         self.a = [[float((i + j) % 5) for j in range(N)] for i in range(N)]
 
-    @mmtrack.bench_sample(chunk_size=20)
+    @mmtrack.bench_sample(chunk_size=100)
     def track_matmul(self, ctx, chunk_size, chunk_num):
         start = time.perf_counter()
         for _ in range(chunk_size):

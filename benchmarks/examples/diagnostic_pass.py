@@ -28,7 +28,7 @@ class DiagnosticPass:
             MetricValue.integer("peak_bytes_per_op", peak // chunk_size, "bytes")
         )
 
-    @mmtrack.bench(chunk_size=500, diagnostic=peak_memory, diagnostic_samples=3,
+    @mmtrack.bench(chunk_size=200_000, diagnostic=peak_memory, diagnostic_samples=2,
                    throughput=mmtrack.Throughput.per_operation(1, "records"))
     def track_build_records(self, ctx, chunk_size, chunk_num):
         build_records(chunk_size)

@@ -21,7 +21,7 @@ class Factory:
         for items in ctx:
             items.sort()
 
-    @mmtrack.bench(factory=dict, chunk_size=2000)
+    @mmtrack.bench(factory=dict, chunk_size=2_000_000)
     def track_fill_fresh_dict(self, ctx, chunk_size, chunk_num):
         for i in range(chunk_size):
             ctx[i] = i

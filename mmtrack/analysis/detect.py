@@ -51,7 +51,7 @@ class DetectPolicy:
     min_segment: int = 3  # commits on each side of a change point
     min_points: int = 8  # fewer usable commits: "too short"
     split_all: bool = True  # E-Divisive: split to the end, then let pruning decide
-    pelt_penalty: float = 3.0  # PELT only: penalty in units of sigma^2 * log(n)
+    pelt_penalty: float = 6.0  # PELT only: penalty in units of sigma^2 * log(n)
 
     @property
     def name(self) -> str:

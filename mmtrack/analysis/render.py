@@ -33,14 +33,16 @@ _STYLE = {
 _ORDER = ("failed", "regressed", "ambiguous", "improved", "fixed", "not comparable", "new", "removed", "unchanged")
 
 
-def format_measurement(m: Measurement | None) -> str:
+def format_measurement(m: Measurement | None, with_unit: bool = False) -> str:
+    """The median; durations in s/ms/µs/ns, other units in the metric column unless ``with_unit``."""
     if m is None:
         return ""
     if m.status != "ok" or m.median is None or not math.isfinite(m.median):
         return m.status if m.status != "ok" else "n/a"
     if m.metric.unit == "s":
         return format_duration(m.median)
-    return f"{format_value(m.median, m.format if isinstance(m.format, MetricFormat) else MetricFormat.NUMBER)} {m.metric.unit}"
+    value = format_value(m.median, m.format if isinstance(m.format, MetricFormat) else MetricFormat.NUMBER)
+    return f"{value} {m.metric.unit}" if with_unit else value
 
 
 def format_ratio(row: Row) -> str:
@@ -51,8 +53,12 @@ def format_ratio(row: Row) -> str:
 
 
 def _sorted(comparison: Comparison) -> list[Row]:
+    """Attention first; rows that were already failing before go after the real changes."""
     rank = {v: i for i, v in enumerate(_ORDER)}
-    return sorted(comparison.rows, key=lambda r: rank[r.verdict])
+    return sorted(
+        comparison.rows,
+        key=lambda r: rank["removed"] + 0.5 if r.verdict == "failed" and r.note == "still failing" else rank[r.verdict],
+    )
 
 
 def summary_line(comparison: Comparison) -> str:
@@ -63,7 +69,7 @@ def summary_line(comparison: Comparison) -> str:
 
 def render_table(comparison: Comparison, only_changed: bool = False) -> Table:
     """A rich table in asv's shape: mark, before, after, ratio, benchmark, metric, verdict."""
-    t = Table(box=box.SIMPLE_HEAD, title=summary_line(comparison), title_justify="left")
+    t = Table(box=box.SIMPLE_HEAD, title=Text(summary_line(comparison)), title_justify="left", expand=True)
     for col, justify in (
         ("", "left"),
         (comparison.before_label, "right"),
@@ -73,19 +79,25 @@ def render_table(comparison: Comparison, only_changed: bool = False) -> Table:
         ("metric", "left"),
         ("verdict", "left"),
     ):
-        t.add_column(col, justify=justify, no_wrap=col in ("", "ratio"))
+        t.add_column(
+            Text(col),
+            justify=justify,
+            no_wrap=col not in ("benchmark", "verdict"),
+            overflow="fold" if col in ("benchmark", "verdict") else "ellipsis",
+            ratio=1 if col == "benchmark" else None,
+        )
     for row in _sorted(comparison):
         if only_changed and row.verdict == "unchanged":
             continue
         style = _STYLE[row.verdict]
-        verdict = row.verdict + (f" ({row.note})" if row.note else "")
+        verdict = row.verdict + (f": {row.note}" if row.note else "")
         t.add_row(
             Text(row.mark, style=style),
-            format_measurement(row.before),
-            format_measurement(row.after),
+            Text(format_measurement(row.before)),
+            Text(format_measurement(row.after)),
             Text(format_ratio(row), style=style),
-            row.name,
-            row.metric_label,
+            Text(row.name),  # plain Text: names like "x[s]" are not rich markup
+            Text(row.metric_label),
             Text(verdict, style=style),
         )
     return t
@@ -99,7 +111,7 @@ def _md_rows(rows: list[Row]) -> list[str]:
     out = ["| | before | after | ratio | benchmark | metric | verdict |", "|---|---:|---:|---:|---|---|---|"]
     for r in rows:
         mark = f"`{r.mark}`" if r.mark.strip() else ""
-        verdict = r.verdict + (f" ({r.note})" if r.note else "")
+        verdict = r.verdict + (f": {r.note}" if r.note else "")
         cells = [mark, format_measurement(r.before), format_measurement(r.after), format_ratio(r), r.name, r.metric_label, verdict]
         out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
     return out
@@ -154,6 +166,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             "thresholds": dict(comparison.policy.thresholds),
             "alpha": comparison.policy.alpha,
             "history_z": comparison.policy.history_z,
+            "history_margin": comparison.policy.history_margin,
         },
         "rows": [
             {

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from rich import box
 from rich.table import Table
@@ -134,12 +134,6 @@ def _value(v: float, unit: str) -> str:
     return format_duration(v) if unit == "s" else f"{format_value(v)} {unit}"
 
 
-def _series_label(key: SeriesKey) -> str:
-    params = json.loads(key.params) if key.params else {}
-    name = key.benchmark + (f"({', '.join(params.values())})" if params else "")
-    return f"{name} {key.metric.name} [{key.metric.unit}]"
-
-
 def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     n_ok = sum(r.status == "ok" for r in outcome.reports)
     title = (
@@ -150,23 +144,37 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
         f"{len(outcome.open_regressions)} still open"
         + (f"; {outcome.stored} change points stored" if outcome.stored is not None else "; not stored")
     )
-    t = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left")
-    for col in ("", "series", "machine/env", "began", "before", "after", "ratio", "persists"):
-        t.add_column(col, justify="right" if col in ("before", "after", "ratio") else "left")
     rows = [c for c in outcome.changes if show_all or c.kind == "regression"]
+    places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
+    if len(places) == 1:
+        title += f"\non {places[0]}"
+    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left", expand=True)
+    cols = ["", "benchmark", "metric", *(["machine/env"] if len(places) > 1 else []), "began", "before", "after", "ratio", "persists"]
+    for col in cols:
+        t.add_column(
+            col,
+            justify="right" if col in ("before", "after", "ratio") else "left",
+            overflow="fold" if col in ("benchmark", "metric") else "ellipsis",
+            no_wrap=col not in ("benchmark", "metric"),
+            ratio={"benchmark": 3, "metric": 1}.get(col),
+        )
     for c in sorted(rows, key=lambda c: (c.kind != "regression", not c.persists, -abs(math.log(c.ratio)) if c.ratio > 0 else 0)):
         style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
         mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
-        t.add_row(
+        params = json.loads(c.series.params) if c.series.params else {}
+        cells = [
             Text(mark, style=style),
-            _series_label(c.series),
-            f"{c.series.machine}/{c.series.environment}",
+            # plain Text: names like "x[s]" are not rich markup
+            Text(c.series.benchmark + (f"({', '.join(params.values())})" if params else "")),
+            Text(f"{c.series.metric.name} [{c.series.metric.unit}]"),
+            *([Text(f"{c.series.machine}/{c.series.environment}")] if len(places) > 1 else []),
             f"{c.before_sha[:8]}..{c.after_sha[:8]}",
-            _value(c.before_value, c.series.metric.unit),
-            _value(c.after_value, c.series.metric.unit),
+            Text(_value(c.before_value, c.series.metric.unit)),
+            Text(_value(c.after_value, c.series.metric.unit)),
             Text(f"{c.ratio:.2f}", style=style),
             "yes" if c.persists else "no",
-        )
+        ]
+        t.add_row(*cells)
     return t
 
 

@@ -1,0 +1,265 @@
+"""``mmtrack compare`` and ``mmtrack detect`` on real SQLite stores.
+
+The main store is the real MetPy asv history (59 commits) imported with the real
+``mmtrack import-asv``, after injecting known changes into a temporary copy:
+- benchmark A: its last commit 1.5x slower (a regression for compare);
+- benchmark B: its last 12 commits 1.5x slower (a lasting regression for detect);
+- benchmark C: its code version changed on the last commit (not comparable).
+A second store holds real engine runs on the commits of a real temporary git
+repository, to resolve branches, tags and revisions through git.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import SHARED, run_cli
+from mmtrack.commands.compare import CompareRequest, run_compare
+from mmtrack.commands.detect import DetectRequest, run_detect
+from mmtrack.errors import UserError
+from mmtrack.store import queries as q
+from mmtrack.store.db import open_store
+from test_store_support import BACKENDS, PG_URL, reset_postgres
+
+METPY = SHARED / "data" / "asv-results" / "metpy" / "results"
+
+pytestmark = pytest.mark.skipif(not METPY.is_dir(), reason=f"shared asv results not found at {METPY}")
+
+
+def _files_by_date(results: Path) -> list[tuple[int, Path, dict]]:
+    out = []
+    for f in results.glob("*/*.json"):
+        if f.name == "machine.json":
+            continue
+        d = json.loads(f.read_text())
+        out.append((d["date"], f, d))
+    return sorted(out, key=lambda t: t[0])
+
+
+def _scale(d: dict, bench: str, factor: float) -> None:
+    cols = d["result_columns"]
+    row = d["results"][bench]
+    for col in ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75"):
+        i = cols.index(col)
+        row[i] = [v * factor if v is not None else None for v in row[i]]
+
+
+def _quiet_benchmarks(files: list[tuple[int, Path, dict]]) -> list[str]:
+    """Benchmarks ok on every commit, quietest first (relative spread of the medians)."""
+    values: dict[str, list[float]] = {}
+    for _, _, d in files:
+        i = d["result_columns"].index("result")
+        for name, row in d["results"].items():
+            v = row[i][0] if row[i] else None
+            values.setdefault(name, []).append(v if v is not None else float("nan"))
+    ok = {n: np.array(v) for n, v in values.items() if len(v) == len(files) and np.all(np.isfinite(v))}
+    return sorted(ok, key=lambda n: float(np.std(np.log(ok[n][-30:]))))
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def metpy_store(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("metpy")
+    results = tmp / "results"
+    shutil.copytree(METPY, results)
+    files = _files_by_date(results)
+    a, b, c = _quiet_benchmarks(files)[:3]
+    last = files[-1][2]
+    _scale(last, a, 1.5)
+    for _, _, d in files[-12:]:
+        _scale(d, b, 1.5)
+    last["results"][c][last["result_columns"].index("version")] = "changed-code-version"
+    for _, f, d in files:
+        f.write_text(json.dumps(d))
+    if request.param == "sqlite":
+        db = str(tmp / "store.db")
+    else:  # a real PostgreSQL server when MMTRACK_TEST_PG is set
+        reset_postgres(PG_URL)
+        db = PG_URL
+    proc = run_cli("import-asv", str(results), "--db", db, "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    shas = [d["commit_hash"] for _, _, d in files]
+    return {"db": db, "a": a, "b": b, "c": c, "shas": shas, "tmp": tmp}
+
+
+def test_compare_injected_changes(metpy_store):
+    s = metpy_store
+    out = run_compare(CompareRequest(a=s["shas"][-2][:10], b=s["shas"][-1][:10], db=s["db"], fail_on=("regression",)))
+    verdicts = {r.benchmark: r for r in out.comparison.rows}
+    assert verdicts[s["a"]].verdict == "regressed"
+    assert verdicts[s["a"]].ratio == pytest.approx(1.5, rel=0.01)
+    assert verdicts[s["a"]].test == "ci-overlap"  # asv's files hold no samples
+    assert verdicts[s["a"]].history_z is not None and verdicts[s["a"]].history_z > 3
+    assert verdicts[s["c"]].verdict == "not comparable"
+    assert verdicts[s["b"]].verdict == "unchanged"  # both commits already at the new level
+    assert s["a"] in [r.benchmark for r in out.failing] and out.exit_code == 1
+    # every row covers the one metric asv records for these time benchmarks
+    assert {r.metric.name for r in out.comparison.rows} == {"time_per_op"}
+
+
+def test_compare_cli_formats_and_exit_codes(metpy_store):
+    s = metpy_store
+    a, b = s["shas"][-2][:8], s["shas"][-1][:8]
+    proc = run_cli("compare", a, b, "--db", s["db"], "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    row = next(r for r in data["rows"] if r["benchmark"] == s["a"])
+    assert row["verdict"] == "regressed" and row["mark"] == "+"
+    proc = run_cli("compare", a, b, "--db", s["db"], "--format", "markdown", "--fail-on", "regression")
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("### :red_circle: Performance regressed")
+    assert f"| `+` |" in proc.stdout and s["a"] in proc.stdout
+    proc = run_cli("compare", a, b, "--db", s["db"], "--only-changed")
+    assert proc.returncode == 0 and "regressed" in proc.stdout and "not comparable" in proc.stdout
+    # a looser threshold for that benchmark turns the 1.5x into unchanged
+    proc = run_cli("compare", a, b, "--db", s["db"], "--threshold-for", f"{s['a']}=0.6", "--format", "json",
+                   "--fail-on", "regression")
+    row = next(r for r in json.loads(proc.stdout)["rows"] if r["benchmark"] == s["a"])
+    assert row["verdict"] == "unchanged" and row["threshold"] == 0.6
+
+
+def test_compare_run_ids_and_history_off(metpy_store):
+    s = metpy_store
+    store = open_store(s["db"])
+    try:
+        runs = {r.commit.sha: r.id for r in q.runs(store)}
+        out = run_compare(
+            CompareRequest(a=f"run:{runs[s['shas'][-2]]}", b=f"#{runs[s['shas'][-1]]}", db=s["db"], history=0), store
+        )
+    finally:
+        store.close()
+    row = next(r for r in out.comparison.rows if r.benchmark == s["a"])
+    assert row.verdict == "regressed" and row.history_z is None
+    assert out.before.run_id == runs[s["shas"][-2]] and out.before.label.startswith("run ")
+
+
+def test_bad_input_lists_nearest_names_and_exits_2(metpy_store):
+    s = metpy_store
+    a, b = s["shas"][-2][:8], s["shas"][-1][:8]
+    proc = run_cli("compare", a, b, "--db", s["db"], "--machine", "Docker_Containr")
+    assert proc.returncode == 2
+    assert "unknown machine 'Docker_Containr'; nearest: Docker_Container" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = run_cli("compare", a, b, "--db", s["db"], "--metric", "time_per_opp")
+    assert proc.returncode == 2 and "unknown metric 'time_per_opp'; nearest: time_per_op" in proc.stderr
+    proc = run_cli("compare", "nosuchbranch", b, "--db", s["db"])
+    assert proc.returncode == 2 and "unknown commit 'nosuchbranch'" in proc.stderr
+    with pytest.raises(UserError, match=r"unknown run id 'run:999999'") as exc:
+        run_compare(CompareRequest(a="run:999999", b=b, db=s["db"]))
+    assert exc.value.exit_code == 2
+    with pytest.raises(UserError, match="unknown environment"):
+        run_compare(CompareRequest(a=a, b=b, db=s["db"], env="virtualenv-py3.11"))
+
+
+def test_detect_finds_the_lasting_regression_and_stores_it(metpy_store):
+    s = metpy_store
+    proc = run_cli("detect", "--db", s["db"], "--fail-on", "regression")
+    assert proc.returncode == 1, proc.stderr  # regressions persist to the latest commit
+    assert "128 series (128 analysed, 0 too short" in proc.stdout
+    assert "time_per_op [s]" in proc.stdout and "persists" in proc.stdout
+    store = open_store(s["db"])
+    try:
+        stored = q.load_change_points(store, benchmark=s["b"])
+        first_new = s["shas"][-12]
+        hit = [c for c in stored if c.after_sha == first_new]
+        assert len(hit) == 1 and hit[0].kind == "regression" and hit[0].persists
+        assert hit[0].before_sha == s["shas"][-13]
+        assert hit[0].ratio == pytest.approx(1.5, rel=0.1)
+        total = len(q.load_change_points(store))
+        # run again over one benchmark: its findings are replaced, not piled up
+        out = run_detect(DetectRequest(db=s["db"], benchmark=f"^{s['b']}$"), store)
+        assert [r.series.benchmark for r in out.reports] == [s["b"]]
+        assert len(q.load_change_points(store)) == total
+        # dry run stores nothing
+        out = run_detect(DetectRequest(db=s["db"], benchmark=f"^{s['b']}$", store_results=False), store)
+        assert out.stored is None and out.changes
+    finally:
+        store.close()
+    proc = run_cli("detect", "--db", s["db"], "--dry-run", "--format", "json", "-b", s["b"])
+    data = json.loads(proc.stdout)
+    assert data["stored"] is None and data["series"][0]["changes"][0]["after_sha"] == s["shas"][-12]
+    proc = run_cli("detect", "--db", s["db"], "--dry-run", "-b", "no_such_bench")
+    assert proc.returncode == 2 and "unknown benchmark" in proc.stderr
+
+
+def test_detect_reports_too_short(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(METPY, results)
+    for _, f, _ in _files_by_date(results)[5:]:
+        f.unlink()
+    db = tmp_path / "short.db"
+    assert run_cli("import-asv", str(results), "--db", str(db), "--no-progress").returncode == 0
+    out = run_detect(DetectRequest(db=str(db)))
+    assert out.reports and all(r.status == "too_short" for r in out.reports)
+    assert out.changes == [] and out.exit_code == 0
+
+
+# --------------------------------------------------------------------------- git-resolved commits
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def git_store(tmp_path_factory):
+    from test_store_support import engine_stats
+
+    from mmtrack.results import CommitInfo
+    from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
+
+    repo = tmp_path_factory.mktemp("repo")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "t")
+    shas = []
+    for i in range(3):
+        (repo / "f.txt").write_text(str(i))
+        _git(repo, "add", "f.txt")
+        _git(repo, "commit", "-q", "-m", f"c{i}")
+        shas.append(_git(repo, "rev-parse", "HEAD"))
+        if i == 0:
+            _git(repo, "tag", "v1")
+    _git(repo, "branch", "feature", shas[1])
+    db = repo / ".mmtrack" / "mmtrack.db"
+    db.parent.mkdir()
+    store = open_store(str(db))
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    try:
+        for i, sha in enumerate(shas):
+            stats = engine_stats(name="bench.Suite.time_loop", scale=1.0)
+            run = RunRecord(machine="ci-1", environment="py3", commit=CommitInfo(sha, t0 + timedelta(hours=i)),
+                            started_at=t0 + timedelta(hours=i))
+            record_engine_run(store, run, [EngineCaseRecord(stats.name, {}, version="v1", stats=stats)])
+    finally:
+        store.close()
+    return {"repo": repo, "db": str(db), "shas": shas}
+
+
+def test_commits_resolved_through_git(git_store):
+    g = git_store
+    out = run_compare(CompareRequest(a="v1", b="main", db=g["db"], cwd=g["repo"]))
+    assert out.before.commit.sha == g["shas"][0] and out.after.commit.sha == g["shas"][2]
+    metrics = {r.metric for r in out.comparison.rows}
+    assert len(metrics) >= 3  # time per op, throughput and the custom metrics of the engine run
+    out = run_compare(CompareRequest(a="HEAD~1", b="feature", db=g["db"], cwd=g["repo"]))
+    assert out.before.commit.sha == g["shas"][1] == out.after.commit.sha
+    assert all(r.verdict in ("unchanged", "ambiguous") for r in out.comparison.rows)
+    # the default store of the project (.mmtrack/mmtrack.db) and git refs from the cwd
+    proc = run_cli("compare", "v1", "main", "--format", "json", cwd=g["repo"])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["before"] == g["shas"][0][:8]
+    proc = run_cli("compare", "mian", "main", cwd=g["repo"])
+    assert proc.returncode == 2 and "unknown commit 'mian'; nearest: main" in proc.stderr
+    # a git commit with no runs in the store
+    (g["repo"] / "f.txt").write_text("new")
+    _git(g["repo"], "commit", "-qam", "unmeasured")
+    with pytest.raises(UserError, match="has no runs in the store"):
+        run_compare(CompareRequest(a="v1", b="HEAD", db=g["db"], cwd=g["repo"]))
+    _git(g["repo"], "reset", "-q", "--hard", "HEAD~1")
