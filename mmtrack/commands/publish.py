@@ -89,7 +89,7 @@ def publish(
 def run_publish(request: PublishRequest, console: Console, err_console: Console | None = None) -> int:
     """Publish, with a progress bar on ``err_console`` while the store is read; returns the exit code."""
     t0 = time.perf_counter()
-    if err_console is None:
+    if err_console is None or not err_console.is_terminal:
         model, report = publish(request)
     else:
         with Progress(
