@@ -221,6 +221,9 @@ def test_compare_page(site, page) -> None:
     rows = page.eval_on_selector_all("#compare tbody tr", "rs => rs.length")
     both = sum(1 for v in model.series.values() if {a, b} <= {p.commit.sha for p in v if p.measurement.status == "ok"})
     assert rows == both
+    # Another base commit: the URL follows, so the comparison can be shared.
+    page.select_option("#commit-a", str(30))
+    page.wait_for_function(f"location.search.includes('{model.commits[30].sha}')")
     assert page.problems == []
 
 

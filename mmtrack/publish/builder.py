@@ -331,7 +331,8 @@ def _write_benchmark(
             cps_rows,
             key=lambda r: (r["after"] if r["after"] is not None else -1, abs(math.log(r["ratio"])) if r["ratio"] else 0),
         )
-        latest = dict(last, metric=series_meta[last["s"]]["metric"], machine=series_meta[last["s"]]["machine"])
+        sm = series_meta[last["s"]]
+        latest = dict(last, metric=sm["metric"], machine=sm["machine"], env=sm["env"], params=sm["params"])
     entry = {
         "id": bid,
         "name": bench,

@@ -155,7 +155,7 @@
               r.machines.join(', '),
               el('span', { title: r.metrics.join('\n'), text: r.metrics.length === 1 ? r.metrics[0] : r.metrics.length + ' metrics' }),
               String(r.series),
-              l ? el('span', null, [badge(l.kind), ' ' + pct(l.ratio) + ' ', el('span', { cls: 'muted', text: l.metric })]) : el('span', { cls: 'muted', text: 'none' }),
+              l ? el('a', { href: benchHref(r.id, l), cls: 'change-link' }, [badge(l.kind), ' ' + pct(l.ratio) + ' ', el('span', { cls: 'muted', text: l.metric })]) : el('span', { cls: 'muted', text: 'none' }),
               l ? shaLink(l.after_sha) : ''
             ]
           };
@@ -365,6 +365,11 @@
       a.value = String(ia >= 0 ? ia : Math.max(0, n - 2));
       b.value = String(ib >= 0 ? ib : n - 1);
       [a, b, $('search')].forEach(function (x) { x.addEventListener('input', render); });
+      [a, b].forEach(function (x) { x.addEventListener('input', function () {
+        var q2 = new URLSearchParams();
+        q2.set('a', store.commits[+a.value][0]); q2.set('b', store.commits[+b.value][0]);
+        history.replaceState(null, '', '?' + q2.toString());
+      }); });
       render();
       function render() {
         var pa = +a.value, pb = +b.value, size = store.site.chunk;
