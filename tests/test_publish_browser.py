@@ -181,6 +181,16 @@ def test_benchmark_page_draws_every_metric_with_all_points(site, page, tmp_path)
     for c in wait_charts(page, 5):
         assert keys[c["series"]].machine == "ci-arm64" and '"n":"100000"' in keys[c["series"]].params
 
+    # By date: the same points, placed at their commit dates.
+    page.check("#by-date")
+    page.wait_for_function("document.querySelector('#charts .js-plotly-plot').layout.xaxis.type === 'date'")
+    first_x = page.evaluate("document.querySelector('#charts .js-plotly-plot').data[2].x[0]")
+    assert first_x == model.commits[0].date.isoformat(timespec="seconds")
+    assert [c["points"] for c in wait_charts(page, 5)] == [c["points"] for c in charts]
+    assert "x=date" in page.evaluate("location.hash")
+    page.uncheck("#by-date")
+    wait_charts(page, 5)
+
     # A click on a point shows its commit with a link through the configured URL.
     page.evaluate("() => { const d = document.querySelector('#charts .js-plotly-plot');"
                   " const t = d.data.findIndex(t => t.name === 'median');"

@@ -213,8 +213,12 @@
 
   var COLORS = { line: '#2563eb', band: 'rgba(37,99,235,0.16)', regression: '#dc2626', improvement: '#16a34a', change: '#6b7280' };
 
-  function drawChart(div, id, meta, si) {
-    var s = meta.series[si], d = seriesData(id, meta, si);
+  // The x of a commit position: the position itself, or the commit date when drawing by date.
+  function allDated() { for (var i = 0; i < store.site.n_commits; i++) if (!(store.commits[i] || [])[1]) return false; return true; }
+  function xOf(byDate) { return byDate ? function (i) { return store.commits[i][1]; } : function (i) { return i; }; }
+
+  function drawChart(div, id, meta, si, byDate) {
+    var s = meta.series[si], d = seriesData(id, meta, si), X = xOf(byDate), xs = d.i.map(X);
     var custom = d.i.map(function (i, j) {
       var c = store.commits[i] || [];
       return [pe(shortSha(c[0])), pe(c[1] ? c[1].replace('T', ' ').replace('+00:00', ' UTC') : 'no date'),
@@ -223,12 +227,12 @@
     var unit = pe(s.unit);
     var traces = [];
     if (s.band) {
-      traces.push({ x: d.i, y: d.lo, mode: 'lines', line: { width: 0 }, hoverinfo: 'skip', showlegend: false, name: 'band-low', type: 'scatter' });
-      traces.push({ x: d.i, y: d.hi, mode: 'lines', line: { width: 0 }, fill: 'tonexty', fillcolor: COLORS.band, hoverinfo: 'skip',
+      traces.push({ x: xs, y: d.lo, mode: 'lines', line: { width: 0 }, hoverinfo: 'skip', showlegend: false, name: 'band-low', type: 'scatter' });
+      traces.push({ x: xs, y: d.hi, mode: 'lines', line: { width: 0 }, fill: 'tonexty', fillcolor: COLORS.band, hoverinfo: 'skip',
         name: s.band === 'IQR' ? 'IQR (q1–q3)' : 'CI', type: 'scatter' });
     }
     traces.push({
-      x: d.i, y: d.m, customdata: custom, mode: 'lines+markers', name: 'median', type: 'scatter',
+      x: xs, y: d.m, customdata: custom, mode: 'lines+markers', name: 'median', type: 'scatter',
       line: { color: COLORS.line, width: 1.6 }, marker: { size: 4, color: COLORS.line },
       hovertemplate: '<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}median %{customdata[3]}<extra></extra>'
     });
@@ -237,22 +241,24 @@
       if (c.s !== si || c.after == null) return;
       var col = COLORS[c.kind] || COLORS.change;
       var x0 = c.before != null ? c.before : c.after;
-      shapes.push({ type: 'rect', xref: 'x', yref: 'paper', x0: x0, x1: c.after, y0: 0, y1: 1, fillcolor: col, opacity: 0.12, line: { width: 0 } });
-      shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: c.after, x1: c.after, y0: 0, y1: 1, line: { color: col, width: 1.5, dash: 'dot' } });
-      notes.push({ x: c.after, y: 0.04, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'right', showarrow: false,
+      shapes.push({ type: 'rect', xref: 'x', yref: 'paper', x0: X(x0), x1: X(c.after), y0: 0, y1: 1, fillcolor: col, opacity: 0.12, line: { width: 0 } });
+      shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: X(c.after), x1: X(c.after), y0: 0, y1: 1, line: { color: col, width: 1.5, dash: 'dot' } });
+      notes.push({ x: X(c.after), y: 0.04, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'right', showarrow: false,
         text: pe(c.kind + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 },
         bgcolor: 'rgba(255,255,255,0.85)', bordercolor: col, borderwidth: 1, borderpad: 2 });
     });
     (s.versions || []).forEach(function (v) {
-      shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: v[0] - 0.5, x1: v[0] - 0.5, y0: 0, y1: 1, line: { color: '#9ca3af', width: 1, dash: 'dash' } });
-      notes.push({ x: v[0] - 0.5, y: 1, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'left', showarrow: false,
+      var vx = byDate ? X(v[0]) : v[0] - 0.5;
+      shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: vx, x1: vx, y0: 0, y1: 1, line: { color: '#9ca3af', width: 1, dash: 'dash' } });
+      notes.push({ x: vx, y: 1, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'left', showarrow: false,
         text: pe('code version ' + String(v[1]).slice(0, 12)), font: { color: '#6b7280', size: 10 } });
     });
     var title = s.section ? s.section + ' / ' + s.display : s.display;
     var layout = {
       title: { text: '<b>' + pe(title) + '</b> <span style="font-size:11px;color:#6b7280">[' + unit + '] · ' + pe(s.direction) + ' is better</span>', x: 0, xanchor: 'left', font: { size: 14 } },
       height: 300, margin: { l: 64, r: 16, t: 48, b: 40 },
-      xaxis: { title: { text: 'commit (oldest → newest)', font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3' },
+      xaxis: { title: { text: byDate ? 'commit date' : 'commit (oldest → newest)', font: { size: 11 } }, type: byDate ? 'date' : 'linear',
+               zeroline: false, gridcolor: '#eef0f3' },
       yaxis: { title: { text: unit, font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3', rangemode: 'tozero' },
       hovermode: 'closest', hoverlabel: { align: 'left' }, showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1.12, font: { size: 11 } },
       shapes: shapes, annotations: notes, paper_bgcolor: '#fff', plot_bgcolor: '#fff', font: { family: 'system-ui, sans-serif' }
@@ -314,9 +320,17 @@
       sel.addEventListener('input', function () { remember(); draw(); });
       return { dm: dm, sel: sel };
     });
+    var dated = allDated();
+    var byDate = el('input', { type: 'checkbox', id: 'by-date' });
+    byDate.checked = dated && wanted.get('x') === 'date';
+    if (dated) {
+      box.appendChild(el('label', null, [byDate, ' by date']));
+      byDate.addEventListener('input', function () { remember(); draw(); });
+    }
     function remember() {
       var q = new URLSearchParams();
       sels.forEach(function (x) { q.set(x.dm.key, x.sel.value); });
+      if (byDate.checked) q.set('x', 'date');
       history.replaceState(null, '', '#' + q.toString());
     }
     function draw() {
@@ -333,7 +347,7 @@
       chosen.forEach(function (si) {
         var div = el('div', { cls: 'chart' });
         charts.appendChild(div);
-        drawChart(div, id, meta, si).catch(fail);
+        drawChart(div, id, meta, si, byDate.checked).catch(fail);
       });
     }
     draw();
