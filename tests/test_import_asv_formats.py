@@ -95,6 +95,7 @@ def _results_file(results: Path) -> dict:
     return json.loads(f.read_text())
 
 
+@pytest.mark.slow
 def test_every_benchmark_type_from_a_real_asv_run(store, asv_results):
     expected = count_asv_results(asv_results)
     assert expected["skipped"] >= 1 and expected["failed"] >= 2  # the run did what the suite asks

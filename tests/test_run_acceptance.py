@@ -9,6 +9,8 @@ metrics for every commit, and the slowdown shows at the third commit.
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import subprocess
@@ -262,10 +264,11 @@ def test_the_summary_compares_with_the_previous_commit(history):
     shas = history["shas"]
     assert f"compared with the previous commit on {MACHINE} (mmtrack compare {shas[0][:8]} {shas[1][:8]})" in second_out
     assert f"compared with the previous commit on {MACHINE} (mmtrack compare {shas[1][:8]} {shas[2][:8]})" in third_out
-    regressed = [ln.split() for ln in third_out.splitlines() if ln.strip().startswith("+")]
-    rows = {(r[-3], r[-2]): r for r in regressed if r[-1] == "regressed"}
+    # rows read: mark, before, after, ratio, benchmark, "metric [unit]", verdict
+    row = re.compile(r"^\s*\+\s.*?\s(\d+\.\d\d)\s+(bench_work\S+)\s+(\S+) \[[^\]]*\]\s+regressed\s*$")
+    rows = {(m.group(2), m.group(3)): m.group(1) for m in map(row.match, third_out.splitlines()) if m}
     for scale in ("1", "2"):
         assert (f"bench_work.Work.track_loop({scale})", "time_per_op") in rows, third_out
-        assert rows[(f"bench_work.Work.track_loop({scale})", "iterations")][-4] == "2.00", third_out
+        assert rows[(f"bench_work.Work.track_loop({scale})", "iterations")] == "2.00", third_out
     # The unchanged second commit: nothing regressed.
     assert not [ln for ln in second_out.splitlines() if ln.strip().startswith("+")], second_out

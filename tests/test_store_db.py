@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -77,3 +76,28 @@ def test_cli_db_upgrade_and_current(tmp_path):
     env["MMTRACK_DB"] = f"sqlite:///{tmp_path / 'env.db'}"
     assert run("db", "upgrade").returncode == 0
     assert (tmp_path / "env.db").is_file()
+
+
+def test_unreachable_server_is_one_line_user_error(tmp_path):
+    with pytest.raises(UserError, match=r"cannot open the store at postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x: .*refused"):
+        open_store("postgresql://u:secret@127.0.0.1:1/x")
+    try:
+        open_store("postgresql://u:secret@127.0.0.1:1/x")
+    except UserError as exc:
+        assert "secret" not in str(exc) and "\n" not in str(exc)
+
+
+def test_db_current_does_not_create_a_store(tmp_path):
+    from mmtrack.commands.db import db_current
+
+    r = db_current(f"sqlite:///{tmp_path / 'none' / 'x.db'}")
+    assert r.current is None and not r.up_to_date and not (tmp_path / "none").exists()
+
+
+def test_sqlite_reads_through_a_memory_map(tmp_path):
+    from mmtrack.store.db import MMAP_BYTES
+
+    s = open_store(f"sqlite:///{tmp_path / 'm.db'}")
+    with s.read() as conn:
+        assert conn.exec_driver_sql("PRAGMA mmap_size").scalar_one() == MMAP_BYTES
+    s.close()

@@ -134,3 +134,32 @@ def test_sample_stats_agrees_with_metric_summary(values):
     q1, q3 = np.percentile(values, [25, 75])
     assert st["q1"] == pytest.approx(q1) and st["q3"] == pytest.approx(q3)
     assert not any(math.isnan(v) for v in st.values())
+
+
+def test_series_builds_measurements_in_field_order():
+    """series() builds Measurement positionally for speed; keep it in step with results.py."""
+    import dataclasses
+
+    assert tuple(f.name for f in dataclasses.fields(Measurement)) == q.MEASUREMENT_FIELDS
+
+
+def test_engine_run_with_a_source_is_recorded_once(store):
+    stats = engine_stats()
+    run = RunRecord("m1", "py3.11", commit_info(9), T0, source="spool:abc")
+    first = record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
+    again = record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
+    assert first == again and [r.id for r in q.runs(store)] == [first]
+
+
+def test_series_gives_one_point_per_commit_its_latest_run(store):
+    # mmtrack run records an asv run and an engine run of the same commit
+    slow, fast = engine_stats(scale=2.0), engine_stats()
+    _record(store, 1, slow, started=T0)
+    latest = _record(store, 1, fast, started=T0.replace(hour=5))
+    _record(store, 2, fast, started=T0.replace(hour=6))
+    key = SeriesKey("m1", "py3.11", fast.name, canonical_params(fast.params), PRIMARY)
+    pts = q.series(store, key)
+    assert [p.commit.sha for p in pts] == [commit_info(1).sha, commit_info(2).sha]
+    assert pts[0].run_id == latest
+    every = q.series(store, key, per_commit=False)
+    assert [p.commit.sha for p in every] == [commit_info(i).sha for i in (1, 1, 2)]

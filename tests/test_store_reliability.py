@@ -46,6 +46,7 @@ store.close()
 """
 
 
+@pytest.mark.slow
 def test_eight_processes_write_500_runs_each_into_one_sqlite_file(tmp_path):
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     go = tmp_path / "go"
@@ -101,6 +102,7 @@ def _counts(url: str) -> dict[str, int]:
     return out
 
 
+@pytest.mark.slow
 def test_import_killed_midway_leaves_a_consistent_store_and_rerun_completes(tmp_path):
     db = tmp_path / "kill.db"
     url = f"sqlite:///{db}"

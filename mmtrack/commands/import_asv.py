@@ -19,7 +19,7 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
         raise UserError(f"{results_dir}: not a directory; give an asv results folder (the one with benchmarks.json)")
     store = open_store(url)
     try:
-        if progress:
+        if progress and err_console.is_terminal:
             with Progress(
                 TextColumn("importing"),
                 BarColumn(),

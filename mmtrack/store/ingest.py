@@ -22,7 +22,7 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, delete, func, select, update
@@ -238,6 +238,37 @@ class _Dims:
             m.Benchmark.__table__, {"name": c.name, "params": c.params, "version": c.version}, {"unit": c.unit, "type": c.type}
         )
 
+    def prefetch_benchmarks(self, cases: Sequence[_Case]) -> None:
+        """Resolve every benchmark of a run in a few statements, not three per new case."""
+        t = m.Benchmark.__table__
+        missing = {
+            (c.name, c.params, c.version): c
+            for c in cases
+            if ("benchmark", c.name, c.params, c.version) not in self.shared
+            and ("benchmark", c.name, c.params, c.version) not in self.new
+        }
+        if not missing:
+            return
+        names = sorted({k[0] for k in missing})
+
+        def load() -> None:
+            for i in range(0, len(names), 500):
+                for row in self.conn.execute(
+                    select(t.c.id, t.c.name, t.c.params, t.c.version).where(t.c.name.in_(names[i : i + 500]))
+                ):
+                    if (row.name, row.params, row.version) in missing:
+                        self.new[("benchmark", row.name, row.params, row.version)] = row.id
+
+        load()
+        todo = [c for k, c in missing.items() if ("benchmark",) + k not in self.new]
+        if todo:
+            stmt = _insert(self.conn, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
+            self.conn.execute(
+                stmt, [{"name": c.name, "params": c.params, "version": c.version, "unit": c.unit, "type": c.type}
+                       for c in todo]
+            )
+            load()
+
     def metric(self, key: tuple[str, str, str]) -> int:
         return self._get(m.Metric.__table__, {"section": key[0], "name": key[1], "unit": key[2]})
 
@@ -316,6 +347,7 @@ def _write_run(
             .returning(run_t.c.id)
         ).scalar_one()
         if cases:
+            dims.prefetch_benchmarks(cases)
             rows = [
                 {
                     "run_id": run_id,
@@ -501,7 +533,6 @@ def record_engine_run(store: Store, run: RunRecord, cases: list[EngineCaseRecord
 
 # -- asv results folders -------------------------------------------------------------------------
 
-ASV_TYPES = {"time", "timeraw", "track", "memory", "peakmemory"}
 _PREFIX_TYPES = (
     ("timeraw_", "time", "seconds"),
     ("time_", "time", "seconds"),
@@ -746,8 +777,7 @@ def _asv_cases(
     metric, direction = asv_metric(meta.type, meta.unit)
     mkey = (metric.section, metric.name, metric.unit)
     dvalue, fmt, version = direction.value, MetricFormat.NUMBER.value, version or ""
-    cols = {k: _columns(row, k, n, what) for k in _STAT_COLUMNS}
-    ci_a, ci_b, q25, q75, number, repeat, samples_col = (cols[k] for k in _STAT_COLUMNS)
+    ci_a, ci_b, q25, q75, number, repeat, samples_col = [_columns(row.get(k), k, n, what) for k in _STAT_COLUMNS]
     params_key = "{}" if not grid else None
     out = []
     for i, combo in enumerate(combos):
@@ -802,12 +832,11 @@ def _asv_cases(
 _STAT_COLUMNS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
 
 
-def _columns(row: Mapping[str, Any], key: str, n: int, what: str) -> Sequence[Any]:
+def _columns(col: Any, key: str, n: int, what: str) -> Sequence[Any]:
     """One per-combination column of a results row; all None when absent."""
-    col = row.get(key)
     if col is None:
         return (None,) * n
-    if not isinstance(col, list) or len(col) != n:
+    if type(col) is not list or len(col) != n:
         raise ResultsFileError(f"{what}: column {key!r} does not have one entry per parameter combination")
     return col
 

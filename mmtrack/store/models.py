@@ -187,10 +187,10 @@ class Measurement(Base):
     format: Mapped[str] = mapped_column(String(8), default="number")
     display_name: Mapped[str | None] = mapped_column(String(255))
 
-    __table_args__ = (
-        UniqueConstraint("result_id", "metric_id"),
-        Index("ix_measurement_metric_result", "metric_id", "result_id"),
-    )
+    # (result_id, metric_id) is the series lookup. There is deliberately no index led by
+    # metric_id: SQLite's planner would pick it and scan every result of the metric
+    # (revision 0004 dropped it; see docs/store.md).
+    __table_args__ = (UniqueConstraint("result_id", "metric_id"),)
 
 
 class ChangePointRow(Base):
