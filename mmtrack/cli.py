@@ -248,3 +248,21 @@ def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_
     else:
         console.print(render_table(outcome, show_all=show_all))
     sys.exit(outcome.exit_code)
+
+
+@cli.command()
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, help="Folder for the site.")
+@db_option
+@click.option("--title", help="Site title (default: asv.conf.json's project, else 'mmtrack').")
+@click.option("--commit-url", help="URL prefix a commit sha is appended to (default: asv's show_commit_url).")
+@click.option("--asv-config", type=click.Path(path_type=Path), help="asv.conf.json to read (default ./asv.conf.json).")
+@click.option("-b", "--benchmark", help="Publish only benchmarks whose name matches this regex.")
+@click.option("--machine", help="Publish only this machine.")
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def publish(out, db, title, commit_url, asv_config, benchmark, machine, no_progress) -> None:
+    """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
+    from .commands.publish import PublishRequest, run_publish
+
+    request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=asv_config,
+                             benchmark=benchmark, machine=machine)
+    sys.exit(run_publish(request, console=console, err_console=None if no_progress else err_console))

@@ -1,0 +1,112 @@
+"""``mmtrack publish -o DIR``: the store as a static site (Plotly, offline, incremental)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..errors import EXIT_OK, UserError
+from ..publish import SiteConfig, SiteModel, WriteReport, build_site
+
+
+@dataclass(frozen=True, slots=True)
+class PublishRequest:
+    out: Path
+    db: str | None = None  # a store URL (resolved by the CLI)
+    title: str | None = None
+    commit_url: str | None = None  # default: asv.conf.json's show_commit_url
+    asv_config: Path | None = None  # default: ./asv.conf.json when present
+    benchmark: str | None = None  # a regex on benchmark names
+    machine: str | None = None
+
+
+def asv_settings(path: Path | None) -> dict:
+    """``project`` and ``show_commit_url`` from an asv.conf.json (``//`` comments allowed)."""
+    if path is None:
+        path = Path("asv.conf.json")
+        if not path.is_file():
+            return {}
+    if not path.is_file():
+        raise UserError(f"{path}: no such asv config; pass --asv-config PATH or leave it out")
+    from asv.util import load_json
+
+    try:
+        conf = load_json(str(path), js_comments=True)
+    except Exception as exc:  # noqa: BLE001 - asv raises its own error types
+        raise UserError(f"{path}: not a readable asv config ({exc}); fix the file or pass --commit-url") from None
+    return {k: conf[k] for k in ("project", "show_commit_url") if isinstance(conf.get(k), str)}
+
+
+def site_config(request: PublishRequest) -> SiteConfig:
+    asv = asv_settings(request.asv_config)
+    url = request.commit_url if request.commit_url is not None else asv.get("show_commit_url")
+    if url and not url.lower().startswith(("http://", "https://")):
+        raise UserError(f"commit URL {url!r} is not http(s); pass --commit-url https://.../commit/")
+    return SiteConfig(title=request.title or asv.get("project") or "mmtrack", commit_url=url or None)
+
+
+def load_model(
+    request: PublishRequest, config: SiteConfig, progress: Callable[[int, int], None] | None = None
+) -> SiteModel:
+    from ..publish.fromstore import model_from_store
+    from ..store.db import open_store
+
+    store = open_store(request.db, upgrade_schema=False)
+    try:
+        return model_from_store(
+            store, config, benchmark_pattern=request.benchmark, machine=request.machine, progress=progress
+        )
+    finally:
+        store.close()
+
+
+def publish(
+    request: PublishRequest,
+    model: SiteModel | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[SiteModel, WriteReport]:
+    config = site_config(request)
+    if model is None:
+        model = load_model(request, config, progress)
+    else:
+        model = SiteModel(series=model.series, commits=model.commits, change_points=model.change_points, config=config)
+    if not model.series:
+        if request.benchmark or request.machine:
+            raise UserError(
+                f"no series in the store matches -b {request.benchmark or '.*'!r} --machine {request.machine or 'any'!r};"
+                " check the filters (-b is a regex searched in benchmark names)"
+            )
+        raise UserError("no series in the store; run `mmtrack import-asv` or `mmtrack run` first")
+    return model, build_site(model, request.out)
+
+
+def run_publish(request: PublishRequest, console: Console, err_console: Console | None = None) -> int:
+    """Publish, with a progress bar on ``err_console`` while the store is read; returns the exit code."""
+    t0 = time.perf_counter()
+    if err_console is None or not err_console.is_terminal:
+        model, report = publish(request)
+    else:
+        with Progress(
+            TextColumn("reading series"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err_console, transient=True,
+        ) as bar:
+            task = bar.add_task("", total=None)
+            model, report = publish(request, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    secs = time.perf_counter() - t0
+    n_points = sum(1 for v in model.series.values() for p in v if p.measurement.status == "ok")
+    console.print(
+        f"published {len(model.benchmarks())} benchmarks, {len(model.series)} series, {n_points:,} points, "
+        f"{len(model.change_points)} change points to {escape(str(request.out))} in {secs:.1f} s: "
+        f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
+        f"{len(report.removed)} removed",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(f"open {escape(str(Path(request.out).resolve() / 'index.html'))}", highlight=False, soft_wrap=True)
+    return EXIT_OK

@@ -1,0 +1,442 @@
+/* mmtrack static site: renders pages from data scripts (works from file://).
+ * Every string from the data is inserted with textContent or escaped for
+ * Plotly's text renderer; nothing from the data is ever parsed as HTML. */
+(function () {
+  'use strict';
+  var MM = (window.MM = window.MM || {});
+  var store = { site: null, commits: [], index: null, regressions: null, meta: {}, points: {} };
+  MM._store = store;
+  MM.site = function (s) { store.site = s; };
+  MM.commits = function (k, rows) {
+    var base = k * store.site.chunk;
+    for (var j = 0; j < rows.length; j++) store.commits[base + j] = rows[j];
+  };
+  MM.index = function (rows) { store.index = rows; };
+  MM.regressions = function (rows) { store.regressions = rows; };
+  MM.meta = function (id, m) { store.meta[id] = m; };
+  MM.points = function (id, k, rows) { (store.points[id] = store.points[id] || {})[k] = rows; };
+
+  var HEX_ID = /^[0-9a-f]{16}$/;
+  var SHA = /^[0-9a-fA-F]{4,64}$/;
+  var loaded = {};
+
+  function root() { return document.body.getAttribute('data-root') || ''; }
+
+  function load(src) {
+    if (loaded[src]) return loaded[src];
+    loaded[src] = new Promise(function (resolve, reject) {
+      var s = document.createElement('script');
+      s.src = root() + src;
+      s.onload = function () { resolve(); };
+      s.onerror = function () { reject(new Error('could not load ' + src)); };
+      document.head.appendChild(s);
+    });
+    return loaded[src];
+  }
+  function loadAll(srcs) { return Promise.all(srcs.map(load)); }
+  function commitChunks() {
+    var n = Math.ceil(store.site.n_commits / store.site.chunk), out = [];
+    for (var k = 0; k < n; k++) out.push('data/commits/' + k + '.js');
+    return out;
+  }
+
+  // ---- DOM helpers (text only) ----
+  function el(tag, props, children) {
+    var e = document.createElement(tag);
+    if (props) for (var p in props) {
+      if (p === 'text') e.textContent = props[p];
+      else if (p === 'cls') e.className = props[p];
+      else if (p === 'href') { if (props[p]) e.setAttribute('href', props[p]); }
+      else e.setAttribute(p, props[p]);
+    }
+    (children || []).forEach(function (c) {
+      if (c == null) return;
+      e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+    });
+    return e;
+  }
+  function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); return e; }
+  function $(id) { return document.getElementById(id); }
+  // Plotly's SVG text understands a few tags and entities: escape them.
+  function pe(s) {
+    return String(s == null ? '' : s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  }
+
+  function fmt(v, format) {
+    if (v == null || !isFinite(v)) return 'n/a';
+    if (format === 'integer') return Math.round(v).toLocaleString('en-US');
+    var a = Math.abs(v);
+    if (v === 0 || (a >= 1e-3 && a < 1e3)) return v.toFixed(3);
+    if (a >= 1e3 && a < 1e7) return v.toLocaleString('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+    return v.toExponential(3);
+  }
+  // A value with its unit, durations in s scaled to ns/µs/ms.
+  var TIME_UNITS = [[1, 's'], [1e-3, 'ms'], [1e-6, 'µs'], [1e-9, 'ns']];
+  function withUnit(v, s) {
+    if (v == null || !isFinite(v)) return 'n/a';
+    if (s.unit === 's' && v !== 0) {
+      for (var k = 0; k < TIME_UNITS.length; k++) {
+        if (Math.abs(v) >= TIME_UNITS[k][0] || k === TIME_UNITS.length - 1) return (v / TIME_UNITS[k][0]).toPrecision(4) + ' ' + TIME_UNITS[k][1];
+      }
+    }
+    return fmt(v, s.format) + ' ' + s.unit;
+  }
+  function pct(ratio) {
+    if (ratio == null || !isFinite(ratio)) return 'n/a';
+    var p = (ratio - 1) * 100;
+    return (p >= 0 ? '+' : '') + p.toFixed(1) + '%';
+  }
+  function commitHref(sha) {
+    var u = store.site.commit_url;
+    return u && SHA.test(sha || '') ? u + sha : null;
+  }
+  // A benchmark page link; ``sel`` (a series record) preselects its case in the URL hash.
+  function benchHref(id, sel) {
+    if (!HEX_ID.test(id)) return null;
+    var h = '';
+    if (sel) {
+      var q = new URLSearchParams();
+      q.set('machine', sel.machine); q.set('env', sel.env);
+      Object.keys(sel.params || {}).sort().forEach(function (k) { q.set('p:' + k, sel.params[k]); });
+      h = '#' + q.toString();
+    }
+    return root() + 'b/' + id + '.html' + h;
+  }
+  function shortSha(sha) { return String(sha || '').slice(0, 8); }
+  function shaLink(sha) {
+    var href = commitHref(sha);
+    return el(href ? 'a' : 'span', { cls: 'sha', href: href, title: sha || '' , text: shortSha(sha) });
+  }
+  function paramsText(p) {
+    var ks = Object.keys(p || {}).sort();
+    return ks.map(function (k) { return k + '=' + p[k]; }).join(', ');
+  }
+  function badge(kind) { return el('span', { cls: 'badge ' + (kind === 'regression' || kind === 'improvement' ? kind : 'change'), text: kind }); }
+  function fillSelect(sel, values, keepFirst) {
+    while (sel.options.length > (keepFirst ? 1 : 0)) sel.remove(sel.options.length - 1);
+    values.forEach(function (v) { sel.appendChild(el('option', { value: v, text: v })); });
+  }
+  function uniq(xs) { var s = {}, out = []; xs.forEach(function (x) { if (!s[x]) { s[x] = 1; out.push(x); } }); return out.sort(); }
+  function status(msg) { var s = $('status'); if (s) { s.textContent = msg; s.hidden = !msg; } }
+  function table(t, head, rows) {
+    clear(t);
+    t.appendChild(el('thead', null, [el('tr', null, head.map(function (h) { return el('th', { text: h }); }))]));
+    var tb = el('tbody');
+    rows.forEach(function (r) { tb.appendChild(el('tr', r.cls ? { cls: r.cls } : null, r.cells.map(function (c) {
+      return c instanceof Node ? el('td', null, [c]) : el('td', { text: c == null ? '' : String(c) });
+    }))); });
+    t.appendChild(tb);
+  }
+
+  // ---- index ----
+  function pageIndex() {
+    load('data/index.js').then(function () {
+      var rows = store.index;
+      fillSelect($('machine'), uniq([].concat.apply([], rows.map(function (r) { return r.machines; }))), true);
+      fillSelect($('metric'), uniq([].concat.apply([], rows.map(function (r) { return r.metrics; }))), true);
+      var nch = rows.reduce(function (a, r) { return a + r.changes; }, 0);
+      $('summary').textContent = rows.length + ' benchmarks · ' + store.site.n_commits + ' commits · ' + nch + ' change points';
+      function render() {
+        var q = $('search').value.toLowerCase(), m = $('machine').value, me = $('metric').value, only = $('only-changes').checked;
+        var shown = rows.filter(function (r) {
+          return (!q || r.name.toLowerCase().indexOf(q) >= 0) && (!m || r.machines.indexOf(m) >= 0) &&
+            (!me || r.metrics.indexOf(me) >= 0) && (!only || r.latest);
+        });
+        var sort = $('sort').value;
+        function recent(r) { return r.latest && r.latest.after != null ? r.latest.after : -1; }
+        function size(r) { return r.latest && r.latest.ratio ? Math.abs(Math.log(r.latest.ratio)) : -1; }
+        if (sort === 'recent') shown.sort(function (a, b) { return recent(b) - recent(a); });
+        else if (sort === 'size') shown.sort(function (a, b) { return size(b) - size(a); });
+        table($('benchmarks'), ['Benchmark', 'Machines', 'Metrics', 'Series', 'Latest change', 'Since commit'], shown.map(function (r) {
+          var l = r.latest;
+          return {
+            cells: [
+              el('a', { href: benchHref(r.id), text: r.name, cls: 'bench-link' }),
+              r.machines.join(', '),
+              el('span', { title: r.metrics.join('\n'), text: r.metrics.length === 1 ? r.metrics[0] : r.metrics.length + ' metrics' }),
+              String(r.series),
+              l ? el('a', { href: benchHref(r.id, l), cls: 'change-link' }, [badge(l.kind), ' ' + pct(l.ratio) + ' ', el('span', { cls: 'muted', text: l.metric })]) : el('span', { cls: 'muted', text: 'none' }),
+              l ? shaLink(l.after_sha) : ''
+            ]
+          };
+        }));
+      }
+      ['search', 'machine', 'metric', 'sort', 'only-changes'].forEach(function (id) { $(id).addEventListener('input', render); });
+      render();
+    }).catch(fail);
+  }
+
+  // ---- regressions ----
+  function pageRegressions() {
+    load('data/regressions.js').then(function () {
+      var rows = store.regressions;
+      fillSelect($('machine'), uniq(rows.map(function (r) { return r.machine; })), true);
+      function render() {
+        var q = $('search').value.toLowerCase(), kind = $('kind').value, m = $('machine').value, pers = $('persisting').checked;
+        var shown = rows.filter(function (r) {
+          return (!kind || r.kind === kind) && (!m || r.machine === m) && (!pers || r.persists) &&
+            (!q || r.bench.toLowerCase().indexOf(q) >= 0);
+        });
+        $('summary').textContent = shown.length + ' of ' + rows.length + ' change points';
+        table($('regressions'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists'], shown.map(function (r) {
+          return {
+            cls: r.kind,
+            cells: [
+              el('a', { href: benchHref(r.id, r), text: r.bench, cls: 'bench-link' }),
+              r.machine,
+              paramsText(r.params),
+              r.metric,
+              el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
+              fmt(r.before_value, r.format) + ' → ' + fmt(r.after_value, r.format) + ' ' + r.unit,
+              el('span', null, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
+              r.persists ? 'yes' : 'no'
+            ]
+          };
+        }));
+      }
+      ['search', 'kind', 'machine', 'persisting'].forEach(function (id) { $(id).addEventListener('input', render); });
+      render();
+    }).catch(fail);
+  }
+
+  // ---- benchmark ----
+  function seriesData(id, meta, si) {
+    var out = { i: [], m: [], lo: [], hi: [] };
+    var chunks = store.points[id] || {};
+    meta.chunks.forEach(function (k) {
+      var c = chunks[k] && chunks[k][si];
+      if (!c) return;
+      out.i = out.i.concat(c.i); out.m = out.m.concat(c.m); out.lo = out.lo.concat(c.lo); out.hi = out.hi.concat(c.hi);
+    });
+    return out;
+  }
+
+  var COLORS = { line: '#2563eb', band: 'rgba(37,99,235,0.16)', regression: '#dc2626', improvement: '#16a34a', change: '#6b7280' };
+
+  // The x of a commit position: the position itself, or the commit date when drawing by date.
+  function allDated() { for (var i = 0; i < store.site.n_commits; i++) if (!(store.commits[i] || [])[1]) return false; return true; }
+  function xOf(byDate) { return byDate ? function (i) { return store.commits[i][1]; } : function (i) { return i; }; }
+
+  function drawChart(div, id, meta, si, byDate) {
+    var s = meta.series[si], d = seriesData(id, meta, si), X = xOf(byDate), xs = d.i.map(X);
+    var custom = d.i.map(function (i, j) {
+      var c = store.commits[i] || [];
+      return [pe(shortSha(c[0])), pe(c[1] ? c[1].replace('T', ' ').replace('+00:00', ' UTC') : 'no date'),
+              c[2] ? pe(c[2]) + '<br>' : '', pe(withUnit(d.m[j], s))];
+    });
+    var unit = pe(s.unit);
+    var traces = [];
+    if (s.band) {
+      traces.push({ x: xs, y: d.lo, mode: 'lines', line: { width: 0 }, hoverinfo: 'skip', showlegend: false, name: 'band-low', type: 'scatter' });
+      traces.push({ x: xs, y: d.hi, mode: 'lines', line: { width: 0 }, fill: 'tonexty', fillcolor: COLORS.band, hoverinfo: 'skip',
+        name: s.band === 'IQR' ? 'IQR (q1–q3)' : 'CI', type: 'scatter' });
+    }
+    traces.push({
+      x: xs, y: d.m, customdata: custom, mode: 'lines+markers', name: 'median', type: 'scatter',
+      line: { color: COLORS.line, width: 1.6 }, marker: { size: 4, color: COLORS.line },
+      hovertemplate: '<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}median %{customdata[3]}<extra></extra>'
+    });
+    var shapes = [], notes = [];
+    meta.changes.forEach(function (c) {
+      if (c.s !== si || c.after == null) return;
+      var col = COLORS[c.kind] || COLORS.change;
+      var x0 = c.before != null ? c.before : c.after;
+      shapes.push({ type: 'rect', xref: 'x', yref: 'paper', x0: X(x0), x1: X(c.after), y0: 0, y1: 1, fillcolor: col, opacity: 0.12, line: { width: 0 } });
+      shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: X(c.after), x1: X(c.after), y0: 0, y1: 1, line: { color: col, width: 1.5, dash: 'dot' } });
+      notes.push({ x: X(c.after), y: 0.04, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'right', showarrow: false,
+        text: pe(c.kind + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 },
+        bgcolor: 'rgba(255,255,255,0.85)', bordercolor: col, borderwidth: 1, borderpad: 2 });
+    });
+    (s.versions || []).forEach(function (v) {
+      var vx = byDate ? X(v[0]) : v[0] - 0.5;
+      shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: vx, x1: vx, y0: 0, y1: 1, line: { color: '#9ca3af', width: 1, dash: 'dash' } });
+      notes.push({ x: vx, y: 1, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'left', showarrow: false,
+        text: pe('code version ' + String(v[1]).slice(0, 12)), font: { color: '#6b7280', size: 10 } });
+    });
+    var title = s.section ? s.section + ' / ' + s.display : s.display;
+    var layout = {
+      title: { text: '<b>' + pe(title) + '</b> <span style="font-size:11px;color:#6b7280">[' + unit + '] · ' + pe(s.direction) + ' is better</span>', x: 0, xanchor: 'left', font: { size: 14 } },
+      height: 300, margin: { l: 64, r: 16, t: 48, b: 40 },
+      xaxis: { title: { text: byDate ? 'commit date' : 'commit (oldest → newest)', font: { size: 11 } }, type: byDate ? 'date' : 'linear',
+               zeroline: false, gridcolor: '#eef0f3' },
+      yaxis: { title: { text: unit, font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3', rangemode: 'tozero' },
+      hovermode: 'closest', hoverlabel: { align: 'left' }, showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1.12, font: { size: 11 } },
+      shapes: shapes, annotations: notes, paper_bgcolor: '#fff', plot_bgcolor: '#fff', font: { family: 'system-ui, sans-serif' }
+    };
+    div.setAttribute('data-points', String(d.i.length));
+    div.setAttribute('data-series', String(si));
+    return Plotly.newPlot(div, traces, layout, { displaylogo: false, responsive: true }).then(function () {
+      div.on('plotly_click', function (ev) {
+        var pt = ev.points && ev.points[0];
+        if (!pt || pt.data.name !== 'median') return;
+        showCommit(d.i[pt.pointIndex], d.m[pt.pointIndex], s);
+      });
+    });
+  }
+
+  function showCommit(i, value, s) {
+    var c = store.commits[i] || [], box = clear($('commit-detail'));
+    box.hidden = false;
+    var href = commitHref(c[0]);
+    box.appendChild(el('div', null, [
+      el('strong', { text: 'Commit ' }), el('code', { text: c[0] || '?' }), ' ', el('span', { cls: 'muted', text: c[1] || '' })
+    ]));
+    box.appendChild(el('div', { cls: 'message', text: c[2] || '' }));
+    box.appendChild(el('div', null, [s.metric + ': median ' + withUnit(value, s) + '  ',
+      href ? el('a', { href: href, target: '_blank', rel: 'noopener noreferrer', text: 'open commit ↗' }) : null]));
+  }
+
+  function pageBenchmark() {
+    var id = document.body.getAttribute('data-bench');
+    if (!HEX_ID.test(id || '')) return fail(new Error('bad benchmark id'));
+    load('data/b/' + id + '/meta.js').then(function () {
+      var meta = store.meta[id];
+      return loadAll(commitChunks().concat(meta.chunks.map(function (k) { return 'data/b/' + id + '/' + k + '.js'; })))
+        .then(function () { return meta; });
+    }).then(function (meta) {
+      buildSelectors(id, meta);
+      renderChanges(meta);
+    }).catch(fail);
+  }
+
+  function caseKey(s) { return JSON.stringify([s.machine, s.env, s.params]); }
+
+  function buildSelectors(id, meta) {
+    var box = clear($('selectors'));
+    var dims = [{ key: 'machine', label: 'Machine', get: function (s) { return s.machine; } },
+                { key: 'env', label: 'Environment', get: function (s) { return s.env; } }];
+    var pnames = uniq([].concat.apply([], meta.series.map(function (s) { return Object.keys(s.params); })));
+    pnames.forEach(function (p) { dims.push({ key: 'p:' + p, label: p, get: function (s) { return s.params[p] == null ? '' : s.params[p]; } }); });
+    var first = meta.series[0];
+    var wanted = new URLSearchParams(window.location.hash.slice(1));
+    var sels = dims.map(function (dm) {
+      var vals = uniq(meta.series.map(dm.get));
+      var sel = el('select', { 'data-dim': dm.key });
+      fillSelect(sel, vals, false);
+      var w = wanted.get(dm.key);
+      sel.value = w != null && vals.indexOf(w) >= 0 ? w : dm.get(first);
+      var lab = el('label', { cls: vals.length > 1 ? '' : 'single' }, [dm.label + ' ', sel]);
+      box.appendChild(lab);
+      sel.addEventListener('input', function () { remember(); draw(); });
+      return { dm: dm, sel: sel };
+    });
+    var dated = allDated();
+    var byDate = el('input', { type: 'checkbox', id: 'by-date' });
+    byDate.checked = dated && wanted.get('x') === 'date';
+    if (dated) {
+      box.appendChild(el('label', null, [byDate, ' by date']));
+      byDate.addEventListener('input', function () { remember(); draw(); });
+    }
+    function remember() {
+      var q = new URLSearchParams();
+      sels.forEach(function (x) { q.set(x.dm.key, x.sel.value); });
+      if (byDate.checked) q.set('x', 'date');
+      history.replaceState(null, '', '#' + q.toString());
+    }
+    function draw() {
+      var chosen = meta.series.map(function (s, si) { return si; }).filter(function (si) {
+        return sels.every(function (x) { return x.dm.get(meta.series[si]) === x.sel.value; });
+      });
+      var charts = clear($('charts'));
+      $('commit-detail').hidden = true;
+      if (!chosen.length) { status('No series for this combination.'); return; }
+      status('');
+      // The primary timing metric first, then the others by name.
+      function order(si) { var s = meta.series[si]; return (s.section === 'timing' ? '0' : '1') + s.metric; }
+      chosen.sort(function (a, b) { return order(a) < order(b) ? -1 : 1; });
+      chosen.forEach(function (si) {
+        var div = el('div', { cls: 'chart' });
+        charts.appendChild(div);
+        drawChart(div, id, meta, si, byDate.checked).catch(fail);
+      });
+    }
+    draw();
+  }
+
+  function renderChanges(meta) {
+    var rows = meta.changes;
+    if (!rows.length) { $('changes-section').hidden = true; return; }
+    table($('changes'), ['Metric', 'Machine', 'Params', 'Change', 'Started in', 'Persists'], rows.map(function (c) {
+      var s = meta.series[c.s];
+      return { cls: c.kind, cells: [s.metric, s.machine, paramsText(s.params), el('span', null, [badge(c.kind), ' ' + pct(c.ratio)]),
+        el('span', null, [shaLink(c.before_sha), ' … ', shaLink(c.after_sha)]), c.persists ? 'yes' : 'no'] };
+    }));
+  }
+
+  // ---- compare ----
+  function pageCompare() {
+    loadAll(['data/index.js'].concat(commitChunks())).then(function () {
+      var n = store.site.n_commits, a = $('commit-a'), b = $('commit-b');
+      [a, b].forEach(function (sel) {
+        for (var i = n - 1; i >= 0; i--) {
+          var c = store.commits[i] || [];
+          sel.appendChild(el('option', { value: String(i), text: shortSha(c[0]) + '  ' + (c[1] || '').slice(0, 10) + '  ' + String(c[2] || '').slice(0, 60) }));
+        }
+      });
+      var q = new URLSearchParams(window.location.search);
+      function find(sha) { for (var i = 0; i < n; i++) if (sha && store.commits[i] && store.commits[i][0].indexOf(sha) === 0) return i; return -1; }
+      var ia = find(q.get('a')), ib = find(q.get('b'));
+      a.value = String(ia >= 0 ? ia : Math.max(0, n - 2));
+      b.value = String(ib >= 0 ? ib : n - 1);
+      [a, b, $('search')].forEach(function (x) { x.addEventListener('input', render); });
+      [a, b].forEach(function (x) { x.addEventListener('input', function () {
+        var q2 = new URLSearchParams();
+        q2.set('a', store.commits[+a.value][0]); q2.set('b', store.commits[+b.value][0]);
+        history.replaceState(null, '', '?' + q2.toString());
+      }); });
+      render();
+      function render() {
+        var pa = +a.value, pb = +b.value, size = store.site.chunk;
+        var ids = store.index.map(function (r) { return r.id; }).filter(function (x) { return HEX_ID.test(x); });
+        $('summary').textContent = 'Loading…';
+        loadAll(ids.map(function (x) { return 'data/b/' + x + '/meta.js'; })).then(function () {
+          var srcs = [];
+          ids.forEach(function (x) {
+            var ch = store.meta[x].chunks;
+            [Math.floor(pa / size), Math.floor(pb / size)].forEach(function (k) { if (ch.indexOf(k) >= 0) srcs.push('data/b/' + x + '/' + k + '.js'); });
+          });
+          return loadAll(srcs);
+        }).then(function () {
+          var rows = [], qq = $('search').value.toLowerCase();
+          ids.forEach(function (x) {
+            var meta = store.meta[x];
+            if (qq && meta.name.toLowerCase().indexOf(qq) < 0) return;
+            meta.series.forEach(function (s, si) {
+              var va = valueAt(x, si, pa), vb = valueAt(x, si, pb);
+              if (va == null || vb == null) return;
+              var ratio = va !== 0 ? vb / va : null;
+              var worse = ratio == null ? 0 : (s.direction === 'higher' ? 1 / ratio : s.direction === 'lower' ? ratio : 1);
+              rows.push({ x: x, meta: meta, s: s, va: va, vb: vb, ratio: ratio, worse: worse });
+            });
+          });
+          rows.sort(function (r1, r2) { return r2.worse - r1.worse; });
+          $('summary').textContent = rows.length + ' series measured at both commits, worst change first';
+          table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change'], rows.map(function (r) {
+            var cls = r.worse > 1.05 ? 'regression' : r.worse < 1 / 1.05 ? 'improvement' : '';
+            return { cls: cls, cells: [el('a', { href: benchHref(r.x, r.s), text: r.meta.name, cls: 'bench-link' }), r.s.machine, paramsText(r.s.params), r.s.metric,
+              fmt(r.va, r.s.format), fmt(r.vb, r.s.format), pct(r.ratio)] };
+          }));
+        }).catch(fail);
+      }
+    }).catch(fail);
+  }
+
+  function valueAt(id, si, i) {
+    var k = Math.floor(i / store.site.chunk), ch = store.points[id] && store.points[id][k];
+    var c = ch && ch[si];
+    if (!c) return null;
+    var j = c.i.indexOf(i);
+    return j >= 0 ? c.m[j] : null;
+  }
+
+  function fail(err) {
+    status('Error: ' + (err && err.message ? err.message : err));
+    console.error(err);
+  }
+
+  document.addEventListener('DOMContentLoaded', function () {
+    var page = document.body.getAttribute('data-page');
+    if (store.site && store.site.title) document.querySelector('.brand').textContent = store.site.title;
+    ({ index: pageIndex, regressions: pageRegressions, benchmark: pageBenchmark, compare: pageCompare }[page] || function () {})();
+  });
+})();

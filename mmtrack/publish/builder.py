@@ -1,0 +1,402 @@
+"""Render a :class:`SiteModel` as a static site that works offline and from file://.
+
+Layout of the output folder::
+
+    index.html  regressions.html  compare.html
+    b/<id>.html                   one page per benchmark; <id> = sha256(name)[:16]
+    assets/site.js site.css plotly.min.js
+    data/site.js                  title, commit URL, commit count, chunk size
+    data/index.js data/regressions.js
+    data/commits/<k>.js           commits k*chunk .. (k+1)*chunk-1
+    data/b/<id>/meta.js           the benchmark's series and change points
+    data/b/<id>/<k>.js            its points for commit chunk k
+
+Data files are classic scripts calling ``MM.<kind>(...)`` (fetch() of local
+JSON is refused under file:// in Chromium; script tags are not). Every name and
+message reaches the page as JSON with ``<``, ``>`` and ``&`` escaped, and the
+page inserts it with ``textContent``, never as HTML. File names derive from
+hashes and fixed words only, so no name can steer a write outside the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import struct
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..results import ChangePoint, CommitInfo, SeriesKey, SeriesPoint
+from .model import SiteModel
+from .writer import SiteWriter, WriteReport
+
+_JS_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+MESSAGE_CHARS = 300
+FORMAT = 1  # bump when the data file format changes: fingerprints then miss
+
+
+def bench_id(name: str) -> str:
+    """The file-name id of a benchmark: a hash, so any name is a safe file name."""
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def js_json(value: Any) -> str:
+    """JSON safe to place in a script (no ``</script>``, no raw U+2028)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_JS_ESCAPES)
+
+
+def js_call(fn: str, *args: Any) -> str:
+    return f"MM.{fn}({','.join(js_json(a) for a in args)});\n"
+
+
+def plotly_js() -> bytes:
+    """plotly.min.js as shipped inside the plotly Python package."""
+    try:
+        ref = resources.files("plotly") / "package_data" / "plotly.min.js"
+        return ref.read_bytes()
+    except (FileNotFoundError, ModuleNotFoundError) as exc:  # pragma: no cover - broken install
+        from ..errors import UserError
+
+        raise UserError("plotly.min.js not found in the plotly package; reinstall plotly (pip install plotly)") from exc
+
+
+def _asset(name: str) -> bytes:
+    return (resources.files("mmtrack.publish") / "assets" / name).read_bytes()
+
+
+_MISSING = struct.pack("<d", float("nan"))
+
+
+def _floats(values: list[Any]) -> bytes:
+    try:
+        return struct.pack(f"<{len(values)}d", *values)
+    except struct.error:  # None among them
+        return b"".join(_MISSING if v is None else struct.pack("<d", v) for v in values)
+
+
+def _fingerprint(bid: str, k: int, row: list[Any]) -> str:
+    """What a points chunk holds, hashed without encoding it as JSON."""
+    h = hashlib.sha256(f"{FORMAT}:{bid}:{k}:{len(row)}".encode())
+    for cols in row:
+        if cols is None:
+            h.update(b"-")
+            continue
+        h.update(struct.pack("<I", len(cols["i"])))
+        h.update(struct.pack(f"<{len(cols['i'])}q", *cols["i"]))
+        for name in ("m", "lo", "hi"):
+            h.update(_floats(cols[name]))
+    return h.hexdigest()
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
+
+
+def _iso(c: CommitInfo) -> str | None:
+    return c.date.isoformat(timespec="seconds") if c.date else None
+
+
+def _first_line(msg: str | None) -> str:
+    if not msg:
+        return ""
+    line = msg.strip().splitlines()[0] if msg.strip() else ""
+    return line if len(line) <= MESSAGE_CHARS else line[: MESSAGE_CHARS - 1] + "…"
+
+
+def _metric_label(key: SeriesKey) -> str:
+    return str(key.metric)
+
+
+def _params(key: SeriesKey) -> dict[str, str]:
+    try:
+        value = json.loads(key.params) if key.params else {}
+    except ValueError:
+        return {"params": key.params}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {"params": key.params}
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<link rel="stylesheet" href="{root}assets/site.css">
+{head}<script src="{root}assets/site.js"></script>
+<script src="{root}data/site.js"></script>
+</head>
+<body data-page="{page}" data-root="{root}"{attrs}>
+<header class="top"><a class="brand" href="{root}index.html">{site}</a>
+<nav><a href="{root}index.html">Benchmarks</a><a href="{root}regressions.html">Regressions</a><a href="{root}compare.html">Compare commits</a></nav></header>
+<main>
+{body}
+</main>
+<footer>Published by mmtrack. Works offline.</footer>
+</body>
+</html>
+"""
+
+
+def _page(page: str, title: str, site: str, body: str, *, root: str = "", head: str = "", attrs: str = "") -> str:
+    return _PAGE.format(
+        title=html.escape(title),
+        site=html.escape(site),
+        root=root,
+        head=head,
+        page=page,
+        attrs=attrs,
+        body=body,
+    )
+
+
+def _commit_rows(commits: Sequence[CommitInfo]) -> list[list[Any]]:
+    return [[c.sha, _iso(c), _first_line(c.message), c.dirty] for c in commits]
+
+
+def _band_kind(points: Sequence[SeriesPoint]) -> str | None:
+    for p in points:
+        m = p.measurement
+        if m.status == "ok" and m.median is not None:
+            if m.q1 is not None and m.q3 is not None:
+                return "IQR"
+            if m.ci_low is not None and m.ci_high is not None:
+                return "CI"
+            return None
+    return None
+
+
+def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) -> dict[str, Any]:
+    return {
+        "s": series_index,
+        "kind": cp.kind,
+        "direction": cp.direction.value,
+        "before": pos.get(cp.before_sha),
+        "after": pos.get(cp.after_sha),
+        "before_sha": cp.before_sha,
+        "after_sha": cp.after_sha,
+        "before_value": _finite(cp.before_value),
+        "after_value": _finite(cp.after_value),
+        "ratio": _finite(cp.ratio),
+        "p": _finite(cp.p_value),
+        "persists": bool(cp.persists),
+        "method": cp.method,
+    }
+
+
+def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
+    """Write (or update) the site for ``model`` in ``out_dir``; return what was written."""
+    cfg = model.config
+    writer = SiteWriter(Path(out_dir))
+    commits = model.ordered_commits()
+    pos = {c.sha: i for i, c in enumerate(commits)}
+    size = cfg.chunk_size
+    n_chunks = math.ceil(len(commits) / size) if commits else 0
+
+    writer.put("assets/plotly.min.js", plotly_js())
+    writer.put("assets/site.js", _asset("site.js"))
+    writer.put("assets/site.css", _asset("site.css"))
+    writer.put(
+        "data/site.js",
+        js_call(
+            "site",
+            {"title": cfg.title, "commit_url": cfg.safe_commit_url, "n_commits": len(commits), "chunk": size},
+        ),
+    )
+    for k in range(n_chunks):
+        writer.put(f"data/commits/{k}.js", js_call("commits", k, _commit_rows(commits[k * size : (k + 1) * size])))
+
+    by_bench: dict[str, list[SeriesKey]] = {}
+    for key in model.series:
+        by_bench.setdefault(key.benchmark, []).append(key)
+    cps_by_key: dict[SeriesKey, list[ChangePoint]] = {}
+    for cp in model.change_points:
+        cps_by_key.setdefault(cp.series, []).append(cp)
+
+    index: list[dict[str, Any]] = []
+    regressions: list[dict[str, Any]] = []
+    for bench in sorted(by_bench):
+        bid = bench_id(bench)
+        keys = sorted(by_bench[bench], key=lambda k: (k.machine, k.environment, k.params, k.metric))
+        entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, pos, size)
+        index.append(entry)
+        regressions.extend(rows)
+        writer.put(
+            f"b/{bid}.html",
+            _page(
+                "benchmark",
+                f"{bench} · {cfg.title}",
+                cfg.title,
+                _BENCH_BODY.format(name=html.escape(bench)),
+                root="../",
+                head='<script src="../assets/plotly.min.js"></script>\n',
+                attrs=f' data-bench="{bid}"',
+            ),
+        )
+
+    regressions.sort(key=lambda r: (-(r["after"] if r["after"] is not None else -1), r["bench"], r["metric"]))
+    writer.put("data/index.js", js_call("index", index))
+    writer.put("data/regressions.js", js_call("regressions", regressions))
+    writer.put("index.html", _page("index", cfg.title, cfg.title, _INDEX_BODY))
+    writer.put("regressions.html", _page("regressions", f"Regressions · {cfg.title}", cfg.title, _REGRESSIONS_BODY))
+    writer.put("compare.html", _page("compare", f"Compare commits · {cfg.title}", cfg.title, _COMPARE_BODY))
+    return writer.finish()
+
+
+def _write_benchmark(
+    writer: SiteWriter,
+    bench: str,
+    bid: str,
+    keys: list[SeriesKey],
+    model: SiteModel,
+    cps_by_key: dict[SeriesKey, list[ChangePoint]],
+    pos: dict[str, int],
+    size: int,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    series_meta: list[dict[str, Any]] = []
+    chunks: dict[int, list[Any]] = {}
+    cps_rows: list[dict[str, Any]] = []
+    key_index = {k: i for i, k in enumerate(keys)}
+    for si, key in enumerate(keys):
+        points = model.series[key]
+        band = _band_kind(points)
+        first = next((p.measurement for p in points), None)
+        series_meta.append(
+            {
+                "machine": key.machine,
+                "env": key.environment,
+                "params": _params(key),
+                "metric": _metric_label(key),
+                "name": key.metric.name,
+                "display": (first.display_name if first and first.display_name else key.metric.name),
+                "section": key.metric.section,
+                "unit": key.metric.unit,
+                "direction": first.direction.value if first else "lower",
+                "format": first.format.value if first else "number",
+                "band": band,
+            }
+        )
+        version: str | None = None
+        version_changes: list[list[Any]] = []
+        for p in points:
+            m = p.measurement
+            med = m.median
+            if m.status != "ok" or med is None or not math.isfinite(med):
+                continue
+            i = pos[p.commit.sha]
+            if m.version != version:
+                if version is not None and m.version is not None:
+                    version_changes.append([i, m.version])
+                version = m.version or version
+            k = i // size
+            row = chunks.get(k)
+            if row is None:
+                row = chunks[k] = [None] * len(keys)
+            cols = row[si]
+            if cols is None:
+                cols = row[si] = {"i": [], "m": [], "lo": [], "hi": []}
+            if band == "IQR":
+                lo, hi = m.q1, m.q3
+            elif band == "CI":
+                lo, hi = m.ci_low, m.ci_high
+            else:
+                lo = hi = None
+            cols["i"].append(i)
+            cols["m"].append(med)
+            cols["lo"].append(_finite(lo))
+            cols["hi"].append(_finite(hi))
+        # Where the benchmark's code version changed: values on either side are not comparable.
+        series_meta[-1]["versions"] = version_changes
+
+    for key in keys:
+        for cp in cps_by_key.get(key, ()):
+            cps_rows.append(_change_row(cp, pos, key_index[key]))
+    cps_rows.sort(key=lambda r: (r["after"] if r["after"] is not None else -1))
+
+    for k in sorted(chunks):
+        row = chunks[k]
+        writer.put_lazy(f"data/b/{bid}/{k}.js", _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
+    writer.put(
+        f"data/b/{bid}/meta.js",
+        js_call("meta", bid, {"name": bench, "series": series_meta, "changes": cps_rows, "chunks": sorted(chunks)}),
+    )
+
+    machines = sorted({k.machine for k in keys})
+    metrics = sorted({_metric_label(k) for k in keys})
+    latest = None
+    if cps_rows:
+        last = max(
+            cps_rows,
+            key=lambda r: (r["after"] if r["after"] is not None else -1, abs(math.log(r["ratio"])) if r["ratio"] else 0),
+        )
+        sm = series_meta[last["s"]]
+        latest = dict(last, metric=sm["metric"], machine=sm["machine"], env=sm["env"], params=sm["params"])
+    entry = {
+        "id": bid,
+        "name": bench,
+        "machines": machines,
+        "metrics": metrics,
+        "series": len(keys),
+        "latest": latest,
+        "changes": len(cps_rows),
+    }
+    rows = []
+    for r in cps_rows:
+        s = series_meta[r["s"]]
+        rows.append(
+            dict(
+                r,
+                bench=bench,
+                id=bid,
+                machine=s["machine"],
+                env=s["env"],
+                params=s["params"],
+                metric=s["metric"],
+                unit=s["unit"],
+                format=s["format"],
+            )
+        )
+    return entry, rows
+
+
+_BENCH_BODY = """<h1 class="bench-name">{name}</h1>
+<section class="controls" id="selectors"></section>
+<p class="hint" id="status">Loading…</p>
+<section id="charts"></section>
+<section id="commit-detail" class="detail" hidden></section>
+<section id="changes-section"><h2>Change points</h2><table class="grid" id="changes"></table></section>"""
+
+_INDEX_BODY = """<h1>Benchmarks</h1>
+<p class="summary" id="summary"></p>
+<section class="controls">
+<label>Search <input type="search" id="search" placeholder="benchmark name"></label>
+<label>Machine <select id="machine"><option value="">all</option></select></label>
+<label>Metric <select id="metric"><option value="">all</option></select></label>
+<label>Sort <select id="sort"><option value="name">by name</option><option value="recent">latest change first</option>
+<option value="size">largest change first</option></select></label>
+<label><input type="checkbox" id="only-changes"> with changes only</label>
+</section>
+<table class="grid" id="benchmarks"></table>"""
+
+_REGRESSIONS_BODY = """<h1>Regressions</h1>
+<section class="controls">
+<label>Search <input type="search" id="search" placeholder="benchmark name"></label>
+<label>Show <select id="kind"><option value="regression">regressions</option>
+<option value="improvement">improvements</option><option value="">all changes</option></select></label>
+<label>Machine <select id="machine"><option value="">all</option></select></label>
+<label><input type="checkbox" id="persisting"> persisting only</label>
+</section>
+<p class="summary" id="summary"></p>
+<table class="grid" id="regressions"></table>"""
+
+_COMPARE_BODY = """<h1>Compare two commits</h1>
+<section class="controls">
+<label>Base <select id="commit-a"></select></label>
+<label>Head <select id="commit-b"></select></label>
+<label>Search <input type="search" id="search" placeholder="benchmark name"></label>
+</section>
+<p class="summary" id="summary"></p>
+<table class="grid" id="compare"></table>"""
+

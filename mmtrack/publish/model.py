@@ -1,0 +1,87 @@
+"""The plain site model the builder renders: commits, series and change points.
+
+It is built from the records in :mod:`mmtrack.results` only, so the builder
+never needs to know where they came from (the store, an asv folder, a test).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterable, Mapping, Sequence
+
+from ..results import ChangePoint, CommitInfo, SeriesKey, SeriesPoint
+
+
+@dataclass(frozen=True, slots=True)
+class SiteConfig:
+    """How the site looks and links.
+
+    ``commit_url`` is a prefix the full sha is appended to (asv's
+    ``show_commit_url``); only ``http(s)://`` prefixes are linked.
+    ``chunk_size`` is how many consecutive commits share one data file: after
+    one new commit only the last file of each benchmark changes.
+    """
+
+    title: str = "mmtrack"
+    commit_url: str | None = None
+    chunk_size: int = 250
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ValueError("chunk_size must be >= 1")
+
+    @property
+    def safe_commit_url(self) -> str | None:
+        url = (self.commit_url or "").strip()
+        return url if url.lower().startswith(("http://", "https://")) else None
+
+
+@dataclass(slots=True)
+class SiteModel:
+    """Everything a site shows.
+
+    ``commits`` is the commit order of the x axes (oldest first). Commits that
+    appear in a series but not in ``commits`` are appended, ordered by date.
+    """
+
+    series: Mapping[SeriesKey, Sequence[SeriesPoint]]
+    commits: Sequence[CommitInfo] = ()
+    change_points: Sequence[ChangePoint] = ()
+    config: SiteConfig = field(default_factory=SiteConfig)
+
+    def ordered_commits(self) -> list[CommitInfo]:
+        seen: dict[str, CommitInfo] = {}
+        for c in self.commits:
+            seen.setdefault(c.sha, c)
+        extra: dict[str, CommitInfo] = {}
+        for points in self.series.values():
+            for p in points:
+                if p.commit.sha not in seen and p.commit.sha not in extra:
+                    extra[p.commit.sha] = p.commit
+        if extra:
+            far = datetime.max.replace(tzinfo=timezone.utc)
+            tail = sorted(extra.values(), key=lambda c: _aware(c.date) if c.date else far)
+            return [*seen.values(), *tail]
+        return list(seen.values())
+
+    def benchmarks(self) -> list[str]:
+        return sorted({k.benchmark for k in self.series})
+
+
+def _aware(d: datetime) -> datetime:
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def model_from_points(
+    points: Iterable[tuple[SeriesKey, SeriesPoint]],
+    *,
+    commits: Sequence[CommitInfo] = (),
+    change_points: Sequence[ChangePoint] = (),
+    config: SiteConfig | None = None,
+) -> SiteModel:
+    """Group ``(key, point)`` pairs into a model (points keep their given order)."""
+    series: dict[SeriesKey, list[SeriesPoint]] = {}
+    for key, point in points:
+        series.setdefault(key, []).append(point)
+    return SiteModel(series=series, commits=commits, change_points=change_points, config=config or SiteConfig())

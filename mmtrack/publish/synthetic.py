@@ -1,0 +1,122 @@
+"""Generated histories with known steps: for the publish benchmark, tests and the demo screenshot.
+
+The noise follows what DESIGN.md measured on real CI: little spread inside a
+commit, a level that jumps between commits. Steps are injected at known commits
+and returned as :class:`ChangePoint` records (ground truth, method
+``"synthetic"``), so a page shows exactly where a regression was put.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from ..measure.metrics import Direction, MetricFormat, default_direction
+from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint, canonical_params
+from .model import SiteConfig, SiteModel
+
+METRICS = (
+    (MetricKey("timing", "time_per_op", "s"), 2e-4, MetricFormat.NUMBER),
+    (MetricKey("custom", "bandwidth", "GiB/s"), 12.0, MetricFormat.NUMBER),
+    (MetricKey("perf", "instructions", "count"), 4.2e6, MetricFormat.INTEGER),
+    (MetricKey("perf", "cache_misses", "count"), 1.8e4, MetricFormat.INTEGER),
+    (MetricKey("custom", "peak_memory", "bytes"), 6.4e7, MetricFormat.INTEGER),
+)
+_MODULES = ("linalg", "fft", "io", "sparse", "stats", "interp", "signal", "ndimage")
+_CLASSES = ("Solve", "Transform", "Read", "Reduce", "Filter", "Resample", "Sort", "Parse")
+
+
+def synthetic_commits(n: int, seed: int = 0, start: datetime | None = None) -> list[CommitInfo]:
+    rng = np.random.default_rng(seed)
+    t = start or datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
+    words = ("fix", "speed up", "refactor", "document", "vectorise", "cache", "simplify", "test")
+    things = ("solver", "reader", "FFT plan", "index lookup", "parser", "allocator", "kernel launch", "buffer reuse")
+    out = []
+    for i in range(n):
+        t += timedelta(hours=float(rng.uniform(2, 30)))
+        sha = hashlib.sha1(f"{seed}:{i}".encode()).hexdigest()
+        msg = f"{words[int(rng.integers(len(words)))].capitalize()} {things[int(rng.integers(len(things)))]} (#{1000 + i})"
+        out.append(CommitInfo(sha=sha, date=t, message=msg))
+    return out
+
+
+def synthetic_model(
+    n_benchmarks: int = 10,
+    n_commits: int = 200,
+    n_metrics: int = 5,
+    *,
+    seed: int = 0,
+    machines: tuple[str, ...] = ("ci-linux-x86",),
+    params: dict[str, tuple[str, ...]] | None = None,
+    step_every: int = 3,
+    config: SiteConfig | None = None,
+    names: list[str] | None = None,
+    commits: list[CommitInfo] | None = None,
+) -> SiteModel:
+    """``n_benchmarks`` benchmarks × ``n_commits`` commits × ``n_metrics`` metrics (× machines × params).
+
+    Every ``step_every``-th benchmark gets a step in all its metrics at a known
+    commit: a regression (slower, more instructions, less bandwidth) that persists.
+    """
+    rng = np.random.default_rng(seed)
+    commits = commits if commits is not None else synthetic_commits(n_commits, seed)
+    n_commits = len(commits)
+    metrics = METRICS[:n_metrics] if n_metrics <= len(METRICS) else [
+        *METRICS,
+        *((MetricKey("custom", f"metric_{j}", "count"), 1e3 * (j + 1), MetricFormat.NUMBER) for j in range(n_metrics - len(METRICS))),
+    ]
+    param_sets = [dict()] if not params else _combinations(params)
+    series: dict[SeriesKey, list[SeriesPoint]] = {}
+    changes: list[ChangePoint] = []
+    bench_names = names or [
+        f"{_MODULES[b % len(_MODULES)]}.{_CLASSES[(b // len(_MODULES)) % len(_CLASSES)]}.time_case_{b:03d}"
+        for b in range(n_benchmarks)
+    ]
+    for b, bench in enumerate(bench_names):
+        step_at = int(rng.integers(n_commits // 3, n_commits - max(3, n_commits // 10))) if (
+            n_commits >= 10 and b % step_every == 0) else None
+        size = float(rng.uniform(1.15, 1.45))
+        for machine in machines:
+            for pset in param_sets:
+                scale = 1.0 + 0.5 * len(canonical_params(pset)) / 20.0
+                for key, base, fmt in metrics:
+                    direction = default_direction(key.unit, fmt)
+                    if fmt is MetricFormat.INTEGER and direction is Direction.NEUTRAL:
+                        direction = Direction.LOWER
+                    skey = SeriesKey(machine, "virtualenv-py3.12", bench, canonical_params(pset), key)
+                    level = base * scale * float(rng.uniform(0.5, 2.0))
+                    worse = size if direction is not Direction.HIGHER else 1.0 / size
+                    levels = np.full(n_commits, level)
+                    if step_at is not None:
+                        levels[step_at:] *= worse
+                    jitter = 1.0 + rng.choice([-0.02, 0.0, 0.0, 0.015, 0.03], n_commits) + rng.normal(0, 0.008, n_commits)
+                    if fmt is MetricFormat.INTEGER and key.name == "instructions":
+                        jitter = 1.0 + rng.normal(0, 0.0005, n_commits)
+                    med = levels * jitter
+                    spread = np.abs(rng.normal(0.015, 0.005, n_commits)) * med
+                    pts = []
+                    for i, c in enumerate(commits):
+                        m = float(med[i])
+                        pts.append(SeriesPoint(c, i + 1, Measurement(
+                            benchmark=bench, params=pset, metric=key, direction=direction, median=m,
+                            q1=m - float(spread[i]), q3=m + float(spread[i]), count=10, format=fmt,
+                        )))
+                    series[skey] = pts
+                    if step_at is not None:
+                        changes.append(ChangePoint(
+                            series=skey, direction=direction, kind="regression",
+                            before_sha=commits[step_at - 1].sha, after_sha=commits[step_at].sha,
+                            before_value=level, after_value=level * worse, ratio=worse,
+                            persists=True, method="synthetic",
+                        ))
+    return SiteModel(series=series, commits=commits, change_points=changes, config=config or SiteConfig(
+        title="mmtrack demo", commit_url="https://github.com/example/project/commit/"))
+
+
+def _combinations(params: dict[str, tuple[str, ...]]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = [{}]
+    for name, values in params.items():
+        out = [{**o, name: v} for o in out for v in values]
+    return out

@@ -1,0 +1,260 @@
+"""The published site in real headless Chromium, opened from file://.
+
+Checks: no console errors, every chart drawn with the right number of points,
+the params selector redraws, a click shows the commit link, hostile names
+execute nothing. Screenshots go to the tests' tmp folders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from mmtrack.measure.metrics import Direction
+from mmtrack.publish import SiteConfig, bench_id, build_site
+from mmtrack.publish.synthetic import synthetic_model
+from mmtrack.results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint, canonical_params
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+EVIL = "<img src=x onerror=alert(1)>"
+EVIL_MACHINE = "</script><script>alert(2)</script>"
+EVIL_PARAM = "\"><svg onload=alert(3)>"
+EVIL_MSG = "<img src=x onerror=alert(4)> & </script>"
+COMMIT_URL = "https://github.com/example/project/commit/"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium; .ci/run does)"),
+]
+
+
+def _evil_series(commits: list[CommitInfo]) -> tuple[dict, list[ChangePoint]]:
+    metric = MetricKey("custom", "<b>bold</b>", "s<script>")
+    series = {}
+    for pv in ("1", EVIL_PARAM):
+        key = SeriesKey(EVIL_MACHINE, "env", EVIL, canonical_params({"n": pv}), metric)
+        series[key] = [
+            SeriesPoint(c, i, Measurement(EVIL, {"n": pv}, metric, Direction.LOWER, median=1.0 + (i > 10), q1=0.9, q3=1.2,
+                                 version="<b>v1" if i < 100 else "<b>v2"))
+            for i, c in enumerate(commits)
+        ]
+    key = next(iter(series))
+    cp = ChangePoint(key, Direction.LOWER, "regression", commits[10].sha, commits[11].sha, 1.0, 2.0, 2.0, method=EVIL)
+    return series, [cp]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> tuple[Path, object]:
+    cfg = SiteConfig(title="mmtrack demo", commit_url=COMMIT_URL, chunk_size=64)
+    model = synthetic_model(
+        6, 150, 5, seed=7, params={"n": ("1000", "100000"), "dtype": ("float32", "float64")},
+        machines=("ci-linux-x86", "ci-arm64"), config=cfg,
+    )
+    commits = list(model.commits)
+    commits[-1] = dataclasses.replace(commits[-1], message=EVIL_MSG)
+    swap = {commits[-1].sha: commits[-1]}
+    series = {k: [dataclasses.replace(p, commit=swap.get(p.commit.sha, p.commit)) for p in v] for k, v in model.series.items()}
+    # A gap: a failed run leaves one commit out of one series.
+    gap_key = sorted(series, key=lambda k: (k.benchmark, k.machine, k.environment, k.params, k.metric))[0]
+    pts = series[gap_key]
+    series[gap_key] = [*pts[:5], dataclasses.replace(pts[5], measurement=dataclasses.replace(pts[5].measurement, status="failed")), *pts[6:]]
+    evil, evil_cps = _evil_series(commits)
+    series.update(evil)
+    model = dataclasses.replace(model, commits=commits, series=series, change_points=[*model.change_points, *evil_cps])
+    out = tmp_path_factory.mktemp("site")
+    build_site(model, out)
+    return out, model
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path) -> Iterator[object]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = ctx.new_page()
+    pg.problems = []  # type: ignore[attr-defined]
+    pg.on("console", lambda m: m.type in ("error", "warning") and pg.problems.append(f"console {m.type}: {m.text}"))
+    pg.on("pageerror", lambda e: pg.problems.append(f"pageerror: {e}"))
+    pg.on("dialog", lambda d: (pg.problems.append(f"dialog: {d.message}"), d.dismiss()))
+    pg.on("request", lambda r: not r.url.startswith("file://") and pg.problems.append(f"network: {r.url}"))
+    yield pg
+    ctx.close()
+
+
+def open_page(pg, site: Path, rel: str, shot: Path | None = None) -> None:
+    pg.goto((site / rel).as_uri())
+    pg.wait_for_load_state("load")
+
+
+CHARTS_JS = """() => Array.from(document.querySelectorAll('#charts .js-plotly-plot')).map(d => ({
+  series: +d.getAttribute('data-series'),
+  points: d.data.find(t => t.name === 'median').x.length,
+  drawn: d.querySelectorAll('.scatterlayer .trace .points path').length,
+  shapes: (d.layout.shapes || []).length,
+}))"""
+
+
+def wait_charts(pg, n: int) -> list[dict]:
+    pg.wait_for_function(f"document.querySelectorAll('#charts .js-plotly-plot .scatterlayer').length === {n}", timeout=20000)
+    return pg.evaluate(CHARTS_JS)
+
+
+def read_regressions(site: Path) -> list[dict]:
+    text = (site / "data/regressions.js").read_text()
+    return json.loads(text[text.index("(") + 1 : text.rindex(")")])
+
+
+def series_of(model, bench: str) -> list[SeriesKey]:
+    return sorted((k for k in model.series if k.benchmark == bench), key=lambda k: (k.machine, k.environment, k.params, k.metric))
+
+
+def ok_points(model, key: SeriesKey) -> int:
+    return sum(1 for p in model.series[key] if p.measurement.status == "ok")
+
+
+def test_index_lists_filters_and_searches(site, page, tmp_path) -> None:
+    out, model = site
+    open_page(page, out, "index.html")
+    page.wait_for_selector("#benchmarks tbody tr")
+    names = page.eval_on_selector_all("#benchmarks tbody a.bench-link", "as => as.map(a => a.textContent)")
+    assert names == sorted(model.benchmarks())
+    page.fill("#search", "linalg")
+    assert page.eval_on_selector_all("#benchmarks tbody tr", "rs => rs.length") == sum("linalg" in b for b in model.benchmarks())
+    page.fill("#search", "")
+    page.select_option("#machine", EVIL_MACHINE)
+    assert page.eval_on_selector_all("#benchmarks tbody a.bench-link", "as => as.map(a => a.textContent)") == [EVIL]
+    page.select_option("#machine", "")
+    page.select_option("#sort", "size")
+    first = page.eval_on_selector("#benchmarks tbody a.bench-link", "a => a.textContent")
+    assert first == EVIL  # its change (x2.0) is the largest
+    page.select_option("#sort", "name")
+    page.check("#only-changes")
+    with_changes = {cp.series.benchmark for cp in model.change_points}
+    assert set(page.eval_on_selector_all("#benchmarks tbody a.bench-link", "as => as.map(a => a.textContent)")) == with_changes
+    page.screenshot(path=str(tmp_path / "index.png"), full_page=True)
+    assert page.problems == []
+
+
+def test_benchmark_page_draws_every_metric_with_all_points(site, page, tmp_path) -> None:
+    out, model = site
+    bench = sorted(b for b in model.benchmarks() if b != EVIL)[0]
+    keys = series_of(model, bench)
+    open_page(page, out, f"b/{bench_id(bench)}.html")
+    charts = wait_charts(page, 5)
+    assert page.text_content("h1") == bench
+    for c in charts:
+        key = keys[c["series"]]
+        assert (key.machine, key.params) == (keys[0].machine, keys[0].params)
+        assert c["points"] == ok_points(model, key) and c["drawn"] == c["points"]
+    assert sorted(c["points"] for c in charts)[0] == 149  # the series with one failed run
+    # Change points are drawn as a shaded range plus a line.
+    assert all(c["shapes"] == 2 * sum(cp.series == keys[c["series"]] for cp in model.change_points) for c in charts)
+    page.screenshot(path=str(tmp_path / "benchmark.png"), full_page=True)
+
+    # The params selector redraws the charts for the chosen case.
+    page.select_option("select[data-dim='p:n']", "100000")
+    page.select_option("select[data-dim='machine']", "ci-arm64")
+    page.wait_for_function("Array.from(document.querySelectorAll('#charts .js-plotly-plot')).every(d => d.data)")
+    charts = wait_charts(page, 5)
+    for c in charts:
+        key = keys[c["series"]]
+        assert key.machine == "ci-arm64" and '"n":"100000"' in key.params and c["points"] == ok_points(model, key)
+
+    # The choice is kept in the URL: a reload (or a shared link) shows the same case.
+    assert "machine=ci-arm64" in page.evaluate("location.hash")
+    page.reload()
+    for c in wait_charts(page, 5):
+        assert keys[c["series"]].machine == "ci-arm64" and '"n":"100000"' in keys[c["series"]].params
+
+    # By date: the same points, placed at their commit dates.
+    page.check("#by-date")
+    page.wait_for_function("document.querySelector('#charts .js-plotly-plot').layout.xaxis.type === 'date'")
+    first_x = page.evaluate("document.querySelector('#charts .js-plotly-plot').data[2].x[0]")
+    assert first_x == model.commits[0].date.isoformat(timespec="seconds")
+    assert [c["points"] for c in wait_charts(page, 5)] == [c["points"] for c in charts]
+    assert "x=date" in page.evaluate("location.hash")
+    page.uncheck("#by-date")
+    wait_charts(page, 5)
+
+    # A click on a point shows its commit with a link through the configured URL.
+    page.evaluate("() => { const d = document.querySelector('#charts .js-plotly-plot');"
+                  " const t = d.data.findIndex(t => t.name === 'median');"
+                  " d.emit('plotly_click', {points: [{data: d.data[t], pointIndex: 3}]}); }")
+    sha = model.commits[3].sha
+    assert page.get_attribute("#commit-detail a", "href") == COMMIT_URL + sha
+    assert sha in page.text_content("#commit-detail")
+    assert page.problems == []
+
+
+def test_regressions_page(site, page, tmp_path) -> None:
+    out, model = site
+    open_page(page, out, "regressions.html")
+    page.wait_for_selector("#regressions tbody tr")
+    regs = [cp for cp in model.change_points if cp.kind == "regression"]
+    assert page.eval_on_selector_all("#regressions tbody tr", "rs => rs.length") == len(regs)
+    first = page.eval_on_selector_all("#regressions tbody tr:first-child td", "tds => tds.map(t => t.textContent)")
+    assert re.fullmatch(r"regression [+-]\d+\.\d%", first[4]) and first[7] in ("yes", "no")
+    hrefs = page.eval_on_selector_all("#regressions tbody tr:first-child a.sha", "as => as.map(a => a.href)")
+    assert len(hrefs) == 2 and all(h.startswith(COMMIT_URL) for h in hrefs)
+    page.screenshot(path=str(tmp_path / "regressions.png"), full_page=True)
+    # A row links to its benchmark page with its case selected and its change drawn.
+    row = next(r for r in read_regressions(out) if r["id"] == page.eval_on_selector(
+        "#regressions tbody tr:first-child a.bench-link", "a => a.href.split('/b/')[1].slice(0, 16)"))
+    page.click("#regressions tbody tr:first-child a.bench-link")
+    charts = wait_charts(page, 1 if row["bench"] == EVIL else 5)
+    keys = series_of(model, row["bench"])
+    assert all((keys[c["series"]].machine, keys[c["series"]].params) == (row["machine"], keys[row["s"]].params) for c in charts)
+    assert any(c["series"] == row["s"] and c["shapes"] >= 2 for c in charts)
+    assert page.problems == []
+
+
+def test_compare_page(site, page) -> None:
+    out, model = site
+    a, b = model.commits[20].sha, model.commits[140].sha
+    page.goto((out / "compare.html").as_uri() + f"?a={a[:10]}&b={b[:10]}")
+    page.wait_for_function("document.querySelectorAll('#compare tbody tr').length > 0", timeout=20000)
+    rows = page.eval_on_selector_all("#compare tbody tr", "rs => rs.length")
+    both = sum(1 for v in model.series.values() if {a, b} <= {p.commit.sha for p in v if p.measurement.status == "ok"})
+    assert rows == both
+    # Another base commit: the URL follows, so the comparison can be shared.
+    page.select_option("#commit-a", str(30))
+    page.wait_for_function(f"location.search.includes('{model.commits[30].sha}')")
+    assert page.problems == []
+
+
+def test_hostile_names_execute_nothing(site, page, tmp_path) -> None:
+    out, model = site
+    for rel in ("index.html", f"b/{bench_id(EVIL)}.html", "regressions.html"):
+        open_page(page, out, rel)
+        page.wait_for_timeout(300)
+        if rel.startswith("b/"):
+            wait_charts(page, 1)
+            assert page.text_content("h1") == EVIL
+            page.select_option("select[data-dim='p:n']", EVIL_PARAM)
+            wait_charts(page, 1)
+            # Hover text holds the commit message as text, not markup.
+            page.evaluate("() => { const d = document.querySelector('#charts .js-plotly-plot');"
+                          " Plotly.Fx.hover(d, [{curveNumber: 2, pointNumber: d.data[2].x.length - 1}]); }")
+            page.wait_for_timeout(200)
+            assert "onerror=alert(4)" in (page.text_content(".hoverlayer") or "")
+            assert "code version <b>v2" in page.text_content("#charts .annotation")
+        else:
+            page.wait_for_selector("table tbody tr")
+        assert page.evaluate("document.querySelectorAll('main img, main svg[onload], script:not([src])').length") == 0
+        page.screenshot(path=str(tmp_path / (rel.replace("/", "_") + ".png")), full_page=True)
+    assert page.problems == [], page.problems
