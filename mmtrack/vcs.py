@@ -18,9 +18,24 @@ def _git(cwd: Path, *args: str) -> str:
         proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
         raise GitError("git is not installed; install git or pass the commit explicitly") from None
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GitError(f"git {' '.join(args)}: {exc}") from None
     if proc.returncode != 0:
         raise GitError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"git {' '.join(args)} failed")
     return proc.stdout.strip()
+
+
+def git_output(cwd: Path, *args: str) -> str:
+    """git's output, or "" when git fails: for questions whose failure means "no"."""
+    try:
+        return _git(cwd, *args)
+    except GitError:
+        return ""
+
+
+def refs(cwd: Path) -> list[str]:
+    """Branch and tag names, for "did you mean" lists."""
+    return git_output(cwd, "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags").split()
 
 
 def project_root(start: Path | None = None) -> Path:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -126,36 +125,15 @@ def check_metrics(store: Any, patterns: Sequence[str]) -> None:
 
 
 def _git_rev(spec: str, cwd: Path | None) -> str | None:
-    from ..store.db import project_root
+    from ..vcs import project_root, resolve_rev
 
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"],
-            cwd=project_root(cwd),
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and len(sha) == 40 else None
+    return resolve_rev(project_root(cwd), spec)
 
 
 def _git_refs(cwd: Path | None) -> list[str]:
-    from ..store.db import project_root
+    from ..vcs import project_root, refs
 
-    try:
-        out = subprocess.run(
-            ["git", "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags"],
-            cwd=project_root(cwd),
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return out.stdout.split() if out.returncode == 0 else []
+    return refs(project_root(cwd))
 
 
 def resolve_commit(store: Any, spec: str, cwd: Path | None = None) -> CommitInfo:

@@ -41,7 +41,7 @@ from ..errors import EXIT_OK, EXIT_USAGE, UserError
 from ..host import host_name
 from ..measure.metrics import MetricSummary
 from ..results import CommitInfo, canonical_params
-from ..vcs import GitError, commit_info, resolve_rev
+from ..vcs import GitError, commit_info, git_output, resolve_rev
 
 PREFLIGHT = Path(__file__).resolve().parents[1] / "asvbridge" / "preflight.py"
 CONFIG_NAMES = ("asv.conf.json", "asv.conf.jsonc")
@@ -164,14 +164,9 @@ def load_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def _git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
-
-
 def resolve_commit(repo: Path, rev: str) -> CommitInfo:
     """The commit asv will record: it must be the checked-out one, and the tree clean."""
-    if not _git(repo, "rev-parse", "--git-dir"):
+    if not git_output(repo, "rev-parse", "--git-dir"):
         raise UserError(f"{repo}: not a git repository; mmtrack run records a commit, so run it in a git checkout")
     head = resolve_rev(repo, "HEAD")
     if head is None:
@@ -190,7 +185,7 @@ def resolve_commit(repo: Path, rev: str) -> CommitInfo:
     except GitError as exc:
         raise UserError(f"{repo}: cannot read the commit: {exc}") from None
     if info.dirty:
-        changed = _git(repo, "status", "--porcelain", "--untracked-files=no").splitlines()
+        changed = git_output(repo, "status", "--porcelain", "--untracked-files=no").splitlines()
         raise UserError(
             f"{repo}: the working tree has uncommitted changes ({len(changed)} files, e.g. "
             f"{changed[0].split(maxsplit=1)[-1] if changed else '?'}), so its numbers are not those of {sha[:12]}; "
@@ -200,7 +195,7 @@ def resolve_commit(repo: Path, rev: str) -> CommitInfo:
 
 
 def _is_shallow(repo: Path) -> bool:
-    return _git(repo, "rev-parse", "--is-shallow-repository") == "true"
+    return git_output(repo, "rev-parse", "--is-shallow-repository") == "true"
 
 
 def _resolvable_branches(repo: Path, branches: Sequence[str | None]) -> tuple[list[str | None], list[str]]:
@@ -270,7 +265,7 @@ def prepare(request: RunRequest) -> Prepared:
     repo = project / str(config.get("repo", "."))
     if not repo.is_dir():
         repo = project  # a URL: asv would clone it; we record the checkout we are in
-    repo = Path(_git(repo, "rev-parse", "--show-toplevel") or repo)
+    repo = Path(git_output(repo, "rev-parse", "--show-toplevel") or repo)
     commit = resolve_commit(repo, request.commit)
     machine = request.machine or os.environ.get(spool.ENV_MACHINE) or host_name()
     spool_dir = Path(os.environ.get(spool.ENV_SPOOL) or project / spool.DEFAULT_SPOOL).resolve()

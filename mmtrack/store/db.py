@@ -13,7 +13,6 @@ wait for it instead of failing with "database is locked" halfway through.
 from __future__ import annotations
 
 import os
-import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from ..errors import UserError
+from ..vcs import project_root
 
 ENV_VAR = "MMTRACK_DB"
 DEFAULT_RELATIVE = Path(".mmtrack") / "mmtrack.db"
@@ -34,23 +34,6 @@ BUSY_TIMEOUT_S = 120.0
 MMAP_BYTES = 256 * 1024 * 1024
 _PG_LOCK_ID = 0x6D6D7472  # "mmtr": serialises concurrent upgrades on PostgreSQL
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-
-
-def project_root(cwd: Path | None = None) -> Path:
-    """The git top level of ``cwd``, else ``cwd`` itself."""
-    cwd = Path.cwd() if cwd is None else cwd
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return cwd
-    top = out.stdout.strip()
-    return Path(top) if out.returncode == 0 and top else cwd
 
 
 def resolve_url(cli_value: str | None = None) -> str:
