@@ -16,7 +16,7 @@ from mmtrack.measure.diagnose import cpu_diagnostics
 from mmtrack.measure.runner import RunOptions
 from mmtrack.measure.stats import CounterSummary
 
-QUICK = ["--quick"]
+QUICK = ["--quick", "--no-save", "--compare", "none"]  # never write into the checkout's store
 
 
 def custom_metric_rows(output: str) -> list[str]:
