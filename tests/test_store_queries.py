@@ -143,6 +143,34 @@ def test_series_builds_measurements_in_field_order():
     assert tuple(f.name for f in dataclasses.fields(Measurement)) == q.MEASUREMENT_FIELDS
 
 
+def test_fast_constructors_build_the_same_frozen_records():
+    """series() skips the frozen __init__ of its records; what it builds must be the real thing."""
+    import dataclasses
+
+    from mmtrack.results import CommitInfo, SeriesPoint
+
+    args = ("b", {"n": "1"}, PRIMARY, Direction.LOWER, "ok", 1.0, 1.5, 2.0, 0.5, 2.5,
+            None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", Measurement.__dataclass_fields__["format"].default, "x")  # fmt: skip
+    fast = q._new_measurement(*args)
+    assert type(fast) is Measurement and fast == Measurement(*args)
+    assert repr(fast) == repr(Measurement(*args))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.median = 3.0  # type: ignore[misc]
+    commit = q._new_commit("a" * 40, T0, "msg", False, ("main",))
+    assert commit == CommitInfo("a" * 40, T0, "msg", False, ("main",)) and commit.short == "a" * 8
+    point = q._new_point(commit, 7, fast)
+    assert point == SeriesPoint(commit, 7, Measurement(*args)) and type(point) is SeriesPoint
+    with pytest.raises(TypeError):
+        q._new_commit("a" * 40, T0, "msg", False)  # every field must be given
+
+    @dataclasses.dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    with pytest.raises(TypeError):
+        q._fast_constructor(NoSlots)
+
+
 def test_engine_run_with_a_source_is_recorded_once(store):
     stats = engine_stats()
     run = RunRecord("m1", "py3.11", commit_info(9), T0, source="spool:abc")

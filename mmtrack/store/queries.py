@@ -7,6 +7,7 @@ they never silently pose as their commit.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import json
@@ -381,12 +382,40 @@ def _raw(col: Any) -> Any:
     return type_coerce(col, String)
 
 
-# Positional construction is markedly faster for 10,000 frozen dataclasses; a test pins
-# this order to dataclasses.fields(Measurement).
+# Positional construction order of Measurement; a test pins it to dataclasses.fields(Measurement).
 MEASUREMENT_FIELDS = (
     "benchmark", "params", "metric", "direction", "status", "median", "mean", "p95", "min", "max",
     "q1", "q3", "ci_low", "ci_high", "count", "samples", "version", "format", "display_name",
 )  # fmt: skip
+
+
+def _fast_constructor(cls: type) -> Any:
+    """A positional constructor for a frozen slotted dataclass without its generated ``__init__``.
+
+    A frozen ``__init__`` stores each field through ``object.__setattr__``, which for the
+    some 30,000 records of a long series costs more than the query. This one fills a plain
+    slotted twin with ordinary attribute stores and then relabels it as ``cls``. CPython
+    allows that ``__class__`` assignment only between classes of the same slot layout, so
+    the twin (made from ``cls.__slots__``) can never yield a half-built record: a drift
+    raises TypeError. Only for dataclasses with no ``__post_init__`` or field conversion,
+    every field given.
+    """
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    if names != tuple(cls.__slots__) or hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__}: not a plain slotted dataclass")
+    twin = type(f"_{cls.__name__}Twin", (), {"__slots__": cls.__slots__})
+    body = "".join(f"    self.{n} = {n}\n" for n in names)
+    src = f"def make({', '.join(names)}):\n    self = _new(_twin)\n{body}    self.__class__ = _cls\n    return self\n"
+    ns: dict[str, Any] = {}
+    exec(src, {"_new": object.__new__, "_twin": twin, "_cls": cls}, ns)  # noqa: S102 (as dataclasses does)
+    make = ns["make"]
+    make.__qualname__ = f"_fast_constructor.<{cls.__name__}>"
+    return make
+
+
+_new_measurement = _fast_constructor(Measurement)
+_new_commit = _fast_constructor(CommitInfo)
+_new_point = _fast_constructor(SeriesPoint)
 
 
 def series(
@@ -438,6 +467,7 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
     branch_cache: dict[Any, tuple[str, ...]] = {}
     metric = key.metric
     dirs, fmts = _DIRECTIONS, _FORMATS
+    new_measurement, new_commit, new_point = _new_measurement, _new_commit, _new_point
     for r in rows:
         sha, date, message, branches, dirty = r[0], r[1], r[2], r[3], r[4]
         if type(date) is str:  # SQLite: UTC wall time as text
@@ -459,12 +489,12 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
             samples = tuple(v for v in values if v is not None)
         else:
             samples = tuple(values)
-        measurement = Measurement(
+        measurement = new_measurement(
             key.benchmark, params, metric, dirs[r[19]], r[7],
             r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17],
             samples, versions[r[6]] or None, fmts[r[20]], r[21],
         )  # fmt: skip
-        out.append(SeriesPoint(CommitInfo(sha, date, message, bool(dirty), b), r[5], measurement))
+        out.append(new_point(new_commit(sha, date, message, bool(dirty), b), r[5], measurement))
 
 
 # -- runs ----------------------------------------------------------------------------------------
