@@ -401,7 +401,7 @@ def _fast_constructor(cls: type) -> Any:
     every field given.
     """
     names = tuple(f.name for f in dataclasses.fields(cls))
-    if names != tuple(cls.__slots__) or hasattr(cls, "__post_init__"):
+    if names != tuple(getattr(cls, "__slots__", ())) or hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__}: not a plain slotted dataclass")
     twin = type(f"_{cls.__name__}Twin", (), {"__slots__": cls.__slots__})
     body = "".join(f"    self.{n} = {n}\n" for n in names)
