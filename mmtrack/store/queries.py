@@ -432,31 +432,30 @@ def series(
 
     Points of every benchmark code version are returned; ``Measurement.version``
     tells where comparability breaks. This is the hot query of detect and the
-    pages, hence the hand-tuned row handling (10,000 commits in well under 50 ms).
+    pages, hence the hand-tuned row handling (see docs/store.md for its cost).
     """
-    with store.read() as conn:
-        ids = _ids(conn, key)
-        if ids is None:
-            return []
-        machine_id, env_id, metric_id, versions = ids
-        sql = _series_sql(conn.dialect, len(versions), include_dirty, with_samples)
-        params = {"machine_id": machine_id, "env_id": env_id, "metric_id": metric_id}
-        params.update({f"b{i}": b for i, b in enumerate(versions)})
-        rows = _fetch(conn, sql, params)
-    if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
-        rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
-
-    out: list[SeriesPoint] = []
-    # Some 40,000 new objects would trigger full collections of a large heap for nothing:
-    # none of them can form a cycle.
+    # Some 50,000 new objects (rows, then records) would trigger collections of a large
+    # heap for nothing: none of them can form a cycle.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
+        with store.read() as conn:
+            ids = _ids(conn, key)
+            if ids is None:
+                return []
+            machine_id, env_id, metric_id, versions = ids
+            sql = _series_sql(conn.dialect, len(versions), include_dirty, with_samples)
+            params = {"machine_id": machine_id, "env_id": env_id, "metric_id": metric_id}
+            params.update({f"b{i}": b for i, b in enumerate(versions)})
+            rows = _fetch(conn, sql, params)
+        if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
+            rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
+        out: list[SeriesPoint] = []
         _build_points(rows, key, versions, out)
+        return out
     finally:
         if gc_was_enabled:
             gc.enable()
-    return out
 
 
 def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out: list[SeriesPoint]) -> None:
@@ -482,10 +481,15 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
             b = tuple(branches or ())
         values = r[18]
         if type(values) is str:
+            # a non-finite engine sample was stored as null; finding it in the text is far
+            # cheaper than comparing every parsed float with None
+            has_null = "null" in values
             values = next(parsed)
+        else:
+            has_null = values is not None and None in values
         if not values:
             samples = ()
-        elif None in values:  # a non-finite engine sample was stored as null
+        elif has_null:
             samples = tuple(v for v in values if v is not None)
         else:
             samples = tuple(values)
