@@ -467,8 +467,10 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
     metric = key.metric
     dirs, fmts = _DIRECTIONS, _FORMATS
     new_measurement, new_commit, new_point = _new_measurement, _new_commit, _new_point
-    for r in rows:
-        sha, date, message, branches, dirty = r[0], r[1], r[2], r[3], r[4]
+    for (
+        sha, date, message, branches, dirty, run_id, benchmark_id, status,
+        median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count, values, direction, fmt, display_name,
+    ) in rows:  # fmt: skip
         if type(date) is str:  # SQLite: UTC wall time as text
             date = datetime.fromisoformat(date + "+00:00")
         elif date is not None and date.tzinfo is None:
@@ -479,7 +481,6 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
                 b = branch_cache[branches] = tuple(json.loads(branches) or ())
         else:
             b = tuple(branches or ())
-        values = r[18]
         if type(values) is str:
             # a non-finite engine sample was stored as null; finding it in the text is far
             # cheaper than comparing every parsed float with None
@@ -494,11 +495,11 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
         else:
             samples = tuple(values)
         measurement = new_measurement(
-            key.benchmark, params, metric, dirs[r[19]], r[7],
-            r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17],
-            samples, versions[r[6]] or None, fmts[r[20]], r[21],
+            key.benchmark, params, metric, dirs[direction], status,
+            median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
+            samples, versions[benchmark_id] or None, fmts[fmt], display_name,
         )  # fmt: skip
-        out.append(new_point(new_commit(sha, date, message, bool(dirty), b), r[5], measurement))
+        out.append(new_point(new_commit(sha, date, message, bool(dirty), b), run_id, measurement))
 
 
 # -- runs ----------------------------------------------------------------------------------------
