@@ -145,16 +145,15 @@ def test_series_builds_measurements_in_field_order():
 
 def test_series_records_equal_the_per_run_records_null_samples_dropped(store):
     """series() builds its records on a fast path; they must equal what measurements_for_run builds."""
-    from sqlalchemy import update
+    from sqlalchemy import select, update
 
     from mmtrack.store import models as m
 
     stats = engine_stats()
     run_ids = [_record(store, i, stats) for i in (1, 2, 3)]
+    second = select(m.Result.id).where(m.Result.run_id == run_ids[1]).scalar_subquery()
     with store.write() as conn:  # a non-finite engine sample is stored as null
-        conn.execute(update(m.Measurement).where(m.Measurement.result_id.in_(
-            m.Result.__table__.select().with_only_columns(m.Result.id).where(m.Result.run_id == run_ids[1]).scalar_subquery()
-        )).values(values=[1.0, None, 2.0]))  # fmt: skip
+        conn.execute(update(m.Measurement).where(m.Measurement.result_id == second).values(values=[1.0, None, 2.0]))
     key = SeriesKey("m1", "py3.11", stats.name, canonical_params(stats.params), PRIMARY)
     pts = q.series(store, key)
     expected = [next(x for x in q.measurements_for_run(store, r) if x.metric == PRIMARY) for r in run_ids]
@@ -170,8 +169,9 @@ def test_fast_constructors_build_the_same_frozen_records():
 
     from mmtrack.results import CommitInfo, SeriesPoint
 
+    fmt = Measurement.__dataclass_fields__["format"].default
     args = ("b", {"n": "1"}, PRIMARY, Direction.LOWER, "ok", 1.0, 1.5, 2.0, 0.5, 2.5,
-            None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", Measurement.__dataclass_fields__["format"].default, "x")  # fmt: skip
+            None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", fmt, "x")  # fmt: skip
     fast = q._new_measurement(*args)
     assert type(fast) is Measurement and fast == Measurement(*args)
     assert repr(fast) == repr(Measurement(*args))
