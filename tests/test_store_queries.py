@@ -143,6 +143,57 @@ def test_series_builds_measurements_in_field_order():
     assert tuple(f.name for f in dataclasses.fields(Measurement)) == q.MEASUREMENT_FIELDS
 
 
+def test_series_records_equal_the_per_run_records_null_samples_dropped(store):
+    """series() builds its records on a fast path; they must equal what measurements_for_run builds."""
+    from sqlalchemy import select, update
+
+    from mmtrack.store import models as m
+
+    stats = engine_stats()
+    run_ids = [_record(store, i, stats) for i in (1, 2, 3)]
+    second = select(m.Result.id).where(m.Result.run_id == run_ids[1]).scalar_subquery()
+    with store.write() as conn:  # a non-finite engine sample is stored as null
+        conn.execute(update(m.Measurement).where(m.Measurement.result_id == second).values(values=[1.0, None, 2.0]))
+    key = SeriesKey("m1", "py3.11", stats.name, canonical_params(stats.params), PRIMARY)
+    pts = q.series(store, key)
+    expected = [next(x for x in q.measurements_for_run(store, r) if x.metric == PRIMARY) for r in run_ids]
+    assert [p.measurement for p in pts] == expected and [p.run_id for p in pts] == run_ids
+    assert pts[1].measurement.samples == (1.0, 2.0) and len(pts[0].measurement.samples) == 5
+    assert [p.commit for p in pts] == [commit_info(i) for i in (1, 2, 3)]
+
+
+def test_fast_constructors_build_the_same_frozen_records():
+    """series() skips the frozen __init__ of its records; what it builds must be the real thing."""
+    import dataclasses
+    import pickle
+
+    from mmtrack.results import CommitInfo, SeriesPoint
+
+    fmt = Measurement.__dataclass_fields__["format"].default
+    args = ("b", {"n": "1"}, PRIMARY, Direction.LOWER, "ok", 1.0, 1.5, 2.0, 0.5, 2.5,
+            None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", fmt, "x")  # fmt: skip
+    fast = q._new_measurement(*args)
+    assert type(fast) is Measurement and fast == Measurement(*args)
+    assert repr(fast) == repr(Measurement(*args))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.median = 3.0  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(fast)) == fast
+    assert dataclasses.replace(fast, median=3.0) == Measurement(*args[:5], 3.0, *args[6:])
+    commit = q._new_commit("a" * 40, T0, "msg", False, ("main",))
+    assert commit == CommitInfo("a" * 40, T0, "msg", False, ("main",)) and commit.short == "a" * 8
+    point = q._new_point(commit, 7, fast)
+    assert point == SeriesPoint(commit, 7, Measurement(*args)) and type(point) is SeriesPoint
+    with pytest.raises(TypeError):
+        q._new_commit("a" * 40, T0, "msg", False)  # every field must be given
+
+    @dataclasses.dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    with pytest.raises(TypeError):
+        q._fast_constructor(NoSlots)
+
+
 def test_engine_run_with_a_source_is_recorded_once(store):
     stats = engine_stats()
     run = RunRecord("m1", "py3.11", commit_info(9), T0, source="spool:abc")

@@ -7,6 +7,7 @@ they never silently pose as their commit.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import json
@@ -381,12 +382,40 @@ def _raw(col: Any) -> Any:
     return type_coerce(col, String)
 
 
-# Positional construction is markedly faster for 10,000 frozen dataclasses; a test pins
-# this order to dataclasses.fields(Measurement).
+# Positional construction order of Measurement; a test pins it to dataclasses.fields(Measurement).
 MEASUREMENT_FIELDS = (
     "benchmark", "params", "metric", "direction", "status", "median", "mean", "p95", "min", "max",
     "q1", "q3", "ci_low", "ci_high", "count", "samples", "version", "format", "display_name",
 )  # fmt: skip
+
+
+def _fast_constructor(cls: type) -> Any:
+    """A positional constructor for a frozen slotted dataclass without its generated ``__init__``.
+
+    A frozen ``__init__`` stores each field through ``object.__setattr__``, which for the
+    some 30,000 records of a long series costs more than the query. This one fills a plain
+    slotted twin with ordinary attribute stores and then relabels it as ``cls``. CPython
+    allows that ``__class__`` assignment only between classes of the same slot layout, so
+    the twin (made from ``cls.__slots__``) can never yield a half-built record: a drift
+    raises TypeError. Only for dataclasses with no ``__post_init__`` or field conversion,
+    every field given.
+    """
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    if names != tuple(getattr(cls, "__slots__", ())) or hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__}: not a plain slotted dataclass")
+    twin = type(f"_{cls.__name__}Twin", (), {"__slots__": cls.__slots__})
+    body = "".join(f"    self.{n} = {n}\n" for n in names)
+    src = f"def make({', '.join(names)}):\n    self = _new(_twin)\n{body}    self.__class__ = _cls\n    return self\n"
+    ns: dict[str, Any] = {}
+    exec(src, {"_new": object.__new__, "_twin": twin, "_cls": cls}, ns)  # noqa: S102 (as dataclasses does)
+    make = ns["make"]
+    make.__qualname__ = f"_fast_constructor.<{cls.__name__}>"
+    return make
+
+
+_new_measurement = _fast_constructor(Measurement)
+_new_commit = _fast_constructor(CommitInfo)
+_new_point = _fast_constructor(SeriesPoint)
 
 
 def series(
@@ -403,31 +432,30 @@ def series(
 
     Points of every benchmark code version are returned; ``Measurement.version``
     tells where comparability breaks. This is the hot query of detect and the
-    pages, hence the hand-tuned row handling (10,000 commits in well under 50 ms).
+    pages, hence the hand-tuned row handling (see docs/store.md for its cost).
     """
-    with store.read() as conn:
-        ids = _ids(conn, key)
-        if ids is None:
-            return []
-        machine_id, env_id, metric_id, versions = ids
-        sql = _series_sql(conn.dialect, len(versions), include_dirty, with_samples)
-        params = {"machine_id": machine_id, "env_id": env_id, "metric_id": metric_id}
-        params.update({f"b{i}": b for i, b in enumerate(versions)})
-        rows = _fetch(conn, sql, params)
-    if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
-        rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
-
-    out: list[SeriesPoint] = []
-    # Some 40,000 new objects would trigger full collections of a large heap for nothing:
-    # none of them can form a cycle.
+    # Some 50,000 new objects (rows, then records) would trigger collections of a large
+    # heap for nothing: none of them can form a cycle.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
+        with store.read() as conn:
+            ids = _ids(conn, key)
+            if ids is None:
+                return []
+            machine_id, env_id, metric_id, versions = ids
+            sql = _series_sql(conn.dialect, len(versions), include_dirty, with_samples)
+            params = {"machine_id": machine_id, "env_id": env_id, "metric_id": metric_id}
+            params.update({f"b{i}": b for i, b in enumerate(versions)})
+            rows = _fetch(conn, sql, params)
+        if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
+            rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
+        out: list[SeriesPoint] = []
         _build_points(rows, key, versions, out)
+        return out
     finally:
         if gc_was_enabled:
             gc.enable()
-    return out
 
 
 def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out: list[SeriesPoint]) -> None:
@@ -438,8 +466,11 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
     branch_cache: dict[Any, tuple[str, ...]] = {}
     metric = key.metric
     dirs, fmts = _DIRECTIONS, _FORMATS
-    for r in rows:
-        sha, date, message, branches, dirty = r[0], r[1], r[2], r[3], r[4]
+    new_measurement, new_commit, new_point = _new_measurement, _new_commit, _new_point
+    for (
+        sha, date, message, branches, dirty, run_id, benchmark_id, status,
+        median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count, values, direction, fmt, display_name,
+    ) in rows:  # fmt: skip
         if type(date) is str:  # SQLite: UTC wall time as text
             date = datetime.fromisoformat(date + "+00:00")
         elif date is not None and date.tzinfo is None:
@@ -450,21 +481,25 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
                 b = branch_cache[branches] = tuple(json.loads(branches) or ())
         else:
             b = tuple(branches or ())
-        values = r[18]
         if type(values) is str:
+            # a non-finite engine sample was stored as null; finding it in the text is far
+            # cheaper than comparing every parsed float with None
+            has_null = "null" in values
             values = next(parsed)
+        else:
+            has_null = values is not None and None in values
         if not values:
             samples = ()
-        elif None in values:  # a non-finite engine sample was stored as null
+        elif has_null:
             samples = tuple(v for v in values if v is not None)
         else:
             samples = tuple(values)
-        measurement = Measurement(
-            key.benchmark, params, metric, dirs[r[19]], r[7],
-            r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17],
-            samples, versions[r[6]] or None, fmts[r[20]], r[21],
+        measurement = new_measurement(
+            key.benchmark, params, metric, dirs[direction], status,
+            median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
+            samples, versions[benchmark_id] or None, fmts[fmt], display_name,
         )  # fmt: skip
-        out.append(SeriesPoint(CommitInfo(sha, date, message, bool(dirty), b), r[5], measurement))
+        out.append(new_point(new_commit(sha, date, message, bool(dirty), b), run_id, measurement))
 
 
 # -- runs ----------------------------------------------------------------------------------------
