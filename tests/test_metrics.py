@@ -103,3 +103,24 @@ def test_stats_round_trip_through_json(fake_clock):
     stats = run_benchmark(BenchSpec("rt", fn, returns_sample=True, chunk_size=3, params={"n": "3"}), opts, clock=fake_clock)
     again = stats_from_dict(json.loads(json.dumps(stats_to_dict(stats))))
     assert again == stats
+
+
+def test_import_mmtrack_loads_no_numpy_and_no_backends():
+    """`import mmtrack` stays cheap: asv imports benchmark suites in many processes."""
+    import subprocess
+    import sys
+
+    from conftest import cli_env
+
+    code = "import sys, mmtrack; print(sorted(m for m in ('numpy', 'cupy', 'sqlalchemy', 'mmtrack.measure.perf') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_numpy_numbers_are_valid_metric_values():
+    import numpy as np
+
+    MetricValue("x", np.float64(1.5), "ms").validate("b")
+    MetricValue("x", np.int64(3), "count").validate("b")
+    with pytest.raises(Exception, match="not a number"):
+        MetricValue("x", True, "ms").validate("b")

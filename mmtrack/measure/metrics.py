@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-import numpy as np
 
 GIB = 1024.0**3
 
@@ -120,7 +120,7 @@ class MetricValue:
             raise InvalidMetricError(f"{where}: metric name is empty; give every metric a name")
         if not isinstance(self.unit, str) or not self.unit.strip():
             raise InvalidMetricError(f"{where}: unit is empty; give a unit such as 'ms' or 'GiB/s'")
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float, np.number)):
+        if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
             raise InvalidMetricError(f"{where}: value {self.value!r} is not a number")
         if not math.isfinite(float(self.value)):
             raise InvalidMetricError(f"{where}: value is {self.value}; report finite numbers only")
@@ -192,6 +192,8 @@ class MetricSummary:
         fmt: MetricFormat = MetricFormat.NUMBER,
         direction: Direction | None = None,
     ) -> "MetricSummary":
+        import numpy as np  # imported on first use: `import mmtrack` stays cheap (asv imports suites often)
+
         arr = np.asarray(values, dtype=float)
         return cls(
             section=section,

@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import numpy as np
 
 from .backend import MeasurementDomain
 from .metrics import Direction, MetricSummary
@@ -41,6 +40,8 @@ class Distribution:
 
     @classmethod
     def of(cls, values: Sequence[float]) -> "Distribution":
+        import numpy as np  # on first use: see metrics.MetricSummary.from_values
+
         a = np.asarray(values, dtype=float)
         if a.size == 0:
             nan = math.nan
@@ -151,7 +152,7 @@ def summarize_counters(
     for counters in per_sample:
         names.extend(n for n in counters if n not in names)
     ratios = [r / e for e, r in enabled_running if e > 0]
-    coverage = 100.0 * float(np.mean(ratios)) if ratios else 100.0
+    coverage = 100.0 * sum(ratios) / len(ratios) if ratios else 100.0
     out = []
     for n in names:
         # Counters in different perf groups can miss different samples: per op is taken over
