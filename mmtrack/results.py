@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Literal, Mapping
 
 from .measure.metrics import Direction, MetricFormat, MetricSummary
+from .measure.stats import sample_stats
 
 Status = Literal["ok", "failed", "skipped"]
 
@@ -105,11 +106,8 @@ class Measurement:
         version: str | None = None,
     ) -> "Measurement":
         values = [v for v in summary.values if math.isfinite(v)]
-        q1 = q3 = None
-        if values:
-            import numpy as np
-
-            q1, q3 = (float(x) for x in np.percentile(values, [25, 75]))
+        st = sample_stats(values) if values else {}
+        q1, q3 = st.get("q1"), st.get("q3")
         return cls(
             benchmark=benchmark,
             params=dict(params),

@@ -12,7 +12,8 @@ from mmtrack.errors import UserError
 from mmtrack.measure.metrics import Direction, MetricSummary
 from mmtrack.results import PRIMARY, ChangePoint, Measurement, MetricKey, SeriesKey, canonical_params
 from mmtrack.store import queries as q
-from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run, sample_stats
+from mmtrack.measure.stats import sample_stats
+from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
 from test_store_support import commit_info, engine_stats, store, store_url  # noqa: F401
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)

@@ -165,10 +165,40 @@ def summarize_counters(
     return out
 
 
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """numpy's default ('linear') percentile of an already sorted list."""
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def sample_stats(values: Sequence[float]) -> dict[str, float | int]:
+    """mean, median, p95, min, max, q1, q3 and count of ``values`` (as numpy computes them).
+
+    A plain-Python twin of ``MetricSummary.from_values`` for hot paths such as the
+    asv import and the store's records (numpy's per-call overhead dominates on
+    ~10 samples); a test keeps the two in agreement.
+    """
+    s = sorted(values)
+    n = len(s)
+    return {
+        "mean": math.fsum(s) / n,
+        "median": _percentile(s, 50),
+        "p95": _percentile(s, 95),
+        "min": s[0],
+        "max": s[-1],
+        "q1": _percentile(s, 25),
+        "q3": _percentile(s, 75),
+        "count": n,
+    }
+
+
 __all__ = [
     "OUTLIER_RULE",
     "Distribution",
     "CounterSummary",
     "BenchmarkStats",
     "summarize_counters",
+    "sample_stats",
 ]

@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, delete, func, select, update
 
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
-from ..measure.stats import BenchmarkStats
+from ..measure.stats import BenchmarkStats, sample_stats
 from ..results import PRIMARY, CommitInfo, MetricKey, Status, canonical_params
 from . import models as m
 from .db import Store
@@ -408,38 +408,6 @@ def _write_run(
                 _bulk_insert(conn, m.Measurement.__table__, mrows)
     dims.publish()
     return run_id, outcome
-
-
-# -- statistics of a sample list (the definitions of MetricSummary.from_values, without numpy) --
-
-
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """numpy's default ('linear') percentile of an already sorted list."""
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def sample_stats(values: Sequence[float]) -> dict[str, float | int]:
-    """mean, median, p95, min, max, q1, q3 and count of ``values`` (as numpy computes them).
-
-    A plain-Python twin of ``MetricSummary.from_values`` for the import hot path
-    (numpy's per-call overhead dominates on asv's ~10 samples); a test keeps the
-    two in agreement.
-    """
-    s = sorted(values)
-    n = len(s)
-    return {
-        "mean": math.fsum(s) / n,
-        "median": _percentile(s, 50),
-        "p95": _percentile(s, 95),
-        "min": s[0],
-        "max": s[-1],
-        "q1": _percentile(s, 25),
-        "q3": _percentile(s, 75),
-        "count": n,
-    }
 
 
 # -- engine runs ---------------------------------------------------------------------------------
