@@ -171,7 +171,7 @@ def measure() -> tuple[list[Check], list[tuple[str, str]]]:
                                cupyx_gpu_ms(copy), TIME_TOLERANCE, "ms"))
     checks.append(check_within("copy: gpu_gib_s vs device copy rate", _median_metric(stats, "gpu_gib_s"),
                                device_copy_gib_s(cupy, dst, src, COPY_BYTES), BANDWIDTH_TOLERANCE, "GiB/s"))
-    del src, dst
+    src = dst = None  # free the device memory before the next check (the closure is done)
 
     # 2. GEMM
     a = cupy.random.random((GEMM_N, GEMM_N), dtype=cupy.float32)
@@ -185,7 +185,7 @@ def measure() -> tuple[list[Check], list[tuple[str, str]]]:
     checks.append(check_within("gemm: median cuda_event_ms vs cupyx", _median_metric(stats, "cuda_event_ms"),
                                cupyx_gpu_ms(gemm), TIME_TOLERANCE, "ms"))
     info.append(("gemm gpu_tflops (median)", f"{_median_metric(stats, 'gpu_tflops'):.2f} TFLOP/s"))
-    del a, b, c
+    a = b = c = None  # likewise
 
     # 3. cold vs hot L2 on data that fits in L2
     n = max(api.l2_cache_bytes() // 4 // 4, 1024)  # float32 elements filling a quarter of L2

@@ -114,7 +114,7 @@ def test_compare_cli_formats_and_exit_codes(metpy_store):
     proc = run_cli("compare", a, b, "--db", s["db"], "--format", "markdown", "--fail-on", "regression")
     assert proc.returncode == 1
     assert proc.stdout.startswith("### :red_circle: Performance regressed")
-    assert f"| `+` |" in proc.stdout and s["a"] in proc.stdout
+    assert "| `+` |" in proc.stdout and s["a"] in proc.stdout
     proc = run_cli("compare", a, b, "--db", s["db"], "--only-changed")
     assert proc.returncode == 0 and "regressed" in proc.stdout and "not comparable" in proc.stdout
     # a looser threshold for that benchmark turns the 1.5x into unchanged

@@ -12,10 +12,8 @@ from __future__ import annotations
 import re
 
 import json
-import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
