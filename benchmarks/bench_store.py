@@ -103,15 +103,17 @@ def build_series_store(path: Path, commits: int = COMMITS, series: int = SERIES,
                                       "machine_id": 1, "environment_id": 1, "commit_id": c + 1, "dirty": False,
                                       "tool_versions": {}, "kind": "asv", "suite": "bench", "host": "ci"}
                                      for c in range(commits)])
+        conn.execute(insert(m.Series), [{"id": b + 1, "machine_id": 1, "environment_id": 1, "benchmark_id": b + 1,
+                                         "metric_id": 1} for b in range(series)])
         results, measurements = [], []
-        for c in range(commits):
+        for c in range(commits):  # in run order, as runs arrive
             for b in range(series):
                 rid = c * series + b + 1
                 values = sorted(1e-3 * (1 + 0.02 * rng.random()) for _ in range(samples))
                 median = values[samples // 2]
                 results.append({"id": rid, "run_id": c + 1, "benchmark_id": b + 1, "status": "ok", "value": median,
                                 "number": 1, "repeat": samples})
-                measurements.append({"result_id": rid, "metric_id": 1, "median": median,
+                measurements.append({"series_id": b + 1, "result_id": rid, "position": 0, "median": median,
                                      "mean": sum(values) / samples, "p95": values[-1], "min": values[0],
                                      "max": values[-1], "count": samples, "values": values,
                                      "direction": "lower", "format": "number"})

@@ -1,7 +1,14 @@
-"""Every schema revision upgrades a store made at the revision before it, data intact."""
+"""Stores written by older mmtrack versions upgrade with every record intact.
+
+The fixture ``tests/data/store-r0004.db`` was written by mmtrack at revision 0004
+(asv imports in both results formats, engine runs with counters, custom metrics and a
+null sample, a dirty run, a change point); its golden snapshot holds every record the
+queries of that version returned. Older revisions are reached by downgrading it.
+"""
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from datetime import datetime, timezone
 
@@ -10,28 +17,29 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
-from mmtrack.results import PRIMARY, ChangePoint, SeriesKey
 from mmtrack.measure.metrics import Direction
+from mmtrack.results import PRIMARY, ChangePoint, SeriesKey
 from mmtrack.store import queries as q
-from mmtrack.store.db import alembic_config, head_revision, open_store, upgrade
+from mmtrack.store.db import alembic_config, head_revision, open_store
 from mmtrack.store.ingest import EngineCaseRecord, RunRecord, import_asv_results, record_engine_run
-from test_store_support import CONDA, commit_info, engine_stats, store_url  # noqa: F401
+from test_store_support import (  # noqa: F401
+    CONDA,
+    STORE_FIXTURE_REVISION,
+    STORE_FIXTURE_SNAPSHOT,
+    commit_info,
+    engine_stats,
+    load_store_fixture,
+    snapshot,
+    store_url,
+)
 
 REVISIONS = [r for r in ScriptDirectory.from_config(alembic_config()).walk_revisions() if r.down_revision]
+GOLDEN = gzip.decompress(STORE_FIXTURE_SNAPSHOT.read_bytes()).decode().splitlines()
+CHANGE_POINTS_LINE = 5  # see test_store_support.snapshot
 
 
-def _snapshot(store):
-    runs = q.runs(store)
-    return {
-        "runs": runs,
-        "measurements": {r.id: q.measurements_for_run(store, r.id) for r in runs},
-        "machines": q.list_machines(store),
-        "benchmarks": q.list_benchmarks(store),
-    }
-
-
-def test_there_are_at_least_two_revisions_and_models_match_head(tmp_path):
-    assert len(REVISIONS) >= 1 and head_revision() == REVISIONS[0].revision
+def test_models_match_head(tmp_path):
+    assert head_revision() == REVISIONS[0].revision
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
@@ -43,43 +51,81 @@ def test_there_are_at_least_two_revisions_and_models_match_head(tmp_path):
     s.close()
 
 
-@pytest.mark.parametrize("rev", REVISIONS, ids=lambda r: f"{r.down_revision}->{r.revision}")
-def test_upgrade_from_previous_revision_keeps_data(store_url, tmp_path, rev, monkeypatch):
-    if rev.down_revision < "0003":  # result.setup does not exist yet: write none
-        monkeypatch.setattr("mmtrack.store.ingest.measurement_setup", lambda st: None)
-    store = open_store(store_url, upgrade_schema=False)
-    upgrade(store, rev.down_revision)
-    assert store.current_revision() == rev.down_revision
-    # data at the old revision: an asv history (a slice of the conda one) and an engine run
-    results = tmp_path / "results"
-    shutil.copytree(CONDA, results)
-    for f in sorted((results / "benchmarkers-MacBook-Pro.local").glob("*-*.json"))[40:]:
-        f.unlink()
-    summary = import_asv_results(store, results)
-    assert summary.imported == 40 and not summary.failed
-    stats = engine_stats()
-    run = RunRecord("m1", "py3.11", commit_info(1), datetime(2024, 1, 1, tzinfo=timezone.utc), suite="s")
-    record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
-    before = _snapshot(store)
+def test_store_fixture_is_at_its_revision(tmp_path):
+    url = f"sqlite:///{tmp_path / 'f.db'}"
+    load_store_fixture(url)
+    store = open_store(url, upgrade_schema=False)
+    assert store.current_revision() == STORE_FIXTURE_REVISION
     store.close()
 
+
+def test_old_store_upgrades_with_every_record_intact(store_url, tmp_path):
+    load_store_fixture(store_url)
     store = open_store(store_url)  # upgrades on first use
     assert store.current_revision() == head_revision()
-    assert _snapshot(store) == before
-    # the newer schema works on the old data
-    key = SeriesKey("m1", "py3.11", stats.name, "{}", PRIMARY)
-    cp = ChangePoint(key, Direction.LOWER, "regression", "a" * 40, "b" * 40, 1.0, 2.0, 2.0)
-    q.save_change_points(store, [cp])
-    assert q.load_change_points(store) == [cp]
-    assert import_asv_results(store, results).unchanged == 40
-    monkeypatch.undo()
+    assert snapshot(store) == GOLDEN
+    # the new schema takes new data beside the old
+    results = tmp_path / "results"
+    shutil.copytree(CONDA, results)
+    for f in sorted((results / "benchmarkers-MacBook-Pro.local").glob("*-*.json"))[12:]:
+        f.unlink()
+    assert import_asv_results(store, results).unchanged == 12
+    stats = engine_stats()
     new_run = record_engine_run(
-        store, RunRecord("m1", "py3.11", commit_info(2), datetime(2024, 1, 2, tzinfo=timezone.utc), suite="s"),
+        store, RunRecord("m1", "py3.11", commit_info(3), datetime(2024, 1, 3, tzinfo=timezone.utc), suite="s"),
         [EngineCaseRecord(stats.name, stats.params, stats=stats)],
     )
     (setup,) = q.case_setups(store, new_run)
-    assert setup.setup["domain"] == stats.domain.value and setup.setup["backend"] == stats.measurement_label
+    assert setup.setup["domain"] == stats.domain.value
+    points = q.series(store, SeriesKey("m1", "py3.11", stats.name, "{}", PRIMARY))
+    assert [p.commit.sha for p in points] == [commit_info(i).sha for i in (1, 2, 3)]
+    (primary,) = [s for s in stats.tracked_metrics() if s.key == (PRIMARY.section, PRIMARY.name, PRIMARY.unit)]
+    assert points[-1].measurement.samples == primary.values  # float64 in, float64 out
+    key = SeriesKey("m1", "py3.11", stats.name, "{}", PRIMARY)
+    cp = ChangePoint(key, Direction.LOWER, "improvement", "c" * 40, "d" * 40, 2.0, 1.0, 0.5)
+    q.save_change_points(store, [cp])
+    assert q.load_change_points(store) == [cp]
     store.close()
+
+
+def test_head_downgrades_to_the_fixture_revision_and_back(store_url):
+    """The newest revision's downgrade keeps every record, on both databases."""
+    load_store_fixture(store_url)
+    store = open_store(store_url)
+    with store.write() as conn:
+        command.downgrade(alembic_config(conn), STORE_FIXTURE_REVISION)
+    assert store.current_revision() == STORE_FIXTURE_REVISION
+    store.close()
+    store = open_store(store_url)
+    assert store.current_revision() == head_revision() and snapshot(store) == GOLDEN
+    store.close()
+
+
+@pytest.mark.parametrize("rev", REVISIONS[1:], ids=lambda r: f"{r.down_revision}->head")
+def test_store_at_each_older_revision_upgrades(tmp_path, rev):
+    """The fixture taken down to each older revision (the downgrades keep data) and back up."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    load_store_fixture(url)
+    store = open_store(url, upgrade_schema=False)
+    with store.write() as conn:
+        command.downgrade(alembic_config(conn), rev.down_revision)
+    assert store.current_revision() == rev.down_revision
+    store.close()
+    store = open_store(url)
+    assert store.current_revision() == head_revision()
+    assert held_by(snapshot(store), rev.down_revision) == held_by(GOLDEN, rev.down_revision)
+    store.close()
+
+
+def held_by(lines: list[str], revision: str) -> list[str]:
+    """The snapshot lines a store at ``revision`` can hold: engine setups need 0003
+    (result.setup), change points 0002."""
+    out = list(lines)
+    if revision < "0003":
+        out = [line for i, line in enumerate(out) if i < 6 or (i - 6) % 3 != 2]  # the case-setup lines
+    if revision < "0002":
+        out[CHANGE_POINTS_LINE] = "[]"
+    return out
 
 
 def test_downgrade_to_base_revision_and_back(tmp_path):
@@ -88,7 +134,7 @@ def test_downgrade_to_base_revision_and_back(tmp_path):
     stats = engine_stats()
     run = RunRecord("m1", "py3.11", commit_info(1), datetime(2024, 1, 1, tzinfo=timezone.utc))
     record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
-    before = _snapshot(store)
+    before = snapshot(store)
     base = REVISIONS[-1].down_revision
     with store.write() as conn:
         command.downgrade(alembic_config(conn), base)
@@ -97,5 +143,21 @@ def test_downgrade_to_base_revision_and_back(tmp_path):
         assert "change_point" not in inspect(conn).get_table_names()
     store.close()
     store = open_store(url)
-    assert store.current_revision() == head_revision() and _snapshot(store) == before
+    assert store.current_revision() == head_revision()
+    assert held_by(snapshot(store), base) == held_by(before, base)
+    store.close()
+
+
+def test_upgraded_store_reads_a_series_as_one_key_range(tmp_path):
+    """After 0005 the measurement table is keyed by (series, result) with no rowid, and the
+    series query reads one range of that key (not a lookup per run)."""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    load_store_fixture(url)
+    store = open_store(url)
+    with store.read() as conn:
+        ddl = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'measurement'").scalar()
+        compiled = q._series_sql(conn.dialect, 1, False, True)
+        plan = [r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", (1,)).all()]
+    assert "WITHOUT ROWID" in ddl and "PRIMARY KEY (series_id, result_id)" in ddl
+    assert plan[0].startswith("SEARCH measurement USING PRIMARY KEY (series_id=?)"), plan
     store.close()

@@ -116,3 +116,56 @@ def count_asv_results(results_dir: Path) -> dict[str, int]:
                     key = "failed" if v is None else "skipped" if math.isnan(v) else "ok"
                     counts[key] += 1
     return counts
+
+
+# -- a store written by an older mmtrack ---------------------------------------------------------
+
+STORE_FIXTURE = ROOT / "tests" / "data" / "store-r0004.db"  # made by tests/data/make_store_r0004.py
+STORE_FIXTURE_REVISION = "0004"
+STORE_FIXTURE_SNAPSHOT = ROOT / "tests" / "data" / "store-r0004.snapshot.txt.gz"
+
+
+def snapshot(store) -> list[str]:
+    """Every record the read side returns, one line per call (dataclass reprs are exact for
+    floats). Lines 0-5: machines, environments, benchmarks, metrics, commits, change points;
+    then per run, latest first: the run, its measurements, its case setups."""
+    from mmtrack.store import queries as q
+
+    lines = [repr(q.list_machines(store)), repr(q.list_environments(store)), repr(q.list_benchmarks(store)),
+             repr(q.list_metrics(store)), repr(q.commits(store)), repr(q.load_change_points(store))]
+    for r in q.runs(store):
+        lines += [repr(r), repr(q.measurements_for_run(store, r.id)), repr(q.case_setups(store, r.id))]
+    return lines
+
+
+def load_store_fixture(url: str) -> None:
+    """Put the fixture store (revision 0004) at ``url``: a copy of the file for SQLite; for
+    PostgreSQL, a store made at that revision and filled with the fixture's rows."""
+    import shutil
+
+    from sqlalchemy import MetaData, create_engine, make_url, text
+
+    from mmtrack.store.db import open_store, upgrade
+
+    if make_url(url).get_backend_name() == "sqlite":
+        shutil.copy(STORE_FIXTURE, make_url(url).database)
+        return
+    source = create_engine(f"sqlite:///{STORE_FIXTURE}")
+    store = open_store(url, upgrade_schema=False)
+    upgrade(store, STORE_FIXTURE_REVISION)
+    tables, target = MetaData(), MetaData()
+    tables.reflect(source)
+    target.reflect(store.engine)
+    with source.connect() as src, store.engine.begin() as dst:
+        for table in tables.sorted_tables:
+            if table.name == "alembic_version":
+                continue
+            rows = [{k: v.replace(tzinfo=timezone.utc) if isinstance(v, datetime) else v  # stored as UTC
+                     for k, v in r._mapping.items()} for r in src.execute(table.select())]
+            if rows:
+                dst.execute(target.tables[table.name].insert(), rows)
+            if "id" in table.c:  # rows came with their ids: move the sequence past them
+                dst.execute(text(f"SELECT setval(pg_get_serial_sequence('\"{table.name}\"', 'id'), "
+                                 f"(SELECT COALESCE(max(id), 0) + 1 FROM \"{table.name}\"), false)"))
+    source.dispose()
+    store.close()

@@ -180,7 +180,7 @@ def _bulk_insert(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> 
         # Only these types need converting for sqlite3; numbers and strings pass as they are.
         procs = [
             table.c[n].type._cached_bind_processor(conn.dialect)
-            if isinstance(table.c[n].type, (DateTime, JSON, Boolean))
+            if isinstance(table.c[n].type, (DateTime, JSON, Boolean, m.PackedFloats))
             else None
             for n in names
         ]
@@ -272,6 +272,40 @@ class _Dims:
     def metric(self, key: tuple[str, str, str]) -> int:
         return self._get(m.Metric.__table__, {"section": key[0], "name": key[1], "unit": key[2]})
 
+    def series(self, machine_id: int, environment_id: int, pairs: Sequence[tuple[int, int]]) -> list[int]:
+        """The series id of each (benchmark id, metric id) on a machine and environment, made
+        where missing; resolved in a few statements (a run holds hundreds of series)."""
+        t = m.Series.__table__
+
+        def ck(pair: tuple[int, int]) -> tuple:
+            return ("series", machine_id, environment_id, *pair)
+
+        missing = sorted({p for p in pairs if ck(p) not in self.shared and ck(p) not in self.new})
+
+        def load() -> None:
+            benchmarks = sorted({b for b, _ in missing})
+            for i in range(0, len(benchmarks), 500):
+                for row in self.conn.execute(
+                    select(t.c.id, t.c.benchmark_id, t.c.metric_id).where(
+                        t.c.machine_id == machine_id,
+                        t.c.environment_id == environment_id,
+                        t.c.benchmark_id.in_(benchmarks[i : i + 500]),
+                    )
+                ):
+                    self.new[ck((row.benchmark_id, row.metric_id))] = row.id
+
+        if missing:
+            load()
+            todo = [p for p in missing if ck(p) not in self.new]
+            if todo:
+                stmt = _insert(self.conn, t).on_conflict_do_nothing(
+                    index_elements=["machine_id", "environment_id", "benchmark_id", "metric_id"]
+                )
+                self.conn.execute(stmt, [{"machine_id": machine_id, "environment_id": environment_id,
+                                          "benchmark_id": b, "metric_id": x} for b, x in todo])
+                load()
+        return [self.shared.get(ck(p)) or self.new[ck(p)] for p in pairs]
+
     def commit(self, info: CommitInfo) -> int:
         t = m.Commit.__table__
         row = self.conn.execute(select(t.c.id, t.c.date, t.c.message, t.c.branches).where(t.c.sha == info.sha)).first()
@@ -329,12 +363,14 @@ def _write_run(
                     return old.id, "unchanged"
                 conn.execute(delete(run_t).where(run_t.c.id == old.id))  # cascades to results
                 outcome = "replaced"
+        machine_id = dims.machine(machine, machine_info)
+        environment_id = dims.environment(environment, environment_info)
         run_id = conn.execute(
             _insert(conn, run_t)
             .values(
                 started_at=_utc(started_at),
-                machine_id=dims.machine(machine, machine_info),
-                environment_id=dims.environment(environment, environment_info),
+                machine_id=machine_id,
+                environment_id=environment_id,
                 commit_id=dims.commit(commit),
                 dirty=commit.dirty,
                 tool_versions=dict(tool_versions),
@@ -382,10 +418,14 @@ def _write_run(
                 ids = conn.execute(
                     _insert(conn, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
                 ).scalars().all()
+            points = [(rid, row["benchmark_id"], position, x)
+                      for rid, row, c in zip(ids, rows, cases) for position, x in enumerate(c.measures)]
+            series = dims.series(machine_id, environment_id, [(b, dims.metric(x.metric)) for _, b, _, x in points])
             mrows = [
                 {
+                    "series_id": sid,
                     "result_id": rid,
-                    "metric_id": dims.metric(x.metric),
+                    "position": position,
                     "mean": x.mean,
                     "median": x.median,
                     "p95": x.p95,
@@ -401,8 +441,7 @@ def _write_run(
                     "format": x.format,
                     "display_name": x.display_name,
                 }
-                for rid, c in zip(ids, cases)
-                for x in c.measures
+                for sid, (rid, _, position, x) in zip(series, points)
             ]
             if mrows:
                 _bulk_insert(conn, m.Measurement.__table__, mrows)

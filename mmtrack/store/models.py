@@ -3,9 +3,9 @@
 Dimensions (machine, environment, commit, benchmark, metric) are small tables
 referenced by id; facts are runs, results (one per benchmark case and run) and
 measurements (one per metric of a result). A series (machine, environment,
-benchmark name, params, metric) is read with index lookups only:
-``run(machine_id, environment_id)`` → ``result(run_id, benchmark_id)`` →
-``measurement(result_id, metric_id)``.
+benchmark case, metric) has its own row, and measurements are
+clustered by it: reading one series is one range scan of ``measurement`` (then
+primary-key lookups of its results, runs and commits), not a lookup per run.
 
 Every schema change comes with an Alembic revision in ``migrations/versions``;
 the models here always describe the head revision.
@@ -13,11 +13,14 @@ the models here always describe the head revision.
 
 from __future__ import annotations
 
+import struct
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
+    LargeBinary,
+    SmallInteger,
     Boolean,
     DateTime,
     Float,
@@ -30,6 +33,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
 
 # Stable constraint names so that migrations (and SQLite batch mode) can refer to them.
 NAMING = {
@@ -164,14 +168,61 @@ class Result(Base):
     )
 
 
+class PackedFloats(TypeDecorator):
+    """Per-sample values as little-endian float64, NaN for a sample without a value.
+
+    A long series holds some 100,000 samples: unpacking them is one ``struct`` call per
+    point, where JSON text cost four times as much to parse (see docs/store.md).
+    """
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> bytes | None:
+        return None if value is None else pack_floats(value)
+
+    def process_result_value(self, value: Any, dialect: Any) -> list[float | None] | None:
+        return None if value is None else [None if v != v else v for v in unpack_floats(value)]
+
+
+def pack_floats(values: Any) -> bytes:
+    return struct.pack(f"<{len(values)}d", *(NAN if v is None else v for v in values))
+
+
+def unpack_floats(blob: bytes) -> tuple[float, ...]:
+    return struct.unpack(f"<{len(blob) >> 3}d", blob)
+
+
+NAN = float("nan")
+
+
+class Series(Base):
+    """One series: a benchmark case (name, params, code version) and a metric, measured on one
+    machine and environment. Its measurements are stored next to each other."""
+
+    __tablename__ = "series"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machine.id"))
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environment.id"))
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id"))
+    metric_id: Mapped[int] = mapped_column(ForeignKey("metric.id"))
+
+    __table_args__ = (UniqueConstraint("machine_id", "environment_id", "benchmark_id", "metric_id"),)
+
+
 class Measurement(Base):
-    """One metric summary (section, name, unit) of one result."""
+    """One metric summary (section, name, unit) of one result: a point of one series.
+
+    The primary key (series_id, result_id) clusters each series: on SQLite the table has
+    no rowid, so rows are stored in key order and a series is one contiguous range.
+    """
 
     __tablename__ = "measurement"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    result_id: Mapped[int] = mapped_column(ForeignKey("result.id", ondelete="CASCADE"))
-    metric_id: Mapped[int] = mapped_column(ForeignKey("metric.id"))
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"), primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("result.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(SmallInteger)  # order of the metric within its result
     mean: Mapped[float | None] = mapped_column(Float)
     median: Mapped[float | None] = mapped_column(Float)
     p95: Mapped[float | None] = mapped_column(Float)
@@ -182,15 +233,13 @@ class Measurement(Base):
     ci_low: Mapped[float | None] = mapped_column(Float)
     ci_high: Mapped[float | None] = mapped_column(Float)
     count: Mapped[int] = mapped_column(Integer, default=0)
-    values: Mapped[list[Any] | None] = mapped_column()  # per-sample values, execution order
+    values: Mapped[list[Any] | None] = mapped_column(PackedFloats)  # per-sample values, execution order
     direction: Mapped[str] = mapped_column(String(8))  # lower, higher, neutral
     format: Mapped[str] = mapped_column(String(8), default="number")
     display_name: Mapped[str | None] = mapped_column(String(255))
 
-    # (result_id, metric_id) is the series lookup. There is deliberately no index led by
-    # metric_id: SQLite's planner would pick it and scan every result of the metric
-    # (revision 0004 dropped it; see docs/store.md).
-    __table_args__ = (UniqueConstraint("result_id", "metric_id"),)
+    # result_id serves the cascade from result and the per-run and per-commit queries.
+    __table_args__ = (Index("ix_measurement_result_id", "result_id"), {"sqlite_with_rowid": False})
 
 
 class ChangePointRow(Base):

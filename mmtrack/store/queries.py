@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
-from sqlalchemy import Select, String, and_, bindparam, delete, func, null, or_, select, type_coerce
+from sqlalchemy import LargeBinary, Select, String, and_, bindparam, delete, func, null, or_, select, type_coerce
 
 from ..errors import UserError
 from ..measure.metrics import Direction, MetricFormat
@@ -65,9 +65,10 @@ class RunInfo:
 
 
 def _aware(dt: datetime | None) -> datetime | None:
+    """UTC, whatever the driver hands back (SQLite: naive UTC; PostgreSQL: the session's zone)."""
     if dt is None:
         return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
 # -- dimensions ----------------------------------------------------------------------------------
@@ -125,9 +126,8 @@ def list_metrics(store: Store, benchmark: str | None = None, params: str | None 
     q = select(m.Metric.section, m.Metric.name, m.Metric.unit).order_by(m.Metric.section, m.Metric.name, m.Metric.unit)
     if benchmark is not None:
         sub = (
-            select(m.Measurement.metric_id)
-            .join(m.Result, m.Result.id == m.Measurement.result_id)
-            .join(m.Benchmark, m.Benchmark.id == m.Result.benchmark_id)
+            select(m.Series.metric_id)
+            .join(m.Benchmark, m.Benchmark.id == m.Series.benchmark_id)
             .where(m.Benchmark.name == benchmark)
         )
         if params is not None:
@@ -238,7 +238,8 @@ def _measure_query() -> Select[Any]:
         .select_from(m.Measurement)
         .join(m.Result, m.Result.id == m.Measurement.result_id)
         .join(m.Benchmark, m.Benchmark.id == m.Result.benchmark_id)
-        .join(m.Metric, m.Metric.id == m.Measurement.metric_id)
+        .join(m.Series, m.Series.id == m.Measurement.series_id)
+        .join(m.Metric, m.Metric.id == m.Series.metric_id)
     )
 
 
@@ -247,7 +248,7 @@ def measurements_for_run(store: Store, run_id: int) -> list[Measurement]:
     q = (
         _measure_query()
         .where(m.Result.run_id == run_id)
-        .order_by(m.Benchmark.name, m.Benchmark.params, m.Measurement.id)
+        .order_by(m.Benchmark.name, m.Benchmark.params, m.Measurement.position)
     )
     build = _Builder()
     with store.read() as conn:
@@ -308,30 +309,32 @@ def measurements_for_commit(
     return [build(best[k]) for k in sorted(best)]
 
 
-def _ids(conn: Any, key: SeriesKey) -> tuple[int, int, int, dict[int, str]] | None:
-    """(machine id, environment id, metric id, {benchmark id: version}) of a series, or None."""
-    machine = conn.execute(select(m.Machine.id).where(m.Machine.name == key.machine)).scalar()
-    env = conn.execute(select(m.Environment.id).where(m.Environment.name == key.environment)).scalar()
-    metric = conn.execute(
-        select(m.Metric.id).where(
-            m.Metric.section == key.metric.section, m.Metric.name == key.metric.name, m.Metric.unit == key.metric.unit
+def _series_ids(conn: Any, key: SeriesKey) -> dict[int, str]:
+    """{series id: benchmark code version}: one series per code version of the case."""
+    s, b, x = m.Series, m.Benchmark, m.Metric
+    q = (
+        select(s.id, b.version)
+        .join(b, b.id == s.benchmark_id)
+        .join(x, x.id == s.metric_id)
+        .join(m.Machine, m.Machine.id == s.machine_id)
+        .join(m.Environment, m.Environment.id == s.environment_id)
+        .where(
+            m.Machine.name == key.machine,
+            m.Environment.name == key.environment,
+            b.name == key.benchmark,
+            b.params == key.params,
+            x.section == key.metric.section,
+            x.name == key.metric.name,
+            x.unit == key.metric.unit,
         )
-    ).scalar()
-    benches = dict(
-        conn.execute(
-            select(m.Benchmark.id, m.Benchmark.version).where(
-                m.Benchmark.name == key.benchmark, m.Benchmark.params == key.params
-            )
-        ).all()
     )
-    if machine is None or env is None or metric is None or not benches:
-        return None
-    return machine, env, metric, benches
+    return dict(conn.execute(q).all())
 
 
 @functools.lru_cache(maxsize=64)
-def _series_sql(dialect: Any, benchmarks: int, include_dirty: bool, with_samples: bool) -> Any:
-    """The series statement, compiled once per dialect and shape."""
+def _series_sql(dialect: Any, series: int, include_dirty: bool, with_samples: bool) -> Any:
+    """The series statement, compiled once per dialect and shape: one range of the
+    measurement table per series id, then primary-key lookups of result, run and commit."""
     x = m.Measurement
     q = (
         select(
@@ -341,22 +344,19 @@ def _series_sql(dialect: Any, benchmarks: int, include_dirty: bool, with_samples
             _raw(m.Commit.branches),
             m.Run.dirty,
             m.Run.id,
-            m.Result.benchmark_id,
+            x.series_id,
             m.Result.status,
             x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count,
-            _raw(x.values) if with_samples else null(),
+            type_coerce(x.values, LargeBinary) if with_samples else null(),
             x.direction,
             x.format,
             x.display_name,
         )  # fmt: skip
-        .select_from(m.Run)
+        .select_from(x)
+        .join(m.Result, m.Result.id == x.result_id)
+        .join(m.Run, m.Run.id == m.Result.run_id)
         .join(m.Commit, m.Commit.id == m.Run.commit_id)
-        .join(
-            m.Result,
-            and_(m.Result.run_id == m.Run.id, m.Result.benchmark_id.in_([bindparam(f"b{i}") for i in range(benchmarks)])),
-        )
-        .join(x, and_(x.result_id == m.Result.id, x.metric_id == bindparam("metric_id")))
-        .where(m.Run.machine_id == bindparam("machine_id"), m.Run.environment_id == bindparam("env_id"))
+        .where(x.series_id.in_([bindparam(f"s{i}") for i in range(series)]))
         .order_by(func.coalesce(m.Commit.date, m.Run.started_at), m.Run.started_at, m.Run.id)
     )
     if not include_dirty:
@@ -440,14 +440,11 @@ def series(
     gc.disable()
     try:
         with store.read() as conn:
-            ids = _ids(conn, key)
-            if ids is None:
+            versions = _series_ids(conn, key)
+            if not versions:
                 return []
-            machine_id, env_id, metric_id, versions = ids
             sql = _series_sql(conn.dialect, len(versions), include_dirty, with_samples)
-            params = {"machine_id": machine_id, "env_id": env_id, "metric_id": metric_id}
-            params.update({f"b{i}": b for i, b in enumerate(versions)})
-            rows = _fetch(conn, sql, params)
+            rows = _fetch(conn, sql, {f"s{i}": series_id for i, series_id in enumerate(versions)})
         if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
             rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
         out: list[SeriesPoint] = []
@@ -459,45 +456,37 @@ def series(
 
 
 def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out: list[SeriesPoint]) -> None:
-    # samples: one JSON parse for the whole series (SQLite hands back text, psycopg lists)
-    texts = [r[18] for r in rows if type(r[18]) is str]
-    parsed = iter(json.loads("[" + ",".join(texts) + "]")) if texts else iter(())
     params = json.loads(key.params)
     branch_cache: dict[Any, tuple[str, ...]] = {}
     metric = key.metric
     dirs, fmts = _DIRECTIONS, _FORMATS
     new_measurement, new_commit, new_point = _new_measurement, _new_commit, _new_point
+    unpack = m.unpack_floats
     for (
-        sha, date, message, branches, dirty, run_id, benchmark_id, status,
+        sha, date, message, branches, dirty, run_id, series_id, status,
         median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count, values, direction, fmt, display_name,
     ) in rows:  # fmt: skip
         if type(date) is str:  # SQLite: UTC wall time as text
             date = datetime.fromisoformat(date + "+00:00")
-        elif date is not None and date.tzinfo is None:
-            date = date.replace(tzinfo=timezone.utc)
+        elif date is not None:
+            date = _aware(date)
         if type(branches) is str:  # SQLite: JSON text, mostly the same few values
             b = branch_cache.get(branches)
             if b is None:
                 b = branch_cache[branches] = tuple(json.loads(branches) or ())
         else:
             b = tuple(branches or ())
-        if type(values) is str:
-            # a non-finite engine sample was stored as null; finding it in the text is far
-            # cheaper than comparing every parsed float with None
-            has_null = "null" in values
-            values = next(parsed)
+        if values:  # packed float64 (models.PackedFloats); NaN marks a sample without a value
+            samples = unpack(values)
+            total = sum(samples)
+            if total - total != 0:  # NaN (or inf) somewhere: only then look at each sample
+                samples = tuple(v for v in samples if v == v)
         else:
-            has_null = values is not None and None in values
-        if not values:
             samples = ()
-        elif has_null:
-            samples = tuple(v for v in values if v is not None)
-        else:
-            samples = tuple(values)
         measurement = new_measurement(
             key.benchmark, params, metric, dirs[direction], status,
             median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
-            samples, versions[benchmark_id] or None, fmts[fmt], display_name,
+            samples, versions[series_id] or None, fmts[fmt], display_name,
         )  # fmt: skip
         out.append(new_point(new_commit(sha, date, message, bool(dirty), b), run_id, measurement))
 

@@ -19,27 +19,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent))  # tests/, for test_store_support
 
 from sqlalchemy import update  # noqa: E402
 
 from mmtrack.measure.metrics import Direction  # noqa: E402
 from mmtrack.results import PRIMARY, ChangePoint, SeriesKey  # noqa: E402
 from mmtrack.store import models as m  # noqa: E402
-from mmtrack.store import queries as q  # noqa: E402
 from mmtrack.store.db import open_store  # noqa: E402
 from mmtrack.store.ingest import EngineCaseRecord, RunRecord, import_asv_results, record_engine_run  # noqa: E402
-from test_store_support import CONDA, METPY, commit_info, engine_stats  # noqa: E402
-
-
-def snapshot(store) -> str:
-    """Every record the read side returns, as text (dataclass reprs are exact for floats)."""
-    runs = q.runs(store, )
-    lines = [repr(q.list_machines(store)), repr(q.list_environments(store)), repr(q.list_benchmarks(store)),
-             repr(q.list_metrics(store)), repr(q.commits(store)), repr(q.load_change_points(store))]
-    for r in runs:
-        lines += [repr(r), repr(q.measurements_for_run(store, r.id)), repr(q.case_setups(store, r.id))]
-    return "\n".join(lines) + "\n"
+from test_store_support import CONDA, METPY, commit_info, engine_stats, snapshot  # noqa: E402
 
 
 def main() -> None:
