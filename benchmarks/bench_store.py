@@ -104,7 +104,8 @@ def build_series_store(path: Path, commits: int = COMMITS, series: int = SERIES,
                                       "tool_versions": {}, "kind": "asv", "suite": "bench", "host": "ci"}
                                      for c in range(commits)])
         conn.execute(insert(m.Series), [{"id": b + 1, "machine_id": 1, "environment_id": 1, "benchmark_id": b + 1,
-                                         "metric_id": 1} for b in range(series)])
+                                         "metric_id": 1, "direction": "lower", "format": "number", "display_name": ""}
+                                        for b in range(series)])
         results, measurements = [], []
         for c in range(commits):  # in run order, as runs arrive
             for b in range(series):
@@ -115,8 +116,7 @@ def build_series_store(path: Path, commits: int = COMMITS, series: int = SERIES,
                                 "number": 1, "repeat": samples})
                 measurements.append({"series_id": b + 1, "result_id": rid, "position": 0, "median": median,
                                      "mean": sum(values) / samples, "p95": values[-1], "min": values[0],
-                                     "max": values[-1], "count": samples, "values": values,
-                                     "direction": "lower", "format": "number"})
+                                     "max": values[-1], "count": samples, "values": values})
         conn.execute(insert(m.Result), results)
         conn.execute(insert(m.Measurement), measurements)
     return store

@@ -163,6 +163,39 @@ def test_series_records_equal_the_per_run_records_null_samples_dropped(store):
     assert [p.commit for p in pts] == [commit_info(i) for i in (1, 2, 3)]
 
 
+def test_a_metric_declared_differently_keeps_its_declaration_per_point(store):
+    """Direction, format and display name live on the series row: a run that declares a metric
+    differently under the same code version gets a row of its own, and every point keeps the
+    declaration it was measured with (also with dirty runs, the other optional column)."""
+    plain = engine_stats()
+    declared = engine_stats(items={"direction": Direction.HIGHER, "display_name": "Items done"})
+    (items,) = [s for s in plain.tracked_metrics() if s.name == "items"]
+    run_ids = [_record(store, 1, plain), _record(store, 2, declared), _record(store, 3, plain, dirty=True)]
+    key = SeriesKey("m1", "py3.11", plain.name, "{}", MetricKey(*items.key))
+    pts = q.series(store, key, include_dirty=True)
+    assert [(p.measurement.direction, p.measurement.display_name) for p in pts] == [
+        (items.direction, items.display_name), (Direction.HIGHER, "Items done"), (items.direction, items.display_name)]
+    assert [p.commit.dirty for p in pts] == [False, False, True] and [p.run_id for p in pts] == run_ids
+    expected = [next(x for x in q.measurements_for_run(store, r) if x.metric == key.metric) for r in run_ids]
+    assert [p.measurement for p in pts] == expected
+    assert [p.run_id for p in q.series(store, key)] == run_ids[:2]
+    # one key, whatever the number of series rows behind it
+    assert q.list_series(store, benchmark="track_sum").count(key) == 1
+
+
+def test_list_series_lists_only_what_was_measured(store):
+    a, b = engine_stats("bench.A.track_a"), engine_stats("bench.B.track_b")
+    _record(store, 1, a, machine="m1")
+    _record(store, 2, b, machine="m2", env="py3.12")
+    keys = q.list_series(store)
+    assert {(k.machine, k.environment, k.benchmark) for k in keys} == {
+        ("m1", "py3.11", a.name), ("m2", "py3.12", b.name)}
+    assert keys == sorted(keys, key=lambda k: (k.benchmark, k.params, k.metric, k.machine, k.environment))
+    assert {k.metric for k in keys if k.benchmark == a.name} == {MetricKey(*s.key) for s in a.tracked_metrics()}
+    assert {k.benchmark for k in q.list_series(store, machine="m2")} == {b.name}
+    assert q.list_series(store, environment="py3.11", benchmark="B") == []
+
+
 def test_fast_constructors_build_the_same_frozen_records():
     """series() skips the frozen __init__ of its records; what it builds must be the real thing."""
     import dataclasses

@@ -65,8 +65,10 @@ def mmtrack_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "mmtrack", *args]
 
 
-def engine_stats(name: str = "bench.Suite.track_sum", params: dict[str, str] | None = None, scale: float = 1.0):
-    """Real BenchmarkStats from the engine: a small loop plus a custom metric per sample."""
+def engine_stats(name: str = "bench.Suite.track_sum", params: dict[str, str] | None = None, scale: float = 1.0,
+                 items: dict | None = None):
+    """Real BenchmarkStats from the engine: a small loop plus a custom metric per sample.
+    ``items`` declares the "items" metric further (direction, display_name, format)."""
     from mmtrack.measure.metrics import BenchSampleResult, MetricValue
     from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
 
@@ -74,7 +76,7 @@ def engine_stats(name: str = "bench.Suite.track_sum", params: dict[str, str] | N
         total = 0
         for i in range(chunk_size):
             total += i
-        return BenchSampleResult(chunk_size, [MetricValue("items", chunk_size * scale, "count"),
+        return BenchSampleResult(chunk_size, [MetricValue("items", chunk_size * scale, "count", **(items or {})),
                                               MetricValue("bandwidth", 1.0 + chunk_num, "GiB/s", section="memory")])
 
     spec = BenchSpec(name=name, fn=fn, returns_sample=True, chunk_size=200, params=dict(params or {}))

@@ -73,25 +73,16 @@ def policy_for(request: DetectRequest) -> DetectPolicy:
 
 
 def series_keys(store: Any, request: DetectRequest) -> list[SeriesKey]:
-    """Every (machine, environment, benchmark case, metric) the filters select."""
+    """Every recorded (machine, environment, benchmark case, metric) the filters select."""
     from ..store import queries as q
 
-    machines = [m.name for m in q.list_machines(store) if request.machine in (None, m.name)]
     try:
-        cases = q.list_benchmarks(store, request.benchmark)
+        keys = q.list_series(store, machine=request.machine, environment=request.env, benchmark=request.benchmark)
     except re.error as exc:
         raise UserError(f"--benchmark {request.benchmark!r} is not a valid regex: {exc}", EXIT_USAGE) from None
-    if request.benchmark and not cases:
+    if request.benchmark and not keys:
         raise unknown("benchmark", request.benchmark, [c.name for c in q.list_benchmarks(store)])
-    keys = []
-    for case in cases:
-        metrics = [k for k in q.list_metrics(store, case.name, case.params_key) if metric_matches(k, request.metrics)]
-        for mach in machines:
-            for env in q.list_environments(store, mach):
-                if request.env not in (None, env.name):
-                    continue
-                keys.extend(SeriesKey(mach, env.name, case.name, case.params_key, k) for k in metrics)
-    return keys
+    return [k for k in keys if metric_matches(k.metric, request.metrics)]
 
 
 def run_detect(

@@ -197,6 +197,13 @@ def _bulk_insert(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> 
     conn.exec_driver_sql(sql, params)
 
 
+# benchmark id, metric id, direction, format, display name ("" for none): with the machine and
+# environment, what makes a series row (models.Series)
+SeriesIdentity = tuple[int, int, str, str, str]
+SERIES_KEY = tuple(m.Series.__table__.c[n] for n in (
+    "machine_id", "environment_id", "benchmark_id", "metric_id", "direction", "format", "display_name"))
+
+
 class _Dims:
     """Get-or-create of dimension rows, cached on the store once committed."""
 
@@ -272,39 +279,37 @@ class _Dims:
     def metric(self, key: tuple[str, str, str]) -> int:
         return self._get(m.Metric.__table__, {"section": key[0], "name": key[1], "unit": key[2]})
 
-    def series(self, machine_id: int, environment_id: int, pairs: Sequence[tuple[int, int]]) -> list[int]:
-        """The series id of each (benchmark id, metric id) on a machine and environment, made
-        where missing; resolved in a few statements (a run holds hundreds of series)."""
+    def series(self, machine_id: int, environment_id: int, keys: Sequence[SeriesIdentity]) -> list[int]:
+        """The series id of each (benchmark id, metric id, direction, format, display name) on a
+        machine and environment, made where missing, in a few statements (a run holds hundreds)."""
         t = m.Series.__table__
 
-        def ck(pair: tuple[int, int]) -> tuple:
-            return ("series", machine_id, environment_id, *pair)
+        def ck(key: SeriesIdentity) -> tuple:
+            return ("series", machine_id, environment_id, *key)
 
-        missing = sorted({p for p in pairs if ck(p) not in self.shared and ck(p) not in self.new})
+        missing = sorted({k for k in keys if ck(k) not in self.shared and ck(k) not in self.new})
 
         def load() -> None:
-            benchmarks = sorted({b for b, _ in missing})
+            benchmarks = sorted({k[0] for k in missing})
             for i in range(0, len(benchmarks), 500):
                 for row in self.conn.execute(
-                    select(t.c.id, t.c.benchmark_id, t.c.metric_id).where(
+                    select(t.c.id, t.c.benchmark_id, t.c.metric_id, t.c.direction, t.c.format, t.c.display_name).where(
                         t.c.machine_id == machine_id,
                         t.c.environment_id == environment_id,
                         t.c.benchmark_id.in_(benchmarks[i : i + 500]),
                     )
                 ):
-                    self.new[ck((row.benchmark_id, row.metric_id))] = row.id
+                    self.new[ck(tuple(row[1:]))] = row.id
 
         if missing:
             load()
-            todo = [p for p in missing if ck(p) not in self.new]
+            todo = [k for k in missing if ck(k) not in self.new]
             if todo:
-                stmt = _insert(self.conn, t).on_conflict_do_nothing(
-                    index_elements=["machine_id", "environment_id", "benchmark_id", "metric_id"]
-                )
-                self.conn.execute(stmt, [{"machine_id": machine_id, "environment_id": environment_id,
-                                          "benchmark_id": b, "metric_id": x} for b, x in todo])
+                stmt = _insert(self.conn, t).on_conflict_do_nothing(index_elements=[c.name for c in SERIES_KEY])
+                self.conn.execute(stmt, [dict(zip((c.name for c in SERIES_KEY), (machine_id, environment_id, *k)))
+                                         for k in todo])
                 load()
-        return [self.shared.get(ck(p)) or self.new[ck(p)] for p in pairs]
+        return [self.shared.get(ck(k)) or self.new[ck(k)] for k in keys]
 
     def commit(self, info: CommitInfo) -> int:
         t = m.Commit.__table__
@@ -420,7 +425,9 @@ def _write_run(
                 ).scalars().all()
             points = [(rid, row["benchmark_id"], position, x)
                       for rid, row, c in zip(ids, rows, cases) for position, x in enumerate(c.measures)]
-            series = dims.series(machine_id, environment_id, [(b, dims.metric(x.metric)) for _, b, _, x in points])
+            series = dims.series(machine_id, environment_id, [
+                (b, dims.metric(x.metric), x.direction, x.format, x.display_name or "") for _, b, _, x in points
+            ])
             mrows = [
                 {
                     "series_id": sid,
@@ -437,9 +444,6 @@ def _write_run(
                     "ci_high": x.ci_high,
                     "count": x.count,
                     "values": x.values,
-                    "direction": x.direction,
-                    "format": x.format,
-                    "display_name": x.display_name,
                 }
                 for sid, (rid, _, position, x) in zip(series, points)
             ]

@@ -197,8 +197,11 @@ NAN = float("nan")
 
 
 class Series(Base):
-    """One series: a benchmark case (name, params, code version) and a metric, measured on one
-    machine and environment. Its measurements are stored next to each other."""
+    """One series: what is constant about its points. A benchmark case (name, params, code
+    version) and a metric measured on one machine and environment, with the metric's
+    direction, format and display name as the benchmark declared them (a declaration that
+    changes starts a new series row; ``queries.series`` reads them all). Its measurements
+    are stored next to each other."""
 
     __tablename__ = "series"
 
@@ -207,12 +210,21 @@ class Series(Base):
     environment_id: Mapped[int] = mapped_column(ForeignKey("environment.id"))
     benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id"))
     metric_id: Mapped[int] = mapped_column(ForeignKey("metric.id"))
+    direction: Mapped[str] = mapped_column(String(8))  # lower, higher, neutral
+    format: Mapped[str] = mapped_column(String(8))
+    display_name: Mapped[str] = mapped_column(String(255))  # "" for none (NULLs are never equal in a key)
 
-    __table_args__ = (UniqueConstraint("machine_id", "environment_id", "benchmark_id", "metric_id"),)
+    __table_args__ = (
+        UniqueConstraint(
+            "machine_id", "environment_id", "benchmark_id", "metric_id", "direction", "format", "display_name",
+            name="uq_series_identity",
+        ),
+    )
 
 
 class Measurement(Base):
     """One metric summary (section, name, unit) of one result: a point of one series.
+    Only what varies from point to point is here; the rest is on the series row.
 
     The primary key (series_id, result_id) clusters each series: on SQLite the table has
     no rowid, so rows are stored in key order and a series is one contiguous range.
@@ -234,9 +246,6 @@ class Measurement(Base):
     ci_high: Mapped[float | None] = mapped_column(Float)
     count: Mapped[int] = mapped_column(Integer, default=0)
     values: Mapped[list[Any] | None] = mapped_column(PackedFloats)  # per-sample values, execution order
-    direction: Mapped[str] = mapped_column(String(8))  # lower, higher, neutral
-    format: Mapped[str] = mapped_column(String(8), default="number")
-    display_name: Mapped[str | None] = mapped_column(String(255))
 
     # result_id serves the cascade from result and the per-run and per-commit queries.
     __table_args__ = (Index("ix_measurement_result_id", "result_id"), {"sqlite_with_rowid": False})

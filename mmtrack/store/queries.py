@@ -137,6 +137,41 @@ def list_metrics(store: Store, benchmark: str | None = None, params: str | None 
         return [MetricKey(*r) for r in conn.execute(q).all()]
 
 
+def list_series(
+    store: Store, *, machine: str | None = None, environment: str | None = None, benchmark: str | None = None
+) -> list[SeriesKey]:
+    """Every series recorded, each key once (whatever its code versions), ordered by benchmark,
+    params, metric, machine and environment; ``benchmark`` is a regular expression searched
+    in the name. Only combinations that were measured: no machine x benchmark cross product."""
+    import re
+
+    s = m.Series
+    q = (
+        select(
+            m.Benchmark.name, m.Benchmark.params, m.Metric.section, m.Metric.name.label("metric_name"), m.Metric.unit,
+            m.Machine.name.label("machine"), m.Environment.name.label("env"),
+        )  # fmt: skip
+        .distinct()
+        .select_from(s)
+        .join(m.Benchmark, m.Benchmark.id == s.benchmark_id)
+        .join(m.Metric, m.Metric.id == s.metric_id)
+        .join(m.Machine, m.Machine.id == s.machine_id)
+        .join(m.Environment, m.Environment.id == s.environment_id)
+    )
+    if machine is not None:
+        q = q.where(m.Machine.name == machine)
+    if environment is not None:
+        q = q.where(m.Environment.name == environment)
+    rx = re.compile(benchmark) if benchmark else None
+    with store.read() as conn:
+        rows = sorted(conn.execute(q).all())
+    return [
+        SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+        for r in rows
+        if rx is None or rx.search(r.name)
+    ]
+
+
 # -- commits -------------------------------------------------------------------------------------
 
 
@@ -172,7 +207,7 @@ _MEASURE_COLS = (
     m.Metric.section,
     m.Metric.name.label("metric_name"),
     m.Metric.unit,
-    m.Measurement.direction,
+    m.Series.direction,
     m.Result.status,
     m.Measurement.median,
     m.Measurement.mean,
@@ -185,8 +220,8 @@ _MEASURE_COLS = (
     m.Measurement.ci_high,
     m.Measurement.count,
     m.Measurement.values,
-    m.Measurement.format,
-    m.Measurement.display_name,
+    m.Series.format,
+    m.Series.display_name,
 )
 
 _DIRECTIONS = {d.value: d for d in Direction}
@@ -228,7 +263,7 @@ class _Builder:
             samples=tuple(v for v in values if v is not None) if values else (),
             version=r.version or None,
             format=_FORMATS[r.format],
-            display_name=r.display_name,
+            display_name=r.display_name or None,
         )
 
 
@@ -309,11 +344,21 @@ def measurements_for_commit(
     return [build(best[k]) for k in sorted(best)]
 
 
-def _series_ids(conn: Any, key: SeriesKey) -> dict[int, str]:
-    """{series id: benchmark code version}: one series per code version of the case."""
+@dataclass(frozen=True, slots=True)
+class _SeriesRow:
+    """What the points of one series row share (see models.Series)."""
+
+    version: str | None
+    direction: Direction
+    format: MetricFormat
+    display_name: str | None
+
+
+def _series_rows(conn: Any, key: SeriesKey) -> dict[int, _SeriesRow]:
+    """The series rows of a key: one per benchmark code version (and metric declaration)."""
     s, b, x = m.Series, m.Benchmark, m.Metric
     q = (
-        select(s.id, b.version)
+        select(s.id, b.version, s.direction, s.format, s.display_name)
         .join(b, b.id == s.benchmark_id)
         .join(x, x.id == s.metric_id)
         .join(m.Machine, m.Machine.id == s.machine_id)
@@ -328,13 +373,21 @@ def _series_ids(conn: Any, key: SeriesKey) -> dict[int, str]:
             x.unit == key.metric.unit,
         )
     )
-    return dict(conn.execute(q).all())
+    return {
+        r.id: _SeriesRow(r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None)
+        for r in conn.execute(q)
+    }
 
 
 @functools.lru_cache(maxsize=64)
 def _series_sql(dialect: Any, series: int, include_dirty: bool, with_samples: bool) -> Any:
     """The series statement, compiled once per dialect and shape: one range of the
-    measurement table per series id, then primary-key lookups of result, run and commit."""
+    measurement table per series row, then primary-key lookups of result, run and commit.
+
+    Every column of 10,000 rows costs about a millisecond to hand to Python, so the two
+    that are constant in the common case come only when they can vary: the series id
+    (one series row) and the dirty flag (dirty runs left out).
+    """
     x = m.Measurement
     q = (
         select(
@@ -342,15 +395,12 @@ def _series_sql(dialect: Any, series: int, include_dirty: bool, with_samples: bo
             _raw(m.Commit.date),
             m.Commit.message,
             _raw(m.Commit.branches),
-            m.Run.dirty,
             m.Run.id,
-            x.series_id,
             m.Result.status,
             x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count,
             type_coerce(x.values, LargeBinary) if with_samples else null(),
-            x.direction,
-            x.format,
-            x.display_name,
+            *([x.series_id] if series > 1 else []),
+            *([m.Run.dirty] if include_dirty else []),
         )  # fmt: skip
         .select_from(x)
         .join(m.Result, m.Result.id == x.result_id)
@@ -440,32 +490,37 @@ def series(
     gc.disable()
     try:
         with store.read() as conn:
-            versions = _series_ids(conn, key)
-            if not versions:
+            series_rows = _series_rows(conn, key)
+            if not series_rows:
                 return []
-            sql = _series_sql(conn.dialect, len(versions), include_dirty, with_samples)
-            rows = _fetch(conn, sql, {f"s{i}": series_id for i, series_id in enumerate(versions)})
+            sql = _series_sql(conn.dialect, len(series_rows), include_dirty, with_samples)
+            rows = _fetch(conn, sql, {f"s{i}": series_id for i, series_id in enumerate(series_rows)})
         if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
             rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
         out: list[SeriesPoint] = []
-        _build_points(rows, key, versions, out)
+        _build_points(rows, key, series_rows, include_dirty, out)
         return out
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out: list[SeriesPoint]) -> None:
+def _build_points(
+    rows: list[Any], key: SeriesKey, series_rows: dict[int, _SeriesRow], include_dirty: bool, out: list[SeriesPoint]
+) -> None:
     params = json.loads(key.params)
     branch_cache: dict[Any, tuple[str, ...]] = {}
     metric = key.metric
-    dirs, fmts = _DIRECTIONS, _FORMATS
+    only = next(iter(series_rows.values())) if len(series_rows) == 1 else None
+    width = 17  # the columns every row has; then the series id (several series rows), then dirty
     new_measurement, new_commit, new_point = _new_measurement, _new_commit, _new_point
     unpack = m.unpack_floats
-    for (
-        sha, date, message, branches, dirty, run_id, series_id, status,
-        median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count, values, direction, fmt, display_name,
-    ) in rows:  # fmt: skip
+    for row in rows:
+        (
+            sha, date, message, branches, run_id, status,
+            median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count, values,
+        ) = row if len(row) == width else row[:width]  # fmt: skip
+        sr = only or series_rows[row[width]]
         if type(date) is str:  # SQLite: UTC wall time as text
             date = datetime.fromisoformat(date + "+00:00")
         elif date is not None:
@@ -484,11 +539,12 @@ def _build_points(rows: list[Any], key: SeriesKey, versions: dict[int, str], out
         else:
             samples = ()
         measurement = new_measurement(
-            key.benchmark, params, metric, dirs[direction], status,
+            key.benchmark, params, metric, sr.direction, status,
             median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
-            samples, versions[series_id] or None, fmts[fmt], display_name,
+            samples, sr.version, sr.format, sr.display_name,
         )  # fmt: skip
-        out.append(new_point(new_commit(sha, date, message, bool(dirty), b), run_id, measurement))
+        dirty = bool(row[-1]) if include_dirty else False
+        out.append(new_point(new_commit(sha, date, message, dirty, b), run_id, measurement))
 
 
 # -- runs ----------------------------------------------------------------------------------------

@@ -10,8 +10,10 @@ insertion order), and 100,000 samples were parsed from JSON text. Now a
 ``series`` row names each (machine, environment, benchmark case, metric); the
 measurement table is keyed by (series_id, result_id), without a rowid on
 SQLite, so a series is one contiguous range; and per-sample values are
-little-endian float64 (NaN where a sample has no value). ``position`` keeps
-the order of the metrics of a result, which the dropped ``id`` used to give.
+little-endian float64 (NaN where a sample has no value). What is constant
+along a series (the metric's direction, format and display name) moves to the
+series row, so a point is fewer values to store and to read. ``position``
+keeps the order of the metrics of a result, which the dropped ``id`` gave.
 
 The old table is copied into the new one in key order (SQLite writes full
 pages that way), then dropped: nothing references ``measurement``, so unlike
@@ -32,22 +34,19 @@ branch_labels = None
 depends_on = None
 
 STATS = ('mean', 'median', 'p95', 'min', 'max', 'q1', 'q3', 'ci_low', 'ci_high', 'count')
-TAIL = ('direction', 'format', 'display_name')
 CHUNK = 5000
+# the series row of a measurement in the old table x (joined to its result r and run)
+SERIES_OF_X = (
+    'JOIN series s ON s.machine_id = run.machine_id AND s.environment_id = run.environment_id '
+    'AND s.benchmark_id = r.benchmark_id AND s.metric_id = x.metric_id AND s.direction = x.direction '
+    "AND s.format = x.format AND s.display_name = COALESCE(x.display_name, '') "
+)
 
 
 def _stat_columns() -> list[sa.Column]:
     return [
         *(sa.Column(n, sa.Float(), nullable=True) for n in STATS[:-1]),
         sa.Column('count', sa.Integer(), nullable=False),
-    ]
-
-
-def _tail_columns() -> list[sa.Column]:
-    return [
-        sa.Column('direction', sa.String(length=8), nullable=False),
-        sa.Column('format', sa.String(length=8), nullable=False),
-        sa.Column('display_name', sa.String(length=255), nullable=True),
     ]
 
 
@@ -99,21 +98,25 @@ def upgrade() -> None:
         sa.Column('environment_id', sa.Integer(), nullable=False),
         sa.Column('benchmark_id', sa.Integer(), nullable=False),
         sa.Column('metric_id', sa.Integer(), nullable=False),
+        sa.Column('direction', sa.String(length=8), nullable=False),
+        sa.Column('format', sa.String(length=8), nullable=False),
+        sa.Column('display_name', sa.String(length=255), nullable=False),
         sa.ForeignKeyConstraint(['benchmark_id'], ['benchmark.id'], name='fk_series_benchmark_id_benchmark'),
         sa.ForeignKeyConstraint(['environment_id'], ['environment.id'], name='fk_series_environment_id_environment'),
         sa.ForeignKeyConstraint(['machine_id'], ['machine.id'], name='fk_series_machine_id_machine'),
         sa.ForeignKeyConstraint(['metric_id'], ['metric.id'], name='fk_series_metric_id_metric'),
         sa.PrimaryKeyConstraint('id', name='pk_series'),
-        sa.UniqueConstraint('machine_id', 'environment_id', 'benchmark_id', 'metric_id',
-                            name='uq_series_machine_id_environment_id_benchmark_id_metric_id'),
+        sa.UniqueConstraint('machine_id', 'environment_id', 'benchmark_id', 'metric_id', 'direction', 'format',
+                            'display_name', name='uq_series_identity'),
     )
     joins = (
         'FROM measurement x JOIN result r ON r.id = x.result_id JOIN run ON run.id = r.run_id '
     )
     op.execute(
-        'INSERT INTO series (machine_id, environment_id, benchmark_id, metric_id) '
-        f'SELECT DISTINCT run.machine_id, run.environment_id, r.benchmark_id, x.metric_id {joins}'
-        'ORDER BY 1, 2, 3, 4'
+        'INSERT INTO series (machine_id, environment_id, benchmark_id, metric_id, direction, format, display_name) '
+        'SELECT DISTINCT run.machine_id, run.environment_id, r.benchmark_id, x.metric_id, x.direction, x.format, '
+        f"COALESCE(x.display_name, '') {joins}"
+        'ORDER BY 1, 2, 3, 4, 5, 6, 7'
     )
     if bind.dialect.name != 'sqlite':  # index names are per schema there: free the old ones
         op.drop_constraint('uq_measurement_result_id_metric_id', 'measurement', type_='unique')
@@ -125,7 +128,6 @@ def upgrade() -> None:
         sa.Column('position', sa.SmallInteger(), nullable=False),
         *_stat_columns(),
         sa.Column('values', sa.LargeBinary(), nullable=True),
-        *_tail_columns(),
         sa.ForeignKeyConstraint(['result_id'], ['result.id'], name='fk_measurement_result_id_result', ondelete='CASCADE'),
         sa.ForeignKeyConstraint(['series_id'], ['series.id'], name='fk_measurement_series_id_series'),
         sa.PrimaryKeyConstraint('series_id', 'result_id', name='pk_measurement'),
@@ -133,19 +135,15 @@ def upgrade() -> None:
     )
     packed = 'mmtrack_pack(x."values")' if _register(bind, 'mmtrack_pack', _pack) else 'NULL'
     op.execute(
-        f'INSERT INTO measurement_new (series_id, result_id, position, {", ".join(STATS)}, "values", {", ".join(TAIL)}) '
+        f'INSERT INTO measurement_new (series_id, result_id, position, {", ".join(STATS)}, "values") '
         f'SELECT s.id, x.result_id, ROW_NUMBER() OVER (PARTITION BY x.result_id ORDER BY x.id) - 1, '
-        f'{_copied(STATS)}, {packed}, {_copied(TAIL)} {joins}'
-        'JOIN series s ON s.machine_id = run.machine_id AND s.environment_id = run.environment_id '
-        'AND s.benchmark_id = r.benchmark_id AND s.metric_id = x.metric_id '
+        f'{_copied(STATS)}, {packed} {joins}{SERIES_OF_X}'
         'ORDER BY s.id, x.result_id'
     )
     if packed == 'NULL':
         _convert_values(
             bind,
-            f'SELECT s.id, x.result_id, x."values", x.id {joins}'
-            'JOIN series s ON s.machine_id = run.machine_id AND s.environment_id = run.environment_id '
-            'AND s.benchmark_id = r.benchmark_id AND s.metric_id = x.metric_id '
+            f'SELECT s.id, x.result_id, x."values", x.id {joins}{SERIES_OF_X}'
             'WHERE x."values" IS NOT NULL AND x.id > :last ORDER BY x.id LIMIT :n',
             'UPDATE measurement_new SET "values" = :v WHERE series_id = :a AND result_id = :b',
             _pack,
@@ -167,7 +165,9 @@ def downgrade() -> None:
         sa.Column('metric_id', sa.Integer(), nullable=False),
         *_stat_columns(),
         sa.Column('values', sa.JSON(), nullable=True),
-        *_tail_columns(),
+        sa.Column('direction', sa.String(length=8), nullable=False),
+        sa.Column('format', sa.String(length=8), nullable=False),
+        sa.Column('display_name', sa.String(length=255), nullable=True),
         sa.ForeignKeyConstraint(['metric_id'], ['metric.id'], name='fk_measurement_metric_id_metric'),
         sa.ForeignKeyConstraint(['result_id'], ['result.id'], name='fk_measurement_result_id_result', ondelete='CASCADE'),
         sa.PrimaryKeyConstraint('id', name='pk_measurement'),
@@ -175,9 +175,10 @@ def downgrade() -> None:
     )
     unpacked = 'mmtrack_unpack(x."values")' if _register(bind, 'mmtrack_unpack', _unpack) else 'NULL'
     op.execute(
-        f'INSERT INTO measurement_old (id, result_id, metric_id, {", ".join(STATS)}, "values", {", ".join(TAIL)}) '
+        f'INSERT INTO measurement_old (id, result_id, metric_id, {", ".join(STATS)}, "values", direction, format, '
+        'display_name) '
         f'SELECT ROW_NUMBER() OVER (ORDER BY x.result_id, x.position), x.result_id, s.metric_id, '
-        f'{_copied(STATS)}, {unpacked}, {_copied(TAIL)} '
+        f"{_copied(STATS)}, {unpacked}, s.direction, s.format, NULLIF(s.display_name, '') "
         'FROM measurement x JOIN series s ON s.id = x.series_id ORDER BY x.result_id, x.position'
     )
     if unpacked == 'NULL':
