@@ -147,7 +147,7 @@ def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compa
             return None, note or "no earlier run of this suite on this host to compare with"
         return by_id[choice.baseline.run_id], note
     if compare.isdigit():
-        found = [r for r in queries.runs(store) if r.id == int(compare)]
+        found = queries.runs(store, run_id=int(compare))
         if not found:
             raise UserError(f"--compare {compare}: no run with that id in the store; see `mmtrack db current` and earlier output")
         return found[0], None

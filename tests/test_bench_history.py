@@ -124,6 +124,15 @@ def test_compare_with_an_explicit_commit(project):
     assert proc.returncode == 2 and "deadbeef" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_compare_with_an_explicit_run_id(project):
+    assert bench(project).returncode == 0
+    assert bench(project).returncode == 0
+    proc = bench(project, "--compare", "1")
+    assert proc.returncode == 0 and "regression analysis against run #1" in proc.stdout
+    proc = bench(project, "--compare", "99")
+    assert proc.returncode == 2 and "--compare 99: no run with that id" in proc.stderr
+
+
 def test_json_report_to_a_new_nested_folder_validates(project, tmp_path):
     out = tmp_path / "reports" / "nested" / "deeper" / "run.json"
     assert bench(project).returncode == 0

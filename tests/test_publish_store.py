@@ -152,3 +152,17 @@ def test_detected_changes_on_the_real_history(store_url: str, tmp_path: Path) ->
     if os.environ.get("MMTRACK_DOCS_SCREENSHOT"):
         (ROOT / "docs").mkdir(exist_ok=True)
         (ROOT / "docs" / "screenshot.png").write_bytes(shot.read_bytes())
+
+
+def test_publish_from_the_store_loads_no_scipy(tmp_path: Path) -> None:
+    """Reading a site from the store needs no statistics: scipy alone costs about a second."""
+    from conftest import cli_env
+
+    code = (
+        "import sys; from mmtrack.store import open_store; from mmtrack.publish.model import SiteConfig; "
+        "from mmtrack.publish.fromstore import model_from_store; from mmtrack.commands.publish import run_publish; "
+        f"model_from_store(open_store('sqlite:///{tmp_path / 'e.db'}'), SiteConfig(title='t')); "
+        "print('scipy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -7,16 +7,15 @@ statistics live in :mod:`mmtrack.analysis.compare`; this module only fetches rec
 
 from __future__ import annotations
 
-import difflib
-import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 from ..analysis.compare import FAIL_ON, ComparePolicy, Comparison, compare_measurements, failing_rows
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..results import CommitInfo, Measurement, MetricKey, SeriesKey
+from .select import check_machine_env, check_metrics, metric_matches, unknown
 
 HISTORY = 30  # commits of a series' history that judge a change against its own noise
 
@@ -64,61 +63,6 @@ class CompareOutcome:
     @property
     def exit_code(self) -> int:
         return EXIT_FAILURES if self.failing else EXIT_OK
-
-
-# --------------------------------------------------------------------------- name checks
-
-
-def nearest(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
-    """The closest valid names (difflib), then prefix matches, for an error message."""
-    pool = sorted(set(candidates))
-    close = difflib.get_close_matches(name, pool, n=n, cutoff=0.4)
-    close += [c for c in pool if c.lower().startswith(name.lower()[:3]) and c not in close]
-    return close[:n]
-
-
-def unknown(what: str, name: str, candidates: Iterable[str], hint: str = "") -> UserError:
-    pool = sorted(set(candidates))
-    near = nearest(name, pool)
-    if near:
-        listing = f"nearest: {', '.join(near)}"
-    elif pool:
-        listing = f"known: {', '.join(pool[:8])}{', ...' if len(pool) > 8 else ''}"
-    else:
-        listing = "the store has none yet"
-    return UserError(f"unknown {what} {name!r}; {listing}{hint}", EXIT_USAGE)
-
-
-def check_machine_env(store: Any, machine: str | None, env: str | None) -> None:
-    from ..store import queries as q
-
-    if machine is not None:
-        names = [m.name for m in q.list_machines(store)]
-        if machine not in names:
-            raise unknown("machine", machine, names)
-    if env is not None:
-        names = [e.name for e in q.list_environments(store, machine)]
-        if env not in names:
-            raise unknown("environment", env, names, f" (on machine {machine})" if machine else "")
-
-
-def metric_matches(key: MetricKey, patterns: Sequence[str]) -> bool:
-    """``--metric`` matches the metric name, ``section/name`` or the full ``str(MetricKey)``."""
-    if not patterns:
-        return True
-    names = (key.name, f"{key.section}/{key.name}", str(key))
-    return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
-
-
-def check_metrics(store: Any, patterns: Sequence[str]) -> None:
-    from ..store import queries as q
-
-    if not patterns:
-        return
-    keys = q.list_metrics(store)
-    for p in patterns:
-        if not any(metric_matches(k, [p]) for k in keys):
-            raise unknown("metric", p, [k.name for k in keys] + [f"{k.section}/{k.name}" for k in keys])
 
 
 # --------------------------------------------------------------------------- resolving A and B

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -19,8 +18,8 @@ from rich.text import Text
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_series
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..measure.report import format_duration, format_value
-from ..results import ChangePoint, SeriesKey
-from .compare import check_machine_env, check_metrics, metric_matches, unknown
+from ..results import ChangePoint
+from .select import check_machine_env, check_metrics, series_keys
 
 
 @dataclass(slots=True)
@@ -72,19 +71,6 @@ def policy_for(request: DetectRequest) -> DetectPolicy:
     return DetectPolicy(**kw)
 
 
-def series_keys(store: Any, request: DetectRequest) -> list[SeriesKey]:
-    """Every recorded (machine, environment, benchmark case, metric) the filters select."""
-    from ..store import queries as q
-
-    try:
-        keys = q.list_series(store, machine=request.machine, environment=request.env, benchmark=request.benchmark)
-    except re.error as exc:
-        raise UserError(f"--benchmark {request.benchmark!r} is not a valid regex: {exc}", EXIT_USAGE) from None
-    if request.benchmark and not keys:
-        raise unknown("benchmark", request.benchmark, [c.name for c in q.list_benchmarks(store)])
-    return [k for k in keys if metric_matches(k.metric, request.metrics)]
-
-
 def run_detect(
     request: DetectRequest, store: Any | None = None, progress: Callable[[int, int], None] | None = None
 ) -> DetectOutcome:
@@ -97,7 +83,8 @@ def run_detect(
     try:
         check_machine_env(store, request.machine, request.env)
         check_metrics(store, request.metrics)
-        keys = series_keys(store, request)
+        keys = series_keys(store, machine=request.machine, env=request.env, benchmark=request.benchmark,
+                           metrics=request.metrics)
         reports = []
         for i, key in enumerate(keys):
             points = q.series(store, key, with_samples=False)

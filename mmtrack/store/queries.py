@@ -7,13 +7,14 @@ they never silently pose as their commit.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import gc
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from sqlalchemy import LargeBinary, Select, String, and_, bindparam, delete, func, null, or_, select, type_coerce
 
@@ -484,24 +485,30 @@ def series(
     tells where comparability breaks. This is the hot query of detect and the
     pages, hence the hand-tuned row handling (see docs/store.md for its cost).
     """
-    # Some 50,000 new objects (rows, then records) would trigger collections of a large
-    # heap for nothing: none of them can form a cycle.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        with store.read() as conn:
-            series_rows = _series_rows(conn, key)
-            if not series_rows:
-                return []
-            sql = _series_sql(conn.dialect, len(series_rows), include_dirty, with_samples)
-            rows = _fetch(conn, sql, {f"s{i}": series_id for i, series_id in enumerate(series_rows)})
+    with gc_paused(), store.read() as conn:
+        series_rows = _series_rows(conn, key)
+        if not series_rows:
+            return []
+        sql = _series_sql(conn.dialect, len(series_rows), include_dirty, with_samples)
+        rows = _fetch(conn, sql, {f"s{i}": series_id for i, series_id in enumerate(series_rows)})
         if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
             rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
         out: list[SeriesPoint] = []
         _build_points(rows, key, series_rows, include_dirty, out)
         return out
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while records are built in bulk: tens of thousands of
+    new objects would trigger collections that traverse the whole (growing) heap for nothing,
+    since rows and records cannot form cycles. Nests; restores the previous state."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
 
 
@@ -557,9 +564,10 @@ def runs(
     environment: str | None = None,
     commit: str | None = None,
     kind: str | None = None,
+    run_id: int | None = None,
     limit: int | None = None,
 ) -> list[RunInfo]:
-    """Runs, latest first; ``commit`` is a sha prefix."""
+    """Runs, latest first; ``commit`` is a sha prefix, ``run_id`` picks one run."""
     counts = select(m.Result.run_id, func.count().label("n")).group_by(m.Result.run_id).subquery()
     q = (
         select(
@@ -592,6 +600,8 @@ def runs(
         q = q.where(m.Commit.sha.like(commit.strip().lower() + "%"))
     if kind is not None:
         q = q.where(m.Run.kind == kind)
+    if run_id is not None:
+        q = q.where(m.Run.id == run_id)
     if limit is not None:
         q = q.limit(limit)
     with store.read() as conn:
