@@ -163,6 +163,26 @@ def test_series_records_equal_the_per_run_records_null_samples_dropped(store):
     assert [p.commit for p in pts] == [commit_info(i) for i in (1, 2, 3)]
 
 
+def test_asv_rounds_store_the_samples_of_every_round(store):
+    """Under asv with rounds=2 the spool pools both rounds' samples; the store keeps the pool,
+    not the last round's statistics."""
+    from sqlalchemy import select
+
+    from mmtrack.asvbridge.spool import merge_metrics
+    from mmtrack.store import models as m
+
+    first, last = engine_stats(), engine_stats()
+    pooled = merge_metrics(first.tracked_metrics(), last.tracked_metrics())
+    run = RunRecord("m1", "py3.11", commit_info(1), T0, suite="benchmarks")
+    run_id = record_engine_run(store, run, [EngineCaseRecord(last.name, last.params, stats=last, metrics=pooled)])
+    got = {x.metric: x for x in q.measurements_for_run(store, run_id)}
+    for s in pooled:
+        assert got[MetricKey(*s.key)].samples == pytest.approx([v for v in s.values if math.isfinite(v)])
+        assert got[MetricKey(*s.key)].count == s.count == 2 * last.samples
+    with store.read() as conn:
+        assert conn.execute(select(m.Result.repeat).where(m.Result.run_id == run_id)).scalar_one() == 2 * last.samples
+
+
 def test_a_metric_declared_differently_keeps_its_declaration_per_point(store):
     """Direction, format and display name live on the series row: a run that declares a metric
     differently under the same code version gets a row of its own, and every point keeps the

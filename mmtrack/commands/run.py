@@ -611,6 +611,7 @@ def _engine_cases(cases: Sequence[CaseResult]) -> list[Any]:
                 message=c.message or None,
                 version=c.version or (rec.version if rec else None),
                 stats=rec.stats if rec is not None and c.status == "ok" else None,
+                metrics=list(rec.metrics) if rec is not None and c.status == "ok" else None,  # pooled rounds
             )
         )
     return out

@@ -63,6 +63,9 @@ class EngineCaseRecord:
     message: str | None = None
     version: str | None = None  # benchmark code version (asv's hash)
     stats: BenchmarkStats | None = None  # None for a failed or skipped case
+    # The metrics to store when they are not stats.tracked_metrics(): under asv with
+    # ``rounds`` > 1 the spool pools every round's samples, while stats is the last round's.
+    metrics: list[MetricSummary] | None = None
 
 
 @dataclass(slots=True)
@@ -505,12 +508,13 @@ def engine_case(case: EngineCaseRecord) -> _Case:
     if st is None or case.status != "ok":
         c.measures = [_Measure(metric=(PRIMARY.section, PRIMARY.name, PRIMARY.unit), direction=Direction.LOWER.value)]
         return c
-    measures = [_summary_measure(s) for s in st.tracked_metrics()]
+    summaries = case.metrics if case.metrics is not None else st.tracked_metrics()
+    measures = [_summary_measure(s) for s in summaries]
     primary = next(x for x in measures if x.metric == (PRIMARY.section, PRIMARY.name, PRIMARY.unit))
     c.value = primary.median
     c.q1, c.q3 = primary.q1, primary.q3
     c.number = st.chunk_size
-    c.repeat = st.samples
+    c.repeat = primary.count  # samples, of every round
     c.setup = measurement_setup(st)
     c.duration = float(sum(st.host_durations)) if st.host_durations else None
     c.measures = measures
