@@ -203,8 +203,7 @@ def _bulk_insert(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> 
 # benchmark id, metric id, direction, format, display name ("" for none): with the machine and
 # environment, what makes a series row (models.Series)
 SeriesIdentity = tuple[int, int, str, str, str]
-SERIES_KEY = tuple(m.Series.__table__.c[n] for n in (
-    "machine_id", "environment_id", "benchmark_id", "metric_id", "direction", "format", "display_name"))
+SERIES_KEY = ("machine_id", "environment_id", "benchmark_id", "metric_id", "direction", "format", "display_name")
 
 
 class _Dims:
@@ -308,9 +307,8 @@ class _Dims:
             load()
             todo = [k for k in missing if ck(k) not in self.new]
             if todo:
-                stmt = _insert(self.conn, t).on_conflict_do_nothing(index_elements=[c.name for c in SERIES_KEY])
-                self.conn.execute(stmt, [dict(zip((c.name for c in SERIES_KEY), (machine_id, environment_id, *k)))
-                                         for k in todo])
+                stmt = _insert(self.conn, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
+                self.conn.execute(stmt, [dict(zip(SERIES_KEY, (machine_id, environment_id, *k))) for k in todo])
                 load()
         return [self.shared.get(ck(k)) or self.new[ck(k)] for k in keys]
 

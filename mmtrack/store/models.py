@@ -19,15 +19,15 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
-    LargeBinary,
-    SmallInteger,
     Boolean,
     DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -185,15 +185,15 @@ class PackedFloats(TypeDecorator):
         return None if value is None else [None if v != v else v for v in unpack_floats(value)]
 
 
+NAN = float("nan")
+
+
 def pack_floats(values: Any) -> bytes:
     return struct.pack(f"<{len(values)}d", *(NAN if v is None else v for v in values))
 
 
 def unpack_floats(blob: bytes) -> tuple[float, ...]:
     return struct.unpack(f"<{len(blob) >> 3}d", blob)
-
-
-NAN = float("nan")
 
 
 class Series(Base):
