@@ -79,7 +79,8 @@ def _register(bind, name: str, fn) -> bool:
 
 
 def _convert_values(bind, select_sql: str, update_sql: str, convert) -> None:
-    """Fill a values column row by row in Python (PostgreSQL), CHUNK rows at a time."""
+    """Fill a values column in Python (PostgreSQL), CHUNK rows at a time. ``select_sql`` gives
+    (key a, key b, old value, ascending primary key of the table read) after ``:last``."""
     last = None
     while True:
         rows = bind.execute(sa.text(select_sql), {'last': last if last is not None else -1, 'n': CHUNK}).all()
@@ -184,9 +185,10 @@ def downgrade() -> None:
     if unpacked == 'NULL':
         _convert_values(
             bind,
-            'SELECT x.result_id, s.metric_id, x."values", x.result_id * 100000 + x.position AS k '
-            'FROM measurement x JOIN series s ON s.id = x.series_id '
-            'WHERE x."values" IS NOT NULL AND x.result_id * 100000 + x.position > :last ORDER BY k LIMIT :n',
+            'SELECT o.result_id, o.metric_id, x."values", o.id FROM measurement_old o '
+            'JOIN measurement x ON x.result_id = o.result_id JOIN series s ON s.id = x.series_id '
+            'AND s.metric_id = o.metric_id '
+            'WHERE x."values" IS NOT NULL AND o.id > :last ORDER BY o.id LIMIT :n',
             'UPDATE measurement_old SET "values" = CAST(:v AS JSON) WHERE result_id = :a AND metric_id = :b',
             _unpack,
         )
