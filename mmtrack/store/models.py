@@ -164,7 +164,6 @@ class Result(Base):
 
     __table_args__ = (
         UniqueConstraint("run_id", "benchmark_id"),
-        Index("ix_result_benchmark_run", "benchmark_id", "run_id"),
     )
 
 

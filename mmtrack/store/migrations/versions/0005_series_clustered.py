@@ -14,6 +14,9 @@ little-endian float64 (NaN where a sample has no value). What is constant
 along a series (the metric's direction, format and display name) moves to the
 series row, so a point is fewer values to store and to read. ``position``
 keeps the order of the metrics of a result, which the dropped ``id`` gave.
+``ix_result_benchmark_run`` goes: it served the old series query only, and
+every import paid for it (a run's results land on as many of its pages as
+the run has benchmarks).
 
 The old table is copied into the new one in key order (SQLite writes full
 pages that way), then dropped: nothing references ``measurement``, so unlike
@@ -152,10 +155,12 @@ def upgrade() -> None:
     op.drop_table('measurement')
     op.rename_table('measurement_new', 'measurement')
     op.create_index('ix_measurement_result_id', 'measurement', ['result_id'], unique=False)
+    op.drop_index('ix_result_benchmark_run', table_name='result')
 
 
 def downgrade() -> None:
     bind = op.get_bind()
+    op.create_index('ix_result_benchmark_run', 'result', ['benchmark_id', 'run_id'], unique=False)
     if bind.dialect.name != 'sqlite':
         op.drop_constraint('pk_measurement', 'measurement', type_='primary')
     op.drop_index('ix_measurement_result_id', table_name='measurement')
