@@ -13,6 +13,7 @@ benchmark), converted with asv's own ``Results.update_to_2``. A result of
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, delete, func, select, update
+from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, select, update
 
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from ..measure.stats import BenchmarkStats, sample_stats
@@ -152,14 +153,40 @@ def _utc(dt: datetime | None) -> datetime | None:
     return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
-def _insert(conn: Connection, table: Table):  # noqa: ANN202 - dialect-specific Insert
-    if conn.dialect.name == "postgresql":
+def _insert(dialect: str, table: Table):  # noqa: ANN202 - dialect-specific Insert
+    if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
-    elif conn.dialect.name == "sqlite":
+    elif dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert
     else:  # pragma: no cover - only SQLite and PostgreSQL are supported
-        raise NotImplementedError(conn.dialect.name)
+        raise NotImplementedError(dialect)
     return insert(table)
+
+
+@dataclass(frozen=True, slots=True)
+class _RunStatements:
+    """The statements every run write executes, built once per dialect: constructing a
+    statement and its cache key costs more than SQLite executing it, on every file."""
+
+    run_by_source: Any
+    new_run: Any
+    new_commit: Any  # returns the new id, nothing when the sha exists
+    commit_by_sha: Any
+    max_result_id: Any
+
+
+@functools.lru_cache(maxsize=4)
+def _run_statements(dialect: str) -> _RunStatements:
+    run, commit, result = m.Run.__table__, m.Commit.__table__, m.Result.__table__
+    return _RunStatements(
+        run_by_source=select(run.c.id, run.c.source_digest).where(run.c.source == bindparam("source")),
+        new_run=run.insert().returning(run.c.id),
+        new_commit=_insert(dialect, commit).on_conflict_do_nothing(index_elements=["sha"]).returning(commit.c.id),
+        commit_by_sha=select(commit.c.id, commit.c.date, commit.c.message, commit.c.branches).where(
+            commit.c.sha == bindparam("sha")
+        ),
+        max_result_id=select(func.max(result.c.id)),
+    )
 
 
 _BULK: dict[tuple[str, str, tuple[str, ...]], tuple[str, list[Any]]] = {}
@@ -222,7 +249,7 @@ class _Dims:
         where = and_(*(table.c[k] == v for k, v in key.items()))
         ident = self.conn.execute(select(table.c.id).where(where)).scalar()
         if ident is None:
-            stmt = _insert(self.conn, table).values(**key, **(extra or {}))
+            stmt = _insert(self.conn.dialect.name, table).values(**key, **(extra or {}))
             self.conn.execute(stmt.on_conflict_do_nothing(index_elements=list(key)))
             ident = self.conn.execute(select(table.c.id).where(where)).scalar_one()
         self.new[ck] = ident
@@ -271,7 +298,7 @@ class _Dims:
         load()
         todo = [c for k, c in missing.items() if ("benchmark",) + k not in self.new]
         if todo:
-            stmt = _insert(self.conn, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
+            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
             self.conn.execute(
                 stmt, [{"name": c.name, "params": c.params, "version": c.version, "unit": c.unit, "type": c.type}
                        for c in todo]
@@ -307,22 +334,21 @@ class _Dims:
             load()
             todo = [k for k in missing if ck(k) not in self.new]
             if todo:
-                stmt = _insert(self.conn, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
+                stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
                 self.conn.execute(stmt, [dict(zip(SERIES_KEY, (machine_id, environment_id, *k))) for k in todo])
                 load()
         return [self.shared.get(ck(k)) or self.new[ck(k)] for k in keys]
 
     def commit(self, info: CommitInfo) -> int:
         t = m.Commit.__table__
-        row = self.conn.execute(select(t.c.id, t.c.date, t.c.message, t.c.branches).where(t.c.sha == info.sha)).first()
-        if row is None:
-            stmt = _insert(self.conn, t).values(
-                sha=info.sha, date=_utc(info.date), message=info.message, branches=sorted(set(info.branches))
-            )
-            self.conn.execute(stmt.on_conflict_do_nothing(index_elements=["sha"]))
-            row = self.conn.execute(
-                select(t.c.id, t.c.date, t.c.message, t.c.branches).where(t.c.sha == info.sha)
-            ).one()
+        stmts = _run_statements(self.conn.dialect.name)
+        # Insert first: a commit is usually new (one statement); an existing one is merged.
+        new_id = self.conn.execute(stmts.new_commit, {
+            "sha": info.sha, "date": _utc(info.date), "message": info.message, "branches": sorted(set(info.branches)),
+        }).scalar()
+        if new_id is not None:
+            return new_id
+        row = self.conn.execute(stmts.commit_by_sha, {"sha": info.sha}).one()
         changes: dict[str, Any] = {}
         if row.date is None and info.date is not None:
             changes["date"] = _utc(info.date)
@@ -361,9 +387,10 @@ def _write_run(
     run_t = m.Run.__table__
     with store.write() as conn:
         dims = _Dims(store, conn)
+        stmts = _run_statements(conn.dialect.name)
         outcome = "new"
         if source is not None:
-            old = conn.execute(select(run_t.c.id, run_t.c.source_digest).where(run_t.c.source == source)).first()
+            old = conn.execute(stmts.run_by_source, {"source": source}).first()
             if old is not None:
                 if digest is None or old.source_digest == digest:
                     return old.id, "unchanged"
@@ -371,23 +398,19 @@ def _write_run(
                 outcome = "replaced"
         machine_id = dims.machine(machine, machine_info)
         environment_id = dims.environment(environment, environment_info)
-        run_id = conn.execute(
-            _insert(conn, run_t)
-            .values(
-                started_at=_utc(started_at),
-                machine_id=machine_id,
-                environment_id=environment_id,
-                commit_id=dims.commit(commit),
-                dirty=commit.dirty,
-                tool_versions=dict(tool_versions),
-                kind=kind,
-                suite=suite,
-                host=host,
-                source=source,
-                source_digest=digest,
-            )
-            .returning(run_t.c.id)
-        ).scalar_one()
+        run_id = conn.execute(stmts.new_run, {
+            "started_at": _utc(started_at),
+            "machine_id": machine_id,
+            "environment_id": environment_id,
+            "commit_id": dims.commit(commit),
+            "dirty": commit.dirty,
+            "tool_versions": dict(tool_versions),
+            "kind": kind,
+            "suite": suite,
+            "host": host,
+            "source": source,
+            "source_digest": digest,
+        }).scalar_one()
         if cases:
             dims.prefetch_benchmarks(cases)
             rows = [
@@ -415,14 +438,14 @@ def _write_run(
             if conn.dialect.name == "sqlite":
                 # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
                 # plain executemany is several times faster than INSERT ... RETURNING.
-                first = (conn.execute(select(func.max(res_t.c.id))).scalar() or 0) + 1
+                first = (conn.execute(stmts.max_result_id).scalar() or 0) + 1
                 ids = list(range(first, first + len(rows)))
                 for rid, row in zip(ids, rows):
                     row["id"] = rid
                 _bulk_insert(conn, res_t, rows)
             else:
                 ids = conn.execute(
-                    _insert(conn, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
+                    _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
                 ).scalars().all()
             points = [(rid, row["benchmark_id"], position, x)
                       for rid, row, c in zip(ids, rows, cases) for position, x in enumerate(c.measures)]
