@@ -16,7 +16,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from sqlalchemy import LargeBinary, Select, String, and_, bindparam, delete, func, null, or_, select, type_coerce
+from sqlalchemy import (
+    LargeBinary,
+    Select,
+    String,
+    and_,
+    bindparam,
+    delete,
+    func,
+    literal_column,
+    null,
+    or_,
+    select,
+    type_coerce,
+)
 
 from ..errors import UserError
 from ..measure.metrics import Direction, MetricFormat
@@ -397,7 +410,7 @@ def _series_sql(dialect: Any, series: int, include_dirty: bool, with_samples: bo
             m.Commit.message,
             _raw(m.Commit.branches),
             m.Run.id,
-            m.Result.status,
+            func.nullif(m.Result.status, literal_column("'ok'")),  # None for ok: one string less per row
             x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count,
             type_coerce(x.values, LargeBinary) if with_samples else null(),
             *([x.series_id] if series > 1 else []),
@@ -499,7 +512,8 @@ def series(
             rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
         out: list[SeriesPoint] = []
         _build_points(rows, key, series_rows, include_dirty, out)
-        return out
+        del rows  # freed now, so that the collection after the pause does not examine them
+    return out
 
 
 @contextlib.contextmanager
@@ -550,7 +564,7 @@ def _build_points(
         else:
             samples = ()
         measurement = new_measurement(
-            key.benchmark, params, metric, sr.direction, status,
+            key.benchmark, params, metric, sr.direction, status or "ok",
             median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
             samples, sr.version, sr.format, sr.display_name,
         )  # fmt: skip
