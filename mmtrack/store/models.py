@@ -13,9 +13,10 @@ the models here always describe the head revision.
 
 from __future__ import annotations
 
+import functools
 import struct
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import (
     JSON,
@@ -192,7 +193,13 @@ def pack_floats(values: Any) -> bytes:
 
 
 def unpack_floats(blob: bytes) -> tuple[float, ...]:
-    return struct.unpack(f"<{len(blob) >> 3}d", blob)
+    return float_unpacker(len(blob))(blob)
+
+
+@functools.lru_cache(maxsize=256)
+def float_unpacker(size: int) -> Callable[[bytes], tuple[float, ...]]:
+    """The unpack function of a blob of ``size`` bytes (compiled once per sample count)."""
+    return struct.Struct(f"<{size >> 3}d").unpack
 
 
 class Series(Base):

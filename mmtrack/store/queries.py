@@ -539,7 +539,7 @@ def _build_points(
     only = next(iter(series_rows.values())) if len(series_rows) == 1 else None
     width = 17  # the columns every row has; then the series id (several series rows), then dirty
     new_measurement, new_commit, new_point = _new_measurement, _new_commit, _new_point
-    unpack = m.unpack_floats
+    unpackers: dict[int, Any] = {}  # one compiled struct per sample count
     for row in rows:
         (
             sha, date, message, branches, run_id, status,
@@ -557,6 +557,10 @@ def _build_points(
         else:
             b = tuple(branches or ())
         if values:  # packed float64 (models.PackedFloats); NaN marks a sample without a value
+            size = len(values)
+            unpack = unpackers.get(size)
+            if unpack is None:
+                unpack = unpackers[size] = m.float_unpacker(size)
             samples = unpack(values)
             total = sum(samples)
             if total - total != 0:  # NaN (or inf) somewhere: only then look at each sample
