@@ -147,12 +147,6 @@ class _Case:
     measures: list[_Measure] = field(default_factory=list)
 
 
-def _utc(dt: datetime | None) -> datetime | None:
-    if dt is None:
-        return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
-
-
 def _insert(dialect: str, table: Table):  # noqa: ANN202 - dialect-specific Insert
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
@@ -344,14 +338,14 @@ class _Dims:
         stmts = _run_statements(self.conn.dialect.name)
         # Insert first: a commit is usually new (one statement); an existing one is merged.
         new_id = self.conn.execute(stmts.new_commit, {
-            "sha": info.sha, "date": _utc(info.date), "message": info.message, "branches": sorted(set(info.branches)),
+            "sha": info.sha, "date": m.as_utc(info.date), "message": info.message, "branches": sorted(set(info.branches)),
         }).scalar()
         if new_id is not None:
             return new_id
         row = self.conn.execute(stmts.commit_by_sha, {"sha": info.sha}).one()
         changes: dict[str, Any] = {}
         if row.date is None and info.date is not None:
-            changes["date"] = _utc(info.date)
+            changes["date"] = m.as_utc(info.date)
         if not row.message and info.message:
             changes["message"] = info.message
         branches = sorted(set(row.branches or ()) | set(info.branches))
@@ -399,7 +393,7 @@ def _write_run(
         machine_id = dims.machine(machine, machine_info)
         environment_id = dims.environment(environment, environment_info)
         run_id = conn.execute(stmts.new_run, {
-            "started_at": _utc(started_at),
+            "started_at": m.as_utc(started_at),
             "machine_id": machine_id,
             "environment_id": environment_id,
             "commit_id": dims.commit(commit),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from sqlalchemy import (
@@ -183,6 +183,14 @@ class PackedFloats(TypeDecorator):
 
     def process_result_value(self, value: Any, dialect: Any) -> list[float | None] | None:
         return None if value is None else [None if v != v else v for v in unpack_floats(value)]
+
+
+def as_utc(dt: datetime | None) -> datetime | None:
+    """The store's time convention: UTC. A naive value (what SQLite hands back) is UTC
+    wall time; an aware one (PostgreSQL gives the session's zone) is converted."""
+    if dt is None:
+        return None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
 NAN = float("nan")

@@ -78,13 +78,6 @@ class RunInfo:
     results: int  # result rows (benchmark cases) in the run
 
 
-def _aware(dt: datetime | None) -> datetime | None:
-    """UTC, whatever the driver hands back (SQLite: naive UTC; PostgreSQL: the session's zone)."""
-    if dt is None:
-        return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
-
-
 # -- dimensions ----------------------------------------------------------------------------------
 
 
@@ -151,6 +144,19 @@ def list_metrics(store: Store, benchmark: str | None = None, params: str | None 
         return [MetricKey(*r) for r in conn.execute(q).all()]
 
 
+def _named_series(*columns: Any) -> Select[Any]:
+    """``columns`` of the series rows joined to their benchmark, metric, machine and environment."""
+    s = m.Series
+    return (
+        select(*columns)
+        .select_from(s)
+        .join(m.Benchmark, m.Benchmark.id == s.benchmark_id)
+        .join(m.Metric, m.Metric.id == s.metric_id)
+        .join(m.Machine, m.Machine.id == s.machine_id)
+        .join(m.Environment, m.Environment.id == s.environment_id)
+    )
+
+
 def list_series(
     store: Store, *, machine: str | None = None, environment: str | None = None, benchmark: str | None = None
 ) -> list[SeriesKey]:
@@ -159,19 +165,10 @@ def list_series(
     in the name. Only combinations that were measured: no machine x benchmark cross product."""
     import re
 
-    s = m.Series
-    q = (
-        select(
-            m.Benchmark.name, m.Benchmark.params, m.Metric.section, m.Metric.name.label("metric_name"), m.Metric.unit,
-            m.Machine.name.label("machine"), m.Environment.name.label("env"),
-        )  # fmt: skip
-        .distinct()
-        .select_from(s)
-        .join(m.Benchmark, m.Benchmark.id == s.benchmark_id)
-        .join(m.Metric, m.Metric.id == s.metric_id)
-        .join(m.Machine, m.Machine.id == s.machine_id)
-        .join(m.Environment, m.Environment.id == s.environment_id)
-    )
+    q = _named_series(
+        m.Benchmark.name, m.Benchmark.params, m.Metric.section, m.Metric.name.label("metric_name"), m.Metric.unit,
+        m.Machine.name.label("machine"), m.Environment.name.label("env"),
+    ).distinct()  # fmt: skip
     if machine is not None:
         q = q.where(m.Machine.name == machine)
     if environment is not None:
@@ -190,7 +187,7 @@ def list_series(
 
 
 def _commit(sha: str, date: datetime | None, message: str | None, branches: Any, dirty: bool = False) -> CommitInfo:
-    return CommitInfo(sha=sha, date=_aware(date), message=message, dirty=bool(dirty), branches=tuple(branches or ()))
+    return CommitInfo(sha=sha, date=m.as_utc(date), message=message, dirty=bool(dirty), branches=tuple(branches or ()))
 
 
 def resolve_commit(store: Store, prefix: str) -> CommitInfo:
@@ -371,21 +368,14 @@ class _SeriesRow:
 def _series_rows(conn: Any, key: SeriesKey) -> dict[int, _SeriesRow]:
     """The series rows of a key: one per benchmark code version (and metric declaration)."""
     s, b, x = m.Series, m.Benchmark, m.Metric
-    q = (
-        select(s.id, b.version, s.direction, s.format, s.display_name)
-        .join(b, b.id == s.benchmark_id)
-        .join(x, x.id == s.metric_id)
-        .join(m.Machine, m.Machine.id == s.machine_id)
-        .join(m.Environment, m.Environment.id == s.environment_id)
-        .where(
-            m.Machine.name == key.machine,
-            m.Environment.name == key.environment,
-            b.name == key.benchmark,
-            b.params == key.params,
-            x.section == key.metric.section,
-            x.name == key.metric.name,
-            x.unit == key.metric.unit,
-        )
+    q = _named_series(s.id, b.version, s.direction, s.format, s.display_name).where(
+        m.Machine.name == key.machine,
+        m.Environment.name == key.environment,
+        b.name == key.benchmark,
+        b.params == key.params,
+        x.section == key.metric.section,
+        x.name == key.metric.name,
+        x.unit == key.metric.unit,
     )
     return {
         r.id: _SeriesRow(r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None)
@@ -549,7 +539,7 @@ def _build_points(
         if type(date) is str:  # SQLite: UTC wall time as text
             date = datetime.fromisoformat(date + "+00:00")
         elif date is not None:
-            date = _aware(date)
+            date = m.as_utc(date)
         if type(branches) is str:  # SQLite: JSON text, mostly the same few values
             b = branch_cache.get(branches)
             if b is None:
@@ -631,7 +621,7 @@ def runs(
     return [
         RunInfo(
             id=r.id,
-            started_at=_aware(r.started_at),  # type: ignore[arg-type]
+            started_at=m.as_utc(r.started_at),  # type: ignore[arg-type]
             machine=r.machine,
             environment=r.env,
             commit=_commit(r.sha, r.date, r.message, r.branches, r.dirty),
