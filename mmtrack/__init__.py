@@ -22,7 +22,9 @@ from .measure.runner import BenchmarkDefinitionError, BenchSpec, RunOptions, run
 from .measure.stats import BenchmarkStats
 from .measure.throughput import Throughput
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+#: The distribution this package installs as: the PyPI name "mmtrack" belongs to an unrelated project.
+__distribution__ = "mmtrack-perf"
 
 __all__ = [
     "bench",

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from . import __distribution__, __version__
 from .errors import EXIT_OK, EXIT_USAGE, UserError
 
 # Piped output gets a wide console so tables are not squeezed to 80 columns.
@@ -38,7 +39,10 @@ def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="mmtrack")
+@click.version_option(
+    version=__version__,
+    message=f"%(prog)s %(version)s (distribution {__distribution__}, imports as mmtrack from {Path(__file__).parent})",
+)
 def cli() -> None:
     """Per-commit performance tracking, compatible with asv."""
 

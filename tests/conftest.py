@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("MMTRACK_SHARED", REPO.parent / "shared"))
+# Real asv results kept in the repository (tests/data/asv-results/README.md): tests never read ../shared.
+ASV_DATA = REPO / "tests" / "data" / "asv-results"
+METPY_DIR = ASV_DATA / "metpy"
+METPY_RESULTS = METPY_DIR / "results"
+CONDA_RESULTS = ASV_DATA / "conda" / "results"
 
 
 def cli_env(**extra: str) -> dict[str, str]:
@@ -37,11 +41,6 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
-
-
-@pytest.fixture
-def shared_dir() -> Path:
-    return SHARED
 
 
 class FakeClock:

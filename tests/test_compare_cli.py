@@ -20,17 +20,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import SHARED, run_cli
+from conftest import METPY_RESULTS, run_cli
 from mmtrack.commands.compare import CompareRequest, run_compare
 from mmtrack.commands.detect import DetectRequest, run_detect
 from mmtrack.errors import UserError
 from mmtrack.store import queries as q
 from mmtrack.store.db import open_store
-from test_store_support import BACKENDS, PG_URL, reset_postgres
+from test_store_support import BACKENDS, require_postgres, reset_postgres
 
-METPY = SHARED / "data" / "asv-results" / "metpy" / "results"
+METPY = METPY_RESULTS
 
-pytestmark = pytest.mark.skipif(not METPY.is_dir(), reason=f"shared asv results not found at {METPY}")
 
 
 def _files_by_date(results: Path) -> list[tuple[int, Path, dict]]:
@@ -79,9 +78,9 @@ def metpy_store(request, tmp_path_factory):
         f.write_text(json.dumps(d))
     if request.param == "sqlite":
         db = str(tmp / "store.db")
-    else:  # a real PostgreSQL server when MMTRACK_TEST_PG is set
-        reset_postgres(PG_URL)
-        db = PG_URL
+    else:  # a real PostgreSQL server (MMTRACK_TEST_PG)
+        db = require_postgres()
+        reset_postgres(db)
     proc = run_cli("import-asv", str(results), "--db", db, "--no-progress")
     assert proc.returncode == 0, proc.stderr
     shas = [d["commit_hash"] for _, _, d in files]

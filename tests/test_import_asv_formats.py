@@ -4,6 +4,7 @@ grid, samples, failed and skipped cases, stats) and on asv's older format 1."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -81,10 +82,17 @@ def asv_results(tmp_path_factory) -> Path:
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "benchmarks"], cwd=repo, check=True)
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    # asv keeps machine entries in ~/.asv-machine.json: give it a HOME of the test's own, with the entry made by
+    # `asv machine --yes`, so no user's file is read or written.
+    home = tmp_path_factory.mktemp("home")
+    env = {**os.environ, "HOME": str(home)}
+    made = subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "testbox"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
     subprocess.run(
         [sys.executable, "-m", "asv", "run", "--python=same", f"--set-commit-hash={sha}", "--record-samples",
          "-a", "repeat=3", "-a", "number=2", "-a", "warmup_time=0", "--machine", "testbox"],
-        cwd=repo, capture_output=True, text=True, timeout=300,
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300,
     )  # asv exits non-zero because time_fails fails, as intended
     results = repo / "results"
     assert len(list((results / "testbox").glob("*.json"))) == 2, "asv wrote no results"

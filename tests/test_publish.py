@@ -224,15 +224,13 @@ def test_a_changed_old_value_rewrites_its_chunk_only(tmp_path: Path) -> None:
     assert rows[0]["hi"][3] is None
 
 
-SHARED = Path(os.environ.get("MMTRACK_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+METPY_CONF = Path(__file__).resolve().parent / "data" / "asv-results" / "metpy" / "asv.conf.json"
 
 
 def test_commit_url_and_title_come_from_asv_conf(tmp_path: Path) -> None:
     from mmtrack.commands.publish import PublishRequest, publish, site_config
 
-    conf = SHARED / "data/asv-results/metpy/asv.conf.json"
-    if not conf.is_file():
-        pytest.skip(f"{conf} missing (set MMTRACK_SHARED)")
+    conf = METPY_CONF
     cfg = site_config(PublishRequest(out=tmp_path, asv_config=conf))
     assert cfg.commit_url == "http://github.com/unidata/metpy/commit/" and cfg.title == "metpy"
     assert site_config(PublishRequest(out=tmp_path, asv_config=conf, commit_url="https://x.org/c/")).commit_url == "https://x.org/c/"

@@ -22,14 +22,12 @@ from mmtrack.publish.model import SiteConfig  # noqa: E402
 from mmtrack.results import ChangePoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("MMTRACK_SHARED", ROOT.parent / "shared"))
-METPY = SHARED / "data/asv-results/metpy"
+METPY = ROOT / "tests" / "data" / "asv-results" / "metpy"
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 CALL = re.compile(r"^MM\.(\w+)\((.*)\);\n$", re.S)
 
-pytestmark = pytest.mark.skipif(not METPY.is_dir(), reason=f"{METPY} missing (set MMTRACK_SHARED)")
 
 
 def mmtrack(*args: str, cwd: Path) -> subprocess.CompletedProcess:

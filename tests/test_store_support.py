@@ -16,13 +16,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("MMTRACK_SHARED") or ROOT.parent / "shared")
-ASV_DATA = SHARED / "data" / "asv-results"
+ASV_DATA = ROOT / "tests" / "data" / "asv-results"  # real asv results kept in the repository
 METPY = ASV_DATA / "metpy" / "results"
-CONDA = ASV_DATA / "conda" / ".asv" / "results"
+CONDA = ASV_DATA / "conda" / "results"
 PG_URL = os.environ.get("MMTRACK_TEST_PG")
 
-BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def require_postgres() -> str:
+    """The test server's URL. Without one a developer's run skips in one line; CI must never skip."""
+    if PG_URL:
+        return PG_URL
+    if os.environ.get("CI"):
+        pytest.fail("MMTRACK_TEST_PG is not set in CI: .ci/run starts a PostgreSQL server and sets it")
+    pytest.skip("PostgreSQL: set MMTRACK_TEST_PG to a server's URL to run these (.ci/run starts one)")
 
 
 def reset_postgres(url: str) -> None:
@@ -41,8 +49,9 @@ def reset_postgres(url: str) -> None:
 def store_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
-    reset_postgres(PG_URL)
-    return PG_URL
+    url = require_postgres()
+    reset_postgres(url)
+    return url
 
 
 @pytest.fixture

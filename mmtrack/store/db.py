@@ -33,7 +33,17 @@ DEFAULT_RELATIVE = Path(".mmtrack") / "mmtrack.db"
 BUSY_TIMEOUT_S = 120.0
 MMAP_BYTES = 256 * 1024 * 1024
 _PG_LOCK_ID = 0x6D6D7472  # "mmtr": serialises concurrent upgrades on PostgreSQL
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def migrations_dir() -> Path:
+    """The Alembic environment: shipped inside the wheel as ``mmtrack/store/migrations`` (setup.py maps it),
+    at the top of a checkout (``migrations/``) in an editable install or a plain source tree."""
+    here = Path(__file__).resolve().parent
+    installed = here / "migrations"
+    return installed if (installed / "env.py").is_file() else here.parents[1] / "migrations"
+
+
+MIGRATIONS = migrations_dir()
 
 
 def resolve_url(cli_value: str | None = None) -> str:

@@ -1,14 +1,19 @@
 """Alembic environment for the mmtrack store.
 
 Run programmatically by :mod:`mmtrack.store.db`, which hands over an open
-connection in ``config.attributes["connection"]``; there is no alembic.ini.
+connection in ``config.attributes["connection"]``. Developers can also run
+``alembic -c alembic.ini ...`` from the repository root: the store is then
+``$MMTRACK_DB`` when set, else ``sqlalchemy.url`` of alembic.ini.
 """
 
 from __future__ import annotations
 
+import os
+
 from alembic import context
 from sqlalchemy import create_engine
 
+from mmtrack.store.db import normalize_url
 from mmtrack.store.models import Base
 
 config = context.config
@@ -24,9 +29,14 @@ def _configure(connection) -> None:
     )
 
 
+def _url() -> str:
+    given = os.environ.get("MMTRACK_DB", "").strip()
+    return normalize_url(given) if given else str(config.get_main_option("sqlalchemy.url"))
+
+
 def run_migrations_offline() -> None:
     context.configure(
-        url=config.get_main_option("sqlalchemy.url"),
+        url=_url(),
         target_metadata=target_metadata,
         literal_binds=True,
         render_as_batch=True,
@@ -42,7 +52,7 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    engine = create_engine(_url())
     with engine.connect() as connection:
         _configure(connection)
         with context.begin_transaction():
