@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from conftest import cli_env, run_cli
@@ -259,3 +260,51 @@ def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeyp
     assert set(stored(project)) == {"suite.G0.track_good"}
     assert not list((project / ".mmtrack" / "journal").glob("*"))
 
+
+
+# -- bad numbers, in-process (no worker needed) -----------------------------------------------------
+def _run_spec(**kwargs):
+    from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
+
+    options = RunOptions(warm_up=0.001, duration=0.002, min_samples=3, max_samples=3, pin_cpu=False)
+    return run_benchmark(BenchSpec("t", lambda ctx, n, i: None, chunk_size=1, **kwargs), options)
+
+
+def _backend(duration):
+    import mmtrack
+
+    class Custom(mmtrack.MeasurementBackend):
+        def collect(self, host_elapsed, ops, chunk_index, results, metrics):
+            results.duration = duration
+
+    return Custom
+
+
+@pytest.mark.parametrize("duration", [float("nan"), float("inf"), 0.0, -1.0])
+def test_a_custom_backend_duration_that_is_not_finite_and_positive_fails_naming_the_backend(duration):
+    from mmtrack.measure.runner import BenchmarkDefinitionError
+
+    with pytest.raises(BenchmarkDefinitionError, match=r"backend Custom returned a duration of .* at sample 0"):
+        _run_spec(backend=_backend(duration))
+
+
+def test_zero_from_a_built_in_backend_still_means_host_time():
+    import mmtrack
+
+    class Zero(mmtrack.WallClockBackend):  # inherits the built-in promise: zero means host time
+
+        def collect(self, host_elapsed, ops, chunk_index, results, metrics):
+            results.duration = 0.0
+
+    stats = _run_spec(backend=Zero)
+    assert stats.durations == stats.host_durations and all(d > 0 for d in stats.durations)
+
+
+@pytest.mark.parametrize("value", [1e308, -1e200, 2e150])
+def test_metric_values_whose_statistics_would_overflow_are_rejected_naming_the_metric(value):
+    from mmtrack import MetricValue
+    from mmtrack.measure.metrics import InvalidMetricError
+
+    with pytest.raises(InvalidMetricError, match=r"metric 'huge': value .* would overflow the statistics"):
+        MetricValue("huge", value, "B").validate("bench")
+    MetricValue("big", 1e149, "B").validate("bench")  # large but safe: accepted

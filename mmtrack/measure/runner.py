@@ -116,8 +116,7 @@ class Runner:
         self.backend = (spec.backend or default_backend or _backend.default_backend)()
         kind = type(self.backend)
         self._hooks = kind.begin is not MeasurementBackend.begin or kind.end is not MeasurementBackend.end
-        # micromeasure's "zero duration means host time" is a promise of the built-in backends only.
-        self._zero_is_host = kind.__module__.startswith("mmtrack.measure.")
+        self._zero_is_host = self.backend.zero_means_host_time
         self.warnings: list[str] = []
 
     # -- one chunk ---------------------------------------------------------------------------
