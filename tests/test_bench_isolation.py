@@ -142,7 +142,8 @@ def test_each_fault_fails_its_case_alone_and_the_good_ones_are_saved(tmp_path):
     assert f"{n_good + len(FAULTS)} benchmark cases: {n_good} ok, {len(FAULTS)} failed, 0 skipped" in out
     assert out.count("saved as run #") == 1  # the forked child neither reported nor saved
     cases = stored(project)
-    assert {n for n, (status, _) in cases.items() if status == "ok"} == {f"suite.G{i}.track_good" for i in range(n_good)}
+    good = {f"suite.G{i}.track_good" for i in range(n_good)}
+    assert {n for n, (status, _) in cases.items() if status == "ok"} == good
     for name, cause in CAUSES.items():
         status, message = cases[f"suite.{name}.track_fault"]
         assert status == "failed" and cause in (message or "")

@@ -37,6 +37,10 @@ from .session import Case, Outcome, Status, SuiteSession
 DEFAULT_TIMEOUT_S = 60.0  # asv's default ``timeout``
 PROGRESS_EVERY_S = 0.1  # the most often a worker reports progress: the parent redraws, not the worker
 FORK_GRACE_S = 0.5  # how long a worker waits for a forked child's notice after its case
+# Imported once by the fork server, so that each worker inherits them instead of paying for them:
+# "__main__" (the `mmtrack` console script, else every worker runs it again), the engine, numpy
+# (the statistics) and the perf backend. A missing one is skipped.
+PRELOAD = ["__main__", __name__, "numpy", "numpy.ma", "mmtrack.measure.perf", "mmtrack.measure.serialize"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +88,7 @@ def _context() -> multiprocessing.context.BaseContext:
     """A fork server where the platform has one (fast starts, no inherited connections), else spawn."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload([__name__])
+        ctx.set_forkserver_preload(PRELOAD)
         return ctx
     return multiprocessing.get_context("spawn")
 
@@ -111,7 +115,9 @@ def run_in_worker(job: Job, timeout: float, progress: ProgressFn | None = None) 
     """Run ``job`` in a fresh worker; wait at most ``timeout`` seconds for its answer."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_worker_main, args=(send, job), name="mmtrack-worker", daemon=True)
+    # Not a daemon: a benchmark may start processes of its own (a daemon may not); the finally
+    # below ends the worker whatever happens.
+    process = ctx.Process(target=_worker_main, args=(send, job), name="mmtrack-worker", daemon=False)
     process.start()
     send.close()  # the parent keeps only the read end: the worker's exit closes the pipe
     deadline = time.monotonic() + timeout
