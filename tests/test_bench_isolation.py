@@ -221,7 +221,18 @@ def test_no_git_commit_means_no_save_unless_no_save(tmp_path):
 
 
 
-def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeypatch):
+@pytest.fixture
+def forget_imported_suites(monkeypatch):
+    """An in-process run imports this test's ``benchmarks`` package: later tests must not find it."""
+    before = set(sys.modules)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield
+    for name in set(sys.modules) - before:
+        if name == "benchmarks" or name.startswith("benchmarks."):
+            del sys.modules[name]
+
+
+def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeypatch, forget_imported_suites):
     import io
     import sqlite3
 
