@@ -159,7 +159,8 @@ class H_Slow:
 '''
 
 
-def test_sigterm_halfway_keeps_the_finished_cases(tmp_path):
+@pytest.mark.parametrize(("signum", "name"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
+def test_sigterm_or_ctrl_c_halfway_keeps_the_finished_cases(tmp_path, signum, name):
     project = make_project(tmp_path / "proj", SLOW_SUITE)
     # The slow case needs 5 samples of 0.5 s, plus warm-up: SIGTERM lands while it runs.
     proc = subprocess.Popen(
@@ -171,10 +172,10 @@ def test_sigterm_halfway_keeps_the_finished_cases(tmp_path):
     while time.monotonic() < deadline and len(list(journal.glob("*/*.json"))) < 3:  # run.json + 2 cases
         time.sleep(0.1)
     time.sleep(0.5)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, out + err
-    assert "interrupted by SIGTERM: 2 of 3 benchmark cases finished" in out
+    assert f"interrupted by {name}: 2 of 3 benchmark cases finished" in out
     cases = stored(project)
     assert cases == {"suite.G0.track_good": ("ok", None), "suite.G1.track_good": ("ok", None)}
 
