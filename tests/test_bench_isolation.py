@@ -224,13 +224,20 @@ def test_no_git_commit_means_no_save_unless_no_save(tmp_path):
 
 @pytest.fixture
 def forget_imported_suites(monkeypatch):
-    """An in-process run imports this test's ``benchmarks`` package: later tests must not find it."""
-    before = set(sys.modules)
+    """An in-process run imports this test's ``benchmarks`` package: no other test's may be cached, and
+    later tests must not find this one."""
+
+    def suites() -> dict:
+        return {n: m for n, m in sys.modules.items() if n == "benchmarks" or n.startswith("benchmarks.")}
+
+    earlier = suites()
+    for name in earlier:
+        del sys.modules[name]
     monkeypatch.setattr(sys, "path", list(sys.path))
     yield
-    for name in set(sys.modules) - before:
-        if name == "benchmarks" or name.startswith("benchmarks."):
-            del sys.modules[name]
+    for name in suites():
+        del sys.modules[name]
+    sys.modules.update(earlier)
 
 
 def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeypatch, forget_imported_suites):
