@@ -60,6 +60,11 @@ def cli() -> None:
 @click.option("--cooldown", type=float, default=0.0, help="Seconds to sleep between cases.")
 @click.option("--no-pin", is_flag=True, help="Do not pin the measuring thread to one CPU.")
 @click.option("--no-save", is_flag=True, help="Do not save this run in the store.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds a case may take before its worker is stopped (default: asv's timeout attribute, "
+                   "else 60).")
+@click.option("--in-process", is_flag=True,
+              help="Run every case in this process instead of a worker per case (debugging, profiling).")
 @click.option(
     "--compare",
     default="latest",
@@ -69,7 +74,7 @@ def cli() -> None:
 )
 @db_option
 def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
-          no_save, compare, db) -> None:
+          no_save, timeout, in_process, compare, db) -> None:
     """Run the engine benchmarks under PATH on the working tree, print the report, save the
     run and compare it with the latest compatible one.
 
@@ -95,6 +100,8 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
         compare=compare,
         db=db,
         output=Path(os.environ["MMTRACK_OUTPUT"]) if os.environ.get("MMTRACK_OUTPUT") else None,
+        timeout=timeout,
+        in_process=in_process,
     )
     sys.exit(run_bench(request, console=console))
 

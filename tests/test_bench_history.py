@@ -146,14 +146,14 @@ def test_json_report_to_a_new_nested_folder_validates(project, tmp_path):
     assert not list(out.parent.glob(".*.tmp"))  # the atomic write left no temporary file
 
 
-def test_unwritable_report_is_fatal_but_unwritable_store_is_a_warning(project, tmp_path):
+def test_unwritable_report_and_unwritable_store_are_fatal(project, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     proc = bench(project, MMTRACK_OUTPUT=str(blocker / "run.json"))
     assert proc.returncode == 2 and "MMTRACK_OUTPUT" in proc.stderr and "Traceback" not in proc.stderr
     proc = bench(project, "--db", f"sqlite:///{blocker}/store.db")
-    assert proc.returncode == 0
-    assert "warning: history not updated" in proc.stdout
+    assert proc.returncode == 2  # the history is the product: an unsaved run is not a pass (issue 15)
+    assert "error: run not saved" in proc.stdout and "kept in" in proc.stdout
     assert "2 benchmark cases: 2 ok" in proc.stdout  # the measurements were still reported
 
 

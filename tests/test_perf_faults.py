@@ -174,7 +174,9 @@ def test_cli_with_perf_refused_prints_timing_and_one_line_no_traceback():
         perf.perf_event_open = refuse
         perf.seccomp_filtered = lambda: False
         perf.in_container = lambda: False
-        sys.argv = ["mmtrack", "bench", "benchmarks/examples", "-k", "basic|factory", "--quick", "--no-save", "--compare", "none"]
+        # --in-process: the refusal patched above lives in this process, not in fresh workers
+        sys.argv = ["mmtrack", "bench", "benchmarks/examples", "-k", "basic|factory", "--quick", "--no-save", "--compare", "none",
+                    "--in-process"]
         from mmtrack.cli import main
         main()
         """

@@ -109,9 +109,13 @@ def test_backend_duration_overrides_host_time(fake_clock):
     assert stats.latency.median == pytest.approx(0.0004)
 
 
+class HostFallbackDeviceClock(DeviceClockBackend):
+    zero_means_host_time = True  # as the built-in backends promise (a custom one fails on zero, issue 15)
+
+
 def test_zero_backend_duration_falls_back_to_host(fake_clock):
     fn = linear_workload(fake_clock, ns_per_op=0, overhead_ns=2_000_000)
-    spec = BenchSpec("dev0", fn, chunk_size=4, backend=lambda: DeviceClockBackend(0.0))
+    spec = BenchSpec("dev0", fn, chunk_size=4, backend=lambda: HostFallbackDeviceClock(0.0))
     stats = run_benchmark(spec, FAST, clock=fake_clock)
     assert set(stats.durations) == {0.002}
     assert stats.latency.median == pytest.approx(0.0005)

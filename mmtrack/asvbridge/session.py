@@ -89,6 +89,14 @@ class SuiteSession:
             self._cache[owner] = (True, fn(owner())) if fn is not None else (False, None)
         return self._cache[owner]
 
+    def setup_cache(self, owner: type) -> Any:
+        """The value of ``owner.setup_cache`` for this session (run on first use)."""
+        return self._setup_cache(owner)[1]
+
+    def use_cache(self, owner: type, value: Any) -> None:
+        """Take ``owner``'s setup_cache value from elsewhere (a worker that ran it)."""
+        self._cache[owner] = (True, value)
+
     def run_case(self, case: Case) -> Outcome:
         b = case.benchmark
         labels = case.param_labels

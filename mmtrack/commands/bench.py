@@ -1,15 +1,33 @@
-"""``mmtrack bench``: discover engine benchmarks, run them in-process, print the report."""
+"""``mmtrack bench``: discover engine benchmarks, run each case in a worker process, print the report.
+
+Each case runs in its own worker (:mod:`mmtrack.asvbridge.worker`), so a crash, an exit or a hang
+fails that case alone. Each finished case goes into the run's journal at once
+(:mod:`mmtrack.bench_journal`); the store gets the run at the end, or the next ``mmtrack bench``
+gets it from the journal. ``--in-process`` runs everything in this process, for debugging.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from datetime import datetime, timezone
 
@@ -18,7 +36,9 @@ from ..asvbridge.discover import Suite, discover
 from ..bench_history import BaselineResult, BenchContext, benchmark_verdicts, compare_with_baseline, save_run
 from ..bench_report import build_report, write_report
 from ..host import host_info
-from ..store.db import open_store, redact
+from ..store.db import normalize_url, open_store, redact, resolve_url
+from .. import bench_journal
+from ..asvbridge import worker
 from ..vcs import GitError, commit_info, project_root
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
@@ -39,6 +59,8 @@ class BenchRequest:
     compare: str = "latest"  # none | latest | <run id> | <commit>
     db: str | None = None  # resolved store URL
     output: Path | None = None  # MMTRACK_OUTPUT: the versioned JSON report
+    timeout: float | None = None  # per case, seconds; None: asv's ``timeout`` attribute or 60 s
+    in_process: bool = False  # run cases in this process (debugging, profiling): no isolation
 
     def options(self) -> RunOptions:
         base = RunOptions.quick() if self.quick else RunOptions()
@@ -49,21 +71,45 @@ class BenchRequest:
             raise UserError(f"bad run option: {exc}") from None
 
 
+PROCESS_MODELS = {False: "worker per case", True: "in-process"}
+
+
 @dataclass(slots=True)
 class BenchRun:
     suite: Suite
     outcomes: list[Outcome]
     code_versions: dict[str, str] = field(default_factory=dict)
+    total: int = 0  # cases selected; more than len(outcomes) when the run was interrupted
+    interrupted: str | None = None  # "SIGTERM", "Ctrl-C": the run stopped early
+    process_model: str = PROCESS_MODELS[False]
 
     @property
     def exit_code(self) -> int:
         failed = self.suite.failures or any(o.status is Status.FAILED for o in self.outcomes)
-        return EXIT_USAGE if failed else EXIT_OK
+        return EXIT_USAGE if failed or self.interrupted or len(self.outcomes) < self.total else EXIT_OK
 
 
-def execute(request: BenchRequest, console: Console | None = None) -> BenchRun:
-    """Discover, select, run; no printing of results (the caller renders)."""
-    options = request.options()
+class Terminated(Exception):
+    """SIGTERM arrived: stop after keeping what finished, as for Ctrl-C."""
+
+
+@contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(_signum: int, _frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _plan(request: BenchRequest) -> tuple[Suite, list[Any], list[Case]]:
     try:
         suite = discover(request.path)
     except FileNotFoundError as exc:
@@ -80,25 +126,102 @@ def execute(request: BenchRequest, console: Console | None = None) -> BenchRun:
         cases = order_cases(expand(selected), request.order, request.seed)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    return suite, selected, cases
+
+
+def _case_label(case: Case) -> str:
+    return case.benchmark.name + (f"({', '.join(case.param_labels.values())})" if case.params else "")
+
+
+class _WorkerSession:
+    """Runs each case in a fresh worker; ``setup_cache`` once per class in a worker of its own."""
+
+    def __init__(self, options: RunOptions, timeout: float | None, progress: Callable[[Case, str, int, int], None]):
+        self.options = options
+        self.timeout = timeout
+        self.progress = progress
+        self._caches: dict[type, worker.WorkerResult] = {}
+
+    def run_case(self, case: Case) -> Outcome:
+        b = case.benchmark
+        timeout = worker.timeout_of(case, self.timeout)
+        cache = None
+        if b.owner is not None and getattr(b.owner, "setup_cache", None) is not None:
+            if b.owner not in self._caches:
+                self._caches[b.owner] = worker.run_in_worker(worker.CacheJob(b.source, b.name), timeout)
+            got = self._caches[b.owner]
+            if got.error:
+                return Outcome(b.name, case.param_labels, Status.FAILED, message=f"setup_cache {got.error}")
+            if isinstance(got.value, Outcome):  # setup_cache raised: the same outcome for every case
+                return dataclasses.replace(got.value, name=b.name, params=case.param_labels)
+            cache = got.value
+        result = worker.run_in_worker(
+            worker.case_job(case, self.options, cache),
+            timeout,
+            lambda phase, done, total: self.progress(case, phase, done, total),
+        )
+        if result.error:
+            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error}")
+        assert isinstance(result.value, Outcome)
+        return dataclasses.replace(result.value, name=b.name, params=case.param_labels)
+
+
+def execute(request: BenchRequest, console: Console | None = None,
+            on_done: Callable[[Outcome], None] | None = None,
+            plan: tuple[Suite, list[Any], list[Case]] | None = None) -> BenchRun:
+    """Discover, select, run; no printing of results (the caller renders).
+
+    ``on_done`` sees each outcome as its case finishes. Ctrl-C or SIGTERM ends the run early:
+    the outcomes so far come back with ``interrupted`` set.
+    """
+    options = request.options()
+    suite, selected, cases = plan or _plan(request)
+    run = BenchRun(suite, [], _code_versions(selected), total=len(cases),
+                   process_model=PROCESS_MODELS[request.in_process])
+    owner_pid = os.getpid()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=console,
         transient=True,
         disable=console is None,
     ) as bar:
-        overall = bar.add_task("benchmarks", total=len(cases))
+        # Drawn here, in the parent: the worker only sends a message between samples, at most
+        # every 0.1 s, and never waits for a redraw.
+        overall = bar.add_task("benchmark cases", total=len(cases))
         current = bar.add_task("", total=1)
 
         def progress(case: Case, phase: str, done: int, total: int) -> None:
-            label = case.benchmark.name + (f"({', '.join(case.param_labels.values())})" if case.params else "")
-            bar.update(current, description=f"{label} [{phase}]", completed=done, total=total)
+            if os.getpid() != owner_pid:  # a forked child returned into the runner: it never reports
+                os._exit(0)
+            bar.update(current, description=f"{_case_label(case)} [{phase}]", completed=done, total=total)
 
-        session = SuiteSession(options, progress=progress, cooldown=request.cooldown)
-        outcomes = session.run(cases, on_done=lambda _outcome: bar.advance(overall))
-    return BenchRun(suite, outcomes, _code_versions(selected))
+        def finished(outcome: Outcome) -> None:
+            if os.getpid() != owner_pid:
+                os._exit(0)
+            run.outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
+            bar.advance(overall)
+
+        if request.in_process:
+            session: SuiteSession | _WorkerSession = SuiteSession(options, progress=progress)
+        else:
+            session = _WorkerSession(options, request.timeout, progress)
+        try:
+            with _sigterm_stops_the_run():
+                for i, case in enumerate(cases):
+                    if i and request.cooldown > 0:
+                        time.sleep(request.cooldown)
+                    finished(session.run_case(case))
+        except KeyboardInterrupt:
+            run.interrupted = "Ctrl-C"
+        except Terminated:
+            run.interrupted = "SIGTERM"
+    return run
 
 
 def _code_versions(benchmarks) -> dict[str, str]:
@@ -122,6 +245,9 @@ def render(run: BenchRun, console: Console) -> None:
         else:
             console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False)
     counts = {s: sum(1 for o in run.outcomes if o.status is s) for s in Status}
+    if run.interrupted:
+        console.print(f"[bold red]interrupted[/] by {run.interrupted}: {len(run.outcomes)} of {run.total} "
+                      "benchmark cases finished", highlight=False)
     console.print(
         f"{len(run.outcomes)} benchmark cases: {counts[Status.OK]} ok, "
         f"{counts[Status.FAILED]} failed, {counts[Status.SKIPPED]} skipped"
@@ -129,7 +255,7 @@ def render(run: BenchRun, console: Console) -> None:
     )
 
 
-def _context(request: BenchRequest, run: BenchRun, started_at: datetime, console: Console) -> BenchContext:
+def _context(request: BenchRequest, code_versions: dict[str, str], started_at: datetime) -> tuple[Path, BenchContext]:
     root = project_root(Path(request.path).resolve().parent)
     try:
         suite = Path(request.path).resolve().relative_to(root).as_posix()
@@ -138,10 +264,87 @@ def _context(request: BenchRequest, run: BenchRun, started_at: datetime, console
     try:
         commit = commit_info(root)
     except GitError as exc:
-        commit = None
         if request.save:
-            console.print(f"[yellow]warning:[/] not saved: no git commit to key the run by ({escape(str(exc))})")
-    return BenchContext(suite, host_info(), commit, started_at, run.code_versions)
+            raise UserError(f"{request.path}: cannot save the run: no git commit to key it by ({exc}); "
+                            "run inside a git repository with a commit, or pass --no-save") from None
+        commit = None
+    return root, BenchContext(suite, host_info(), commit, started_at, code_versions)
+
+
+LOCK_NOTICE_S = 2.0  # a save that takes longer than this is waiting for another writer: say so
+
+
+@contextmanager
+def _waiting_notice(console: Console, label: str) -> Iterator[None]:
+    from ..store.db import BUSY_TIMEOUT_S
+
+    timer = threading.Timer(LOCK_NOTICE_S, lambda: console.print(
+        f"waiting for the write lock of {escape(label)} (another writer holds it); giving up after "
+        f"{BUSY_TIMEOUT_S:g} s", highlight=False))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _save(url: str, ctx: BenchContext, outcomes: list[Outcome], console: Console) -> tuple[int | None, str]:
+    """Save one run; returns (run id, "") or (None, why it was not saved)."""
+    with _waiting_notice(console, redact(url)):
+        try:
+            with open_store(url) as store:
+                return save_run(store, ctx, outcomes), ""
+        except UserError as exc:
+            return None, str(exc)
+        except Exception as exc:  # noqa: BLE001  (the journal keeps the measurements: say why, exit 2)
+            return None, f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def _journal_is_live(folder: Path) -> bool:
+    """A journal whose writer still runs (its folder name ends in the writer's pid)."""
+    try:
+        pid = int(folder.name.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_journals(project: Path, url: str, console: Console) -> None:
+    """Save the finished cases that earlier runs (killed, or blocked by a lock) left in their journals."""
+    for folder in bench_journal.leftovers(project):
+        if _journal_is_live(folder):
+            continue
+        try:
+            journal = bench_journal.load(folder)
+        except ValueError as exc:
+            console.print(f"[yellow]warning:[/] {escape(str(exc))}; move it away", highlight=False)
+            continue
+        if journal.store != bench_journal.store_digest(url):
+            console.print(f"note: the journal {escape(str(folder))} holds a run for {escape(journal.store_label)}; "
+                          "run mmtrack bench with that --db to save it", highlight=False)
+            continue
+        outcomes = journal.outcomes()
+        if not outcomes:
+            journal.remove()
+            continue
+        run_id, why = _save(url, journal.context, outcomes, console)
+        if run_id is None:
+            console.print(f"[yellow]warning:[/] the journal {escape(str(folder))} is still not saved: {escape(why)}",
+                          highlight=False)
+            continue
+        journal.remove()
+        console.print(f"saved {len(outcomes)} finished cases of an earlier, unfinished run "
+                      f"({journal.context.started_at:%Y-%m-%d %H:%M:%S} UTC) from its journal as run #{run_id}",
+                      highlight=False)
 
 
 def _render_comparison(result: BaselineResult, console: Console) -> None:
@@ -162,24 +365,41 @@ def _render_comparison(result: BaselineResult, console: Console) -> None:
 
 def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
-    run = execute(request, console)
+    plan = _plan(request)  # usage errors first, before anything is run or written
+    selected = plan[1]
+    project, ctx = _context(request, _code_versions(selected), started_at)
+    url = normalize_url(request.db) if request.db else resolve_url(None)
+    journal = None
+    if request.save:
+        recover_journals(project, url, console)
+        journal = bench_journal.Journal.create(project, ctx, url, redact(url))
+    owner_pid = os.getpid()
+    run = execute(request, console, on_done=journal.add if journal is not None else None, plan=plan)
+    if os.getpid() != owner_pid:  # a forked child that returned this far never reports or saves
+        os._exit(0)
     render(run, console)
-    ctx = _context(request, run, started_at, console)
     run_id = None
+    not_saved = False
+    if journal is not None:
+        run_id, why = _save(url, ctx, run.outcomes, console)
+        if run_id is not None:
+            journal.remove()
+            console.print(f"saved as run #{run_id} ({ctx.commit.short if ctx.commit else ''}) in "
+                          f"{escape(redact(url))}", highlight=False)
+        else:
+            not_saved = True
+            console.print(f"[bold red]error:[/] run not saved in {escape(redact(url))}: {escape(why)}; its "
+                          f"{len(run.outcomes)} finished cases are kept in {escape(str(journal.folder))}, and the "
+                          "next mmtrack bench on this store saves them", highlight=False)
     result = BaselineResult(None, None, None)
-    if ctx.commit is not None and (request.save or request.compare != "none"):
+    if ctx.commit is not None and request.compare != "none" and not not_saved:
         try:
-            with open_store(request.db) as store:
-                if request.save:
-                    run_id = save_run(store, ctx, run.outcomes)
-                    label = f"{ctx.commit.short}"
-                    console.print(f"saved as run #{run_id} ({label}) in {escape(redact(store.url))}", highlight=False)
-                if request.compare != "none":
-                    result = compare_with_baseline(store, run_id or -1, ctx, run.outcomes, request.compare, Path.cwd())
+            with open_store(url) as store:
+                result = compare_with_baseline(store, run_id or -1, ctx, run.outcomes, request.compare, Path.cwd())
         except UserError:
             raise
-        except Exception as exc:  # noqa: BLE001  (a default save must not lose the measurements)
-            console.print(f"[yellow]warning:[/] history not updated: {escape(type(exc).__name__)}: {escape(str(exc))}")
+        except Exception as exc:  # noqa: BLE001  (the comparison is advice; the run is saved)
+            console.print(f"[yellow]warning:[/] no comparison: {escape(type(exc).__name__)}: {escape(str(exc))}")
     _render_comparison(result, console)
     if request.output is not None:
         report = build_report(
@@ -199,4 +419,4 @@ def run_bench(request: BenchRequest, console: Console) -> int:
             raise UserError(f"MMTRACK_OUTPUT={request.output}: cannot write the report ({exc.strerror or exc}); "
                             "point it at a writable path") from None
         console.print(f"report written to {escape(str(request.output))}", highlight=False)
-    return run.exit_code
+    return EXIT_USAGE if not_saved else run.exit_code

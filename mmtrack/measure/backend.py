@@ -60,6 +60,10 @@ class Results:
 class MeasurementBackend:
     """Base class for measurement backends. Subclass and override what you need."""
 
+    # micromeasure's "a zero duration means host time" is a promise of the built-in backends. A
+    # custom backend that reports zero (or NaN, inf) fails its case, naming the backend.
+    zero_means_host_time = False
+
     def begin(self) -> None:
         """Called right before the bench call of each sample."""
 
@@ -105,6 +109,7 @@ class WallClockBackend(MeasurementBackend):
     """Timing only: a sample's duration is the host elapsed time."""
 
     __slots__ = ()
+    zero_means_host_time = True
 
     def collect(self, host_elapsed, ops, chunk_index, results, metrics):  # noqa: D401
         results.duration = host_elapsed

@@ -192,6 +192,8 @@ class CudaEventBackend(MeasurementBackend):
     host time for that sample (the engine's contract); ``cuda_event_ms`` still says 0.
     """
 
+    zero_means_host_time = True  # a sample without a device/counter reading is timed by the host
+
     def __init__(
         self,
         bytes_per_op: float = 0,

@@ -55,6 +55,11 @@ def default_direction(unit: str, fmt: MetricFormat = MetricFormat.NUMBER) -> Dir
     return Direction.LOWER if fmt is MetricFormat.NUMBER else Direction.NEUTRAL
 
 
+# Squares of samples (variance, stddev) overflow a float beyond about 1.3e154; this bound
+# leaves room for sums of millions of squared samples.
+MAX_METRIC_MAGNITUDE = 1e150
+
+
 class InvalidMetricError(ValueError):
     """A metric that cannot be aggregated (empty name/unit, NaN/inf value...)."""
 
@@ -124,6 +129,11 @@ class MetricValue:
             raise InvalidMetricError(f"{where}: value {self.value!r} is not a number")
         if not math.isfinite(float(self.value)):
             raise InvalidMetricError(f"{where}: value is {self.value}; report finite numbers only")
+        if abs(float(self.value)) > MAX_METRIC_MAGNITUDE:
+            raise InvalidMetricError(
+                f"{where}: value {float(self.value):g} would overflow the statistics (sums and squares "
+                f"of samples); report values below {MAX_METRIC_MAGNITUDE:g} in magnitude, e.g. in a larger unit"
+            )
 
 
 @dataclass(slots=True)

@@ -506,6 +506,8 @@ class LinuxPerfBackend(MeasurementBackend):
     turns that into a wall-clock run with a message).
     """
 
+    zero_means_host_time = True  # a sample without a device/counter reading is timed by the host
+
     def __init__(
         self,
         counters: Sequence[str] | None = None,

@@ -116,6 +116,7 @@ class Runner:
         self.backend = (spec.backend or default_backend or _backend.default_backend)()
         kind = type(self.backend)
         self._hooks = kind.begin is not MeasurementBackend.begin or kind.end is not MeasurementBackend.end
+        self._zero_is_host = self.backend.zero_means_host_time
         self.warnings: list[str] = []
 
     # -- one chunk ---------------------------------------------------------------------------
@@ -189,10 +190,24 @@ class Runner:
         results = Results()
         backend.collect(host, ops, index, results, metrics)
         if results.duration <= 0:
+            if not self._zero_is_host:
+                self._bad_duration(results.duration, index)
             results.duration = host
         if results.iterations <= 0:
             results.iterations = ops
         return _make_sample((results, host, metrics))
+
+    def _bad_duration(self, duration: float, index: int) -> None:
+        raise BenchmarkDefinitionError(
+            f"benchmark {self.spec.name!r}: backend {type(self.backend).__name__} returned a duration of "
+            f"{duration} at sample {index}; collect() must set a finite duration > 0"
+        )
+
+    def _check_durations(self, durations: list[float] | tuple[float, ...]) -> None:
+        """NaN and inf pass the hot path's ``<= 0`` test: checked once per phase instead."""
+        for i, d in enumerate(durations):
+            if not math.isfinite(d):
+                self._bad_duration(d, i)
 
     # -- phases ------------------------------------------------------------------------------
     def calibrate(self) -> int:
@@ -221,6 +236,7 @@ class Runner:
             index += 1
             if self.clock() >= deadline:
                 break
+        self._check_durations(durations)
         return sum(durations) / len(durations)
 
     def sample_count(self, chunk_duration: float) -> int:
@@ -284,6 +300,7 @@ class Runner:
     def _stats(self, chunk_size, samples, diag_metrics, diag_errors, notes) -> BenchmarkStats:
         spec = self.spec
         durations = tuple(s.results.duration for s in samples)
+        self._check_durations(durations)
         ops = tuple(s.results.iterations for s in samples)
         latency = Distribution.of([d / o for d, o in zip(durations, ops)])
         rate = Distribution.of([spec.throughput.rate(o, d) for d, o in zip(durations, ops)])

@@ -1,0 +1,255 @@
+"""One benchmark case in its own worker process, as asv and pyperf run benchmarks.
+
+The parent (``mmtrack bench``) sends a :class:`CaseJob`; the worker imports the
+benchmark's module, runs calibration, warm-up, sampling and the diagnostic pass
+(so the backend, its perf counters and CPU pinning all live in the worker) and
+sends back the :class:`~mmtrack.asvbridge.session.Outcome`, a plain record.
+
+Workers start from a fork server (a clean interpreter that never holds a
+database connection), or are spawned where there is none. Whatever the
+benchmark does to its process (``sys.exit``, ``os._exit``, a signal, a hang) ends
+that worker only; :func:`run_in_worker` turns it into a failed outcome with one
+line naming the cause.
+
+Messages on the pipe, worker to parent: ``("progress", phase, done, total)``,
+``("log", level, message)`` (the engine's one-time notices, shown once per run by the parent)
+and finally ``("outcome", Outcome)`` or ``("cache", bytes)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import pickle
+import select
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any, Callable
+
+from ..measure.backend import announce_once
+from ..measure.runner import RunOptions
+from .session import Case, Outcome, Status, SuiteSession
+
+DEFAULT_TIMEOUT_S = 60.0  # asv's default ``timeout``
+PROGRESS_EVERY_S = 0.1  # the most often a worker reports progress: the parent redraws, not the worker
+FORK_GRACE_S = 0.5  # how long a worker waits for a forked child's notice after its case
+# Imported once by the fork server, so that each worker inherits them instead of paying for them:
+# "__main__" (the `mmtrack` console script, else every worker runs it again), the engine, numpy
+# (the statistics) and the perf backend. A missing one is skipped.
+PRELOAD = ["__main__", __name__, "numpy", "numpy.ma", "mmtrack.measure.perf", "mmtrack.measure.serialize"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseJob:
+    """Which case to run, found again in the worker by module file, name and parameter index."""
+
+    source: Path
+    benchmark: str
+    param_index: int
+    options: RunOptions
+    cache: bytes | None = None  # the pickled setup_cache value of the case's class, if it has one
+
+
+@dataclass(frozen=True, slots=True)
+class CacheJob:
+    """Run ``setup_cache`` of the class that holds ``benchmark``; send back the pickled value."""
+
+    source: Path
+    benchmark: str
+
+
+Job = CaseJob | CacheJob
+ProgressFn = Callable[[str, int, int], None]
+
+
+def case_job(case: Case, options: RunOptions, cache: bytes | None = None) -> CaseJob:
+    names, combos = case.benchmark.param_grid()
+    return CaseJob(case.benchmark.source, case.benchmark.name, combos.index(case.params), options, cache)
+
+
+def timeout_of(case: Case, override: float | None = None) -> float:
+    """``--timeout``, else asv's ``timeout`` attribute (method, then class), else 60 s."""
+    if override is not None:
+        return override
+    b = case.benchmark
+    for holder in (b.declaration.fn, b.owner):
+        value = getattr(holder, "timeout", None) if holder is not None else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return DEFAULT_TIMEOUT_S
+
+
+# -- the parent side ------------------------------------------------------------------------------
+def _context() -> multiprocessing.context.BaseContext:
+    """A fork server where the platform has one (fast starts, no inherited connections), else spawn."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+@dataclass(slots=True)
+class WorkerResult:
+    value: Any = None  # an Outcome (CaseJob) or bytes (CacheJob); None when the worker failed
+    error: str = ""  # the cause, one line: "exited with status 3", "killed by SIGSEGV", ...
+
+
+def describe_exit(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "did not exit"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"killed by {name}"
+    return f"exited with status {exitcode}"
+
+
+def run_in_worker(job: Job, timeout: float, progress: ProgressFn | None = None) -> WorkerResult:
+    """Run ``job`` in a fresh worker; wait at most ``timeout`` seconds for its answer."""
+    ctx = _context()
+    receive, send = ctx.Pipe(duplex=False)
+    # Not a daemon: a benchmark may start processes of its own (a daemon may not); the finally
+    # below ends the worker whatever happens.
+    process = ctx.Process(target=_worker_main, args=(send, job), name="mmtrack-worker", daemon=False)
+    process.start()
+    send.close()  # the parent keeps only the read end: the worker's exit closes the pipe
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return WorkerResult(error=f"timed out after {timeout:g} s")
+            ready = wait([receive, process.sentinel], timeout=left)
+            if receive in ready:
+                try:
+                    message = receive.recv()
+                except (EOFError, OSError):
+                    process.join(5)
+                    return WorkerResult(error=describe_exit(process.exitcode))
+                if message[0] == "progress":
+                    if progress is not None:
+                        progress(*message[1:])
+                    continue
+                if message[0] == "log":
+                    _relay(message[1], message[2])
+                    continue
+                process.join(5)
+                return WorkerResult(value=message[1])
+            if process.sentinel in ready and not receive.poll(0):
+                process.join(5)
+                return WorkerResult(error=describe_exit(process.exitcode))
+    finally:
+        receive.close()
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+
+
+ENGINE_LOG = "mmtrack.measure"
+
+
+def _relay(level: int, text: str) -> None:
+    """Every worker announces the same missing counters: the run says it once."""
+    prefix = "mmtrack: "
+    if level == logging.WARNING and text.startswith(prefix):
+        announce_once(text[len(prefix):])
+    else:
+        logging.getLogger(ENGINE_LOG).log(level, "%s", text)
+
+
+# -- the worker side ------------------------------------------------------------------------------
+class _ForwardLog(logging.Handler):
+    def __init__(self, conn: Connection) -> None:
+        super().__init__(logging.INFO)
+        self.conn = conn
+        self.pid = os.getpid()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if os.getpid() == self.pid:
+            self.conn.send(("log", record.levelno, record.getMessage()))
+
+
+
+def _find_case(source: Path, benchmark: str, param_index: int | None) -> Case:
+    from .discover import discover
+    from .session import expand
+
+    suite = discover(source)
+    if suite.failures:
+        raise ImportError(suite.failures[0].message)
+    for b in suite.benchmarks:
+        if b.name == benchmark:
+            cases = expand([b])
+            return cases[param_index or 0]
+    raise LookupError(f"benchmark {benchmark} not found in {source}")
+
+
+def _worker_main(conn: Connection, job: Job) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this worker
+    engine_log = logging.getLogger(ENGINE_LOG)
+    engine_log.addHandler(_ForwardLog(conn))
+    engine_log.propagate = False
+    try:
+        case = _find_case(job.source, job.benchmark, job.param_index if isinstance(job, CaseJob) else None)
+    except Exception as exc:  # noqa: BLE001  (the module imported in the parent; say why not here)
+        message = f"could not load the benchmark in its worker: {type(exc).__name__}: {exc}"
+        conn.send(("outcome", Outcome(job.benchmark, {}, Status.FAILED, message=message)))
+        return
+    if isinstance(job, CacheJob):
+        assert case.benchmark.owner is not None
+        try:
+            value = pickle.dumps(SuiteSession(RunOptions()).setup_cache(case.benchmark.owner))
+        except NotImplementedError as exc:  # asv skips the class's cases
+            message = str(exc) or "setup_cache raised NotImplementedError"
+            conn.send(("outcome", Outcome(job.benchmark, {}, Status.SKIPPED, message=message)))
+        except Exception as exc:  # noqa: BLE001  (fails the class's cases, not the run)
+            message = f"setup failed: {type(exc).__name__}: {exc}"
+            conn.send(("outcome", Outcome(job.benchmark, {}, Status.FAILED, message=message)))
+        else:
+            conn.send(("cache", value))
+        return
+    pid = os.getpid()
+    # A benchmark may fork; a child that returns into the runner must never report. It leaves a
+    # byte in this pipe and exits, and the case fails.
+    notices, notice = os.pipe()
+    forked = False
+
+    def _after_fork_in_parent() -> None:
+        nonlocal forked
+        forked = True
+
+    os.register_at_fork(after_in_parent=_after_fork_in_parent)
+
+    def leave_if_forked_child() -> None:
+        if os.getpid() != pid:
+            os.write(notice, b"f")
+            os._exit(0)
+
+    last = 0.0
+
+    def report(_case: Case, phase: str, done: int, total: int) -> None:
+        nonlocal last
+        leave_if_forked_child()
+        now = time.monotonic()
+        if done == total or now - last >= PROGRESS_EVERY_S:
+            last = now
+            conn.send(("progress", phase, done, total))
+
+    session = SuiteSession(job.options, progress=report)
+    if job.cache is not None and case.benchmark.owner is not None:
+        session.use_cache(case.benchmark.owner, pickle.loads(job.cache))
+    outcome = session.run_case(case)
+    leave_if_forked_child()
+    if forked and select.select([notices], [], [], FORK_GRACE_S)[0] or select.select([notices], [], [], 0)[0]:
+        outcome = Outcome(
+            outcome.name, outcome.params, Status.FAILED,
+            message="a forked child process returned into the benchmark runner; end children with os._exit()",
+        )
+    conn.send(("outcome", outcome))
