@@ -6,8 +6,15 @@ no side effects: no database, no CuPy, no perf_event_open until used.
 
 from __future__ import annotations
 
-from .asvbridge.declare import bench, bench_sample
+from .asvbridge.declare import bench, bench_concurrent, bench_sample
 from .measure.backend import MeasurementBackend, MeasurementDomain, Results, WallClockBackend
+from .measure.concurrent import (
+    ConcurrentBenchControl,
+    ConcurrentSampleInfo,
+    ConcurrentSamplePhase,
+    ConcurrentWorker,
+    ConcurrentWorkerResult,
+)
 from .measure.metrics import (
     BenchSampleResult,
     DiagnosticError,
@@ -26,7 +33,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "bench",
+    "bench_concurrent",
     "bench_sample",
+    "ConcurrentBenchControl",
+    "ConcurrentSampleInfo",
+    "ConcurrentSamplePhase",
+    "ConcurrentWorker",
+    "ConcurrentWorkerResult",
     "BenchmarkDefinitionError",
     "BenchmarkStats",
     "BenchSampleResult",

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 
 from .backend import MeasurementDomain
 from .metrics import Direction, MetricSummary
 from .throughput import Throughput
+
+if TYPE_CHECKING:
+    from .concurrent import RoleStats, ScenarioInfo
 
 OUTLIER_RULE = "Tukey 1.5×IQR"
 
@@ -101,6 +104,9 @@ class BenchmarkStats:
     diagnostic_errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # backend bylines
+    # Concurrent benchmarks only (measure/concurrent.py): the top-level figures are then "workers combined".
+    roles: list[RoleStats] = field(default_factory=list)
+    scenario: ScenarioInfo | None = None
 
     @property
     def samples(self) -> int:
@@ -135,6 +141,8 @@ class BenchmarkStats:
                     "counters", c.name, f"{c.name}/op", c.per_sample_per_op, direction=_counter_direction(c.name)
                 )
             )
+        for role in self.roles:
+            out.extend(role.tracked_metrics())
         return out + list(self.metrics) + list(self.diagnostics)
 
 
