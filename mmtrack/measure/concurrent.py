@@ -319,24 +319,24 @@ class _SampleRecord:
     scenario: list[MetricValue]  # lifecycle metrics
 
 
-def _as_result(returned: Any, role: str, name: str) -> ConcurrentWorkerResult:
+def _as_result(returned: Any, role: str) -> ConcurrentWorkerResult:
     if isinstance(returned, ConcurrentWorkerResult):
         result = returned
     elif isinstance(returned, int) and not isinstance(returned, bool):
         result = ConcurrentWorkerResult(returned)
     else:
         raise ConcurrentWorkerError(
-            f"benchmark {name!r}: worker role {role!r} returned {type(returned).__name__}; "
+            f"worker role {role!r} returned {type(returned).__name__}; "
             f"return ConcurrentWorkerResult(operations) or an int"
         )
     if not isinstance(result.operations, int) or isinstance(result.operations, bool) or result.operations < 0:
         raise ConcurrentWorkerError(
-            f"benchmark {name!r}: worker role {role!r}: operations must be an int >= 0, got {result.operations!r}"
+            f"worker role {role!r}: operations must be an int >= 0, got {result.operations!r}"
         )
     for counter, value in result.counters.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConcurrentWorkerError(
-                f"benchmark {name!r}: worker role {role!r}: event counter {counter!r} must be an int >= 0, "
+                f"worker role {role!r}: event counter {counter!r} must be an int >= 0, "
                 f"got {value!r}"
             )
     return result
@@ -421,7 +421,7 @@ class ConcurrentRunner:
         try:
             ready.wait()  # every worker is started and waiting
         except threading.BrokenBarrierError:
-            raise ConcurrentWorkerError(f"benchmark {name!r}: a worker thread did not reach the start barrier")
+            raise ConcurrentWorkerError("a worker thread did not reach the start barrier")
         hooks = runner._hooks
         if hooks:
             backend.begin()
@@ -438,11 +438,11 @@ class ConcurrentRunner:
             if hooks:
                 backend.end()
         if errors:
-            raise ConcurrentWorkerError(f"benchmark {name!r}: {errors[0]}")
+            raise ConcurrentWorkerError(errors[0])
         results: list[list[ConcurrentWorkerResult]] = []
         k = 0
         for worker in group.workers:
-            results.append([_as_result(returned[k + j], worker.name, name) for j in range(worker.threads)])
+            results.append([_as_result(returned[k + j], worker.name) for j in range(worker.threads)])
             k += worker.threads
         elapsed = (t1 - t0) * 1e-9
         total_ops = sum(r.operations for role in results for r in role)
@@ -459,7 +459,7 @@ class ConcurrentRunner:
             for m in after(ctx, info) or ():
                 if not isinstance(m, MetricValue):
                     raise ConcurrentWorkerError(
-                        f"benchmark {name!r}: after_sample returned a {type(m).__name__}; return MetricValue objects"
+                        f"after_sample returned a {type(m).__name__}; return MetricValue objects"
                     )
                 m.validate(name)
                 scenario.append(m if m.section else m.with_section(SCENARIO_SECTION))
