@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 DEFAULT_SAMPLE_DURATION = 0.05  # seconds, micromeasure's default
 SCENARIO_SECTION = "scenario"
 ROLE_SECTION_PREFIX = "role:"
+MAX_EMPTY_REPEATS = 10  # per run: windows with no operation at all that are measured again
 
 
 class ConcurrentWorkerError(RuntimeError):
@@ -483,9 +484,21 @@ class ConcurrentRunner:
                     break
             n = self.sample_count()
             samples = []
+            repeated = 0
             for i in range(n):
-                samples.append(self._sample(ConcurrentSampleInfo(ConcurrentSamplePhase.MEASUREMENT, i)))
+                sample = self._sample(ConcurrentSampleInfo(ConcurrentSamplePhase.MEASUREMENT, i))
+                # A window in which no worker finished one operation measured nothing (on a loaded machine the
+                # threads may get no CPU for a whole short window): it is repeated, a few times at most.
+                while sample.backend.iterations == 0 and repeated < MAX_EMPTY_REPEATS:
+                    repeated += 1
+                    sample = self._sample(ConcurrentSampleInfo(ConcurrentSamplePhase.MEASUREMENT, i))
+                samples.append(sample)
                 runner._report("sample", i + 1, n)
+            if repeated:
+                runner.warnings.append(
+                    f"{repeated} sample(s) in which no worker finished an operation were repeated; "
+                    f"the machine is busy or sample_duration ({self.group.sample_duration * 1e3:g} ms) is too short"
+                )
             byline = runner.backend.describe(runner.spec.domain)
         finally:
             runner.backend.close()
@@ -517,7 +530,7 @@ class ConcurrentRunner:
             durations=durations,
             host_durations=tuple(s.elapsed for s in samples),
             operations=ops,
-            latency=Distribution.of([d / o if o else math.nan for d, o in zip(durations, ops)]),
+            latency=Distribution.of([d / o for d, o in zip(durations, ops) if o > 0]),
             rate=Distribution.of([throughput.rate(o, d) for d, o in zip(durations, ops)]),
             counters=summarize_counters(
                 [s.backend.counters for s in samples],
@@ -525,6 +538,7 @@ class ConcurrentRunner:
                 [(s.backend.time_enabled_ns, s.backend.time_running_ns) for s in samples],
             ),
             metrics=aggregate_metrics(s.scenario + s.metrics for s in samples),
+            warnings=list(self.runner.warnings),
             notes=notes,
             roles=role_stats(group.workers, samples),
             scenario=scenario,

@@ -39,7 +39,7 @@ def format_value(value: float, fmt: MetricFormat = MetricFormat.NUMBER) -> str:
     return f"{value:.3e}"
 
 
-def _kv_table(stats: BenchmarkStats) -> Table:
+def _kv_table(stats: BenchmarkStats, *, chunks: bool = True) -> Table:
     t = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
@@ -49,7 +49,8 @@ def _kv_table(stats: BenchmarkStats) -> Table:
         t.add_row("", Text(note, style="dim"))
     t.add_row("Domain", stats.domain.value)
     chunk = f"{stats.chunk_size:,d} ops/chunk" + (" (calibrated)" if stats.calibrated else " (fixed)")
-    t.add_row("Samples", f"{stats.samples} × {chunk}")
+    if chunks:  # a concurrent benchmark has no chunks: its sample is a time window
+        t.add_row("Samples", f"{stats.samples} × {chunk}")
     t.add_row(
         "Throughput",
         f"{format_si(rate.median, stats.throughput.rate_unit)}  (p5 {format_si(rate.p5, stats.throughput.rate_unit)})",
@@ -137,14 +138,19 @@ def _scenario_table(stats: BenchmarkStats) -> Table:
     return t
 
 
+def _ops_rate(value: float) -> str:
+    """A role's rate: a thread that got no turn in a window (the GIL, a busy machine) shows 0, not n/a."""
+    return "0 ops/s" if value == 0 else format_si(value, "ops/s")
+
+
 def _role_table(role: RoleStats) -> Table:
     t = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
     lat, rate = role.latency, role.rate
     total = sum(role.operations) / sum(role.durations) if sum(role.durations) > 0 else math.nan
-    t.add_row("Throughput", f"{format_si(total, 'ops/s')} role total, {format_si(rate.median, 'ops/s')} per thread "
-                            f"(p5 {format_si(rate.p5, 'ops/s')})")
+    t.add_row("Throughput", f"{_ops_rate(total)} role total, {_ops_rate(rate.median)} per thread "
+                            f"(p5 {_ops_rate(rate.p5)})")
     t.add_row("Latency", f"{format_duration(lat.median)}/op per thread  (p95 {format_duration(lat.p95)}/op)")
     t.add_row("MAD / CV", f"{format_duration(lat.mad)}/op / {lat.cv:.2%}")
     t.add_row("Outliers", f"{lat.outliers} of {lat.count} thread-samples ({OUTLIER_RULE})")
@@ -175,7 +181,7 @@ def render_concurrent(stats: BenchmarkStats) -> Group:
     if scenario:
         parts.append(metric_table("scenario metrics:", scenario))
     parts.append(Text("workers combined", style="bold"))
-    parts.append(_kv_table(stats))
+    parts.append(_kv_table(stats, chunks=False))
     if stats.counters:
         parts.append(Text("perf counters count every worker thread; per op is per operation of all roles",
                           style="dim"))
