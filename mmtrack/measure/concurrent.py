@@ -30,6 +30,7 @@ import platform
 import sys
 import sysconfig
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
@@ -343,6 +344,23 @@ def _as_result(returned: Any, role: str) -> ConcurrentWorkerResult:
     return result
 
 
+def _end(backend: Any, attempts: int = 5) -> None:
+    """``backend.end()``, tried again on ECHILD.
+
+    join() returns when a worker's Python code is done, a moment before its OS thread exits; reading an
+    inherited perf counter while the kernel folds that exiting thread in failed once in a few thousand
+    samples with ECHILD (Linux 6.18, a loaded machine). Disabling and reading again is harmless.
+    """
+    for attempt in range(attempts):
+        try:
+            backend.end()
+            return
+        except ChildProcessError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.001)
+
+
 class _Pinning:
     """Worker threads pinned round-robin over the CPUs this process may use (or not at all)."""
 
@@ -437,7 +455,7 @@ class ConcurrentRunner:
             t1 = clock()
         finally:
             if hooks:
-                backend.end()
+                _end(backend)
         if errors:
             raise ConcurrentWorkerError(errors[0])
         results: list[list[ConcurrentWorkerResult]] = []
