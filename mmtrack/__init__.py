@@ -8,13 +8,6 @@ from __future__ import annotations
 
 from .asvbridge.declare import bench, bench_concurrent, bench_sample
 from .measure.backend import MeasurementBackend, MeasurementDomain, Results, WallClockBackend
-from .measure.concurrent import (
-    ConcurrentBenchControl,
-    ConcurrentSampleInfo,
-    ConcurrentSamplePhase,
-    ConcurrentWorker,
-    ConcurrentWorkerResult,
-)
 from .measure.metrics import (
     BenchSampleResult,
     DiagnosticError,
@@ -68,6 +61,12 @@ _LAZY = {
     # perf needs fcntl (POSIX only).
     "LinuxPerfBackend": ".measure.perf",
     "CudaEventBackend": ".measure.cuda",
+    # Only suites with concurrent benchmarks pay for loading them.
+    "ConcurrentBenchControl": ".measure.concurrent",
+    "ConcurrentSampleInfo": ".measure.concurrent",
+    "ConcurrentSamplePhase": ".measure.concurrent",
+    "ConcurrentWorker": ".measure.concurrent",
+    "ConcurrentWorkerResult": ".measure.concurrent",
 }
 
 

@@ -129,7 +129,8 @@ def counted_other(ctx, control):
 
 
 class Known:
-    @mmtrack.bench_concurrent(workers=[ConcurrentWorker("first", 3, counted), ConcurrentWorker("second", 2, counted_other)],
+    @mmtrack.bench_concurrent(workers=[ConcurrentWorker("first", 3, counted),
+                                       ConcurrentWorker("second", 2, counted_other)],
                               sample_duration=0.005, backend=mmtrack.WallClockBackend)
     def track_known(self, num_threads):
         return None

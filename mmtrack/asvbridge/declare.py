@@ -17,13 +17,15 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..measure.backend import MeasurementBackend, MeasurementDomain
-from ..measure.concurrent import DEFAULT_SAMPLE_DURATION, ConcurrentGroup, ConcurrentWorker
 from ..measure.metrics import DiagnosticResult
 from ..measure.runner import BenchSpec
 from ..measure.throughput import Throughput
+
+if TYPE_CHECKING:
+    from ..measure.concurrent import ConcurrentWorker
 
 ATTR = "__mmtrack__"
 
@@ -78,6 +80,8 @@ class EngineDeclaration:
         diagnostic = self.diagnostic
         concurrent = None
         if self.concurrent is not None:
+            from ..measure.concurrent import ConcurrentGroup  # loaded by concurrent benchmarks only
+
             options = dict(self.concurrent)
             options["workers"] = tuple(resolve(options["workers"]))
             concurrent = ConcurrentGroup(**options)
@@ -170,7 +174,7 @@ def bench_sample(
 def bench_concurrent(
     *,
     workers: "list[ConcurrentWorker] | tuple[ConcurrentWorker, ...] | Callable[..., list[ConcurrentWorker]]",
-    sample_duration: float = DEFAULT_SAMPLE_DURATION,
+    sample_duration: float | None = None,
     lifecycle: Callable[[], Any] | None = None,
     metadata: dict[str, str] | None = None,
     domain: MeasurementDomain | str = MeasurementDomain.CPU,
@@ -178,12 +182,15 @@ def bench_concurrent(
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare ``prepare(self, num_threads) -> ctx`` as a concurrent benchmark (micromeasure's concurrent group).
 
-    Every sample prepares a fresh shared context, then runs each worker role's threads on it,
-    released together, for ``sample_duration`` seconds (see :mod:`mmtrack.measure.concurrent`).
+    Every sample prepares a fresh shared context, then runs each worker role's threads on it, released
+    together, for ``sample_duration`` seconds (50 ms by default, as micromeasure's; see
+    :mod:`mmtrack.measure.concurrent`).
     ``workers`` may be a callable ``(self, *params)`` when the roles depend on the asv parameters.
     """
-    group = {"workers": workers, "sample_duration": sample_duration, "lifecycle": lifecycle,
-             "metadata": dict(metadata or {})}
+    from ..measure.concurrent import DEFAULT_SAMPLE_DURATION, ConcurrentGroup  # loaded by concurrent benchmarks only
+
+    group = {"workers": workers, "lifecycle": lifecycle, "metadata": dict(metadata or {}),
+             "sample_duration": DEFAULT_SAMPLE_DURATION if sample_duration is None else sample_duration}
     if not callable(workers):
         ConcurrentGroup(**{**group, "workers": tuple(workers)})  # a bad declaration fails at import, as asv shows it
 

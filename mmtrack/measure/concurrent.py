@@ -26,9 +26,7 @@ from __future__ import annotations
 import enum
 import math
 import os
-import platform
 import sys
-import sysconfig
 import threading
 import time
 from dataclasses import dataclass, field
@@ -271,6 +269,9 @@ def gil_enabled() -> bool:
 
 
 def python_build() -> str:
+    import platform  # imported here: `import mmtrack` stays cheap (asv imports suites often)
+    import sysconfig
+
     free = " free-threading build" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
     return f"{platform.python_implementation()} {platform.python_version()}{free}"
 
