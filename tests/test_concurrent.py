@@ -537,3 +537,38 @@ def test_end_is_tried_again_when_the_kernel_answers_echild():
 
     stats = run_concurrent(Once.track, Once())
     assert stats.samples == 4 and flaky.ends >= 5
+
+
+def sleeper(ctx, control):
+    ops = 0
+    while not control.should_stop():
+        time.sleep(0.002)
+        ops += 1
+    return ops
+
+
+def test_each_role_gets_the_perf_counters_of_its_own_threads():
+    """With the perf backend every worker thread also counts for itself: a spinning role uses CPU, a sleeping one
+    hardly any, and the per-role task-clock says so (the combined counters could not tell them apart)."""
+    from mmtrack.measure.perf import LinuxPerfBackend, PerfUnavailable
+
+    try:
+        LinuxPerfBackend(["task-clock"]).close()
+    except (PerfUnavailable, OSError) as exc:
+        pytest.skip(f"no perf_event_open here: {exc}")
+
+    class Mixed:
+        @mmtrack.bench_concurrent(workers=[ConcurrentWorker("spin", 1, spin), ConcurrentWorker("sleep", 1, sleeper)],
+                                  sample_duration=0.03, backend=lambda: LinuxPerfBackend(["task-clock"]))
+        def track(self, num_threads):
+            return None
+
+    stats = run_concurrent(Mixed.track, Mixed())
+    spin_role, sleep_role = stats.roles
+    (spin_clock,), (sleep_clock,) = spin_role.counters, sleep_role.counters
+    assert spin_clock.name == sleep_clock.name == "task-clock"
+    assert spin_clock.total > 5 * sleep_clock.total, (spin_clock.total, sleep_clock.total)
+    keys = {(m.section, m.name, m.unit) for m in stats.tracked_metrics()}
+    assert {("role:spin", "task-clock", "task-clock/op"), ("role:sleep", "task-clock", "task-clock/op")} <= keys
+    back = stats_from_dict(json.loads(json.dumps(stats_to_dict(stats), allow_nan=False)))
+    assert back.roles == stats.roles

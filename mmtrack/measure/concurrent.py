@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from .backend import Results, announce_once
 from .metrics import Direction, MetricSummary, MetricValue, aggregate_metrics
-from .stats import BenchmarkStats, Distribution, summarize_counters
+from .stats import BenchmarkStats, CounterSummary, Distribution, counter_direction, summarize_counters
 from .throughput import Throughput
 
 if TYPE_CHECKING:
@@ -188,6 +188,7 @@ class RoleStats:
     latency: Distribution  # seconds per op of one thread, over threads × samples
     rate: Distribution  # ops/s of one thread, over threads × samples
     events: list[EventCounterSummary] = field(default_factory=list)
+    counters: list[CounterSummary] = field(default_factory=list)  # perf counters of this role's threads
 
     @property
     def section(self) -> str:
@@ -217,6 +218,9 @@ class RoleStats:
                 direction=Direction.HIGHER,
             ),
         ]
+        for c in self.counters:
+            out.append(MetricSummary.from_values(section, c.name, f"{c.name}/op", c.per_sample_per_op or [math.nan],
+                                                 direction=counter_direction(c.name)))
         for e in self.events:
             per_op = [c / o if o else math.nan for c, o in zip(e.per_sample, self.operations)]
             per_s = [c / d if d > 0 else math.nan for c, d in zip(e.per_sample, self.durations)]
@@ -299,6 +303,20 @@ def role_stats(
                 n, total, total / sum(ops) if sum(ops) else math.nan,
                 total / total_time if total_time > 0 else math.nan, per_sample,
             ))
+        counters: list[CounterSummary] = []
+        if any(s.thread_counters for s in samples):
+            per_sample: list[dict[str, float]] = []
+            coverage: list[tuple[int, int]] = []
+            for s in samples:
+                summed: dict[str, float] = {}
+                enabled = running = 0
+                for reading in s.thread_counters[r] if s.thread_counters else ():
+                    for n, v in reading.counters.items():
+                        summed[n] = summed.get(n, 0.0) + v
+                    enabled, running = enabled + reading.time_enabled_ns, running + reading.time_running_ns
+                per_sample.append(summed)
+                coverage.append((enabled, running))
+            counters = summarize_counters(per_sample, ops, coverage)
         out.append(RoleStats(
             name=worker.name,
             threads=worker.threads,
@@ -308,6 +326,7 @@ def role_stats(
             latency=Distribution.of([d / o for o, d in pairs if o > 0]),
             rate=Distribution.of([o / d for o, d in pairs if d > 0]),
             events=events,
+            counters=counters,
         ))
     return out
 
@@ -320,6 +339,7 @@ class _SampleRecord:
     backend: Results
     metrics: list[MetricValue]  # backend metrics (combined section)
     scenario: list[MetricValue]  # lifecycle metrics
+    thread_counters: list[list[Results]] | None = None  # per role, per thread: its own perf counters
 
 
 def _as_result(returned: Any, role: str) -> ConcurrentWorkerResult:
@@ -362,6 +382,18 @@ def _end(backend: Any, attempts: int = 5) -> None:
             time.sleep(0.001)
 
 
+def _open_thread_counters(names: Sequence[str]) -> Any:
+    """The calling thread's own perf counters (not inherited), or None without any or when they do not open."""
+    if not names:
+        return None
+    from .perf import LinuxPerfBackend  # only reached when the run's backend is the perf backend
+
+    try:
+        return LinuxPerfBackend(names, inherit=False)
+    except Exception:  # noqa: BLE001  (a role without counters is reported without them, the timing stands)
+        return None
+
+
 class _Pinning:
     """Worker threads pinned round-robin over the CPUs this process may use (or not at all)."""
 
@@ -401,6 +433,11 @@ class ConcurrentRunner:
         self.prepare: Callable[[int], Any] = runner.spec.fn  # type: ignore[assignment]
         self.lifecycle = group.lifecycle() if group.lifecycle is not None else None
         self.pinning = _Pinning(runner.options.pin_cpu)
+        # Per-role counters: each worker thread opens the same counters for itself alone (inherit off), so a
+        # role's counters are its own threads'. Only with the perf backend, whose counters opened here.
+        self.thread_counter_names: tuple[str, ...] = ()
+        if type(runner.backend).__name__ == "LinuxPerfBackend":
+            self.thread_counter_names = tuple(runner.backend.report.opened)  # type: ignore[attr-defined]
 
     def _sample(self, info: ConcurrentSampleInfo) -> _SampleRecord:
         runner, group = self.runner, self.group
@@ -417,6 +454,8 @@ class ConcurrentRunner:
                 controls.append(control)
                 slots.append((worker, j, control))
         returned: list[Any] = [None] * len(slots)
+        readings: list[Results] = [Results() for _ in slots]
+        counter_names = self.thread_counter_names
         errors: list[str] = []
         ready = threading.Barrier(len(slots) + 1)
         go = threading.Event()
@@ -424,16 +463,25 @@ class ConcurrentRunner:
         def work(k: int) -> None:
             worker, j, control = slots[k]
             self.pinning.pin(k)
+            own = _open_thread_counters(counter_names)
             try:
                 ready.wait()
                 go.wait()
+                if own is not None:
+                    own.begin()
                 returned[k] = worker.run(ctx, control)
+                if own is not None:
+                    own.end()
+                    own.collect(0.0, 0, 0, readings[k], [])
             except threading.BrokenBarrierError:
                 return
             except BaseException as exc:  # noqa: BLE001  (reported as the case's one line)
                 errors.append(f"worker {worker.name}[{j}] raised {type(exc).__name__}: {exc}")
                 for c in controls:  # stop the others now: the sample is lost anyway
                     c._deadline = 0
+            finally:
+                if own is not None:
+                    own.close()
 
         threads = [threading.Thread(target=work, args=(k,), name=f"mmtrack-{slots[k][0].name}-{slots[k][1]}",
                                     daemon=True) for k in range(len(slots))]
@@ -461,9 +509,11 @@ class ConcurrentRunner:
         if errors:
             raise ConcurrentWorkerError(errors[0])
         results: list[list[ConcurrentWorkerResult]] = []
+        thread_counters: list[list[Results]] = []
         k = 0
         for worker in group.workers:
             results.append([_as_result(returned[k + j], worker.name) for j in range(worker.threads)])
+            thread_counters.append(readings[k : k + worker.threads])
             k += worker.threads
         elapsed = (t1 - t0) * 1e-9
         total_ops = sum(r.operations for role in results for r in role)
@@ -484,7 +534,8 @@ class ConcurrentRunner:
                     )
                 m.validate(name)
                 scenario.append(m if m.section else m.with_section(SCENARIO_SECTION))
-        return _SampleRecord(elapsed, results, backend_results, backend_metrics, scenario)
+        return _SampleRecord(elapsed, results, backend_results, backend_metrics, scenario,
+                             thread_counters if counter_names else None)
 
     def sample_count(self) -> int:
         opts = self.runner.options

@@ -175,6 +175,8 @@ def render_concurrent(stats: BenchmarkStats) -> Group:
         parts.append(Text(f"role {role.name} ({role.threads} thread{'s' if role.threads != 1 else ''})",
                           style="bold"))
         parts.append(_role_table(role))
+        if role.counters:
+            parts.append(counter_table(role.counters))
         if role.events:
             parts.append(event_counter_table(role.events))
     scenario = [m for m in stats.metrics if m.section == "scenario"]
@@ -183,7 +185,7 @@ def render_concurrent(stats: BenchmarkStats) -> Group:
     parts.append(Text("workers combined", style="bold"))
     parts.append(_kv_table(stats, chunks=False))
     if stats.counters:
-        parts.append(Text("perf counters count every worker thread; per op is per operation of all roles",
+        parts.append(Text("these perf counters count every worker thread; per op is per operation of all roles",
                           style="dim"))
         parts.append(counter_table(stats.counters))
     other = [m for m in stats.metrics if m.section != "scenario"] + list(stats.diagnostics)

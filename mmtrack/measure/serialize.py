@@ -74,6 +74,26 @@ def _distribution_from_dict(d: dict[str, Any]) -> Distribution:
     })
 
 
+def _counter_to_dict(c: CounterSummary) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "total": _num(c.total),
+        "per_op": _num(c.per_op),
+        "per_sample_per_op": [_num(v) for v in c.per_sample_per_op],
+        "coverage_pct": _num(c.coverage_pct),
+    }
+
+
+def _counter_from_dict(c: dict[str, Any]) -> CounterSummary:
+    return CounterSummary(
+        c["name"],
+        _unnum(c["total"]),
+        _unnum(c["per_op"]),
+        tuple(_unnum(v) for v in c["per_sample_per_op"]),
+        _unnum(c["coverage_pct"]),
+    )
+
+
 def _role_to_dict(r: RoleStats) -> dict[str, Any]:
     return {
         "name": r.name,
@@ -88,6 +108,7 @@ def _role_to_dict(r: RoleStats) -> dict[str, Any]:
              "per_sample": list(e.per_sample)}
             for e in r.events
         ],
+        "counters": [_counter_to_dict(c) for c in r.counters],
     }
 
 
@@ -105,6 +126,7 @@ def _role_from_dict(d: dict[str, Any]) -> RoleStats:
                                 tuple(int(x) for x in e["per_sample"]))
             for e in d["events"]
         ],
+        counters=[_counter_from_dict(c) for c in d.get("counters") or []],
     )
 
 
@@ -125,16 +147,7 @@ def stats_to_dict(s: BenchmarkStats) -> dict[str, Any]:
         "operations": list(s.operations),
         "latency": _distribution_to_dict(s.latency),
         "rate": _distribution_to_dict(s.rate),
-        "counters": [
-            {
-                "name": c.name,
-                "total": _num(c.total),
-                "per_op": _num(c.per_op),
-                "per_sample_per_op": [_num(v) for v in c.per_sample_per_op],
-                "coverage_pct": _num(c.coverage_pct),
-            }
-            for c in s.counters
-        ],
+        "counters": [_counter_to_dict(c) for c in s.counters],
         "metrics": [summary_to_dict(m) for m in s.metrics],
         "diagnostics": [summary_to_dict(m) for m in s.diagnostics],
         "diagnostic_errors": list(s.diagnostic_errors),
@@ -158,16 +171,7 @@ def stats_from_dict(d: dict[str, Any]) -> BenchmarkStats:
         operations=tuple(int(x) for x in d["operations"]),
         latency=_distribution_from_dict(d["latency"]),
         rate=_distribution_from_dict(d["rate"]),
-        counters=[
-            CounterSummary(
-                c["name"],
-                _unnum(c["total"]),
-                _unnum(c["per_op"]),
-                tuple(_unnum(v) for v in c["per_sample_per_op"]),
-                _unnum(c["coverage_pct"]),
-            )
-            for c in d["counters"]
-        ],
+        counters=[_counter_from_dict(c) for c in d["counters"]],
         metrics=[summary_from_dict(m) for m in d["metrics"]],
         diagnostics=[summary_from_dict(m) for m in d["diagnostics"]],
         diagnostic_errors=list(d["diagnostic_errors"]),

@@ -138,7 +138,7 @@ class BenchmarkStats:
         for c in self.counters:
             out.append(
                 MetricSummary.from_values(
-                    "counters", c.name, f"{c.name}/op", c.per_sample_per_op, direction=_counter_direction(c.name)
+                    "counters", c.name, f"{c.name}/op", c.per_sample_per_op, direction=counter_direction(c.name)
                 )
             )
         for role in self.roles:
@@ -146,7 +146,7 @@ class BenchmarkStats:
         return out + list(self.metrics) + list(self.diagnostics)
 
 
-def _counter_direction(name: str) -> Direction:
+def counter_direction(name: str) -> Direction:
     return Direction.NEUTRAL if name in {"cpu-migrations", "context-switches"} else Direction.LOWER
 
 
