@@ -6,7 +6,7 @@ no side effects: no database, no CuPy, no perf_event_open until used.
 
 from __future__ import annotations
 
-from .asvbridge.declare import bench, bench_sample
+from .asvbridge.declare import bench, bench_concurrent, bench_sample
 from .measure.backend import MeasurementBackend, MeasurementDomain, Results, WallClockBackend
 from .measure.metrics import (
     BenchSampleResult,
@@ -28,7 +28,13 @@ __distribution__ = "mmtrack-perf"
 
 __all__ = [
     "bench",
+    "bench_concurrent",
     "bench_sample",
+    "ConcurrentBenchControl",
+    "ConcurrentSampleInfo",
+    "ConcurrentSamplePhase",
+    "ConcurrentWorker",
+    "ConcurrentWorkerResult",
     "BenchmarkDefinitionError",
     "BenchmarkStats",
     "BenchSampleResult",
@@ -57,6 +63,12 @@ _LAZY = {
     # perf needs fcntl (POSIX only).
     "LinuxPerfBackend": ".measure.perf",
     "CudaEventBackend": ".measure.cuda",
+    # Only suites with concurrent benchmarks pay for loading them.
+    "ConcurrentBenchControl": ".measure.concurrent",
+    "ConcurrentSampleInfo": ".measure.concurrent",
+    "ConcurrentSamplePhase": ".measure.concurrent",
+    "ConcurrentWorker": ".measure.concurrent",
+    "ConcurrentWorkerResult": ".measure.concurrent",
 }
 
 

@@ -58,6 +58,7 @@ def _case_identity(name: str, params: str, version: str | None, setup: dict | No
         domain=str(setup.get("domain")),
         backend_label=str(setup.get("backend")),
         version=version or None,
+        scenario=str(setup.get("scenario") or ""),
     )
 
 

@@ -3,7 +3,8 @@
 A previous run is compatible only when all of these match: the host (a run whose
 host is unknown is never compared automatically), the suite identity, the same
 benchmark cases (name and params), and per case the throughput configuration,
-measurement domain, backend label and benchmark code version.
+measurement domain, backend label and benchmark code version, and for a concurrent benchmark
+its roles, thread counts, sample window and metadata.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class CaseIdentity:
     domain: str
     backend_label: str
     version: str | None
+    scenario: str = ""  # a concurrent benchmark's roles, thread counts, sample window and metadata
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,7 @@ def incompatibility(current: RunIdentity, previous: RunIdentity) -> str | None:
             ("domain", "measurement domain"),
             ("backend_label", "backend"),
             ("version", "benchmark code version"),
+            ("scenario", "concurrent scenario"),
         ):
             if getattr(old, attr) != getattr(case, attr):
                 return f"{_case_name(key)} changed its {what} ({getattr(old, attr)} → {getattr(case, attr)})"

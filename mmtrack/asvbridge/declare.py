@@ -17,12 +17,15 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..measure.backend import MeasurementBackend, MeasurementDomain
 from ..measure.metrics import DiagnosticResult
 from ..measure.runner import BenchSpec
 from ..measure.throughput import Throughput
+
+if TYPE_CHECKING:
+    from ..measure.concurrent import ConcurrentWorker
 
 ATTR = "__mmtrack__"
 
@@ -43,6 +46,8 @@ class EngineDeclaration:
     diagnostic: Callable[..., DiagnosticResult] | None = None
     diagnostic_samples: int = 3
     extra: dict[str, Any] = field(default_factory=dict)
+    # bench_concurrent: fn is prepare(num_threads); workers may be a callable (self, *params) -> list.
+    concurrent: dict[str, Any] | None = None
 
     def spec(self, instance: Any, params: tuple[Any, ...], name: str, param_names: list[str]) -> BenchSpec:
         """Bind this declaration to a set-up instance and one parameter combination."""
@@ -73,6 +78,13 @@ class EngineDeclaration:
             context = self.context
         fn = self.fn
         diagnostic = self.diagnostic
+        concurrent = None
+        if self.concurrent is not None:
+            from ..measure.concurrent import ConcurrentGroup  # loaded by concurrent benchmarks only
+
+            options = dict(self.concurrent)
+            options["workers"] = tuple(resolve(options["workers"]))
+            concurrent = ConcurrentGroup(**options)
         return BenchSpec(
             name=name,
             fn=functools.partial(fn, instance) if instance is not None else fn,
@@ -86,6 +98,7 @@ class EngineDeclaration:
             diagnostic=_bind(diagnostic, instance),
             diagnostic_samples=self.diagnostic_samples,
             params={n: repr(p) for n, p in zip(param_names, params)},
+            concurrent=concurrent,
         )
 
 
@@ -104,22 +117,26 @@ def _decorator(returns_sample: bool, options: dict[str, Any]) -> Callable[[Calla
                 f"or (ctx, chunk_size, chunk_num) at module level; got ({', '.join(sig.parameters)})"
             )
         decl = EngineDeclaration(fn=fn, returns_sample=returns_sample, **options)
-        is_method = len(sig.parameters) == 4
-
-        @functools.wraps(fn)
-        def asv_entry(*args: Any) -> Any:
-            # Imported here: the asv entry point is only reached under asv.
-            from .entry import run_under_asv
-
-            instance, params = (args[0], args[1:]) if is_method else (None, args)
-            return run_under_asv(decl, instance, params, asv_entry)
-
-        # asv reads the unit from the benchmark function; our samples are seconds per op.
-        asv_entry.unit = "seconds"  # type: ignore[attr-defined]
-        setattr(asv_entry, ATTR, decl)
-        return asv_entry
+        return _asv_entry(fn, decl, is_method=len(sig.parameters) == 4)
 
     return wrap
+
+
+def _asv_entry(fn: Callable[..., Any], decl: EngineDeclaration, *, is_method: bool) -> Callable[..., Any]:
+    """The function asv calls as ``method(*params)``: it runs the engine on ``decl``."""
+
+    @functools.wraps(fn)
+    def asv_entry(*args: Any) -> Any:
+        # Imported here: the asv entry point is only reached under asv.
+        from .entry import run_under_asv
+
+        instance, params = (args[0], args[1:]) if is_method else (None, args)
+        return run_under_asv(decl, instance, params, asv_entry)
+
+    # asv reads the unit from the benchmark function; our samples are seconds per op.
+    asv_entry.unit = "seconds"  # type: ignore[attr-defined]
+    setattr(asv_entry, ATTR, decl)
+    return asv_entry
 
 
 def bench(
@@ -152,6 +169,44 @@ def bench_sample(
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Like :func:`bench`, but ``f`` returns a BenchSampleResult with custom metrics."""
     return _decorator(True, _options(locals()))
+
+
+def bench_concurrent(
+    *,
+    workers: "list[ConcurrentWorker] | tuple[ConcurrentWorker, ...] | Callable[..., list[ConcurrentWorker]]",
+    sample_duration: float | None = None,
+    lifecycle: Callable[[], Any] | None = None,
+    metadata: dict[str, str] | None = None,
+    domain: MeasurementDomain | str = MeasurementDomain.CPU,
+    backend: Callable[[], MeasurementBackend] | MeasurementBackend | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare ``prepare(self, num_threads) -> ctx`` as a concurrent benchmark (micromeasure's concurrent group).
+
+    Every sample prepares a fresh shared context, then runs each worker role's threads on it, released
+    together, for ``sample_duration`` seconds (50 ms by default, as micromeasure's; see
+    :mod:`mmtrack.measure.concurrent`).
+    ``workers`` may be a callable ``(self, *params)`` when the roles depend on the asv parameters.
+    """
+    from ..measure.concurrent import DEFAULT_SAMPLE_DURATION, ConcurrentGroup  # loaded by concurrent benchmarks only
+
+    group = {"workers": workers, "lifecycle": lifecycle, "metadata": dict(metadata or {}),
+             "sample_duration": DEFAULT_SAMPLE_DURATION if sample_duration is None else sample_duration}
+    if not callable(workers):
+        ConcurrentGroup(**{**group, "workers": tuple(workers)})  # a bad declaration fails at import, as asv shows it
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn)
+        if len(sig.parameters) not in (1, 2):
+            raise TypeError(
+                f"{fn.__qualname__}: a concurrent benchmark is prepare(self, num_threads) -> shared context, "
+                f"or prepare(num_threads) at module level; got ({', '.join(sig.parameters)})"
+            )
+        decl = EngineDeclaration(
+            fn=fn, returns_sample=False, domain=MeasurementDomain(domain), backend=backend, concurrent=group
+        )
+        return _asv_entry(fn, decl, is_method=len(sig.parameters) == 2)
+
+    return wrap
 
 
 def _options(given: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from .diagnose import cpu_diagnostics, stability_warnings
 from .metrics import MetricFormat, MetricSummary
+from .concurrent import EventCounterSummary, RoleStats
 from .stats import OUTLIER_RULE, BenchmarkStats, CounterSummary
 from .throughput import format_si
 
@@ -38,7 +39,7 @@ def format_value(value: float, fmt: MetricFormat = MetricFormat.NUMBER) -> str:
     return f"{value:.3e}"
 
 
-def _kv_table(stats: BenchmarkStats) -> Table:
+def _kv_table(stats: BenchmarkStats, *, chunks: bool = True) -> Table:
     t = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
@@ -48,7 +49,8 @@ def _kv_table(stats: BenchmarkStats) -> Table:
         t.add_row("", Text(note, style="dim"))
     t.add_row("Domain", stats.domain.value)
     chunk = f"{stats.chunk_size:,d} ops/chunk" + (" (calibrated)" if stats.calibrated else " (fixed)")
-    t.add_row("Samples", f"{stats.samples} × {chunk}")
+    if chunks:  # a concurrent benchmark has no chunks: its sample is a time window
+        t.add_row("Samples", f"{stats.samples} × {chunk}")
     t.add_row(
         "Throughput",
         f"{format_si(rate.median, stats.throughput.rate_unit)}  (p5 {format_si(rate.p5, stats.throughput.rate_unit)})",
@@ -97,6 +99,8 @@ def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
 
 
 def render_stats(stats: BenchmarkStats) -> Group:
+    if stats.scenario is not None:
+        return render_concurrent(stats)
     parts: list = [Text(stats.full_name, style="bold"), _kv_table(stats)]
     if stats.counters:
         parts.append(counter_table(stats.counters))
@@ -116,3 +120,77 @@ def render_stats(stats: BenchmarkStats) -> Group:
 
 def print_stats(stats: BenchmarkStats, console: Console | None = None) -> None:
     (console or Console()).print(render_stats(stats))
+
+
+# -- concurrent benchmarks (measure/concurrent.py) ---------------------------------------------
+def _scenario_table(stats: BenchmarkStats) -> Table:
+    sc = stats.scenario
+    assert sc is not None
+    t = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    t.add_column(style="bold cyan", no_wrap=True)
+    t.add_column()
+    t.add_row("Roles", ", ".join(f"{name} × {threads}" for name, threads in sc.roles))
+    t.add_row("Samples", f"{stats.samples} × {sc.sample_duration * 1e3:g} ms (fixed window, warm-up discarded)")
+    t.add_row("Python", Text(f"{sc.python_build}, GIL {'enabled' if sc.gil_enabled else 'disabled'}"))
+    t.add_row("Pinning", Text(sc.pinning))
+    for key, value in sc.metadata.items():
+        t.add_row("Metadata", Text(f"{key} = {value}"))
+    return t
+
+
+def _ops_rate(value: float) -> str:
+    """A role's rate: a thread that got no turn in a window (the GIL, a busy machine) shows 0, not n/a."""
+    return "0 ops/s" if value == 0 else format_si(value, "ops/s")
+
+
+def _role_table(role: RoleStats) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    t.add_column(style="bold cyan", no_wrap=True)
+    t.add_column()
+    lat, rate = role.latency, role.rate
+    total = sum(role.operations) / sum(role.durations) if sum(role.durations) > 0 else math.nan
+    t.add_row("Throughput", f"{_ops_rate(total)} role total, {_ops_rate(rate.median)} per thread "
+                            f"(p5 {_ops_rate(rate.p5)})")
+    t.add_row("Latency", f"{format_duration(lat.median)}/op per thread  (p95 {format_duration(lat.p95)}/op)")
+    t.add_row("MAD / CV", f"{format_duration(lat.mad)}/op / {lat.cv:.2%}")
+    t.add_row("Outliers", f"{lat.outliers} of {lat.count} thread-samples ({OUTLIER_RULE})")
+    t.add_row("Operations", f"{role.total_operations:,d} over {len(role.operations)} samples")
+    return t
+
+
+def event_counter_table(events: list[EventCounterSummary]) -> Table:
+    t = Table(title="bench event counters:", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("counter", "total", "per op", "per second"):
+        t.add_column(col, justify="left" if col == "counter" else "right")
+    for e in events:
+        t.add_row(Text(e.name), format_value(e.total, MetricFormat.INTEGER), format_value(e.per_op),
+                  format_value(e.per_second))
+    return t
+
+
+def render_concurrent(stats: BenchmarkStats) -> Group:
+    """Per-role tables first, each with its event counters; then scenario metrics; then workers combined."""
+    parts: list = [Text(stats.full_name, style="bold"), _scenario_table(stats)]
+    for role in stats.roles:
+        parts.append(Text(f"role {role.name} ({role.threads} thread{'s' if role.threads != 1 else ''})",
+                          style="bold"))
+        parts.append(_role_table(role))
+        if role.counters:
+            parts.append(counter_table(role.counters))
+        if role.events:
+            parts.append(event_counter_table(role.events))
+    scenario = [m for m in stats.metrics if m.section == "scenario"]
+    if scenario:
+        parts.append(metric_table("scenario metrics:", scenario))
+    parts.append(Text("workers combined", style="bold"))
+    parts.append(_kv_table(stats, chunks=False))
+    if stats.counters:
+        parts.append(Text("these perf counters count every worker thread; per op is per operation of all roles",
+                          style="dim"))
+        parts.append(counter_table(stats.counters))
+    other = [m for m in stats.metrics if m.section != "scenario"] + list(stats.diagnostics)
+    if other:
+        parts.append(metric_table("custom metrics:", other))
+    for w in list(stats.warnings):
+        parts.append(Text(f"warning: {w}", style="yellow"))
+    return Group(*parts)

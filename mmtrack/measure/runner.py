@@ -83,6 +83,8 @@ class BenchSpec:
     diagnostic: Callable[[Any, int, int], DiagnosticResult] | None = None
     diagnostic_samples: int = 3
     params: dict[str, str] = field(default_factory=dict)
+    # A concurrent benchmark (measure/concurrent.py): ``fn`` is then ``prepare(num_threads)``.
+    concurrent: Any = None  # ConcurrentGroup
 
 
 class _Sample(NamedTuple):
@@ -275,6 +277,10 @@ class Runner:
 
     def run(self) -> BenchmarkStats:
         spec, backend = self.spec, self.backend
+        if spec.concurrent is not None:
+            from .concurrent import ConcurrentRunner  # imported here: concurrent.py builds on this module
+
+            return ConcurrentRunner(self, spec.concurrent).run()
         pinned = affinity.pin_current_thread() if self.options.pin_cpu else None
         try:
             self._report("calibrate", 0, 1)

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from .backend import MeasurementDomain
+from .concurrent import EventCounterSummary, RoleStats, ScenarioInfo
 from .metrics import Direction, MetricFormat, MetricSummary
 from .stats import BenchmarkStats, CounterSummary, Distribution
 from .throughput import Throughput
@@ -73,8 +74,66 @@ def _distribution_from_dict(d: dict[str, Any]) -> Distribution:
     })
 
 
-def stats_to_dict(s: BenchmarkStats) -> dict[str, Any]:
+def _counter_to_dict(c: CounterSummary) -> dict[str, Any]:
     return {
+        "name": c.name,
+        "total": _num(c.total),
+        "per_op": _num(c.per_op),
+        "per_sample_per_op": [_num(v) for v in c.per_sample_per_op],
+        "coverage_pct": _num(c.coverage_pct),
+    }
+
+
+def _counter_from_dict(c: dict[str, Any]) -> CounterSummary:
+    return CounterSummary(
+        c["name"],
+        _unnum(c["total"]),
+        _unnum(c["per_op"]),
+        tuple(_unnum(v) for v in c["per_sample_per_op"]),
+        _unnum(c["coverage_pct"]),
+    )
+
+
+def _role_to_dict(r: RoleStats) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "threads": r.threads,
+        "operations": list(r.operations),
+        "thread_operations": [list(row) for row in r.thread_operations],
+        "durations": [_num(x) for x in r.durations],
+        "latency": _distribution_to_dict(r.latency),
+        "rate": _distribution_to_dict(r.rate),
+        "events": [
+            {"name": e.name, "total": e.total, "per_op": _num(e.per_op), "per_second": _num(e.per_second),
+             "per_sample": list(e.per_sample)}
+            for e in r.events
+        ],
+        "counters": [_counter_to_dict(c) for c in r.counters],
+    }
+
+
+def _role_from_dict(d: dict[str, Any]) -> RoleStats:
+    return RoleStats(
+        name=d["name"],
+        threads=int(d["threads"]),
+        operations=tuple(int(x) for x in d["operations"]),
+        thread_operations=tuple(tuple(int(x) for x in row) for row in d["thread_operations"]),
+        durations=tuple(_unnum(x) for x in d["durations"]),
+        latency=_distribution_from_dict(d["latency"]),
+        rate=_distribution_from_dict(d["rate"]),
+        events=[
+            EventCounterSummary(e["name"], int(e["total"]), _unnum(e["per_op"]), _unnum(e["per_second"]),
+                                tuple(int(x) for x in e["per_sample"]))
+            for e in d["events"]
+        ],
+        counters=[_counter_from_dict(c) for c in d.get("counters") or []],
+    )
+
+
+def stats_to_dict(s: BenchmarkStats) -> dict[str, Any]:
+    concurrent = {"roles": [_role_to_dict(r) for r in s.roles], "scenario": s.scenario.to_dict()} if s.scenario else {}
+    return {
+        **concurrent,
         "name": s.name,
         "params": dict(s.params),
         "throughput": {"amount": s.throughput.amount, "unit": s.throughput.unit},
@@ -88,16 +147,7 @@ def stats_to_dict(s: BenchmarkStats) -> dict[str, Any]:
         "operations": list(s.operations),
         "latency": _distribution_to_dict(s.latency),
         "rate": _distribution_to_dict(s.rate),
-        "counters": [
-            {
-                "name": c.name,
-                "total": _num(c.total),
-                "per_op": _num(c.per_op),
-                "per_sample_per_op": [_num(v) for v in c.per_sample_per_op],
-                "coverage_pct": _num(c.coverage_pct),
-            }
-            for c in s.counters
-        ],
+        "counters": [_counter_to_dict(c) for c in s.counters],
         "metrics": [summary_to_dict(m) for m in s.metrics],
         "diagnostics": [summary_to_dict(m) for m in s.diagnostics],
         "diagnostic_errors": list(s.diagnostic_errors),
@@ -121,19 +171,12 @@ def stats_from_dict(d: dict[str, Any]) -> BenchmarkStats:
         operations=tuple(int(x) for x in d["operations"]),
         latency=_distribution_from_dict(d["latency"]),
         rate=_distribution_from_dict(d["rate"]),
-        counters=[
-            CounterSummary(
-                c["name"],
-                _unnum(c["total"]),
-                _unnum(c["per_op"]),
-                tuple(_unnum(v) for v in c["per_sample_per_op"]),
-                _unnum(c["coverage_pct"]),
-            )
-            for c in d["counters"]
-        ],
+        counters=[_counter_from_dict(c) for c in d["counters"]],
         metrics=[summary_from_dict(m) for m in d["metrics"]],
         diagnostics=[summary_from_dict(m) for m in d["diagnostics"]],
         diagnostic_errors=list(d["diagnostic_errors"]),
         warnings=list(d["warnings"]),
         notes=list(d["notes"]),
+        roles=[_role_from_dict(r) for r in d.get("roles") or []],
+        scenario=ScenarioInfo.from_dict(d["scenario"]) if d.get("scenario") else None,
     )

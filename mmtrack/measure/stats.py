@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 
 from .backend import MeasurementDomain
 from .metrics import Direction, MetricSummary
 from .throughput import Throughput
+
+if TYPE_CHECKING:
+    from .concurrent import RoleStats, ScenarioInfo
 
 OUTLIER_RULE = "Tukey 1.5×IQR"
 
@@ -101,6 +104,9 @@ class BenchmarkStats:
     diagnostic_errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # backend bylines
+    # Concurrent benchmarks only (measure/concurrent.py): the top-level figures are then "workers combined".
+    roles: list[RoleStats] = field(default_factory=list)
+    scenario: ScenarioInfo | None = None
 
     @property
     def samples(self) -> int:
@@ -132,13 +138,15 @@ class BenchmarkStats:
         for c in self.counters:
             out.append(
                 MetricSummary.from_values(
-                    "counters", c.name, f"{c.name}/op", c.per_sample_per_op, direction=_counter_direction(c.name)
+                    "counters", c.name, f"{c.name}/op", c.per_sample_per_op, direction=counter_direction(c.name)
                 )
             )
+        for role in self.roles:
+            out.extend(role.tracked_metrics())
         return out + list(self.metrics) + list(self.diagnostics)
 
 
-def _counter_direction(name: str) -> Direction:
+def counter_direction(name: str) -> Direction:
     return Direction.NEUTRAL if name in {"cpu-migrations", "context-switches"} else Direction.LOWER
 
 

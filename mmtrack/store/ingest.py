@@ -506,6 +506,8 @@ def measurement_setup(st: BenchmarkStats) -> dict[str, Any]:
         "backend": st.measurement_label,
         "chunk_size": st.chunk_size,
         "calibrated": st.calibrated,
+        # Concurrent benchmarks: roles, thread counts, sample window and metadata (measure/concurrent.py).
+        **({"scenario": st.scenario.identity} if st.scenario is not None else {}),
     }
 
 

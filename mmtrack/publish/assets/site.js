@@ -344,7 +344,13 @@
       // The primary timing metric first, then the others by name.
       function order(si) { var s = meta.series[si]; return (s.section === 'timing' ? '0' : '1') + s.metric; }
       chosen.sort(function (a, b) { return order(a) < order(b) ? -1 : 1; });
+      var group = null;
       chosen.forEach(function (si) {
+        // A concurrent benchmark's roles (sections "role:NAME") each get a heading over their charts.
+        var sec = meta.series[si].section || '';
+        var g = sec.indexOf('role:') === 0 ? 'role ' + sec.slice(5) : (sec === 'scenario' ? 'scenario' : null);
+        if (g !== null && g !== group) charts.appendChild(el('h3', { cls: 'role-group', text: g }));
+        group = g;
         var div = el('div', { cls: 'chart' });
         charts.appendChild(div);
         drawChart(div, id, meta, si, byDate.checked).catch(fail);
