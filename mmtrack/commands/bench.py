@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,18 +13,17 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
-from ..analysis.render import render_table, to_json
 from ..asvbridge.discover import Suite, discover
-from ..bench_history import BaselineResult, BenchContext, benchmark_verdicts, compare_with_baseline, save_run
-from ..bench_report import build_report, write_report
-from ..host import host_info
-from ..store.db import open_store, redact
-from ..vcs import GitError, commit_info, project_root
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
-from ..measure.report import render_stats
 from ..measure.runner import RunOptions
+
+# Measure sooner: scipy (analysis), SQLAlchemy (store) and rich tables (report) cost seconds to
+# import, so they are imported after sampling, in the functions that use them.
+if TYPE_CHECKING:
+    from ..bench_history import BaselineResult, BenchContext
 
 
 @dataclass(slots=True)
@@ -80,6 +80,8 @@ def execute(request: BenchRequest, console: Console | None = None) -> BenchRun:
         cases = order_cases(expand(selected), request.order, request.seed)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    # No refresh thread (auto_refresh=False): rich's 10 Hz thread would take the GIL and allocate
+    # inside timed samples. The runner reports between samples; the bar is redrawn there.
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -88,17 +90,39 @@ def execute(request: BenchRequest, console: Console | None = None) -> BenchRun:
         console=console,
         transient=True,
         disable=console is None,
+        auto_refresh=False,
     ) as bar:
         overall = bar.add_task("benchmarks", total=len(cases))
         current = bar.add_task("", total=1)
+        redraw = _Redraw(bar)
 
         def progress(case: Case, phase: str, done: int, total: int) -> None:
             label = case.benchmark.name + (f"({', '.join(case.param_labels.values())})" if case.params else "")
             bar.update(current, description=f"{label} [{phase}]", completed=done, total=total)
+            redraw()
+
+        def finished(_outcome: Outcome) -> None:
+            bar.advance(overall)
+            redraw(force=True)
 
         session = SuiteSession(options, progress=progress, cooldown=request.cooldown)
-        outcomes = session.run(cases, on_done=lambda _outcome: bar.advance(overall))
+        outcomes = session.run(cases, on_done=finished)
     return BenchRun(suite, outcomes, _code_versions(selected))
+
+
+class _Redraw:
+    """Redraws the bar between samples, at most ``per_second`` times a second."""
+
+    def __init__(self, bar: Progress, per_second: float = 10.0) -> None:
+        self.bar = bar
+        self.interval = 1.0 / per_second
+        self.last = 0.0
+
+    def __call__(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last >= self.interval:
+            self.last = now
+            self.bar.refresh()
 
 
 def _code_versions(benchmarks) -> dict[str, str]:
@@ -112,6 +136,8 @@ def _code_versions(benchmarks) -> dict[str, str]:
 
 
 def render(run: BenchRun, console: Console) -> None:
+    from ..measure.report import render_stats
+
     for failure in run.suite.failures:
         console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}", highlight=False)
     for o in run.outcomes:
@@ -130,6 +156,10 @@ def render(run: BenchRun, console: Console) -> None:
 
 
 def _context(request: BenchRequest, run: BenchRun, started_at: datetime, console: Console) -> BenchContext:
+    from ..bench_history import BenchContext
+    from ..host import host_info
+    from ..vcs import GitError, commit_info, project_root
+
     root = project_root(Path(request.path).resolve().parent)
     try:
         suite = Path(request.path).resolve().relative_to(root).as_posix()
@@ -145,6 +175,9 @@ def _context(request: BenchRequest, run: BenchRun, started_at: datetime, console
 
 
 def _render_comparison(result: BaselineResult, console: Console) -> None:
+    from ..analysis.render import render_table
+    from ..bench_history import benchmark_verdicts
+
     if result.note:
         console.print(escape(result.note), highlight=False)
     if result.comparison is None:
@@ -163,6 +196,11 @@ def _render_comparison(result: BaselineResult, console: Console) -> None:
 def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
     run = execute(request, console)
+    from ..analysis.render import to_json
+    from ..bench_history import BaselineResult, compare_with_baseline, save_run
+    from ..bench_report import build_report, write_report
+    from ..store.db import open_store, redact
+
     render(run, console)
     ctx = _context(request, run, started_at, console)
     run_id = None
