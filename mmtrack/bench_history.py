@@ -19,6 +19,7 @@ from .analysis.compare import Comparison, ComparePolicy, compare_measurements
 from .asvbridge.session import Outcome, Status
 from .errors import UserError
 from .host import host_info
+from .measure.conditions import COMPARABLE
 from .measure.metrics import Direction
 from .results import PRIMARY, CommitInfo, Measurement, canonical_params
 from .store import queries
@@ -58,6 +59,9 @@ def _case_identity(name: str, params: str, version: str | None, setup: dict | No
         domain=str(setup.get("domain")),
         backend_label=str(setup.get("backend")),
         version=version or None,
+        conditions=tuple(
+            (name, str(value)) for name, value in (setup.get("conditions") or {}).items() if name in COMPARABLE
+        ),
     )
 
 

@@ -3,7 +3,8 @@
 A previous run is compatible only when all of these match: the host (a run whose
 host is unknown is never compared automatically), the suite identity, the same
 benchmark cases (name and params), and per case the throughput configuration,
-measurement domain, backend label and benchmark code version.
+measurement domain, backend label, benchmark code version and the sampling conditions
+that change speed (process model, Python build, GIL, GC: measure/conditions.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ class CaseIdentity:
     domain: str
     backend_label: str
     version: str | None
+    # conditions.COMPARABLE as (field, value) pairs; empty for runs stored before they were recorded
+    conditions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,12 @@ def incompatibility(current: RunIdentity, previous: RunIdentity) -> str | None:
         ):
             if getattr(old, attr) != getattr(case, attr):
                 return f"{_case_name(key)} changed its {what} ({getattr(old, attr)} → {getattr(case, attr)})"
+        # A run stored before conditions were recorded has none: unknown is not a difference.
+        before, now = dict(old.conditions), dict(case.conditions)
+        for name in before.keys() & now.keys():
+            if before[name] != now[name]:
+                what = name.replace("_", " ")
+                return f"{_case_name(key)} was measured under another {what} ({before[name]} → {now[name]})"
     return None
 
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
-from . import affinity
+from . import affinity, conditions
 from . import backend as _backend
 from .backend import MeasurementBackend, MeasurementDomain, Results
 from .metrics import (
@@ -59,6 +59,9 @@ class RunOptions:
     calibration_passes: int = 16
     max_chunk_size: int = 1 << 32
     pin_cpu: bool = True  # pin the measuring thread to one core for the run (see affinity.py)
+    # How the caller runs the sampling loop (conditions.py); recorded, and runs that differ in it
+    # are not compared. The worker-process runner passes its own.
+    process_model: str = conditions.IN_PROCESS
 
     def __post_init__(self) -> None:
         for name in ("warm_up", "duration", "target_chunk"):
@@ -306,6 +309,7 @@ class Runner:
             self._report("warm-up", 0, 1)
             chunk_size, chunk_duration = self.warm_up(chunk_size)
             n = self.sample_count(chunk_duration)
+            measured_under = conditions.capture(self.options.process_model)
             samples = []
             for i in range(n):
                 samples.append(self._sample(chunk_size, i))
@@ -316,7 +320,9 @@ class Runner:
         finally:
             backend.close()
             affinity.restore(pinned)
-        return self._stats(chunk_size, samples, diag_metrics, diag_errors, notes)
+        stats = self._stats(chunk_size, samples, diag_metrics, diag_errors, notes)
+        stats.conditions = measured_under
+        return stats
 
     def _report(self, phase: str, done: int, total: int) -> None:
         if self.progress is not None:

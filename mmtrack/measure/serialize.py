@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from .backend import MeasurementDomain
+from .conditions import SamplingConditions
 from .metrics import Direction, MetricFormat, MetricSummary
 from .stats import BenchmarkStats, CounterSummary, Distribution
 from .throughput import Throughput
@@ -103,6 +104,7 @@ def stats_to_dict(s: BenchmarkStats) -> dict[str, Any]:
         "diagnostic_errors": list(s.diagnostic_errors),
         "warnings": list(s.warnings),
         "notes": list(s.notes),
+        "conditions": s.conditions.to_dict() if s.conditions is not None else None,
     }
 
 
@@ -136,4 +138,5 @@ def stats_from_dict(d: dict[str, Any]) -> BenchmarkStats:
         diagnostic_errors=list(d["diagnostic_errors"]),
         warnings=list(d["warnings"]),
         notes=list(d["notes"]),
+        conditions=SamplingConditions.from_dict(d["conditions"]) if d.get("conditions") else None,
     )

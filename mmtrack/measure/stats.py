@@ -15,6 +15,7 @@ from typing import Sequence
 
 
 from .backend import MeasurementDomain
+from .conditions import SamplingConditions
 from .metrics import Direction, MetricSummary
 from .throughput import Throughput
 
@@ -101,6 +102,7 @@ class BenchmarkStats:
     diagnostic_errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # backend bylines
+    conditions: SamplingConditions | None = None  # at the start of sampling; None when not recorded
 
     @property
     def samples(self) -> int:

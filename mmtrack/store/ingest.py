@@ -506,6 +506,8 @@ def measurement_setup(st: BenchmarkStats) -> dict[str, Any]:
         "backend": st.measurement_label,
         "chunk_size": st.chunk_size,
         "calibrated": st.calibrated,
+        # What it was measured under (process model, Python build, GIL, GC, heap): no migration, setup is JSON.
+        **({"conditions": st.conditions.to_dict()} if st.conditions is not None else {}),
     }
 
 
