@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from mmtrack.commands.bench import BenchRequest, execute
 from mmtrack.asvbridge.session import Status
+from mmtrack.commands.bench import BenchRequest, execute
 
 THREADS_SUITE = """
     import threading
@@ -122,8 +122,8 @@ def test_report_json_and_store_carry_the_conditions(tmp_path):
     import subprocess
 
     import jsonschema
-
     from conftest import cli_env, run_cli
+
     from mmtrack.bench_report import schema
     from mmtrack.store import queries
     from mmtrack.store.db import open_store

@@ -41,7 +41,7 @@ class SamplingConditions:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SamplingConditions":
+    def from_dict(cls, d: dict[str, Any]) -> SamplingConditions:
         return cls(
             process_model=str(d["process_model"]),
             python_build=str(d["python_build"]),
