@@ -95,6 +95,7 @@ def test_conditions_are_recorded_at_the_start_of_sampling():
     assert c.gc_enabled is gc.isenabled() and len(c.gc_counts) == 3
     assert c.heap_rss_bytes is None or c.heap_rss_bytes > 1_000_000
     assert c.allocated_blocks > 0
+    assert c.pinned_cpu is None or c.pinned_cpu >= 0  # pinned by default where the OS allows it
     assert stats_from_dict(stats_to_dict(stats)).conditions == c
     worker = run_benchmark(BenchSpec("noop", lambda ctx, n, i: None, chunk_size=10),
                            RunOptions(warm_up=0.01, duration=0.05, min_samples=3, process_model="worker per case"))
@@ -138,7 +139,7 @@ def test_report_json_and_store_carry_the_conditions(tmp_path):
     out = tmp_path / "report.json"
     first = run_cli("bench", "benchmarks", *opts, cwd=root, env=cli_env(MMTRACK_OUTPUT=str(out)))
     assert first.returncode == 0, first.stderr
-    assert "in-process · CPython" in first.stdout and "GC on" in first.stdout
+    assert "in-process, unpinned · CPython" in first.stdout and "GC on" in first.stdout
     report = json.loads(out.read_text())
     jsonschema.validate(report, schema())
     conditions = report["results"][0]["stats"]["conditions"]

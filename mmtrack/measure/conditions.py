@@ -34,6 +34,7 @@ class SamplingConditions:
     gc_counts: tuple[int, int, int]  # objects pending per generation (gc.get_count())
     heap_rss_bytes: int | None  # resident set size (/proc/self/statm); None where unreadable
     allocated_blocks: int  # sys.getallocatedblocks(): live pymalloc blocks, an allocator-side heap size
+    pinned_cpu: int | None = None  # the core the sampling thread was pinned to; None when unpinned
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -50,6 +51,7 @@ class SamplingConditions:
             gc_counts=tuple(int(x) for x in d["gc_counts"]),  # type: ignore[arg-type]
             heap_rss_bytes=None if d.get("heap_rss_bytes") is None else int(d["heap_rss_bytes"]),
             allocated_blocks=int(d["allocated_blocks"]),
+            pinned_cpu=None if d.get("pinned_cpu") is None else int(d["pinned_cpu"]),
         )
 
     def describe(self) -> str:
@@ -57,8 +59,9 @@ class SamplingConditions:
         gil = "GIL on" if self.gil_enabled else "GIL off"
         gc_state = "GC on" if self.gc_enabled else "GC off"
         heap = f"heap {self.heap_rss_bytes / 2**20:.1f} MiB RSS, " if self.heap_rss_bytes is not None else "heap "
+        where = f"pinned to CPU {self.pinned_cpu}" if self.pinned_cpu is not None else "unpinned"
         return (
-            f"{self.process_model} · {self.python_build} ({gil}) · {gc_state}, pending "
+            f"{self.process_model}, {where} · {self.python_build} ({gil}) · {gc_state}, pending "
             f"{'/'.join(map(str, self.gc_counts))} · {heap}{self.allocated_blocks:,d} blocks"
         )
 
@@ -85,7 +88,7 @@ def resident_bytes() -> int | None:
         return None
 
 
-def capture(process_model: str) -> SamplingConditions:
+def capture(process_model: str, pinned_cpu: int | None = None) -> SamplingConditions:
     """The conditions now; called by the runner right before its first timed sample."""
     return SamplingConditions(
         process_model=process_model,
@@ -95,4 +98,5 @@ def capture(process_model: str) -> SamplingConditions:
         gc_counts=gc.get_count(),
         heap_rss_bytes=resident_bytes(),
         allocated_blocks=sys.getallocatedblocks(),
+        pinned_cpu=pinned_cpu,
     )

@@ -309,7 +309,7 @@ class Runner:
             self._report("warm-up", 0, 1)
             chunk_size, chunk_duration = self.warm_up(chunk_size)
             n = self.sample_count(chunk_duration)
-            measured_under = conditions.capture(self.options.process_model)
+            measured_under = conditions.capture(self.options.process_model, pinned.cpu if pinned else None)
             samples = []
             for i in range(n):
                 samples.append(self._sample(chunk_size, i))
