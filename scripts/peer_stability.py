@@ -147,6 +147,9 @@ def run_mmtrack(root: Path, name: str, index: int, tree: Path | None = None) -> 
     stats = json.loads(out.read_text())["results"][0]["stats"]
     per_op = [d / o for d, o in zip(stats["durations"], stats["operations"])]
     extra = {"chunk_size": stats["chunk_size"], "conditions": stats.get("conditions")}
+    faults = next((c["per_op"] for c in stats["counters"] if c["name"] == "page-faults"), None)
+    if faults is not None:  # software counter: how much memory each op faulted in (heap state)
+        extra["page_faults_per_op"] = faults
     if thp.exists():
         extra["anon_huge_kb"] = thp.read_text().strip()
     return Run(stats["latency"]["median"], per_op, stats["latency"]["cv"], extra)
@@ -206,6 +209,7 @@ def summarize(name: str, tool: str, runs: list[Run]) -> dict:
         row["aa_ambiguous"] = sum(v == "ambiguous" for v in verdicts)
         row["chunk_sizes"] = [r.extra.get("chunk_size") for r in runs]
         row["anon_huge_kb"] = [r.extra.get("anon_huge_kb") for r in runs]
+        row["page_faults_per_op"] = [r.extra.get("page_faults_per_op") for r in runs]
         row["conditions"] = runs[-1].extra.get("conditions")
     else:
         row["aa_flags"] = sum(pyperf_flag(a, b) for a, b in pairs)
@@ -263,6 +267,10 @@ def main() -> None:
               f"{row['run_to_run_cv']:7.2%} {row['within_run_cv']:7.2%} {flags:>9s}  "
               f"{'yes' if row['between_process_dominated'] else 'no'}")
     for row in rows:
+        faults = [f for f in row.get("page_faults_per_op", []) if f is not None]
+        if faults:
+            print(f"{row['workload']} {row['tool']}: page faults per op, median over runs {statistics.median(faults):,.0f}"
+                  f" (runs: {', '.join(f'{f:,.0f}' for f in faults)})")
         if row["tool"].startswith("mmtrack") and row["workload"] == "numpy_sum_64mb":
             pairs = ", ".join(f"{fmt_time(v)} @ {kb} kB THP" for v, kb in zip(row["values_s"], row["anon_huge_kb"]))
             print(f"numpy_sum_64mb per {row['tool']} run (value @ AnonHugePages): {pairs}")
