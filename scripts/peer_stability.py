@@ -42,6 +42,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mmtrack.measure.stats import between_process_dominated
+
 WORKLOADS_PY = '''
 """The four peer workloads: a factory per name returns a zero-argument callable (one op)."""
 import json
@@ -195,11 +197,10 @@ def summarize(name: str, tool: str, runs: list[Run]) -> dict:
     values = [r.value for r in runs]
     within = statistics.median(r.within_cv for r in runs)
     n_samples = statistics.median(len(r.samples) for r in runs)
-    expected = 1.25 * within / math.sqrt(n_samples)  # standard error of a median, relative
     row = {
         "workload": name, "tool": tool, "runs": len(runs), "value_s": statistics.median(values),
-        "run_to_run_cv": cv(values), "within_run_cv": within, "expected_cv_from_within": expected,
-        "between_process_dominated": cv(values) > 2 * expected,
+        "run_to_run_cv": cv(values), "within_run_cv": within,
+        "between_process_dominated": between_process_dominated(values, within, n_samples),
         "values_s": values,
     }
     pairs = list(itertools.pairwise(runs))

@@ -359,3 +359,12 @@ def test_median_sample_hits_the_target_on_real_workloads(loop):
         if 0.8 * target <= medians[-1] <= 1.2 * target:
             return
     pytest.fail(f"median sample {[f'{m * 1e3:.1f} ms' for m in medians]}, target {target * 1e3:g} ms ±20%")
+
+
+def test_between_process_rule():
+    from mmtrack.measure.stats import between_process_dominated
+
+    # 30 samples at 2% within-run CV: a median is good to about 0.46%, so medians 5% apart are the processes'.
+    assert between_process_dominated([1.00, 1.05, 0.97, 1.04], within_cv=0.02, samples=30)
+    assert not between_process_dominated([1.000, 1.002, 0.999, 1.001], within_cv=0.02, samples=30)
+    assert not between_process_dominated([1.0], within_cv=0.02, samples=30)  # one run: nothing to say
