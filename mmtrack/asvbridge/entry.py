@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from ..host import host_name
 from ..measure.runner import RunOptions, run_benchmark
+from ..measure.conditions import WORKER_PER_CASE
 from . import spool
 from .declare import EngineDeclaration
 
@@ -133,9 +134,10 @@ def options_from_asv(attrs: Mapping[str, Any], environ: Mapping[str, str] | None
     quick = bool(environ.get("MMTRACK_QUICK")) or (
         attrs.get("number") == 1 and attrs.get("repeat") == 1 and attrs.get("warmup_time") == 0
     )
+    # asv runs each benchmark in a process of its own, forked per benchmark: one worker per case.
     if quick:
-        return RunOptions.quick()
-    options = RunOptions()
+        return dataclasses.replace(RunOptions.quick(), process_model=WORKER_PER_CASE)
+    options = RunOptions(process_model=WORKER_PER_CASE)
     changes: dict[str, Any] = {}
     warm = attrs.get("warmup_time")
     if isinstance(warm, (int, float)) and warm > 0:
