@@ -152,11 +152,3 @@ def test_report_json_and_store_carry_the_conditions(tmp_path):
     assert gc_off.returncode == 0, gc_off.stderr
     assert "GC off" in gc_off.stdout
     assert "measured under another gc enabled (True → False)" in gc_off.stdout, gc_off.stdout[-1500:]
-
-
-def test_under_asv_the_process_model_is_one_worker_per_case():
-    from mmtrack.asvbridge.entry import options_from_asv
-
-    assert options_from_asv({}, environ={}).process_model == "worker per case"
-    quick = {"number": 1, "repeat": 1, "warmup_time": 0}
-    assert options_from_asv(quick, environ={}).process_model == "worker per case"

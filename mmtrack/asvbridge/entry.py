@@ -134,10 +134,9 @@ def options_from_asv(attrs: Mapping[str, Any], environ: Mapping[str, str] | None
     quick = bool(environ.get("MMTRACK_QUICK")) or (
         attrs.get("number") == 1 and attrs.get("repeat") == 1 and attrs.get("warmup_time") == 0
     )
-    # asv runs each benchmark in a process of its own, forked per benchmark: one worker per case.
     if quick:
-        return dataclasses.replace(RunOptions.quick(), process_model=WORKER_PER_CASE)
-    options = RunOptions(process_model=WORKER_PER_CASE)
+        return RunOptions.quick()
+    options = RunOptions()
     changes: dict[str, Any] = {}
     warm = attrs.get("warmup_time")
     if isinstance(warm, (int, float)) and warm > 0:
@@ -183,7 +182,8 @@ def run_under_asv(decl: EngineDeclaration, instance: Any, args: tuple[Any, ...],
     case = _asv_case(bench) if bench is not None else _fallback_case(decl, instance, args, entry)
     module = sys.modules.get((type(instance) if instance is not None else entry).__module__)
     anchor = Path(module.__file__).resolve().parent if module is not None and getattr(module, "__file__", None) else None
-    options = options_from_asv(case.attrs)
+    # asv runs each benchmark in a process of its own, forked per benchmark: one worker per case.
+    options = dataclasses.replace(options_from_asv(case.attrs), process_model=WORKER_PER_CASE)
     record, spool_dir = _record(case, "ok", anchor)
     record.options = dataclasses.asdict(options)
     try:
