@@ -109,7 +109,7 @@ def test_runs_under_other_conditions_are_not_compared():
         case = CaseIdentity("b", "{}", "1 ops", "cpu", "timing", "v1", tuple(conditions.items()))
         return RunIdentity(run_id, "host", "benchmarks", {("b", "{}"): case})
 
-    base = dict(process_model="in-process", python_build="CPython 3.12.3", gil_enabled="True", gc_enabled="True")
+    base = {"process_model": "in-process", "python_build": "CPython 3.12.3", "gil_enabled": "True", "gc_enabled": "True"}
     assert incompatibility(run(2, **base), run(1, **base)) is None
     assert incompatibility(run(2, **base), run(1)) is None  # stored before conditions were recorded
     for name, other in (("process_model", "worker per case"), ("python_build", "CPython 3.13.1 free-threaded"),

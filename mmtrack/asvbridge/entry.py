@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..host import host_name
-from ..measure.runner import RunOptions, run_benchmark
 from ..measure.conditions import WORKER_PER_CASE
+from ..measure.runner import RunOptions, run_benchmark
 from . import spool
 from .declare import EngineDeclaration
 
