@@ -281,45 +281,42 @@ def test_run_options_are_validated():
 # -- calibration on warm code (issue 21) ------------------------------------------------------
 
 
-def test_chunk_is_resized_when_the_code_gets_faster_after_calibration(fake_clock):
-    # Cold calls cost 1 ms/op (first allocations, cold caches), warm ones 0.2 ms/op: sizing on
-    # the cold calls alone would give 50 ops = 10 ms warm chunks, a fifth of the target.
+def warming_workload(clock, cold_ns, warm_ns, cold_calls):
+    """``cold_ns`` per op for the first ``cold_calls`` calls, ``warm_ns`` after; records each chunk size."""
     calls = []
 
     def fn(ctx, chunk_size, chunk_num):
         calls.append(chunk_size)
-        fake_clock.spend((1_000_000 if len(calls) <= 8 else 200_000) * chunk_size)
+        clock.spend((cold_ns if len(calls) <= cold_calls else warm_ns) * chunk_size)
 
-    opts = RunOptions(warm_up=0.5, duration=1.0, min_samples=5, max_samples=20, target_chunk=0.05)
-    stats = run_benchmark(BenchSpec("warms", fn), opts, clock=fake_clock)
+    fn.calls = calls
+    return fn
+
+
+WARM_OPTS = RunOptions(warm_up=0.5, duration=1.0, min_samples=5, max_samples=20, target_chunk=0.05)
+
+
+def test_chunk_is_resized_when_the_code_gets_faster_after_calibration(fake_clock):
+    # Cold calls cost 1 ms/op (first allocations, cold caches), warm ones 0.2 ms/op: sizing on
+    # the cold calls alone would give 50 ops = 10 ms warm chunks, a fifth of the target.
+    fn = warming_workload(fake_clock, 1_000_000, 200_000, cold_calls=8)
+    stats = run_benchmark(BenchSpec("warms", fn), WARM_OPTS, clock=fake_clock)
     assert stats.chunk_size == 250
     assert all(0.8 * 0.05 <= d <= 1.2 * 0.05 for d in stats.durations)
 
 
 def test_chunk_is_resized_when_the_code_gets_slower_after_calibration(fake_clock):
-    # The allocation-heavy case: one op is cheap while memory is fresh, then settles at 8 ms.
-    calls = []
-
-    def fn(ctx, chunk_size, chunk_num):
-        calls.append(chunk_size)
-        fake_clock.spend((45_000_000 if len(calls) == 1 else 8_000_000) * chunk_size)
-
-    opts = RunOptions(warm_up=0.5, duration=1.0, min_samples=5, max_samples=20, target_chunk=0.05)
-    stats = run_benchmark(BenchSpec("allocates", fn), opts, clock=fake_clock)
+    # The allocation-heavy case: the first call takes 45 ms, then one op settles at 8 ms.
+    fn = warming_workload(fake_clock, 45_000_000, 8_000_000, cold_calls=1)
+    stats = run_benchmark(BenchSpec("allocates", fn), WARM_OPTS, clock=fake_clock)
     assert stats.chunk_size == 6  # 48 ms samples, not 1 op = 8 ms
     assert median_of(stats.durations) == pytest.approx(0.048)
 
 
 def test_fixed_chunk_is_never_resized(fake_clock):
-    calls = []
-
-    def fn(ctx, chunk_size, chunk_num):
-        calls.append(chunk_size)
-        fake_clock.spend((1_000_000 if len(calls) <= 8 else 200_000) * chunk_size)
-
-    opts = RunOptions(warm_up=0.5, duration=1.0, min_samples=5, max_samples=20, target_chunk=0.05)
-    stats = run_benchmark(BenchSpec("fixed", fn, chunk_size=50), opts, clock=fake_clock)
-    assert set(calls) == {50} and stats.chunk_size == 50
+    fn = warming_workload(fake_clock, 1_000_000, 200_000, cold_calls=8)
+    stats = run_benchmark(BenchSpec("fixed", fn, chunk_size=50), WARM_OPTS, clock=fake_clock)
+    assert set(fn.calls) == {50} and stats.chunk_size == 50
     # 50 warm ops of 0.2 ms: the fixed chunk was sized for a 10 ms target, and it gets exactly that.
     assert median_of(stats.durations) == pytest.approx(0.010)
 
