@@ -19,8 +19,9 @@ from .analysis.compare import Comparison, ComparePolicy, compare_measurements
 from .asvbridge.session import Outcome, Status
 from .errors import UserError
 from .host import host_info
+from .measure.conditions import COMPARABLE
 from .measure.metrics import Direction
-from .results import PRIMARY, CommitInfo, Measurement, canonical_params
+from .results import PRIMARY, BenchContext, CommitInfo, Measurement, canonical_params
 from .store import queries
 from .store.db import Store
 from .store.ingest import EngineCaseRecord, RunRecord, measurement_setup, record_engine_run
@@ -34,21 +35,6 @@ def environment_name() -> str:
     return f"{sys.implementation.name}-{sys.version_info.major}.{sys.version_info.minor}"
 
 
-@dataclass(frozen=True, slots=True)
-class BenchContext:
-    """Where and on what a bench run happened."""
-
-    suite: str  # suite identity: the benchmark folder, relative to the project root
-    host: dict[str, str]
-    commit: CommitInfo | None
-    started_at: datetime
-    code_versions: dict[str, str]
-
-    @property
-    def machine(self) -> str:
-        return self.host["machine"]
-
-
 def _case_identity(name: str, params: str, version: str | None, setup: dict | None) -> CaseIdentity:
     setup = setup or {}
     return CaseIdentity(
@@ -59,6 +45,9 @@ def _case_identity(name: str, params: str, version: str | None, setup: dict | No
         backend_label=str(setup.get("backend")),
         version=version or None,
         scenario=str(setup.get("scenario") or ""),
+        conditions=tuple(
+            (name, str(value)) for name, value in (setup.get("conditions") or {}).items() if name in COMPARABLE
+        ),
     )
 
 

@@ -19,9 +19,8 @@ from pathlib import Path
 
 from .asvbridge import spool
 from .asvbridge.session import Outcome, Status
-from .bench_history import BenchContext
 from .fsutil import write_atomic
-from .results import CommitInfo
+from .results import BenchContext, CommitInfo
 
 FORMAT = "mmtrack-journal/1"
 JOURNAL_DIR = Path(".mmtrack") / "journal"

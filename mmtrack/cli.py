@@ -24,7 +24,7 @@ def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
     """
 
     def resolve(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
-        from .store.db import resolve_url
+        from .store.url import resolve_url  # not store.db: no SQLAlchemy before sampling
 
         return resolve_url(value)
 

@@ -153,3 +153,18 @@ class ChangePoint:
     persists: bool = True  # the new level holds to the latest commit
     method: str = ""
     extra: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchContext:
+    """Where and on what a bench run happened."""
+
+    suite: str  # suite identity: the benchmark folder, relative to the project root
+    host: dict[str, str]
+    commit: CommitInfo | None
+    started_at: datetime
+    code_versions: dict[str, str]
+
+    @property
+    def machine(self) -> str:
+        return self.host["machine"]

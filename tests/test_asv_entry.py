@@ -72,6 +72,7 @@ def test_plain_asv_run_reads_its_attributes_at_run_time(tmp_path):
     assert spin["commit"] is None and spin["machine"] == MACHINE
     assert spin["options"]["min_samples"] == spin["options"]["max_samples"] == 6
     assert spin["options"]["warm_up"] == pytest.approx(0.01)
+    assert spin["options"]["process_model"] == "worker per case"  # asv forks a process per benchmark
     (per_op,) = [m for m in spin["metrics"] if m["name"] == "time_per_op"]
     assert per_op["count"] == 12 and spin["info"]["rounds"] == 2
     assert sorted(per_op["values"]) == pytest.approx(sorted(rows["plain.Plain.track_spin"]["samples"][0]))

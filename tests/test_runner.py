@@ -280,3 +280,92 @@ def test_run_options_are_validated():
         RunOptions(min_samples=10, max_samples=5)
     with pytest.raises(ValueError, match="duration"):
         RunOptions(duration=0)
+
+
+# -- calibration on warm code (issue 21) ------------------------------------------------------
+
+
+def warming_workload(clock, cold_ns, warm_ns, cold_calls):
+    """``cold_ns`` per op for the first ``cold_calls`` calls, ``warm_ns`` after; records each chunk size."""
+    calls = []
+
+    def fn(ctx, chunk_size, chunk_num):
+        calls.append(chunk_size)
+        clock.spend((cold_ns if len(calls) <= cold_calls else warm_ns) * chunk_size)
+
+    fn.calls = calls
+    return fn
+
+
+WARM_OPTS = RunOptions(warm_up=0.5, duration=1.0, min_samples=5, max_samples=20, target_chunk=0.05)
+
+
+def test_chunk_is_resized_when_the_code_gets_faster_after_calibration(fake_clock):
+    # Cold calls cost 1 ms/op (first allocations, cold caches), warm ones 0.2 ms/op: sizing on
+    # the cold calls alone would give 50 ops = 10 ms warm chunks, a fifth of the target.
+    fn = warming_workload(fake_clock, 1_000_000, 200_000, cold_calls=8)
+    stats = run_benchmark(BenchSpec("warms", fn), WARM_OPTS, clock=fake_clock)
+    assert stats.chunk_size == 250
+    assert all(0.8 * 0.05 <= d <= 1.2 * 0.05 for d in stats.durations)
+
+
+def test_chunk_is_resized_when_the_code_gets_slower_after_calibration(fake_clock):
+    # The allocation-heavy case: the first call takes 45 ms, then one op settles at 8 ms.
+    fn = warming_workload(fake_clock, 45_000_000, 8_000_000, cold_calls=1)
+    stats = run_benchmark(BenchSpec("allocates", fn), WARM_OPTS, clock=fake_clock)
+    assert stats.chunk_size == 6  # 48 ms samples, not 1 op = 8 ms
+    assert median_of(stats.durations) == pytest.approx(0.048)
+
+
+def test_fixed_chunk_is_never_resized(fake_clock):
+    fn = warming_workload(fake_clock, 1_000_000, 200_000, cold_calls=8)
+    stats = run_benchmark(BenchSpec("fixed", fn, chunk_size=50), WARM_OPTS, clock=fake_clock)
+    assert set(fn.calls) == {50} and stats.chunk_size == 50
+    # 50 warm ops of 0.2 ms: the fixed chunk was sized for a 10 ms target, and it gets exactly that.
+    assert median_of(stats.durations) == pytest.approx(0.010)
+
+
+def median_of(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def spin_workload(loop: int):
+    """About ``loop`` additions per op: ~1 µs at 20, ~50 µs at 1000, ~5 ms at 100k on this machine."""
+
+    def fn(ctx, chunk_size, chunk_num):
+        for _ in range(chunk_size):
+            total = 0
+            for i in range(loop):
+                total += i
+
+    return fn
+
+
+@pytest.mark.parametrize("loop", [20, 1_000, 100_000], ids=["~1us", "~50us", "~5ms"])
+def test_median_sample_hits_the_target_on_real_workloads(loop):
+    # Real workloads on a loaded shared machine: other processes' load changed the wall time per op
+    # by 2x within seconds on this 2-core machine, in stretches of several samples, which no
+    # calibration can foresee. So the engine runs on this thread's CPU-time clock (the Runner takes
+    # any clock): contention does not stretch it, the code's own warm-up does. A reduced target
+    # (20 ms) and the median sample; a miss is measured again, up to three times. A systematic miss
+    # (sizing on cold code) misses every time; the fake-clock tests above pin that logic exactly.
+    target = 0.02
+    opts = RunOptions(warm_up=0.2, duration=0.4, min_samples=9, max_samples=25, target_chunk=target)
+    medians = []
+    for _attempt in range(3):
+        stats = run_benchmark(BenchSpec("spin", spin_workload(loop)), opts, clock=time.thread_time_ns)
+        assert stats.calibrated
+        medians.append(median_of(stats.host_durations))
+        if 0.8 * target <= medians[-1] <= 1.2 * target:
+            return
+    pytest.fail(f"median sample {[f'{m * 1e3:.1f} ms' for m in medians]}, target {target * 1e3:g} ms ±20%")
+
+
+def test_between_process_rule():
+    from mmtrack.measure.stats import between_process_dominated
+
+    # 30 samples at 2% within-run CV: a median is good to about 0.46%, so medians 5% apart are the processes'.
+    assert between_process_dominated([1.00, 1.05, 0.97, 1.04], within_cv=0.02, samples=30)
+    assert not between_process_dominated([1.000, 1.002, 0.999, 1.001], within_cv=0.02, samples=30)
+    assert not between_process_dominated([1.0], within_cv=0.02, samples=30)  # one run: nothing to say

@@ -3,8 +3,9 @@
 A previous run is compatible only when all of these match: the host (a run whose
 host is unknown is never compared automatically), the suite identity, the same
 benchmark cases (name and params), and per case the throughput configuration,
-measurement domain, backend label and benchmark code version, and for a concurrent benchmark
-its roles, thread counts, sample window and metadata.
+measurement domain, backend label, benchmark code version, the sampling conditions
+that change speed (process model, Python build, GIL, GC: measure/conditions.py), and for a
+concurrent benchmark its roles, thread counts, sample window and metadata.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class CaseIdentity:
     backend_label: str
     version: str | None
     scenario: str = ""  # a concurrent benchmark's roles, thread counts, sample window and metadata
+    # conditions.COMPARABLE as (field, value) pairs; empty for runs stored before they were recorded
+    conditions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,12 @@ def incompatibility(current: RunIdentity, previous: RunIdentity) -> str | None:
         ):
             if getattr(old, attr) != getattr(case, attr):
                 return f"{_case_name(key)} changed its {what} ({getattr(old, attr)} → {getattr(case, attr)})"
+        # A run stored before conditions were recorded has none: unknown is not a difference.
+        before, now = dict(old.conditions), dict(case.conditions)
+        for name in before.keys() & now.keys():
+            if before[name] != now[name]:
+                what = name.replace("_", " ")
+                return f"{_case_name(key)} was measured under another {what} ({before[name]} → {now[name]})"
     return None
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..host import host_name
+from ..measure.conditions import WORKER_PER_CASE
 from ..measure.runner import RunOptions, run_benchmark
 from . import spool
 from .declare import EngineDeclaration
@@ -181,7 +182,8 @@ def run_under_asv(decl: EngineDeclaration, instance: Any, args: tuple[Any, ...],
     case = _asv_case(bench) if bench is not None else _fallback_case(decl, instance, args, entry)
     module = sys.modules.get((type(instance) if instance is not None else entry).__module__)
     anchor = Path(module.__file__).resolve().parent if module is not None and getattr(module, "__file__", None) else None
-    options = options_from_asv(case.attrs)
+    # asv runs each benchmark in a process of its own, forked per benchmark: one worker per case.
+    options = dataclasses.replace(options_from_asv(case.attrs), process_model=WORKER_PER_CASE)
     record, spool_dir = _record(case, "ok", anchor)
     record.options = dataclasses.asdict(options)
     try:

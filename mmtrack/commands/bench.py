@@ -30,20 +30,24 @@ from rich.progress import (
 )
 
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
-from ..analysis.render import render_table, to_json
 from ..asvbridge.discover import Suite, discover
-from ..bench_history import BaselineResult, BenchContext, benchmark_verdicts, compare_with_baseline, save_run
-from ..bench_report import build_report, write_report
-from ..host import host_info
-from ..store.db import normalize_url, open_store, redact, resolve_url
 from .. import bench_journal
 from ..asvbridge import worker
+from ..store.url import normalize_url, redact, resolve_url
+from ..host import host_info
+from ..results import BenchContext
 from ..vcs import GitError, commit_info, project_root
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
-from ..measure.report import render_stats
+from ..measure import conditions
 from ..measure.runner import RunOptions
+
+# Measure sooner: scipy (analysis), SQLAlchemy (store) and rich tables (report) cost seconds to
+# import, so they are imported after sampling, in the functions that use them.
+if TYPE_CHECKING:
+    from ..bench_history import BaselineResult
 
 
 @dataclass(slots=True)
@@ -66,12 +70,13 @@ class BenchRequest:
         base = RunOptions.quick() if self.quick else RunOptions()
         given = {k: v for k, v in self.overrides.items() if v is not None}
         try:
-            return dataclasses.replace(base, **given)
+            return dataclasses.replace(base, **given, process_model=PROCESS_MODELS[self.in_process])
         except ValueError as exc:
             raise UserError(f"bad run option: {exc}") from None
 
 
-PROCESS_MODELS = {False: "worker per case", True: "in-process"}
+# What the report and the stored run say about where the samples were taken (measure/conditions.py).
+PROCESS_MODELS = {False: conditions.WORKER_PER_CASE, True: conditions.IN_PROCESS}
 
 
 @dataclass(slots=True)
@@ -188,16 +193,19 @@ def execute(request: BenchRequest, console: Console | None = None,
         console=console,
         transient=True,
         disable=console is None,
+        auto_refresh=False,
     ) as bar:
         # Drawn here, in the parent: the worker only sends a message between samples, at most
         # every 0.1 s, and never waits for a redraw.
         overall = bar.add_task("benchmark cases", total=len(cases))
         current = bar.add_task("", total=1)
+        redraw = _Redraw(bar)
 
         def progress(case: Case, phase: str, done: int, total: int) -> None:
             if os.getpid() != owner_pid:  # a forked child returned into the runner: it never reports
                 os._exit(0)
             bar.update(current, description=f"{_case_label(case)} [{phase}]", completed=done, total=total)
+            redraw()
 
         def finished(outcome: Outcome) -> None:
             if os.getpid() != owner_pid:
@@ -206,6 +214,7 @@ def execute(request: BenchRequest, console: Console | None = None,
             if on_done is not None:
                 on_done(outcome)
             bar.advance(overall)
+            redraw(force=True)
 
         if request.in_process:
             session: SuiteSession | _WorkerSession = SuiteSession(options, progress=progress)
@@ -224,6 +233,21 @@ def execute(request: BenchRequest, console: Console | None = None,
     return run
 
 
+class _Redraw:
+    """Redraws the bar between samples, at most ``per_second`` times a second."""
+
+    def __init__(self, bar: Progress, per_second: float = 10.0) -> None:
+        self.bar = bar
+        self.interval = 1.0 / per_second
+        self.last = 0.0
+
+    def __call__(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last >= self.interval:
+            self.last = now
+            self.bar.refresh()
+
+
 def _code_versions(benchmarks) -> dict[str, str]:
     versions = {}
     for b in benchmarks:
@@ -235,6 +259,8 @@ def _code_versions(benchmarks) -> dict[str, str]:
 
 
 def render(run: BenchRun, console: Console) -> None:
+    from ..measure.report import render_stats
+
     for failure in run.suite.failures:
         console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}", highlight=False)
     for o in run.outcomes:
@@ -291,6 +317,9 @@ def _waiting_notice(console: Console, label: str) -> Iterator[None]:
 
 def _save(url: str, ctx: BenchContext, outcomes: list[Outcome], console: Console) -> tuple[int | None, str]:
     """Save one run; returns (run id, "") or (None, why it was not saved)."""
+    from ..bench_history import save_run
+    from ..store.db import open_store
+
     with _waiting_notice(console, redact(url)):
         try:
             with open_store(url) as store:
@@ -348,6 +377,9 @@ def recover_journals(project: Path, url: str, console: Console) -> None:
 
 
 def _render_comparison(result: BaselineResult, console: Console) -> None:
+    from ..analysis.render import render_table
+    from ..bench_history import benchmark_verdicts
+
     if result.note:
         console.print(escape(result.note), highlight=False)
     if result.comparison is None:
@@ -391,6 +423,12 @@ def run_bench(request: BenchRequest, console: Console) -> int:
             console.print(f"[bold red]error:[/] run not saved in {escape(redact(url))}: {escape(why)}; its "
                           f"{len(run.outcomes)} finished cases are kept in {escape(str(journal.folder))}, and the "
                           "next mmtrack bench on this store saves them", highlight=False)
+    # Imported after sampling (measure sooner): scipy, SQLAlchemy and the report cost seconds.
+    from ..analysis.render import to_json
+    from ..bench_history import BaselineResult, compare_with_baseline
+    from ..bench_report import build_report, write_report
+    from ..store.db import open_store
+
     result = BaselineResult(None, None, None)
     if ctx.commit is not None and request.compare != "none" and not not_saved:
         try:

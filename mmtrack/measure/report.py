@@ -58,6 +58,8 @@ def _kv_table(stats: BenchmarkStats, *, chunks: bool = True) -> Table:
     t.add_row("Latency", f"{format_duration(lat.median)}/op  (p95 {format_duration(lat.p95)}/op)")
     t.add_row("MAD / CV", f"{format_duration(lat.mad)}/op / {lat.cv:.2%}")
     t.add_row("Outliers", f"{lat.outliers} of {lat.count} ({OUTLIER_RULE})")
+    if stats.conditions is not None:
+        t.add_row("Measured", Text(stats.conditions.describe()))
     return t
 
 

@@ -4,9 +4,11 @@ Semantics follow micromeasure:
 - a bench function ``f(ctx, chunk_size, chunk_num)`` performs ``chunk_size`` operations;
 - without a fixed chunk size, calibration grows ``chunk_size`` until one chunk takes
   about ``target_chunk`` seconds (bounded passes, clamped to [1, max_chunk_size]);
-- warm-up samples run through the backend and are discarded; their mean duration
-  sets the sample count, ``benchmark duration / chunk duration`` clamped to
-  [min_samples, max_samples];
+- warm-up samples run through the backend and are discarded. Calibration runs on cold code
+  (first calls allocate, fill caches, fault pages in), so when the warm chunk time settles
+  more than ``RESIZE_TOLERANCE`` away from the target, the chunk is re-sized on warm code and
+  warmed again (at most ``MAX_RESIZES`` times). The mean warm duration at the final size sets
+  the sample count, ``benchmark duration / chunk duration`` clamped to [min_samples, max_samples];
 - every sample gets a fresh context from ``context(chunk_size)`` or ``factory()``;
 - the diagnostic pass runs after timing and never touches the timing statistics.
 """
@@ -18,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
-from . import affinity
+from . import affinity, conditions
 from . import backend as _backend
 from .backend import MeasurementBackend, MeasurementDomain, Results
 from .metrics import (
@@ -28,11 +30,17 @@ from .metrics import (
     MetricValue,
     aggregate_metrics,
 )
-from .stats import BenchmarkStats, Distribution, summarize_counters
+from .stats import BenchmarkStats, Distribution, median, summarize_counters
 from .throughput import Throughput
 
 Clock = Callable[[], int]  # nanoseconds
 Progress = Callable[[str, int, int], None]  # phase, done, total
+
+# A warm chunk this far (relative) from target_chunk is re-sized before sampling.
+RESIZE_TOLERANCE = 0.20
+MAX_RESIZES = 3
+# Warm samples at one size before its settled time is judged: a median needs a few.
+MIN_WARM_SAMPLES = 3
 
 
 class BenchmarkDefinitionError(TypeError):
@@ -51,6 +59,9 @@ class RunOptions:
     calibration_passes: int = 16
     max_chunk_size: int = 1 << 32
     pin_cpu: bool = True  # pin the measuring thread to one core for the run (see affinity.py)
+    # How the caller runs the sampling loop (conditions.py); recorded, and runs that differ in it
+    # are not compared. The worker-process runner passes its own.
+    process_model: str = conditions.IN_PROCESS
 
     def __post_init__(self) -> None:
         for name in ("warm_up", "duration", "target_chunk"):
@@ -212,7 +223,14 @@ class Runner:
                 self._bad_duration(d, i)
 
     # -- phases ------------------------------------------------------------------------------
+    def _scaled(self, size: int, elapsed: float, max_factor: float = math.inf) -> int:
+        """The chunk size that would take target_chunk, given ``size`` ops took ``elapsed`` s."""
+        opts = self.options
+        factor = opts.target_chunk / elapsed if elapsed > 0 else 10.0
+        return int(min(max(round(size * min(factor, max_factor)), 1), opts.max_chunk_size))
+
     def calibrate(self) -> int:
+        """A first chunk size, from cold code; :meth:`warm_up` corrects it once the code is warm."""
         opts = self.options
         size = 1
         for _ in range(opts.calibration_passes):
@@ -221,25 +239,51 @@ class Runner:
                 break
             # Timer resolution and call overhead dominate tiny chunks: grow by at most 10x
             # per pass so one lucky short reading cannot overshoot by orders of magnitude.
-            factor = opts.target_chunk / elapsed if elapsed > 0 else 10.0
-            new = int(min(max(round(size * min(factor, 10.0)), 1), opts.max_chunk_size))
+            new = self._scaled(size, elapsed, max_factor=10.0)
             if new == size:
                 break
             size = new
         return size
 
-    def warm_up(self, chunk_size: int) -> float:
-        """Run discarded samples for the warm-up budget; return mean sample duration."""
-        deadline = self.clock() + int(self.options.warm_up * 1e9)
-        durations = []
-        index = 0
+    def warm_up(self, chunk_size: int) -> tuple[int, float]:
+        """Run discarded samples for the warm-up budget, re-sizing a calibrated chunk on warm code.
+
+        Returns the chunk size to sample with and the mean warm sample duration at that size.
+        The settled chunk time is the median host time of the later half of the warm samples
+        at one size, so the cold first calls and a stray preemption do not steer it.
+        """
+        opts = self.options
+        resizable = self.spec.chunk_size is None
+        budget = int(opts.warm_up * 1e9)
+        deadline = self.clock() + budget
+        durations: list[float] = []
+        hosts: list[float] = []
+        index = resizes = 0
         while True:
-            durations.append(self._sample(chunk_size, index).results.duration)
+            sample = self._sample(chunk_size, index)
             index += 1
-            if self.clock() >= deadline:
+            durations.append(sample.results.duration)
+            hosts.append(sample.host)
+            if self.clock() < deadline or (resizes and len(hosts) < MIN_WARM_SAMPLES):
+                continue
+            if not resizable or resizes >= MAX_RESIZES:
                 break
+            settled = median(hosts[len(hosts) // 2 :])
+            new = self._scaled(chunk_size, settled)
+            if new == chunk_size:
+                break
+            if abs(settled - opts.target_chunk) <= RESIZE_TOLERANCE * opts.target_chunk:
+                # Close already: take the warm size without another re-warm (per-op time is warm).
+                self._check_durations(durations)
+                scale = new / chunk_size
+                return new, scale * sum(durations) / len(durations)
+            chunk_size, resizes = new, resizes + 1
+            durations.clear()
+            hosts.clear()
+            # A short re-warm at the new size: the code is warm, the new size is not yet judged.
+            deadline = self.clock() + budget // 4
         self._check_durations(durations)
-        return sum(durations) / len(durations)
+        return chunk_size, sum(durations) / len(durations)
 
     def sample_count(self, chunk_duration: float) -> int:
         opts = self.options
@@ -286,7 +330,9 @@ class Runner:
             self._report("calibrate", 0, 1)
             chunk_size = spec.chunk_size if spec.chunk_size is not None else self.calibrate()
             self._report("warm-up", 0, 1)
-            n = self.sample_count(self.warm_up(chunk_size))
+            chunk_size, chunk_duration = self.warm_up(chunk_size)
+            n = self.sample_count(chunk_duration)
+            measured_under = conditions.capture(self.options.process_model, pinned.cpu if pinned else None)
             samples = []
             for i in range(n):
                 samples.append(self._sample(chunk_size, i))
@@ -297,7 +343,9 @@ class Runner:
         finally:
             backend.close()
             affinity.restore(pinned)
-        return self._stats(chunk_size, samples, diag_metrics, diag_errors, notes)
+        stats = self._stats(chunk_size, samples, diag_metrics, diag_errors, notes)
+        stats.conditions = measured_under
+        return stats
 
     def _report(self, phase: str, done: int, total: int) -> None:
         if self.progress is not None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .backend import MeasurementDomain
 from .concurrent import EventCounterSummary, RoleStats, ScenarioInfo
+from .conditions import SamplingConditions
 from .metrics import Direction, MetricFormat, MetricSummary
 from .stats import BenchmarkStats, CounterSummary, Distribution
 from .throughput import Throughput
@@ -153,6 +154,7 @@ def stats_to_dict(s: BenchmarkStats) -> dict[str, Any]:
         "diagnostic_errors": list(s.diagnostic_errors),
         "warnings": list(s.warnings),
         "notes": list(s.notes),
+        "conditions": s.conditions.to_dict() if s.conditions is not None else None,
     }
 
 
@@ -179,4 +181,5 @@ def stats_from_dict(d: dict[str, Any]) -> BenchmarkStats:
         notes=list(d["notes"]),
         roles=[_role_from_dict(r) for r in d.get("roles") or []],
         scenario=ScenarioInfo.from_dict(d["scenario"]) if d.get("scenario") else None,
+        conditions=SamplingConditions.from_dict(d["conditions"]) if d.get("conditions") else None,
     )

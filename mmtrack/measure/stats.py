@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 
 from .backend import MeasurementDomain
+from .conditions import SamplingConditions
 from .metrics import Direction, MetricSummary
 from .throughput import Throughput
 
@@ -107,6 +108,7 @@ class BenchmarkStats:
     # Concurrent benchmarks only (measure/concurrent.py): the top-level figures are then "workers combined".
     roles: list[RoleStats] = field(default_factory=list)
     scenario: ScenarioInfo | None = None
+    conditions: SamplingConditions | None = None  # at the start of sampling; None when not recorded
 
     @property
     def samples(self) -> int:
@@ -181,6 +183,27 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def between_process_dominated(run_medians: Sequence[float], within_cv: float, samples: float) -> bool:
+    """Whether run-to-run spread exceeds what within-run noise alone gives a run's median.
+
+    The relative standard error of a median of ``samples`` draws is about 1.25 x within CV / sqrt(n)
+    (normal approximation). When the CV of several runs' medians is over twice that, the spread comes
+    from the processes (placement, heap, other tenants), and more samples in one process won't shrink it.
+    """
+    if len(run_medians) < 2 or samples < 1 or not math.isfinite(within_cv):
+        return False
+    mean = math.fsum(run_medians) / len(run_medians)
+    if mean == 0:
+        return False
+    sd = math.sqrt(math.fsum((m - mean) ** 2 for m in run_medians) / (len(run_medians) - 1))
+    return sd / mean > 2 * 1.25 * within_cv / math.sqrt(samples)
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of ``values``, without numpy (cheap on the few values of a warm-up)."""
+    return _percentile(sorted(values), 50)
+
+
 def sample_stats(values: Sequence[float]) -> dict[str, float | int]:
     """mean, median, p95, min, max, q1, q3 and count of ``values`` (as numpy computes them).
 
@@ -208,5 +231,7 @@ __all__ = [
     "CounterSummary",
     "BenchmarkStats",
     "summarize_counters",
+    "median",
+    "between_process_dominated",
     "sample_stats",
 ]

@@ -7,6 +7,20 @@ records (``mmtrack.results``) back. Nothing here runs at import time.
 
 from __future__ import annotations
 
-from .db import Store, open_store, resolve_url
+from typing import TYPE_CHECKING, Any
+
+from .url import resolve_url
+
+if TYPE_CHECKING:
+    from .db import Store, open_store
 
 __all__ = ["Store", "open_store", "resolve_url"]
+
+
+def __getattr__(name: str) -> Any:
+    # db imports SQLAlchemy: load it on first use, so resolving a URL stays cheap.
+    if name in ("Store", "open_store"):
+        from . import db
+
+        return getattr(db, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,6 @@ wait for it instead of failing with "database is locked" halfway through.
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,10 +25,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from ..errors import UserError
-from ..vcs import project_root
+from .url import DEFAULT_RELATIVE, ENV_VAR, normalize_url, redact, resolve_url  # noqa: F401  (re-exported)
 
-ENV_VAR = "MMTRACK_DB"
-DEFAULT_RELATIVE = Path(".mmtrack") / "mmtrack.db"
 BUSY_TIMEOUT_S = 120.0
 MMAP_BYTES = 256 * 1024 * 1024
 _PG_LOCK_ID = 0x6D6D7472  # "mmtr": serialises concurrent upgrades on PostgreSQL
@@ -44,33 +41,6 @@ def migrations_dir() -> Path:
 
 
 MIGRATIONS = migrations_dir()
-
-
-def resolve_url(cli_value: str | None = None) -> str:
-    """The database URL: ``--db``, else ``$MMTRACK_DB``, else the project's SQLite file.
-
-    A value without ``://`` is taken as a SQLite file path.
-    """
-    value = cli_value or os.environ.get(ENV_VAR) or ""
-    if not value.strip():
-        return f"sqlite:///{project_root() / DEFAULT_RELATIVE}"
-    return normalize_url(value.strip())
-
-
-def normalize_url(value: str) -> str:
-    if "://" not in value:
-        return f"sqlite:///{Path(value).expanduser().resolve()}"
-    for plain in ("postgresql://", "postgres://"):
-        if value.startswith(plain):  # psycopg 3 is the driver mmtrack ships with
-            return "postgresql+psycopg://" + value[len(plain) :]
-    return value
-
-
-def redact(url: str) -> str:
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
 
 
 @dataclass

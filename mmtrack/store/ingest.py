@@ -508,6 +508,8 @@ def measurement_setup(st: BenchmarkStats) -> dict[str, Any]:
         "calibrated": st.calibrated,
         # Concurrent benchmarks: roles, thread counts, sample window and metadata (measure/concurrent.py).
         **({"scenario": st.scenario.identity} if st.scenario is not None else {}),
+        # What it was measured under (process model, Python build, GIL, GC, heap): no migration, setup is JSON.
+        **({"conditions": st.conditions.to_dict()} if st.conditions is not None else {}),
     }
 
 
