@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import EXIT_OK, UserError
 from ..publish import SiteConfig, SiteModel, WriteReport, build_site
+from ..publish.writer import check_tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,8 @@ def publish(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[SiteModel, WriteReport]:
     config = site_config(request)
+    if Path(request.out).is_dir() and not Path(request.out).is_symlink():
+        check_tree(Path(request.out))  # refuse a planted link before reading the store
     if model is None:
         model = load_model(request, config, progress)
     else:
