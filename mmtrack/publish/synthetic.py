@@ -124,7 +124,7 @@ def _combinations(params: dict[str, tuple[str, ...]]) -> list[dict[str, str]]:
     return out
 
 
-def _asv_name(key: SeriesKey) -> str:
+def asv_benchmark_name(key: SeriesKey) -> str:
     base = key.benchmark
     if key.metric.section == "timing":
         return base  # asv's own time_ benchmark
@@ -140,7 +140,7 @@ def write_asv_results(results: Path, model: SiteModel, machine: str = "ci-linux-
     keys = sorted(model.series, key=lambda k: (k.benchmark, k.metric))
     benchmarks = {"version": 2}
     for k in keys:
-        name = _asv_name(k)
+        name = asv_benchmark_name(k)
         timing = k.metric.section == "timing"
         benchmarks[name] = {
             "code": f"def {name.rsplit('.', 1)[1]}(self):\n    pass\n", "name": name, "param_names": [], "params": [],
@@ -155,7 +155,7 @@ def write_asv_results(results: Path, model: SiteModel, machine: str = "ci-linux-
                "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
     by_commit: dict[str, dict[str, list]] = {c.sha: {} for c in model.commits}
     for k in keys:
-        name = _asv_name(k)
+        name = asv_benchmark_name(k)
         for p in model.series[k]:
             m = p.measurement
             # Ten samples around the median, as asv records them (``samples`` column).

@@ -250,9 +250,12 @@ class SiteWriter:
         self.put(rel, produce())
         self.new_inputs[key] = fingerprint
 
+    def keepable(self, key: str) -> bool:
+        return key in self.old and key not in self.new and self._live_is_file(safe_relpath(key))
+
     def keep(self, key: str) -> bool:
         """Keep a file of the last build as it is (the builder knows its inputs did not change)."""
-        if key not in self.old or key in self.new or not self._live_is_file(safe_relpath(key)):
+        if not self.keepable(key):
             return False
         self.new[key] = self.old[key]
         if key in self.old_inputs:
@@ -357,8 +360,7 @@ class SiteWriter:
                 "state": self.state,
             },
             indent=0,
-            sort_keys=True,
-        ).encode("utf-8")
+        ).encode("utf-8")  # not sort_keys: the builder's cached records keep their key order
 
     def finish(self) -> WriteReport:
         try:

@@ -183,6 +183,24 @@ def list_series(
     ]
 
 
+def series_revisions(store: Store) -> dict[SeriesKey, tuple[int, int, tuple[int, ...]]]:
+    """Per series key: (store rows, sum of their change counters, their ids). The counters only
+    grow (models.Series.changes), so a key whose pair is unchanged has the same points: publish
+    rereads only the others."""
+    s = m.Series
+    q = _named_series(
+        s.id, s.changes, m.Benchmark.name, m.Benchmark.params, m.Metric.section, m.Metric.name.label("metric_name"),
+        m.Metric.unit, m.Machine.name.label("machine"), m.Environment.name.label("env"),
+    )  # fmt: skip
+    out: dict[SeriesKey, tuple[int, int, tuple[int, ...]]] = {}
+    with store.read() as conn:
+        for r in conn.execute(q):
+            key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+            n, total, ids = out.get(key, (0, 0, ()))
+            out[key] = (n + 1, total + r.changes, (*ids, r.id))
+    return out
+
+
 # -- commits -------------------------------------------------------------------------------------
 
 
