@@ -15,7 +15,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
-from .detect import DetectRequest, run_detect
 from .import_asv import format_summary
 from .publish import PublishRequest, publish
 
@@ -68,6 +67,8 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         keys = q.series_keys_of(store, summary.touched_series)
         detected, open_regressions = None, 0
         if request.detect and keys:
+            from .detect import DetectRequest, run_detect  # scipy: loaded only when there is something to judge
+
             outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, series=keys)
             detected = len(outcome.changes)
             open_regressions = len(outcome.open_regressions) if "regression" in request.fail_on else 0

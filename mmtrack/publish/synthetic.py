@@ -160,7 +160,7 @@ def write_asv_results(results: Path, model: SiteModel, machine: str = "ci-linux-
             m = p.measurement
             # Ten samples around the median, as asv records them (``samples`` column).
             samples = [m.median * (1 + 0.002 * (j - 4.5)) for j in range(10)]
-            by_commit[p.commit.sha][name] = [[m.median], [], "1", 0, 0.1, [m.q1], [m.q3], [m.q1], [m.q3], [1], [10],
+            by_commit.setdefault(p.commit.sha, {})[name] = [[m.median], [], "1", 0, 0.1, [m.q1], [m.q3], [m.q1], [m.q3], [1], [10],
                                              [samples]]
     written = []
     for c in model.commits if commits is None else commits:
@@ -176,10 +176,12 @@ def write_asv_results(results: Path, model: SiteModel, machine: str = "ci-linux-
     return written
 
 
-def write_asv_project(root: Path, model: SiteModel, machine: str = "ci-linux-x86") -> Path:
+def write_asv_project(
+    root: Path, model: SiteModel, machine: str = "ci-linux-x86", commits: list[CommitInfo] | None = None
+) -> Path:
     """An asv project folder: results (:func:`write_asv_results`), an asv.conf.json pointing at ``root/repo``
     (the caller makes the git repository) and at ``root/html``. Returns the config's path."""
-    write_asv_results(root / "results", model, machine)
+    write_asv_results(root / "results", model, machine, commits)
     conf = {"version": 1, "project": "bench", "project_url": "https://example.org/", "repo": str(root / "repo"),
             "branches": ["main"], "dvcs": "git", "environment_type": "virtualenv",
             "results_dir": str(root / "results"), "html_dir": str(root / "html"),
