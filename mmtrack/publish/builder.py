@@ -333,7 +333,9 @@ def _write_benchmark(
             med = m.median
             if m.status != "ok" or med is None or not math.isfinite(med):
                 continue
-            i = pos[p.commit.sha]
+            i = pos.get(p.commit.sha)
+            if i is None:  # a commit stored after the commit list was read: the next publish shows it
+                continue
             if m.version != version:
                 if version is not None and m.version is not None:
                     version_changes.append([i, m.version])

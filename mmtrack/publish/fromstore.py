@@ -77,6 +77,9 @@ def model_from_store(
     # The same series selection as `mmtrack detect` (machine, benchmark regex), so the pages
     # show exactly the series detect looked at.
     keys = series_keys(store, machine=machine, benchmark=benchmark_pattern)
+    # The tokens first: whatever is stored later (writers do not wait for publish) either appears in
+    # this build or moves a token, so the next publish rebuilds it; never the other way round.
+    revisions = q.series_revisions(store)
     machines = sorted({k.machine for k in keys})
     commits = []
     for mach in machines:
@@ -84,7 +87,7 @@ def model_from_store(
     commits.sort(key=lambda c: (c.date is None, c.date.timestamp() if c.date else 0.0, c.sha))
     selected = set(keys)
     change_points = [cp for cp in q.load_change_points(store, machine=machine) if cp.series in selected]
-    tokens = bench_tokens(keys, q.series_revisions(store), change_points)
+    tokens = bench_tokens(keys, revisions, change_points)
     return SiteModel(
         series=StoreSeries(store, keys, progress), commits=commits, change_points=change_points, config=config,
         bench_state=tokens, commits_complete=True,
