@@ -65,55 +65,11 @@ def _git_history(repo: Path, commits) -> list[str]:
     return out
 
 
-def _asv_name(key) -> str:
-    base = key.benchmark
-    if key.metric.section == "timing":
-        return base  # asv's own time_ benchmark
-    mod, _, meth = base.rpartition(".")
-    return f"{mod}.track_{meth}_{key.metric.section}_{key.metric.name}"
-
-
 def write_asv_folder(root: Path, model, machine: str = "ci-linux-x86") -> Path:
     """An asv project folder (config, results, git repo) holding the model's values."""
-    repo = root / "repo"
-    results = root / "results"
-    (results / machine).mkdir(parents=True)
-    env_name = "virtualenv-py3.12"
-    keys = sorted(model.series, key=lambda k: (k.benchmark, k.metric))
-    benchmarks = {"version": 2}
-    for k in keys:
-        name = _asv_name(k)
-        timing = k.metric.section == "timing"
-        benchmarks[name] = {
-            "code": f"def {name.rsplit('.', 1)[1]}(self):\n    pass\n", "name": name, "param_names": [], "params": [],
-            "type": "time" if timing else "track", "unit": "seconds" if timing else k.metric.unit,
-            "version": "1", "timeout": 60.0, **({"number": 0, "repeat": 0, "min_run_count": 2, "rounds": 2,
-                                                  "sample_time": 0.01, "warmup_time": -1} if timing else {}),
-        }
-    (results / "benchmarks.json").write_text(json.dumps(benchmarks, indent=1))
-    (results / machine / "machine.json").write_text(json.dumps(
-        {"arch": "x86_64", "cpu": "bench", "machine": machine, "num_cpu": "2", "os": "Linux", "ram": "1", "version": 1}))
-    columns = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
-               "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
-    by_commit: dict[str, dict[str, list]] = {c.sha: {} for c in model.commits}
-    for k in keys:
-        name = _asv_name(k)
-        for p in model.series[k]:
-            m = p.measurement
-            by_commit[p.commit.sha][name] = [[m.median], [], "1", 0, 0.1, [m.q1], [m.q3], [m.q1], [m.q3], [1], [10]]
-    for c in model.commits:
-        ms = int(c.date.timestamp() * 1000)
-        doc = {"commit_hash": c.sha, "env_name": env_name, "date": ms,
-               "params": {"arch": "x86_64", "cpu": "bench", "machine": machine, "num_cpu": "2", "os": "Linux",
-                          "ram": "1", "python": "3.12"},
-               "python": "3.12", "requirements": {}, "env_vars": {}, "result_columns": columns,
-               "results": by_commit[c.sha], "durations": {}, "version": 2}
-        (results / machine / f"{c.sha[:8]}-{env_name}.json").write_text(json.dumps(doc, separators=(",", ":")))
-    conf = {"version": 1, "project": "bench", "project_url": "https://example.org/", "repo": str(repo),
-            "branches": ["main"], "dvcs": "git", "environment_type": "virtualenv", "results_dir": str(results),
-            "html_dir": str(root / "html"), "show_commit_url": "https://example.org/commit/"}
-    (root / "asv.conf.json").write_text(json.dumps(conf, indent=1))
-    return root / "asv.conf.json"
+    from mmtrack.publish.synthetic import write_asv_project
+
+    return write_asv_project(root, model, machine)
 
 
 def _has_store() -> bool:

@@ -277,3 +277,26 @@ def publish(out, db, title, commit_url, asv_config, benchmark, machine, no_progr
     request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=asv_config,
                              benchmark=benchmark, machine=machine)
     sys.exit(run_publish(request, console=console, err_console=None if no_progress else err_console))
+
+
+@cli.command()
+@click.argument("results_dir", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, help="Folder for the site.")
+@db_option
+@click.option("--title", help="Site title (default: asv.conf.json's project, else 'mmtrack').")
+@click.option("--commit-url", help="URL prefix a commit sha is appended to (default: asv's show_commit_url).")
+@click.option("--asv-config", type=click.Path(path_type=Path), help="asv.conf.json to read (default ./asv.conf.json).")
+@click.option("--no-detect", is_flag=True, help="Import and republish only.")
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression"]),
+              help="Exit 1 when a touched series has a regression that persists to the latest commit.")
+def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_on) -> None:
+    """The per-commit CI step: import new asv results, detect on the series they touched, republish DIR."""
+    from .commands.publish import PublishRequest
+    from .commands.update import UpdateRequest, run_update
+
+    request = UpdateRequest(
+        results_dir=results_dir,
+        publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=asv_config),
+        detect=not no_detect, fail_on=tuple(fail_on),
+    )
+    sys.exit(run_update(request, console=console, err_console=err_console))

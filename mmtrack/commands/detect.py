@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from rich import box
 from rich.table import Table
@@ -18,7 +18,7 @@ from rich.text import Text
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_series
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..measure.report import format_duration, format_value
-from ..results import ChangePoint
+from ..results import ChangePoint, SeriesKey
 from .select import check_machine_env, check_metrics, series_keys
 
 
@@ -72,8 +72,14 @@ def policy_for(request: DetectRequest) -> DetectPolicy:
 
 
 def run_detect(
-    request: DetectRequest, store: Any | None = None, progress: Callable[[int, int], None] | None = None
+    request: DetectRequest,
+    store: Any | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    series: Sequence[SeriesKey] | None = None,
 ) -> DetectOutcome:
+    """Detect (and by default store) change points; ``series`` limits it to these series, e.g. the ones a new
+    commit touched (``mmtrack update``): their stored change points are replaced, all others are left alone."""
     from ..store import queries as q
     from ..store.db import open_store
 
@@ -81,10 +87,13 @@ def run_detect(
     own = store is None
     store = store or open_store(request.db)
     try:
-        check_machine_env(store, request.machine, request.env)
-        check_metrics(store, request.metrics)
-        keys = series_keys(store, machine=request.machine, env=request.env, benchmark=request.benchmark,
-                           metrics=request.metrics)
+        if series is None:
+            check_machine_env(store, request.machine, request.env)
+            check_metrics(store, request.metrics)
+            keys = series_keys(store, machine=request.machine, env=request.env, benchmark=request.benchmark,
+                               metrics=request.metrics)
+        else:
+            keys = list(series)
         reports = []
         for i, key in enumerate(keys):
             points = q.series(store, key, with_samples=False)

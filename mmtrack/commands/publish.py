@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import EXIT_OK, UserError
 from ..publish import SiteConfig, SiteModel, WriteReport, build_site
+from ..publish.writer import check_tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,31 +52,39 @@ def site_config(request: PublishRequest) -> SiteConfig:
     return SiteConfig(title=request.title or asv.get("project") or "mmtrack", commit_url=url or None)
 
 
-def load_model(
-    request: PublishRequest, config: SiteConfig, progress: Callable[[int, int], None] | None = None
-) -> SiteModel:
-    from ..publish.fromstore import model_from_store
-    from ..store.db import open_store
-
-    store = open_store(request.db, upgrade_schema=False)
-    try:
-        return model_from_store(
-            store, config, benchmark_pattern=request.benchmark, machine=request.machine, progress=progress
-        )
-    finally:
-        store.close()
-
-
 def publish(
     request: PublishRequest,
     model: SiteModel | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[SiteModel, WriteReport]:
+    """Build the site from ``model`` or, by default, from the store (kept open while the site is
+    built: series are read only for the benchmarks that changed since the last build)."""
     config = site_config(request)
-    if model is None:
-        model = load_model(request, config, progress)
-    else:
+    if Path(request.out).is_dir() and not Path(request.out).is_symlink():
+        check_tree(Path(request.out))  # refuse a planted link before reading the store
+    if model is not None:
         model = SiteModel(series=model.series, commits=model.commits, change_points=model.change_points, config=config)
+        _check_not_empty(model, request)
+        return model, build_site(model, request.out)
+    from ..publish.fromstore import model_from_store
+    from ..store import queries as q
+    from ..store.db import open_store
+
+    store = open_store(request.db, upgrade_schema=False)
+    try:
+        # Hundreds of thousands of records, none in a cycle: with the collector on, every
+        # collection would traverse all of them again (about 20% of the load time).
+        with q.gc_paused():
+            model = model_from_store(
+                store, config, benchmark_pattern=request.benchmark, machine=request.machine, progress=progress
+            )
+            _check_not_empty(model, request)
+            return model, build_site(model, request.out)
+    finally:
+        store.close()
+
+
+def _check_not_empty(model: SiteModel, request: PublishRequest) -> None:
     if not model.series:
         if request.benchmark or request.machine:
             raise UserError(
@@ -83,7 +92,6 @@ def publish(
                 " check the filters (-b is a regex searched in benchmark names)"
             )
         raise UserError("no series in the store; run `mmtrack import-asv` or `mmtrack run` first")
-    return model, build_site(model, request.out)
 
 
 def run_publish(request: PublishRequest, console: Console, err_console: Console | None = None) -> int:
@@ -99,9 +107,9 @@ def run_publish(request: PublishRequest, console: Console, err_console: Console 
             task = bar.add_task("", total=None)
             model, report = publish(request, progress=lambda done, total: bar.update(task, completed=done, total=total))
     secs = time.perf_counter() - t0
-    n_points = sum(1 for v in model.series.values() for p in v if p.measurement.status == "ok")
+    read = getattr(model.series, "loaded", model.series)  # a republish reads only the series that changed
     console.print(
-        f"published {len(model.benchmarks())} benchmarks, {len(model.series)} series, {n_points:,} points, "
+        f"published {len(model.benchmarks())} benchmarks, {len(model.series)} series ({len(read)} read), "
         f"{len(model.change_points)} change points to {escape(str(request.out))} in {secs:.1f} s: "
         f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
         f"{len(report.removed)} removed",

@@ -186,14 +186,51 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
     }
 
 
+def _order_hash(shas: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(shas).encode()).hexdigest()
+
+
+def _reusable(writer: SiteWriter, model: SiteModel, site_token: str, order: list[str]) -> dict[str, Any]:
+    """The last build's per-benchmark state, when its files are still valid for this build:
+    same format and settings, and the commits it placed still at the same positions."""
+    old = writer.old_state
+    n_old = old.get("n_commits")
+    if (
+        model.bench_state is None
+        or old.get("site") != site_token
+        or not isinstance(n_old, int)
+        or n_old > len(order)
+        or old.get("order") != _order_hash(order[:n_old])
+        or not isinstance(old.get("benchmarks"), dict)
+    ):
+        return {}
+    return old["benchmarks"]
+
+
+def _keep_benchmark(writer: SiteWriter, bid: str) -> bool:
+    """Keep every file of a benchmark from the last build, if all are still there."""
+    keys = [f"b/{bid}.html", *writer.old_files(f"data/b/{bid}/")]
+    if not all(writer.keepable(k) for k in keys):
+        return False
+    for k in keys:
+        writer.keep(k)
+    return True
+
+
 def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
-    """Write (or update) the site for ``model`` in ``out_dir``; return what was written."""
+    """Write (or update) the site for ``model`` in ``out_dir``; return what was written.
+
+    With ``model.bench_state``, a benchmark whose token matches the last build's keeps its
+    files, index entry and regression rows, and its series are not read at all."""
     cfg = model.config
     writer = SiteWriter(Path(out_dir))
     commits = model.ordered_commits()
     pos = {c.sha: i for i, c in enumerate(commits)}
     size = cfg.chunk_size
     n_chunks = math.ceil(len(commits) / size) if commits else 0
+    order = [c.sha for c in commits]
+    site_token = hashlib.sha256(js_json([FORMAT, cfg.title, cfg.safe_commit_url, size]).encode()).hexdigest()
+    reusable = _reusable(writer, model, site_token, order)
 
     writer.put("assets/plotly.min.js", plotly_js())
     writer.put("assets/site.js", _asset("site.js"))
@@ -217,24 +254,32 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
 
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
+    state: dict[str, Any] = {}
     for bench in sorted(by_bench):
         bid = bench_id(bench)
-        keys = sorted(by_bench[bench], key=lambda k: (k.machine, k.environment, k.params, k.metric))
-        entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, pos, size)
+        token = model.bench_state.get(bench) if model.bench_state is not None else None
+        cached = reusable.get(bid)
+        if token and isinstance(cached, dict) and cached.get("token") == token and _keep_benchmark(writer, bid):
+            entry, rows = cached["entry"], cached["rows"]
+        else:
+            keys = sorted(by_bench[bench], key=lambda k: (k.machine, k.environment, k.params, k.metric))
+            entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, pos, size)
+            writer.put(
+                f"b/{bid}.html",
+                _page(
+                    "benchmark",
+                    f"{bench} · {cfg.title}",
+                    cfg.title,
+                    _BENCH_BODY.format(name=html.escape(bench)),
+                    root="../",
+                    head='<script src="../assets/plotly.min.js"></script>\n',
+                    attrs=f' data-bench="{bid}"',
+                ),
+            )
+        if token:
+            state[bid] = {"token": token, "entry": entry, "rows": rows}
         index.append(entry)
         regressions.extend(rows)
-        writer.put(
-            f"b/{bid}.html",
-            _page(
-                "benchmark",
-                f"{bench} · {cfg.title}",
-                cfg.title,
-                _BENCH_BODY.format(name=html.escape(bench)),
-                root="../",
-                head='<script src="../assets/plotly.min.js"></script>\n',
-                attrs=f' data-bench="{bid}"',
-            ),
-        )
 
     regressions.sort(key=lambda r: (-(r["after"] if r["after"] is not None else -1), r["bench"], r["metric"]))
     writer.put("data/index.js", js_call("index", index))
@@ -242,6 +287,9 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     writer.put("index.html", _page("index", cfg.title, cfg.title, _INDEX_BODY))
     writer.put("regressions.html", _page("regressions", f"Regressions · {cfg.title}", cfg.title, _REGRESSIONS_BODY))
     writer.put("compare.html", _page("compare", f"Compare commits · {cfg.title}", cfg.title, _COMPARE_BODY))
+    if model.bench_state is not None:
+        # What this build was made from: the next one reuses what still matches.
+        writer.state = {"site": site_token, "n_commits": len(order), "order": _order_hash(order), "benchmarks": state}
     return writer.finish()
 
 
@@ -285,7 +333,9 @@ def _write_benchmark(
             med = m.median
             if m.status != "ok" or med is None or not math.isfinite(med):
                 continue
-            i = pos[p.commit.sha]
+            i = pos.get(p.commit.sha)
+            if i is None:  # a commit stored after the commit list was read: the next publish shows it
+                continue
             if m.version != version:
                 if version is not None and m.version is not None:
                     version_changes.append([i, m.version])

@@ -2,10 +2,58 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import hashlib
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ..results import SeriesKey, SeriesPoint
+from ..results import ChangePoint, SeriesKey, SeriesPoint
 from .model import SiteConfig, SiteModel
+
+
+class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
+    """The selected series of a store, each read on first access: a republish reads only
+    the benchmarks whose series changed (the store must stay open while the site is built)."""
+
+    def __init__(self, store: Any, keys: Sequence[SeriesKey], progress: Callable[[int, int], None] | None) -> None:
+        self._store, self._keys, self._progress = store, list(keys), progress
+        self._known = set(self._keys)
+        self.loaded: dict[SeriesKey, Sequence[SeriesPoint]] = {}
+
+    def __getitem__(self, key: SeriesKey) -> Sequence[SeriesPoint]:
+        points = self.loaded.get(key)
+        if points is None:
+            if key not in self._known:
+                raise KeyError(key)
+            from ..store import queries as q
+
+            points = self.loaded[key] = q.series(self._store, key, with_samples=False)
+            if self._progress:
+                self._progress(len(self.loaded), len(self._keys))
+        return points
+
+    def __iter__(self) -> Iterator[SeriesKey]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._known
+
+
+def bench_tokens(
+    keys: Sequence[SeriesKey], revisions: Mapping[SeriesKey, tuple[int, int, tuple[int, ...]]],
+    change_points: Sequence[ChangePoint],
+) -> dict[str, str]:
+    """Per benchmark, a hash of its series' store revisions and its change points."""
+    parts: dict[str, list[str]] = {}
+    for key in keys:
+        n, total, _ = revisions.get(key, (0, 0, ()))
+        parts.setdefault(key.benchmark, []).append(f"{key!r}:{n}:{total}")
+    for cp in change_points:
+        if cp.series.benchmark in parts:
+            parts[cp.series.benchmark].append(repr(cp))
+    return {bench: hashlib.sha256("\n".join(sorted(p)).encode("utf-8", "surrogatepass")).hexdigest()
+            for bench, p in parts.items()}
 
 
 def model_from_store(
@@ -17,7 +65,10 @@ def model_from_store(
     progress: Callable[[int, int], None] | None = None,
 ) -> SiteModel:
     """Every series in the store (optionally one machine / benchmarks matching a regex),
-    its commits in commit-date order and the change points ``detect`` stored."""
+    its commits in commit-date order and the change points ``detect`` stored.
+
+    Series are read lazily (:class:`StoreSeries`), and each benchmark carries a token of
+    its series' change counters: the builder reads only the benchmarks whose token moved."""
     from ..commands.select import check_machine_env, series_keys
     from ..store import queries as q
 
@@ -26,20 +77,18 @@ def model_from_store(
     # The same series selection as `mmtrack detect` (machine, benchmark regex), so the pages
     # show exactly the series detect looked at.
     keys = series_keys(store, machine=machine, benchmark=benchmark_pattern)
+    # The tokens first: whatever is stored later (writers do not wait for publish) either appears in
+    # this build or moves a token, so the next publish rebuilds it; never the other way round.
+    revisions = q.series_revisions(store)
     machines = sorted({k.machine for k in keys})
-    # Hundreds of thousands of records, none in a cycle: with the collector on, every
-    # collection would traverse all of them again (about 20% of the load time).
-    with q.gc_paused():
-        series: dict[SeriesKey, list[SeriesPoint]] = {}
-        for i, key in enumerate(keys):
-            points = q.series(store, key, with_samples=False)
-            if points:
-                series[key] = points
-            if progress:
-                progress(i + 1, len(keys))
-        commits = []
-        for mach in machines:
-            commits.extend(q.commits(store, machine=mach))
-        commits.sort(key=lambda c: (c.date is None, c.date.timestamp() if c.date else 0.0, c.sha))
-        change_points = [cp for cp in q.load_change_points(store, machine=machine) if cp.series in series]
-        return SiteModel(series=series, commits=commits, change_points=change_points, config=config)
+    commits = []
+    for mach in machines:
+        commits.extend(q.commits(store, machine=mach))
+    commits.sort(key=lambda c: (c.date is None, c.date.timestamp() if c.date else 0.0, c.sha))
+    selected = set(keys)
+    change_points = [cp for cp in q.load_change_points(store, machine=machine) if cp.series in selected]
+    tokens = bench_tokens(keys, revisions, change_points)
+    return SiteModel(
+        series=StoreSeries(store, keys, progress), commits=commits, change_points=change_points, config=config,
+        bench_state=tokens, commits_complete=True,
+    )

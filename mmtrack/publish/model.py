@@ -42,18 +42,27 @@ class SiteModel:
     """Everything a site shows.
 
     ``commits`` is the commit order of the x axes (oldest first). Commits that
-    appear in a series but not in ``commits`` are appended, ordered by date.
+    appear in a series but not in ``commits`` are appended, ordered by date,
+    unless ``commits_complete`` says there are none (then no series is read for it).
+
+    ``bench_state``, when given, holds per benchmark a token that changes whenever its
+    series or change points do: the builder keeps the last build's files of a benchmark
+    whose token is unchanged and never reads its series (``series`` may load lazily).
     """
 
     series: Mapping[SeriesKey, Sequence[SeriesPoint]]
     commits: Sequence[CommitInfo] = ()
     change_points: Sequence[ChangePoint] = ()
     config: SiteConfig = field(default_factory=SiteConfig)
+    bench_state: Mapping[str, str] | None = None
+    commits_complete: bool = False
 
     def ordered_commits(self) -> list[CommitInfo]:
         seen: dict[str, CommitInfo] = {}
         for c in self.commits:
             seen.setdefault(c.sha, c)
+        if self.commits_complete:
+            return list(seen.values())
         extra: dict[str, CommitInfo] = {}
         for points in self.series.values():
             for p in points:

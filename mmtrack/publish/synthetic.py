@@ -9,7 +9,9 @@ and returned as :class:`ChangePoint` records (ground truth, method
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import numpy as np
 
@@ -120,3 +122,69 @@ def _combinations(params: dict[str, tuple[str, ...]]) -> list[dict[str, str]]:
     for name, values in params.items():
         out = [{**o, name: v} for o in out for v in values]
     return out
+
+
+def asv_benchmark_name(key: SeriesKey) -> str:
+    base = key.benchmark
+    if key.metric.section == "timing":
+        return base  # asv's own time_ benchmark
+    mod, _, meth = base.rpartition(".")
+    return f"{mod}.track_{meth}_{key.metric.section}_{key.metric.name}"
+
+
+def write_asv_results(results: Path, model: SiteModel, machine: str = "ci-linux-x86", commits: list[CommitInfo] | None = None) -> list[Path]:
+    """An asv results folder (benchmarks.json, machine.json, one file per commit in format 2) holding
+    the model's values; ``commits`` limits which commits get a file. Returns the files written."""
+    (results / machine).mkdir(parents=True, exist_ok=True)
+    env_name = "virtualenv-py3.12"
+    keys = sorted(model.series, key=lambda k: (k.benchmark, k.metric))
+    benchmarks = {"version": 2}
+    for k in keys:
+        name = asv_benchmark_name(k)
+        timing = k.metric.section == "timing"
+        benchmarks[name] = {
+            "code": f"def {name.rsplit('.', 1)[1]}(self):\n    pass\n", "name": name, "param_names": [], "params": [],
+            "type": "time" if timing else "track", "unit": "seconds" if timing else k.metric.unit,
+            "version": "1", "timeout": 60.0, **({"number": 0, "repeat": 0, "min_run_count": 2, "rounds": 2,
+                                                  "sample_time": 0.01, "warmup_time": -1} if timing else {}),
+        }
+    (results / "benchmarks.json").write_text(json.dumps(benchmarks, indent=1))
+    (results / machine / "machine.json").write_text(json.dumps(
+        {"arch": "x86_64", "cpu": "bench", "machine": machine, "num_cpu": "2", "os": "Linux", "ram": "1", "version": 1}))
+    columns = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
+               "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+    by_commit: dict[str, dict[str, list]] = {c.sha: {} for c in model.commits}
+    for k in keys:
+        name = asv_benchmark_name(k)
+        for p in model.series[k]:
+            m = p.measurement
+            # Ten samples around the median, as asv records them (``samples`` column).
+            samples = [m.median * (1 + 0.002 * (j - 4.5)) for j in range(10)]
+            by_commit.setdefault(p.commit.sha, {})[name] = [[m.median], [], "1", 0, 0.1, [m.q1], [m.q3], [m.q1], [m.q3], [1], [10],
+                                             [samples]]
+    written = []
+    for c in model.commits if commits is None else commits:
+        ms = int(c.date.timestamp() * 1000)
+        doc = {"commit_hash": c.sha, "env_name": env_name, "date": ms,
+               "params": {"arch": "x86_64", "cpu": "bench", "machine": machine, "num_cpu": "2", "os": "Linux",
+                          "ram": "1", "python": "3.12"},
+               "python": "3.12", "requirements": {}, "env_vars": {}, "result_columns": columns,
+               "results": by_commit[c.sha], "durations": {}, "version": 2}
+        path = results / machine / f"{c.sha[:8]}-{env_name}.json"
+        path.write_text(json.dumps(doc, separators=(",", ":")))
+        written.append(path)
+    return written
+
+
+def write_asv_project(
+    root: Path, model: SiteModel, machine: str = "ci-linux-x86", commits: list[CommitInfo] | None = None
+) -> Path:
+    """An asv project folder: results (:func:`write_asv_results`), an asv.conf.json pointing at ``root/repo``
+    (the caller makes the git repository) and at ``root/html``. Returns the config's path."""
+    write_asv_results(root / "results", model, machine, commits)
+    conf = {"version": 1, "project": "bench", "project_url": "https://example.org/", "repo": str(root / "repo"),
+            "branches": ["main"], "dvcs": "git", "environment_type": "virtualenv",
+            "results_dir": str(root / "results"), "html_dir": str(root / "html"),
+            "show_commit_url": "https://example.org/commit/"}
+    (root / "asv.conf.json").write_text(json.dumps(conf, indent=1))
+    return root / "asv.conf.json"

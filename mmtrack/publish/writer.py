@@ -1,26 +1,53 @@
-"""Writing the site: only inside the output folder, only what changed, atomically.
+"""Writing the site: only inside the output folder, only what changed, atomically per build.
 
-A manifest (``.mmtrack-site.json``) records the sha256 of every file the
-builder wrote. A file whose new content hashes the same is left alone (and a file whose
-inputs fingerprint the same is not even re-encoded); a file
-the previous build wrote and this one does not is removed. Files mmtrack did
-not write are never touched.
+A manifest (``.mmtrack-site.json``) records the sha256 of every file the builder
+wrote, and what the build was made from (``state``, the builder's business). A file
+whose new content hashes the same is left alone (and a file whose inputs
+fingerprint the same is not even re-encoded); a file the previous build wrote and
+this one does not is removed. Files mmtrack did not write are never touched.
+
+How a build stays inside its folder and survives a kill:
+
+* Before anything is written, the output tree is walked: a symbolic link (or a
+  FIFO, a device) anywhere in it stops the build with one line.
+* Every new file is created with ``O_CREAT|O_EXCL|O_NOFOLLOW`` in a fresh private
+  staging folder (``mkdtemp``, mode 0700) reached only through directory file
+  descriptors opened with ``O_NOFOLLOW``: no name in it can be planted.
+* A top-level folder with a changed file (``data``, ``b``, ``assets``) is staged
+  complete (unchanged files hard-linked, never copied) and swapped with the live
+  one in one ``renameat2(RENAME_EXCHANGE)``; top-level files are renamed over.
+  A reader sees the old folder or the new one, never a mix.
+* A journal (``.mmtrack-site.pending.json``) naming the build's files is put in
+  place before the first swap, the manifest last. A killed build leaves at most a
+  staging folder (marked as mmtrack's) and the journal: the next publish removes
+  the one and counts the other's files as its own, then completes the site.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import hashlib
 import json
 import os
 import re
+import shutil
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import UserError
 
 MANIFEST = ".mmtrack-site.json"
+JOURNAL = ".mmtrack-site.pending.json"
+STAGING_PREFIX = ".mmtrack-build-"
+STAGING_MARK = ".mmtrack-staging"  # inside a staging folder: it is ours to remove
 _SAFE_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def safe_relpath(rel: str) -> PurePosixPath:
@@ -46,48 +73,154 @@ class WriteReport:
         return len(self.written) + self.unchanged
 
 
+def check_tree(root: Path) -> None:
+    """Refuse (one line) an output tree holding a symbolic link or anything but files and folders."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    raise UserError(
+                        f"{entry.path}: is a symbolic link inside the site folder (a link can lead outside the site"
+                        " folder); publish writes nothing through links: remove it and publish again"
+                    )
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif not entry.is_file(follow_symlinks=False):
+                    raise UserError(f"{entry.path}: is not a regular file or folder; remove it and publish again")
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _renameat2() -> Callable[..., int] | None:
+    try:
+        fn = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).renameat2
+    except (AttributeError, OSError, TypeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def swap_dirs(src_fd: int, name: str, dst_fd: int) -> None:
+    """Put folder ``name`` of ``src_fd`` in place of the one in ``dst_fd``, which moves to ``src_fd``.
+
+    One ``renameat2(RENAME_EXCHANGE)`` where the kernel and file system have it; else two renames,
+    with an instant where the folder is missing (a kill there is completed by the next publish)."""
+    fn = _renameat2()
+    if fn is not None:
+        if fn(src_fd, name.encode(), dst_fd, name.encode(), _RENAME_EXCHANGE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+            raise OSError(err, os.strerror(err), name)
+    os.rename(name, f"{name}.old", src_dir_fd=dst_fd, dst_dir_fd=src_fd)
+    os.rename(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+    os.rename(f"{name}.old", name, src_dir_fd=src_fd, dst_dir_fd=src_fd)
+
+
+class _Dirs:
+    """Folders below one root, each opened once with ``O_NOFOLLOW`` (created when asked)."""
+
+    def __init__(self, root_fd: int) -> None:
+        self.fds: dict[tuple[str, ...], int] = {(): root_fd}
+
+    def get(self, parts: tuple[str, ...], create: bool) -> int | None:
+        fd = self.fds.get(parts)
+        if fd is not None:
+            return fd
+        parent = self.get(parts[:-1], create)
+        if parent is None:
+            return None
+        if create:
+            try:
+                os.mkdir(parts[-1], 0o755, dir_fd=parent)
+            except FileExistsError:
+                pass
+        try:
+            fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            if create:
+                raise
+            return None
+        except OSError as exc:  # ELOOP / ENOTDIR: a link or a file where a folder should be
+            raise UserError(f"{'/'.join(parts)}: is not a plain folder ({exc.strerror}); remove it and publish again")
+        self.fds[parts] = fd
+        return fd
+
+    def close(self, keep_root: bool = True) -> None:
+        for parts, fd in self.fds.items():
+            if parts or not keep_root:
+                os.close(fd)
+        self.fds = {(): self.fds[()]} if keep_root else {}
+
+
+def _write_new(dir_fd: int, name: str, data: bytes) -> None:
+    fd = os.open(name, _NEW_FILE, 0o644, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _read_json(dir_fd: int, name: str) -> dict[str, Any] | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = json.loads(f.read())
+        except ValueError:
+            return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
 class SiteWriter:
-    """Collects files by relative path and writes the ones that changed."""
+    """Collects files by relative path and writes the ones that changed, atomically at :meth:`finish`."""
 
     def __init__(self, out_dir: Path) -> None:
         self.out = Path(out_dir)
+        if self.out.is_symlink():
+            raise UserError(f"{self.out}: the site folder is a symbolic link; pass the real folder")
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out}: exists and is not a folder; pass a folder for the site")
         self.out.mkdir(parents=True, exist_ok=True)
+        check_tree(self.out)
         self.root = self.out.resolve()
-        self.old_inputs: dict[str, str] = {}
-        self.old: dict[str, str] = self._read_manifest()
-        self.new: dict[str, str] = {}
-        self.new_inputs: dict[str, str] = {}
-        self.report = WriteReport()
-
-    def _read_manifest(self) -> dict[str, str]:
-        path = self.out / MANIFEST
-        if not path.exists():
-            others = [p.name for p in self.out.iterdir()]
+        self.root_fd = os.open(self.root, _DIR_FLAGS)
+        self.live = _Dirs(self.root_fd)
+        manifest = _read_json(self.root_fd, MANIFEST)
+        journal = _read_json(self.root_fd, JOURNAL)
+        self._remove_leftover_staging()
+        if manifest is None and journal is None:
+            others = [name for name in os.listdir(self.root_fd)]
             if others:
+                os.close(self.root_fd)
                 raise UserError(
                     f"{self.out}: folder is not empty and holds no {MANIFEST} (not written by mmtrack publish);"
                     " publish into a new or empty folder"
                 )
-            return {}
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            files = data["files"]
-            self.old_inputs = {str(k): str(v) for k, v in (data.get("inputs") or {}).items()}
-            return {str(k): str(v) for k, v in files.items()}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return {}
+        manifest = manifest or {}
+        self.old_manifest = manifest
+        self.old: dict[str, str] = _str_map(manifest.get("files"))
+        self.old_inputs: dict[str, str] = _str_map(manifest.get("inputs"))
+        self.old_state: dict[str, Any] = manifest.get("state") if isinstance(manifest.get("state"), dict) else {}
+        # A killed build's files are ours too (its journal says so); their hashes are unknown.
+        self.owned: set[str] = set(self.old) | set(_str_map((journal or {}).get("files")))
+        self.had_journal = journal is not None
+        self.new: dict[str, str] = {}
+        self.new_inputs: dict[str, str] = {}
+        self.state: dict[str, Any] = {}
+        self.report = WriteReport()
+        self._staging: Path | None = None
+        self._staged: _Dirs | None = None
 
-    def _target(self, rel: PurePosixPath) -> Path:
-        target = self.root.joinpath(*rel.parts)
-        # Resolve the parent: a symlinked subfolder must not lead outside the site.
-        parent = target.parent.resolve()
-        if parent != self.root and self.root not in parent.parents:
-            raise UserError(f"{target}: resolves outside the site folder {self.root}; remove the link")
-        if target.is_symlink():
-            raise UserError(f"{target}: is a symbolic link; remove it and publish again")
-        return parent / target.name
+    # -- what the builder calls -------------------------------------------------------------------
 
     def put(self, rel: str, content: bytes | str) -> None:
         data = content.encode("utf-8") if isinstance(content, str) else content
@@ -97,18 +230,13 @@ class SiteWriter:
             raise ValueError(f"site path written twice: {key}")
         digest = hashlib.sha256(data).hexdigest()
         self.new[key] = digest
-        target = self.root.joinpath(*relpath.parts)
-        if self.old.get(key) == digest and target.is_file() and not target.is_symlink():
+        if self.old.get(key) == digest and self._live_is_file(relpath):
             self.report.unchanged += 1
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target = self._target(relpath)
-        if key not in self.old and target.is_file() and target.read_bytes() == data:
+        if key not in self.owned and self._live_bytes(relpath) == data:
             self.report.unchanged += 1
             return
-        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        _write_new(self._staging_dir(relpath.parts[:-1]), relpath.name, data)
         self.report.written.append(key)
         self.report.bytes_written += len(data)
 
@@ -116,36 +244,188 @@ class SiteWriter:
         """Like :meth:`put`, but skip producing the content when the inputs' fingerprint
         matches the last build's and the file it wrote is still there."""
         key = safe_relpath(rel).as_posix()
-        target = self.root.joinpath(*PurePosixPath(key).parts)
-        if (
-            self.old_inputs.get(key) == fingerprint
-            and key in self.old
-            and key not in self.new
-            and target.is_file()
-            and not target.is_symlink()
-        ):
-            self.new[key] = self.old[key]
+        if self.old_inputs.get(key) == fingerprint and self.keep(key):
             self.new_inputs[key] = fingerprint
-            self.report.unchanged += 1
             return
         self.put(rel, produce())
         self.new_inputs[key] = fingerprint
 
+    def keepable(self, key: str) -> bool:
+        return key in self.old and key not in self.new and self._live_is_file(safe_relpath(key))
+
+    def keep(self, key: str) -> bool:
+        """Keep a file of the last build as it is (the builder knows its inputs did not change)."""
+        if not self.keepable(key):
+            return False
+        self.new[key] = self.old[key]
+        if key in self.old_inputs:
+            self.new_inputs[key] = self.old_inputs[key]
+        self.report.unchanged += 1
+        return True
+
+    def old_files(self, prefix: str) -> list[str]:
+        return [k for k in self.old if k.startswith(prefix)]
+
+    # -- the live tree ----------------------------------------------------------------------------
+
+    def _live_stat(self, relpath: PurePosixPath) -> os.stat_result | None:
+        fd = self.live.get(relpath.parts[:-1], create=False)
+        if fd is None:
+            return None
+        try:
+            return os.stat(relpath.name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def _live_is_file(self, relpath: PurePosixPath) -> bool:
+        st = self._live_stat(relpath)
+        return st is not None and stat.S_ISREG(st.st_mode)
+
+    def _live_bytes(self, relpath: PurePosixPath) -> bytes | None:
+        if not self._live_is_file(relpath):
+            return None
+        fd = os.open(relpath.name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.live.get(relpath.parts[:-1], False))
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
+
+    # -- staging ----------------------------------------------------------------------------------
+
+    def _staging_dir(self, parts: tuple[str, ...]) -> int:
+        if self._staged is None:
+            self._staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.root))
+            fd = os.open(self._staging, _DIR_FLAGS)
+            _write_new(fd, STAGING_MARK, b"mmtrack publish staging folder; removed by the next publish\n")
+            self._staged = _Dirs(fd)
+        fd = self._staged.get(parts, create=True)
+        assert fd is not None
+        return fd
+
+    def _remove_leftover_staging(self) -> None:
+        for name in os.listdir(self.root_fd):
+            if not name.startswith(STAGING_PREFIX):
+                continue
+            st = os.stat(name, dir_fd=self.root_fd, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                continue
+            try:
+                os.stat(f"{name}/{STAGING_MARK}", dir_fd=self.root_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                # Killed between mkdtemp and the mark: empty. Anything else is not ours.
+                try:
+                    os.rmdir(name, dir_fd=self.root_fd)
+                except OSError:
+                    pass
+                continue
+            shutil.rmtree(self.root / name)
+
+    def _walk_live(self, parts: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], bool]]:
+        """(path parts, is a folder) of everything below the live folder ``parts``."""
+        fd = self.live.get(parts, create=False)
+        if fd is None:
+            return
+        for name in sorted(os.listdir(fd)):
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                yield (*parts, name), True
+                yield from self._walk_live((*parts, name))
+            elif stat.S_ISREG(st.st_mode):
+                yield (*parts, name), False
+            else:
+                raise UserError(f"{'/'.join((*parts, name))}: is not a regular file or folder; remove it")
+
+    def _stage_rest(self, top: str, written: set[str], removed: set[str]) -> None:
+        """Complete the staged copy of folder ``top``: link every live file this build neither rewrote nor removed."""
+        self._staging_dir((top,))
+        for parts, is_dir in self._walk_live((top,)):
+            key = "/".join(parts)
+            if is_dir or key in written or key in removed:
+                continue
+            src = self.live.get(parts[:-1], create=False)
+            dst = self._staging_dir(parts[:-1])
+            try:
+                os.link(parts[-1], parts[-1], src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)
+            except OSError:  # a file system without hard links: copy
+                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=src)
+                with os.fdopen(fd, "rb") as f:
+                    _write_new(dst, parts[-1], f.read())
+
+    # -- the switch -------------------------------------------------------------------------------
+
+    def _manifest_bytes(self) -> bytes:
+        return json.dumps(
+            {
+                "version": 2,
+                "files": dict(sorted(self.new.items())),
+                "inputs": dict(sorted(self.new_inputs.items())),
+                "state": self.state,
+            },
+            indent=0,
+        ).encode("utf-8")  # not sort_keys: the builder's cached records keep their key order
+
     def finish(self) -> WriteReport:
-        for key in sorted(set(self.old) - set(self.new)):
+        try:
+            return self._finish()
+        finally:
+            if self._staged is not None:
+                self._staged.close(keep_root=False)
+            self.live.close(keep_root=False)
+            if self._staging is not None:
+                shutil.rmtree(self._staging, ignore_errors=True)
+
+    def _finish(self) -> WriteReport:
+        removed = set()
+        for key in self.owned - set(self.new):
             try:
                 relpath = safe_relpath(key)
             except ValueError:
                 continue  # a tampered manifest names nothing we delete
-            target = self._target(relpath)
-            if target.is_file():
-                target.unlink()
-                self.report.removed.append(key)
-        manifest = json.dumps(
-            {"version": 1, "files": dict(sorted(self.new.items())), "inputs": dict(sorted(self.new_inputs.items()))},
-            indent=0,
-        )
-        tmp = self.root / f".{MANIFEST}.tmp-{os.getpid()}"
-        tmp.write_text(manifest, encoding="utf-8")
-        os.replace(tmp, self.root / MANIFEST)
+            if self._live_is_file(relpath):
+                removed.add(key)
+        manifest = self._manifest_bytes()
+        written = set(self.report.written)
+        if not written and not removed and not self.had_journal:
+            old = _read_raw(self.root_fd, MANIFEST)
+            if old == manifest:
+                return self.report  # nothing new: nothing is written
+        self.report.removed = sorted(removed)
+        changed = written | removed
+        tops = sorted({k.split("/", 1)[0] for k in changed if "/" in k})
+        files = sorted(k for k in changed if "/" not in k)
+        staged = self._staging_dir(())  # also when only the manifest changes
+        for top in tops:
+            self._stage_rest(top, written, removed)
+        _write_new(staged, JOURNAL, json.dumps({"files": dict(sorted({**self.old, **self.new}.items()))}).encode())
+        os.rename(JOURNAL, JOURNAL, src_dir_fd=staged, dst_dir_fd=self.root_fd)
+        # The folder the pages read last goes last: data/ switches the site from the old build to the new one.
+        for top in sorted(tops, key=lambda t: (t == "data", t)):
+            self._staged.close()  # type: ignore[union-attr] - no fd may point into a folder being moved
+            self.live.close()
+            if self._live_is_dir(top):
+                swap_dirs(staged, top, self.root_fd)
+            else:
+                os.rename(top, top, src_dir_fd=staged, dst_dir_fd=self.root_fd)
+        for name in files:
+            if name in written:
+                os.rename(name, name, src_dir_fd=staged, dst_dir_fd=self.root_fd)
+            else:
+                os.unlink(name, dir_fd=self.root_fd)
+        _write_new(staged, MANIFEST, manifest)
+        os.rename(MANIFEST, MANIFEST, src_dir_fd=staged, dst_dir_fd=self.root_fd)
+        os.unlink(JOURNAL, dir_fd=self.root_fd)
         return self.report
+
+    def _live_is_dir(self, name: str) -> bool:
+        try:
+            st = os.stat(name, dir_fd=self.root_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return stat.S_ISDIR(st.st_mode)
+
+
+def _read_raw(dir_fd: int, name: str) -> bytes | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read()

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -91,6 +92,7 @@ class ImportSummary:
     environments: set[str] = field(default_factory=set)
     benchmarks: set[str] = field(default_factory=set)
     commits: set[str] = field(default_factory=set)
+    touched_series: set[int] = field(default_factory=set)  # store series ids with new, replaced or removed points
 
     @property
     def result_count(self) -> int:
@@ -360,8 +362,34 @@ class _Dims:
         self.shared.update(self.new)
 
 
-def _write_run(
-    store: Store,
+def _write_run(store: Store, **run: Any) -> tuple[int | None, str]:
+    """Write one run atomically (its own transaction). Returns (run id, "new" | "replaced" | "unchanged")."""
+    with store.write() as conn:
+        dims = _Dims(store, conn)
+        run_id, outcome, _ = _write_run_in(conn, dims, **run)
+    dims.publish()
+    return run_id, outcome
+
+
+def _touch_series(conn: Connection, ids: set[int]) -> None:
+    """Bump the change counters (models.Series.changes) publish compares with the last build."""
+    t = m.Series.__table__
+    ordered = sorted(ids)
+    for i in range(0, len(ordered), 500):
+        conn.execute(update(t).where(t.c.id.in_(ordered[i : i + 500])).values(changes=t.c.changes + 1))
+
+
+def _series_of_run(conn: Connection, run_id: int) -> set[int]:
+    mt, rt = m.Measurement.__table__, m.Result.__table__
+    rows = conn.execute(
+        select(mt.c.series_id).distinct().join(rt, rt.c.id == mt.c.result_id).where(rt.c.run_id == run_id)
+    )
+    return set(rows.scalars())
+
+
+def _write_run_in(
+    conn: Connection,
+    dims: _Dims,
     *,
     machine: str,
     machine_info: Mapping[str, Any],
@@ -376,99 +404,108 @@ def _write_run(
     cases: Sequence[_Case],
     source: str | None = None,
     digest: str | None = None,
-) -> tuple[int | None, str]:
-    """Write one run atomically. Returns (run id, "new" | "replaced" | "unchanged")."""
+    stat: str | None = None,
+    old: Any = None,
+) -> tuple[int | None, str, set[int]]:
+    """Write one run inside the caller's transaction: (run id, outcome, series ids it touched).
+
+    ``old`` is the (id, source_digest) row already stored for ``source`` when the caller looked it up."""
     run_t = m.Run.__table__
-    with store.write() as conn:
-        dims = _Dims(store, conn)
-        stmts = _run_statements(conn.dialect.name)
-        outcome = "new"
-        if source is not None:
+    stmts = _run_statements(conn.dialect.name)
+    outcome = "new"
+    touched: set[int] = set()
+    if source is not None:
+        if old is None:
             old = conn.execute(stmts.run_by_source, {"source": source}).first()
-            if old is not None:
-                if digest is None or old.source_digest == digest:
-                    return old.id, "unchanged"
-                conn.execute(delete(run_t).where(run_t.c.id == old.id))  # cascades to results
-                outcome = "replaced"
-        machine_id = dims.machine(machine, machine_info)
-        environment_id = dims.environment(environment, environment_info)
-        run_id = conn.execute(stmts.new_run, {
-            "started_at": m.as_utc(started_at),
-            "machine_id": machine_id,
-            "environment_id": environment_id,
-            "commit_id": dims.commit(commit),
-            "dirty": commit.dirty,
-            "tool_versions": dict(tool_versions),
-            "kind": kind,
-            "suite": suite,
-            "host": host,
-            "source": source,
-            "source_digest": digest,
-        }).scalar_one()
-        if cases:
-            dims.prefetch_benchmarks(cases)
-            rows = [
-                {
-                    "run_id": run_id,
-                    "benchmark_id": dims.benchmark(c),
-                    "status": c.status,
-                    "message": c.message,
-                    "value": c.value,
-                    "ci_low": c.ci_low,
-                    "ci_high": c.ci_high,
-                    "q1": c.q1,
-                    "q3": c.q3,
-                    "number": c.number,
-                    "repeat": c.repeat,
-                    "started_at": c.started_at,
-                    "duration": c.duration,
-                }
-                for c in cases
-            ]
-            if any(c.setup is not None for c in cases):  # asv results have none to write
-                for row, c in zip(rows, cases):
-                    row["setup"] = c.setup
-            res_t = m.Result.__table__
-            if conn.dialect.name == "sqlite":
-                # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
-                # plain executemany is several times faster than INSERT ... RETURNING.
-                first = (conn.execute(stmts.max_result_id).scalar() or 0) + 1
-                ids = list(range(first, first + len(rows)))
-                for rid, row in zip(ids, rows):
-                    row["id"] = rid
-                _bulk_insert(conn, res_t, rows)
-            else:
-                ids = conn.execute(
-                    _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
-                ).scalars().all()
-            points = [(rid, row["benchmark_id"], position, x)
-                      for rid, row, c in zip(ids, rows, cases) for position, x in enumerate(c.measures)]
-            series = dims.series(machine_id, environment_id, [
-                (b, dims.metric(x.metric), x.direction, x.format, x.display_name or "") for _, b, _, x in points
-            ])
-            mrows = [
-                {
-                    "series_id": sid,
-                    "result_id": rid,
-                    "position": position,
-                    "mean": x.mean,
-                    "median": x.median,
-                    "p95": x.p95,
-                    "min": x.min,
-                    "max": x.max,
-                    "q1": x.q1,
-                    "q3": x.q3,
-                    "ci_low": x.ci_low,
-                    "ci_high": x.ci_high,
-                    "count": x.count,
-                    "values": x.values,
-                }
-                for sid, (rid, _, position, x) in zip(series, points)
-            ]
-            if mrows:
-                _bulk_insert(conn, m.Measurement.__table__, mrows)
-    dims.publish()
-    return run_id, outcome
+        if old is not None:
+            if digest is None or old.source_digest == digest:
+                if stat is not None:
+                    conn.execute(update(run_t).where(run_t.c.id == old.id).values(source_stat=stat))
+                return old.id, "unchanged", touched
+            touched = _series_of_run(conn, old.id)
+            conn.execute(delete(run_t).where(run_t.c.id == old.id))  # cascades to results
+            outcome = "replaced"
+    machine_id = dims.machine(machine, machine_info)
+    environment_id = dims.environment(environment, environment_info)
+    run_id = conn.execute(stmts.new_run, {
+        "started_at": m.as_utc(started_at),
+        "machine_id": machine_id,
+        "environment_id": environment_id,
+        "commit_id": dims.commit(commit),
+        "dirty": commit.dirty,
+        "tool_versions": dict(tool_versions),
+        "kind": kind,
+        "suite": suite,
+        "host": host,
+        "source": source,
+        "source_digest": digest,
+        "source_stat": stat,
+    }).scalar_one()
+    if cases:
+        dims.prefetch_benchmarks(cases)
+        rows = [
+            {
+                "run_id": run_id,
+                "benchmark_id": dims.benchmark(c),
+                "status": c.status,
+                "message": c.message,
+                "value": c.value,
+                "ci_low": c.ci_low,
+                "ci_high": c.ci_high,
+                "q1": c.q1,
+                "q3": c.q3,
+                "number": c.number,
+                "repeat": c.repeat,
+                "started_at": c.started_at,
+                "duration": c.duration,
+            }
+            for c in cases
+        ]
+        if any(c.setup is not None for c in cases):  # asv results have none to write
+            for row, c in zip(rows, cases):
+                row["setup"] = c.setup
+        res_t = m.Result.__table__
+        if conn.dialect.name == "sqlite":
+            # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
+            # plain executemany is several times faster than INSERT ... RETURNING.
+            first = (conn.execute(stmts.max_result_id).scalar() or 0) + 1
+            ids = list(range(first, first + len(rows)))
+            for rid, row in zip(ids, rows):
+                row["id"] = rid
+            _bulk_insert(conn, res_t, rows)
+        else:
+            ids = conn.execute(
+                _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
+            ).scalars().all()
+        points = [(rid, row["benchmark_id"], position, x)
+                  for rid, row, c in zip(ids, rows, cases) for position, x in enumerate(c.measures)]
+        series = dims.series(machine_id, environment_id, [
+            (b, dims.metric(x.metric), x.direction, x.format, x.display_name or "") for _, b, _, x in points
+        ])
+        mrows = [
+            {
+                "series_id": sid,
+                "result_id": rid,
+                "position": position,
+                "mean": x.mean,
+                "median": x.median,
+                "p95": x.p95,
+                "min": x.min,
+                "max": x.max,
+                "q1": x.q1,
+                "q3": x.q3,
+                "ci_low": x.ci_low,
+                "ci_high": x.ci_high,
+                "count": x.count,
+                "values": x.values,
+            }
+            for sid, (rid, _, position, x) in zip(series, points)
+        ]
+        if mrows:
+            _bulk_insert(conn, m.Measurement.__table__, mrows)
+        touched.update(series)
+    _touch_series(conn, touched)
+    return run_id, outcome, touched
 
 
 # -- engine runs ---------------------------------------------------------------------------------
@@ -586,6 +623,7 @@ class AsvBenchmark:
     version: str = ""
 
 
+@functools.lru_cache(maxsize=256)  # called per benchmark row of every file
 def asv_metric(btype: str, unit: str) -> tuple[MetricKey, Direction]:
     """The metric an asv benchmark's value is stored under.
 
@@ -627,8 +665,21 @@ def read_benchmarks_json(path: Path) -> dict[str, AsvBenchmark]:
     return out
 
 
-def _load_json(path: Path) -> Any:
-    raw = path.read_bytes()
+def _load_json(path: Path, raw: bytes | None = None) -> Any:
+    """The parsed JSON of ``path`` (or of its bytes ``raw``, already read). orjson reads a typical
+    results file several times faster than the json module; what it refuses (NaN, which asv writes
+    for skipped benchmarks, huge integers, invalid text) goes through json, which also words the errors."""
+    if raw is None:
+        raw = path.read_bytes()
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a declared dependency
+        pass
+    else:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -714,10 +765,11 @@ class AsvResultsFile:
 
 
 def parse_results_file(
-    path: Path, benchmarks: Mapping[str, AsvBenchmark], machine_dir: str | None = None
+    path: Path, benchmarks: Mapping[str, AsvBenchmark], machine_dir: str | None = None, raw: bytes | None = None
 ) -> AsvResultsFile:
-    """Read one asv results file (format 1 or 2) into store rows; raises ResultsFileError."""
-    data = _load_json(path)
+    """Read one asv results file (format 1 or 2; ``raw``: its bytes, when already read) into store rows;
+    raises ResultsFileError."""
+    data = _load_json(path, raw)
     if not isinstance(data, dict):
         raise ResultsFileError(f"top level is {type(data).__name__}, expected an object")
     version = data.get("version")
@@ -844,7 +896,9 @@ def _asv_cases(
         if samples is not None:
             if not isinstance(samples, list):
                 raise ResultsFileError(f"{where}: samples are {type(samples).__name__}, expected a list")
-            samples = [_num(v, where, "sample") for v in samples]
+            # Fast path: all finite floats (the sum of finite floats is finite unless it overflows).
+            if not (all(type(v) is float for v in samples) and math.isfinite(sum(samples))):
+                samples = [_num(v, where, "sample") for v in samples]
             if None in samples:
                 raise ResultsFileError(f"{where}: a sample is null")
         x = _Measure(metric=mkey, direction=dvalue, format=fmt, ci_low=c.ci_low, ci_high=c.ci_high, q1=c.q1, q3=c.q3)
@@ -935,10 +989,11 @@ def import_asv_results(
     *,
     suite: str | None = None,
 ) -> ImportSummary:
-    """Import an asv results folder; one transaction per results file, idempotent.
+    """Import an asv results folder, idempotent: each file's run is written whole or not at all.
 
     A file that cannot be read is reported in ``summary.failed`` (one line each)
-    and the others are still imported.
+    and the others are still imported. Files whose size and mtime match their import
+    are skipped unread; the others are written many per transaction (see :class:`_Batches`).
     """
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
@@ -957,56 +1012,190 @@ def import_asv_results(
     files = find_results_files(results_dir)
     summary.files = len(files)
     infos: dict[Path, dict[str, Any]] = {}
-    tool = {"asv_results_format": ""}
-    for done, (path, machine_dir) in enumerate(files, 1):
-        shown = _display(path)
-        if progress is not None:
-            progress(done - 1, len(files), shown)
+    stored = _stored_sources(store)
+    todo: list[_Todo] = []
+    for path, machine_dir in files:
+        source = f"asv:{machine_dir}/{_display(Path(path.name))}"
         try:
-            raw = path.read_bytes()
-            digest = hashlib.sha256(raw).hexdigest()
-            source = f"asv:{machine_dir}/{_display(Path(path.name))}"
-            parsed = parse_results_file(path, benchmarks, machine_dir)
-            _, outcome = _write_run(
-                store,
-                machine=parsed.machine,
-                machine_info=_machine_info(path.parent, infos),
-                environment=parsed.environment,
-                environment_info=parsed.environment_info,
-                commit=parsed.commit,
-                started_at=parsed.started_at,
-                kind="asv",
-                suite=suite,
-                host=parsed.machine,
-                tool_versions={**tool, "asv_results_format": str(parsed.format_version)},
-                cases=parsed.cases,
-                source=source,
-                digest=digest,
-            )
-        except ResultsFileError as exc:
-            summary.failed.append(FileProblem(shown, _one_line(str(exc))))
-            continue
+            st = path.stat()
         except OSError as exc:
-            summary.failed.append(FileProblem(shown, f"cannot read: {exc.strerror or exc}"))
+            summary.failed.append(FileProblem(_display(path), f"cannot read: {exc.strerror or exc}"))
             continue
-        except SQLAlchemyError as exc:  # the run's transaction was rolled back; go on with the others
-            summary.failed.append(FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}")))
-            continue
-        except Exception as exc:  # noqa: BLE001 - a damaged file must not stop the others
-            summary.failed.append(FileProblem(shown, _one_line(f"cannot read: {type(exc).__name__}: {exc}")))
-            continue
-        if outcome == "unchanged":
+        stat_key = f"{st.st_size}:{st.st_mtime_ns}"
+        old = stored.get(source)
+        if old is not None and old[1] == stat_key:  # same size and mtime as when imported: not even read
             summary.unchanged += 1
             continue
-        summary.imported += outcome == "new"
-        summary.replaced += outcome == "replaced"
-        summary.machines.add(parsed.machine)
-        summary.environments.add(parsed.environment)
-        summary.commits.add(parsed.commit.sha)
-        for c in parsed.cases:
-            summary.results[c.status] += 1
-            summary.measurements += len(c.measures)
-            summary.benchmarks.add(c.name)
+        todo.append(_Todo(path, machine_dir, _display(path), source, stat_key, old[0] if old else None))
+    with _Batches(store, summary) as batches:
+        for done, item in enumerate(todo, 1):
+            outcome = _read_and_parse(item, benchmarks)
+            if progress is not None:
+                progress(done - 1, len(todo), item.shown)
+            if isinstance(outcome, str):
+                summary.failed.append(FileProblem(item.shown, outcome))
+                continue
+            digest, result = outcome
+            if result is None:  # the bytes are what was imported (the file was only touched)
+                summary.unchanged += 1
+                batches.restat(item)
+                continue
+            batches.write(
+                item.shown,
+                result,
+                machine=result.machine,
+                machine_info=_machine_info(item.path.parent, infos),
+                environment=result.environment,
+                environment_info=result.environment_info,
+                commit=result.commit,
+                started_at=result.started_at,
+                kind="asv",
+                suite=suite,
+                host=result.machine,
+                tool_versions={"asv_results_format": str(result.format_version)},
+                cases=result.cases,
+                source=item.source,
+                digest=digest,
+                stat=item.stat,
+            )
     if progress is not None:
-        progress(len(files), len(files), "")
+        progress(len(todo), len(todo), "")
     return summary
+
+
+@dataclass(frozen=True, slots=True)
+class _Todo:
+    """A results file that is new or changed since its import (by size and mtime)."""
+
+    path: Path
+    machine_dir: str
+    shown: str
+    source: str
+    stat: str
+    stored_digest: str | None
+
+
+ParseOutcome = tuple[str, "AsvResultsFile | None"] | str  # (digest, parsed; None: same bytes) or one-line error
+
+
+def _read_and_parse(item: _Todo, benchmarks: Mapping[str, AsvBenchmark]) -> ParseOutcome:
+    """Read, hash and parse one file.
+
+    (Parsing in worker processes while this process writes was measured: with two
+    workers on a loaded 2-CPU machine the import took twice as long, the rows'
+    pickling costing more than the parsing it moved.)"""
+    try:
+        raw = item.path.read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest == item.stored_digest:
+            return digest, None
+        return digest, parse_results_file(item.path, benchmarks, item.machine_dir, raw)
+    except ResultsFileError as exc:
+        return _one_line(str(exc))
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    except Exception as exc:  # noqa: BLE001 - a damaged file must not stop the others
+        return _one_line(f"cannot read: {type(exc).__name__}: {exc}")
+
+
+def _stored_sources(store: Store) -> dict[str, tuple[str | None, str | None]]:
+    """source -> (digest, "size:mtime_ns") of every imported file: unchanged files are skipped unread."""
+    run = m.Run.__table__
+    with store.read() as conn:
+        rows = conn.execute(select(run.c.source, run.c.source_digest, run.c.source_stat).where(run.c.source.is_not(None)))
+        return {r.source: (r.source_digest, r.source_stat) for r in rows}
+
+
+class _Batches:
+    """Many results files per transaction, each in its own savepoint.
+
+    A transaction costs a commit, and on SQLite a commit writes every page it touched:
+    measurements are clustered by series, so one run dirties a page per series, and the
+    next runs of a batch dirty the same pages again. Batching divides that cost by the
+    batch size. A kill loses at most the open batch (re-import writes it again); a file
+    that fails to store rolls back its savepoint only. The summary counts a file once
+    its transaction committed."""
+
+    FILES = 64
+    SECONDS = 2.0
+    CHECKPOINT_PAGES = 16384  # 64 MiB of WAL between checkpoints (SQLite's default: 1000 pages)
+
+    def __init__(self, store: Store, summary: ImportSummary) -> None:
+        self.store, self.summary = store, summary
+        self.tx: Any = None
+        self.conn: Connection | None = None
+        self.dims: _Dims | None = None
+        self.pending: list[tuple[str, AsvResultsFile, str, set[int]]] = []
+        self.opened = 0.0
+
+    def __enter__(self) -> _Batches:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.commit()
+        elif self.tx is not None:
+            self.tx.__exit__(exc_type, exc, tb)
+            self.tx = None
+
+    def write(self, shown: str, parsed: AsvResultsFile, **run: Any) -> None:
+        self._open()
+        assert self.conn is not None and self.dims is not None
+        before = dict(self.dims.new)
+        try:
+            with self.conn.begin_nested():
+                _, outcome, touched = _write_run_in(self.conn, self.dims, **run)
+        except SQLAlchemyError as exc:  # this file's savepoint was rolled back; go on with the others
+            self.dims.new = before
+            self.summary.failed.append(FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}")))
+            return
+        self.pending.append((shown, parsed, outcome, touched))
+        if len(self.pending) >= self.FILES or time.monotonic() - self.opened >= self.SECONDS:
+            self.commit()
+
+    def _open(self) -> Connection:
+        if self.tx is None:
+            self.tx = self.store.write()
+            self.conn = self.tx.__enter__()
+            if self.conn.dialect.name == "sqlite":
+                # Fewer WAL checkpoints (each one copies pages back and syncs) while many files land.
+                self.conn.exec_driver_sql(f"PRAGMA wal_autocheckpoint = {self.CHECKPOINT_PAGES}")
+            self.dims = _Dims(self.store, self.conn)
+            self.opened = time.monotonic()
+        assert self.conn is not None
+        return self.conn
+
+    def restat(self, item: _Todo) -> None:
+        """A file touched but not changed: remember its new size and mtime, so the next import skips it unread."""
+        run = m.Run.__table__
+        self._open().execute(update(run).where(run.c.source == item.source).values(source_stat=item.stat))
+
+    def commit(self) -> None:
+        if self.tx is None:
+            return
+        tx, self.tx = self.tx, None
+        try:
+            tx.__exit__(None, None, None)
+        except SQLAlchemyError as exc:
+            for shown, *_ in self.pending:
+                self.summary.failed.append(FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}")))
+            self.pending = []
+            return
+        assert self.dims is not None
+        self.dims.publish()
+        s = self.summary
+        for _, parsed, outcome, touched in self.pending:
+            if outcome == "unchanged":
+                s.unchanged += 1
+                continue
+            s.imported += outcome == "new"
+            s.replaced += outcome == "replaced"
+            s.machines.add(parsed.machine)
+            s.environments.add(parsed.environment)
+            s.commits.add(parsed.commit.sha)
+            s.touched_series |= touched
+            for c in parsed.cases:
+                s.results[c.status] += 1
+                s.measurements += len(c.measures)
+                s.benchmarks.add(c.name)
+        self.pending = []

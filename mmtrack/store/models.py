@@ -96,6 +96,7 @@ class Run(Base):
     # re-importing the same file is a no-op, a changed file replaces its run.
     source: Mapped[str | None] = mapped_column(String(1024), unique=True)
     source_digest: Mapped[str | None] = mapped_column(String(64))
+    source_stat: Mapped[str | None] = mapped_column(String(64))  # "size:mtime_ns": unchanged files skip unread
 
     machine: Mapped[Machine] = relationship()
     environment: Mapped[Environment] = relationship()
@@ -227,6 +228,8 @@ class Series(Base):
     direction: Mapped[str] = mapped_column(String(8))  # lower, higher, neutral
     format: Mapped[str] = mapped_column(String(8))
     display_name: Mapped[str] = mapped_column(String(255))  # "" for none (NULLs are never equal in a key)
+    # Bumped by every write that adds, replaces or removes a point: publish rereads only series whose counter moved.
+    changes: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
     __table_args__ = (
         UniqueConstraint(

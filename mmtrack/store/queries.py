@@ -183,6 +183,40 @@ def list_series(
     ]
 
 
+def series_revisions(store: Store) -> dict[SeriesKey, tuple[int, int, tuple[int, ...]]]:
+    """Per series key: (store rows, sum of their change counters, their ids). The counters only
+    grow (models.Series.changes), so a key whose pair is unchanged has the same points: publish
+    rereads only the others."""
+    s = m.Series
+    q = _named_series(
+        s.id, s.changes, m.Benchmark.name, m.Benchmark.params, m.Metric.section, m.Metric.name.label("metric_name"),
+        m.Metric.unit, m.Machine.name.label("machine"), m.Environment.name.label("env"),
+    )  # fmt: skip
+    out: dict[SeriesKey, tuple[int, int, tuple[int, ...]]] = {}
+    with store.read() as conn:
+        for r in conn.execute(q):
+            key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+            n, total, ids = out.get(key, (0, 0, ()))
+            out[key] = (n + 1, total + r.changes, (*ids, r.id))
+    return out
+
+
+def series_keys_of(store: Store, ids: Iterable[int]) -> list[SeriesKey]:
+    """The keys of these store series ids (e.g. the ones an import touched), each once, sorted."""
+    s = m.Series
+    wanted = sorted(set(ids))
+    keys: set[SeriesKey] = set()
+    with store.read() as conn:
+        for i in range(0, len(wanted), 500):
+            q = _named_series(
+                m.Benchmark.name, m.Benchmark.params, m.Metric.section, m.Metric.name.label("metric_name"),
+                m.Metric.unit, m.Machine.name.label("machine"), m.Environment.name.label("env"),
+            ).where(s.id.in_(wanted[i : i + 500]))  # fmt: skip
+            for r in conn.execute(q):
+                keys.add(SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit)))
+    return sorted(keys, key=lambda k: (k.benchmark, k.params, str(k.metric), k.machine, k.environment))
+
+
 # -- commits -------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,186 @@
+"""Benchmark of the whole path from asv results to published pages, against ``asv publish``.
+
+Run as a script (each step takes seconds to minutes, which does not fit the engine's
+calibrate/warm-up/many-samples model)::
+
+    python3 benchmarks/bench_path.py                    # 100 benchmarks x 1,000 commits x 5 metrics
+    python3 benchmarks/bench_path.py --quick            # 10 x 60 x 5, a smoke run
+    python3 benchmarks/bench_path.py --baseline DIR     # also time import-asv of another mmtrack source tree
+
+One asv project (results in asv's format version 2 with samples, benchmarks.json, a real
+git repository) holds the history but its last commit. Every step is the real CLI in a
+fresh process, timed from outside:
+
+* **cold**: ``mmtrack import-asv``, then ``mmtrack detect``, then ``mmtrack publish`` into
+  an empty folder; beside it, ``asv publish`` on the same results (asv keeps one number per
+  benchmark: each (benchmark, metric) pair is one asv benchmark, the same values);
+* **warm**: the last commit's results file lands, then ``mmtrack update`` (import, detect
+  on the touched series, republish);
+* **nothing new**: ``mmtrack publish`` and ``mmtrack update`` again;
+* with ``--baseline DIR``: ``import-asv`` of that source tree (e.g. ``git archive`` of an
+  earlier commit) into its own store, in the same run, for results/s side by side.
+
+Cold steps and ``asv publish`` alternate ``--repeat`` times; medians are reported, and the
+ratios the issue asks for are printed at the end. Nothing runs at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+CPU: dict[str, float] = {}  # label -> CPU seconds (user + sys) of the child: wall time on a loaded machine lies
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path, label: str = "") -> tuple[float, str]:
+    """(wall seconds, stdout) of one command; stops the benchmark when it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    secs = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if label:
+        CPU.setdefault(label, 0.0)
+        CPU[label] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode not in (0, 1):  # 1: detect/import found something to report, still done
+        raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return secs, proc.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--benchmarks", type=int, default=100)
+    ap.add_argument("--commits", type=int, default=1000)
+    ap.add_argument("--metrics", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=1, help="cold runs (and asv publish runs), alternated")
+    ap.add_argument("--quick", action="store_true", help="10 x 60 x 5")
+    ap.add_argument("--baseline", type=Path, help="another mmtrack source tree whose import-asv is timed beside")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.benchmarks, args.commits = 10, 60
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.bench_publish import _git_history
+    from mmtrack.publish import SiteConfig
+    from mmtrack.publish.synthetic import synthetic_commits, synthetic_model, write_asv_project, write_asv_results
+
+    work = Path(tempfile.mkdtemp(prefix="mmtrack-bench-path-"))
+    home = work / "home"  # no user state: asv and mmtrack see an empty HOME
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env.pop("MMTRACK_DB", None)
+    mm = [sys.executable, "-m", "mmtrack"]
+    try:
+        commits = synthetic_commits(args.commits, seed=1)
+        shas = _git_history(work / "asv" / "repo", commits)
+        commits = [dataclasses.replace(c, sha=s) for c, s in zip(commits, shas)]
+        model = synthetic_model(args.benchmarks, args.commits, args.metrics, seed=1, commits=commits,
+                                config=SiteConfig(title="bench"))
+        conf = write_asv_project(work / "asv", model, commits=commits[:-1])  # every commit but the last
+        results = work / "asv" / "results"
+        n_results = sum(len(v) for v in model.series.values()) - len(model.series)
+        print(f"history: {args.benchmarks} benchmarks x {args.metrics} metrics x {args.commits - 1} commits"
+              f" = {n_results:,} results in {len(list(results.rglob('*.json'))) - 2} files")
+
+        cold: dict[str, list[float]] = {"import": [], "detect": [], "publish": [], "path": [], "asv": [],
+                                        "baseline_import": []}
+        cpu: dict[str, list[float]] = {k: [] for k in cold}
+        for r in range(args.repeat):
+            shutil.rmtree(work / "asv" / "html", ignore_errors=True)
+            secs, _ = _run([sys.executable, "-m", "asv", "publish", "--config", str(conf), "--no-pull"], env, work / "asv",
+                           "asv")
+            cold["asv"].append(secs)
+            cpu["asv"].append(CPU["asv"])
+            url = f"sqlite:///{work / f'store{r}.db'}"
+            site = work / f"site{r}"
+            t_imp, _ = _run([*mm, "import-asv", str(results), "--db", url], env, work, "import")
+            t_det, _ = _run([*mm, "detect", "--db", url, "--format", "json"], env, work, "detect")
+            t_pub, _ = _run([*mm, "publish", "-o", str(site), "--db", url, "--no-progress", "--title", "bench"],
+                            env, work, "publish")
+            for k in ("import", "detect", "publish"):
+                cpu[k].append(CPU[k])
+            cpu["path"].append(CPU["import"] + CPU["detect"] + CPU["publish"])
+            cold["import"].append(t_imp)
+            cold["detect"].append(t_det)
+            cold["publish"].append(t_pub)
+            cold["path"].append(t_imp + t_det + t_pub)
+            if args.baseline:
+                base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+                secs, _ = _run([*mm, "import-asv", str(results), "--db", f"sqlite:///{work / f'base{r}.db'}"],
+                               base_env, work, "baseline_import")
+                cold["baseline_import"].append(secs)
+                cpu["baseline_import"].append(CPU["baseline_import"])
+            print(f"  cold run {r + 1}: asv publish {cold['asv'][-1]:.1f} s; mmtrack import {t_imp:.1f} s +"
+                  f" detect {t_det:.1f} s + publish {t_pub:.1f} s = {cold['path'][-1]:.1f} s"
+                  + (f"; baseline import {cold['baseline_import'][-1]:.1f} s" if args.baseline else ""))
+
+        # Warm: the last commit lands in the results folder of the first cold run's store and site.
+        url, site = f"sqlite:///{work / 'store0.db'}", work / "site0"
+        update = [*mm, "update", str(results), "-o", str(site), "--db", url, "--title", "bench"]
+        t_noop_pub, out_noop_pub = _run([*mm, "publish", "-o", str(site), "--db", url, "--no-progress",
+                                         "--title", "bench"], env, work, "noop_publish")
+        write_asv_results(results, model, commits=[commits[-1]])
+        t_warm, out_warm = _run(update, env, work, "warm")
+        t_noop_upd, out_noop_upd = _run(update, env, work, "noop_update")
+        t_start, _ = _run([*mm, "--help"], env, work, "start")  # what a process start and the CLI cost here
+        print(f"  warm, one new commit: mmtrack update {t_warm:.2f} s\n    " + out_warm.strip().replace("\n", "\n    "))
+        print(f"  nothing new: mmtrack publish {t_noop_pub:.2f} s ({out_noop_pub.splitlines()[0][:120]}...),"
+              f" mmtrack update {t_noop_upd:.2f} s")
+
+        med = statistics.median
+        fig = {
+            "benchmarks": args.benchmarks, "commits": args.commits - 1, "metrics": args.metrics,
+            "results": n_results, "repeat": args.repeat,
+            **{f"cold_{k}_s": med(v) for k, v in cold.items() if v},
+            "cold_runs_s": cold,
+            "one_new_commit_update_s": t_warm, "nothing_new_publish_s": t_noop_pub, "nothing_new_update_s": t_noop_upd,
+            "import_results_per_s": n_results / med(cold["import"]),
+            "cpu_s": {**{f"cold_{k}": med(v) for k, v in cpu.items() if v},
+                      **{k: CPU[k] for k in ("warm", "noop_publish", "noop_update", "start")}},
+            "cli_start_s": t_start,
+        }
+        if cold["baseline_import"]:
+            fig["baseline_import_results_per_s"] = n_results / med(cold["baseline_import"])
+        c = fig["cpu_s"]
+        print()
+        print(f"(wall seconds; CPU seconds of the child in brackets. `mmtrack --help` alone: {t_start:.2f} s"
+              f" [{c['start']:.2f}])")
+        print(f"cold path (import + detect + publish): {fig['cold_path_s']:.1f} s;"
+              f" asv publish: {fig['cold_asv_s']:.1f} s;"
+              f" ratio {fig['cold_path_s'] / fig['cold_asv_s']:.2f} (target <= 0.33)"
+              f" [CPU {c['cold_path']:.1f} vs {c['cold_asv']:.1f}: {c['cold_path'] / c['cold_asv']:.2f}]")
+        print(f"  of which import {fig['cold_import_s']:.1f} s, detect {fig['cold_detect_s']:.1f} s,"
+              f" publish {fig['cold_publish_s']:.1f} s [CPU {c['cold_import']:.1f}, {c['cold_detect']:.1f},"
+              f" {c['cold_publish']:.1f}]")
+        print(f"one new commit, mmtrack update: {t_warm:.2f} s [CPU {c['warm']:.2f}] (target <= 2 s, process start"
+              " included)")
+        print(f"nothing new: mmtrack publish {t_noop_pub:.2f} s [CPU {c['noop_publish']:.2f}] (target <= 0.5 s),"
+              f" mmtrack update {t_noop_upd:.2f} s [CPU {c['noop_update']:.2f}]")
+        line = f"import: {fig['import_results_per_s']:,.0f} results/s [CPU {n_results / c['cold_import']:,.0f}]"
+        if cold["baseline_import"]:
+            line += (f"; baseline {fig['baseline_import_results_per_s']:,.0f} results/s"
+                     f" [CPU {n_results / c['cold_baseline_import']:,.0f}];"
+                     f" ratio {fig['import_results_per_s'] / fig['baseline_import_results_per_s']:.2f}x (target >= 3)")
+        print(line)
+        if args.json:
+            args.json.write_text(json.dumps(fig, indent=1))
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""``mmtrack update RESULTS_DIR -o SITE``: the per-commit CI step in one command.
+
+Import the asv results that are new (unchanged files are skipped unread), detect
+change points on the series they touched only, and republish the site (only the
+benchmarks whose series or change points moved are read and rewritten).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..errors import EXIT_FAILURES, EXIT_OK, UserError
+from .import_asv import format_summary
+from .publish import PublishRequest, publish
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateRequest:
+    results_dir: Path
+    publish: PublishRequest  # its db is the store's URL (resolved by the CLI)
+    detect: bool = True
+    fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a touched series has an open regression
+
+
+@dataclass(slots=True)
+class UpdateOutcome:
+    import_lines: str
+    failed_files: list[str]
+    touched: int  # series keys with new, replaced or removed points
+    detected: int | None  # change points found on the touched series; None when detection was off
+    open_regressions: int  # counted with fail_on=("regression",) only
+    written: int
+    unchanged: int
+    removed: int
+    seconds: dict[str, float]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILURES if self.failed_files or self.open_regressions else EXIT_OK
+
+
+def update(request: UpdateRequest) -> UpdateOutcome:
+    """Import, detect on the touched series, republish; each step's seconds in ``outcome.seconds``."""
+    from ..store import queries as q
+    from ..store.db import open_store, redact
+    from ..store.ingest import import_asv_results
+
+    url = request.publish.db
+    if url is None:
+        raise UserError("no store given; pass --db URL or set MMTRACK_DB")
+    if not request.results_dir.is_dir():
+        raise UserError(
+            f"{request.results_dir}: not a directory; give an asv results folder (the one with benchmarks.json)"
+        )
+    seconds: dict[str, float] = {}
+    t = time.perf_counter()
+    store = open_store(url)
+    try:
+        summary = import_asv_results(store, request.results_dir)
+        seconds["import"] = time.perf_counter() - t
+        t = time.perf_counter()
+        keys = q.series_keys_of(store, summary.touched_series)
+        detected, open_regressions = None, 0
+        if request.detect and keys:
+            from .detect import DetectRequest, run_detect  # scipy: loaded only when there is something to judge
+
+            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, series=keys)
+            detected = len(outcome.changes)
+            open_regressions = len(outcome.open_regressions) if "regression" in request.fail_on else 0
+        elif request.detect:
+            detected = 0
+        seconds["detect"] = time.perf_counter() - t
+    finally:
+        store.close()
+    t = time.perf_counter()
+    _, report = publish(request.publish)
+    seconds["publish"] = time.perf_counter() - t
+    return UpdateOutcome(
+        import_lines=format_summary(summary, redact(url)),
+        failed_files=[str(p) for p in summary.failed],
+        touched=len(keys),
+        detected=detected,
+        open_regressions=open_regressions,
+        written=len(report.written),
+        unchanged=report.unchanged,
+        removed=len(report.removed),
+        seconds=seconds,
+    )
+
+
+def run_update(request: UpdateRequest, console: Console, err_console: Console) -> int:
+    """Update and print what each step did; returns the exit code."""
+    outcome = update(request)
+    for problem in outcome.failed_files:
+        err_console.print(f"[red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+    s = outcome.seconds
+    console.print(escape(outcome.import_lines), highlight=False, soft_wrap=True)
+    detected = "detection off" if outcome.detected is None else f"{outcome.detected} change points"
+    console.print(
+        f"detect on {outcome.touched} touched series: {detected} ({s['detect']:.2f} s); "
+        f"publish: {outcome.written} files written, {outcome.unchanged} unchanged, {outcome.removed} removed "
+        f"({s['publish']:.2f} s) to {escape(str(request.publish.out))}; import {s['import']:.2f} s",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if outcome.open_regressions:
+        console.print(f"{outcome.open_regressions} regression(s) persist to the latest commit", highlight=False)
+    return outcome.exit_code

@@ -1,0 +1,125 @@
+"""Publish reads only what changed (issue 19): a real SQLite store, real asv results files.
+
+The invariant: a site updated in place is byte-identical to a full rebuild from the same store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mmtrack.commands.publish import PublishRequest, publish
+from mmtrack.publish import SiteConfig, bench_id
+from mmtrack.publish.synthetic import asv_benchmark_name, synthetic_model, write_asv_results
+from mmtrack.publish.writer import MANIFEST
+from mmtrack.store.db import open_store
+from mmtrack.store.ingest import import_asv_results
+
+N_COMMITS = 24
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def history(tmp_path: Path):
+    """A store holding all but the last commit of a synthetic history; returns (url, model, results dir)."""
+    model = synthetic_model(5, N_COMMITS, 2, seed=7, config=SiteConfig(chunk_size=10))
+    results = tmp_path / "results"
+    write_asv_results(results, model, commits=list(model.commits[:-1]))
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(url)
+    try:
+        assert not import_asv_results(store, results).failed
+    finally:
+        store.close()
+    return url, model, results
+
+
+def _publish(url: str, out: Path):
+    return publish(PublishRequest(out=out, db=url, title="t", commit_url="https://example.org/c/"))
+
+
+def _import(url: str, results: Path):
+    store = open_store(url)
+    try:
+        summary = import_asv_results(store, results)
+    finally:
+        store.close()
+    assert not summary.failed
+    return summary
+
+
+def test_nothing_new_reads_no_series_and_writes_nothing(history, tmp_path: Path) -> None:
+    url, _, _ = history
+    site = tmp_path / "site"
+    model, first = _publish(url, site)
+    assert len(model.series.loaded) == len(model.series) > 0 and first.written
+    manifest = (site / MANIFEST).stat().st_mtime_ns
+    model, again = _publish(url, site)
+    assert model.series.loaded == {}
+    assert again.written == [] and again.removed == [] and (site / MANIFEST).stat().st_mtime_ns == manifest
+
+
+def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: Path) -> None:
+    url, full, results = history
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    _publish(url, site)
+    write_asv_results(results, full, commits=[full.commits[-1]])
+    summary = _import(url, results)
+    assert summary.imported == 1 and summary.unchanged == N_COMMITS - 1
+    assert len(summary.touched_series) == len(full.series)
+    model, step = _publish(url, site)
+    # Every series got a point: every benchmark's last chunk is rewritten, and the commit list.
+    assert "data/site.js" in step.written and "data/commits/0.js" in step.written
+    assert {k.rsplit("/", 1)[0] for k in step.written if k.endswith("/0.js") and k.startswith("data/b/")} == {
+        f"data/b/{bench_id(b)}" for b in model.benchmarks()
+    }
+    assert not any(k.startswith("b/") or k.startswith("assets/") for k in step.written)
+    _publish(url, fresh)
+    assert tree(site) == tree(fresh)
+
+
+def test_a_change_in_one_benchmark_reads_only_its_series(history, tmp_path: Path) -> None:
+    url, full, results = history
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    _publish(url, site)
+    # The new commit measured one benchmark only.
+    bench = full.benchmarks()[2]
+    one = dataclasses.replace(full, series={k: v for k, v in full.series.items() if k.benchmark == bench})
+    other = tmp_path / "one"
+    (new_file,) = write_asv_results(other, one, commits=[full.commits[-1]])
+    shutil.copy(new_file, results / new_file.parent.name / new_file.name)
+    _import(url, results)
+    model, step = _publish(url, site)
+    names = {asv_benchmark_name(k) for k in one.series}  # each metric is an asv benchmark of its own
+    assert {k.benchmark for k in model.series.loaded} == names
+    assert {k for k in step.written if k.startswith("data/b/")} <= {
+        f"data/b/{bench_id(b)}/{n}" for b in names for n in ("meta.js", "0.js")
+    }
+    _publish(url, fresh)
+    assert tree(site) == tree(fresh)
+
+
+def test_stored_change_points_rebuild_their_benchmark(history, tmp_path: Path) -> None:
+    from mmtrack.store import queries as q
+
+    url, full, _ = history
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    _publish(url, site)
+    cp = full.change_points[0]
+    store = open_store(url)
+    try:
+        key = next(k for k in q.list_series(store) if k.benchmark == cp.series.benchmark)
+        q.save_change_points(store, [dataclasses.replace(cp, series=key, method="test")], replace=[key])
+    finally:
+        store.close()
+    model, step = _publish(url, site)
+    assert {k.benchmark for k in model.series.loaded} == {cp.series.benchmark}
+    assert "data/regressions.js" in step.written
+    _publish(url, fresh)
+    assert tree(site) == tree(fresh)

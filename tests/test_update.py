@@ -1,0 +1,61 @@
+"""`mmtrack update`: import the new asv results, detect on the touched series, republish (issue 19)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from mmtrack.publish import SiteConfig
+from mmtrack.publish.synthetic import synthetic_model, write_asv_results
+
+
+def mmtrack(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "MMTRACK_DB"}
+    return subprocess.run([sys.executable, "-m", "mmtrack", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_update_imports_detects_touched_series_and_republishes(tmp_path: Path) -> None:
+    from mmtrack.store import queries as q
+    from mmtrack.store.db import open_store
+
+    model = synthetic_model(4, 40, 1, seed=11, step_every=2, config=SiteConfig())
+    results, site, url = tmp_path / "results", tmp_path / "site", f"sqlite:///{tmp_path / 'store.db'}"
+    write_asv_results(results, model, commits=list(model.commits[:-1]))
+    args = ("update", str(results), "-o", str(site), "--db", url, "--title", "t")
+    cold = mmtrack(*args, cwd=tmp_path)
+    assert cold.returncode == 0, cold.stderr
+    assert "imported 39 new run(s)" in cold.stdout and "detect on 4 touched series" in cold.stdout, cold.stdout
+    store = open_store(url)
+    try:
+        stored = q.load_change_points(store)
+    finally:
+        store.close()
+    # Injected steps are found and stored for the pages.
+    assert {cp.series.benchmark for cp in stored} & {cp.series.benchmark for cp in model.change_points}
+
+    same = mmtrack(*args, cwd=tmp_path)
+    assert same.returncode == 0 and "skipped 39 already imported" in same.stdout, same.stdout
+    assert "detect on 0 touched series" in same.stdout and "publish: 0 files written" in same.stdout, same.stdout
+
+    write_asv_results(results, model, commits=[model.commits[-1]])
+    warm = mmtrack(*args, cwd=tmp_path)
+    assert warm.returncode == 0, warm.stderr
+    assert re.search(r"imported 1 new run\(s\).*skipped 39 already imported", warm.stdout), warm.stdout
+    assert "detect on 4 touched series" in warm.stdout, warm.stdout
+    fresh = mmtrack("publish", "-o", str(tmp_path / "fresh"), "--db", url, "--title", "t", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    assert tree(site) == tree(tmp_path / "fresh")
+
+
+def test_update_bad_input_is_one_line(tmp_path: Path) -> None:
+    r = mmtrack("update", str(tmp_path / "missing"), "-o", str(tmp_path / "site"), "--db",
+                f"sqlite:///{tmp_path / 's.db'}", cwd=tmp_path)
+    assert r.returncode == 2 and "not a directory" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
