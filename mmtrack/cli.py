@@ -11,8 +11,8 @@ from rich.console import Console
 
 from .errors import EXIT_OK, EXIT_USAGE, UserError
 
-# Piped output gets a wide console so tables are not squeezed to 80 columns.
-console = Console() if sys.stdout.isatty() else Console(width=140)
+# Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
+console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else Console(width=140)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
@@ -99,7 +99,11 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except UserError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        from rich.text import Text
+
+        from .textsafe import term
+
+        err_console.print(Text.assemble(("error:", "bold red"), " ", term(exc)), highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         err_console.print("aborted")
@@ -205,7 +209,10 @@ def run(quick, bench_regex, db, machine, config, commit, asv_args) -> None:
 @click.option("--history", type=int, default=30, show_default=True,
               help="Commits of A's series that judge a change against its own noise (0: off).")
 @click.option("--only-changed", is_flag=True, help="Table: leave out unchanged rows.")
-def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, only_changed) -> None:
+@click.option("--sort", type=click.Choice(["verdict", "ratio", "name"]), default="verdict", show_default=True,
+              help="Row order: what needs attention first, the worst ratio first, or by name.")
+def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, only_changed,
+            sort) -> None:
     """Compare every metric of A (before) and B (after): commits (sha, branch, tag) or run ids (run:ID)."""
     from .commands.compare import CompareRequest, parse_threshold_for, render, run_compare
 
@@ -213,7 +220,7 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
                              fail_on=tuple(fail_on), threshold=threshold, thresholds=parse_threshold_for(threshold_for),
                              history=history, only_changed=only_changed)
     outcome = run_compare(request)
-    out = render(outcome, fmt, only_changed)
+    out = render(outcome, fmt, only_changed, sort)
     if isinstance(out, str):
         click.echo(out, nl=not out.endswith("\n"))
     else:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from datetime import datetime, timezone
@@ -18,6 +17,7 @@ from ..asvbridge.discover import Suite, discover
 from ..bench_history import BaselineResult, BenchContext, benchmark_verdicts, compare_with_baseline, save_run
 from ..bench_report import build_report, write_report
 from ..host import host_info
+from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
 from ..store.db import open_store, redact
 from ..vcs import GitError, commit_info, project_root
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases

@@ -17,7 +17,9 @@ from rich.text import Text
 
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_series
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
-from ..measure.report import format_duration, format_value
+from ..tables import NAME_MIN_WIDTH, stacked
+from ..textsafe import term
+from ..units import format_quantity
 from ..results import ChangePoint
 from .select import check_machine_env, check_metrics, series_keys
 
@@ -106,12 +108,6 @@ def run_detect(
 # --------------------------------------------------------------------------- output
 
 
-def _value(v: float, unit: str) -> str:
-    if not math.isfinite(v):
-        return "n/a"
-    return format_duration(v) if unit == "s" else f"{format_value(v)} {unit}"
-
-
 def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     n_ok = sum(r.status == "ok" for r in outcome.reports)
     title = (
@@ -124,17 +120,18 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     )
     rows = [c for c in outcome.changes if show_all or c.kind == "regression"]
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
-    if len(places) == 1:
-        title += f"\non {places[0]}"
-    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left", expand=True)
-    cols = ["", "benchmark", "metric", *(["machine/env"] if len(places) > 1 else []), "began", "before", "after", "ratio", "persists"]
+    title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
+    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left")
+    # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
+    many = len(places) > 1  # then each row names its machine/env under its metric
+    cols = ["", "benchmark / metric" + (" / machine/env" if many else ""), "before → after / began", "ratio", "persists"]
     for col in cols:
         t.add_column(
             col,
-            justify="right" if col in ("before", "after", "ratio") else "left",
-            overflow="fold" if col in ("benchmark", "metric") else "ellipsis",
-            no_wrap=col not in ("benchmark", "metric"),
-            ratio={"benchmark": 3, "metric": 1}.get(col),
+            justify="right" if col == "ratio" else "left",
+            overflow="fold",
+            no_wrap=col in ("", "ratio", "persists"),
+            min_width=NAME_MIN_WIDTH if col.startswith("benchmark") else None,
         )
     for c in sorted(rows, key=lambda c: (c.kind != "regression", not c.persists, -abs(math.log(c.ratio)) if c.ratio > 0 else 0)):
         style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
@@ -142,13 +139,14 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
         params = json.loads(c.series.params) if c.series.params else {}
         cells = [
             Text(mark, style=style),
-            # plain Text: names like "x[s]" are not rich markup
-            Text(c.series.benchmark + (f"({', '.join(params.values())})" if params else "")),
-            Text(f"{c.series.metric.name} [{c.series.metric.unit}]"),
-            *([Text(f"{c.series.machine}/{c.series.environment}")] if len(places) > 1 else []),
-            f"{c.before_sha[:8]}..{c.after_sha[:8]}",
-            Text(_value(c.before_value, c.series.metric.unit)),
-            Text(_value(c.after_value, c.series.metric.unit)),
+            stacked(c.series.benchmark + (f"({', '.join(params.values())})" if params else ""),
+                    f"{c.series.metric.name} [{c.series.metric.unit}]",
+                    *([f"{c.series.machine}/{c.series.environment}"] if many else [])),
+            Text.assemble(
+                f"{format_quantity(c.before_value, c.series.metric.unit)} → "
+                f"{format_quantity(c.after_value, c.series.metric.unit)}\n",
+                (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
+            ),
             Text(f"{c.ratio:.2f}", style=style),
             "yes" if c.persists else "no",
         ]

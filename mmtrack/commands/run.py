@@ -35,6 +35,7 @@ from typing import Any, Iterator, Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..asvbridge import spool
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
@@ -516,27 +517,32 @@ def run_command(request: RunRequest, console: Console) -> int:
 
 def render(outcome: RunOutcome, console: Console) -> None:
     c = outcome.collected
+    from ..tables import Name
+    from ..textsafe import term
+    from ..units import format_quantity
+
     for w in c.warnings + outcome.reports:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("warning:", "yellow"), " ", term(w)), highlight=False, soft_wrap=True)
     for n in outcome.notes:
-        console.print(f"note: {n}", highlight=False, soft_wrap=True)
-    table = Table(title=f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")
-    table.add_column("benchmark")
-    table.add_column("status")
-    table.add_column("value", justify="right")
-    table.add_column("metrics", justify="right")
-    styles = {"ok": "{}", "failed": "[red]{}[/]", "skipped": "[yellow]{}[/]"}
+        console.print(Text(f"note: {term(n)}"), highlight=False, soft_wrap=True)
+    table = Table(title=Text(term(f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")))
+    table.add_column("benchmark", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_column("metrics", justify="right", no_wrap=True)
+    styles = {"ok": "", "failed": "red", "skipped": "yellow"}
     for case in c.cases:
-        value = _fmt(case.value, case.unit) if case.value is not None else ""
-        status = styles.get(case.status, "{}").format(case.status)
-        table.add_row(case.label, status, value, str(len(case.metrics)) if case.metrics else "")
+        value = format_quantity(case.value, case.unit) if case.value is not None else ""
+        status = Text(term(case.status), style=styles.get(case.status, ""))
+        table.add_row(Name(case.label), status, value, str(len(case.metrics)) if case.metrics else "")
     console.print(table)
     for line in outcome.summary:
-        console.print(line, highlight=False)
+        console.print(Text(term(line)), highlight=False)
     if outcome.comparison is not None:
         _render_comparison(outcome.comparison, console)
     for case in c.failed:
-        console.print(f"[bold red]failed[/] {case.label}: {case.message}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("failed", "bold red"), f" {term(case.label)}: {term(case.message)}"),
+                      highlight=False, soft_wrap=True)
     counts = {s: sum(1 for x in c.cases if x.status == s) for s in ("ok", "failed", "skipped")}
     console.print(
         f"{len(c.cases)} benchmark cases: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped"
@@ -554,9 +560,11 @@ def _render_comparison(outcome: Any, console: Console) -> None:
     from ..analysis.render import render_table, summary_line
 
     full = outcome.comparison
+    from ..textsafe import term
+
     console.print(
-        f"compared with the previous commit on {outcome.before.machine} "
-        f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}",
+        Text(term(f"compared with the previous commit on {outcome.before.machine} "
+                  f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}")),
         highlight=False,
         soft_wrap=True,
     )
@@ -565,14 +573,6 @@ def _render_comparison(outcome: Any, console: Console) -> None:
         table = render_table(shown)
         table.title = None
         console.print(table)
-
-
-def _fmt(value: float, unit: str) -> str:
-    if unit == "seconds":
-        from asv.util import human_value
-
-        return human_value(value, "seconds")
-    return f"{value:.4g} {unit}".strip()
 
 
 # -- 5. the store: the one place that talks to it ---------------------------------------------

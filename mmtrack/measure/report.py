@@ -13,29 +13,8 @@ from rich.text import Text
 from .diagnose import cpu_diagnostics, stability_warnings
 from .metrics import MetricFormat, MetricSummary
 from .stats import OUTLIER_RULE, BenchmarkStats, CounterSummary
-from .throughput import format_si
-
-
-def format_duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "n/a"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3f} {unit}"
-    return f"{seconds * 1e9:.2f} ns"
-
-
-def format_value(value: float, fmt: MetricFormat = MetricFormat.NUMBER) -> str:
-    """micromeasure's adaptive rule: 3 decimals in [0.001, 1000), else scientific; INTEGER exact."""
-    if not math.isfinite(value):
-        return "n/a"
-    if fmt is MetricFormat.INTEGER:
-        return f"{round(value):,d}"
-    if value == 0 or 1e-3 <= abs(value) < 1e3:
-        return f"{value:.3f}"
-    if 1e3 <= abs(value) < 1e7:
-        return f"{value:,.1f}"
-    return f"{value:.3e}"
+from ..textsafe import term
+from ..units import format_duration, format_si, format_value
 
 
 def _kv_table(stats: BenchmarkStats) -> Table:
@@ -43,9 +22,9 @@ def _kv_table(stats: BenchmarkStats) -> Table:
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
     lat, rate = stats.latency, stats.rate
-    t.add_row("Measurement", Text(stats.measurement_label))
+    t.add_row("Measurement", Text(term(stats.measurement_label)))
     for note in stats.notes:
-        t.add_row("", Text(note, style="dim"))
+        t.add_row("", Text(term(note), style="dim"))
     t.add_row("Domain", stats.domain.value)
     chunk = f"{stats.chunk_size:,d} ops/chunk" + (" (calibrated)" if stats.calibrated else " (fixed)")
     t.add_row("Samples", f"{stats.samples} × {chunk}")
@@ -65,7 +44,7 @@ def counter_table(counters: list[CounterSummary]) -> Table:
         t.add_column(col, justify="left" if col == "counter" else "right")
     by_name = {c.name: c for c in counters}
     for c in counters:
-        t.add_row(Text(f"{c.name}/op"), format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
+        t.add_row(Text(term(f"{c.name}/op")), format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
     ipc = _ipc(by_name.get("instructions"), by_name.get("cycles"))
     if ipc is not None:
         t.add_row("IPC", f"{ipc:.3f}", "", "")
@@ -87,9 +66,9 @@ def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
     for m in metrics:
         f = m.format
         t.add_row(
-            Text(m.section or "-"),
-            Text(m.display_name),
-            Text(m.unit),
+            Text(term(m.section or "-")),
+            Text(term(m.display_name)),
+            Text(term(m.unit)),
             *(format_value(v, f) for v in (m.mean, m.median, m.p95, m.min, m.max)),
             str(m.count),
         )
@@ -97,20 +76,20 @@ def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
 
 
 def render_stats(stats: BenchmarkStats) -> Group:
-    parts: list = [Text(stats.full_name, style="bold"), _kv_table(stats)]
+    parts: list = [Text(term(stats.full_name), style="bold"), _kv_table(stats)]
     if stats.counters:
         parts.append(counter_table(stats.counters))
     custom = list(stats.metrics) + list(stats.diagnostics)
     if custom:
         parts.append(metric_table("custom metrics:", custom))
     for err in stats.diagnostic_errors:
-        parts.append(Text(f"diagnostic: {err}", style="yellow"))
+        parts.append(Text(f"diagnostic: {term(err)}", style="yellow"))
     lines = cpu_diagnostics(stats)
     if lines:
         parts.append(Text("possible bottlenecks:", style="bold magenta"))
-        parts.extend(Text(f"  - {line}") for line in lines)
+        parts.extend(Text(f"  - {term(line)}") for line in lines)
     for w in list(stats.warnings) + stability_warnings(stats):
-        parts.append(Text(f"warning: {w}", style="yellow"))
+        parts.append(Text(f"warning: {term(w)}", style="yellow"))
     return Group(*parts)
 
 
