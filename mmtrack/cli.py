@@ -63,9 +63,11 @@ def cli() -> None:
     metavar="none|latest|RUN|COMMIT",
     help="Baseline for the regression analysis: none, the latest compatible run, a run id or a commit.",
 )
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
+              help="Exit 1 when the end-of-run comparison has a row with this verdict (as `mmtrack compare`).")
 @db_option
 def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
-          no_save, compare, db) -> None:
+          no_save, compare, fail_on, db) -> None:
     """Run the engine benchmarks under PATH on the working tree, print the report, save the
     run and compare it with the latest compatible one.
 
@@ -91,6 +93,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
         compare=compare,
         db=db,
         output=Path(os.environ["MMTRACK_OUTPUT"]) if os.environ.get("MMTRACK_OUTPUT") else None,
+        fail_on=tuple(fail_on),
     )
     sys.exit(run_bench(request, console=console))
 
@@ -255,6 +258,25 @@ def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_
     else:
         console.print(render_table(outcome, show_all=show_all))
     sys.exit(outcome.exit_code)
+
+
+@cli.command("list")
+@click.argument("what", type=click.Choice(["runs", "commits", "machines", "benchmarks"]))
+@db_option
+@click.option("--machine", help="Only this machine.")
+@click.option("--env", help="Only this environment.")
+@click.option("-b", "--benchmark", help="benchmarks: only names matching this regex.")
+@click.option("--limit", type=int, help="runs: only the latest N.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def list_(what, db, machine, env, benchmark, limit, fmt) -> None:
+    """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
+    from .commands.list import ListRequest, collect, render_table, to_json
+
+    records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=benchmark, limit=limit))
+    if fmt == "json":
+        click.echo(to_json(records))
+    else:
+        console.print(render_table(what, records))
 
 
 @cli.command()

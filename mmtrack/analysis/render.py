@@ -121,7 +121,7 @@ def render_table(comparison: Comparison, only_changed: bool = False, sort: str =
     t.add_column(Text(term(comparison.after_label)), justify="right", overflow="fold")
     t.add_column("ratio", justify="right", no_wrap=True)
     t.add_column("benchmark / metric", overflow="fold", min_width=NAME_MIN_WIDTH)
-    t.add_column("verdict", overflow="fold", min_width=9)
+    t.add_column("verdict", overflow="fold", min_width=9, max_width=24)  # the name gets the room
     for row in _sorted(comparison, sort):
         if only_changed and row.verdict == "unchanged":
             continue

@@ -21,7 +21,7 @@ from ..textsafe import markup as escape  # rich markup escaped, terminal control
 from ..store.db import open_store, redact
 from ..vcs import GitError, commit_info, project_root
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
-from ..errors import EXIT_OK, EXIT_USAGE, UserError
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, StoreError, UserError
 from ..measure.report import render_stats
 from ..measure.runner import RunOptions
 
@@ -39,6 +39,7 @@ class BenchRequest:
     compare: str = "latest"  # none | latest | <run id> | <commit>
     db: str | None = None  # resolved store URL
     output: Path | None = None  # MMTRACK_OUTPUT: the versioned JSON report
+    fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
 
     def options(self) -> RunOptions:
         base = RunOptions.quick() if self.quick else RunOptions()
@@ -176,6 +177,8 @@ def run_bench(request: BenchRequest, console: Console) -> int:
                     console.print(f"saved as run #{run_id} ({label}) in {escape(redact(store.url))}", highlight=False)
                 if request.compare != "none":
                     result = compare_with_baseline(store, run_id or -1, ctx, run.outcomes, request.compare, Path.cwd())
+        except StoreError as exc:  # the measurements above are still worth having: a warning
+            console.print(f"[yellow]warning:[/] history not updated: {escape(str(exc))}", highlight=False)
         except UserError:
             raise
         except Exception as exc:  # noqa: BLE001  (a default save must not lose the measurements)
@@ -199,4 +202,9 @@ def run_bench(request: BenchRequest, console: Console) -> int:
             raise UserError(f"MMTRACK_OUTPUT={request.output}: cannot write the report ({exc.strerror or exc}); "
                             "point it at a writable path") from None
         console.print(f"report written to {escape(str(request.output))}", highlight=False)
+    if run.exit_code == EXIT_OK and request.fail_on and result.comparison is not None:
+        from ..analysis.compare import failing_rows
+
+        if failing_rows(result.comparison, request.fail_on):
+            return EXIT_FAILURES
     return run.exit_code

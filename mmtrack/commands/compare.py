@@ -195,7 +195,7 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
             raise UserError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}", EXIT_USAGE)
     policy = policy_for(request)
     own = store is None
-    store = store or open_store(request.db)
+    store = store or open_store(request.db, existing=True)
     try:
         check_machine_env(store, request.machine, request.env)
         check_metrics(store, request.metrics)

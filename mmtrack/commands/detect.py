@@ -44,6 +44,7 @@ class DetectOutcome:
     stored: int | None  # None when not stored
     policy: DetectPolicy
     fail_on: tuple[str, ...] = ()
+    read_only: bool = False  # the store was read-only: nothing stored
 
     @property
     def changes(self) -> list[ChangePoint]:
@@ -65,6 +66,12 @@ class DetectOutcome:
 def policy_for(request: DetectRequest) -> DetectPolicy:
     if request.method not in ("edivisive", "pelt"):
         raise UserError(f"unknown --method {request.method!r}; choose edivisive or pelt", EXIT_USAGE)
+    if request.alpha is not None and not (0 < request.alpha < 1):
+        raise UserError(f"--alpha {request.alpha:g} is not a significance level; give a number between 0 and 1, "
+                        "e.g. 0.001", EXIT_USAGE)
+    if request.min_effect is not None and not (0 <= request.min_effect < 10):
+        raise UserError(f"--min-effect {request.min_effect:g} is not a relative step; give e.g. 0.05 for 5%",
+                        EXIT_USAGE)
     kw: dict[str, Any] = {"method": request.method}
     if request.min_effect is not None:
         kw["min_effect"] = request.min_effect
@@ -81,7 +88,7 @@ def run_detect(
 
     policy = policy_for(request)
     own = store is None
-    store = store or open_store(request.db)
+    store = store or open_store(request.db, existing=True)
     try:
         check_machine_env(store, request.machine, request.env)
         check_metrics(store, request.metrics)
@@ -95,14 +102,15 @@ def run_detect(
             if progress:
                 progress(i + 1, len(keys))
         stored = None
-        if request.store_results:
+        read_only = not getattr(store, "writable", True)
+        if request.store_results and not read_only:
             stored = q.save_change_points(
                 store, [c for r in reports for c in r.changes], replace=[r.series for r in reports]
             )
     finally:
         if own:
             store.close()
-    return DetectOutcome(reports, stored, policy, request.fail_on)
+    return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only)
 
 
 # --------------------------------------------------------------------------- output
@@ -116,7 +124,8 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
         f"{sum(c.kind == 'regression' for c in outcome.changes)} regressions, "
         f"{sum(c.kind == 'improvement' for c in outcome.changes)} improvements, "
         f"{len(outcome.open_regressions)} still open"
-        + (f"; {outcome.stored} change points stored" if outcome.stored is not None else "; not stored")
+        + (f"; {outcome.stored} change points stored" if outcome.stored is not None
+           else "; not stored (read-only store)" if outcome.read_only else "; not stored")
     )
     rows = [c for c in outcome.changes if show_all or c.kind == "regression"]
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})

@@ -57,7 +57,7 @@ def load_model(
     from ..publish.fromstore import model_from_store
     from ..store.db import open_store
 
-    store = open_store(request.db, upgrade_schema=False)
+    store = open_store(request.db, existing=True)
     try:
         return model_from_store(
             store, config, benchmark_pattern=request.benchmark, machine=request.machine, progress=progress
@@ -71,6 +71,11 @@ def publish(
     model: SiteModel | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[SiteModel, WriteReport]:
+    from ..fsutil import folder_problem
+
+    problem = folder_problem(request.out, "output folder")
+    if problem:
+        raise UserError(f"{problem}; pass -o with a writable folder")
     config = site_config(request)
     if model is None:
         model = load_model(request, config, progress)

@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -368,9 +369,72 @@ def asv_run_command(prepared: Prepared, request: RunRequest) -> list[str]:
 
 
 def run_asv(prepared: Prepared, request: RunRequest) -> int:
-    """Run asv, its output going straight to ours; returns asv's exit status."""
+    """Run asv, its output passed through to ours line by line with mmtrack's overall progress
+    (steps done of the total and the time left) every so often; returns asv's exit status."""
     sys.stdout.flush()
-    return subprocess.run(asv_run_command(prepared, request), cwd=prepared.project, env=prepared.environ()).returncode
+    progress = AsvProgress()
+    with subprocess.Popen(asv_run_command(prepared, request), cwd=prepared.project, env=prepared.environ(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                          bufsize=1) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            note = progress.update(line)
+            if note:
+                sys.stdout.write(note + "\n")
+            sys.stdout.flush()
+    return proc.returncode
+
+
+class AsvProgress:
+    """Overall progress of an asv run from the ``[ 12.50%]`` prefix asv puts on every line.
+
+    asv counts one step per benchmark per round (and environment), so the percentage is the share of
+    benchmark cases done; the time left extrapolates the elapsed time. A line every ``every_s`` seconds
+    at most, and one when a quarter more is done, so CI logs stay short.
+    """
+
+    _PREFIX = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
+
+    def __init__(self, clock: Any = None, every_s: float = 30.0) -> None:
+        import time
+
+        self.clock = clock or time.monotonic
+        self.every_s = every_s
+        self.started = self.clock()
+        self.last_note = self.started
+        self.last_pct = 0.0
+        self.noted_pct = 0.0
+
+    def update(self, line: str) -> str | None:
+        m = self._PREFIX.match(line)
+        if not m:
+            return None
+        pct = float(m.group(1))
+        if pct <= self.last_pct or pct >= 100.0:
+            return None
+        self.last_pct = pct
+        now = self.clock()
+        if now - self.last_note < self.every_s and pct - self.noted_pct < 25.0:
+            return None
+        self.last_note, self.noted_pct = now, pct
+        return self.describe(pct, now - self.started)
+
+    @staticmethod
+    def describe(pct: float, elapsed_s: float) -> str:
+        left = elapsed_s * (100.0 - pct) / pct
+        return f"mmtrack run: {pct:.0f}% of asv's benchmark steps done in {_duration(elapsed_s)}, about {_duration(left)} left"
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 # -- 4. collect ------------------------------------------------------------------------------
