@@ -71,6 +71,15 @@ def _significant(value: float) -> str:
     return f"{value:.{2 - int(math.floor(math.log10(a)))}f}"
 
 
+def format_number(value: float, fmt: MetricFormat = MetricFormat.NUMBER) -> str:
+    """A short number for narrow columns: 3 significant digits (``91.8``, ``2.24e-05``); INTEGER exact."""
+    if not math.isfinite(value):
+        return "n/a"
+    if fmt is MetricFormat.INTEGER:
+        return f"{round(value):,d}"
+    return _significant(value)
+
+
 def format_value(value: float, fmt: MetricFormat = MetricFormat.NUMBER) -> str:
     """micromeasure's adaptive rule: 3 decimals in [0.001, 1000), else scientific; INTEGER exact."""
     if not math.isfinite(value):
@@ -141,4 +150,4 @@ def _same_decimals(spread: float, shown: str) -> str:
     return f"{spread:,.{decimals}f}"
 
 
-__all__ = ["Scale", "scale_for", "format_quantity", "format_spread", "format_duration", "format_value", "format_si"]
+__all__ = ["Scale", "scale_for", "format_quantity", "format_number", "format_spread", "format_duration", "format_value", "format_si"]

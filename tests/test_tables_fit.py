@@ -133,3 +133,20 @@ def test_evil_names_stay_in_their_markdown_cell():
     assert not any(line.startswith("## All clear") for line in md.splitlines())
     outside_code = re.sub(r"(`+).*?\1", "", md)
     assert "<!--" not in outside_code and "\x1b" not in md
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_bench_metric_table_fits(width):
+    from mmtrack.measure.report import metric_table
+
+    metrics = [MetricSummary.from_values("custom", name, unit, [v, v * 1.1, v * 0.9])
+               for name, unit, v in (("tflops", "TFLOP/s", 2.3e-5), ("cuda_event_ms", "ms", 98.7),
+                                     ("a_rather_long_host_overhead_ms", "ms", 1234.5))]
+    text = _text(metric_table("custom metrics:", metrics), width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    header = next(line for line in text.splitlines() if "median" in line)
+    for col in ("metric", "mean", "median", "p95", "min", "max", "n"):
+        assert re.search(rf"\b{col}\b", header), col
+    for tail in ("tflops [TFLOP/s]", "event_ms [ms]", "overhead_ms [ms]"):
+        assert tail in text
+    assert "2.3e-05" in text and "98.7" in text and "1,234" in text  # whole numbers, 3 significant digits

@@ -89,8 +89,8 @@ def read_only_runner(folder: Path):
     def run(*args: str) -> subprocess.CompletedProcess:
         cmd = " ".join(["exec", sys.executable, "-m", "mmtrack", *(f"'{a}'" for a in args)])
         script = f"mount --bind '{folder}' '{folder}' && mount -o remount,bind,ro '{folder}' && {cmd}"
-        return subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=folder.parent, env=cli_env(HOME=str(folder.parent)),
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=folder.parent,
+                              env=cli_env(HOME=str(folder.parent)), capture_output=True, text=True, timeout=300)
     return run
 
 

@@ -236,4 +236,5 @@ def render_json(comparison: Comparison, sides: dict[str, dict[str, Any]] | None 
     return json.dumps(to_json(comparison, sides), indent=2, allow_nan=False, default=_clean)
 
 
-__all__ = ["FORMATS", "SORTS", "MARKS", "overall_line", "geometric_mean", "render_table", "render_markdown", "render_json", "to_json", "summary_line"]
+__all__ = ["FORMATS", "SORTS", "MARKS", "overall_line", "geometric_mean",
+           "render_table", "render_markdown", "render_json", "to_json", "summary_line"]

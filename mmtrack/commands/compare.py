@@ -242,5 +242,6 @@ def render(outcome: CompareOutcome, fmt: str, only_changed: bool = False, sort: 
     if fmt == "markdown":
         return render_markdown(outcome.comparison, sort, where(outcome))
     if fmt == "json":
-        return render_json(outcome.comparison, {"before": _side_json(outcome.before), "after": _side_json(outcome.after)})
+        sides = {"before": _side_json(outcome.before), "after": _side_json(outcome.after)}
+        return render_json(outcome.comparison, sides)
     return render_table(outcome.comparison, only_changed=only_changed, sort=sort, where=where(outcome))

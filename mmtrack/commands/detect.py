@@ -133,7 +133,8 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left")
     # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
     many = len(places) > 1  # then each row names its machine/env under its metric
-    cols = ["", "benchmark / metric" + (" / machine/env" if many else ""), "before → after / began", "ratio", "persists"]
+    name_header = "benchmark / metric" + (" / machine/env" if many else "")
+    cols = ["", name_header, "before → after / began", "ratio", "persists"]
     for col in cols:
         t.add_column(
             col,

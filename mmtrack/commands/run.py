@@ -423,7 +423,8 @@ class AsvProgress:
     @staticmethod
     def describe(pct: float, elapsed_s: float) -> str:
         left = elapsed_s * (100.0 - pct) / pct
-        return f"mmtrack run: {pct:.0f}% of asv's benchmark steps done in {_duration(elapsed_s)}, about {_duration(left)} left"
+        return (f"mmtrack run: {pct:.0f}% of asv's benchmark steps done in {_duration(elapsed_s)}, "
+                f"about {_duration(left)} left")
 
 
 def _duration(seconds: float) -> str:

@@ -14,7 +14,7 @@ from .diagnose import cpu_diagnostics, stability_warnings
 from .metrics import MetricFormat, MetricSummary
 from .stats import OUTLIER_RULE, BenchmarkStats, CounterSummary
 from ..textsafe import term
-from ..units import format_duration, format_si, format_value
+from ..units import format_duration, format_number, format_si, format_value
 
 
 def _kv_table(stats: BenchmarkStats) -> Table:
@@ -44,7 +44,8 @@ def counter_table(counters: list[CounterSummary]) -> Table:
         t.add_column(col, justify="left" if col == "counter" else "right")
     by_name = {c.name: c for c in counters}
     for c in counters:
-        t.add_row(Text(term(f"{c.name}/op")), format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
+        t.add_row(Text(term(f"{c.name}/op")), format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER),
+                  f"{c.coverage_pct:.1f}%")
     ipc = _ipc(by_name.get("instructions"), by_name.get("cycles"))
     if ipc is not None:
         t.add_row("IPC", f"{ipc:.3f}", "", "")
@@ -60,16 +61,19 @@ def _ipc(instructions: CounterSummary | None, cycles: CounterSummary | None) -> 
 
 
 def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
+    """One row per metric: ``section/name [unit]`` (wrapped at its dots when narrow), then whole numbers."""
+    from ..tables import NAME_MIN_WIDTH, Name
+
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("section", "metric", "unit", "mean", "median", "p95", "min", "max", "n"):
-        t.add_column(col, justify="left" if col in ("section", "metric", "unit") else "right")
+    t.add_column("metric", min_width=min(NAME_MIN_WIDTH, 16))
+    for col in ("mean", "median", "p95", "min", "max", "n"):
+        t.add_column(col, justify="right", no_wrap=True)
     for m in metrics:
         f = m.format
+        label = (f"{m.section}/" if m.section else "") + f"{m.display_name} [{m.unit}]"
         t.add_row(
-            Text(term(m.section or "-")),
-            Text(term(m.display_name)),
-            Text(term(m.unit)),
-            *(format_value(v, f) for v in (m.mean, m.median, m.p95, m.min, m.max)),
+            Name(label),
+            *(format_number(v, f) for v in (m.mean, m.median, m.p95, m.min, m.max)),
             str(m.count),
         )
     return t
