@@ -274,3 +274,15 @@ def test_run_progress_from_asv_percentages():
     assert progress.update("[20.00%] ···· (its second line)") is None
     now[0] = 45.0
     assert "50%" in (progress.update("[50.00%] ··· suite.time_c   1.00ms") or "")  # a quarter more: at once
+
+
+def test_db_current_reads_and_db_upgrade_refuses_a_read_only_store(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    shutil.copy(OLD_STORE, folder / "old.db")
+    run = read_only_runner(folder)
+    current = run("db", "current", "--db", str(folder / "old.db"))
+    assert current.returncode == 0 and "revision 0004" in current.stdout, current.stderr
+    assert_one_line(run("db", "upgrade", "--db", str(folder / "old.db")), 2, "read-only")
+    assert_one_line(run("publish", "-o", str(tmp_path / "site"), "--db", str(folder / "old.db")), 2,
+                    "older than this mmtrack", "read-only")

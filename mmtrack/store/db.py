@@ -287,11 +287,12 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing:
 
     ``existing=True`` (compare, detect, publish, list): refuse a store that does not exist or holds
     no mmtrack schema, read a read-only SQLite file read-only, and refuse a schema newer than this
-    mmtrack. Without it, a read-only store is refused in one line: the caller means to write.
+    mmtrack. Without it, a read-only store is refused in one line when ``upgrade_schema`` (the caller
+    means to write); ``db current`` and ``db upgrade`` open it read-only, and a write then fails in one line.
     """
     url = normalize_url(url) if url else resolve_url(None)
     writable = check_sqlite_file(url, existing=existing)
-    if not writable and not existing:
+    if not writable and upgrade_schema and not existing:  # a writer (run, import-asv): refuse up front
         raise StoreError(f"store {redact(url)} is read-only (file or folder not writable); "
                         "give a writable --db / MMTRACK_DB, or copy the store")
     engine = make_engine(url, read_only=not writable)
