@@ -12,8 +12,8 @@ from rich.console import Console
 from . import __distribution__, __version__
 from .errors import EXIT_OK, EXIT_USAGE, UserError
 
-# Piped output gets a wide console so tables are not squeezed to 80 columns.
-console = Console() if sys.stdout.isatty() else Console(width=140)
+# Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
+console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else Console(width=140)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
@@ -72,9 +72,11 @@ def cli() -> None:
     metavar="none|latest|RUN|COMMIT",
     help="Baseline for the regression analysis: none, the latest compatible run, a run id or a commit.",
 )
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
+              help="Exit 1 when the end-of-run comparison has a row with this verdict (as `mmtrack compare`).")
 @db_option
 def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
-          no_save, timeout, in_process, compare, db) -> None:
+          no_save, timeout, in_process, compare, fail_on, db) -> None:
     """Run the engine benchmarks under PATH on the working tree, print the report, save the
     run and compare it with the latest compatible one.
 
@@ -102,6 +104,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
         output=Path(os.environ["MMTRACK_OUTPUT"]) if os.environ.get("MMTRACK_OUTPUT") else None,
         timeout=timeout,
         in_process=in_process,
+        fail_on=tuple(fail_on),
     )
     sys.exit(run_bench(request, console=console))
 
@@ -110,7 +113,11 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except UserError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        from rich.text import Text
+
+        from .textsafe import term
+
+        err_console.print(Text.assemble(("error:", "bold red"), " ", term(exc)), highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         err_console.print("aborted")
@@ -216,7 +223,10 @@ def run(quick, bench_regex, db, machine, config, commit, asv_args) -> None:
 @click.option("--history", type=int, default=30, show_default=True,
               help="Commits of A's series that judge a change against its own noise (0: off).")
 @click.option("--only-changed", is_flag=True, help="Table: leave out unchanged rows.")
-def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, only_changed) -> None:
+@click.option("--sort", type=click.Choice(["verdict", "ratio", "name"]), default="verdict", show_default=True,
+              help="Row order: what needs attention first, the worst ratio first, or by name.")
+def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, only_changed,
+            sort) -> None:
     """Compare every metric of A (before) and B (after): commits (sha, branch, tag) or run ids (run:ID)."""
     from .commands.compare import CompareRequest, parse_threshold_for, render, run_compare
 
@@ -224,7 +234,7 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
                              fail_on=tuple(fail_on), threshold=threshold, thresholds=parse_threshold_for(threshold_for),
                              history=history, only_changed=only_changed)
     outcome = run_compare(request)
-    out = render(outcome, fmt, only_changed)
+    out = render(outcome, fmt, only_changed, sort)
     if isinstance(out, str):
         click.echo(out, nl=not out.endswith("\n"))
     else:
@@ -259,6 +269,25 @@ def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_
     else:
         console.print(render_table(outcome, show_all=show_all))
     sys.exit(outcome.exit_code)
+
+
+@cli.command("list")
+@click.argument("what", type=click.Choice(["runs", "commits", "machines", "benchmarks"]))
+@db_option
+@click.option("--machine", help="Only this machine.")
+@click.option("--env", help="Only this environment.")
+@click.option("-b", "--benchmark", help="benchmarks: only names matching this regex.")
+@click.option("--limit", type=int, help="runs: only the latest N.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def list_(what, db, machine, env, benchmark, limit, fmt) -> None:
+    """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
+    from .commands.list import ListRequest, collect, render_table, to_json
+
+    records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=benchmark, limit=limit))
+    if fmt == "json":
+        click.echo(to_json(records))
+    else:
+        console.print(render_table(what, records))
 
 
 @cli.command()

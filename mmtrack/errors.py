@@ -13,3 +13,7 @@ class UserError(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class StoreError(UserError):
+    """The store cannot be opened, created or written (a bad --db, a read-only file, a newer schema)."""

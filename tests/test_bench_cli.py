@@ -26,9 +26,9 @@ def custom_metric_rows(output: str) -> list[str]:
     names = []
     for line in lines[header + 2 :]:  # skip the rule under the header
         cells = line.split()
-        if len(cells) < 9:
+        if len(cells) < 7:
             break
-        names.append(cells[1])
+        names.append(cells[0].rsplit("/", 1)[-1])  # "section/name [unit] mean median p95 min max n"
     return names
 
 
@@ -54,8 +54,8 @@ def test_every_example_runs(repo_root):
     assert summary, proc.stdout[-2000:]
     total, ok, failed, skipped = map(int, summary.groups())
     assert failed == 0 and ok >= 9 and ok + skipped == total
-    assert "lines/s" in proc.stdout and "bytes/s" in proc.stdout  # throughput in its unit
-    assert re.search(r"selected algorithm\s+id\s+\d\s+\d\s+\d\s+\d\s+\d\s+\d+", proc.stdout)  # integers, no decimals
+    assert "lines/s" in proc.stdout and re.search(r"\d (Ki|Mi|Gi)?B/s", proc.stdout)  # throughput in its unit, bytes binary
+    assert re.search(r"selected algorithm \[id\]\s+\d\s+\d\s+\d\s+\d\s+\d\s+\d+", proc.stdout)  # integers, no decimals
 
 
 def _stats_with_counters(domain: MeasurementDomain, emits: bool = True):

@@ -264,3 +264,30 @@ def test_hostile_names_execute_nothing(site, page, tmp_path) -> None:
         assert page.evaluate("document.querySelectorAll('main img, main svg[onload], script:not([src])').length") == 0
         page.screenshot(path=str(tmp_path / (rel.replace("/", "_") + ".png")), full_page=True)
     assert page.problems == [], page.problems
+
+
+UNITS_JS = """() => Array.from(document.querySelectorAll('#charts .js-plotly-plot')).map(d => {
+  const t = d.data.find(t => t.name === 'median');
+  return { axis: d.layout.yaxis.title.text, title: d.layout.title.text, x: t.x, y: t.y,
+           hover: t.customdata.map(c => c[3]), dtick: d.layout.xaxis.dtick };
+})"""
+
+
+def test_y_axis_unit_is_the_hover_unit_and_x_is_the_series_position(site, page) -> None:
+    out, model = site
+    bench = sorted(b for b in model.benchmarks() if b != EVIL)[0]
+    open_page(page, out, f"b/{bench_id(bench)}.html")
+    wait_charts(page, 5)
+    charts = page.evaluate(UNITS_JS)
+    units = set()
+    for c in charts:
+        for y, hover in zip(c["y"], c["hover"]):
+            number, unit = hover.split(" ", 1)
+            assert unit == c["axis"], (hover, c["axis"])  # the axis and the hover speak one unit
+            assert float(number.replace(",", "")) == pytest.approx(y, rel=1e-3)  # the plotted value is the hovered one
+        assert c["x"] == list(range(len(c["x"])))  # the position in this series' own history
+        assert isinstance(c["dtick"], int) and c["dtick"] >= 1
+        units.add(c["axis"])
+    # seconds scaled (2e-4 s -> µs), bytes binary (6.4e7 B -> MiB), not raw SI
+    assert "µs" in units and "MiB" in units and "s" not in units and "bytes" not in units
+    assert page.problems == []

@@ -264,9 +264,11 @@ def test_the_summary_compares_with_the_previous_commit(history):
     shas = history["shas"]
     assert f"compared with the previous commit on {MACHINE} (mmtrack compare {shas[0][:8]} {shas[1][:8]})" in second_out
     assert f"compared with the previous commit on {MACHINE} (mmtrack compare {shas[1][:8]} {shas[2][:8]})" in third_out
-    # rows read: mark, before, after, ratio, benchmark, "metric [unit]", verdict
-    row = re.compile(r"^\s*\+\s.*?\s(\d+\.\d\d)\s+(bench_work\S+)\s+(\S+) \[[^\]]*\]\s+regressed\s*$")
-    rows = {(m.group(2), m.group(3)): m.group(1) for m in map(row.match, third_out.splitlines()) if m}
+    # rows read: mark, before, after, ratio, benchmark, verdict; the next line: "metric [unit]" under the benchmark
+    row = re.compile(r"^\s*\+\s.*?\s(\d+\.\d\d)\s+(bench_work\S+)\s+regressed\s*$")
+    lines = third_out.splitlines()
+    rows = {(m.group(2), lines[i + 1].split()[0]): m.group(1)
+            for i, m in enumerate(map(row.match, lines)) if m and i + 1 < len(lines)}
     for scale in ("1", "2"):
         assert (f"bench_work.Work.track_loop({scale})", "time_per_op") in rows, third_out
         assert rows[(f"bench_work.Work.track_loop({scale})", "iterations")] == "2.00", third_out

@@ -56,7 +56,7 @@ def test_sqlite_is_wal_with_busy_timeout(tmp_path):
 def test_bad_urls_are_user_errors(tmp_path):
     with pytest.raises(UserError, match="not valid"):
         open_store("nonsense://")
-    with pytest.raises(UserError, match="cannot open the store"):
+    with pytest.raises(UserError, match="is not a file"):
         open_store(f"sqlite:///{tmp_path}")  # a directory, not a file
 
 

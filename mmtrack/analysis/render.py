@@ -10,10 +10,15 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..measure.metrics import MetricFormat
-from ..measure.report import format_duration, format_value
+from ..measure.metrics import Direction, MetricFormat
 from ..results import Measurement
+from ..tables import NAME_MIN_WIDTH, stacked
+from ..textsafe import md_code, md_text, term
+from ..units import format_spread
 from .compare import MARKS, Comparison, Row
+
+SCHEMA_VERSION = 2  # of ``compare --format json``: 2 added machine, environment, full shas, summary
+SORTS = ("verdict", "ratio", "name")
 
 FORMATS = ("table", "markdown", "json")
 
@@ -33,16 +38,18 @@ _STYLE = {
 _ORDER = ("failed", "regressed", "ambiguous", "improved", "fixed", "not comparable", "new", "removed", "unchanged")
 
 
-def format_measurement(m: Measurement | None, with_unit: bool = False) -> str:
-    """The median; durations in s/ms/µs/ns, other units in the metric column unless ``with_unit``."""
+def format_measurement(m: Measurement | None, with_unit: bool = True) -> str:
+    """The median ± half its interquartile range (else of its confidence interval), scaled: ``1.24±0.07 ms``."""
     if m is None:
         return ""
     if m.status != "ok" or m.median is None or not math.isfinite(m.median):
         return m.status if m.status != "ok" else "n/a"
-    if m.metric.unit == "s":
-        return format_duration(m.median)
-    value = format_value(m.median, m.format if isinstance(m.format, MetricFormat) else MetricFormat.NUMBER)
-    return f"{value} {m.metric.unit}" if with_unit else value
+    fmt = m.format if isinstance(m.format, MetricFormat) else MetricFormat.NUMBER
+    low, high = (m.q1, m.q3) if m.q1 is not None and m.q3 is not None else (m.ci_low, m.ci_high)
+    text = format_spread(m.median, low, high, m.metric.unit, fmt)
+    if not with_unit and text.endswith(" " + m.metric.unit):
+        return text[: -len(m.metric.unit) - 1]
+    return text
 
 
 def format_ratio(row: Row) -> str:
@@ -52,13 +59,34 @@ def format_ratio(row: Row) -> str:
     return f"~{r}" if row.verdict == "ambiguous" else r
 
 
-def _sorted(comparison: Comparison) -> list[Row]:
-    """Attention first; rows that were already failing before go after the real changes."""
+def _sorted(comparison: Comparison, sort: str = "verdict") -> list[Row]:
+    """Attention first (rows already failing before go after the real changes); or by ratio or name."""
+    if sort == "name":
+        return sorted(comparison.rows, key=lambda r: (r.name, str(r.metric)))
+    if sort == "ratio":  # the worst change first, whatever the metric's direction
+        return sorted(comparison.rows, key=lambda r: (-(worse_factor(r) or 0.0), r.name))
     rank = {v: i for i, v in enumerate(_ORDER)}
     return sorted(
         comparison.rows,
         key=lambda r: rank["removed"] + 0.5 if r.verdict == "failed" and r.note == "still failing" else rank[r.verdict],
     )
+
+
+def worse_factor(row: Row) -> float | None:
+    """after/before oriented so that above 1 is worse (inverted for higher-is-better); None when not comparable."""
+    if row.ratio is None or not math.isfinite(row.ratio) or row.ratio <= 0 or row.direction is Direction.NEUTRAL:
+        return None
+    if row.verdict not in ("unchanged", "improved", "regressed", "ambiguous"):
+        return None
+    return 1.0 / row.ratio if row.direction is Direction.HIGHER else row.ratio
+
+
+def geometric_mean(comparison: Comparison) -> tuple[float | None, int]:
+    """pyperf's summary: the geometric mean of the comparable rows' worse factors, and how many there were."""
+    factors = [f for f in (worse_factor(r) for r in comparison.rows) if f is not None]
+    if not factors:
+        return None, 0
+    return math.exp(sum(math.log(f) for f in factors) / len(factors)), len(factors)
 
 
 def summary_line(comparison: Comparison) -> str:
@@ -67,26 +95,34 @@ def summary_line(comparison: Comparison) -> str:
     return f"{comparison.before_label} → {comparison.after_label}: {len(comparison.rows)} metrics; " + ", ".join(parts)
 
 
-def render_table(comparison: Comparison, only_changed: bool = False) -> Table:
-    """A rich table in asv's shape: mark, before, after, ratio, benchmark, metric, verdict."""
-    t = Table(box=box.SIMPLE_HEAD, title=Text(summary_line(comparison)), title_justify="left", expand=True)
-    for col, justify in (
-        ("", "left"),
-        (comparison.before_label, "right"),
-        (comparison.after_label, "right"),
-        ("ratio", "right"),
-        ("benchmark", "left"),
-        ("metric", "left"),
-        ("verdict", "left"),
-    ):
-        t.add_column(
-            Text(col),
-            justify=justify,
-            no_wrap=col not in ("benchmark", "verdict"),
-            overflow="fold" if col in ("benchmark", "verdict") else "ellipsis",
-            ratio=1 if col == "benchmark" else None,
-        )
-    for row in _sorted(comparison):
+def overall_line(comparison: Comparison, where: str = "") -> str:
+    """``on m/env: 1.043x slower (geometric mean of 12 comparable metrics); 1 regressed, 11 unchanged``."""
+    gm, n = geometric_mean(comparison)
+    counts = sorted(comparison.counts().items(), key=lambda kv: _ORDER.index(kv[0]))
+    parts = ", ".join(f"{n_rows} {verdict}" for verdict, n_rows in counts)
+    if gm is None:
+        mean = "no comparable metrics"
+    elif abs(gm - 1) < 0.0005:
+        mean = f"same speed (geometric mean of {n} comparable metrics)"
+    else:
+        mean = f"{gm:.3f}x {'worse' if gm > 1 else 'better'} (geometric mean of {n} comparable metrics)"
+    return (f"{where}: " if where else "") + mean + (f"; {parts}" if parts else "")
+
+
+def render_table(comparison: Comparison, only_changed: bool = False, sort: str = "verdict", where: str = "") -> Table:
+    """A rich table in asv's shape: mark, before, after, ratio, benchmark over its metric, verdict.
+
+    It fits 80 columns: the benchmark wraps at its dots and keeps its tail; the metric sits under it.
+    """
+    title = term(summary_line(comparison)) + "\n" + term(overall_line(comparison, where))
+    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left")
+    t.add_column("", no_wrap=True)
+    t.add_column(Text(term(comparison.before_label)), justify="right", overflow="fold")
+    t.add_column(Text(term(comparison.after_label)), justify="right", overflow="fold")
+    t.add_column("ratio", justify="right", no_wrap=True)
+    t.add_column("benchmark / metric", overflow="fold", min_width=NAME_MIN_WIDTH)
+    t.add_column("verdict", overflow="fold", min_width=9, max_width=24)  # the name gets the room
+    for row in _sorted(comparison, sort):
         if only_changed and row.verdict == "unchanged":
             continue
         style = _STYLE[row.verdict]
@@ -96,15 +132,10 @@ def render_table(comparison: Comparison, only_changed: bool = False) -> Table:
             Text(format_measurement(row.before)),
             Text(format_measurement(row.after)),
             Text(format_ratio(row), style=style),
-            Text(row.name),  # plain Text: names like "x[s]" are not rich markup
-            Text(row.metric_label),
-            Text(verdict, style=style),
+            stacked(row.name, row.metric_label),
+            Text(term(verdict), style=style),
         )
     return t
-
-
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|")
 
 
 def _md_rows(rows: list[Row]) -> list[str]:
@@ -112,19 +143,24 @@ def _md_rows(rows: list[Row]) -> list[str]:
     for r in rows:
         mark = f"`{r.mark}`" if r.mark.strip() else ""
         verdict = r.verdict + (f": {r.note}" if r.note else "")
-        cells = [mark, format_measurement(r.before), format_measurement(r.after), format_ratio(r), r.name, r.metric_label, verdict]
-        out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+        cells = [mark, md_text(format_measurement(r.before)), md_text(format_measurement(r.after)),
+                 md_text(format_ratio(r)), md_code(r.name), md_code(r.metric_label), md_text(verdict)]
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 
-def render_markdown(comparison: Comparison) -> str:
-    """Markdown for a PR comment: what changed in a table, the unchanged rows folded away."""
-    rows = _sorted(comparison)
+def render_markdown(comparison: Comparison, sort: str = "verdict", where: str = "") -> str:
+    """Markdown for a PR comment: what changed in a table, the unchanged rows folded away.
+
+    Every name is a code span and every other text escaped (:mod:`mmtrack.textsafe`): names come
+    from the pull request under test and must not close the table or open an HTML comment.
+    """
+    rows = _sorted(comparison, sort)
     changed = [r for r in rows if r.verdict != "unchanged"]
     same = [r for r in rows if r.verdict == "unchanged"]
     regressed = comparison.by_verdict("regressed", "failed")
     head = "### :red_circle: Performance regressed" if regressed else "### Performance comparison"
-    lines = [head, "", _md_escape(summary_line(comparison)), ""]
+    lines = [head, "", md_text(summary_line(comparison)), "", md_text(overall_line(comparison, where)), ""]
     if changed:
         lines += _md_rows(changed) + [""]
     else:
@@ -155,11 +191,16 @@ def _clean(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-def to_json(comparison: Comparison) -> dict[str, Any]:
+def to_json(comparison: Comparison, sides: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Raw SI values plus unit; ``sides`` adds each side's full sha, machine, environment and run id."""
+    gm, n = geometric_mean(comparison)
     return {
+        "schema_version": SCHEMA_VERSION,
         "before": comparison.before_label,
         "after": comparison.after_label,
+        **({"sides": sides} if sides else {}),
         "counts": comparison.counts(),
+        "summary": {"geometric_mean_worse_factor": gm, "comparable": n},
         "policy": {
             "threshold": comparison.policy.threshold,
             "counter_threshold": comparison.policy.counter_threshold,
@@ -177,6 +218,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
                 "verdict": r.verdict,
                 "mark": r.mark,
                 "ratio": _clean(r.ratio),
+                "display": {"before": format_measurement(r.before), "after": format_measurement(r.after)},
                 "p_value": r.p_value,
                 "test": r.test,
                 "threshold": r.threshold,
@@ -190,8 +232,9 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     }
 
 
-def render_json(comparison: Comparison) -> str:
-    return json.dumps(to_json(comparison), indent=2, allow_nan=False, default=_clean)
+def render_json(comparison: Comparison, sides: dict[str, dict[str, Any]] | None = None) -> str:
+    return json.dumps(to_json(comparison, sides), indent=2, allow_nan=False, default=_clean)
 
 
-__all__ = ["FORMATS", "MARKS", "render_table", "render_markdown", "render_json", "to_json", "summary_line"]
+__all__ = ["FORMATS", "SORTS", "MARKS", "overall_line", "geometric_mean",
+           "render_table", "render_markdown", "render_json", "to_json", "summary_line"]

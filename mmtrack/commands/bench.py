@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -40,8 +39,9 @@ from ..host import host_info
 from ..results import BenchContext
 from ..vcs import GitError, commit_info, project_root
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
-from ..errors import EXIT_OK, EXIT_USAGE, UserError
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..measure import conditions
+from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
 from ..measure.runner import RunOptions
 
 # Measure sooner: scipy (analysis), SQLAlchemy (store) and rich tables (report) cost seconds to
@@ -65,6 +65,7 @@ class BenchRequest:
     output: Path | None = None  # MMTRACK_OUTPUT: the versioned JSON report
     timeout: float | None = None  # per case, seconds; None: asv's ``timeout`` attribute or 60 s
     in_process: bool = False  # run cases in this process (debugging, profiling): no isolation
+    fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
 
     def options(self) -> RunOptions:
         base = RunOptions.quick() if self.quick else RunOptions()
@@ -457,4 +458,11 @@ def run_bench(request: BenchRequest, console: Console) -> int:
             raise UserError(f"MMTRACK_OUTPUT={request.output}: cannot write the report ({exc.strerror or exc}); "
                             "point it at a writable path") from None
         console.print(f"report written to {escape(str(request.output))}", highlight=False)
-    return EXIT_USAGE if not_saved else run.exit_code
+    if not_saved:
+        return EXIT_USAGE
+    if run.exit_code == EXIT_OK and request.fail_on and result.comparison is not None:
+        from ..analysis.compare import failing_rows
+
+        if failing_rows(result.comparison, request.fail_on):
+            return EXIT_FAILURES
+    return run.exit_code

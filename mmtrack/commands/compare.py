@@ -38,6 +38,7 @@ class CompareRequest:
     history: int = HISTORY  # 0: judge on the two commits' samples alone
     only_changed: bool = False
     cwd: Path | None = None
+    sort: str = "verdict"  # verdict | ratio | name
 
 
 @dataclass(slots=True)
@@ -194,7 +195,7 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
             raise UserError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}", EXIT_USAGE)
     policy = policy_for(request)
     own = store is None
-    store = store or open_store(request.db)
+    store = store or open_store(request.db, existing=True)
     try:
         check_machine_env(store, request.machine, request.env)
         check_metrics(store, request.metrics)
@@ -213,12 +214,34 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
     return CompareOutcome(comparison, before, after, failing)
 
 
-def render(outcome: CompareOutcome, fmt: str, only_changed: bool = False) -> Any:
-    """A rich renderable (table) or a string (markdown, json)."""
-    from ..analysis.render import render_json, render_markdown, render_table
+def _side_json(side: Side) -> dict[str, Any]:
+    return {
+        "spec": side.spec,
+        "label": side.label,
+        "sha": side.commit.sha if side.commit else None,
+        "dirty": side.commit.dirty if side.commit else None,
+        "machine": side.machine,
+        "environment": side.environment,
+        "run_id": side.run_id,
+    }
 
+
+def where(outcome: CompareOutcome) -> str:
+    """``machine/env`` of the comparison (``a/x → b/y`` when the sides differ)."""
+    b, a = outcome.before, outcome.after
+    before, after = f"{b.machine}/{b.environment}", f"{a.machine}/{a.environment}"
+    return before if before == after else f"{before} → {after}"
+
+
+def render(outcome: CompareOutcome, fmt: str, only_changed: bool = False, sort: str = "verdict") -> Any:
+    """A rich renderable (table) or a string (markdown, json)."""
+    from ..analysis.render import SORTS, render_json, render_markdown, render_table
+
+    if sort not in SORTS:
+        raise UserError(f"unknown --sort {sort!r}; choose from {', '.join(SORTS)}", EXIT_USAGE)
     if fmt == "markdown":
-        return render_markdown(outcome.comparison)
+        return render_markdown(outcome.comparison, sort, where(outcome))
     if fmt == "json":
-        return render_json(outcome.comparison)
-    return render_table(outcome.comparison, only_changed=only_changed)
+        sides = {"before": _side_json(outcome.before), "after": _side_json(outcome.after)}
+        return render_json(outcome.comparison, sides)
+    return render_table(outcome.comparison, only_changed=only_changed, sort=sort, where=where(outcome))

@@ -17,7 +17,9 @@ from rich.text import Text
 
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_series
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
-from ..measure.report import format_duration, format_value
+from ..tables import NAME_MIN_WIDTH, stacked
+from ..textsafe import term
+from ..units import format_quantity
 from ..results import ChangePoint, SeriesKey
 from .select import check_machine_env, check_metrics, series_keys
 
@@ -42,6 +44,7 @@ class DetectOutcome:
     stored: int | None  # None when not stored
     policy: DetectPolicy
     fail_on: tuple[str, ...] = ()
+    read_only: bool = False  # the store was read-only: nothing stored
 
     @property
     def changes(self) -> list[ChangePoint]:
@@ -63,6 +66,12 @@ class DetectOutcome:
 def policy_for(request: DetectRequest) -> DetectPolicy:
     if request.method not in ("edivisive", "pelt"):
         raise UserError(f"unknown --method {request.method!r}; choose edivisive or pelt", EXIT_USAGE)
+    if request.alpha is not None and not (0 < request.alpha < 1):
+        raise UserError(f"--alpha {request.alpha:g} is not a significance level; give a number between 0 and 1, "
+                        "e.g. 0.001", EXIT_USAGE)
+    if request.min_effect is not None and not (0 <= request.min_effect < 10):
+        raise UserError(f"--min-effect {request.min_effect:g} is not a relative step; give e.g. 0.05 for 5%",
+                        EXIT_USAGE)
     kw: dict[str, Any] = {"method": request.method}
     if request.min_effect is not None:
         kw["min_effect"] = request.min_effect
@@ -85,7 +94,7 @@ def run_detect(
 
     policy = policy_for(request)
     own = store is None
-    store = store or open_store(request.db)
+    store = store or open_store(request.db, existing=True)
     try:
         if series is None:
             check_machine_env(store, request.machine, request.env)
@@ -102,23 +111,18 @@ def run_detect(
             if progress:
                 progress(i + 1, len(keys))
         stored = None
-        if request.store_results:
+        read_only = not getattr(store, "writable", True)
+        if request.store_results and not read_only:
             stored = q.save_change_points(
                 store, [c for r in reports for c in r.changes], replace=[r.series for r in reports]
             )
     finally:
         if own:
             store.close()
-    return DetectOutcome(reports, stored, policy, request.fail_on)
+    return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only)
 
 
 # --------------------------------------------------------------------------- output
-
-
-def _value(v: float, unit: str) -> str:
-    if not math.isfinite(v):
-        return "n/a"
-    return format_duration(v) if unit == "s" else f"{format_value(v)} {unit}"
 
 
 def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
@@ -129,21 +133,24 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
         f"{sum(c.kind == 'regression' for c in outcome.changes)} regressions, "
         f"{sum(c.kind == 'improvement' for c in outcome.changes)} improvements, "
         f"{len(outcome.open_regressions)} still open"
-        + (f"; {outcome.stored} change points stored" if outcome.stored is not None else "; not stored")
+        + (f"; {outcome.stored} change points stored" if outcome.stored is not None
+           else "; not stored (read-only store)" if outcome.read_only else "; not stored")
     )
     rows = [c for c in outcome.changes if show_all or c.kind == "regression"]
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
-    if len(places) == 1:
-        title += f"\non {places[0]}"
-    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left", expand=True)
-    cols = ["", "benchmark", "metric", *(["machine/env"] if len(places) > 1 else []), "began", "before", "after", "ratio", "persists"]
+    title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
+    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left")
+    # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
+    many = len(places) > 1  # then each row names its machine/env under its metric
+    name_header = "benchmark / metric" + (" / machine/env" if many else "")
+    cols = ["", name_header, "before → after / began", "ratio", "persists"]
     for col in cols:
         t.add_column(
             col,
-            justify="right" if col in ("before", "after", "ratio") else "left",
-            overflow="fold" if col in ("benchmark", "metric") else "ellipsis",
-            no_wrap=col not in ("benchmark", "metric"),
-            ratio={"benchmark": 3, "metric": 1}.get(col),
+            justify="right" if col == "ratio" else "left",
+            overflow="fold",
+            no_wrap=col in ("", "ratio", "persists"),
+            min_width=NAME_MIN_WIDTH if col.startswith("benchmark") else None,
         )
     for c in sorted(rows, key=lambda c: (c.kind != "regression", not c.persists, -abs(math.log(c.ratio)) if c.ratio > 0 else 0)):
         style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
@@ -151,13 +158,14 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
         params = json.loads(c.series.params) if c.series.params else {}
         cells = [
             Text(mark, style=style),
-            # plain Text: names like "x[s]" are not rich markup
-            Text(c.series.benchmark + (f"({', '.join(params.values())})" if params else "")),
-            Text(f"{c.series.metric.name} [{c.series.metric.unit}]"),
-            *([Text(f"{c.series.machine}/{c.series.environment}")] if len(places) > 1 else []),
-            f"{c.before_sha[:8]}..{c.after_sha[:8]}",
-            Text(_value(c.before_value, c.series.metric.unit)),
-            Text(_value(c.after_value, c.series.metric.unit)),
+            stacked(c.series.benchmark + (f"({', '.join(params.values())})" if params else ""),
+                    f"{c.series.metric.name} [{c.series.metric.unit}]",
+                    *([f"{c.series.machine}/{c.series.environment}"] if many else [])),
+            Text.assemble(
+                f"{format_quantity(c.before_value, c.series.metric.unit)} → "
+                f"{format_quantity(c.after_value, c.series.metric.unit)}\n",
+                (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
+            ),
             Text(f"{c.ratio:.2f}", style=style),
             "yes" if c.persists else "no",
         ]

@@ -10,13 +10,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..store.db import open_store, redact
-from ..store.ingest import ImportSummary, import_asv_results
+from ..store.ingest import ImportSummary, find_results_files, import_asv_results
 
 
 def run_import(url: str, results_dir: Path, console: Console, err_console: Console, *, progress: bool = True) -> int:
     """Import, print one line per unreadable file and a summary; returns the exit code."""
     if not results_dir.is_dir():
         raise UserError(f"{results_dir}: not a directory; give an asv results folder (the one with benchmarks.json)")
+    check_results_folder(results_dir)
     store = open_store(url)
     try:
         if progress and err_console.is_terminal:
@@ -43,6 +44,30 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
         err_console.print(f"[red]error:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
     console.print(format_summary(summary, redact(url)), highlight=False, soft_wrap=True)
     return EXIT_FAILURES if summary.failed else EXIT_OK
+
+
+def check_results_folder(folder: Path) -> None:
+    """Refuse, in one line, a folder that holds no asv results, naming the results folder of a project root."""
+    if find_results_files(folder) or (folder / "benchmarks.json").is_file():
+        return
+    candidates = [folder / "results", folder / ".asv" / "results"]
+    conf = folder / "asv.conf.json"
+    if conf.is_file():
+        try:
+            from asv.util import load_json
+
+            configured = load_json(str(conf), js_comments=True).get("results_dir")
+            if isinstance(configured, str):
+                candidates.insert(0, folder / configured)
+        except Exception:  # noqa: BLE001 - an unreadable config only loses a hint
+            pass
+    found = next((c for c in candidates if c.is_dir() and (find_results_files(c) or (c / "benchmarks.json").is_file())),
+                 None)
+    if found is not None:
+        raise UserError(f"{folder} is a project, not an asv results folder; pass its results folder: "
+                        f"mmtrack import-asv {found}")
+    raise UserError(f"{folder} holds no asv results (no benchmarks.json, no <machine>/*.json); give the folder "
+                    "`asv run` writes to (asv.conf.json's results_dir, default .asv/results)")
 
 
 def format_summary(s: ImportSummary, url: str) -> str:

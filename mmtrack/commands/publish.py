@@ -59,6 +59,11 @@ def publish(
 ) -> tuple[SiteModel, WriteReport]:
     """Build the site from ``model`` or, by default, from the store (kept open while the site is
     built: series are read only for the benchmarks that changed since the last build)."""
+    from ..fsutil import folder_problem
+
+    problem = folder_problem(request.out, "output folder")
+    if problem:
+        raise UserError(f"{problem}; pass -o with a writable folder")
     config = site_config(request)
     if Path(request.out).is_dir() and not Path(request.out).is_symlink():
         check_tree(Path(request.out))  # refuse a planted link before reading the store
@@ -70,7 +75,7 @@ def publish(
     from ..store import queries as q
     from ..store.db import open_store
 
-    store = open_store(request.db, upgrade_schema=False)
+    store = open_store(request.db, existing=True)
     try:
         # Hundreds of thousands of records, none in a cycle: with the collector on, every
         # collection would traverse all of them again (about 20% of the load time).

@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from typing import Any, Iterator, Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..asvbridge import spool
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
@@ -367,9 +369,73 @@ def asv_run_command(prepared: Prepared, request: RunRequest) -> list[str]:
 
 
 def run_asv(prepared: Prepared, request: RunRequest) -> int:
-    """Run asv, its output going straight to ours; returns asv's exit status."""
+    """Run asv, its output passed through to ours line by line with mmtrack's overall progress
+    (steps done of the total and the time left) every so often; returns asv's exit status."""
     sys.stdout.flush()
-    return subprocess.run(asv_run_command(prepared, request), cwd=prepared.project, env=prepared.environ()).returncode
+    progress = AsvProgress()
+    with subprocess.Popen(asv_run_command(prepared, request), cwd=prepared.project, env=prepared.environ(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                          bufsize=1) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            note = progress.update(line)
+            if note:
+                sys.stdout.write(note + "\n")
+            sys.stdout.flush()
+    return proc.returncode
+
+
+class AsvProgress:
+    """Overall progress of an asv run from the ``[ 12.50%]`` prefix asv puts on every line.
+
+    asv counts one step per benchmark per round (and environment), so the percentage is the share of
+    benchmark cases done; the time left extrapolates the elapsed time. A line every ``every_s`` seconds
+    at most, and one when a quarter more is done, so CI logs stay short.
+    """
+
+    _PREFIX = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
+
+    def __init__(self, clock: Any = None, every_s: float = 30.0) -> None:
+        import time
+
+        self.clock = clock or time.monotonic
+        self.every_s = every_s
+        self.started = self.clock()
+        self.last_note = self.started
+        self.last_pct = 0.0
+        self.noted_pct = 0.0
+
+    def update(self, line: str) -> str | None:
+        m = self._PREFIX.match(line)
+        if not m:
+            return None
+        pct = float(m.group(1))
+        if pct <= self.last_pct or pct >= 100.0:
+            return None
+        self.last_pct = pct
+        now = self.clock()
+        if now - self.last_note < self.every_s and pct - self.noted_pct < 25.0:
+            return None
+        self.last_note, self.noted_pct = now, pct
+        return self.describe(pct, now - self.started)
+
+    @staticmethod
+    def describe(pct: float, elapsed_s: float) -> str:
+        left = elapsed_s * (100.0 - pct) / pct
+        return (f"mmtrack run: {pct:.0f}% of asv's benchmark steps done in {_duration(elapsed_s)}, "
+                f"about {_duration(left)} left")
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 # -- 4. collect ------------------------------------------------------------------------------
@@ -516,27 +582,32 @@ def run_command(request: RunRequest, console: Console) -> int:
 
 def render(outcome: RunOutcome, console: Console) -> None:
     c = outcome.collected
+    from ..tables import Name
+    from ..textsafe import term
+    from ..units import format_quantity
+
     for w in c.warnings + outcome.reports:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("warning:", "yellow"), " ", term(w)), highlight=False, soft_wrap=True)
     for n in outcome.notes:
-        console.print(f"note: {n}", highlight=False, soft_wrap=True)
-    table = Table(title=f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")
-    table.add_column("benchmark")
-    table.add_column("status")
-    table.add_column("value", justify="right")
-    table.add_column("metrics", justify="right")
-    styles = {"ok": "{}", "failed": "[red]{}[/]", "skipped": "[yellow]{}[/]"}
+        console.print(Text(f"note: {term(n)}"), highlight=False, soft_wrap=True)
+    table = Table(title=Text(term(f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")))
+    table.add_column("benchmark", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_column("metrics", justify="right", no_wrap=True)
+    styles = {"ok": "", "failed": "red", "skipped": "yellow"}
     for case in c.cases:
-        value = _fmt(case.value, case.unit) if case.value is not None else ""
-        status = styles.get(case.status, "{}").format(case.status)
-        table.add_row(case.label, status, value, str(len(case.metrics)) if case.metrics else "")
+        value = format_quantity(case.value, case.unit) if case.value is not None else ""
+        status = Text(term(case.status), style=styles.get(case.status, ""))
+        table.add_row(Name(case.label), status, value, str(len(case.metrics)) if case.metrics else "")
     console.print(table)
     for line in outcome.summary:
-        console.print(line, highlight=False)
+        console.print(Text(term(line)), highlight=False)
     if outcome.comparison is not None:
         _render_comparison(outcome.comparison, console)
     for case in c.failed:
-        console.print(f"[bold red]failed[/] {case.label}: {case.message}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("failed", "bold red"), f" {term(case.label)}: {term(case.message)}"),
+                      highlight=False, soft_wrap=True)
     counts = {s: sum(1 for x in c.cases if x.status == s) for s in ("ok", "failed", "skipped")}
     console.print(
         f"{len(c.cases)} benchmark cases: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped"
@@ -554,9 +625,11 @@ def _render_comparison(outcome: Any, console: Console) -> None:
     from ..analysis.render import render_table, summary_line
 
     full = outcome.comparison
+    from ..textsafe import term
+
     console.print(
-        f"compared with the previous commit on {outcome.before.machine} "
-        f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}",
+        Text(term(f"compared with the previous commit on {outcome.before.machine} "
+                  f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}")),
         highlight=False,
         soft_wrap=True,
     )
@@ -565,14 +638,6 @@ def _render_comparison(outcome: Any, console: Console) -> None:
         table = render_table(shown)
         table.title = None
         console.print(table)
-
-
-def _fmt(value: float, unit: str) -> str:
-    if unit == "seconds":
-        from asv.util import human_value
-
-        return human_value(value, "seconds")
-    return f"{value:.4g} {unit}".strip()
 
 
 # -- 5. the store: the one place that talks to it ---------------------------------------------

@@ -14,29 +14,8 @@ from .diagnose import cpu_diagnostics, stability_warnings
 from .metrics import MetricFormat, MetricSummary
 from .concurrent import EventCounterSummary, RoleStats
 from .stats import OUTLIER_RULE, BenchmarkStats, CounterSummary
-from .throughput import format_si
-
-
-def format_duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "n/a"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3f} {unit}"
-    return f"{seconds * 1e9:.2f} ns"
-
-
-def format_value(value: float, fmt: MetricFormat = MetricFormat.NUMBER) -> str:
-    """micromeasure's adaptive rule: 3 decimals in [0.001, 1000), else scientific; INTEGER exact."""
-    if not math.isfinite(value):
-        return "n/a"
-    if fmt is MetricFormat.INTEGER:
-        return f"{round(value):,d}"
-    if value == 0 or 1e-3 <= abs(value) < 1e3:
-        return f"{value:.3f}"
-    if 1e3 <= abs(value) < 1e7:
-        return f"{value:,.1f}"
-    return f"{value:.3e}"
+from ..textsafe import term
+from ..units import format_duration, format_number, format_si, format_value
 
 
 def _kv_table(stats: BenchmarkStats, *, chunks: bool = True) -> Table:
@@ -44,9 +23,9 @@ def _kv_table(stats: BenchmarkStats, *, chunks: bool = True) -> Table:
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
     lat, rate = stats.latency, stats.rate
-    t.add_row("Measurement", Text(stats.measurement_label))
+    t.add_row("Measurement", Text(term(stats.measurement_label)))
     for note in stats.notes:
-        t.add_row("", Text(note, style="dim"))
+        t.add_row("", Text(term(note), style="dim"))
     t.add_row("Domain", stats.domain.value)
     chunk = f"{stats.chunk_size:,d} ops/chunk" + (" (calibrated)" if stats.calibrated else " (fixed)")
     if chunks:  # a concurrent benchmark has no chunks: its sample is a time window
@@ -69,7 +48,8 @@ def counter_table(counters: list[CounterSummary]) -> Table:
         t.add_column(col, justify="left" if col == "counter" else "right")
     by_name = {c.name: c for c in counters}
     for c in counters:
-        t.add_row(Text(f"{c.name}/op"), format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER), f"{c.coverage_pct:.1f}%")
+        t.add_row(Text(term(f"{c.name}/op")), format_value(c.per_op), format_value(c.total, MetricFormat.INTEGER),
+                  f"{c.coverage_pct:.1f}%")
     ipc = _ipc(by_name.get("instructions"), by_name.get("cycles"))
     if ipc is not None:
         t.add_row("IPC", f"{ipc:.3f}", "", "")
@@ -85,16 +65,19 @@ def _ipc(instructions: CounterSummary | None, cycles: CounterSummary | None) -> 
 
 
 def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
+    """One row per metric: ``section/name [unit]`` (wrapped at its dots when narrow), then whole numbers."""
+    from ..tables import NAME_MIN_WIDTH, Name
+
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("section", "metric", "unit", "mean", "median", "p95", "min", "max", "n"):
-        t.add_column(col, justify="left" if col in ("section", "metric", "unit") else "right")
+    t.add_column("metric", min_width=min(NAME_MIN_WIDTH, 16))
+    for col in ("mean", "median", "p95", "min", "max", "n"):
+        t.add_column(col, justify="right", no_wrap=True)
     for m in metrics:
         f = m.format
+        label = (f"{m.section}/" if m.section else "") + f"{m.display_name} [{m.unit}]"
         t.add_row(
-            Text(m.section or "-"),
-            Text(m.display_name),
-            Text(m.unit),
-            *(format_value(v, f) for v in (m.mean, m.median, m.p95, m.min, m.max)),
+            Name(label),
+            *(format_number(v, f) for v in (m.mean, m.median, m.p95, m.min, m.max)),
             str(m.count),
         )
     return t
@@ -103,20 +86,20 @@ def metric_table(title: str, metrics: Iterable[MetricSummary]) -> Table:
 def render_stats(stats: BenchmarkStats) -> Group:
     if stats.scenario is not None:
         return render_concurrent(stats)
-    parts: list = [Text(stats.full_name, style="bold"), _kv_table(stats)]
+    parts: list = [Text(term(stats.full_name), style="bold"), _kv_table(stats)]
     if stats.counters:
         parts.append(counter_table(stats.counters))
     custom = list(stats.metrics) + list(stats.diagnostics)
     if custom:
         parts.append(metric_table("custom metrics:", custom))
     for err in stats.diagnostic_errors:
-        parts.append(Text(f"diagnostic: {err}", style="yellow"))
+        parts.append(Text(f"diagnostic: {term(err)}", style="yellow"))
     lines = cpu_diagnostics(stats)
     if lines:
         parts.append(Text("possible bottlenecks:", style="bold magenta"))
-        parts.extend(Text(f"  - {line}") for line in lines)
+        parts.extend(Text(f"  - {term(line)}") for line in lines)
     for w in list(stats.warnings) + stability_warnings(stats):
-        parts.append(Text(f"warning: {w}", style="yellow"))
+        parts.append(Text(f"warning: {term(w)}", style="yellow"))
     return Group(*parts)
 
 
@@ -172,7 +155,7 @@ def event_counter_table(events: list[EventCounterSummary]) -> Table:
 
 def render_concurrent(stats: BenchmarkStats) -> Group:
     """Per-role tables first, each with its event counters; then scenario metrics; then workers combined."""
-    parts: list = [Text(stats.full_name, style="bold"), _scenario_table(stats)]
+    parts: list = [Text(term(stats.full_name), style="bold"), _scenario_table(stats)]
     for role in stats.roles:
         parts.append(Text(f"role {role.name} ({role.threads} thread{'s' if role.threads != 1 else ''})",
                           style="bold"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,14 +40,6 @@ class Throughput:
         return operations * self.amount / seconds if seconds > 0 else math.nan
 
     def format_rate(self, rate: float) -> str:
+        from ..units import format_si
+
         return format_si(rate, self.rate_unit)
-
-
-def format_si(value: float, unit: str) -> str:
-    """``1.23 Gbytes/s``-style rendering with SI prefixes; ``n/a`` when not positive."""
-    if not math.isfinite(value) or value <= 0:
-        return "n/a"
-    for scale, prefix in _SI:
-        if value >= scale:
-            return f"{value / scale:.2f} {prefix}{unit}"
-    return f"{value:.2f} {unit}"

@@ -3,7 +3,9 @@
 ``resolve_url`` picks the database: ``--db``, else ``$MMTRACK_DB``, else the
 SQLite file ``.mmtrack/mmtrack.db`` under the project root (the git top level
 of the current directory, or the current directory outside git).
-``open_store`` creates or upgrades the schema (Alembic) on first use.
+``open_store`` creates or upgrades the schema (Alembic) on first use; with
+``existing=True`` (the read commands) it refuses a store that does not exist instead
+of creating one, and opens a read-only SQLite file read-only.
 
 SQLite runs in WAL mode with a busy timeout, and write transactions start with
 ``BEGIN IMMEDIATE``: a writer takes the lock up front and concurrent writers
@@ -20,11 +22,12 @@ from typing import Iterator
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from ..errors import UserError
+from ..errors import StoreError, UserError
+from ..fsutil import folder_problem
 from .url import DEFAULT_RELATIVE, ENV_VAR, normalize_url, redact, resolve_url  # noqa: F401  (re-exported)
 
 BUSY_TIMEOUT_S = 120.0
@@ -50,6 +53,7 @@ class Store:
     url: str
     engine: Engine
     sessions: sessionmaker[Session]
+    writable: bool = True  # False: a read-only SQLite file, opened read-only
 
     @property
     def dialect(self) -> str:
@@ -58,8 +62,14 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction (``BEGIN IMMEDIATE`` on SQLite); commits on success."""
-        with self.engine.execution_options(mmtrack_begin="IMMEDIATE").begin() as conn:
-            yield conn
+        try:
+            with self.engine.execution_options(mmtrack_begin="IMMEDIATE").begin() as conn:
+                yield conn
+        except OperationalError as exc:
+            if "readonly" not in str(exc.orig).replace("read-only", "readonly"):
+                raise
+            raise StoreError(f"store {redact(self.url)} is read-only ({' '.join(str(exc.orig).split())}); "
+                            "give a writable --db / MMTRACK_DB") from None
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -85,11 +95,47 @@ class Store:
         self.close()
 
 
-def make_engine(url: str) -> Engine:
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise UserError(
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def check_sqlite_file(url: str, *, existing: bool) -> bool:
+    """Refuse an unusable SQLite path in one line; returns whether the store can be written.
+
+    ``existing``: the store must already exist (read commands: a mistyped --db must not create one).
+    """
+    path = sqlite_path(url)
+    if path is None:
+        return True
+    where = "check --db / MMTRACK_DB"
+    if path.exists() and not path.is_file():
+        raise StoreError(f"store path {path} is not a file (a folder?); give the SQLite file, {where}")
+    if not path.exists():
+        if existing and not any(p.exists() and not p.is_dir() for p in path.parents):
+            raise StoreError(
+                f"no store at {path}; {where} (a store is created by `mmtrack import-asv`, `mmtrack run` "
+                "or `mmtrack bench`)"
+            )
+        problem = folder_problem(path.parent, "store folder")
+        if problem:
+            raise StoreError(f"{problem}; {where}")
+        return True
+    return os.access(path, os.R_OK | os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def make_engine(url: str, read_only: bool = False) -> Engine:
+    """The engine for ``url``; ``read_only`` opens a SQLite file with ``mode=ro`` and no WAL switch."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError(
             f"database URL {url!r} is not valid; give e.g. sqlite:///path/mmtrack.db or "
             "postgresql://user@host/dbname (--db or MMTRACK_DB)"
         ) from None
@@ -97,13 +143,19 @@ def make_engine(url: str) -> Engine:
         try:
             return create_engine(url, pool_pre_ping=True)
         except (ArgumentError, ImportError, NoSuchModuleError) as exc:
-            raise UserError(
+            raise StoreError(
                 f"database URL {redact(url)} is not valid ({exc}); mmtrack supports sqlite:/// and "
                 "postgresql:// URLs (--db or MMTRACK_DB)"
             ) from None
     memory = parsed.database in (None, "", ":memory:")
+    if read_only and not memory:
+        return _read_only_engine(Path(parsed.database).expanduser())
     if not memory:
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of the store {parsed.database}: {exc.strerror}; "
+                            "check --db / MMTRACK_DB") from None
     engine = create_engine(
         url,
         connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
@@ -126,11 +178,34 @@ def make_engine(url: str) -> Engine:
             cur.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         cur.close()
 
+    _begin_explicitly(engine)
+    return engine
+
+
+def _begin_explicitly(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get("mmtrack_begin", "DEFERRED")
         conn.exec_driver_sql(f"BEGIN {mode}")
 
+
+def _read_only_engine(path: Path) -> Engine:
+    """A read-only SQLite file (or one in a read-only folder): ``mode=ro``; ``immutable=1`` when the
+    WAL's shared-memory file cannot be created beside it (nobody can be writing it then)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    base = f"file:{quote(str(path.resolve()))}?mode=ro"
+    uri = base if os.access(path.parent, os.W_OK | os.X_OK) else base + "&immutable=1"
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        conn.isolation_level = None  # we issue BEGIN ourselves
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        return conn
+
+    engine = create_engine("sqlite://", creator=connect)
+    _begin_explicitly(engine)
     return engine
 
 
@@ -181,23 +256,52 @@ def _check_known(revision: str, url: str) -> None:
     try:
         ScriptDirectory.from_config(alembic_config()).get_revision(revision)
     except CommandError:
-        raise UserError(
+        raise StoreError(
             f"store {redact(url)} is at schema revision {revision}, which this mmtrack does not know; "
             "upgrade mmtrack"
         ) from None
 
 
-def open_store(url: str | None = None, *, upgrade_schema: bool = True) -> Store:
-    """Open the store at ``url`` (default: ``resolve_url(None)``), creating or upgrading it."""
+def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing: bool = False) -> Store:
+    """Open the store at ``url`` (default: ``resolve_url(None)``), creating or upgrading it.
+
+    ``existing=True`` (compare, detect, publish, list): refuse a store that does not exist or holds
+    no mmtrack schema, read a read-only SQLite file read-only, and refuse a schema newer than this
+    mmtrack. Without it, a read-only store is refused in one line when ``upgrade_schema`` (the caller
+    means to write); ``db current`` and ``db upgrade`` open it read-only, and a write then fails in one line.
+    """
     url = normalize_url(url) if url else resolve_url(None)
-    engine = make_engine(url)
-    store = Store(url=url, engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))
+    writable = check_sqlite_file(url, existing=existing)
+    if not writable and upgrade_schema and not existing:  # a writer (run, import-asv): refuse up front
+        raise StoreError(f"store {redact(url)} is read-only (file or folder not writable); "
+                        "give a writable --db / MMTRACK_DB, or copy the store")
+    engine = make_engine(url, read_only=not writable)
+    store = Store(url=url, engine=engine, sessions=sessionmaker(engine, expire_on_commit=False), writable=writable)
     try:
         current = store.current_revision()  # also proves the database is reachable
-        if upgrade_schema and current != head_revision():
+        if existing:
+            _check_readable(store, current)
+        elif upgrade_schema and current != head_revision():
             upgrade(store)
-    except OperationalError as exc:
+    except DatabaseError as exc:  # OperationalError too: unreachable, not a database, locked, ...
         engine.dispose()
         why = " ".join(str(exc.orig).split())
-        raise UserError(f"cannot open the store at {redact(url)}: {why}; check --db / MMTRACK_DB") from None
+        raise StoreError(f"cannot open the store at {redact(url)}: {why}; check --db / MMTRACK_DB") from None
+    except UserError:
+        engine.dispose()
+        raise
     return store
+
+
+def _check_readable(store: Store, current: str | None) -> None:
+    """A store the read commands can query: an mmtrack schema this version knows, upgraded if behind."""
+    if current is None:
+        raise StoreError(f"{redact(store.url)} holds no mmtrack store (no schema); check --db / MMTRACK_DB, "
+                        "or fill it with `mmtrack import-asv` or `mmtrack run`")
+    if current == head_revision():
+        return
+    _check_known(current, store.url)
+    if not store.writable:
+        raise StoreError(f"store {redact(store.url)} is at schema revision {current}, older than this mmtrack's "
+                        f"{head_revision()}, and read-only; upgrade a writable copy with `mmtrack db upgrade`")
+    upgrade(store)

@@ -32,6 +32,7 @@ from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindpar
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from ..measure.stats import BenchmarkStats, sample_stats
 from ..results import PRIMARY, CommitInfo, MetricKey, Status, canonical_params
+from ..errors import UserError
 from . import models as m
 from .db import Store
 
@@ -791,8 +792,9 @@ def parse_results_file(
         if key not in data:
             raise ResultsFileError(f"missing key {key!r}")
     sha = _text(data["commit_hash"], "commit_hash")
-    if not sha or len(sha) > 64 or any(ch not in "0123456789abcdefABCDEF" for ch in sha):
-        raise ResultsFileError(f"commit_hash {sha!r:.70} is not a git sha")
+    # 7-40 hex digits (an abbreviated or full SHA-1), or 64 (a SHA-256 repository)
+    if not (7 <= len(sha) <= 40 or len(sha) == 64) or any(ch not in "0123456789abcdefABCDEF" for ch in sha):
+        raise ResultsFileError(f"commit_hash {sha!r:.70} is not a git sha (7 to 40 hex digits)")
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise ResultsFileError("'params' is not an object")
@@ -957,10 +959,39 @@ def find_results_files(results_dir: Path) -> list[tuple[Path, str]]:
     """(file, machine directory) for every results file under ``results_dir``."""
     out = []
     for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir()):
-        for f in sorted(machine_dir.iterdir()):
-            if f.suffix == ".json" and f.name != "machine.json" and f.is_file():
-                out.append((f, os.fsencode(machine_dir.name).decode("utf-8", "backslashreplace")))
+        name = os.fsencode(machine_dir.name).decode("utf-8", "backslashreplace")
+        try:
+            entries = sorted(machine_dir.iterdir())
+        except OSError:  # an unreadable machine folder: the import reports it as one failed entry
+            out.append((machine_dir, name))
+            continue
+        for f in entries:
+            # Not only regular files: a dangling link, a loop, a folder or a FIFO named x.json is
+            # reported by the import as a failed entry, never skipped silently.
+            if f.suffix == ".json" and f.name != "machine.json":
+                out.append((f, name))
     return out
+
+
+def unreadable_entry(path: Path) -> str | None:
+    """Why ``path`` is not a regular file to read (dangling or looping link, folder, FIFO, ...), or None."""
+    import errno
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "cannot read: a symbolic link loop"
+        if exc.errno == errno.ENOENT and path.is_symlink():
+            return f"cannot read: a dangling symbolic link (to {os.readlink(path)})"
+        return f"cannot read: {exc.strerror or exc}"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode) and not os.access(path, os.R_OK | os.X_OK):
+        return "cannot read the folder: permission denied"
+    kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+    return f"cannot read: {kind}, not a results file"
 
 
 def _machine_info(machine_dir: Path, cache: dict[Path, dict[str, Any]]) -> dict[str, Any]:
@@ -997,8 +1028,6 @@ def import_asv_results(
     """
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
-        from ..errors import UserError
-
         raise UserError(f"{results_dir}: not a directory; give an asv results folder (the one with benchmarks.json)")
     summary = ImportSummary()
     benchmarks: dict[str, AsvBenchmark] = {}
@@ -1016,6 +1045,10 @@ def import_asv_results(
     todo: list[_Todo] = []
     for path, machine_dir in files:
         source = f"asv:{machine_dir}/{_display(Path(path.name))}"
+        problem = unreadable_entry(path)  # a loop, a dangling link, a folder or FIFO named *.json
+        if problem is not None:
+            summary.failed.append(FileProblem(_display(path), problem))
+            continue
         try:
             st = path.stat()
         except OSError as exc:

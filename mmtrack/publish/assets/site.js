@@ -81,6 +81,33 @@
     }
     return fmt(v, s.format) + ' ' + s.unit;
   }
+  // One scale for a chart's axis and its hovers: the same ladders as mmtrack/units.py (scale_for).
+  var BINARY = [[Math.pow(1024, 4), 'Ti'], [Math.pow(1024, 3), 'Gi'], [Math.pow(1024, 2), 'Mi'], [1024, 'Ki'], [1, '']];
+  var SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, '']];
+  function ladder(unit) {
+    if (unit === 's' || unit === 'sec' || unit === 'seconds' || unit === 'second') return TIME_UNITS;
+    if (unit === 'B' || unit === 'bytes' || unit === 'byte') return BINARY.map(function (x) { return [x[0], x[1] + 'B']; });
+    var cut = unit.lastIndexOf('/'), base = unit.slice(0, cut);
+    if (cut > 0 && unit.slice(cut + 1) === 's') {
+      if (base === 'B' || base === 'bytes' || base === 'byte') return BINARY.map(function (x) { return [x[0], x[1] + 'B/s']; });
+      return SI.map(function (x) { return [x[0], x[1] + base + '/s']; });
+    }
+    return null;
+  }
+  function scaleFor(values, unit) {
+    var steps = ladder(unit);
+    var finite = values.filter(function (v) { return v != null && isFinite(v) && v !== 0; })
+      .map(Math.abs).sort(function (a, b) { return a - b; });
+    if (!steps || !finite.length) return { f: 1, unit: unit };
+    var typical = finite[Math.floor(finite.length / 2)];
+    for (var k = 0; k < steps.length; k++) if (typical >= steps[k][0]) return { f: steps[k][0], unit: steps[k][1] };
+    return { f: steps[steps.length - 1][0], unit: steps[steps.length - 1][1] };
+  }
+  function scaled(v, sc, s) {
+    if (v == null || !isFinite(v)) return 'n/a';
+    if (sc.f === 1 && !ladder(s.unit)) return fmt(v, s.format) + ' ' + s.unit;
+    return (v / sc.f).toPrecision(4) + ' ' + sc.unit;
+  }
   function pct(ratio) {
     if (ratio == null || !isFinite(ratio)) return 'n/a';
     var p = (ratio - 1) * 100;
@@ -217,22 +244,37 @@
   function allDated() { for (var i = 0; i < store.site.n_commits; i++) if (!(store.commits[i] || [])[1]) return false; return true; }
   function xOf(byDate) { return byDate ? function (i) { return store.commits[i][1]; } : function (i) { return i; }; }
 
+  // The x of a store-wide commit index in this series: its position in the series' own history
+  // (0, 1, 2, ... whatever else the store holds), or the commit date when drawing by date.
+  function seriesX(d, byDate) {
+    if (byDate) return xOf(true);
+    var pos = {};
+    d.i.forEach(function (i, j) { pos[i] = j; });
+    return function (i) {
+      if (pos[i] != null) return pos[i];
+      for (var j = 0; j < d.i.length; j++) if (d.i[j] >= i) return j - 0.5;  // between two measured commits
+      return d.i.length - 0.5;
+    };
+  }
+
   function drawChart(div, id, meta, si, byDate) {
-    var s = meta.series[si], d = seriesData(id, meta, si), X = xOf(byDate), xs = d.i.map(X);
+    var s = meta.series[si], d = seriesData(id, meta, si), X = seriesX(d, byDate), xs = d.i.map(X);
+    var sc = scaleFor(d.m, s.unit);  // the axis and the hovers share one unit
+    function ys(v) { return v == null ? v : v / sc.f; }
     var custom = d.i.map(function (i, j) {
       var c = store.commits[i] || [];
       return [pe(shortSha(c[0])), pe(c[1] ? c[1].replace('T', ' ').replace('+00:00', ' UTC') : 'no date'),
-              c[2] ? pe(c[2]) + '<br>' : '', pe(withUnit(d.m[j], s))];
+              c[2] ? pe(c[2]) + '<br>' : '', pe(scaled(d.m[j], sc, s))];
     });
-    var unit = pe(s.unit);
+    var unit = pe(sc.unit);
     var traces = [];
     if (s.band) {
-      traces.push({ x: xs, y: d.lo, mode: 'lines', line: { width: 0 }, hoverinfo: 'skip', showlegend: false, name: 'band-low', type: 'scatter' });
-      traces.push({ x: xs, y: d.hi, mode: 'lines', line: { width: 0 }, fill: 'tonexty', fillcolor: COLORS.band, hoverinfo: 'skip',
+      traces.push({ x: xs, y: d.lo.map(ys), mode: 'lines', line: { width: 0 }, hoverinfo: 'skip', showlegend: false, name: 'band-low', type: 'scatter' });
+      traces.push({ x: xs, y: d.hi.map(ys), mode: 'lines', line: { width: 0 }, fill: 'tonexty', fillcolor: COLORS.band, hoverinfo: 'skip',
         name: s.band === 'IQR' ? 'IQR (q1–q3)' : 'CI', type: 'scatter' });
     }
     traces.push({
-      x: xs, y: d.m, customdata: custom, mode: 'lines+markers', name: 'median', type: 'scatter',
+      x: xs, y: d.m.map(ys), customdata: custom, mode: 'lines+markers', name: 'median', type: 'scatter',
       line: { color: COLORS.line, width: 1.6 }, marker: { size: 4, color: COLORS.line },
       hovertemplate: '<b>%{customdata[0]}</b>  %{customdata[1]}<br>%{customdata[2]}median %{customdata[3]}<extra></extra>'
     });
@@ -248,17 +290,21 @@
         bgcolor: 'rgba(255,255,255,0.85)', bordercolor: col, borderwidth: 1, borderpad: 2 });
     });
     (s.versions || []).forEach(function (v) {
-      var vx = byDate ? X(v[0]) : v[0] - 0.5;
+      var vx = byDate ? X(v[0]) : Math.ceil(X(v[0])) - 0.5;
       shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: vx, x1: vx, y0: 0, y1: 1, line: { color: '#9ca3af', width: 1, dash: 'dash' } });
       notes.push({ x: vx, y: 1, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'left', showarrow: false,
         text: pe('code version ' + String(v[1]).slice(0, 12)), font: { color: '#6b7280', size: 10 } });
     });
     var title = s.section ? s.section + ' / ' + s.display : s.display;
     var layout = {
-      title: { text: '<b>' + pe(title) + '</b> <span style="font-size:11px;color:#6b7280">[' + unit + '] · ' + pe(s.direction) + ' is better</span>', x: 0, xanchor: 'left', font: { size: 14 } },
+      title: { text: '<b>' + pe(title) + '</b> <span style="font-size:11px;color:#6b7280">[' + unit + ']' +
+               (s.direction === 'lower' || s.direction === 'higher' ? ' · ' + pe(s.direction) + ' is better' : '') + '</span>',
+               x: 0, xanchor: 'left', font: { size: 14 } },
       height: 300, margin: { l: 64, r: 16, t: 48, b: 40 },
-      xaxis: { title: { text: byDate ? 'commit date' : 'commit (oldest → newest)', font: { size: 11 } }, type: byDate ? 'date' : 'linear',
-               zeroline: false, gridcolor: '#eef0f3' },
+      xaxis: byDate
+        ? { title: { text: 'commit date', font: { size: 11 } }, type: 'date', zeroline: false, gridcolor: '#eef0f3' }
+        : { title: { text: 'commit in this history (oldest → newest)', font: { size: 11 } }, type: 'linear', zeroline: false,
+            gridcolor: '#eef0f3', tick0: 0, dtick: Math.max(1, Math.ceil(d.i.length / 12)), tickformat: 'd' },
       yaxis: { title: { text: unit, font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3', rangemode: 'tozero' },
       hovermode: 'closest', hoverlabel: { align: 'left' }, showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1.12, font: { size: 11 } },
       shapes: shapes, annotations: notes, paper_bgcolor: '#fff', plot_bgcolor: '#fff', font: { family: 'system-ui, sans-serif' }
@@ -341,11 +387,18 @@
       $('commit-detail').hidden = true;
       if (!chosen.length) { status('No series for this combination.'); return; }
       status('');
-      // The primary timing metric first, then the others by name.
-      function order(si) { var s = meta.series[si]; return (s.section === 'timing' ? '0' : '1') + s.metric; }
+      // The primary metric (time per op) first, then the other timing metrics, then the rest, by name.
+      function order(si) {
+        var s = meta.series[si];
+        return (s.section === 'timing' && s.name === 'time_per_op' ? '0' : s.section === 'timing' ? '1' : '2') + s.metric;
+      }
       chosen.sort(function (a, b) { return order(a) < order(b) ? -1 : 1; });
+      // A series that is zero at every commit (a counter this machine cannot read) folds into one line.
+      var zeros = [];
       var group = null;
       chosen.forEach(function (si) {
+        var m = seriesData(id, meta, si).m;
+        if (m.length && m.every(function (v) { return v === 0; })) { zeros.push(meta.series[si]); return; }
         // A concurrent benchmark's roles (sections "role:NAME") each get a heading over their charts.
         var sec = meta.series[si].section || '';
         var g = sec.indexOf('role:') === 0 ? 'role ' + sec.slice(5) : (sec === 'scenario' ? 'scenario' : null);
@@ -355,6 +408,10 @@
         charts.appendChild(div);
         drawChart(div, id, meta, si, byDate.checked).catch(fail);
       });
+      if (zeros.length) {
+        charts.appendChild(el('p', { cls: 'muted zero-series', text: zeros.length + ' series zero at every commit, not drawn: ' +
+          zeros.map(function (z) { return z.section ? z.section + ' / ' + z.display : z.display; }).join(', ') }));
+      }
     }
     draw();
   }

@@ -1,0 +1,127 @@
+"""``mmtrack list runs|commits|machines|benchmarks``: what the store holds, as a table or JSON.
+
+Read-only: a missing store is refused (``open_store(existing=True)``), never created.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import EXIT_USAGE, UserError
+from ..tables import Name
+from ..textsafe import term
+
+WHATS = ("runs", "commits", "machines", "benchmarks")
+
+
+@dataclass(frozen=True, slots=True)
+class ListRequest:
+    what: str
+    db: str | None = None
+    machine: str | None = None
+    env: str | None = None
+    benchmark: str | None = None  # a regex searched in benchmark names
+    limit: int | None = None  # runs: the latest N
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, Any]]:
+    """The records asked for, as plain JSON-ready dicts (full shas, ISO dates)."""
+    from ..store import queries as q
+    from ..store.db import open_store
+    from .select import check_machine_env
+
+    if request.what not in WHATS:
+        raise UserError(f"unknown list {request.what!r}; choose from {', '.join(WHATS)}", EXIT_USAGE)
+    if request.limit is not None and request.limit < 1:
+        raise UserError(f"--limit {request.limit} must be 1 or more", EXIT_USAGE)
+    own = store is None
+    store = store or open_store(request.db, existing=True)
+    try:
+        check_machine_env(store, request.machine, request.env)
+        if request.what == "runs":
+            return [
+                {"id": r.id, "started_at": _iso(r.started_at), "sha": r.commit.sha, "dirty": r.commit.dirty,
+                 "machine": r.machine, "environment": r.environment, "kind": r.kind, "suite": r.suite,
+                 "results": r.results}
+                for r in q.runs(store, machine=request.machine, environment=request.env, limit=request.limit)
+            ]
+        runs = q.runs(store, machine=request.machine, environment=request.env)
+        if request.what == "commits":
+            per_commit = Counter(r.commit.sha for r in runs)
+            return [
+                {"sha": c.sha, "date": _iso(c.date), "branches": list(c.branches), "runs": per_commit[c.sha],
+                 "message": (c.message or "").split("\n", 1)[0]}
+                for c in q.commits(store, request.machine, request.env)
+            ]
+        if request.what == "machines":
+            per_machine = Counter(r.machine for r in runs)
+            return [
+                {"name": mi.name, "runs": per_machine[mi.name],
+                 "environments": [e.name for e in q.list_environments(store, mi.name)], "info": dict(mi.info)}
+                for mi in q.list_machines(store)
+                if request.machine is None or mi.name == request.machine
+            ]
+        try:
+            found = q.list_benchmarks(store, request.benchmark)
+        except Exception as exc:  # re.error: a bad -b pattern
+            raise UserError(f"-b {request.benchmark!r} is not a regular expression ({exc})", EXIT_USAGE) from None
+        return [
+            {"name": b.name, "params": dict(b.params), "type": b.type, "unit": b.unit, "versions": list(b.versions)}
+            for b in found
+        ]
+    finally:
+        if own:
+            store.close()
+
+
+def to_json(records: list[dict[str, Any]]) -> str:
+    """A JSON array of the records, names unchanged (JSON escapes what it must)."""
+    return json.dumps(records, indent=2, ensure_ascii=False, default=str)
+
+
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("id", "started (UTC)", "commit", "machine / environment", "kind", "results"),
+    "commits": ("commit", "date (UTC)", "runs", "branches / message"),
+    "machines": ("machine", "runs", "environments", "cpu / os"),
+    "benchmarks": ("benchmark", "type", "unit", "versions"),
+}
+
+
+def _row(what: str, r: dict[str, Any]) -> list[Any]:
+    if what == "runs":
+        return [str(r["id"]), (r["started_at"] or "")[:16].replace("T", " "),
+                r["sha"][:8] + ("+dirty" if r["dirty"] else ""),
+                Text(term(f"{r['machine']} / {r['environment']}"), overflow="fold"), Text(term(r["kind"])),
+                str(r["results"])]
+    if what == "commits":
+        detail = ", ".join(r["branches"]) + (" · " if r["branches"] and r["message"] else "") + r["message"]
+        return [r["sha"][:8], (r["date"] or "")[:16].replace("T", " "), str(r["runs"]),
+                Text(term(detail), overflow="ellipsis", no_wrap=True)]
+    if what == "machines":
+        info = r["info"]
+        return [Name(r["name"]), str(r["runs"]), Text(term(", ".join(r["environments"])), overflow="fold"),
+                Text(term(" / ".join(str(info[k]) for k in ("cpu", "os") if info.get(k))), overflow="fold")]
+    params = ", ".join(r["params"].values())
+    return [Name(r["name"] + (f"({params})" if params else "")), Text(term(r["type"])), Text(term(r["unit"])),
+            str(len(r["versions"]))]
+
+
+def render_table(what: str, records: list[dict[str, Any]]) -> Table:
+    t = Table(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
+    for col in _COLUMNS[what]:
+        t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
+                     no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))
+    for r in records:
+        t.add_row(*_row(what, r))
+    return t
