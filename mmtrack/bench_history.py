@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
@@ -21,7 +20,7 @@ from .errors import UserError
 from .host import host_info
 from .measure.conditions import COMPARABLE
 from .measure.metrics import Direction
-from .results import PRIMARY, BenchContext, CommitInfo, Measurement, canonical_params
+from .results import PRIMARY, BenchContext, Measurement, canonical_params
 from .store import queries
 from .store.db import Store
 from .store.ingest import EngineCaseRecord, RunRecord, measurement_setup, record_engine_run

@@ -14,6 +14,7 @@ wait for it instead of failing with "database is locked" halfway through.
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
