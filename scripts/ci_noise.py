@@ -31,7 +31,7 @@ Tiers (by the commit-to-commit robust CV): ``quiet`` < 3%, ``mid`` 3-10%, ``nois
 ``tier=None`` draws a tier with the mix of the real population.
 
 API (stable; others depend on it, only ever add to it):
-``ci_series``, ``inject_step``, ``inject_creep``, ``series_stats``, ``TIERS``.
+``ci_series``, ``inject_step``, ``inject_creep``, ``series_stats``, ``tier_of``, ``draw_tier``, ``TIERS``.
 
 ``python scripts/ci_noise.py [--series N] [--commits N]`` prints the statistics of a
 generated population beside the targets (the calibration evidence).
@@ -60,7 +60,8 @@ TARGETS = {  # p10, median, p90 per series, from the real history
 }
 
 
-def _draw_tier(rng: np.random.Generator) -> str:
+def draw_tier(rng: np.random.Generator) -> str:
+    """A tier drawn with the mix of the real population."""
     return str(rng.choice(TIERS, p=[TIER_MIX[t] for t in TIERS]))
 
 
@@ -88,7 +89,7 @@ def ci_series(
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """One A/A series of per-commit values (medians of that commit's samples) and each commit's samples."""
     if tier is None:
-        tier = _draw_tier(rng)
+        tier = draw_tier(rng)
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
     n = int(n_commits)

@@ -36,7 +36,7 @@ from scipy import stats as sps
 from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey, SeriesPoint
 
-Method = Literal["edivisive", "pelt"]
+Method = Literal["rankseg", "edivisive", "pelt"]
 Test = Literal["ttest", "mannwhitney"]
 
 
@@ -44,19 +44,20 @@ Test = Literal["ttest", "mannwhitney"]
 class DetectPolicy:
     """Knobs of the detector; the defaults are the ones the harness measured."""
 
-    method: Method = "edivisive"
+    method: Method = "rankseg"
     test: Test = "mannwhitney"
-    alpha: float = 3e-4  # significance of each change point
-    min_effect: float = 0.05  # smallest relative step reported (5%)
+    alpha: float = 1e-4  # significance of each change point
+    min_effect: float = 0.02  # smallest relative step reported (2%)
     min_segment: int = 3  # commits on each side of a change point
     min_points: int = 8  # fewer usable commits: "too short"
     split_all: bool = True  # E-Divisive: split to the end, then let pruning decide
     pelt_penalty: float = 6.0  # PELT only: penalty in units of sigma^2 * log(n)
+    split_z: float = 2.0  # rankseg only: a segment is split further while its best rank statistic exceeds this
 
     @property
     def name(self) -> str:
-        if self.method == "pelt":
-            return "pelt"
+        if self.method in ("pelt", "rankseg"):
+            return f"{self.method}+{self.test}" if self.method == "rankseg" else "pelt"
         return f"edivisive{'' if self.split_all else '-binseg'}+{self.test}"
 
 
@@ -121,11 +122,32 @@ def _energy_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
     return best
 
 
+def _mannwhitney_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Mann-Whitney U p-value: exact for a short side without ties, else normal with tie correction.
+
+    scipy's own choice, without its per-call overhead on the large-sample path (detect calls it thousands of times).
+    """
+    n1, n2 = a.size, b.size
+    both = np.concatenate([a, b])
+    _, counts = np.unique(both, return_counts=True)
+    has_ties = counts.size < both.size
+    if min(n1, n2) < 8 and not has_ties:
+        return float(sps.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
+    n = n1 + n2
+    u = float(sps.rankdata(both)[:n1].sum()) - n1 * (n1 + 1) / 2
+    tie = float(np.sum(counts**3 - counts)) / (n * (n - 1))
+    var = n1 * n2 / 12 * ((n + 1) - tie)
+    if var <= 0:
+        return 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)
+    return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
+
+
 def _test(a: np.ndarray, b: np.ndarray, test: Test) -> float:
     if a.size < 2 or b.size < 2:
         return 1.0
     if test == "mannwhitney":
-        return float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        return _mannwhitney_p(a, b)
     if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic values (counters)
         return 1.0 if a[0] == b[0] else 0.0
     p = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
@@ -165,6 +187,63 @@ def _edivisive_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> 
             found.append(t)
             stack.extend([(lo, t), (t, hi)])
     return sorted(found)
+
+
+def _rank_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
+    """The split of ``x`` with the largest standardised Mann-Whitney (rank CUSUM) statistic, tie-corrected.
+
+    One vectorised pass: the rank sum of the left part at every split comes from one cumulative sum.
+    """
+    n = x.size
+    if n < 2 * min_segment:
+        return None
+    r = sps.rankdata(x)  # average ranks: tied values share one rank
+    _, counts = np.unique(x, return_counts=True)
+    tie = 1.0 - float(np.sum(counts**3 - counts)) / (n**3 - n)
+    if tie <= 0:  # every value equal
+        return None
+    t = np.arange(min_segment, n - min_segment + 1)
+    s = np.cumsum(r)[t - 1]
+    z = (s - t * (n + 1) / 2) / np.sqrt(t * (n - t) * (n + 1) / 12 * tie)
+    i = int(np.argmax(np.abs(z)))
+    return int(t[i]), float(abs(z[i]))
+
+
+def _rankseg_candidates(x: np.ndarray, policy: DetectPolicy) -> list[int]:
+    """Binary segmentation on the rank statistic, down to ``min_segment``; pruning decides what stays."""
+    found: list[int] = []
+    stack = [(0, x.size)]
+    while stack:
+        lo, hi = stack.pop()
+        split = _rank_split(x[lo:hi], policy.min_segment)
+        if split is None or split[1] < policy.split_z:
+            continue
+        t = lo + split[0]
+        found.append(t)
+        stack.extend([(lo, t), (t, hi)])
+    return sorted(found)
+
+
+def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 5) -> list[int]:
+    """Re-place each point within ``reach`` commits where the two sides fit their medians best (L1 cost).
+
+    The rank statistic places a split a commit or two towards the middle of what it saw; between its
+    final neighbours a point has one change to find, and the absolute deviation from the two sides'
+    medians (robust to a stray runner) puts it on the commit where the level moved.
+    """
+    bounds = [0, *cps, x.size]
+    out: list[int] = []
+    for i, c in enumerate(cps):
+        lo, hi = (out[-1] if out else 0), bounds[i + 2]
+        m = policy.min_segment
+        best, best_cost = c, math.inf
+        for t in range(max(lo + m, c - reach), min(hi - m, c + reach) + 1):
+            a, b = x[lo:t], x[t:hi]
+            cost = float(np.abs(a - np.median(a)).sum() + np.abs(b - np.median(b)).sum())
+            if cost < best_cost - 1e-12:
+                best, best_cost = t, cost
+        out.append(best)
+    return out
 
 
 def _pelt_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> list[int]:
@@ -235,9 +314,13 @@ def find_steps(values: Sequence[float], policy: DetectPolicy | None = None) -> l
     x, logged = _transform(raw)
     if policy.method == "pelt":
         cps = _pelt_candidates(x, logged, policy)
+    elif policy.method == "rankseg":
+        cps = _rankseg_candidates(x, policy)
     else:
         cps = _edivisive_candidates(x, logged, policy)
     kept = _prune(x, cps, logged, policy)
+    if policy.method == "rankseg" and kept:
+        kept = _prune(x, _refine(x, [c for c, _ in kept], policy), logged, policy)
     bounds = [0, *(c for c, _ in kept), x.size]
     steps = []
     for i, (c, p) in enumerate(kept):

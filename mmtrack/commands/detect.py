@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from rich import box
 from rich.table import Table
@@ -18,7 +18,7 @@ from rich.text import Text
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_series
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..measure.report import format_duration, format_value
-from ..results import ChangePoint
+from ..results import ChangePoint, SeriesKey
 from .select import check_machine_env, check_metrics, series_keys
 
 
@@ -29,7 +29,7 @@ class DetectRequest:
     env: str | None = None
     benchmark: str | None = None  # regex
     metrics: tuple[str, ...] = ()
-    method: str = "edivisive"
+    method: str = "rankseg"
     min_effect: float | None = None
     alpha: float | None = None
     store_results: bool = True
@@ -60,20 +60,36 @@ class DetectOutcome:
         return EXIT_FAILURES if "regression" in self.fail_on and self.open_regressions else EXIT_OK
 
 
+METHODS = ("rankseg", "edivisive", "pelt")
+
+
 def policy_for(request: DetectRequest) -> DetectPolicy:
-    if request.method not in ("edivisive", "pelt"):
-        raise UserError(f"unknown --method {request.method!r}; choose edivisive or pelt", EXIT_USAGE)
+    """The detector's policy; every knob is checked here so that bad values fail as one line, exit 2."""
+    if request.method not in METHODS:
+        raise UserError(f"unknown --method {request.method!r}; choose one of {', '.join(METHODS)}", EXIT_USAGE)
     kw: dict[str, Any] = {"method": request.method}
     if request.min_effect is not None:
+        if not (math.isfinite(request.min_effect) and 0 <= request.min_effect < 10):
+            raise UserError(f"--min-effect {request.min_effect:g} is out of range; give a relative step such as "
+                            "0.02 (2%), from 0 up to 10", EXIT_USAGE)
         kw["min_effect"] = request.min_effect
     if request.alpha is not None:
+        if not (0 < request.alpha < 1):
+            raise UserError(f"--alpha {request.alpha:g} is out of range; give a significance level between 0 and 1, "
+                            "such as 0.0001", EXIT_USAGE)
         kw["alpha"] = request.alpha
     return DetectPolicy(**kw)
 
 
 def run_detect(
-    request: DetectRequest, store: Any | None = None, progress: Callable[[int, int], None] | None = None
+    request: DetectRequest,
+    store: Any | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    series: Sequence[SeriesKey] | None = None,
 ) -> DetectOutcome:
+    """Detect (and by default store) change points; ``series`` limits it to these series, e.g. the ones a new
+    commit touched (``mmtrack update``): their stored change points are replaced, all others are left alone."""
     from ..store import queries as q
     from ..store.db import open_store
 
@@ -81,10 +97,13 @@ def run_detect(
     own = store is None
     store = store or open_store(request.db)
     try:
-        check_machine_env(store, request.machine, request.env)
-        check_metrics(store, request.metrics)
-        keys = series_keys(store, machine=request.machine, env=request.env, benchmark=request.benchmark,
-                           metrics=request.metrics)
+        if series is None:
+            check_machine_env(store, request.machine, request.env)
+            check_metrics(store, request.metrics)
+            keys = series_keys(store, machine=request.machine, env=request.env, benchmark=request.benchmark,
+                               metrics=request.metrics)
+        else:
+            keys = list(series)
         reports = []
         for i, key in enumerate(keys):
             points = q.series(store, key, with_samples=False)
