@@ -435,12 +435,15 @@ def print_ci(table: dict[str, dict[str, dict]]) -> None:
 
 
 CANDIDATES: dict[str, DetectPolicy] = {
-    # the default: E-Divisive candidates down to min_segment, pruned by Mann-Whitney U
-    "edivisive+mannwhitney": DetectPolicy(),
+    # the default: rank-CUSUM binary segmentation, Mann-Whitney pruning, L1 refinement, tail rule
+    "rankseg": DetectPolicy(),
+    # the previous default: E-Divisive candidates down to min_segment, pruned by Mann-Whitney U
+    "edivisive+mannwhitney": DetectPolicy(method="edivisive", alpha=3e-4, min_effect=0.05),
     # Hunter-like: binary segmentation that stops at the first split failing a t-test
-    "edivisive-binseg+ttest": DetectPolicy(split_all=False, test="ttest", alpha=1e-3),
-    "pelt": DetectPolicy(method="pelt"),
+    "edivisive-binseg+ttest": DetectPolicy(method="edivisive", split_all=False, test="ttest", alpha=1e-3, min_effect=0.05),
+    "pelt": DetectPolicy(method="pelt", alpha=3e-4, min_effect=0.05),
 }
+DEFAULT_METHODS = "rankseg,edivisive+mannwhitney"
 
 
 def build_suite(rng: np.random.Generator, sources: list[NoiseSource], per_group: int, length: int, tol: int):
@@ -477,8 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--series", type=int, default=150, help="histories per group (A/A gets twice as many)")
     ap.add_argument("--length", type=int, default=60, help="commits per history")
     ap.add_argument("--seed", type=int, default=20260)
-    ap.add_argument("--tolerance", type=int, default=2, help="commits of slack on the reported position")
-    ap.add_argument("--methods", default=",".join(CANDIDATES), help="mmtrack methods to score, comma-separated")
+    ap.add_argument("--tolerance", type=int, default=3, help="commits of slack on the reported position")
+    ap.add_argument("--methods", default=DEFAULT_METHODS,
+                    help=f"mmtrack methods to score, comma-separated, from {', '.join(CANDIDATES)}")
     ap.add_argument("--no-asv", action="store_true", help="skip asv's step detection")
     ap.add_argument("--noisy-scale", type=float, default=2.0, help="scale of the residuals in the noisy scenario (0: skip)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
@@ -493,11 +497,11 @@ def main(argv: list[str] | None = None) -> int:
         detectors["asv.step_detect"] = asv_detector()
     results: dict[str, dict] = {}
     if args.ci_series > 0:
-        groups = build_ci_suite(np.random.default_rng(args.seed), args.ci_series, args.ci_length, tol=3)
+        groups = build_ci_suite(np.random.default_rng(args.seed), args.ci_series, args.ci_length, tol=args.tolerance)
         ci_table = evaluate_ci(groups, detectors)
         print(
             f"== CI-runner noise (scripts/ci_noise.py): {args.ci_series} series per tier and step size, "
-            f"{args.ci_length} commits, +-3 commits, seed {args.seed}; F1 pooled with the tier mix "
+            f"{args.ci_length} commits, +-{args.tolerance} commits, seed {args.seed}; F1 pooled with the tier mix "
             + ", ".join(f"{t} {w:.0%}" for t, w in ci_noise.TIER_MIX.items())
         )
         print_ci(ci_table)

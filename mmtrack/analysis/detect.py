@@ -53,6 +53,8 @@ class DetectPolicy:
     split_all: bool = True  # E-Divisive: split to the end, then let pruning decide
     pelt_penalty: float = 6.0  # PELT only: penalty in units of sigma^2 * log(n)
     split_z: float = 2.0  # rankseg only: a segment is split further while its best rank statistic exceeds this
+    tail_commits: int = 5  # rankseg only: a change in the newest min_segment..tail_commits commits is looked for
+    tail_z: float = 5.0  # ...when every one of them is this many robust sigmas beyond the current segment
 
     @property
     def name(self) -> str:
@@ -224,6 +226,33 @@ def _rankseg_candidates(x: np.ndarray, policy: DetectPolicy) -> list[int]:
     return sorted(found)
 
 
+def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -> tuple[int, float] | None:
+    """A change in the newest few commits, which the rank test cannot yet prove (3 points against many).
+
+    The newest ``k`` commits (``tail_commits`` down to ``min_segment``; the earliest start that fits wins)
+    are a new level when every one of them lies ``tail_z`` robust sigmas (MAD) beyond the median of the
+    segment before them, on the same side, and their median moved by ``min_effect``. Requiring all of
+    them keeps one commit on an odd runner from passing; the MAD ignores the runner jumps inside the segment.
+    """
+    n = x.size
+    for k in range(policy.tail_commits, policy.min_segment - 1, -1):
+        start = n - k
+        if start - last < max(policy.min_points, policy.min_segment):
+            continue
+        seg, tail = x[last:start], x[start:]
+        med = float(np.median(seg))
+        sigma = 1.4826 * float(np.median(np.abs(seg - med)))
+        if sigma <= 0:
+            sigma = 1e-9 * (abs(med) or 1.0)  # a constant segment: any move is a change
+        dev = (tail - med) / sigma
+        if not (np.all(dev > policy.tail_z) or np.all(dev < -policy.tail_z)):
+            continue
+        if _effect(seg, tail, logged)[2] < policy.min_effect:
+            continue
+        return start, _test(seg, tail, policy.test)
+    return None
+
+
 def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 5) -> list[int]:
     """Re-place each point within ``reach`` commits where the two sides fit their medians best (L1 cost).
 
@@ -321,6 +350,10 @@ def find_steps(values: Sequence[float], policy: DetectPolicy | None = None) -> l
     kept = _prune(x, cps, logged, policy)
     if policy.method == "rankseg" and kept:
         kept = _prune(x, _refine(x, [c for c, _ in kept], policy), logged, policy)
+    if policy.method == "rankseg":
+        tail = _tail_change(x, kept[-1][0] if kept else 0, logged, policy)
+        if tail is not None:
+            kept.append(tail)
     bounds = [0, *(c for c, _ in kept), x.size]
     steps = []
     for i, (c, p) in enumerate(kept):
