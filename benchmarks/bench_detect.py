@@ -33,6 +33,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _build(work: Path, url: str, args: argparse.Namespace):
+    """The synthetic history as an asv results folder, imported into a SQLite store."""
+    from bench_publish import _git_history, write_asv_folder
+
+    from mmtrack.commands.select import series_keys
+    from mmtrack.publish import SiteConfig
+    from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
+    from mmtrack.store.db import open_store
+    from mmtrack.store.ingest import import_asv_results
+
+    commits = synthetic_commits(args.commits, seed=1)
+    shas = _git_history(work / "asv" / "repo", commits)
+    commits = [dataclasses.replace(c, sha=s) for c, s in zip(commits, shas)]
+    cfg = SiteConfig(title="bench", commit_url="https://example.org/commit/")
+    model = synthetic_model(args.benchmarks, args.commits, args.metrics, seed=1, commits=commits, config=cfg)
+    write_asv_folder(work / "asv", model)
+    store = open_store(url)
+    t = time.perf_counter()
+    import_asv_results(store, work / "asv" / "results")
+    keys = series_keys(store)
+    print(f"history: {len(keys)} series x {args.commits} commits imported into SQLite in "
+          f"{time.perf_counter() - t:.1f} s (not timed)")
+    return keys, store
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--benchmarks", type=int, default=100)
@@ -41,35 +66,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--old-series", type=int, default=25, help="series timed with both the old and the new method")
     ap.add_argument("--quick", action="store_true", help="10 x 200 x 5, one repeat")
+    ap.add_argument("--keep", type=Path, help="keep the history in this folder and reuse it next time (the import is slow)")
     args = ap.parse_args(argv)
     if args.quick:
         args.benchmarks, args.commits, args.repeat = 10, 200, 1
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_publish import _git_history, write_asv_folder
-
     from mmtrack.commands.detect import DetectRequest, run_detect
     from mmtrack.commands.select import series_keys
-    from mmtrack.publish import SiteConfig
-    from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
     from mmtrack.store.db import open_store
-    from mmtrack.store.ingest import import_asv_results
 
-    work = Path(tempfile.mkdtemp(prefix="mmtrack-bench-detect-"))
+    work = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-bench-detect-"))
+    work.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{work / 'store.db'}"
     try:
-        commits = synthetic_commits(args.commits, seed=1)
-        shas = _git_history(work / "asv" / "repo", commits)
-        commits = [dataclasses.replace(c, sha=s) for c, s in zip(commits, shas)]
-        cfg = SiteConfig(title="bench", commit_url="https://example.org/commit/")
-        model = synthetic_model(args.benchmarks, args.commits, args.metrics, seed=1, commits=commits, config=cfg)
-        write_asv_folder(work / "asv", model)
-        url = f"sqlite:///{work / 'store.db'}"
-        store = open_store(url)
-        t = time.perf_counter()
-        import_asv_results(store, work / "asv" / "results")
-        keys = series_keys(store)
-        print(f"history: {len(keys)} series x {args.commits} commits imported into SQLite in "
-              f"{time.perf_counter() - t:.1f} s (not timed)")
+        if args.keep and (work / "store.db").exists():
+            store = open_store(url)
+            keys = series_keys(store)
+            print(f"history: {len(keys)} series reused from {work}")
+        else:
+            keys, store = _build(work, url, args)
         subset = keys[: args.old_series]
         touched = keys[: args.metrics]  # one benchmark's metrics (keys come sorted by benchmark)
         new = DetectRequest(db=url)
@@ -96,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(touched)} touched series {med(incr):.3f} s")
         store.close()
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

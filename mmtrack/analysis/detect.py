@@ -52,9 +52,10 @@ class DetectPolicy:
     min_points: int = 8  # fewer usable commits: "too short"
     split_all: bool = True  # E-Divisive: split to the end, then let pruning decide
     pelt_penalty: float = 6.0  # PELT only: penalty in units of sigma^2 * log(n)
-    split_z: float = 2.0  # rankseg only: a segment is split further while its best rank statistic exceeds this
+    split_z: float = 3.0  # rankseg only: a segment is split further while its best rank statistic exceeds this
+    try_z: float = 2.0  # rankseg only: ...and split once more, tentatively, above this (see _rankseg_candidates)
     tail_commits: int = 5  # rankseg only: a change in the newest min_segment..tail_commits commits is looked for
-    tail_z: float = 5.0  # ...when every one of them is this many robust sigmas beyond the current segment
+    tail_z: float = 4.0  # ...when every one of them is this many robust sigmas beyond the current segment
 
     @property
     def name(self) -> str:
@@ -78,6 +79,23 @@ class Step:
 
 
 # --------------------------------------------------------------------------- numerics
+
+
+def _median(a: np.ndarray) -> float:
+    """np.median without its wrapper layers (detect takes thousands of medians of short 1-D arrays)."""
+    n = a.size
+    k = n // 2
+    if n % 2:
+        return float(np.partition(a, k)[k])
+    part = np.partition(a, (k - 1, k))
+    return 0.5 * float(part[k - 1] + part[k])
+
+
+def _ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average ranks (tied values share one) and the size of each group of ties, from one sort."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    upper = np.cumsum(counts)
+    return (upper - (counts - 1) / 2.0)[inverse], counts
 
 
 def _transform(values: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -124,6 +142,30 @@ def _energy_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
     return best
 
 
+def _exact_u_p(u: float, k: int, m: int) -> float:
+    """Exact two-sided p of the Mann-Whitney U of a side of ``k`` values against ``m`` others, no ties.
+
+    The counts of U are the coefficients of the Gaussian binomial [k+m choose k]_q, i.e. the product over
+    i = 1..k of (1 - q^(m+i)) / (1 - q^i), worked out as power series truncated at degree k*m. For k < 8
+    every count fits an int64, so the tail is exact (scipy's exact method costs ~100 times more).
+    """
+    deg = k * m
+    c = np.zeros(deg + 1, dtype=np.int64)
+    c[0] = 1
+    for i in range(1, k + 1):  # divide by (1 - q^i): a running sum along each residue class mod i
+        pad = (-c.size) % i
+        c = np.concatenate([c, np.zeros(pad, dtype=np.int64)]).reshape(-1, i).cumsum(axis=0).ravel()[: deg + 1]
+    for i in range(1, k + 1):  # multiply by (1 - q^(m+i))
+        a = m + i
+        if a <= deg:
+            c[a:] = c[a:] - c[:-a].copy()
+    total = float(math.comb(k + m, k))
+    lo = min(int(math.floor(u)), deg)
+    below = float(c[: lo + 1].sum())  # P(U <= u)
+    above = float(c[int(math.ceil(u)) :].sum())  # P(U >= u)
+    return min(1.0, 2 * min(below, above) / total)
+
+
 def _mannwhitney_p(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided Mann-Whitney U p-value: exact for a short side without ties, else normal with tie correction.
 
@@ -131,18 +173,21 @@ def _mannwhitney_p(a: np.ndarray, b: np.ndarray) -> float:
     """
     n1, n2 = a.size, b.size
     both = np.concatenate([a, b])
-    _, counts = np.unique(both, return_counts=True)
-    has_ties = counts.size < both.size
-    if min(n1, n2) < 8 and not has_ties:
-        return float(sps.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
+    ranks, counts = _ranks(both)
     n = n1 + n2
-    u = float(sps.rankdata(both)[:n1].sum()) - n1 * (n1 + 1) / 2
+    u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
     tie = float(np.sum(counts**3 - counts)) / (n * (n - 1))
     var = n1 * n2 / 12 * ((n + 1) - tie)
     if var <= 0:
         return 1.0
     z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)
-    return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
+    p = min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
+    # A short side makes the normal tail far too wide (3 points above 50: 0.004 instead of the exact 8e-5).
+    # The exact distribution is costly, so it is asked for only where it can change the decision.
+    if min(n1, n2) < 8 and counts.size == both.size and p < 0.05:
+        small, other = (n1, n2) if n1 <= n2 else (n2, n1)
+        p = _exact_u_p(u if n1 <= n2 else n1 * n2 - u, small, other)
+    return p
 
 
 def _test(a: np.ndarray, b: np.ndarray, test: Test) -> float:
@@ -158,7 +203,7 @@ def _test(a: np.ndarray, b: np.ndarray, test: Test) -> float:
 
 def _effect(a: np.ndarray, b: np.ndarray, logged: bool) -> tuple[float, float, float]:
     """(level before, level after, relative size of the step) in original units."""
-    ma, mb = float(np.median(a)), float(np.median(b))
+    ma, mb = _median(a), _median(b)
     if logged:
         return math.exp(ma), math.exp(mb), abs(math.expm1(mb - ma))
     scale = max(abs(ma), abs(mb)) or 1.0
@@ -199,8 +244,7 @@ def _rank_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
     n = x.size
     if n < 2 * min_segment:
         return None
-    r = sps.rankdata(x)  # average ranks: tied values share one rank
-    _, counts = np.unique(x, return_counts=True)
+    r, counts = _ranks(x)  # tied values share one rank
     tie = 1.0 - float(np.sum(counts**3 - counts)) / (n**3 - n)
     if tie <= 0:  # every value equal
         return None
@@ -212,17 +256,24 @@ def _rank_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
 
 
 def _rankseg_candidates(x: np.ndarray, policy: DetectPolicy) -> list[int]:
-    """Binary segmentation on the rank statistic, down to ``min_segment``; pruning decides what stays."""
+    """Binary segmentation on the rank statistic, down to ``min_segment``; pruning decides what stays.
+
+    A segment whose best split is below ``split_z`` (but above ``try_z``) is still split once, tentatively: an up step and a down step inside one segment (a regression later fixed) cancel in its
+    statistic, and only its parts show them. Pruning drops the tentative split if it holds nothing.
+    """
     found: list[int] = []
-    stack = [(0, x.size)]
+    stack = [(0, x.size, True)]
     while stack:
-        lo, hi = stack.pop()
+        lo, hi, may_try = stack.pop()
         split = _rank_split(x[lo:hi], policy.min_segment)
-        if split is None or split[1] < policy.split_z:
+        if split is None:
+            continue
+        strong = split[1] >= policy.split_z
+        if not strong and not (may_try and split[1] >= policy.try_z and hi - lo >= 4 * policy.min_segment):
             continue
         t = lo + split[0]
         found.append(t)
-        stack.extend([(lo, t), (t, hi)])
+        stack.extend([(lo, t, strong), (t, hi, strong)])
     return sorted(found)
 
 
@@ -240,8 +291,8 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
         if start - last < max(policy.min_points, policy.min_segment):
             continue
         seg, tail = x[last:start], x[start:]
-        med = float(np.median(seg))
-        sigma = 1.4826 * float(np.median(np.abs(seg - med)))
+        med = _median(seg)
+        sigma = 1.4826 * _median(np.abs(seg - med))
         if sigma <= 0:
             sigma = 1e-9 * (abs(med) or 1.0)  # a constant segment: any move is a change
         dev = (tail - med) / sigma
@@ -268,7 +319,7 @@ def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 5)
         best, best_cost = c, math.inf
         for t in range(max(lo + m, c - reach), min(hi - m, c + reach) + 1):
             a, b = x[lo:t], x[t:hi]
-            cost = float(np.abs(a - np.median(a)).sum() + np.abs(b - np.median(b)).sum())
+            cost = float(np.abs(a - _median(a)).sum() + np.abs(b - _median(b)).sum())
             if cost < best_cost - 1e-12:
                 best, best_cost = t, cost
         out.append(best)
@@ -279,7 +330,7 @@ def _pelt_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> list[
     """PELT (Killick et al. 2012) with a Gaussian mean cost and a robust noise scale."""
     n = x.size
     diffs = np.diff(x)
-    sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2) if n > 2 else 0.0
+    sigma = 1.4826 * _median(np.abs(diffs - _median(diffs))) / math.sqrt(2) if n > 2 else 0.0
     sigma = max(sigma, 1e-6 * (float(np.max(np.abs(x))) or 1.0))
     beta = policy.pelt_penalty * sigma**2 * math.log(max(n, 2))
     s1 = np.concatenate([[0.0], np.cumsum(x)])
