@@ -324,47 +324,58 @@ def compare_steps(histories: list[History], window: int = 30, policy: ComparePol
 CI_SIZES = (0.05, 0.10, 0.20, 0.50)
 
 
-def ci_history(rng: np.random.Generator, n: int, tier: str, kind: str, size: float = 0.0, at: int | None = None,
-               tol: int = 3) -> History:
-    """One CI-noise series with one injected change; ``at`` fixes the step position (else random, 10 from the ends)."""
+def ci_history(rng: np.random.Generator, n: int, tier: str | None, kind: str, size: float = 0.0,
+               at: int | None = None, tol: int = 3) -> History:
+    """One CI-noise series with one injected change; ``at`` fixes the step position (else random, 10 from the ends).
+
+    ``tier=None`` draws one with the real mix. ``History.tier`` is the tier *measured* on the series before
+    the change went in (its commit-to-commit robust CV: quiet < 3%, mid 3-10%, noisy >= 10%), the way a
+    real series is classed by its noise, whatever drew it.
+    """
     values, samples = ci_noise.ci_series(rng, n, tier, base=float(np.exp(rng.uniform(math.log(1e-5), 0.0))))
+    measured = ci_noise.tier_of(values)
     truth: list[tuple[int, int]] = []
     improvements: list[int] = []
     if kind == "step":
         pos = at if at is not None else int(rng.integers(10, n - 10))
         sign = 1.0 if at is not None or rng.random() < 0.5 else -1.0
         values, samples = ci_noise.inject_step(values, samples, pos, sign * size)
-        (truth if sign > 0 else improvements).append((pos - tol, pos + tol) if sign > 0 else pos)  # type: ignore[arg-type]
+        if sign > 0:
+            truth.append((pos - tol, pos + tol))
+        else:
+            improvements.append(pos)
     elif kind == "creep":
         length = 30
         start = int(rng.integers(10, n - length - 5))
         values, samples = ci_noise.inject_creep(values, samples, start, size, length)
         truth.append((start - tol, start + length + tol))
     h = History(kind, size, samples, truth, improvements)
-    h.tier = tier  # type: ignore[attr-defined]
+    h.tier = measured  # type: ignore[attr-defined]
     return h
 
 
 def build_ci_suite(rng: np.random.Generator, per_cell: int, length: int, tol: int) -> dict[str, list[History]]:
-    """Steps of each size in each tier, A/A per tier, creep and newest-commit steps with the real tier mix."""
-    groups: dict[str, list[History]] = {}
-    for tier in ci_noise.TIERS:
-        for size in CI_SIZES:
-            groups[f"{tier} step {size:.0%}"] = [ci_history(rng, length, tier, "step", size, tol=tol) for _ in range(per_cell)]
-        groups[f"{tier} A/A"] = [ci_history(rng, length, tier, "aa", tol=tol) for _ in range(2 * per_cell)]
-    mix = lambda: ci_noise.draw_tier(rng)  # noqa: E731
-    groups["creep 0.2%/commit x30"] = [ci_history(rng, length, mix(), "creep", 0.002, tol=tol) for _ in range(3 * per_cell)]
+    """Steps of each size and A/A series drawn with the real tier mix, grouped by measured tier; creep and
+    newest-commit steps with the same mix. ``per_cell`` series per tier and size on average (3x per size)."""
+    groups: dict[str, list[History]] = {f"{t} {k}": [] for k in [f"step {s:.0%}" for s in CI_SIZES] + ["A/A"]
+                                        for t in ci_noise.TIERS}
+    for size in CI_SIZES:
+        for _ in range(3 * per_cell):
+            h = ci_history(rng, length, None, "step", size, tol=tol)
+            groups[f"{h.tier} step {size:.0%}"].append(h)  # type: ignore[attr-defined]
+    for _ in range(6 * per_cell):
+        h = ci_history(rng, length, None, "aa", tol=tol)
+        groups[f"{h.tier} A/A"].append(h)  # type: ignore[attr-defined]
+    groups["creep 0.2%/commit x30"] = [ci_history(rng, length, None, "creep", 0.002, tol=tol) for _ in range(3 * per_cell)]
     for k in range(1, 6):
-        groups[f"newest {k} up 20%"] = [
-            ci_history(rng, length, mix(), "step", 0.20, at=length - k, tol=tol) for _ in range(per_cell)
-        ]
+        groups[f"newest {k} up 20%"] = [ci_history(rng, length, None, "step", 0.20, at=length - k, tol=tol)
+                                        for _ in range(per_cell)]
     return groups
 
 
 def evaluate_ci(groups: dict[str, list[History]], detectors: dict[str, Detector]) -> dict[str, dict[str, dict]]:
-    """Per detector: F1 by size (tier mix weights), by tier and overall; A/A rate; creep and newest found; time."""
+    """Per detector: F1 by size, by measured tier and overall; A/A rate; creep and newest found; time."""
     out: dict[str, dict[str, dict]] = {}
-    weights = ci_noise.TIER_MIX
     for name, det in detectors.items():
         cells: dict[str, Score] = {}
         found: dict[str, float] = {}
@@ -389,10 +400,10 @@ def evaluate_ci(groups: dict[str, list[History]], detectors: dict[str, Detector]
             found[g] = hits / max(len(hs), 1)
         table: dict[str, dict] = {}
         for size in CI_SIZES:
-            # pooled with the real tier mix: each tier's counts weighted by its share
-            tp = sum(weights[t] * cells[f"{t} step {size:.0%}"].tp for t in ci_noise.TIERS)
-            fp = sum(weights[t] * cells[f"{t} step {size:.0%}"].fp for t in ci_noise.TIERS)
-            fn = sum(weights[t] * cells[f"{t} step {size:.0%}"].fn for t in ci_noise.TIERS)
+            # the series were drawn with the real tier mix, so pooling the tiers keeps it
+            tp = sum(cells[f"{t} step {size:.0%}"].tp for t in ci_noise.TIERS)
+            fp = sum(cells[f"{t} step {size:.0%}"].fp for t in ci_noise.TIERS)
+            fn = sum(cells[f"{t} step {size:.0%}"].fn for t in ci_noise.TIERS)
             table[f"F1 at {size:.0%}"] = {"f1": _f1(tp, fp, fn), "tp": tp, "fp": fp, "fn": fn}
         for tier in ci_noise.TIERS:
             tot = Score()
@@ -500,9 +511,10 @@ def main(argv: list[str] | None = None) -> int:
         groups = build_ci_suite(np.random.default_rng(args.seed), args.ci_series, args.ci_length, tol=args.tolerance)
         ci_table = evaluate_ci(groups, detectors)
         print(
-            f"== CI-runner noise (scripts/ci_noise.py): {args.ci_series} series per tier and step size, "
-            f"{args.ci_length} commits, +-{args.tolerance} commits, seed {args.seed}; F1 pooled with the tier mix "
-            + ", ".join(f"{t} {w:.0%}" for t, w in ci_noise.TIER_MIX.items())
+            f"== CI-runner noise (scripts/ci_noise.py): {3 * args.ci_series} series per step size, "
+            f"{6 * args.ci_series} A/A, drawn with the real tier mix and grouped by measured tier ("
+            + ", ".join(f"{t} {sum(len(groups[f'{t} step {s:.0%}']) for s in CI_SIZES)}" for t in ci_noise.TIERS)
+            + f" step series); {args.ci_length} commits, +-{args.tolerance} commits, seed {args.seed}"
         )
         print_ci(ci_table)
         results["ci"] = {"detect": ci_table}
