@@ -454,35 +454,58 @@ def _usable(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
     return out
 
 
-def _version_runs(points: list[SeriesPoint]) -> list[list[SeriesPoint]]:
-    """Split at benchmark code version changes: levels across them are not comparable."""
-    runs: list[list[SeriesPoint]] = []
-    for pt in points:
-        v = pt.measurement.version
-        if runs and (v is None or runs[-1][-1].measurement.version in (None, v)):
-            runs[-1].append(pt)
-        else:
-            runs.append([pt])
+def _version_runs(versions: Sequence[str | None]) -> list[range]:
+    """Index ranges of one benchmark code version each: levels across a change are not comparable."""
+    runs: list[range] = []
+    start, current = 0, None
+    for i, v in enumerate(versions):
+        if i and v is not None and current is not None and v != current:
+            runs.append(range(start, i))
+            start = i
+        if v is not None:
+            current = v
+    if versions:
+        runs.append(range(start, len(versions)))
     return runs
 
 
 def detect_series(key: SeriesKey, points: Sequence[SeriesPoint], policy: DetectPolicy | None = None) -> SeriesReport:
     """Change points of one series (points in commit order, oldest first)."""
-    policy = policy or DetectPolicy()
     usable = _usable(points)
-    runs = _version_runs(usable)
+    return detect_values(
+        key,
+        [pt.commit.sha for pt in usable],
+        [float(pt.measurement.median) for pt in usable],  # type: ignore[arg-type]
+        [pt.measurement.version for pt in usable],
+        usable[-1].measurement.direction if usable else Direction.LOWER,
+        policy,
+    )
+
+
+def detect_values(
+    key: SeriesKey,
+    shas: Sequence[str],
+    values: Sequence[float],
+    versions: Sequence[str | None],
+    direction: Direction,
+    policy: DetectPolicy | None = None,
+) -> SeriesReport:
+    """Change points of one series given as plain columns of its usable commits (ok, finite), oldest first.
+
+    The bulk path of ``mmtrack detect`` reads these columns for every series in one query, without
+    building a record per point.
+    """
+    policy = policy or DetectPolicy()
+    runs = _version_runs(versions)
     notes = []
     if len(runs) > 1:
         notes.append(f"benchmark code changed {len(runs) - 1} time(s); each version is analysed on its own")
     if all(len(r) < policy.min_points for r in runs):
-        return SeriesReport(key, "too_short", len(usable), (), (f"needs {policy.min_points} commits",) + tuple(notes))
-    direction = usable[-1].measurement.direction
-    latest = float(usable[-1].measurement.median)  # type: ignore[arg-type]
+        return SeriesReport(key, "too_short", len(values), (), (f"needs {policy.min_points} commits",) + tuple(notes))
+    latest = float(values[-1])
     changes: list[ChangePoint] = []
     for run in runs:
-        values = [float(pt.measurement.median) for pt in run]  # type: ignore[arg-type]
-        steps = find_steps(values, policy)
-        for s in steps:
+        for s in find_steps([values[i] for i in run], policy):
             worse = is_worse(direction, s.before, s.after)
             kind = "change" if worse is None else ("regression" if worse else "improvement")
             # It persists if the latest level is still beyond min_effect the same way.
@@ -491,23 +514,24 @@ def detect_series(key: SeriesKey, points: Sequence[SeriesPoint], policy: DetectP
                 math.copysign(1, rel_latest) == math.copysign(1, s.after - s.before)
                 and abs(rel_latest) >= policy.min_effect
             )
+            at = run.start + s.index
             changes.append(
                 ChangePoint(
                     series=key,
                     direction=direction,
                     kind=kind,
-                    before_sha=run[s.index - 1].commit.sha,
-                    after_sha=run[s.index].commit.sha,
+                    before_sha=shas[at - 1],
+                    after_sha=shas[at],
                     before_value=s.before,
                     after_value=s.after,
                     ratio=s.ratio,
                     p_value=s.p_value,
                     persists=persists,
                     method=policy.name,
-                    extra={"index": usable.index(run[s.index]), "points": len(usable)},
+                    extra={"index": at, "points": len(values)},
                 )
             )
-    return SeriesReport(key, "ok", len(usable), tuple(changes), tuple(notes))
+    return SeriesReport(key, "ok", len(values), tuple(changes), tuple(notes))
 
 
 def detect_all(
@@ -533,5 +557,6 @@ __all__ = [
     "segment_levels",
     "is_worse",
     "detect_series",
+    "detect_values",
     "detect_all",
 ]

@@ -15,7 +15,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.detect import DetectPolicy, SeriesReport, detect_series
+from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..measure.report import format_duration, format_value
 from ..results import ChangePoint, SeriesKey
@@ -105,10 +105,10 @@ def run_detect(
         else:
             keys = list(series)
         reports = []
-        for i, key in enumerate(keys):
-            points = q.series(store, key, with_samples=False)
-            if points:
-                reports.append(detect_series(key, points, policy))
+        # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
+        for i, cols in enumerate(q.series_columns(store, keys)):
+            if cols.values:
+                reports.append(detect_values(cols.key, cols.shas, cols.values, cols.versions, cols.direction, policy))
             if progress:
                 progress(i + 1, len(keys))
         stored = None
