@@ -11,8 +11,9 @@ written as an asv results folder and imported into SQLite (untimed). Then, inter
 ``--repeat`` times, medians reported:
 
 * the full ``run_detect`` (fetch, detect, store) with the default method (``rankseg``) over every series;
-* the same over the first ``--old-series`` series with the default method and with the previous
-  default (``edivisive``, min effect 5%, alpha 3e-4), side by side: the ratio of the two;
+* the same over the first ``--old-series`` series with the new code and with the previous code path
+  (one ``queries.series`` per series, ``edivisive`` at min effect 5% and alpha 3e-4, the same store
+  write), side by side: the ratio of the two;
 * ``run_detect(series=...)`` over ``--metrics`` series (one benchmark's), what ``mmtrack update``
   asks after a commit touched one benchmark.
 
@@ -72,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         args.benchmarks, args.commits, args.repeat = 10, 200, 1
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from mmtrack.commands.detect import DetectRequest, run_detect
+    from mmtrack.analysis.detect import detect_series
+    from mmtrack.commands.detect import DetectRequest, policy_for, run_detect
     from mmtrack.commands.select import series_keys
+    from mmtrack.store import queries as q
     from mmtrack.store.db import open_store
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-bench-detect-"))
@@ -93,8 +96,18 @@ def main(argv: list[str] | None = None) -> int:
 
         def timed(request: DetectRequest, series=None) -> tuple[float, int]:
             t0 = time.perf_counter()
+            if request is old:
+                return previous(series), 0
             outcome = run_detect(request, store, series=series)
             return time.perf_counter() - t0, len(outcome.changes)
+
+        def previous(series) -> float:
+            """The previous code path: one query per series, E-Divisive, then the same store write."""
+            t0 = time.perf_counter()
+            policy = policy_for(old)
+            reports = [detect_series(k, pts, policy) for k in series if (pts := q.series(store, k, with_samples=False))]
+            q.save_change_points(store, [c for r in reports for c in r.changes], replace=[r.series for r in reports])
+            return time.perf_counter() - t0
 
         full, part_new, part_old, incr = [], [], [], []
         for r in range(args.repeat):
