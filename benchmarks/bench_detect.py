@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--old-series", type=int, default=25, help="series timed with both the old and the new method")
     ap.add_argument("--quick", action="store_true", help="10 x 200 x 5, one repeat")
-    ap.add_argument("--keep", type=Path, help="keep the history in this folder and reuse it next time (the import is slow)")
+    ap.add_argument("--keep", type=Path,
+                    help="keep the history in this folder and reuse it next time (the import is slow)")
     args = ap.parse_args(argv)
     if args.quick:
         args.benchmarks, args.commits, args.repeat = 10, 200, 1
@@ -120,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(touched)} touched series {incr[-1][0]:.3f} s")
         med = lambda xs: statistics.median(x[0] for x in xs)  # noqa: E731
         print(f"median of {args.repeat}: all series (rankseg) {med(full):.2f} s; on {len(subset)} series "
-              f"old (edivisive) {med(part_old):.2f} s vs new {med(part_new):.2f} s = {med(part_old) / med(part_new):.1f}x; "
+              f"old (edivisive) {med(part_old):.2f} s vs new {med(part_new):.2f} s = "
+              f"{med(part_old) / med(part_new):.1f}x; "
               f"old extrapolated to all series {med(part_old) * len(keys) / len(subset):.0f} s; "
               f"{len(touched)} touched series {med(incr):.3f} s")
         store.close()

@@ -366,7 +366,9 @@ def build_ci_suite(rng: np.random.Generator, per_cell: int, length: int, tol: in
     for _ in range(6 * per_cell):
         h = ci_history(rng, length, None, "aa", tol=tol)
         groups[f"{h.tier} A/A"].append(h)  # type: ignore[attr-defined]
-    groups["creep 0.2%/commit x30"] = [ci_history(rng, length, None, "creep", 0.002, tol=tol) for _ in range(3 * per_cell)]
+    groups["creep 0.2%/commit x30"] = [
+        ci_history(rng, length, None, "creep", 0.002, tol=tol) for _ in range(3 * per_cell)
+    ]
     for k in range(1, 6):
         groups[f"newest {k} up 20%"] = [ci_history(rng, length, None, "step", 0.20, at=length - k, tol=tol)
                                         for _ in range(per_cell)]

@@ -3,21 +3,23 @@
 Pure functions over the plain records of :mod:`mmtrack.results`; nothing here
 touches the store.
 
-Method (chosen by measurement with ``scripts/eval_detect.py``; see docs/analysis.md):
-**E-Divisive means with significance testing**, as Apache Otava / Hunter do it, in
-three plain steps over the per-commit medians, in log space so that a step is a ratio:
+Method (chosen by measurement with ``scripts/eval_detect.py`` on the CI-runner noise model of
+``scripts/ci_noise.py``; see docs/analysis.md), ``rankseg``, over the per-commit medians in log space
+so that a step is a ratio:
 
-1. *Candidates.* Binary segmentation: in each segment find the split that
-   maximises the energy statistic of E-Divisive (Matteson & James 2014),
-   ``Q(t) = n1*n2/n * (2*E|X-Y| - E|X-X'| - E|Y-Y'|)``.
-2. *Significance.* A candidate is kept only when the two sides differ by a
-   two-sample test (Welch's t-test, as Hunter, by default) at ``alpha`` **and**
-   the relative step between the two sides' medians is at least ``min_effect``.
-   The test judges the step against the spread of the series itself (the
-   between-commit variability), not against one commit's samples.
-3. *Pruning.* Each kept point is re-tested against its neighbouring segments
-   (previous and next change points); the weakest one that no longer passes is
-   dropped, until every point passes (Otava's merge step).
+1. *Candidates.* Binary segmentation on ranks: each segment is split where the standardised
+   Mann-Whitney statistic (a tie-corrected rank CUSUM) peaks, while it is >= ``split_z``; once more,
+   tentatively, above ``try_z`` (an up and a down step cancel in their common segment).
+2. *Pruning.* A candidate is kept only when the two neighbouring segments differ by a Mann-Whitney U
+   test at ``alpha`` (exact for a short side) **and** their medians by ``min_effect``; the weakest
+   failing one is dropped until all pass (Otava's merge step). The test judges a step against the
+   between-commit spread of the series itself, not against one commit's samples.
+3. *Refinement.* Each point moves, within a few commits, to where the sides fit their medians best.
+4. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
+   every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
+
+The previous default, E-Divisive means with significance testing as Apache Otava / Hunter do it
+(``method="edivisive"``), and PELT (``method="pelt"``) remain available.
 
 Each side needs ``min_segment`` commits, so a change must persist for a few
 commits before it is reported: one noisy commit is never a change point.
@@ -56,6 +58,19 @@ class DetectPolicy:
     try_z: float = 2.0  # rankseg only: ...and split once more, tentatively, above this (see _rankseg_candidates)
     tail_commits: int = 5  # rankseg only: a change in the newest min_segment..tail_commits commits is looked for
     tail_z: float = 4.0  # ...when every one of them is this many robust sigmas beyond the current segment
+
+    def __post_init__(self) -> None:
+        # The CLI turns its knobs' bad values into one-line usage errors first (commands/detect.py:
+        # policy_for); this guards programmatic callers.
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be between 0 and 1, not {self.alpha!r}")
+        if not (math.isfinite(self.min_effect) and self.min_effect >= 0):
+            raise ValueError(f"min_effect must be a relative step >= 0, not {self.min_effect!r}")
+        if self.min_segment < 2 or self.min_points < 2 * self.min_segment:
+            raise ValueError(f"min_segment must be >= 2 and min_points >= 2 * min_segment, not "
+                             f"{self.min_segment!r} and {self.min_points!r}")
+        if not (self.try_z <= self.split_z and self.tail_z > 0 and self.tail_commits >= self.min_segment):
+            raise ValueError("need try_z <= split_z, tail_z > 0 and tail_commits >= min_segment")
 
     @property
     def name(self) -> str:
@@ -258,7 +273,8 @@ def _rank_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
 def _rankseg_candidates(x: np.ndarray, policy: DetectPolicy) -> list[int]:
     """Binary segmentation on the rank statistic, down to ``min_segment``; pruning decides what stays.
 
-    A segment whose best split is below ``split_z`` (but above ``try_z``) is still split once, tentatively: an up step and a down step inside one segment (a regression later fixed) cancel in its
+    A segment whose best split is below ``split_z`` (but above ``try_z``) is still split once, tentatively:
+    an up step and a down step inside one segment (a regression later fixed) cancel in its
     statistic, and only its parts show them. Pruning drops the tentative split if it holds nothing.
     """
     found: list[int] = []

@@ -810,7 +810,9 @@ def series_columns(store: Store, keys: Sequence[SeriesKey]) -> list[SeriesColumn
     meas = m.Measurement
     order = func.coalesce(m.Commit.date, m.Run.started_at)
     stmt = (
-        select(meas.series_id, m.Commit.sha, meas.median, m.Result.status, _raw(order), _raw(m.Run.started_at), m.Run.id)
+        select(
+            meas.series_id, m.Commit.sha, meas.median, m.Result.status, _raw(order), _raw(m.Run.started_at), m.Run.id
+        )
         .select_from(meas)
         .join(m.Result, m.Result.id == meas.result_id)
         .join(m.Run, m.Run.id == m.Result.run_id)
