@@ -14,7 +14,7 @@ so that a step is a ratio:
    test at ``alpha`` (exact for a short side) **and** their medians by ``min_effect``; the weakest
    failing one is dropped until all pass (Otava's merge step). The test judges a step against the
    between-commit spread of the series itself, not against one commit's samples.
-3. *Refinement.* Each point moves, within a few commits, to where the sides fit their medians best.
+3. *Refinement.* Each point moves, within 10 commits, to where the sides fit their medians best.
 4. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
    every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
 
@@ -320,7 +320,7 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
     return None
 
 
-def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 5) -> list[int]:
+def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 10) -> list[int]:
     """Re-place each point within ``reach`` commits where the two sides fit their medians best (L1 cost).
 
     The rank statistic places a split a commit or two towards the middle of what it saw; between its
