@@ -54,6 +54,9 @@ from mmtrack.analysis.detect import DetectPolicy, find_steps  # noqa: E402
 from mmtrack.measure.metrics import Direction, MetricSummary  # noqa: E402
 from mmtrack.results import Measurement  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ci_noise  # noqa: E402
+
 
 def shared_dir() -> Path:
     return Path(os.environ.get("MMTRACK_SHARED") or ROOT.parent / "shared")
@@ -316,16 +319,144 @@ def compare_steps(histories: list[History], window: int = 30, policy: ComparePol
     return {"rows": rows, "plain": hit_plain / max(rows, 1), "history": hit_hist / max(rows, 1)}
 
 
+# --------------------------------------------------------------------------- CI-runner scenario (scripts/ci_noise.py)
+
+CI_SIZES = (0.05, 0.10, 0.20, 0.50)
+
+
+def ci_history(rng: np.random.Generator, n: int, tier: str | None, kind: str, size: float = 0.0,
+               at: int | None = None, tol: int = 3) -> History:
+    """One CI-noise series with one injected change; ``at`` fixes the step position (else random, 10 from the ends).
+
+    ``tier=None`` draws one with the real mix. ``History.tier`` is the tier *measured* on the series before
+    the change went in (its commit-to-commit robust CV: quiet < 3%, mid 3-10%, noisy >= 10%), the way a
+    real series is classed by its noise, whatever drew it.
+    """
+    values, samples = ci_noise.ci_series(rng, n, tier, base=float(np.exp(rng.uniform(math.log(1e-5), 0.0))))
+    measured = ci_noise.tier_of(values)
+    truth: list[tuple[int, int]] = []
+    improvements: list[int] = []
+    if kind == "step":
+        pos = at if at is not None else int(rng.integers(10, n - 10))
+        sign = 1.0 if at is not None or rng.random() < 0.5 else -1.0
+        values, samples = ci_noise.inject_step(values, samples, pos, sign * size)
+        if sign > 0:
+            truth.append((pos - tol, pos + tol))
+        else:
+            improvements.append(pos)
+    elif kind == "creep":
+        length = 30
+        start = int(rng.integers(10, n - length - 5))
+        values, samples = ci_noise.inject_creep(values, samples, start, size, length)
+        truth.append((start - tol, start + length + tol))
+    h = History(kind, size, samples, truth, improvements)
+    h.tier = measured  # type: ignore[attr-defined]
+    return h
+
+
+def build_ci_suite(rng: np.random.Generator, per_cell: int, length: int, tol: int) -> dict[str, list[History]]:
+    """Steps of each size and A/A series drawn with the real tier mix, grouped by measured tier; creep and
+    newest-commit steps with the same mix. ``per_cell`` series per tier and size on average (3x per size)."""
+    groups: dict[str, list[History]] = {f"{t} {k}": [] for k in [f"step {s:.0%}" for s in CI_SIZES] + ["A/A"]
+                                        for t in ci_noise.TIERS}
+    for size in CI_SIZES:
+        for _ in range(3 * per_cell):
+            h = ci_history(rng, length, None, "step", size, tol=tol)
+            groups[f"{h.tier} step {size:.0%}"].append(h)  # type: ignore[attr-defined]
+    for _ in range(6 * per_cell):
+        h = ci_history(rng, length, None, "aa", tol=tol)
+        groups[f"{h.tier} A/A"].append(h)  # type: ignore[attr-defined]
+    groups["creep 0.2%/commit x30"] = [
+        ci_history(rng, length, None, "creep", 0.002, tol=tol) for _ in range(3 * per_cell)
+    ]
+    for k in range(1, 6):
+        groups[f"newest {k} up 20%"] = [ci_history(rng, length, None, "step", 0.20, at=length - k, tol=tol)
+                                        for _ in range(per_cell)]
+    return groups
+
+
+def evaluate_ci(groups: dict[str, list[History]], detectors: dict[str, Detector]) -> dict[str, dict[str, dict]]:
+    """Per detector: F1 by size, by measured tier and overall; A/A rate; creep and newest found; time."""
+    out: dict[str, dict[str, dict]] = {}
+    for name, det in detectors.items():
+        cells: dict[str, Score] = {}
+        found: dict[str, float] = {}
+        seconds = 0.0
+        calls = 0
+        aa_points = aa_commits = 0
+        for g, hs in groups.items():
+            s = Score()
+            hits = 0
+            for h in hs:
+                t0 = time.perf_counter()
+                idx = det(h)
+                seconds += time.perf_counter() - t0
+                calls += 1
+                if h.kind == "aa":
+                    aa_points += len(idx)  # regressions reported on A/A: all false (asv reports only these)
+                    aa_commits += len(h.samples)
+                sc = score(idx, h.truth, ramp=h.kind == "creep")
+                hits += sc.tp > 0
+                s.add(sc)
+            cells[g] = s
+            found[g] = hits / max(len(hs), 1)
+        table: dict[str, dict] = {}
+        for size in CI_SIZES:
+            # the series were drawn with the real tier mix, so pooling the tiers keeps it
+            tp = sum(cells[f"{t} step {size:.0%}"].tp for t in ci_noise.TIERS)
+            fp = sum(cells[f"{t} step {size:.0%}"].fp for t in ci_noise.TIERS)
+            fn = sum(cells[f"{t} step {size:.0%}"].fn for t in ci_noise.TIERS)
+            table[f"F1 at {size:.0%}"] = {"f1": _f1(tp, fp, fn), "tp": tp, "fp": fp, "fn": fn}
+        for tier in ci_noise.TIERS:
+            tot = Score()
+            for size in CI_SIZES:
+                tot.add(cells[f"{tier} step {size:.0%}"])
+            table[f"F1 {tier}"] = {"f1": tot.f1, "tp": tot.tp, "fp": tot.fp, "fn": tot.fn}
+        tp = sum(table[f"F1 at {s:.0%}"]["tp"] for s in CI_SIZES)
+        fp = sum(table[f"F1 at {s:.0%}"]["fp"] for s in CI_SIZES)
+        fn = sum(table[f"F1 at {s:.0%}"]["fn"] for s in CI_SIZES)
+        table["F1 all steps"] = {"f1": _f1(tp, fp, fn)}
+        table["A/A false per 100 commits"] = {"value": 100 * aa_points / max(aa_commits, 1)}
+        table["creep found"] = {"value": found["creep 0.2%/commit x30"]}
+        for k in range(1, 6):
+            table[f"newest {k} found"] = {"value": found[f"newest {k} up 20%"]}
+        table["ms per series"] = {"value": 1000 * seconds / max(calls, 1)}
+        out[name] = table
+    return out
+
+
+def _f1(tp: float, fp: float, fn: float) -> float:
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def print_ci(table: dict[str, dict[str, dict]]) -> None:
+    names = list(table)
+    width = max(14, *(len(n) + 2 for n in names))
+    print("".ljust(28) + "".join(n.rjust(width) for n in names))
+    for row in next(iter(table.values())):
+        cells = []
+        for n in names:
+            c = table[n][row]
+            v = c.get("f1", c.get("value"))
+            cells.append((f"{v:.3f}" if row.startswith(("F1", "A/A")) else f"{v:.2f}" if "ms" not in row else f"{v:.2f}").rjust(width))
+        print(row.ljust(28) + "".join(cells))
+
+
 # --------------------------------------------------------------------------- main
 
 
 CANDIDATES: dict[str, DetectPolicy] = {
-    # the default: E-Divisive candidates down to min_segment, pruned by Mann-Whitney U
-    "edivisive+mannwhitney": DetectPolicy(),
+    # the default: rank-CUSUM binary segmentation, Mann-Whitney pruning, L1 refinement, tail rule
+    "rankseg": DetectPolicy(),
+    # the previous default: E-Divisive candidates down to min_segment, pruned by Mann-Whitney U
+    "edivisive+mannwhitney": DetectPolicy(method="edivisive", alpha=3e-4, min_effect=0.05),
     # Hunter-like: binary segmentation that stops at the first split failing a t-test
-    "edivisive-binseg+ttest": DetectPolicy(split_all=False, test="ttest", alpha=1e-3),
-    "pelt": DetectPolicy(method="pelt"),
+    "edivisive-binseg+ttest": DetectPolicy(method="edivisive", split_all=False, test="ttest", alpha=1e-3, min_effect=0.05),
+    "pelt": DetectPolicy(method="pelt", alpha=3e-4, min_effect=0.05),
 }
+DEFAULT_METHODS = "rankseg,edivisive+mannwhitney"
 
 
 def build_suite(rng: np.random.Generator, sources: list[NoiseSource], per_group: int, length: int, tol: int):
@@ -362,14 +493,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--series", type=int, default=150, help="histories per group (A/A gets twice as many)")
     ap.add_argument("--length", type=int, default=60, help="commits per history")
     ap.add_argument("--seed", type=int, default=20260)
-    ap.add_argument("--tolerance", type=int, default=2, help="commits of slack on the reported position")
-    ap.add_argument("--methods", default=",".join(CANDIDATES), help="mmtrack methods to score, comma-separated")
+    ap.add_argument("--tolerance", type=int, default=3, help="commits of slack on the reported position")
+    ap.add_argument("--methods", default=DEFAULT_METHODS,
+                    help=f"mmtrack methods to score, comma-separated, from {', '.join(CANDIDATES)}")
     ap.add_argument("--no-asv", action="store_true", help="skip asv's step detection")
     ap.add_argument("--noisy-scale", type=float, default=2.0, help="scale of the residuals in the noisy scenario (0: skip)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    ap.add_argument("--ci-series", type=int, default=40, help="CI-noise scenario: series per tier and step size (0: skip)")
+    ap.add_argument("--ci-length", type=int, default=100, help="CI-noise scenario: commits per series")
+    ap.add_argument("--ci-only", action="store_true", help="only the CI-noise scenario (no shared asv results needed)")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
+    detectors: dict[str, Detector] = {m: mmtrack_detector(CANDIDATES[m]) for m in args.methods.split(",") if m}
+    if not args.no_asv:
+        detectors["asv.step_detect"] = asv_detector()
+    results: dict[str, dict] = {}
+    if args.ci_series > 0:
+        groups = build_ci_suite(np.random.default_rng(args.seed), args.ci_series, args.ci_length, tol=args.tolerance)
+        ci_table = evaluate_ci(groups, detectors)
+        print(
+            f"== CI-runner noise (scripts/ci_noise.py): {3 * args.ci_series} series per step size, "
+            f"{6 * args.ci_series} A/A, drawn with the real tier mix and grouped by measured tier ("
+            + ", ".join(f"{t} {sum(len(groups[f'{t} step {s:.0%}']) for s in CI_SIZES)}" for t in ci_noise.TIERS)
+            + f" step series); {args.ci_length} commits, +-{args.tolerance} commits, seed {args.seed}"
+        )
+        print_ci(ci_table)
+        results["ci"] = {"detect": ci_table}
+    if args.ci_only:
+        if args.json:
+            args.json.write_text(json.dumps({"seconds": time.perf_counter() - t0, "ci": results["ci"]}, indent=2))
+        return 0
     data = shared_dir() / "data" / "asv-results"
     sources = load_noise_sources(data)
     nf = noise_figures(sources)
@@ -378,10 +532,6 @@ def main(argv: list[str] | None = None) -> int:
         f"(p90 {nf['within_p90']:.2%}); between-commit robust sigma median {nf['between_median']:.2%} "
         f"(p90 {nf['between_p90']:.2%}); consecutive pairs >10% apart: {nf['pairs_over_10pct']:.1%}"
     )
-    detectors: dict[str, Detector] = {m: mmtrack_detector(CANDIDATES[m]) for m in args.methods.split(",") if m}
-    if not args.no_asv:
-        detectors["asv.step_detect"] = asv_detector()
-    results = {}
     for scenario, scale in (("recorded", 1.0), ("noisy", args.noisy_scale)):
         if scale <= 0:
             continue
@@ -422,6 +572,8 @@ def main(argv: list[str] | None = None) -> int:
             "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
             "seconds": elapsed,
         }
+        if "ci" in results:
+            out["ci"] = results.pop("ci")
         for scenario, r in results.items():
             out[scenario] = {
                 "noise": r["noise"],

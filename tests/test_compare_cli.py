@@ -187,6 +187,41 @@ def test_detect_finds_the_lasting_regression_and_stores_it(metpy_store):
     assert proc.returncode == 2 and "unknown benchmark" in proc.stderr
 
 
+def test_detect_bulk_read_matches_the_per_series_read_and_limits_to_given_series(metpy_store):
+    from mmtrack.analysis.detect import detect_series
+
+    s = metpy_store
+    store = open_store(s["db"])
+    try:
+        keys = q.list_series(store)
+        cols = q.series_columns(store, keys)
+        assert [c.key for c in cols] == keys
+        for key, c in list(zip(keys, cols))[:20]:
+            pts = [p for p in q.series(store, key, with_samples=False) if p.measurement.status == "ok"]
+            assert c.shas == [p.commit.sha for p in pts] and c.values == [p.measurement.median for p in pts]
+            assert detect_series(key, pts).changes == run_detect(
+                DetectRequest(db=s["db"], store_results=False), store, series=[key]).reports[0].changes
+        total = len(q.load_change_points(store))
+        mine = [k for k in keys if k.benchmark == s["b"]]
+        out = run_detect(DetectRequest(db=s["db"]), store, series=mine)  # what `mmtrack update` asks
+        assert [r.series for r in out.reports] == mine and out.changes
+        assert len(q.load_change_points(store)) == total  # only those series' findings replaced
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--alpha", "-1"], "--alpha -1 is out of range"),
+    (["--alpha", "1.5"], "--alpha 1.5 is out of range"),
+    (["--min-effect", "-0.1"], "--min-effect -0.1 is out of range"),
+    (["--min-effect", "nan"], "--min-effect nan is out of range"),
+])
+def test_detect_knobs_are_validated(tmp_path, args, words):
+    proc = run_cli("detect", "--db", str(tmp_path / "empty.db"), *args)
+    assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_detect_reports_too_short(tmp_path):
     results = tmp_path / "results"
     shutil.copytree(METPY, results)

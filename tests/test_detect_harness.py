@@ -62,15 +62,16 @@ def test_quick_run_prints_and_writes_figures(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), MMTRACK_SHARED=str(SHARED))
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "eval_detect.py"), "--series", "6", "--length", "40",
-         "--noisy-scale", "0", "--json", str(out), "--seed", "3"],
+         "--noisy-scale", "0", "--json", str(out), "--seed", "3", "--ci-series", "0",
+         "--methods", "rankseg,edivisive+mannwhitney,edivisive-binseg+ttest,pelt"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     assert "asv.step_detect" in proc.stdout and "compare on A/A" in proc.stdout
     data = json.loads(out.read_text())
     detect = data["recorded"]["detect"]
-    assert set(detect) == {"edivisive+mannwhitney", "edivisive-binseg+ttest", "pelt", "asv.step_detect"}
-    big = detect["edivisive+mannwhitney"]["step 50%"]
+    assert set(detect) == {"rankseg", "edivisive+mannwhitney", "edivisive-binseg+ttest", "pelt", "asv.step_detect"}
+    big = detect["rankseg"]["step 50%"]
     assert big["tp"] + big["fn"] > 0 and big["recall"] >= 0.75
     aa = data["recorded"]["compare_aa"]
     assert aa["rows"] > 0 and 0.0 <= aa["history"] <= aa["plain"] <= 1.0

@@ -3,21 +3,23 @@
 Pure functions over the plain records of :mod:`mmtrack.results`; nothing here
 touches the store.
 
-Method (chosen by measurement with ``scripts/eval_detect.py``; see docs/analysis.md):
-**E-Divisive means with significance testing**, as Apache Otava / Hunter do it, in
-three plain steps over the per-commit medians, in log space so that a step is a ratio:
+Method (chosen by measurement with ``scripts/eval_detect.py`` on the CI-runner noise model of
+``scripts/ci_noise.py``; see docs/analysis.md), ``rankseg``, over the per-commit medians in log space
+so that a step is a ratio:
 
-1. *Candidates.* Binary segmentation: in each segment find the split that
-   maximises the energy statistic of E-Divisive (Matteson & James 2014),
-   ``Q(t) = n1*n2/n * (2*E|X-Y| - E|X-X'| - E|Y-Y'|)``.
-2. *Significance.* A candidate is kept only when the two sides differ by a
-   two-sample test (Welch's t-test, as Hunter, by default) at ``alpha`` **and**
-   the relative step between the two sides' medians is at least ``min_effect``.
-   The test judges the step against the spread of the series itself (the
-   between-commit variability), not against one commit's samples.
-3. *Pruning.* Each kept point is re-tested against its neighbouring segments
-   (previous and next change points); the weakest one that no longer passes is
-   dropped, until every point passes (Otava's merge step).
+1. *Candidates.* Binary segmentation on ranks: each segment is split where the standardised
+   Mann-Whitney statistic (a tie-corrected rank CUSUM) peaks, while it is >= ``split_z``; once more,
+   tentatively, above ``try_z`` (an up and a down step cancel in their common segment).
+2. *Pruning.* A candidate is kept only when the two neighbouring segments differ by a Mann-Whitney U
+   test at ``alpha`` (exact for a short side) **and** their medians by ``min_effect``; the weakest
+   failing one is dropped until all pass (Otava's merge step). The test judges a step against the
+   between-commit spread of the series itself, not against one commit's samples.
+3. *Refinement.* Each point moves, within 10 commits, to where the sides fit their medians best.
+4. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
+   every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
+
+The previous default, E-Divisive means with significance testing as Apache Otava / Hunter do it
+(``method="edivisive"``), and PELT (``method="pelt"``) remain available.
 
 Each side needs ``min_segment`` commits, so a change must persist for a few
 commits before it is reported: one noisy commit is never a change point.
@@ -36,7 +38,7 @@ from scipy import stats as sps
 from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey, SeriesPoint
 
-Method = Literal["edivisive", "pelt"]
+Method = Literal["rankseg", "edivisive", "pelt"]
 Test = Literal["ttest", "mannwhitney"]
 
 
@@ -44,19 +46,36 @@ Test = Literal["ttest", "mannwhitney"]
 class DetectPolicy:
     """Knobs of the detector; the defaults are the ones the harness measured."""
 
-    method: Method = "edivisive"
+    method: Method = "rankseg"
     test: Test = "mannwhitney"
-    alpha: float = 3e-4  # significance of each change point
-    min_effect: float = 0.05  # smallest relative step reported (5%)
+    alpha: float = 1e-4  # significance of each change point
+    min_effect: float = 0.02  # smallest relative step reported (2%)
     min_segment: int = 3  # commits on each side of a change point
     min_points: int = 8  # fewer usable commits: "too short"
     split_all: bool = True  # E-Divisive: split to the end, then let pruning decide
     pelt_penalty: float = 6.0  # PELT only: penalty in units of sigma^2 * log(n)
+    split_z: float = 3.0  # rankseg only: a segment is split further while its best rank statistic exceeds this
+    try_z: float = 2.0  # rankseg only: ...and split once more, tentatively, above this (see _rankseg_candidates)
+    tail_commits: int = 5  # rankseg only: a change in the newest min_segment..tail_commits commits is looked for
+    tail_z: float = 4.0  # ...when every one of them is this many robust sigmas beyond the current segment
+
+    def __post_init__(self) -> None:
+        # The CLI turns its knobs' bad values into one-line usage errors first (commands/detect.py:
+        # policy_for); this guards programmatic callers.
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be between 0 and 1, not {self.alpha!r}")
+        if not (math.isfinite(self.min_effect) and self.min_effect >= 0):
+            raise ValueError(f"min_effect must be a relative step >= 0, not {self.min_effect!r}")
+        if self.min_segment < 2 or self.min_points < 2 * self.min_segment:
+            raise ValueError(f"min_segment must be >= 2 and min_points >= 2 * min_segment, not "
+                             f"{self.min_segment!r} and {self.min_points!r}")
+        if not (self.try_z <= self.split_z and self.tail_z > 0 and self.tail_commits >= self.min_segment):
+            raise ValueError("need try_z <= split_z, tail_z > 0 and tail_commits >= min_segment")
 
     @property
     def name(self) -> str:
-        if self.method == "pelt":
-            return "pelt"
+        if self.method in ("pelt", "rankseg"):
+            return f"{self.method}+{self.test}" if self.method == "rankseg" else "pelt"
         return f"edivisive{'' if self.split_all else '-binseg'}+{self.test}"
 
 
@@ -75,6 +94,23 @@ class Step:
 
 
 # --------------------------------------------------------------------------- numerics
+
+
+def _median(a: np.ndarray) -> float:
+    """np.median without its wrapper layers (detect takes thousands of medians of short 1-D arrays)."""
+    n = a.size
+    k = n // 2
+    if n % 2:
+        return float(np.partition(a, k)[k])
+    part = np.partition(a, (k - 1, k))
+    return 0.5 * float(part[k - 1] + part[k])
+
+
+def _ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average ranks (tied values share one) and the size of each group of ties, from one sort."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    upper = np.cumsum(counts)
+    return (upper - (counts - 1) / 2.0)[inverse], counts
 
 
 def _transform(values: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -121,11 +157,59 @@ def _energy_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
     return best
 
 
+def _exact_u_p(u: float, k: int, m: int) -> float:
+    """Exact two-sided p of the Mann-Whitney U of a side of ``k`` values against ``m`` others, no ties.
+
+    The counts of U are the coefficients of the Gaussian binomial [k+m choose k]_q, i.e. the product over
+    i = 1..k of (1 - q^(m+i)) / (1 - q^i), worked out as power series truncated at degree k*m. For k < 8
+    every count fits an int64, so the tail is exact (scipy's exact method costs ~100 times more).
+    """
+    deg = k * m
+    c = np.zeros(deg + 1, dtype=np.int64)
+    c[0] = 1
+    for i in range(1, k + 1):  # divide by (1 - q^i): a running sum along each residue class mod i
+        pad = (-c.size) % i
+        c = np.concatenate([c, np.zeros(pad, dtype=np.int64)]).reshape(-1, i).cumsum(axis=0).ravel()[: deg + 1]
+    for i in range(1, k + 1):  # multiply by (1 - q^(m+i))
+        a = m + i
+        if a <= deg:
+            c[a:] = c[a:] - c[:-a].copy()
+    total = float(math.comb(k + m, k))
+    lo = min(int(math.floor(u)), deg)
+    below = float(c[: lo + 1].sum())  # P(U <= u)
+    above = float(c[int(math.ceil(u)) :].sum())  # P(U >= u)
+    return min(1.0, 2 * min(below, above) / total)
+
+
+def _mannwhitney_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Mann-Whitney U p-value: exact for a short side without ties, else normal with tie correction.
+
+    scipy's own choice, without its per-call overhead on the large-sample path (detect calls it thousands of times).
+    """
+    n1, n2 = a.size, b.size
+    both = np.concatenate([a, b])
+    ranks, counts = _ranks(both)
+    n = n1 + n2
+    u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
+    tie = float(np.sum(counts**3 - counts)) / (n * (n - 1))
+    var = n1 * n2 / 12 * ((n + 1) - tie)
+    if var <= 0:
+        return 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)
+    p = min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
+    # A short side makes the normal tail far too wide (3 points above 50: 0.004 instead of the exact 8e-5).
+    # The exact distribution is costly, so it is asked for only where it can change the decision.
+    if min(n1, n2) < 8 and counts.size == both.size and p < 0.05:
+        small, other = (n1, n2) if n1 <= n2 else (n2, n1)
+        p = _exact_u_p(u if n1 <= n2 else n1 * n2 - u, small, other)
+    return p
+
+
 def _test(a: np.ndarray, b: np.ndarray, test: Test) -> float:
     if a.size < 2 or b.size < 2:
         return 1.0
     if test == "mannwhitney":
-        return float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        return _mannwhitney_p(a, b)
     if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic values (counters)
         return 1.0 if a[0] == b[0] else 0.0
     p = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
@@ -134,7 +218,7 @@ def _test(a: np.ndarray, b: np.ndarray, test: Test) -> float:
 
 def _effect(a: np.ndarray, b: np.ndarray, logged: bool) -> tuple[float, float, float]:
     """(level before, level after, relative size of the step) in original units."""
-    ma, mb = float(np.median(a)), float(np.median(b))
+    ma, mb = _median(a), _median(b)
     if logged:
         return math.exp(ma), math.exp(mb), abs(math.expm1(mb - ma))
     scale = max(abs(ma), abs(mb)) or 1.0
@@ -167,11 +251,102 @@ def _edivisive_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> 
     return sorted(found)
 
 
+def _rank_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
+    """The split of ``x`` with the largest standardised Mann-Whitney (rank CUSUM) statistic, tie-corrected.
+
+    One vectorised pass: the rank sum of the left part at every split comes from one cumulative sum.
+    """
+    n = x.size
+    if n < 2 * min_segment:
+        return None
+    r, counts = _ranks(x)  # tied values share one rank
+    tie = 1.0 - float(np.sum(counts**3 - counts)) / (n**3 - n)
+    if tie <= 0:  # every value equal
+        return None
+    t = np.arange(min_segment, n - min_segment + 1)
+    s = np.cumsum(r)[t - 1]
+    z = (s - t * (n + 1) / 2) / np.sqrt(t * (n - t) * (n + 1) / 12 * tie)
+    i = int(np.argmax(np.abs(z)))
+    return int(t[i]), float(abs(z[i]))
+
+
+def _rankseg_candidates(x: np.ndarray, policy: DetectPolicy) -> list[int]:
+    """Binary segmentation on the rank statistic, down to ``min_segment``; pruning decides what stays.
+
+    A segment whose best split is below ``split_z`` (but above ``try_z``) is still split once, tentatively:
+    an up step and a down step inside one segment (a regression later fixed) cancel in its
+    statistic, and only its parts show them. Pruning drops the tentative split if it holds nothing.
+    """
+    found: list[int] = []
+    stack = [(0, x.size, True)]
+    while stack:
+        lo, hi, may_try = stack.pop()
+        split = _rank_split(x[lo:hi], policy.min_segment)
+        if split is None:
+            continue
+        strong = split[1] >= policy.split_z
+        if not strong and not (may_try and split[1] >= policy.try_z and hi - lo >= 4 * policy.min_segment):
+            continue
+        t = lo + split[0]
+        found.append(t)
+        stack.extend([(lo, t, strong), (t, hi, strong)])
+    return sorted(found)
+
+
+def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -> tuple[int, float] | None:
+    """A change in the newest few commits, which the rank test cannot yet prove (3 points against many).
+
+    The newest ``k`` commits (``tail_commits`` down to ``min_segment``; the earliest start that fits wins)
+    are a new level when every one of them lies ``tail_z`` robust sigmas (MAD) beyond the median of the
+    segment before them, on the same side, and their median moved by ``min_effect``. Requiring all of
+    them keeps one commit on an odd runner from passing; the MAD ignores the runner jumps inside the segment.
+    """
+    n = x.size
+    for k in range(policy.tail_commits, policy.min_segment - 1, -1):
+        start = n - k
+        if start - last < max(policy.min_points, policy.min_segment):
+            continue
+        seg, tail = x[last:start], x[start:]
+        med = _median(seg)
+        sigma = 1.4826 * _median(np.abs(seg - med))
+        if sigma <= 0:
+            sigma = 1e-9 * (abs(med) or 1.0)  # a constant segment: any move is a change
+        dev = (tail - med) / sigma
+        if not (np.all(dev > policy.tail_z) or np.all(dev < -policy.tail_z)):
+            continue
+        if _effect(seg, tail, logged)[2] < policy.min_effect:
+            continue
+        return start, _test(seg, tail, policy.test)
+    return None
+
+
+def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 10) -> list[int]:
+    """Re-place each point within ``reach`` commits where the two sides fit their medians best (L1 cost).
+
+    The rank statistic places a split a commit or two towards the middle of what it saw; between its
+    final neighbours a point has one change to find, and the absolute deviation from the two sides'
+    medians (robust to a stray runner) puts it on the commit where the level moved.
+    """
+    bounds = [0, *cps, x.size]
+    out: list[int] = []
+    for i, c in enumerate(cps):
+        lo, hi = (out[-1] if out else 0), bounds[i + 2]
+        m = policy.min_segment
+        best, best_cost = c, math.inf
+        for t in range(max(lo + m, c - reach), min(hi - m, c + reach) + 1):
+            a, b = x[lo:t], x[t:hi]
+            cost = float(np.abs(a - _median(a)).sum() + np.abs(b - _median(b)).sum())
+            if cost < best_cost - 1e-12:
+                best, best_cost = t, cost
+        out.append(best)
+    return out
+
+
 def _pelt_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> list[int]:
     """PELT (Killick et al. 2012) with a Gaussian mean cost and a robust noise scale."""
     n = x.size
     diffs = np.diff(x)
-    sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2) if n > 2 else 0.0
+    sigma = 1.4826 * _median(np.abs(diffs - _median(diffs))) / math.sqrt(2) if n > 2 else 0.0
     sigma = max(sigma, 1e-6 * (float(np.max(np.abs(x))) or 1.0))
     beta = policy.pelt_penalty * sigma**2 * math.log(max(n, 2))
     s1 = np.concatenate([[0.0], np.cumsum(x)])
@@ -235,9 +410,17 @@ def find_steps(values: Sequence[float], policy: DetectPolicy | None = None) -> l
     x, logged = _transform(raw)
     if policy.method == "pelt":
         cps = _pelt_candidates(x, logged, policy)
+    elif policy.method == "rankseg":
+        cps = _rankseg_candidates(x, policy)
     else:
         cps = _edivisive_candidates(x, logged, policy)
     kept = _prune(x, cps, logged, policy)
+    if policy.method == "rankseg" and kept:
+        kept = _prune(x, _refine(x, [c for c, _ in kept], policy), logged, policy)
+    if policy.method == "rankseg":
+        tail = _tail_change(x, kept[-1][0] if kept else 0, logged, policy)
+        if tail is not None:
+            kept.append(tail)
     bounds = [0, *(c for c, _ in kept), x.size]
     steps = []
     for i, (c, p) in enumerate(kept):
@@ -287,35 +470,58 @@ def _usable(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
     return out
 
 
-def _version_runs(points: list[SeriesPoint]) -> list[list[SeriesPoint]]:
-    """Split at benchmark code version changes: levels across them are not comparable."""
-    runs: list[list[SeriesPoint]] = []
-    for pt in points:
-        v = pt.measurement.version
-        if runs and (v is None or runs[-1][-1].measurement.version in (None, v)):
-            runs[-1].append(pt)
-        else:
-            runs.append([pt])
+def _version_runs(versions: Sequence[str | None]) -> list[range]:
+    """Index ranges of one benchmark code version each: levels across a change are not comparable."""
+    runs: list[range] = []
+    start, current = 0, None
+    for i, v in enumerate(versions):
+        if i and v is not None and current is not None and v != current:
+            runs.append(range(start, i))
+            start = i
+        if v is not None:
+            current = v
+    if versions:
+        runs.append(range(start, len(versions)))
     return runs
 
 
 def detect_series(key: SeriesKey, points: Sequence[SeriesPoint], policy: DetectPolicy | None = None) -> SeriesReport:
     """Change points of one series (points in commit order, oldest first)."""
-    policy = policy or DetectPolicy()
     usable = _usable(points)
-    runs = _version_runs(usable)
+    return detect_values(
+        key,
+        [pt.commit.sha for pt in usable],
+        [float(pt.measurement.median) for pt in usable],  # type: ignore[arg-type]
+        [pt.measurement.version for pt in usable],
+        usable[-1].measurement.direction if usable else Direction.LOWER,
+        policy,
+    )
+
+
+def detect_values(
+    key: SeriesKey,
+    shas: Sequence[str],
+    values: Sequence[float],
+    versions: Sequence[str | None],
+    direction: Direction,
+    policy: DetectPolicy | None = None,
+) -> SeriesReport:
+    """Change points of one series given as plain columns of its usable commits (ok, finite), oldest first.
+
+    The bulk path of ``mmtrack detect`` reads these columns for every series in one query, without
+    building a record per point.
+    """
+    policy = policy or DetectPolicy()
+    runs = _version_runs(versions)
     notes = []
     if len(runs) > 1:
         notes.append(f"benchmark code changed {len(runs) - 1} time(s); each version is analysed on its own")
     if all(len(r) < policy.min_points for r in runs):
-        return SeriesReport(key, "too_short", len(usable), (), (f"needs {policy.min_points} commits",) + tuple(notes))
-    direction = usable[-1].measurement.direction
-    latest = float(usable[-1].measurement.median)  # type: ignore[arg-type]
+        return SeriesReport(key, "too_short", len(values), (), (f"needs {policy.min_points} commits",) + tuple(notes))
+    latest = float(values[-1])
     changes: list[ChangePoint] = []
     for run in runs:
-        values = [float(pt.measurement.median) for pt in run]  # type: ignore[arg-type]
-        steps = find_steps(values, policy)
-        for s in steps:
+        for s in find_steps([values[i] for i in run], policy):
             worse = is_worse(direction, s.before, s.after)
             kind = "change" if worse is None else ("regression" if worse else "improvement")
             # It persists if the latest level is still beyond min_effect the same way.
@@ -324,23 +530,24 @@ def detect_series(key: SeriesKey, points: Sequence[SeriesPoint], policy: DetectP
                 math.copysign(1, rel_latest) == math.copysign(1, s.after - s.before)
                 and abs(rel_latest) >= policy.min_effect
             )
+            at = run.start + s.index
             changes.append(
                 ChangePoint(
                     series=key,
                     direction=direction,
                     kind=kind,
-                    before_sha=run[s.index - 1].commit.sha,
-                    after_sha=run[s.index].commit.sha,
+                    before_sha=shas[at - 1],
+                    after_sha=shas[at],
                     before_value=s.before,
                     after_value=s.after,
                     ratio=s.ratio,
                     p_value=s.p_value,
                     persists=persists,
                     method=policy.name,
-                    extra={"index": usable.index(run[s.index]), "points": len(usable)},
+                    extra={"index": at, "points": len(values)},
                 )
             )
-    return SeriesReport(key, "ok", len(usable), tuple(changes), tuple(notes))
+    return SeriesReport(key, "ok", len(values), tuple(changes), tuple(notes))
 
 
 def detect_all(
@@ -366,5 +573,6 @@ __all__ = [
     "segment_levels",
     "is_worse",
     "detect_series",
+    "detect_values",
     "detect_all",
 ]

@@ -1,0 +1,81 @@
+"""The CI-runner noise model (scripts/ci_noise.py) and the harness's CI scenario (scripts/eval_detect.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_population_statistics_are_near_the_real_ci_figures():
+    N = _load("ci_noise")
+    rng = np.random.default_rng(5)
+    rows = [N.series_stats(*N.ci_series(rng, 120)) for _ in range(300)]
+    med = {k: float(np.median([r[k] for r in rows])) for k in N.TARGETS}
+    p90 = {k: float(np.percentile([r[k] for r in rows], 90)) for k in N.TARGETS}
+    # wide bands around the targets (median 2.2% / 21% / 1.4% / 1.6 / 0.15; p90 10% / 51%)
+    assert 0.015 < med["robust_cv"] < 0.035 and 0.06 < p90["robust_cv"] < 0.18
+    assert 0.10 < med["pairs_over_10pct"] < 0.32 and 0.35 < p90["pairs_over_10pct"] < 0.70
+    assert 0.010 < med["within_cv"] < 0.020
+    assert 1.0 < med["between_over_within"] < 2.8
+    assert 0.03 < med["lag1_autocorr"] < 0.30
+    assert any(r["ties"] > 0 for r in rows)  # coarse timers make some medians tie
+
+
+def test_tiers_order_by_noise_and_bad_tier_is_refused():
+    N = _load("ci_noise")
+    rng = np.random.default_rng(6)
+    cv = {t: np.median([N.robust_cv(N.ci_series(rng, 100, t)[0]) for _ in range(40)]) for t in N.TIERS}
+    assert cv["quiet"] < 0.03 <= cv["mid"] < 0.10 <= cv["noisy"]
+    with pytest.raises(ValueError, match="unknown tier"):
+        N.ci_series(rng, 10, "loud")
+
+
+def test_step_and_creep_land_where_they_were_put():
+    N = _load("ci_noise")
+    rng = np.random.default_rng(7)
+    values, samples = N.ci_series(rng, 60, "quiet", samples_per_commit=10, base=2e-3)
+    assert len(samples) == 60 and all(s.size == 10 for s in samples)
+    assert np.allclose(values, [np.median(s) for s in samples])
+    v2, s2 = N.inject_step(values, samples, 30, 0.5)
+    assert np.allclose(v2[:30], values[:30]) and np.allclose(v2[30:], values[30:] * 1.5)
+    assert np.allclose(samples[40], s2[40] / 1.5)  # the input is left alone
+    v3, _ = N.inject_creep(values, samples, 10, 0.01, 20)
+    assert np.allclose(v3[:10], values[:10])
+    assert np.allclose(v3[29:], values[29:] * 1.01**20)
+    assert np.allclose(v3[14], values[14] * 1.01**5)
+
+
+def test_ci_scenario_runs_beside_asv_and_writes_figures(tmp_path):
+    out = tmp_path / "ci.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "eval_detect.py"), "--ci-only", "--ci-series", "3",
+         "--ci-length", "50", "--methods", "rankseg", "--json", str(out), "--seed", "4"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "CI-runner noise" in proc.stdout and "asv.step_detect" in proc.stdout
+    table = json.loads(out.read_text())["ci"]["detect"]
+    assert set(table) == {"rankseg", "asv.step_detect"}
+    for name in table:
+        rows = table[name]
+        assert {"F1 at 5%", "F1 at 50%", "F1 quiet", "F1 noisy", "F1 all steps", "A/A false per 100 commits",
+                "creep found", "newest 3 found", "ms per series"} <= set(rows)
+        assert 0.0 <= rows["F1 all steps"]["f1"] <= 1.0 and rows["ms per series"]["value"] > 0
+    assert table["rankseg"]["F1 at 50%"]["f1"] >= 0.6  # big steps are found even in a tiny run
