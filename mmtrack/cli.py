@@ -266,3 +266,36 @@ def publish(out, db, title, commit_url, asv_config, benchmark, machine, no_progr
     request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=asv_config,
                              benchmark=benchmark, machine=machine)
     sys.exit(run_publish(request, console=console, err_console=None if no_progress else err_console))
+
+
+# -- same-machine A/B: continuous, bisect ------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("base")
+@click.argument("head", default="HEAD")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", help="Run only benchmarks matching REGEX (asv -b).")
+@click.option("--rounds", type=int, default=4, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
+@click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.1; counters 1.01).")
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
+              help="Exit 1 when a row has this verdict (regression: regressed or newly failing).")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
+@click.option("--quick", is_flag=True, help="asv --quick: smoke runs, not numbers to trust.")
+@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
+@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
+@click.option("--no-save", is_flag=True, help="Do not store the two runs.")
+@db_option
+def continuous(base, head, bench_regex, rounds, factor, fail_on, fmt, quick, machine, config, no_save, db) -> None:
+    """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
+    from .commands.continuous import ContinuousRequest, render, run_continuous
+
+    request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench_regex,
+                                rounds=rounds, factor=factor, fail_on=tuple(fail_on), db=db, machine=machine,
+                                quick=quick, save=not no_save)
+    outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
+    out = render(outcome, fmt)
+    if isinstance(out, str):
+        click.echo(out, nl=not out.endswith("\n"))
+    else:
+        console.print(out)
+    sys.exit(outcome.exit_code)

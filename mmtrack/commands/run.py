@@ -57,6 +57,7 @@ class RunRequest:
     machine: str | None = None  # else MMTRACK_MACHINE, else asv's default (the host name)
     commit: str = "HEAD"
     asv_args: tuple[str, ...] = ()
+    python: str | None = None  # a built commit's interpreter (A/B runs); None: the running one
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +354,7 @@ def asv_run_command(prepared: Prepared, request: RunRequest) -> list[str]:
         "run",
         "--config",
         str(prepared.derived_config),
-        "--python=same",
+        f"--environment=existing:{request.python}" if request.python else "--python=same",
         f"--set-commit-hash={prepared.commit.sha}",
         "--record-samples",
         "--machine",
