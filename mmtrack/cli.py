@@ -299,3 +299,25 @@ def continuous(base, head, bench_regex, rounds, factor, fail_on, fmt, quick, mac
     else:
         console.print(out)
     sys.exit(outcome.exit_code)
+
+
+@cli.command()
+@click.argument("good")
+@click.argument("bad")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, help="The benchmark (asv -b regex).")
+@click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
+@click.option("--rounds", type=int, default=4, show_default=True, help="Interleaved rounds per step (doubled on noise).")
+@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
+@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def bisect(good, bad, bench_regex, metric, rounds, machine, config, fmt) -> None:
+    """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements."""
+    from .commands.bisect import BisectRequest, render, run_bisect, to_json
+
+    request = BisectRequest(good=good, bad=bad, bench=bench_regex, metric=metric, project=Path.cwd(), config=config,
+                            rounds=rounds, machine=machine)
+    outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
+    if fmt == "json":
+        click.echo(to_json(outcome))
+    else:
+        render(outcome, console)

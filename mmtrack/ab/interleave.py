@@ -141,6 +141,10 @@ class ABPlan:
 ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(5, 20, 1.0)", "-a", "warmup_time=0.2")
 
 
+#: The share of rounds that must point the way the pooled verdict does (see :func:`judge`).
+ROUND_AGREEMENT = 0.75
+
+
 def round_order(rounds: int) -> list[int]:
     """Side indexes per slot: 0 1, 1 0, 0 1, ... (A B B A A B ...)."""
     return [i if r % 2 == 0 else 1 - i for r in range(rounds) for i in (0, 1)]
@@ -283,11 +287,11 @@ def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
 def judge(result: ABResult, policy: Any = None) -> Any:
     """compare's verdict on the pooled samples of both sides, every metric, direction-aware.
 
-    One A/B rule on top: a regressed or improved row must also hold round by round. The
-    median of the per-round ratios (B's round median over A's, rounds paired in the order they
-    ran) must lie beyond the threshold on the same side, else the row is demoted to
-    "ambiguous". A shared machine's load comes and goes over seconds; a burst that hits a
-    few rounds of one side moves the pooled samples, but not the middle of the round ratios.
+    One A/B rule on top: a regressed or improved row must also hold round by round. Rounds are
+    paired in the order they ran (B's round median over A's); the median of these ratios must lie
+    beyond the threshold on the same side, and at least :data:`ROUND_AGREEMENT` of them must point
+    that way, else the row is demoted to "ambiguous". A shared machine's load comes and goes over
+    seconds; a burst that hits some rounds of one side moves the pooled samples, not every round.
     """
     import dataclasses
 
@@ -300,23 +304,25 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     rows = []
     for row in comparison.rows:
         if row.verdict in ("regressed", "improved") and row.ratio is not None:
-            ratio = round_ratio(result, (row.benchmark, row.params), row.metric)
-            if ratio is not None and not _beyond_same_side(ratio, row.ratio, row.threshold):
-                row = dataclasses.replace(row, verdict="ambiguous",
-                                          note=f"rounds disagree: median round ratio {ratio:.3f}")
+            ratios = round_ratios(result, (row.benchmark, row.params), row.metric)
+            if ratios:
+                median = statistics.median(ratios)
+                agree = sum(1 for r in ratios if (r > 1) == (row.ratio > 1) and r != 1) / len(ratios)
+                if not _beyond_same_side(median, row.ratio, row.threshold) or agree < ROUND_AGREEMENT:
+                    row = dataclasses.replace(row, verdict="ambiguous", note=(
+                        f"rounds disagree: median round ratio {median:.3f}, {agree:.0%} of rounds agree"))
         rows.append(row)
     return dataclasses.replace(comparison, rows=tuple(rows))
 
 
-def round_ratio(result: ABResult, case: CaseKey, metric: MetricKey) -> float | None:
-    """The median over rounds of B's round median / A's round median, or None without rounds."""
+def round_ratios(result: ABResult, case: CaseKey, metric: MetricKey) -> list[float]:
+    """B's round median over A's, round by round (empty without rounds)."""
     a = result.base.cases.get(case)
     b = result.head.cases.get(case)
     if a is None or b is None:
-        return None
+        return []
     ra, rb = a.round_medians.get(metric, []), b.round_medians.get(metric, [])
-    ratios = [y / x for x, y in zip(ra, rb) if x and math.isfinite(x) and math.isfinite(y)]
-    return statistics.median(ratios) if ratios else None
+    return [y / x for x, y in zip(ra, rb) if x and math.isfinite(x) and math.isfinite(y)]
 
 
 def _beyond_same_side(ratio: float, pooled: float, threshold: float) -> bool:
