@@ -165,8 +165,10 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 @click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
 @click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
+@click.option("--confirm", is_flag=True, help="Re-measure suspected regressions A/B against the previous commit.")
+@click.option("--confirm-budget", type=float, metavar="SECONDS", help="Time bound of the --confirm rounds.")
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
-def run(quick, bench_regex, db, machine, config, commit, asv_args) -> None:
+def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -182,6 +184,8 @@ def run(quick, bench_regex, db, machine, config, commit, asv_args) -> None:
         machine=machine,
         commit=commit,
         asv_args=tuple(asv_args),
+        confirm=confirm,
+        confirm_budget=confirm_budget,
     )
     sys.exit(run_command(request, console=console))
 

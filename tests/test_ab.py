@@ -177,3 +177,30 @@ def test_bad_input_is_one_line_and_exit_2(project, case):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert ("uncommitted changes" if case == "dirty" else "git does not know 'no-such-branch'") in lines[0]
+
+
+def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(project, tmp_path):
+    """History flags 3x the work at the third commit (suspected); --confirm measures it A/B: confirmed."""
+    repo, shas = project["repo"], project["shas"]
+    db = tmp_path / "confirm.db"
+    env = {**project["env"], "MMTRACK_DB": f"sqlite:///{db}",
+           "ASV_PYTHONPATH": project["env"]["ASV_PYTHONPATH"] + ":" + str(repo)}  # `mmtrack run` imports the tree
+    try:
+        git(repo, env, "checkout", "-q", shas[1])
+        first = run_cli("run", "--quick", "-b", "time_crunch", cwd=repo, env=env, timeout=600)
+        assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+        git(repo, env, "checkout", "-q", shas[2])
+        proc = run_cli("run", "--quick", "-b", "crunch", "--confirm", "--confirm-budget", "300", cwd=repo, env=env,
+                       timeout=900)
+    finally:
+        git(repo, env, "checkout", "-q", "main")
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    assert f"re-measuring" in out and "confirmed: " in out
+    with sqlite3.connect(db) as con:
+        states = con.execute("select benchmark, metric, state, ratio, rounds from ab_verdict").fetchall()
+        (purpose,) = con.execute("select purpose from ab_pair").fetchone()
+    assert purpose == "confirm"
+    # Only the suspected rows: time_crunch's metric (the engine benchmark ran first here, nothing to compare).
+    assert [s[:3] for s in states] == [("bench_ab.Crunch.time_crunch", "time_per_op", "confirmed")]
+    assert states[0][3] > 1.5 and states[0][4] >= 1

@@ -133,6 +133,7 @@ class ABPlan:
     rounds: int = 4
     quick: bool = False
     asv_args: tuple[str, ...] = ()
+    budget: float | None = None  # seconds of measuring; no new round starts that would overrun it
 
 
 #: One round of one side: a single asv process round, a short sample budget (about a second per
@@ -159,6 +160,12 @@ def run_interleaved(plan: ABPlan, base: Side, head: Side, progress: Callable[[st
     workdir = Path(tempfile.mkdtemp(prefix="mmtrack-ab-"))
     try:
         for slot, index in enumerate(round_order(plan.rounds)):
+            spent = time.perf_counter() - t0
+            if plan.budget is not None and slot and slot % 2 == 0 and spent / (slot // 2) + spent > plan.budget:
+                result.warnings.append(f"stopped after {slot // 2} of {plan.rounds} rounds: --confirm-budget "
+                                       f"{plan.budget:.0f} s")
+                result.rounds = slot // 2
+                break
             side = sides[index]
             if progress:
                 progress(f"round {slot // 2 + 1}/{plan.rounds}: {side.label} ({side.commit.sha[:8]})")
@@ -233,10 +240,27 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
     return asvrun.collect(prepared, path, started)
 
 
+def side_environ(prepared: asvrun.Prepared, repo: Path) -> dict[str, str]:
+    """The run's variables, less ASV_PYTHONPATH entries inside the repository: asv puts them
+    before site-packages, where the working tree's package would shadow the commit's build."""
+    import os
+
+    env = prepared.environ()
+    root = repo.resolve()
+    keep = [p for p in env.get("ASV_PYTHONPATH", "").split(os.pathsep)
+            if p and not (Path(p).resolve() == root or root in Path(p).resolve().parents)]
+    if keep:
+        env["ASV_PYTHONPATH"] = os.pathsep.join(keep)
+    else:
+        env.pop("ASV_PYTHONPATH", None)
+    return env
+
+
 def _run_quiet(cmd: Sequence[str], prepared: asvrun.Prepared) -> Any:
     import subprocess
 
-    return subprocess.run(list(cmd), cwd=prepared.project, env=prepared.environ(), capture_output=True, text=True)
+    env = side_environ(prepared, prepared.config_path.parent)
+    return subprocess.run(list(cmd), cwd=prepared.project, env=env, capture_output=True, text=True)
 
 
 # -- a whole A/B measurement: plan, builds, rounds --------------------------------------------

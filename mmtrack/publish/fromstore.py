@@ -42,4 +42,5 @@ def model_from_store(
             commits.extend(q.commits(store, machine=mach))
         commits.sort(key=lambda c: (c.date is None, c.date.timestamp() if c.date else 0.0, c.sha))
         change_points = [cp for cp in q.load_change_points(store, machine=machine) if cp.series in series]
-        return SiteModel(series=series, commits=commits, change_points=change_points, config=config)
+        return SiteModel(series=series, commits=commits, change_points=change_points, config=config,
+                         ab_verdicts=q.load_ab_verdicts(store, machine=machine))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..results import ChangePoint, CommitInfo, SeriesKey, SeriesPoint
 
@@ -49,6 +49,8 @@ class SiteModel:
     commits: Sequence[CommitInfo] = ()
     change_points: Sequence[ChangePoint] = ()
     config: SiteConfig = field(default_factory=SiteConfig)
+    # (series, after sha) -> the latest A/B verdict on it: state, ratio, p, rounds (mmtrack run --confirm)
+    ab_verdicts: Mapping[tuple[SeriesKey, str], Mapping[str, Any]] = field(default_factory=dict)
 
     def ordered_commits(self) -> list[CommitInfo]:
         seen: dict[str, CommitInfo] = {}
