@@ -279,7 +279,7 @@ def publish(out, db, title, commit_url, asv_config, benchmark, machine, no_progr
 @click.argument("base")
 @click.argument("head", default="HEAD")
 @click.option("-b", "--bench", "bench_regex", metavar="REGEX", help="Run only benchmarks matching REGEX (asv -b).")
-@click.option("--rounds", type=int, default=4, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
+@click.option("--rounds", type=int, default=6, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
 @click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.1; counters 1.01).")
 @click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
               help="Exit 1 when a row has this verdict (regression: regressed or newly failing).")

@@ -204,3 +204,18 @@ def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(
     # Only the suspected rows: time_crunch's metric (the engine benchmark ran first here, nothing to compare).
     assert [s[:3] for s in states] == [("bench_ab.Crunch.time_crunch", "time_per_op", "confirmed")]
     assert states[0][3] > 1.5 and states[0][4] >= 1
+
+
+def test_the_regressions_page_shows_the_ab_verdict_of_a_change_point(tmp_path):
+    import dataclasses
+
+    from mmtrack.publish.builder import build_site
+    from mmtrack.publish.synthetic import synthetic_model
+
+    model = synthetic_model(2, 30, 1)
+    cp = model.change_points[0]
+    verdict = {"state": "confirmed", "ratio": 1.12, "p_value": 1e-4, "rounds": 4, "before_sha": cp.before_sha}
+    build_site(dataclasses.replace(model, ab_verdicts={(cp.series, cp.after_sha): verdict}), tmp_path)
+    data = (tmp_path / "data" / "regressions.js").read_text()
+    assert data.count('"state":"confirmed"') + data.count('"state": "confirmed"') == 1
+    assert "abText(r.ab)" in (tmp_path / "assets" / "site.js").read_text()

@@ -130,20 +130,20 @@ class ABPlan:
     config: dict[str, Any]
     machine: str
     bench: str | None = None  # asv -b regex
-    rounds: int = 4
+    rounds: int = 6
     quick: bool = False
     asv_args: tuple[str, ...] = ()
     budget: float | None = None  # seconds of measuring; no new round starts that would overrun it
 
 
-#: One round of one side: a single asv process round, a short sample budget (about a second per
-#: benchmark, 5-20 samples, engine benchmarks included): many short rounds interleave better than a few
+#: One round of one side: a single asv process round, a short sample budget (about half a second per
+#: benchmark, 3-10 samples, engine benchmarks included): many short rounds interleave better than a few
 #: long ones, since the machine's load changes over seconds. ``asv_args`` given later win.
-ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(5, 20, 1.0)", "-a", "warmup_time=0.2")
+ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(3, 10, 0.5)", "-a", "warmup_time=0.1")
 
 
-#: The share of rounds that must point the way the pooled verdict does (see :func:`judge`).
-ROUND_AGREEMENT = 0.75
+#: Significance the round-by-round log ratios must reach (see :func:`judge`).
+ROUND_ALPHA = 0.01
 
 
 def round_order(rounds: int) -> list[int]:
@@ -312,10 +312,11 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     """compare's verdict on the pooled samples of both sides, every metric, direction-aware.
 
     One A/B rule on top: a regressed or improved row must also hold round by round. Rounds are
-    paired in the order they ran (B's round median over A's); the median of these ratios must lie
-    beyond the threshold on the same side, and at least :data:`ROUND_AGREEMENT` of them must point
-    that way, else the row is demoted to "ambiguous". A shared machine's load comes and goes over
-    seconds; a burst that hits some rounds of one side moves the pooled samples, not every round.
+    paired in the order they ran (log of B's round median over A's). Their median must lie beyond
+    the threshold on the same side, and a one-sample t-test of the log ratios against 0 must reach
+    :data:`ROUND_ALPHA`, else the row is demoted to "ambiguous". A shared machine's load comes and
+    goes over seconds: a burst that hits some rounds of one side moves the pooled samples (and
+    makes the pooled test overconfident), but not every round the same way.
     """
     import dataclasses
 
@@ -331,10 +332,10 @@ def judge(result: ABResult, policy: Any = None) -> Any:
             ratios = round_ratios(result, (row.benchmark, row.params), row.metric)
             if ratios:
                 median = statistics.median(ratios)
-                agree = sum(1 for r in ratios if (r > 1) == (row.ratio > 1) and r != 1) / len(ratios)
-                if not _beyond_same_side(median, row.ratio, row.threshold) or agree < ROUND_AGREEMENT:
+                p = round_p_value(ratios)
+                if not _beyond_same_side(median, row.ratio, row.threshold) or p >= ROUND_ALPHA:
                     row = dataclasses.replace(row, verdict="ambiguous", note=(
-                        f"rounds disagree: median round ratio {median:.3f}, {agree:.0%} of rounds agree"))
+                        f"rounds disagree: median round ratio {median:.3f}, round p={p:.2g}"))
         rows.append(row)
     return dataclasses.replace(comparison, rows=tuple(rows))
 
@@ -347,6 +348,18 @@ def round_ratios(result: ABResult, case: CaseKey, metric: MetricKey) -> list[flo
         return []
     ra, rb = a.round_medians.get(metric, []), b.round_medians.get(metric, [])
     return [y / x for x, y in zip(ra, rb) if x and math.isfinite(x) and math.isfinite(y)]
+
+
+def round_p_value(ratios: Sequence[float]) -> float:
+    """Two-sided one-sample t-test of the round log ratios against 0 (1.0 with fewer than 2 rounds)."""
+    from scipy import stats
+
+    logs = [math.log(r) for r in ratios if r > 0]
+    if len(logs) < 2:
+        return 1.0
+    if max(logs) == min(logs):
+        return 0.0 if logs[0] != 0 else 1.0
+    return float(stats.ttest_1samp(logs, 0.0).pvalue)
 
 
 def _beyond_same_side(ratio: float, pooled: float, threshold: float) -> bool:

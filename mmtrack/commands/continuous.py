@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 
-DEFAULT_ROUNDS = 4
+DEFAULT_ROUNDS = 6
 
 
 @dataclass(slots=True)
