@@ -52,6 +52,8 @@ def join_text(n):
 '''
 
 SUITE = '''\
+import time
+
 import mmtrack
 from mmtrack import BenchSampleResult, MetricValue
 
@@ -59,6 +61,10 @@ import tinypkg
 
 
 class Kernels:
+    # TIMER: "wall" keeps asv's default (perf_counter); "cpu" is asv's per-benchmark `timer` attribute
+    # set to process time, which a shared, loaded machine disturbs far less.
+    timer = {timer}
+
     def time_sum_squares(self):
         tinypkg.sum_squares(40000)
 
@@ -98,6 +104,10 @@ def base_env(home: Path) -> dict:
     return env
 
 
+TIMERS = {"wall": "time.perf_counter", "cpu": "time.process_time"}
+TIMER = "cpu"
+
+
 def make_repo(root: Path, env: dict, scales: list[dict]) -> tuple[Path, list[str]]:
     """One commit per entry of ``scales`` (kernel -> work factor); returns the repo and the shas."""
     repo = root / "tinyproj"
@@ -107,7 +117,7 @@ def make_repo(root: Path, env: dict, scales: list[dict]) -> tuple[Path, list[str
     (repo / "asv.conf.json").write_text(json.dumps(CONF, indent=2))
     (repo / ".gitignore").write_text(".asv/\n.mmtrack/\n__pycache__/\n*.egg-info/\nbuild/\n")
     (repo / "benchmarks" / "__init__.py").write_text("")
-    (repo / "benchmarks" / "bench_tiny.py").write_text(SUITE)
+    (repo / "benchmarks" / "bench_tiny.py").write_text(SUITE.replace("{timer}", TIMERS[TIMER]))
     git(repo, env, "init", "-q", "-b", "main")
     shas = []
     for i, s in enumerate(scales):
@@ -162,13 +172,18 @@ def main() -> None:
     ap.add_argument("--factor", type=float, default=None, help="--factor for the slow5 experiment")
     ap.add_argument("--tries", type=int, default=5, help="bisect tries")
     ap.add_argument("--keep", type=Path, help="Keep the repos under this folder.")
+    ap.add_argument("--bench", help="-b REGEX for the continuous runs (default: the whole suite)")
+    ap.add_argument("--timer", choices=sorted(TIMERS), default="cpu", help="asv timer of the Kernels benchmarks")
     args = ap.parse_args()
+    global TIMER
+    TIMER = args.timer
     root = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-eval-ab-"))
     root.mkdir(parents=True, exist_ok=True)
     home = root / "home"
     home.mkdir(exist_ok=True)
     env = base_env(home)
-    print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; repos in {root}")
+    print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}, timer {TIMER}; "
+          f"repos in {root}")
     try:
         for exp in args.experiments:
             folder = root / exp
@@ -177,7 +192,7 @@ def main() -> None:
             if exp in ("aa", "slow10", "slow5"):
                 slow = {"aa": 1.0, "slow10": 1.10, "slow5": 1.05}[exp]
                 repo, shas = make_repo(folder, env, [{}, {"sum": slow}])
-                extra = []
+                extra = ["-b", args.bench] if args.bench else []
                 if exp == "slow5":
                     extra += ["--rounds", str(args.rounds or 12), "--factor", str(args.factor or 1.03)]
                 print(f"{exp}: A {shas[0][:8]} B {shas[1][:8]}, kernel sum_squares x{slow}, extra args {extra}")
