@@ -119,8 +119,12 @@ class Bisector:
 
         t0 = time.perf_counter()
         commits = first_parent_range(self.repo, good, bad)
-        first = self.measure(good, bad, self.plan.rounds)
-        case, metric, row = self.pick_case(first)
+        rounds = self.plan.rounds
+        for _ in range(self.retries + 1):  # a noisy first measurement is repeated with twice the rounds
+            case, metric, row = self.pick_case(self.measure(good, bad, rounds))
+            if row.verdict in ("regressed", "improved"):
+                break
+            rounds *= 2
         self.target = (case, metric)
         if row.verdict not in ("regressed", "improved"):
             raise UserError(
