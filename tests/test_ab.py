@@ -219,3 +219,46 @@ def test_the_regressions_page_shows_the_ab_verdict_of_a_change_point(tmp_path):
     data = (tmp_path / "data" / "regressions.js").read_text()
     assert data.count('"state":"confirmed"') + data.count('"state": "confirmed"') == 1
     assert "abText(r.ab)" in (tmp_path / "assets" / "site.js").read_text()
+
+
+class _SyntheticBisector:
+    """Bisector.measure replaced by rounds drawn from a known level per commit (the search logic alone)."""
+
+    @staticmethod
+    def make(commits: list[str], culprit: int, noise: float, seed: int):
+        import random
+        from datetime import datetime, timezone
+
+        from mmtrack.ab.bisect import Bisector
+        from mmtrack.ab.interleave import ABPlan
+
+        rng = random.Random(seed)
+        level = {sha: (1.10 if i >= culprit else 1.0) for i, sha in enumerate(commits)}
+
+        class B(Bisector):
+            def measure(self, good, other, rounds):
+                self.sides.setdefault(good, None)
+                self.sides.setdefault(other, None)
+                sides = []
+                for label, sha in (("A", good), ("B", other)):
+                    side = _side(label.lower(), [[level[sha] * rng.lognormvariate(0, noise) for _ in range(5)]
+                                                 for _ in range(rounds)])
+                    side.commit = CommitInfo(sha)
+                    sides.append(side)
+                return ABResult(sides[0], sides[1], rounds, ["A", "B"] * rounds, "box", datetime.now(timezone.utc))
+
+        plan = ABPlan(Path("."), Path("asv.conf.json"), {}, "box", "time_x", rounds=4)
+        return B(plan, Path("."), "time_per_op")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bisect_finds_commit_37_of_64_with_8_builds_through_noise(monkeypatch, seed):
+    import mmtrack.ab.bisect as bisect_mod
+
+    commits = [f"{i:040x}" for i in range(65)]  # commits[0] is GOOD
+    monkeypatch.setattr(bisect_mod, "first_parent_range", lambda repo, good, bad: commits[1:])
+    monkeypatch.setattr(bisect_mod, "git_output", lambda *a: "subject")
+    outcome = _SyntheticBisector.make(commits, 37, noise=0.03, seed=seed).run(commits[0], commits[64])
+    assert outcome.culprit == commits[37]
+    assert len(outcome.built) <= 8 and len(outcome.path) == 6
+    assert outcome.verdict == "regressed" and outcome.ratio == pytest.approx(1.10, rel=0.05)

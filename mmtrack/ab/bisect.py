@@ -9,7 +9,7 @@
    significant: ``|mean - L/2| > z * standard error`` over the rounds. Otherwise the
    midpoint is re-measured with twice the rounds, up to ``retries`` times, then decided
    by the mean alone and marked as a guess.
-3. The culprit and its parent are measured A/B once more (both built already): that
+3. The culprit and its parent are measured A/B once more, twice the rounds (both built already): that
    gives the size and the confidence that are printed.
 
 Environments come from :mod:`mmtrack.ab.envs`, so a commit is built at most once, for
@@ -28,6 +28,9 @@ from ..errors import UserError
 from ..results import MetricKey
 from ..vcs import git_output
 from .interleave import ABPlan, ABResult, CaseKey, build_side, judge, round_ratios, run_interleaved
+
+
+MIN_EFFECT = 0.02  # smallest GOOD → BAD change bisect looks for
 
 
 @dataclass(slots=True)
@@ -80,8 +83,12 @@ def round_log_ratios(result: ABResult, case: CaseKey, metric: MetricKey) -> list
 
 class Bisector:
     def __init__(self, plan: ABPlan, repo: Path, metric_name: str, z: float = 2.0, retries: int = 2,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT) -> None:
+        from ..analysis.compare import ComparePolicy
+
         self.plan, self.repo, self.metric_name, self.z, self.retries = plan, repo, metric_name, z, retries
+        # The user says GOOD and BAD differ: significance decides, not compare's 10% default effect.
+        self.policy = ComparePolicy(threshold=min_effect)
         self.progress = progress
         self.sides: dict[str, Any] = {}
         self.new_builds = 0
@@ -105,7 +112,7 @@ class Bisector:
 
     def pick_case(self, result: ABResult) -> tuple[CaseKey, MetricKey, Any]:
         """The selected benchmark's case and metric that GOOD → BAD changed most (significantly)."""
-        comparison = judge(result)
+        comparison = judge(result, self.policy)
         rows = [r for r in comparison.rows
                 if self.metric_name in (r.metric.name, str(r.metric)) and r.ratio and r.ratio > 0]
         if not rows:
@@ -145,7 +152,7 @@ class Bisector:
                 lo = mid
         culprit = commits[hi]
         parent = good if lo < 0 else commits[lo]
-        final = judge(self.measure(parent, culprit, self.plan.rounds))
+        final = judge(self.measure(parent, culprit, 2 * self.plan.rounds), self.policy)  # the figure printed
         frow = next((r for r in final.rows if (r.benchmark, r.params) == case and r.metric == metric), None)
         return BisectOutcome(
             case=case, metric=metric, total_ratio=row.ratio, culprit=culprit,
