@@ -184,7 +184,9 @@ def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(
     repo, shas = project["repo"], project["shas"]
     db = tmp_path / "confirm.db"
     env = {**project["env"], "MMTRACK_DB": f"sqlite:///{db}",
-           "ASV_PYTHONPATH": project["env"]["ASV_PYTHONPATH"] + ":" + str(repo)}  # `mmtrack run` imports the tree
+           "ASV_PYTHONPATH": project["env"]["ASV_PYTHONPATH"] + ":" + str(repo),  # `mmtrack run` imports the tree
+           # Checkouts within one second leave abpkg's source the same size and mtime: no stale .pyc.
+           "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         git(repo, env, "checkout", "-q", shas[1])
         first = run_cli("run", "--quick", "-b", "time_crunch", cwd=repo, env=env, timeout=600)
