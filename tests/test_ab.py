@@ -46,9 +46,11 @@ PYPROJECT = ('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setupt
              '[project]\nname = "abpkg"\nversion = "0.1"\n')
 
 
-def commit(repo: Path, env: dict, message: str) -> str:
-    git(repo, env, "add", "-A")
-    git(repo, env, "commit", "-q", "--allow-empty", "-m", message)
+def commit(repo: Path, env: dict, message: str, day: int = 1) -> str:
+    """A commit a day: history orders commits by date, and same-second dates would tie."""
+    date = {"GIT_AUTHOR_DATE": f"2026-01-{day:02d}T12:00:00+00:00", "GIT_COMMITTER_DATE": f"2026-01-{day:02d}T12:00:00+00:00"}
+    git(repo, {**env, **date}, "add", "-A")
+    git(repo, {**env, **date}, "commit", "-q", "--allow-empty", "-m", message)
     return git(repo, env, "rev-parse", "HEAD")
 
 
@@ -71,7 +73,7 @@ def project(tmp_path_factory):
     # The slow commit's source differs in size too: a .pyc cached within the same second stays valid otherwise.
     for work, message in [(20000, "base"), (20000, "same code"), ("60000  # three times", "three times the work")]:
         (repo / "abpkg" / "__init__.py").write_text(PKG.format(work=work))
-        shas.append(commit(repo, env, message))
+        shas.append(commit(repo, env, message, day=len(shas) + 1))
     return {"repo": repo, "env": env, "shas": shas, "db": root / "store.db", "root": root}
 
 

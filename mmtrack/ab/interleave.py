@@ -314,8 +314,8 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     One A/B rule on top: a regressed or improved row must also hold round by round. Rounds are
     paired in the order they ran (log of B's round median over A's). Their median must lie beyond
     the threshold on the same side, and a one-sample t-test of the log ratios against 0 must reach
-    :data:`ROUND_ALPHA` (with fewer than 3 rounds, every round must be beyond the threshold on its
-    own), else the row is demoted to "ambiguous". A shared machine's load comes and
+    :data:`ROUND_ALPHA`, unless every round is beyond the threshold on that side on its own (with
+    fewer than 3 rounds that is required), else the row is demoted to "ambiguous". A shared machine's load comes and
     goes over seconds: a burst that hits some rounds of one side moves the pooled samples (and
     makes the pooled test overconfident), but not every round the same way.
     """
@@ -333,9 +333,10 @@ def judge(result: ABResult, policy: Any = None) -> Any:
             ratios = round_ratios(result, (row.benchmark, row.params), row.metric)
             if ratios:
                 median = statistics.median(ratios)
-                p = round_p_value(ratios)
-                if len(ratios) < 3:  # too few rounds for a t-test: every round must be beyond on its own
-                    p = 0.0 if all(_beyond_same_side(r, row.ratio, row.threshold) for r in ratios) else 1.0
+                # Every round beyond the threshold on the same side is evidence too: a large change
+                # whose size varies from round to round fails the t-test on a loaded machine.
+                unanimous = all(_beyond_same_side(r, row.ratio, row.threshold) for r in ratios)
+                p = 0.0 if unanimous else round_p_value(ratios) if len(ratios) >= 3 else 1.0
                 if not _beyond_same_side(median, row.ratio, row.threshold) or p >= ROUND_ALPHA:
                     row = dataclasses.replace(row, verdict="ambiguous", note=(
                         f"rounds disagree: median round ratio {median:.3f}, round p={p:.2g}"))
