@@ -310,7 +310,8 @@ def continuous(base, head, bench_regex, rounds, factor, fail_on, fmt, quick, mac
 @click.argument("bad")
 @click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, help="The benchmark (asv -b regex).")
 @click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
-@click.option("--rounds", type=int, default=4, show_default=True, help="Interleaved rounds per step (doubled on noise).")
+@click.option("--rounds", type=int, default=4, show_default=True,
+              help="Interleaved rounds per step (doubled on noise).")
 @click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)

@@ -48,7 +48,8 @@ PYPROJECT = ('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setupt
 
 def commit(repo: Path, env: dict, message: str, day: int = 1) -> str:
     """A commit a day: history orders commits by date, and same-second dates would tie."""
-    date = {"GIT_AUTHOR_DATE": f"2026-01-{day:02d}T12:00:00+00:00", "GIT_COMMITTER_DATE": f"2026-01-{day:02d}T12:00:00+00:00"}
+    stamp = f"2026-01-{day:02d}T12:00:00+00:00"
+    date = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
     git(repo, {**env, **date}, "add", "-A")
     git(repo, {**env, **date}, "commit", "-q", "--allow-empty", "-m", message)
     return git(repo, env, "rev-parse", "HEAD")

@@ -75,7 +75,8 @@ class PooledCase:
     def measurements(self) -> list[Measurement]:
         """This case's metrics as compare's records (the primary one carries a failure)."""
         if self.status != "ok":
-            return [Measurement(self.benchmark, self.params, PRIMARY, Direction.LOWER, status=self.status,  # type: ignore[arg-type]
+            status: Any = self.status
+            return [Measurement(self.benchmark, self.params, PRIMARY, Direction.LOWER, status=status,
                                 version=self.version)]
         return [Measurement.from_summary(self.benchmark, self.params, s, version=self.version)
                 for s in self.summaries()]

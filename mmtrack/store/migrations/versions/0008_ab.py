@@ -51,7 +51,8 @@ def upgrade() -> None:
     sa.Column('rounds', sa.Integer(), nullable=False),
     sa.Column('note', sa.Text(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(['pair_id'], ['ab_pair.id'], name=op.f('fk_ab_verdict_pair_id_ab_pair'), ondelete='SET NULL'),
+    sa.ForeignKeyConstraint(['pair_id'], ['ab_pair.id'], name=op.f('fk_ab_verdict_pair_id_ab_pair'),
+                            ondelete='SET NULL'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_ab_verdict'))
     )
     with op.batch_alter_table('ab_verdict', schema=None) as batch_op:
