@@ -183,8 +183,10 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 @click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
 @click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
+@click.option("--confirm", is_flag=True, help="Re-measure suspected regressions A/B against the previous commit.")
+@click.option("--confirm-budget", type=float, metavar="SECONDS", help="Time bound of the --confirm rounds.")
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
-def run(quick, bench_regex, db, machine, config, commit, asv_args) -> None:
+def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -200,6 +202,8 @@ def run(quick, bench_regex, db, machine, config, commit, asv_args) -> None:
         machine=machine,
         commit=commit,
         asv_args=tuple(asv_args),
+        confirm=confirm,
+        confirm_budget=confirm_budget,
     )
     sys.exit(run_command(request, console=console))
 
@@ -329,3 +333,57 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
         detect=not no_detect, fail_on=tuple(fail_on),
     )
     sys.exit(run_update(request, console=console, err_console=err_console))
+# -- same-machine A/B: continuous, bisect ------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("base")
+@click.argument("head", default="HEAD")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", help="Run only benchmarks matching REGEX (asv -b).")
+@click.option("--rounds", type=int, default=6, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
+@click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.1; counters 1.01).")
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
+              help="Exit 1 when a row has this verdict (regression: regressed or newly failing).")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
+@click.option("--quick", is_flag=True, help="asv --quick: smoke runs, not numbers to trust.")
+@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
+@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
+@click.option("--no-save", is_flag=True, help="Do not store the two runs.")
+@db_option
+def continuous(base, head, bench_regex, rounds, factor, fail_on, fmt, quick, machine, config, no_save, db) -> None:
+    """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
+    from .commands.continuous import ContinuousRequest, render, run_continuous
+
+    request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench_regex,
+                                rounds=rounds, factor=factor, fail_on=tuple(fail_on), db=db, machine=machine,
+                                quick=quick, save=not no_save)
+    outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
+    out = render(outcome, fmt)
+    if isinstance(out, str):
+        click.echo(out, nl=not out.endswith("\n"))
+    else:
+        console.print(out)
+    sys.exit(outcome.exit_code)
+
+
+@cli.command()
+@click.argument("good")
+@click.argument("bad")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, help="The benchmark (asv -b regex).")
+@click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
+@click.option("--rounds", type=int, default=4, show_default=True,
+              help="Interleaved rounds per step (doubled on noise).")
+@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
+@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def bisect(good, bad, bench_regex, metric, rounds, machine, config, fmt) -> None:
+    """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements."""
+    from .commands.bisect import BisectRequest, render, run_bisect, to_json
+
+    request = BisectRequest(good=good, bad=bad, bench=bench_regex, metric=metric, project=Path.cwd(), config=config,
+                            rounds=rounds, machine=machine)
+    outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
+    if fmt == "json":
+        click.echo(to_json(outcome))
+    else:
+        render(outcome, console)

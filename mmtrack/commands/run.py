@@ -59,6 +59,10 @@ class RunRequest:
     machine: str | None = None  # else MMTRACK_MACHINE, else asv's default (the host name)
     commit: str = "HEAD"
     asv_args: tuple[str, ...] = ()
+    python: str | None = None  # a built commit's interpreter (A/B runs); None: the running one
+    confirm: bool = False  # re-measure suspected regressions A/B against the previous commit
+    confirm_budget: float | None = None  # seconds for the A/B rounds of --confirm
+    confirm_rounds: int = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,7 +359,7 @@ def asv_run_command(prepared: Prepared, request: RunRequest) -> list[str]:
         "run",
         "--config",
         str(prepared.derived_config),
-        "--python=same",
+        f"--environment=existing:{request.python}" if request.python else "--python=same",
         f"--set-commit-hash={prepared.commit.sha}",
         "--record-samples",
         "--machine",
@@ -577,7 +581,38 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
 def run_command(request: RunRequest, console: Console) -> int:
     outcome = execute(request, console)
     render(outcome, console)
+    if request.confirm:
+        confirm_suspected(outcome, request, console)
     return outcome.exit_code
+
+
+def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
+    """``--confirm``: the suspected rows of the summary re-measured A/B (see :mod:`mmtrack.ab.confirm`)."""
+    from ..ab import confirm as ab
+
+    found = outcome.comparison
+    rows = ab.suspected_rows(found.comparison) if found is not None and found.before.commit is not None else []
+    if not rows:
+        console.print("--confirm: no suspected regression to re-measure", highlight=False)
+        return
+    before, after = found.before.commit.sha, outcome.prepared.commit.sha
+    console.print(f"--confirm: re-measuring {len(rows)} suspected row(s) A/B: {before[:8]} against {after[:8]}",
+                  highlight=False)
+    report, result = ab.confirm(outcome.prepared.project, request.config, outcome.prepared.machine, before, after,
+                                rows, request.confirm_rounds, request.confirm_budget,
+                                progress=lambda line: console.print(line, highlight=False, style="dim"))
+    from ..store.db import open_store, resolve_url
+
+    store = open_store(resolve_url(request.db))
+    try:
+        ab.store_report(store, report, result, outcome.prepared.machine, outcome.collected.environment,
+                        str(outcome.prepared.config.get("project") or outcome.prepared.project.name))
+    finally:
+        store.close()
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False, soft_wrap=True)
+    for c in report.confirmations:
+        console.print(ab.describe(c), highlight=False, soft_wrap=True)
 
 
 def render(outcome: RunOutcome, console: Console) -> None:

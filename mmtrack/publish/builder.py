@@ -362,7 +362,11 @@ def _write_benchmark(
 
     for key in keys:
         for cp in cps_by_key.get(key, ()):
-            cps_rows.append(_change_row(cp, pos, key_index[key]))
+            row = _change_row(cp, pos, key_index[key])
+            verdict = model.ab_verdicts.get((key, cp.after_sha))
+            if verdict is not None:  # `mmtrack run --confirm` re-measured it A/B
+                row["ab"] = {k: _finite(v) if isinstance(v, float) else v for k, v in verdict.items()}
+            cps_rows.append(row)
     cps_rows.sort(key=lambda r: (r["after"] if r["after"] is not None else -1))
 
     for k in sorted(chunks):

@@ -90,5 +90,5 @@ def model_from_store(
     tokens = bench_tokens(keys, revisions, change_points)
     return SiteModel(
         series=StoreSeries(store, keys, progress), commits=commits, change_points=change_points, config=config,
-        bench_state=tokens, commits_complete=True,
+        bench_state=tokens, commits_complete=True, ab_verdicts=q.load_ab_verdicts(store, machine=machine),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..results import ChangePoint, CommitInfo, SeriesKey, SeriesPoint
 
@@ -56,6 +56,8 @@ class SiteModel:
     config: SiteConfig = field(default_factory=SiteConfig)
     bench_state: Mapping[str, str] | None = None
     commits_complete: bool = False
+    # (series, after sha) -> the latest A/B verdict on it: state, ratio, p, rounds (mmtrack run --confirm)
+    ab_verdicts: Mapping[tuple[SeriesKey, str], Mapping[str, Any]] = field(default_factory=dict)
 
     def ordered_commits(self) -> list[CommitInfo]:
         seen: dict[str, CommitInfo] = {}

@@ -562,14 +562,19 @@ def engine_case(case: EngineCaseRecord) -> _Case:
         message=case.message,
     )
     st = case.stats
-    if st is None or case.status != "ok":
+    # Without engine statistics, given metrics still count (plain asv cases of an A/B run, rounds pooled).
+    if case.status != "ok" or (st is None and not case.metrics):
         c.measures = [_Measure(metric=(PRIMARY.section, PRIMARY.name, PRIMARY.unit), direction=Direction.LOWER.value)]
         return c
-    summaries = case.metrics if case.metrics is not None else st.tracked_metrics()
+    summaries = case.metrics if case.metrics is not None else st.tracked_metrics()  # type: ignore[union-attr]
     measures = [_summary_measure(s) for s in summaries]
-    primary = next(x for x in measures if x.metric == (PRIMARY.section, PRIMARY.name, PRIMARY.unit))
+    primary = next((x for x in measures if x.metric == (PRIMARY.section, PRIMARY.name, PRIMARY.unit)), measures[0])
     c.value = primary.median
     c.q1, c.q3 = primary.q1, primary.q3
+    c.measures = measures
+    if st is None:
+        c.repeat = primary.count
+        return c
     c.number = st.chunk_size
     c.repeat = primary.count  # samples, of every round
     c.setup = measurement_setup(st)

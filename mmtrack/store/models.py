@@ -298,3 +298,44 @@ class ChangePointRow(Base):
         Index("ix_change_point_series", "machine", "environment", "benchmark"),
         Index("ix_change_point_after_sha", "after_sha"),
     )
+
+
+class ABPair(Base):
+    """Two runs measured interleaved on one machine in one job: base (A) and head (B)."""
+
+    __tablename__ = "ab_pair"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    purpose: Mapped[str] = mapped_column(String(16))  # continuous, confirm, bisect
+    base_run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    head_run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    rounds: Mapped[int] = mapped_column(Integer)
+    order: Mapped[str] = mapped_column(String(255), default="")  # e.g. "ABBA"
+    seconds: Mapped[float | None] = mapped_column(Float)  # measuring time, builds excluded
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ABVerdict(Base):
+    """A suspected regression re-measured A/B: confirmed or refuted, with its evidence."""
+
+    __tablename__ = "ab_verdict"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    pair_id: Mapped[int | None] = mapped_column(ForeignKey("ab_pair.id", ondelete="SET NULL"))
+    machine: Mapped[str] = mapped_column(String(255))
+    environment: Mapped[str] = mapped_column(String(255))  # of the history series that raised the suspicion
+    benchmark: Mapped[str] = mapped_column(String(512))
+    params: Mapped[str] = mapped_column(Text)
+    section: Mapped[str] = mapped_column(String(128))
+    metric: Mapped[str] = mapped_column(String(255))
+    unit: Mapped[str] = mapped_column(String(64))
+    before_sha: Mapped[str] = mapped_column(String(64))
+    after_sha: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16))  # suspected, confirmed, refuted
+    ratio: Mapped[float | None] = mapped_column(Float)
+    p_value: Mapped[float | None] = mapped_column(Float)
+    rounds: Mapped[int] = mapped_column(Integer, default=0)
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_ab_verdict_after_sha", "after_sha"),)

@@ -885,3 +885,17 @@ def series_columns(store: Store, keys: Sequence[SeriesKey]) -> list[SeriesColumn
             )
         )
     return out
+def load_ab_verdicts(store: Store, *, machine: str | None = None) -> dict[tuple[SeriesKey, str], dict[str, Any]]:
+    """The latest A/B verdict (``mmtrack run --confirm``) per (series, after sha)."""
+    t = m.ABVerdict
+    q = select(t).order_by(t.id)
+    if machine is not None:
+        q = q.where(t.machine == machine)
+    with store.read() as conn:
+        rows = conn.execute(q).all()
+    return {
+        (SeriesKey(r.machine, r.environment, r.benchmark, r.params, MetricKey(r.section, r.metric, r.unit)),
+         r.after_sha): {"state": r.state, "ratio": r.ratio, "p_value": r.p_value, "rounds": r.rounds,
+                        "before_sha": r.before_sha}
+        for r in rows
+    }

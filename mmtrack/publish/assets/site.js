@@ -194,6 +194,12 @@
   }
 
   // ---- regressions ----
+  // `mmtrack run --confirm`: the A/B re-measurement of a suspected change, with its evidence.
+  function abText(v) {
+    if (!v) return '';
+    var p = v.p_value == null ? '' : ', p ' + Number(v.p_value).toPrecision(2);
+    return el('span', { cls: 'badge ab-' + v.state, text: v.state + (v.ratio ? ' ' + pct(v.ratio) : '') + p + ', ' + v.rounds + ' rounds' });
+  }
   function pageRegressions() {
     load('data/regressions.js').then(function () {
       var rows = store.regressions;
@@ -205,7 +211,7 @@
             (!q || r.bench.toLowerCase().indexOf(q) >= 0);
         });
         $('summary').textContent = shown.length + ' of ' + rows.length + ' change points';
-        table($('regressions'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists'], shown.map(function (r) {
+        table($('regressions'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B'], shown.map(function (r) {
           return {
             cls: r.kind,
             cells: [
@@ -216,7 +222,8 @@
               el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
               fmt(r.before_value, r.format) + ' → ' + fmt(r.after_value, r.format) + ' ' + r.unit,
               el('span', null, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
-              r.persists ? 'yes' : 'no'
+              r.persists ? 'yes' : 'no',
+              abText(r.ab)
             ]
           };
         }));

@@ -1,0 +1,1 @@
+"""Same-machine A/B: commits built in isolated environments, interleaved rounds, bisect."""

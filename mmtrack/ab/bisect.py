@@ -1,0 +1,179 @@
+"""Finding the first commit where one metric of one benchmark moved, by A/B measurements.
+
+1. GOOD and BAD are measured A/B. Their log ratio ``L`` is the effect to find; it must be
+   a significant change (compare's verdict on the pooled samples), else there is nothing
+   to bisect.
+2. Binary search over the first-parent commits between them. Each step measures the
+   known-good end against the midpoint, interleaved. The midpoint is *bad* when its round
+   log-ratios lie above ``L/2`` (towards BAD), *good* when below, and only when that side is
+   significant: ``|mean - L/2| > z * standard error`` over the rounds. Otherwise the
+   midpoint is re-measured with twice the rounds, up to ``retries`` times, then decided
+   by the mean alone and marked as a guess.
+3. The culprit and its parent are measured A/B once more, twice the rounds (both built already): that
+   gives the size and the confidence that are printed.
+
+Environments come from :mod:`mmtrack.ab.envs`, so a commit is built at most once, for
+this bisection and the next.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import UserError
+from ..results import MetricKey
+from ..vcs import git_output
+from .interleave import ABPlan, ABResult, CaseKey, build_side, judge, round_ratios, run_interleaved
+
+
+MIN_EFFECT = 0.02  # smallest GOOD → BAD change bisect looks for
+
+
+@dataclass(slots=True)
+class Step:
+    good: str
+    bad: str
+    tested: str
+    log_ratio: float  # mean over rounds of log(tested / good)
+    z: float  # distance from L/2 in standard errors
+    rounds: int
+    decided: str  # "good", "bad"
+    guess: bool = False
+
+
+@dataclass(slots=True)
+class BisectOutcome:
+    case: CaseKey
+    metric: MetricKey
+    total_ratio: float
+    culprit: str
+    culprit_subject: str
+    ratio: float | None  # culprit / parent, A/B
+    p_value: float | None
+    verdict: str  # compare's verdict on (parent, culprit)
+    path: list[Step] = field(default_factory=list)
+    built: set[str] = field(default_factory=set)  # commits with an environment, built now or cached
+    new_builds: int = 0
+    seconds: float = 0.0
+
+
+def first_parent_range(repo: Path, good: str, bad: str) -> list[str]:
+    """Commits after GOOD up to BAD, oldest first, along BAD's first-parent line."""
+    if not _is_ancestor(repo, good, bad):
+        raise UserError(f"{good[:12]} is not an ancestor of {bad[:12]}; give GOOD before BAD on one line of history")
+    out = git_output(repo, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}").split()
+    if not out:
+        raise UserError(f"no commits between {good[:12]} and {bad[:12]}")
+    return out
+
+
+def _is_ancestor(repo: Path, a: str, b: str) -> bool:
+    import subprocess
+
+    return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=repo).returncode == 0
+
+
+def round_log_ratios(result: ABResult, case: CaseKey, metric: MetricKey) -> list[float]:
+    return [math.log(r) for r in round_ratios(result, case, metric) if r > 0]
+
+
+class Bisector:
+    def __init__(self, plan: ABPlan, repo: Path, metric_name: str, z: float = 2.0, retries: int = 2,
+                 progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT) -> None:
+        from ..analysis.compare import ComparePolicy
+
+        self.plan, self.repo, self.metric_name, self.z, self.retries = plan, repo, metric_name, z, retries
+        # The user says GOOD and BAD differ: significance decides, not compare's 10% default effect.
+        self.policy = ComparePolicy(threshold=min_effect)
+        self.progress = progress
+        self.sides: dict[str, Any] = {}
+        self.new_builds = 0
+        self.target: tuple[CaseKey, MetricKey] = (("", ""), MetricKey("", "", ""))
+
+    def side(self, sha: str, label: str) -> Any:
+        from dataclasses import replace
+
+        if sha not in self.sides:
+            s = build_side(self.plan, self.repo, sha, label)
+            self.new_builds += 0 if s.env.cached else 1
+            self.sides[sha] = s
+        base = self.sides[sha]
+        return replace(base, label=label, cases={}, environment="", run_seconds=0.0)
+
+    def measure(self, good: str, other: str, rounds: int) -> ABResult:
+        from dataclasses import replace
+
+        plan = replace(self.plan, rounds=rounds)
+        return run_interleaved(plan, self.side(good, "A"), self.side(other, "B"), self.progress)
+
+    def pick_case(self, result: ABResult) -> tuple[CaseKey, MetricKey, Any]:
+        """The selected benchmark's case and metric that GOOD → BAD changed most (significantly)."""
+        comparison = judge(result, self.policy)
+        rows = [r for r in comparison.rows
+                if self.metric_name in (r.metric.name, str(r.metric)) and r.ratio and r.ratio > 0]
+        if not rows:
+            names = sorted({r.metric.name for r in comparison.rows})
+            raise UserError(f"no metric {self.metric_name!r} in the selected benchmarks; metrics: {', '.join(names)}")
+        row = max(rows, key=lambda r: (r.verdict in ("regressed", "improved"), abs(math.log(r.ratio))))
+        return (row.benchmark, row.params), row.metric, row
+
+    def run(self, good: str, bad: str) -> BisectOutcome:
+        import time
+
+        t0 = time.perf_counter()
+        commits = first_parent_range(self.repo, good, bad)
+        rounds = self.plan.rounds
+        for _ in range(self.retries + 1):  # a noisy first measurement is repeated with twice the rounds
+            case, metric, row = self.pick_case(self.measure(good, bad, rounds))
+            if row.verdict in ("regressed", "improved"):
+                break
+            rounds *= 2
+        self.target = (case, metric)
+        if row.verdict not in ("regressed", "improved"):
+            raise UserError(
+                f"{row.benchmark} {metric.name}: GOOD {good[:8]} and BAD {bad[:8]} do not differ significantly "
+                f"(ratio {row.ratio:.3f}, {row.verdict}{': ' + row.note if row.note else ''}); nothing to bisect"
+            )
+        total = math.log(row.ratio)
+        path: list[Step] = []
+        lo, hi = -1, len(commits) - 1  # indexes: -1 is GOOD; commits[hi] is known bad
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            low_sha = good if lo < 0 else commits[lo]
+            step = self.classify(low_sha, commits[hi], commits[mid], total)
+            path.append(step)
+            if step.decided == "bad":
+                hi = mid
+            else:
+                lo = mid
+        culprit = commits[hi]
+        parent = good if lo < 0 else commits[lo]
+        final = judge(self.measure(parent, culprit, 2 * self.plan.rounds), self.policy)  # the figure printed
+        frow = next((r for r in final.rows if (r.benchmark, r.params) == case and r.metric == metric), None)
+        return BisectOutcome(
+            case=case, metric=metric, total_ratio=row.ratio, culprit=culprit,
+            culprit_subject=git_output(self.repo, "show", "-s", "--format=%s", culprit),
+            ratio=frow.ratio if frow else None, p_value=frow.p_value if frow else None,
+            verdict=frow.verdict if frow else "unknown", path=path, built=set(self.sides),
+            new_builds=self.new_builds, seconds=time.perf_counter() - t0,
+        )
+
+    def classify(self, good: str, bad: str, mid: str, total: float) -> Step:
+        """Is ``mid`` like GOOD or like BAD? Re-measured with more rounds while the answer is noise."""
+        rounds = self.plan.rounds
+        logs: list[float] = []
+        for attempt in range(self.retries + 1):
+            result = self.measure(good, mid, rounds)
+            logs += round_log_ratios(result, *self.target)
+            mean = statistics.fmean(logs) if logs else 0.0
+            se = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
+            z = abs(mean - total / 2) / se if se > 0 else math.inf
+            if z >= self.z:
+                break
+            rounds *= 2
+        towards_bad = (mean - total / 2) * math.copysign(1.0, total) > 0
+        return Step(good, bad, mid, mean, z, len(logs), "bad" if towards_bad else "good", guess=z < self.z)

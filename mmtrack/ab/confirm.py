@@ -1,0 +1,120 @@
+"""``mmtrack run --confirm``: suspected regressions re-measured A/B, each confirmed or refuted.
+
+History alone only *suspects* a regression (state ``suspected``): the new commit was
+judged against the previous one measured on this machine and the series' own recent
+noise. Here the previous commit and this one are built and measured interleaved, on
+this machine, for the suspected benchmarks only, and every suspected row becomes:
+
+- ``confirmed``: the A/B comparison regresses the same metric too;
+- ``refuted``: the A/B comparison finds it unchanged or improved;
+- ``suspected`` (kept): the A/B comparison cannot tell (ambiguous, failed, missing).
+
+Each verdict is stored with its evidence (A/B ratio, p-value, rounds) in ``ab_verdict``,
+tied to the stored A/B pair, for the pages. The rounds stop once ``budget`` seconds
+are spent (at least one round per side always runs).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+SUSPECTED, CONFIRMED, REFUTED = "suspected", "confirmed", "refuted"
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    row: Any  # the history row that raised the suspicion (analysis.compare.Row)
+    state: str
+    ratio: float | None
+    p_value: float | None
+    rounds: int
+    note: str = ""
+
+
+@dataclass(slots=True)
+class ConfirmReport:
+    before: str
+    after: str
+    confirmations: list[Confirmation] = field(default_factory=list)
+    seconds: float = 0.0
+    pair_id: int | None = None
+    skipped: str = ""  # why nothing was re-measured
+
+
+def suspected_rows(comparison: Any) -> list[Any]:
+    """Rows that history alone flagged: ``state == "suspected"`` where compare sets states,
+    else the regressed rows of a history comparison."""
+    rows = []
+    for r in comparison.rows:
+        state = getattr(r, "state", None)
+        if state == SUSPECTED or (state is None and r.verdict == "regressed"):
+            rows.append(r)
+    return rows
+
+
+def bench_regex(rows: Sequence[Any]) -> str:
+    """asv's -b for exactly these benchmarks (asv matches the regex anywhere in the full name)."""
+    return "^(" + "|".join(sorted({re.escape(r.benchmark) for r in rows})) + ")$"
+
+
+def state_for(history_row: Any, ab_row: Any | None) -> str:
+    if ab_row is None:
+        return SUSPECTED
+    if ab_row.verdict == history_row.verdict:
+        return CONFIRMED
+    if ab_row.verdict in ("unchanged", "improved"):
+        return REFUTED
+    return SUSPECTED
+
+
+def confirm(project: Path, config: Path | None, machine: str, before: str, after: str, rows: Sequence[Any],
+            rounds: int, budget: float | None, progress: Callable[[str], None] | None = None) -> tuple[
+                ConfirmReport, Any]:
+    """Re-measure ``before`` and ``after`` A/B for ``rows``' benchmarks; (report, A/B result)."""
+    from .interleave import judge, make_plan, measure_pair
+
+    report = ConfirmReport(before, after)
+    plan, repo = make_plan(project, config, machine, bench_regex(rows), rounds)
+    plan.budget = budget
+    result = measure_pair(plan, repo, before, after, progress)
+    comparison = judge(result)
+    by_case = {(r.benchmark, r.params, r.metric): r for r in comparison.rows}
+    for row in rows:
+        ab = by_case.get((row.benchmark, row.params, row.metric))
+        state = state_for(row, ab)
+        report.confirmations.append(Confirmation(
+            row, state, ab.ratio if ab else None, ab.p_value if ab else None, len(result.order) // 2,
+            note=(ab.note if ab else "not measured in the A/B run"),
+        ))
+    report.seconds = result.seconds
+    return report, result
+
+
+def store_report(store: Any, report: ConfirmReport, result: Any, machine: str, environment: str,
+                 suite: str = "") -> None:
+    """The A/B pair and one ``ab_verdict`` per suspected row, with its evidence."""
+    from ..store.models import ABVerdict
+    from .record import record_pair
+
+    report.pair_id = record_pair(store, result, "confirm", suite)
+    now = datetime.now(timezone.utc)
+    with store.session() as session:
+        for c in report.confirmations:
+            session.add(ABVerdict(
+                pair_id=report.pair_id, machine=machine, environment=environment, benchmark=c.row.benchmark,
+                params=c.row.params, section=c.row.metric.section, metric=c.row.metric.name, unit=c.row.metric.unit,
+                before_sha=report.before, after_sha=report.after, state=c.state, ratio=c.ratio, p_value=c.p_value,
+                rounds=c.rounds, note=c.note, created_at=now,
+            ))
+        session.commit()
+
+
+def describe(c: Confirmation) -> str:
+    ratio = f"×{c.ratio:.3f}" if c.ratio else "no ratio"
+    p = f", p={c.p_value:.2g}" if c.p_value is not None else ""
+    note = f"; {c.note}" if c.note else ""
+    return f"{c.state}: {c.row.name} {c.row.metric_label}: A/B {ratio}{p}, {c.rounds} rounds{note}"

@@ -1,0 +1,373 @@
+"""Interleaved A/B rounds of two built commits on this machine, under the real asv.
+
+Each round runs the selected benchmarks once per side, each side in its own
+``asv run --environment existing:<that commit's python> --set-commit-hash=SHA``
+with its own results folder and spool, in the order A B, B A, A B, ... so that a
+drift of the machine during the job (heat, a neighbour's load) falls on both
+sides alike. The suite is the working tree's, as asv does for every commit.
+
+The rounds of a side are pooled per case: asv's samples of plain benchmarks,
+every per-sample value of every metric of engine benchmarks
+(:func:`mmtrack.asvbridge.spool.merge_metrics`). :meth:`ABResult.measurements`
+turns them into the records :func:`mmtrack.analysis.compare.compare_measurements`
+judges.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..asvbridge import spool
+from ..commands import run as asvrun
+from ..measure.metrics import Direction, MetricSummary
+from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
+from .envs import CommitEnv
+
+CaseKey = tuple[str, str]  # (benchmark, canonical params)
+
+
+@dataclass(slots=True)
+class PooledCase:
+    """One benchmark case of one side, its rounds pooled."""
+
+    benchmark: str
+    params: dict[str, str]
+    status: str = "ok"
+    message: str = ""
+    version: str | None = None
+    unit: str = ""
+    samples: list[float] = field(default_factory=list)  # asv's samples (or values) of every round
+    metrics: list[MetricSummary] = field(default_factory=list)  # engine benchmarks: every metric, pooled
+    record: spool.SpoolRecord | None = None  # the last round's engine record (statistics of a round)
+    rounds: int = 0
+    round_medians: dict[MetricKey, list[float]] = field(default_factory=dict)  # per metric, one per round
+
+    def add(self, case: asvrun.CaseResult) -> None:
+        self.rounds += 1
+        self.version = self.version or case.version
+        self.unit = self.unit or case.unit
+        if case.status != "ok":
+            # A case that fails or skips in any round is that on this side: its numbers are not comparable.
+            if self.status != "failed":
+                self.status, self.message = case.status, case.message
+            return
+        values = case.samples or ((case.value,) if case.value is not None else ())
+        self.samples.extend(values)
+        if case.record is not None:
+            self.metrics = spool.merge_metrics(self.metrics, case.record.metrics)
+            self.record = case.record
+            for m in case.record.metrics:
+                self.round_medians.setdefault(MetricKey(*m.key), []).append(m.median)
+        elif values:
+            key, _ = _asv_metric(self.benchmark, self.unit)
+            self.round_medians.setdefault(key, []).append(statistics.median(values))
+
+    def measurements(self) -> list[Measurement]:
+        """This case's metrics as compare's records (the primary one carries a failure)."""
+        if self.status != "ok":
+            status: Any = self.status
+            return [Measurement(self.benchmark, self.params, PRIMARY, Direction.LOWER, status=status,
+                                version=self.version)]
+        return [Measurement.from_summary(self.benchmark, self.params, s, version=self.version)
+                for s in self.summaries()]
+
+    def summaries(self) -> list[MetricSummary]:
+        """Every metric, pooled: the engine's, else asv's value under the metric its import uses."""
+        if self.metrics:
+            return self.metrics
+        if not self.samples:
+            return []
+        key, direction = _asv_metric(self.benchmark, self.unit)
+        return [MetricSummary.from_values(key.section, key.name, key.unit, self.samples, direction=direction)]
+
+
+def _asv_metric(benchmark: str, unit: str) -> tuple[MetricKey, Direction]:
+    from ..store.ingest import asv_metric
+
+    return asv_metric("time" if benchmark.rsplit(".", 1)[-1].startswith("time") else "track", unit)
+
+
+@dataclass(slots=True)
+class Side:
+    label: str  # "A" (base) or "B" (head)
+    commit: CommitInfo
+    env: CommitEnv
+    cases: dict[CaseKey, PooledCase] = field(default_factory=dict)
+    environment: str = ""  # asv's environment name of the side's runs
+    run_seconds: float = 0.0
+
+    def measurements(self, only: set[CaseKey] | None = None) -> list[Measurement]:
+        return [m for k, c in sorted(self.cases.items()) if only is None or k in only for m in c.measurements()]
+
+
+@dataclass(slots=True)
+class ABResult:
+    base: Side
+    head: Side
+    rounds: int
+    order: list[str]  # the labels in the order they ran, e.g. ["A", "B", "B", "A"]
+    machine: str
+    started_at: datetime
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ABPlan:
+    """What to run: the project, its asv config, the suite selection and the budget."""
+
+    project: Path
+    config_path: Path
+    config: dict[str, Any]
+    machine: str
+    bench: str | None = None  # asv -b regex
+    rounds: int = 6
+    quick: bool = False
+    asv_args: tuple[str, ...] = ()
+    budget: float | None = None  # seconds of measuring; no new round starts that would overrun it
+
+
+#: One round of one side: a single asv process round, a short sample budget (about half a second per
+#: benchmark, 3-10 samples, engine benchmarks included): many short rounds interleave better than a few
+#: long ones, since the machine's load changes over seconds. ``asv_args`` given later win.
+ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(3, 10, 0.5)", "-a", "warmup_time=0.1")
+
+
+#: Significance the round-by-round log ratios must reach (see :func:`judge`).
+ROUND_ALPHA = 0.01
+
+
+def round_order(rounds: int) -> list[int]:
+    """Side indexes per slot: 0 1, 1 0, 0 1, ... (A B B A A B ...)."""
+    return [i if r % 2 == 0 else 1 - i for r in range(rounds) for i in (0, 1)]
+
+
+def run_interleaved(plan: ABPlan, base: Side, head: Side, progress: Callable[[str], None] | None = None) -> ABResult:
+    """Run ``plan.rounds`` rounds of both sides interleaved; both sides' cases pooled."""
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    sides = (base, head)
+    result = ABResult(base, head, plan.rounds, [], plan.machine, started)
+    workdir = Path(tempfile.mkdtemp(prefix="mmtrack-ab-"))
+    try:
+        for slot, index in enumerate(round_order(plan.rounds)):
+            spent = time.perf_counter() - t0
+            if plan.budget is not None and slot and slot % 2 == 0 and spent / (slot // 2) + spent > plan.budget:
+                result.warnings.append(f"stopped after {slot // 2} of {plan.rounds} rounds: --confirm-budget "
+                                       f"{plan.budget:.0f} s")
+                result.rounds = slot // 2
+                break
+            side = sides[index]
+            if progress:
+                progress(f"round {slot // 2 + 1}/{plan.rounds}: {side.label} ({side.commit.sha[:8]})")
+            t = time.perf_counter()
+            collected = run_once(plan, side, workdir / f"{slot:03d}-{side.label}")
+            side.run_seconds += time.perf_counter() - t
+            side.environment = side.environment or collected.environment
+            result.order.append(side.label)
+            result.warnings.extend(w for w in collected.warnings if w not in result.warnings)
+            for case in collected.cases:
+                key = (case.benchmark, canonical_params(case.params))
+                side.cases.setdefault(key, PooledCase(case.benchmark, dict(case.params))).add(case)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _derived_config(plan: ABPlan, folder: Path) -> Path:
+    derived = dict(plan.config)
+    root = plan.config_path.parent
+    derived["benchmark_dir"] = str((root / str(plan.config.get("benchmark_dir", "benchmarks"))).resolve())
+    derived["results_dir"] = str(folder / "results")
+    derived["html_dir"] = str(folder / "html")
+    derived["env_dir"] = str(folder / "env")
+    derived["repo"] = str(root.resolve())
+    derived["environment_type"] = "existing"
+    derived.pop("matrix", None)
+    derived.pop("pythons", None)
+    path = folder / "asv.conf.json"
+    path.write_text(json.dumps(derived, indent=2))
+    return path
+
+
+def prepared_for(plan: ABPlan, side: Side, folder: Path) -> asvrun.Prepared:
+    """What ``mmtrack run`` would have prepared for this side, in its own folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "spool").mkdir(exist_ok=True)
+    return asvrun.Prepared(
+        project=plan.project,
+        config=plan.config,
+        config_path=plan.config_path,
+        derived_config=_derived_config(plan, folder),
+        workdir=folder,
+        commit=side.commit,
+        machine=plan.machine,
+        spool_dir=folder / "spool",
+        run_id=uuid.uuid4().hex,
+        results_dir=folder / "results",
+    )
+
+
+def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
+    """One asv run of one side; its cases with their samples and engine records."""
+    from ..errors import UserError
+
+    prepared = prepared_for(plan, side, folder)
+    asvrun.ensure_machine(prepared)
+    request = asvrun.RunRequest(project=plan.project, quick=plan.quick, bench=plan.bench, machine=plan.machine,
+                                python=str(side.env.python), asv_args=(*ROUND_BUDGET, *plan.asv_args))
+    since = time.time()
+    started = datetime.now(timezone.utc)
+    proc = _run_quiet(asvrun.asv_run_command(prepared, request), prepared)
+    path = asvrun.results_file(prepared, since)
+    if path is None:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        raise UserError(
+            f"asv run of {side.label} ({side.commit.sha[:12]}) exited {proc.returncode} and wrote no result"
+            + (f" (-b {plan.bench!r} may match no benchmark)" if plan.bench else "")
+            + (f": {' | '.join(tail)}" if tail else "")
+        )
+    return asvrun.collect(prepared, path, started)
+
+
+def side_environ(prepared: asvrun.Prepared, repo: Path) -> dict[str, str]:
+    """The run's variables, less ASV_PYTHONPATH entries inside the repository: asv puts them
+    before site-packages, where the working tree's package would shadow the commit's build."""
+    import os
+
+    env = prepared.environ()
+    root = repo.resolve()
+    keep = [p for p in env.get("ASV_PYTHONPATH", "").split(os.pathsep)
+            if p and not (Path(p).resolve() == root or root in Path(p).resolve().parents)]
+    if keep:
+        env["ASV_PYTHONPATH"] = os.pathsep.join(keep)
+    else:
+        env.pop("ASV_PYTHONPATH", None)
+    return env
+
+
+def _run_quiet(cmd: Sequence[str], prepared: asvrun.Prepared) -> Any:
+    import subprocess
+
+    env = side_environ(prepared, prepared.config_path.parent)
+    return subprocess.run(list(cmd), cwd=prepared.project, env=env, capture_output=True, text=True)
+
+
+# -- a whole A/B measurement: plan, builds, rounds --------------------------------------------
+def make_plan(project: Path, config: Path | None, machine: str | None, bench: str | None, rounds: int,
+              quick: bool = False, asv_args: tuple[str, ...] = ()) -> tuple[ABPlan, Path]:
+    """The plan for ``project`` and the git top level its commits come from."""
+    import os
+
+    from ..errors import UserError
+    from ..host import host_name
+    from ..vcs import git_output
+
+    if rounds < 1:
+        raise UserError(f"--rounds {rounds}: need at least 1 round per side")
+    project = project.resolve()
+    config_path = asvrun.find_config(project, config)
+    cfg = asvrun.load_config(config_path)
+    repo_dir = project / str(cfg.get("repo", "."))
+    top = git_output(repo_dir if repo_dir.is_dir() else project, "rev-parse", "--show-toplevel")
+    if not top:
+        raise UserError(f"{project}: not a git repository; A/B runs build commits, so run in a git checkout")
+    machine = machine or os.environ.get(spool.ENV_MACHINE) or host_name()
+    return ABPlan(project, config_path, cfg, machine, bench, rounds, quick, asv_args), Path(top)
+
+
+def env_cache(plan: ABPlan) -> Path:
+    return plan.project / ".mmtrack" / "envs"
+
+
+def build_side(plan: ABPlan, repo: Path, sha: str, label: str) -> Side:
+    from ..vcs import commit_info
+    from .envs import build_env
+
+    commit = commit_info(repo, sha, check_dirty=False)
+    return Side(label, commit, build_env(repo, sha, env_cache(plan), plan.config))
+
+
+def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
+                 progress: Callable[[str], None] | None = None) -> ABResult:
+    """Build (or reuse) both commits and run the interleaved rounds."""
+    if progress:
+        progress(f"building {base_sha[:8]} and {head_sha[:8]}")
+    base = build_side(plan, repo, base_sha, "A")
+    head = build_side(plan, repo, head_sha, "B")
+    return run_interleaved(plan, base, head, progress)
+
+
+def judge(result: ABResult, policy: Any = None) -> Any:
+    """compare's verdict on the pooled samples of both sides, every metric, direction-aware.
+
+    One A/B rule on top: a regressed or improved row must also hold round by round. Rounds are
+    paired in the order they ran (log of B's round median over A's). Their median must lie beyond
+    the threshold on the same side, and a one-sample t-test of the log ratios against 0 must reach
+    :data:`ROUND_ALPHA`, unless every round is beyond the threshold on that side on its own (with
+    fewer than 3 rounds that is required), else the row is demoted to "ambiguous". A shared machine's load comes and
+    goes over seconds: a burst that hits some rounds of one side moves the pooled samples (and
+    makes the pooled test overconfident), but not every round the same way.
+    """
+    import dataclasses
+
+    from ..analysis.compare import compare_measurements
+
+    comparison = compare_measurements(
+        result.base.measurements(), result.head.measurements(), policy,
+        before_label=f"A {result.base.commit.sha[:8]}", after_label=f"B {result.head.commit.sha[:8]}",
+    )
+    rows = []
+    for row in comparison.rows:
+        if row.verdict in ("regressed", "improved") and row.ratio is not None:
+            ratios = round_ratios(result, (row.benchmark, row.params), row.metric)
+            if ratios:
+                median = statistics.median(ratios)
+                # Every round beyond the threshold on the same side is evidence too: a large change
+                # whose size varies from round to round fails the t-test on a loaded machine.
+                unanimous = all(_beyond_same_side(r, row.ratio, row.threshold) for r in ratios)
+                p = 0.0 if unanimous else round_p_value(ratios) if len(ratios) >= 3 else 1.0
+                if not _beyond_same_side(median, row.ratio, row.threshold) or p >= ROUND_ALPHA:
+                    row = dataclasses.replace(row, verdict="ambiguous", note=(
+                        f"rounds disagree: median round ratio {median:.3f}, round p={p:.2g}"))
+        rows.append(row)
+    return dataclasses.replace(comparison, rows=tuple(rows))
+
+
+def round_ratios(result: ABResult, case: CaseKey, metric: MetricKey) -> list[float]:
+    """B's round median over A's, round by round (empty without rounds)."""
+    a = result.base.cases.get(case)
+    b = result.head.cases.get(case)
+    if a is None or b is None:
+        return []
+    ra, rb = a.round_medians.get(metric, []), b.round_medians.get(metric, [])
+    return [y / x for x, y in zip(ra, rb) if x and math.isfinite(x) and math.isfinite(y)]
+
+
+def round_p_value(ratios: Sequence[float]) -> float:
+    """Two-sided one-sample t-test of the round log ratios against 0 (1.0 with fewer than 2 rounds)."""
+    from scipy import stats
+
+    logs = [math.log(r) for r in ratios if r > 0]
+    if len(logs) < 2:
+        return 1.0
+    if max(logs) == min(logs):
+        return 0.0 if logs[0] != 0 else 1.0
+    return float(stats.ttest_1samp(logs, 0.0).pvalue)
+
+
+def _beyond_same_side(ratio: float, pooled: float, threshold: float) -> bool:
+    if pooled > 1:
+        return ratio > 1 + threshold
+    return ratio < 1 / (1 + threshold)

@@ -1,0 +1,141 @@
+"""``mmtrack continuous BASE [HEAD]``: both commits built, measured interleaved here, judged.
+
+1. Resolve BASE and HEAD (fetching BASE in a shallow CI clone); refuse a dirty tree.
+2. Build each commit into its own cached environment (:mod:`mmtrack.ab.envs`).
+3. Run the selected benchmarks A B, B A, ... for ``--rounds`` rounds (:mod:`mmtrack.ab.interleave`).
+4. Judge every metric of every case on the pooled samples with mmtrack's comparison.
+5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`); print table, markdown or JSON.
+
+Exit status: 0, or 1 with ``--fail-on`` and a matching row, or 2 for a usage error
+(dirty tree, unknown commit, failed build) or a benchmark that failed on HEAD.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
+
+DEFAULT_ROUNDS = 6
+
+
+@dataclass(slots=True)
+class ContinuousRequest:
+    base: str
+    head: str = "HEAD"
+    project: Path = Path(".")
+    config: Path | None = None
+    bench: str | None = None
+    rounds: int = DEFAULT_ROUNDS
+    factor: float | None = None  # asv's factor: 1.1 flags changes beyond 10%
+    fail_on: tuple[str, ...] = ()
+    db: str | None = None
+    machine: str | None = None
+    quick: bool = False
+    save: bool = True
+    asv_args: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class ContinuousOutcome:
+    result: Any  # ab.interleave.ABResult
+    comparison: Any  # analysis.compare.Comparison
+    failing: list[Any] = field(default_factory=list)
+    pair_id: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if any(c.status == "failed" for c in self.result.head.cases.values()):
+            return EXIT_USAGE
+        return EXIT_FAILURES if self.failing else EXIT_OK
+
+
+def policy_for(factor: float | None) -> Any:
+    from ..analysis.compare import ComparePolicy
+
+    if factor is None:
+        return ComparePolicy()
+    if factor <= 1.0:
+        raise UserError(f"--factor {factor}: asv's factor is a ratio above 1 (1.1 flags changes beyond 10%)")
+    return ComparePolicy(threshold=factor - 1.0)
+
+
+def refuse_dirty(repo: Path) -> None:
+    from ..vcs import git_output
+
+    changed = git_output(repo, "status", "--porcelain", "--untracked-files=no").splitlines()
+    if changed:
+        raise UserError(
+            f"{repo}: the working tree has uncommitted changes ({len(changed)} files, e.g. "
+            f"{changed[0].split(maxsplit=1)[-1]}); the suite is read from the working tree, so commit or stash them"
+        )
+
+
+def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] | None = None) -> ContinuousOutcome:
+    from ..ab.envs import resolve_commit
+    from ..ab.interleave import judge, make_plan, measure_pair
+    from ..analysis.compare import failing_rows
+
+    policy = policy_for(request.factor)
+    plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds,
+                           request.quick, request.asv_args)
+    refuse_dirty(repo)
+    base_sha = resolve_commit(repo, request.base)
+    head_sha = resolve_commit(repo, request.head)
+    result = measure_pair(plan, repo, base_sha, head_sha, progress)
+    comparison = judge(result, policy)
+    outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()))
+    if request.save:
+        from ..ab.record import record_pair
+        from ..store.db import open_store, resolve_url
+
+        store = open_store(resolve_url(request.db))
+        try:
+            outcome.pair_id = record_pair(store, result, "continuous", str(plan.config.get("project") or ""))
+        finally:
+            store.close()
+    return outcome
+
+
+def describe(outcome: ContinuousOutcome) -> str:
+    """One line: what ran where, how often, and what the builds and the rounds cost."""
+    r = outcome.result
+
+    def built(side: Any) -> str:
+        return "cached env" if side.env.cached else f"built in {side.env.build_seconds:.1f} s"
+
+    return (
+        f"A/B on {r.machine}: A {r.base.commit.sha[:8]} ({built(r.base)}), B {r.head.commit.sha[:8]} "
+        f"({built(r.head)}); {r.rounds} rounds interleaved {''.join(r.order)}, measuring {r.seconds:.1f} s"
+    )
+
+
+def render(outcome: ContinuousOutcome, fmt: str) -> Any:
+    """A rich table, or markdown / JSON text."""
+    from ..analysis.render import render_markdown, render_table, to_json
+
+    if fmt == "markdown":
+        return render_markdown(outcome.comparison) + f"\n<sub>{describe(outcome)}</sub>\n"
+    if fmt == "json":
+        r = outcome.result
+        data = to_json(outcome.comparison)
+        data["ab"] = {
+            "machine": r.machine,
+            "rounds": r.rounds,
+            "order": "".join(r.order),
+            "measuring_seconds": r.seconds,
+            "pair_id": outcome.pair_id,
+            "sides": {
+                s.label: {"commit": s.commit.sha, "build_seconds": s.env.build_seconds, "env_cached": s.env.cached,
+                          "run_seconds": s.run_seconds}
+                for s in (r.base, r.head)
+            },
+            "warnings": r.warnings,
+        }
+        return json.dumps(data, indent=2, default=lambda v: None)
+    table = render_table(outcome.comparison)
+    table.caption = describe(outcome)
+    return table

@@ -1,0 +1,270 @@
+"""Same-machine A/B: commit environments, interleaved rounds, `mmtrack continuous`, `mmtrack bisect`.
+
+End-to-end tests drive a real git repository holding a real setuptools package, real
+environment builds (venv + pip) and the real asv; they are kept to a few short rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from test_run_acceptance import asv_env, git
+
+from mmtrack.ab.envs import build_env, resolve_commit
+from mmtrack.ab.interleave import ABResult, PooledCase, Side, judge, round_order
+from mmtrack.errors import UserError
+from mmtrack.results import CommitInfo
+
+PKG = 'WORK = {work}\n\n\ndef crunch(scale=1):\n    return sum(i * i for i in range(WORK * scale))\n'
+SUITE = '''\
+import mmtrack
+from mmtrack import BenchSampleResult, MetricValue
+
+import abpkg
+
+
+class Crunch:
+    def time_crunch(self):
+        abpkg.crunch()
+
+    @mmtrack.bench_sample(chunk_size=1)
+    def track_crunch_engine(self, ctx, chunk_size, chunk_num):
+        for _ in range(chunk_size):
+            abpkg.crunch()
+        return BenchSampleResult(chunk_size).push_metric(MetricValue.integer("work", abpkg.WORK, "count"))
+'''
+CONF = {"version": 1, "project": "abpkg", "repo": ".", "branches": ["main"], "environment_type": "existing",
+        "benchmark_dir": "benchmarks", "results_dir": ".asv/results", "html_dir": ".asv/html", "env_dir": ".asv/env"}
+PYPROJECT = ('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n'
+             '[project]\nname = "abpkg"\nversion = "0.1"\n')
+
+
+def commit(repo: Path, env: dict, message: str, day: int = 1) -> str:
+    """A commit a day: history orders commits by date, and same-second dates would tie."""
+    stamp = f"2026-01-{day:02d}T12:00:00+00:00"
+    date = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    git(repo, {**env, **date}, "add", "-A")
+    git(repo, {**env, **date}, "commit", "-q", "--allow-empty", "-m", message)
+    return git(repo, env, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """abpkg at three commits: base, same code (A/A), then three times the work."""
+    root = tmp_path_factory.mktemp("ab")
+    (root / "home").mkdir()
+    env = asv_env(root / "home", MMTRACK_DB=f"sqlite:///{root / 'store.db'}")
+    repo = root / "proj"
+    (repo / "abpkg").mkdir(parents=True)
+    (repo / "benchmarks").mkdir()
+    (repo / "pyproject.toml").write_text(PYPROJECT)
+    (repo / "asv.conf.json").write_text(json.dumps(CONF))
+    (repo / ".gitignore").write_text(".asv/\n.mmtrack/\n__pycache__/\n*.egg-info/\nbuild/\n")
+    (repo / "benchmarks" / "__init__.py").write_text("")
+    (repo / "benchmarks" / "bench_ab.py").write_text(SUITE)
+    git(repo, env, "init", "-q", "-b", "main")
+    shas = []
+    # The slow commit's source differs in size too: a .pyc cached within the same second stays valid otherwise.
+    for work, message in [(20000, "base"), (20000, "same code"), ("60000  # three times", "three times the work")]:
+        (repo / "abpkg" / "__init__.py").write_text(PKG.format(work=work))
+        shas.append(commit(repo, env, message, day=len(shas) + 1))
+    return {"repo": repo, "env": env, "shas": shas, "db": root / "store.db", "root": root}
+
+
+# -- pieces ------------------------------------------------------------------------------------------
+def test_rounds_alternate_which_side_goes_first():
+    assert round_order(3) == [0, 1, 1, 0, 0, 1]
+
+
+def _side(label: str, rounds: list[list[float]]) -> Side:
+    from mmtrack.ab.envs import CommitEnv
+
+    case = PooledCase("b.time_x", {}, unit="seconds")
+    for values in rounds:
+        from mmtrack.commands.run import CaseResult
+
+        case.add(CaseResult("b.time_x", {}, "ok", value=sorted(values)[len(values) // 2], samples=tuple(values),
+                            unit="seconds"))
+    env = CommitEnv(label * 40, Path("."), Path(sys.executable), 0.0, True)
+    return Side(label, CommitInfo(label * 40), env, cases={("b.time_x", "{}"): case})
+
+
+def test_a_burst_in_one_round_is_not_a_regression():
+    """Pooled samples say +30% (one round of B hit by load), the rounds say unchanged: ambiguous."""
+    from datetime import datetime, timezone
+
+    calm = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0]
+    a = _side("a", [calm] * 4)
+    b = _side("b", [calm, [v * 3 for v in calm], [v * 3 for v in calm], calm])
+    result = ABResult(a, b, 4, list("ABBAABBA"), "box", datetime.now(timezone.utc))
+    (row,) = judge(result).rows
+    assert row.verdict == "ambiguous" and "rounds disagree" in row.note
+    slower = _side("b", [[v * 1.3 for v in calm]] * 4)
+    (row,) = judge(ABResult(a, slower, 4, list("ABBAABBA"), "box", datetime.now(timezone.utc))).rows
+    assert row.verdict == "regressed"
+
+
+def test_env_is_built_once_and_holds_that_commits_code(project, tmp_path):
+    repo, shas = project["repo"], project["shas"]
+    first = build_env(repo, shas[2], tmp_path / "envs")
+    again = build_env(repo, shas[2], tmp_path / "envs")
+    assert not first.cached and first.build_seconds > 0
+    assert again.cached and again.build_seconds == 0 and again.python == first.python
+    out = subprocess.run([str(first.python), "-c", "import abpkg, mmtrack; print(abpkg.WORK, abpkg.__file__)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "60000" and str(first.path) in out[1]  # the commit's build, not the working tree
+
+
+def test_unknown_base_says_what_to_fetch(project):
+    with pytest.raises(UserError, match=r"git does not know 'origin/nope'.*git fetch origin nope"):
+        resolve_commit(project["repo"], "origin/nope")
+
+
+def test_a_build_failure_is_one_line(tmp_path, project):
+    env = project["env"]
+    repo = tmp_path / "broken"
+    repo.mkdir()
+    (repo / "setup.py").write_text("raise SystemExit('error: no C compiler for the extension')\n")
+    git(repo, env, "init", "-q", "-b", "main")
+    sha = commit(repo, env, "broken")
+    with pytest.raises(UserError, match=r"building commit .* failed: .*full log: "):
+        build_env(repo, sha, tmp_path / "envs")
+
+
+# -- the command, end to end -------------------------------------------------------------------------
+def test_continuous_flags_the_slower_commit_in_every_metric_and_stores_the_pair(project):
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    proc = run_cli("continuous", shas[1], shas[2], "--rounds", "3", "--format", "json", "--fail-on", "regression",
+                   cwd=repo, env=env, timeout=900)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads(proc.stdout)
+    verdicts = {(r["benchmark"].rsplit(".", 1)[-1], r["metric"]["name"]): r for r in data["rows"]}
+    assert verdicts[("time_crunch", "time_per_op")]["verdict"] == "regressed"
+    assert verdicts[("time_crunch", "time_per_op")]["ratio"] > 1.5
+    assert verdicts[("track_crunch_engine", "time_per_op")]["verdict"] == "regressed"
+    assert verdicts[("track_crunch_engine", "work")]["ratio"] == pytest.approx(3.0)  # the custom metric, pooled
+    assert data["ab"]["order"] == "ABBAAB" and data["ab"]["rounds"] == 3
+    with sqlite3.connect(project["db"]) as con:
+        (pair,) = con.execute("select purpose, base_run_id, head_run_id, rounds, \"order\" from ab_pair").fetchall()
+        kinds = dict(con.execute("select id, kind from run").fetchall())
+    assert pair[0] == "continuous" and pair[3:] == (3, "ABBAAB")
+    assert kinds[pair[1]] == kinds[pair[2]] == "ab"
+
+
+def test_continuous_markdown_for_a_pr_comment(project):
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    proc = run_cli("continuous", shas[0], shas[1], "-b", "time_crunch", "--rounds", "2", "--format", "markdown",
+                   "--no-save", "--fail-on", "regression", cwd=repo, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.startswith("### Performance comparison")
+    assert "A/B on testbox" in proc.stdout and "cached env" in proc.stdout
+
+
+@pytest.mark.parametrize("case", ["dirty", "missing base"])
+def test_bad_input_is_one_line_and_exit_2(project, case):
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    args = ["continuous", shas[0]] if case == "dirty" else ["continuous", "no-such-branch"]
+    if case == "dirty":
+        (repo / "pyproject.toml").write_text(PYPROJECT + "\n# edited\n")
+    try:
+        proc = run_cli(*args, cwd=repo, env=env)
+    finally:
+        git(repo, env, "checkout", "--", "pyproject.toml")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert ("uncommitted changes" if case == "dirty" else "git does not know 'no-such-branch'") in lines[0]
+
+
+def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(project, tmp_path):
+    """History flags 3x the work at the third commit (suspected); --confirm measures it A/B: confirmed."""
+    repo, shas = project["repo"], project["shas"]
+    db = tmp_path / "confirm.db"
+    env = {**project["env"], "MMTRACK_DB": f"sqlite:///{db}",
+           "ASV_PYTHONPATH": project["env"]["ASV_PYTHONPATH"] + ":" + str(repo),  # `mmtrack run` imports the tree
+           # Checkouts within one second leave abpkg's source the same size and mtime: no stale .pyc.
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        git(repo, env, "checkout", "-q", shas[1])
+        first = run_cli("run", "--quick", "-b", "time_crunch", cwd=repo, env=env, timeout=600)
+        assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+        git(repo, env, "checkout", "-q", shas[2])
+        proc = run_cli("run", "--quick", "-b", "crunch", "--confirm", "--confirm-budget", "300", cwd=repo, env=env,
+                       timeout=900)
+    finally:
+        git(repo, env, "checkout", "-q", "main")
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    assert f"re-measuring" in out and "confirmed: " in out
+    with sqlite3.connect(db) as con:
+        states = con.execute("select benchmark, metric, state, ratio, rounds from ab_verdict").fetchall()
+        (purpose,) = con.execute("select purpose from ab_pair").fetchone()
+    assert purpose == "confirm"
+    # Only the suspected rows: time_crunch's metric (the engine benchmark ran first here, nothing to compare).
+    assert [s[:3] for s in states] == [("bench_ab.Crunch.time_crunch", "time_per_op", "confirmed")]
+    assert states[0][3] > 1.5 and states[0][4] >= 1
+
+
+def test_the_regressions_page_shows_the_ab_verdict_of_a_change_point(tmp_path):
+    import dataclasses
+
+    from mmtrack.publish.builder import build_site
+    from mmtrack.publish.synthetic import synthetic_model
+
+    model = synthetic_model(2, 30, 1)
+    cp = model.change_points[0]
+    verdict = {"state": "confirmed", "ratio": 1.12, "p_value": 1e-4, "rounds": 4, "before_sha": cp.before_sha}
+    build_site(dataclasses.replace(model, ab_verdicts={(cp.series, cp.after_sha): verdict}), tmp_path)
+    data = (tmp_path / "data" / "regressions.js").read_text()
+    assert data.count('"state":"confirmed"') + data.count('"state": "confirmed"') == 1
+    assert "abText(r.ab)" in (tmp_path / "assets" / "site.js").read_text()
+
+
+class _SyntheticBisector:
+    """Bisector.measure replaced by rounds drawn from a known level per commit (the search logic alone)."""
+
+    @staticmethod
+    def make(commits: list[str], culprit: int, noise: float, seed: int):
+        import random
+        from datetime import datetime, timezone
+
+        from mmtrack.ab.bisect import Bisector
+        from mmtrack.ab.interleave import ABPlan
+
+        rng = random.Random(seed)
+        level = {sha: (1.10 if i >= culprit else 1.0) for i, sha in enumerate(commits)}
+
+        class B(Bisector):
+            def measure(self, good, other, rounds):
+                self.sides.setdefault(good, None)
+                self.sides.setdefault(other, None)
+                sides = []
+                for label, sha in (("A", good), ("B", other)):
+                    side = _side(label.lower(), [[level[sha] * rng.lognormvariate(0, noise) for _ in range(5)]
+                                                 for _ in range(rounds)])
+                    side.commit = CommitInfo(sha)
+                    sides.append(side)
+                return ABResult(sides[0], sides[1], rounds, ["A", "B"] * rounds, "box", datetime.now(timezone.utc))
+
+        plan = ABPlan(Path("."), Path("asv.conf.json"), {}, "box", "time_x", rounds=4)
+        return B(plan, Path("."), "time_per_op")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bisect_finds_commit_37_of_64_with_8_builds_through_noise(monkeypatch, seed):
+    import mmtrack.ab.bisect as bisect_mod
+
+    commits = [f"{i:040x}" for i in range(65)]  # commits[0] is GOOD
+    monkeypatch.setattr(bisect_mod, "first_parent_range", lambda repo, good, bad: commits[1:])
+    monkeypatch.setattr(bisect_mod, "git_output", lambda *a: "subject")
+    outcome = _SyntheticBisector.make(commits, 37, noise=0.03, seed=seed).run(commits[0], commits[64])
+    assert outcome.culprit == commits[37]
+    assert len(outcome.built) <= 8 and len(outcome.path) == 6
+    assert outcome.verdict == "regressed" and outcome.ratio == pytest.approx(1.10, rel=0.05)
