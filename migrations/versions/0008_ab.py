@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0008_ab'
-down_revision = '0005'
+down_revision = '0006_publish'
 branch_labels = None
 depends_on = None
 
