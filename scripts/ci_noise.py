@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""A noise model of per-commit benchmark histories recorded on CI runners (GitHub-hosted).
+
+It reproduces, per series, the statistics measured on a large public asv history
+(issue 16; p10 / median / p90 over series):
+
+==========================================================  =====  ======  =====
+commit-to-commit robust CV                                   1.4%   2.2%    10%
+share of consecutive commits more than 10% apart             0.5%    21%    51%
+within-commit CV of the samples                              1.0%   1.4%   2.3%
+between-commit / within-commit spread                         0.9    1.6     12
+lag-1 autocorrelation of the residuals                      -0.02   0.15   0.26
+==========================================================  =====  ======  =====
+
+How a series is made (all in log space, so every effect is a ratio):
+
+* **Runner levels.** Each commit ran on one of a few runner types. The main one
+  holds most commits; one to three others sit a discrete 8-40% away (either way)
+  and are drawn with a small total probability. A sticky Markov chain picks the
+  runner, so runs of one runner type give the residuals their lag-1 autocorrelation.
+  These jumps make most of the ">10% apart" pairs while leaving the robust CV small,
+  which is what the real data shows (median series: CV 2.2%, yet 21% of pairs jump).
+* **Day-to-day drift.** An AR(1) process with Student-t innovations (heavy tails)
+  around the runner level; its scale sets the tier.
+* **Within-commit samples.** ``samples_per_commit`` log-normal samples around the
+  commit's level, with a per-series CV near 1.4%, plus rare outlier samples.
+* **Coarse timers.** In some series samples are rounded to a timer resolution, so
+  medians of different commits tie exactly.
+
+Tiers (by the commit-to-commit robust CV): ``quiet`` < 3%, ``mid`` 3-10%, ``noisy`` >= 10%.
+``tier=None`` draws a tier with the mix of the real population.
+
+API (stable; others depend on it, only ever add to it):
+``ci_series``, ``inject_step``, ``inject_creep``, ``series_stats``, ``TIERS``.
+
+``python scripts/ci_noise.py [--series N] [--commits N]`` prints the statistics of a
+generated population beside the targets (the calibration evidence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+
+TIERS = ("quiet", "mid", "noisy")
+# Share of each tier in the real population (median CV 2.2%, p90 10%).
+TIER_MIX = {"quiet": 0.68, "mid": 0.24, "noisy": 0.08}
+# Range (log-uniform) of each tier's drift scale: the robust sigma of the AR(1) part.
+_DRIFT = {"quiet": (0.008, 0.02), "mid": (0.025, 0.07), "noisy": (0.10, 0.25)}
+
+TARGETS = {  # p10, median, p90 per series, from the real history
+    "robust_cv": (0.014, 0.022, 0.10),
+    "pairs_over_10pct": (0.005, 0.21, 0.51),
+    "within_cv": (0.010, 0.014, 0.023),
+    "between_over_within": (0.9, 1.6, 12.0),
+    "lag1_autocorr": (-0.02, 0.15, 0.26),
+}
+
+
+def _draw_tier(rng: np.random.Generator) -> str:
+    return str(rng.choice(TIERS, p=[TIER_MIX[t] for t in TIERS]))
+
+
+def _runner_sequence(rng: np.random.Generator, n: int, p_alt: float, stick: float) -> np.ndarray:
+    """Index of the runner level of each commit (0 = the main runner), a sticky Markov chain."""
+    k = int(rng.integers(1, 4))
+    weights = rng.dirichlet(np.ones(k)) * p_alt
+    probs = np.concatenate([[1.0 - p_alt], weights])
+    fresh = rng.choice(k + 1, size=n, p=probs)
+    keep = rng.random(n) < stick
+    out = np.empty(n, dtype=int)
+    out[0] = fresh[0]
+    for i in range(1, n):
+        out[i] = out[i - 1] if keep[i] else fresh[i]
+    return out
+
+
+def ci_series(
+    rng: np.random.Generator,
+    n_commits: int,
+    tier: str | None = None,
+    *,
+    samples_per_commit: int = 10,
+    base: float = 1e-3,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One A/A series of per-commit values (medians of that commit's samples) and each commit's samples."""
+    if tier is None:
+        tier = _draw_tier(rng)
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
+    n = int(n_commits)
+    lo, hi = _DRIFT[tier]
+    drift = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+    phi = rng.uniform(-0.05, 0.25)
+    df = rng.uniform(2.5, 8.0)
+    # Student-t innovations scaled so the AR(1) process has robust sigma ~ drift.
+    t_scale = drift * math.sqrt(1 - phi**2) / 1.05
+    eps = rng.standard_t(df, size=n) * t_scale
+    ar = np.empty(n)
+    ar[0] = eps[0] / math.sqrt(1 - phi**2)
+    for i in range(1, n):
+        ar[i] = phi * ar[i - 1] + eps[i]
+
+    # Runner levels: some series never change runner type, most do now and then.
+    p_alt = 0.0 if rng.random() < 0.15 else float(rng.beta(1.2, 5.0)) * (0.9 if tier == "noisy" else 0.75)
+    stick = rng.uniform(0.0, 0.35)
+    runners = _runner_sequence(rng, n, p_alt, stick)
+    n_levels = int(runners.max()) + 1
+    offsets = np.zeros(max(n_levels, 4))
+    offsets[1:] = rng.choice([-1.0, 1.0], size=offsets.size - 1) * np.exp(
+        rng.uniform(math.log(0.08), math.log(0.40), size=offsets.size - 1)
+    )
+    log_level = np.log1p(offsets)[runners] + ar
+
+    within = float(np.exp(rng.normal(math.log(0.014), 0.32)))
+    z = rng.standard_normal((n, samples_per_commit)) * within
+    outliers = rng.random((n, samples_per_commit)) < 0.02
+    z = z + outliers * np.abs(rng.standard_normal((n, samples_per_commit))) * 0.15
+    samples = base * np.exp(log_level[:, None] + z)
+    if rng.random() < 0.12:  # coarse timer: values land on a grid, medians tie
+        resolution = base * math.exp(rng.uniform(math.log(0.005), math.log(0.03)))
+        samples = np.maximum(np.round(samples / resolution), 1.0) * resolution
+    sample_list = [row.copy() for row in samples]
+    values = np.median(samples, axis=1)
+    return values, sample_list
+
+
+def _rescale(samples: list[np.ndarray], factors: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    out = [s * f for s, f in zip(samples, factors)]
+    return np.array([float(np.median(s)) for s in out]), out
+
+
+def inject_step(
+    values: np.ndarray, samples: list[np.ndarray], at: int, size: float
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A multiplicative step of relative ``size`` (0.1 = +10%, -0.1 = -10%) from index ``at`` on."""
+    factors = np.ones(len(samples))
+    factors[at:] = 1.0 + size
+    return _rescale(samples, factors)
+
+
+def inject_creep(
+    values: np.ndarray, samples: list[np.ndarray], start: int, per_commit: float, n: int
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A gradual change: ``per_commit`` (relative) more at each of ``n`` commits from ``start``; it stays after."""
+    k = np.clip(np.arange(len(samples)) - start + 1, 0, n)
+    return _rescale(samples, (1.0 + per_commit) ** k)
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def robust_cv(values: np.ndarray) -> float:
+    """Commit-to-commit robust CV: the robust sigma of consecutive log differences, over sqrt(2)."""
+    d = np.diff(np.log(values))
+    return float(1.4826 * np.median(np.abs(d)) / math.sqrt(2))
+
+
+def series_stats(values: np.ndarray, samples: list[np.ndarray]) -> dict[str, float]:
+    """The per-series statistics of the table in the module docstring."""
+    logv = np.log(values)
+    cv = robust_cv(values)
+    within = float(np.median([np.std(s, ddof=1) / np.mean(s) for s in samples]))
+    resid = logv - np.median(logv)
+    r0, r1 = resid[:-1] - resid[:-1].mean(), resid[1:] - resid[1:].mean()
+    denom = math.sqrt(float((r0 * r0).sum() * (r1 * r1).sum()))
+    return {
+        "robust_cv": cv,
+        "pairs_over_10pct": float(np.mean(np.abs(np.diff(logv)) > math.log(1.1))),
+        "within_cv": within,
+        "between_over_within": cv / within if within > 0 else math.inf,
+        "lag1_autocorr": float((r0 * r1).sum() / denom) if denom > 0 else 0.0,
+        "ties": float(np.mean(np.diff(values) == 0)),
+    }
+
+
+def tier_of(values: np.ndarray) -> str:
+    """The tier a series falls in by its measured commit-to-commit robust CV."""
+    cv = robust_cv(values)
+    return "quiet" if cv < 0.03 else ("mid" if cv < 0.10 else "noisy")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Print the statistics of a generated CI-noise population.")
+    ap.add_argument("--series", type=int, default=2000)
+    ap.add_argument("--commits", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=16)
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    rows = [series_stats(*ci_series(rng, args.commits)) for _ in range(args.series)]
+    print(f"{args.series} generated A/A series of {args.commits} commits (seed {args.seed}); p10 / median / p90")
+    print(f"{'statistic':<24}{'generated':>26}{'target (real CI)':>26}")
+    for key, target in TARGETS.items():
+        col = np.array([r[key] for r in rows])
+        got = np.percentile(col, [10, 50, 90])
+        pct = key in ("robust_cv", "pairs_over_10pct", "within_cv")
+        fmt = (lambda v: f"{v:6.1%}") if pct else (lambda v: f"{v:6.2f}")
+        print(f"{key:<24}{' / '.join(fmt(v) for v in got):>26}{' / '.join(fmt(v) for v in target):>26}")
+    cvs = np.array([r["robust_cv"] for r in rows])
+    ties = np.array([r["ties"] for r in rows])
+    print(
+        f"tiers by measured CV: quiet {np.mean(cvs < 0.03):.0%}, mid {np.mean((cvs >= 0.03) & (cvs < 0.10)):.0%}, "
+        f"noisy {np.mean(cvs >= 0.10):.0%}; series with tied consecutive medians: {np.mean(ties > 0):.0%}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
