@@ -561,7 +561,7 @@ def _render_comparison(outcome: Any, console: Console) -> None:
         soft_wrap=True,
     )
     shown = dataclasses.replace(full, rows=tuple(r for r in full.rows if r.verdict in SUMMARY_VERDICTS))
-    if shown.rows:
+    if shown.rows or shown.decided:  # decided: earlier commits' suspected changes this commit settles
         table = render_table(shown)
         table.title = None
         console.print(table)
