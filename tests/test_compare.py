@@ -179,14 +179,13 @@ def test_segment_noise_uses_the_current_level_and_keeps_the_tail():
     noise = segment_noise(hist)
     assert noise is not None and noise.points == 12
     assert noise.deviation(1.3) / noise.sd > 10  # 1.3 vs a level of 1.0 +- 1%
-    assert noise.gap(1.3) == pytest.approx(np.log(1.3 / 1.01), rel=0.01)  # to the nearest commit
+    assert noise.near(1.3, 0.1) == 0 and noise.near(1.0, 0.1) == 12
     assert segment_noise([1.0, 1.0], 5) is None  # too short
-    # a runner level the series visited before is near a commit of the segment
+    # a runner level the series visited before is near commits of the segment
     runners = [1.0] * 20 + [1.5] + [1.2] * 3
     noise = segment_noise(runners)
     assert noise is not None and noise.points == 24
-    assert noise.gap(1.21) == pytest.approx(np.log(1.21 / 1.2), rel=0.01)
-    assert noise.gap(1.3) == pytest.approx(np.log(1.3 / 1.2), rel=0.01)
+    assert noise.near(1.21, 0.02) == 3 and noise.near(1.49, 0.02) == 1 and noise.near(1.35, 0.02) == 0
 
 
 def _quiet_history(n=30, seed=3, level=1.0, cv=0.01):
@@ -199,6 +198,10 @@ def test_history_verdict_is_suspected_until_later_commits_settle_it():
     row = compare_pair(before, after, history=history)
     assert (row.verdict, row.state) == ("regressed", "suspected")
     assert compare_pair(before, after).state is None  # two samples alone: no state
+    # a history too short for a noise model: suspected on the samples, settled by later commits alike
+    short = compare_pair(before, after, history=history[:3])
+    assert (short.verdict, short.state, short.note) == ("regressed", "suspected", "short history (3 commits)")
+    assert compare_pair(before, after, history=history[:3], later=[1.25, 1.26, 1.24]).state == "confirmed"
     # later commits that stay at the new level confirm; ones back at the old level refute
     assert compare_pair(before, after, history=history, later=[1.24, 1.26, 1.25]).state == "confirmed"
     assert compare_pair(before, after, history=history, later=[1.0]).state == "refuted"
@@ -234,9 +237,16 @@ def test_one_old_spike_does_not_hide_a_real_step():
     history[10] = 1.4
     before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.34, cv=0.005, seed=2))
     assert compare_pair(before, after, history=history).verdict == "regressed"
-    # A runner level the series visited before is its own noise.
+    # A level one earlier commit visited: ambiguous until the next commits stay there.
     history[20] = 1.345
-    assert compare_pair(before, after, history=history).verdict == "ambiguous"
+    row = compare_pair(before, after, history=history)
+    assert (row.verdict, row.state, row.note) == ("ambiguous", None, "within the series' own noise")
+    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34])
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    # A runner level visited twice is the series' own noise, whatever follows.
+    history[25] = 1.338
+    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34])
+    assert (row.verdict, row.state) == ("ambiguous", None)
 
 
 def test_decided_by_last_reports_each_settled_suspicion_once():

@@ -25,7 +25,9 @@ the threshold, so that a step is this commit's); it must also be significant on 
 samples (at ``history_alpha``), at least ``history_z`` robust between-commit deviations from
 the level, and at least ``history_gap`` of them from *every* commit of the segment: the level
 of a runner type the series has visited before is its own noise, while one old spike no
-longer hides a real step of another size (today's "beyond every excursion" rule did).
+longer hides a real step of another size (the old "beyond every excursion" rule did). A level
+visited by one earlier commit only (a one-off spike, a change reverted and re-landed) is
+ambiguous until persistence confirms it.
 Such a verdict is only **suspected**: later commits **confirm** or **refute** it
 (:func:`follow_up`), and the gate fails on confirmed regressions by default.
 
@@ -240,10 +242,10 @@ class SegmentNoise:
     def deviation(self, value: float) -> float:
         return math.log(value) - self.level
 
-    def gap(self, value: float) -> float:
-        """Distance (log) from ``value`` to the nearest commit of the segment."""
+    def near(self, value: float, radius: float) -> int:
+        """How many commits of the segment lie within ``radius`` (log) of ``value``."""
         d = self.deviation(value)
-        return min(abs(d - x) for x in self.seen)
+        return sum(abs(d - x) < radius for x in self.seen)
 
 
 def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise | None:
@@ -377,14 +379,18 @@ def compare_pair(
     if history is not None:
         state = "suspected"
         if noise is None:
-            row["note"] = f"history too short ({len(history)} commits): judged on the two commits' samples"
+            row["note"] = f"short history ({len(history)} commits)"
+            if b > 0:  # later commits still settle it, against the before commit's level
+                state = follow_up(SegmentNoise(math.log(b), 0.0, (0.0,), 1), a, later, policy)
         else:
             z = abs(noise.deviation(a)) / noise.sd
-            if z < policy.history_z or noise.gap(a) < policy.history_gap * noise.sd:
+            near = noise.near(a, policy.history_gap * noise.sd) if z >= policy.history_z else len(noise.seen)
+            state = follow_up(noise, a, later, policy) if near <= 1 else None
+            # A level no commit visited: suspected. One commit visited it: only persistence tells.
+            if near > 1 or (near == 1 and state != "confirmed"):
                 if not beyond:
                     return Row(**row, verdict="unchanged", history_z=z)
                 return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise")
-            state = follow_up(noise, a, later, policy)
     if not beyond:
         return Row(**row, verdict="ambiguous", history_z=z, note=f"at the threshold edge ({effect:.1%} vs {thr:.0%})")
     worse = (a > b) if ref.direction is Direction.LOWER else (a < b)
@@ -431,7 +437,8 @@ def decided_by_last(
     ``points`` are the series' measurements, oldest first, ending with the newest commit;
     ``labels`` name their commits. A commit suspected of a change is confirmed or refuted
     by the commits after it (:func:`follow_up`); the row is returned when the last commit
-    is the one that settles it, so a per-commit gate reports each decision once.
+    is the one that settles it, so a per-commit gate reports each decision once (a refutal
+    only of what was suspected; a confirmation also of what the history alone left ambiguous).
     """
     policy = policy or ComparePolicy()
     medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
@@ -442,7 +449,7 @@ def decided_by_last(
         row = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last + 1])
         if row.state in ("confirmed", "refuted"):
             earlier = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last])
-            if earlier.state == "suspected":
+            if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
                 out.append(dataclasses.replace(row, note=f"suspected at {labels[j]}, {row.state} by {labels[last]}"))
     return out
 
