@@ -200,7 +200,7 @@ def test_history_verdict_is_suspected_until_later_commits_settle_it():
     assert compare_pair(before, after).state is None  # two samples alone: no state
     # a history too short for a noise model: suspected on the samples, settled by later commits alike
     short = compare_pair(before, after, history=history[:3])
-    assert (short.verdict, short.state, short.note) == ("regressed", "suspected", "short history (3 commits)")
+    assert (short.verdict, short.state, short.note) == ("regressed", "suspected", "short history")
     assert compare_pair(before, after, history=history[:3], later=[1.25, 1.26, 1.24]).state == "confirmed"
     # later commits that stay at the new level confirm; ones back at the old level refute
     assert compare_pair(before, after, history=history, later=[1.24, 1.26, 1.25]).state == "confirmed"

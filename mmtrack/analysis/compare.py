@@ -379,7 +379,7 @@ def compare_pair(
     if history is not None:
         state = "suspected"
         if noise is None:
-            row["note"] = f"short history ({len(history)} commits)"
+            row["note"] = "short history"
             if b > 0:  # later commits still settle it, against the before commit's level
                 state = follow_up(SegmentNoise(math.log(b), 0.0, (0.0,), 1), a, later, policy)
         else:
