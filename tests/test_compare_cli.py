@@ -175,6 +175,9 @@ def test_bad_input_lists_nearest_names_and_exits_2(metpy_store):
     with pytest.raises(UserError, match=r"unknown run id 'run:999999'") as exc:
         run_compare(CompareRequest(a="run:999999", b=b, db=s["db"]))
     assert exc.value.exit_code == 2
+    proc = run_cli("compare", a, b, "--db", s["db"], "--history", "-1")
+    assert proc.returncode == 2 and "--history -1 is not a number of commits" in proc.stderr
+    assert "Traceback" not in proc.stderr
     with pytest.raises(UserError, match="unknown environment"):
         run_compare(CompareRequest(a=a, b=b, db=s["db"], env="virtualenv-py3.11"))
 

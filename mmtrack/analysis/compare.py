@@ -445,6 +445,10 @@ def decided_by_last(
     last = len(points) - 1
     out: list[Row] = []
     for j in range(max(1, last - policy.confirm_window), last):
+        thr = policy.threshold_for(points[j].benchmark, points[j].metric)
+        step = math.log(medians[j] / medians[j - 1]) if medians[j] > 0 and medians[j - 1] > 0 else 0.0
+        if abs(step) <= math.log1p(thr / 2):
+            continue  # no step at j (compare_pair would say unchanged): skip the noise model
         history = [v for v in medians[max(0, j - window) : j] if math.isfinite(v)]
         row = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last + 1])
         if row.state in ("confirmed", "refuted"):
