@@ -200,7 +200,7 @@ def test_history_verdict_is_suspected_until_later_commits_settle_it():
     assert compare_pair(before, after).state is None  # two samples alone: no state
     # a history too short for a noise model: suspected on the samples, settled by later commits alike
     short = compare_pair(before, after, history=history[:3])
-    assert (short.verdict, short.state, short.note) == ("regressed", "suspected", "short history")
+    assert (short.verdict, short.state, short.history_z) == ("regressed", "suspected", None)
     assert compare_pair(before, after, history=history[:3], later=[1.25, 1.26, 1.24]).state == "confirmed"
     # later commits that stay at the new level confirm; ones back at the old level refute
     assert compare_pair(before, after, history=history, later=[1.24, 1.26, 1.25]).state == "confirmed"
@@ -258,7 +258,7 @@ def test_decided_by_last_reports_each_settled_suspicion_once():
     assert decided_by_last(points[:33], labels[:33]) == []  # two later commits: still suspected
     rows = decided_by_last(points[:34], labels[:34])  # the third later commit confirms it
     assert [(r.verdict, r.state) for r in rows] == [("regressed", "confirmed")]
-    assert "suspected at c30, confirmed by c33" in rows[0].note
+    assert rows[0].note == "at c30"
     assert decided_by_last(points, labels) == []  # already settled by c33: not reported again
     c = compare_measurements([points[32]], [points[33]], history={points[32].case: [p.median for p in points[3:33]]},
                              decided=rows)

@@ -378,8 +378,7 @@ def compare_pair(
     state: Evidence | None = None
     if history is not None:
         state = "suspected"
-        if noise is None:
-            row["note"] = "short history"
+        if noise is None:  # too short a history for a noise model: the samples decided
             if b > 0:  # later commits still settle it, against the before commit's level
                 state = follow_up(SegmentNoise(math.log(b), 0.0, (0.0,), 1), a, later, policy)
         else:
@@ -454,7 +453,7 @@ def decided_by_last(
         if row.state in ("confirmed", "refuted"):
             earlier = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last])
             if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
-                out.append(dataclasses.replace(row, note=f"suspected at {labels[j]}, {row.state} by {labels[last]}"))
+                out.append(dataclasses.replace(row, note=f"at {labels[j]}"))  # the commit it was suspected at
     return out
 
 
