@@ -219,8 +219,10 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
 @click.option("--env", help="Environment of both sides (needed when a commit ran in several).")
 @click.option("--metric", "metrics", multiple=True, help="Only these metrics (name, section/name or glob); repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
-@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
-              help="Exit 1 when a row has this verdict (regression: regressed or newly failing).")
+@click.option("--fail-on", "fail_on", multiple=True,
+              type=click.Choice(["regression", "suspected", "failed", "ambiguous"]),
+              help="Exit 1 when a row has this verdict (regression: a confirmed regression or a newly failing "
+                   "benchmark; suspected: also a regression the history only suspects so far).")
 @click.option("--threshold", type=float, help="Minimum effect, relative (default 0.1; counters 0.01).")
 @click.option("--threshold-for", "threshold_for", multiple=True, metavar="PATTERN=VALUE",
               help="Minimum effect for benchmarks or metrics matching a glob; repeatable.")

@@ -14,12 +14,14 @@ from mmtrack.analysis.compare import (
     ComparePolicy,
     compare_measurements,
     compare_pair,
+    decided_by_last,
     failing_rows,
-    history_deviation,
+    follow_up,
+    segment_noise,
     should_fail,
     significance,
 )
-from mmtrack.analysis.render import render_json, render_markdown, render_table
+from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line
 from mmtrack.measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from mmtrack.results import Measurement, MetricKey
 
@@ -171,14 +173,112 @@ def test_history_turns_a_normal_jump_into_ambiguous():
     assert c.rows[0].verdict == "ambiguous"
 
 
-def test_history_deviation_uses_the_current_level():
+def test_segment_noise_uses_the_current_level_and_keeps_the_tail():
     # An old level at 2.0 then the current level at 1.0: the deviation is measured from 1.0.
     hist = [2.0] * 12 + [1.0 + 0.01 * ((-1) ** i) for i in range(12)]
-    z, excursion = history_deviation(hist, 1.3)
-    assert excursion > 10 and z > 10  # 1.3 vs a level of 1.0 +- 1%
-    z, excursion = history_deviation(hist, 1.011)
-    assert 1 < excursion < 1.5  # a new extreme, but only just
-    assert history_deviation([1.0, 1.0], 2.0) is None  # too short
+    noise = segment_noise(hist)
+    assert noise is not None and noise.points == 12
+    assert noise.deviation(1.3) / noise.sd > 10  # 1.3 vs a level of 1.0 +- 1%
+    assert noise.near(1.3, 0.1) == 0 and noise.near(1.0, 0.1) == 12
+    assert segment_noise([1.0, 1.0], 5) is None  # too short
+    # a runner level the series visited before is near commits of the segment
+    runners = [1.0] * 20 + [1.5] + [1.2] * 3
+    noise = segment_noise(runners)
+    assert noise is not None and noise.points == 24
+    assert noise.near(1.21, 0.02) == 3 and noise.near(1.49, 0.02) == 1 and noise.near(1.35, 0.02) == 0
+
+
+def _quiet_history(n=30, seed=3, level=1.0, cv=0.01):
+    return list(level * np.exp(np.random.default_rng(seed).normal(0, cv, n)))
+
+
+def test_history_verdict_is_suspected_until_later_commits_settle_it():
+    history = _quiet_history()
+    before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.25, cv=0.005, seed=2))
+    row = compare_pair(before, after, history=history)
+    assert (row.verdict, row.state) == ("regressed", "suspected")
+    assert compare_pair(before, after).state is None  # two samples alone: no state
+    # a history too short for a noise model: suspected on the samples, settled by later commits alike
+    short = compare_pair(before, after, history=history[:3])
+    assert (short.verdict, short.state, short.history_z) == ("regressed", "suspected", None)
+    assert compare_pair(before, after, history=history[:3], later=[1.25, 1.26, 1.24]).state == "confirmed"
+    # later commits that stay at the new level confirm; ones back at the old level refute
+    assert compare_pair(before, after, history=history, later=[1.24, 1.26, 1.25]).state == "confirmed"
+    assert compare_pair(before, after, history=history, later=[1.0]).state == "refuted"
+    assert compare_pair(before, after, history=history, later=[1.25, 1.24]).state == "suspected"  # not yet 3
+    assert compare_pair(before, after, history=history, later=[1.25, 1.0, 1.24]).state == "refuted"  # 3 of 3
+    noise = segment_noise(history)
+    assert noise is not None
+    assert follow_up(noise, 0.8, [0.81, 0.8, 0.79]) == "confirmed"  # improvements too, the other way
+    # 2 of 3 is a policy away; a failed run (nan) counts as neither
+    loose = ComparePolicy(confirm_agree=2)
+    assert follow_up(noise, 1.25, [1.25, 1.0, 1.24], loose) == "confirmed"
+    assert follow_up(noise, 1.25, [1.25, 1.0, 1.01], loose) == "refuted"
+    assert follow_up(noise, 1.25, [float("nan"), 1.25], loose) == "suspected"
+
+
+def test_gate_fails_on_confirmed_regressions_and_opts_in_to_suspected():
+    history = _quiet_history()
+    before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.25, cv=0.005, seed=2))
+    suspected = compare_measurements([before], [after], history={before.case: history})
+    assert suspected.states() == {"suspected": 1}
+    assert not should_fail(suspected, ["regression"]) and should_fail(suspected, ["suspected"])
+    confirmed = compare_measurements(
+        [before], [after], history={before.case: history}, later={before.case: [1.25, 1.26, 1.24]}
+    )
+    assert should_fail(confirmed, ["regression"])
+    refuted = compare_measurements([before], [after], history={before.case: history}, later={before.case: [1.0]})
+    assert not should_fail(refuted, ["regression"]) and not should_fail(refuted, ["suspected"])
+
+
+def test_one_old_spike_does_not_hide_a_real_step():
+    # A quiet series with one +40% spike: today's "beyond every excursion" rule hid a 34% step.
+    history = _quiet_history()
+    history[10] = 1.4
+    before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.34, cv=0.005, seed=2))
+    assert compare_pair(before, after, history=history).verdict == "regressed"
+    # A level one earlier commit visited: ambiguous until the next commits stay there.
+    history[20] = 1.345
+    row = compare_pair(before, after, history=history)
+    assert (row.verdict, row.state, row.note) == ("ambiguous", None, "within the series' own noise")
+    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34])
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    # A runner level visited twice is the series' own noise, whatever follows.
+    history[25] = 1.338
+    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34])
+    assert (row.verdict, row.state) == ("ambiguous", None)
+
+
+def test_decided_by_last_reports_each_settled_suspicion_once():
+    rng = np.random.default_rng(5)
+    levels = [1.0] * 30 + [1.3] * 5  # a step at index 30, then four commits at the new level
+    points = [meas(lv * (1 + rng.normal(0, 0.005, 10))) for lv in levels]
+    labels = [f"c{i}" for i in range(len(points))]
+    assert decided_by_last(points[:31], labels[:31]) == []  # the step commit itself is not "earlier"
+    assert decided_by_last(points[:33], labels[:33]) == []  # two later commits: still suspected
+    rows = decided_by_last(points[:34], labels[:34])  # the third later commit confirms it
+    assert [(r.verdict, r.state) for r in rows] == [("regressed", "confirmed")]
+    assert rows[0].note == "at c30"
+    assert decided_by_last(points, labels) == []  # already settled by c33: not reported again
+    c = compare_measurements([points[32]], [points[33]], history={points[32].case: [p.median for p in points[3:33]]},
+                             decided=rows)
+    assert should_fail(c, ["regression"])
+
+
+def test_change_at_the_threshold_edge_is_ambiguous_not_unchanged():
+    # A tight 9.5% change under a 10% threshold: ambiguous, and counted near the threshold.
+    before, after = meas(noisy(1.0, cv=0.002, seed=1)), meas(noisy(1.095, cv=0.002, seed=2))
+    row = compare_pair(before, after)
+    assert row.verdict == "ambiguous" and row.near_threshold and "threshold edge" in row.note
+    c = compare_measurements([before], [after])
+    assert c.near_threshold() == 1 and "1 within ±1% of the threshold" in summary_line(c)
+    # clearly below the edge stays unchanged; just beyond it with tight samples regressed
+    assert compare_pair(before, meas(noisy(1.05, cv=0.002, seed=2))).verdict == "unchanged"
+    over = compare_pair(before, meas(noisy(1.105, cv=0.002, seed=2)))
+    assert over.verdict == "regressed" and over.near_threshold
+    # near the edge but not significant: unchanged (noise, not a near miss)
+    wide = compare_pair(meas(noisy(1.0, cv=0.2, seed=1)), meas(noisy(1.095, cv=0.2, seed=2)))
+    assert wide.verdict == "unchanged"
 
 
 def test_fail_on_values():

@@ -89,9 +89,10 @@ def metpy_store(request, tmp_path_factory):
 
 def test_compare_injected_changes(metpy_store):
     s = metpy_store
-    out = run_compare(CompareRequest(a=s["shas"][-2][:10], b=s["shas"][-1][:10], db=s["db"], fail_on=("regression",)))
+    out = run_compare(CompareRequest(a=s["shas"][-2][:10], b=s["shas"][-1][:10], db=s["db"], fail_on=("suspected",)))
     verdicts = {r.benchmark: r for r in out.comparison.rows}
     assert verdicts[s["a"]].verdict == "regressed"
+    assert verdicts[s["a"]].state == "suspected"  # the newest commit: no later commit to confirm it yet
     assert verdicts[s["a"]].ratio == pytest.approx(1.5, rel=0.01)
     assert verdicts[s["a"]].test == "ci-overlap"  # asv's files hold no samples
     assert verdicts[s["a"]].history_z is not None and verdicts[s["a"]].history_z > 3
@@ -100,6 +101,26 @@ def test_compare_injected_changes(metpy_store):
     assert s["a"] in [r.benchmark for r in out.failing] and out.exit_code == 1
     # every row covers the one metric asv records for these time benchmarks
     assert {r.metric.name for r in out.comparison.rows} == {"time_per_op"}
+    # the default gate fails on confirmed regressions only: a suspected one does not fail it
+    out = run_compare(CompareRequest(a=s["shas"][-2][:10], b=s["shas"][-1][:10], db=s["db"], fail_on=("regression",)))
+    assert out.failing == [] and out.exit_code == 0
+
+
+def test_later_commits_confirm_and_the_gate_fails_once_confirmed(metpy_store):
+    s = metpy_store
+    # B's step (its last 12 commits 1.5x slower), judged with the commits measured after it: confirmed
+    out = run_compare(CompareRequest(a=s["shas"][-13][:10], b=s["shas"][-12][:10], db=s["db"], fail_on=("regression",)))
+    row = next(r for r in out.comparison.rows if r.benchmark == s["b"])
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    assert s["b"] in [r.benchmark for r in out.failing] and out.exit_code == 1
+    # the per-commit gate three commits later: the step commit's suspicion is settled by this one
+    out = run_compare(CompareRequest(a=s["shas"][-10][:10], b=s["shas"][-9][:10], db=s["db"], fail_on=("regression",)))
+    settled = [r for r in out.comparison.decided if r.benchmark == s["b"]]
+    assert [(r.verdict, r.state) for r in settled] == [("regressed", "confirmed")]
+    assert s["b"] in [r.benchmark for r in out.failing] and out.exit_code == 1
+    # one commit later it is not reported again
+    out = run_compare(CompareRequest(a=s["shas"][-9][:10], b=s["shas"][-8][:10], db=s["db"], fail_on=("regression",)))
+    assert not [r for r in out.comparison.decided if r.benchmark == s["b"]]
 
 
 def test_compare_cli_formats_and_exit_codes(metpy_store):
@@ -110,9 +131,10 @@ def test_compare_cli_formats_and_exit_codes(metpy_store):
     data = json.loads(proc.stdout)
     row = next(r for r in data["rows"] if r["benchmark"] == s["a"])
     assert row["verdict"] == "regressed" and row["mark"] == "+"
-    proc = run_cli("compare", a, b, "--db", s["db"], "--format", "markdown", "--fail-on", "regression")
+    proc = run_cli("compare", a, b, "--db", s["db"], "--format", "markdown", "--fail-on", "suspected")
     assert proc.returncode == 1
-    assert proc.stdout.startswith("### :red_circle: Performance regressed")
+    assert proc.stdout.startswith("### :warning: Performance regression suspected")
+    assert "regressed (suspected)" in proc.stdout
     assert "| `+` |" in proc.stdout and s["a"] in proc.stdout
     proc = run_cli("compare", a, b, "--db", s["db"], "--only-changed")
     assert proc.returncode == 0 and "regressed" in proc.stdout and "not comparable" in proc.stdout
@@ -152,6 +174,9 @@ def test_bad_input_lists_nearest_names_and_exits_2(metpy_store):
     with pytest.raises(UserError, match=r"unknown run id 'run:999999'") as exc:
         run_compare(CompareRequest(a="run:999999", b=b, db=s["db"]))
     assert exc.value.exit_code == 2
+    proc = run_cli("compare", a, b, "--db", s["db"], "--history", "-1")
+    assert proc.returncode == 2 and "--history -1 is not a number of commits" in proc.stderr
+    assert "Traceback" not in proc.stderr
     with pytest.raises(UserError, match="unknown environment"):
         run_compare(CompareRequest(a=a, b=b, db=s["db"], env="virtualenv-py3.11"))
 

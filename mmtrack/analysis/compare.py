@@ -4,29 +4,42 @@ This is the one comparison of mmtrack: ``mmtrack compare``, the end-of-run
 analysis of ``mmtrack bench`` and the summary of ``mmtrack run`` all call
 :func:`compare_measurements`. Pure functions over :mod:`mmtrack.results` records.
 
-A row is flagged (improved / regressed) only when all of these hold:
+**Two samples, no history** (``bench``, A/B runs, ``compare --history 0``): a row is
+flagged (improved / regressed) when
 
 1. **Effect.** The ratio after/before moves beyond the minimum effect in either
    direction: ``max(r, 1/r) > 1 + threshold`` (asv's ``factor``; 10% by default,
    1% for deterministic counters such as instructions/op, overridable per
-   benchmark or metric).
+   benchmark or metric); and
 2. **Significance on the samples.** Mann–Whitney U (two-sided, ``alpha`` = asv's
    0.002) when both sides have enough samples for the test to be able to reach
    ``alpha``; otherwise the 99% confidence intervals must not overlap (as asv
    does); with neither samples nor intervals, the effect alone decides.
-3. **Beyond the series' own noise** (only when the caller gives the recent history
-   of the series): the after value lies more than ``history_margin`` (1) times
-   farther from the current level's median than any commit of that level did, and
-   at least ``history_z`` (4) robust standard deviations from it.
-   Consecutive commits of unchanged code differ far more than one commit's samples
-   suggest (runners, days), so a test on two sample sets alone is overconfident.
 
-Beyond the effect but failing 2 or 3: **ambiguous** (``~``). Neutral metrics (ids,
+**With the series' history** (``mmtrack run``, ``compare``): the newest commit is judged
+against a noise model of the series' current segment (:func:`segment_noise`), not only
+against the before commit's samples, because consecutive commits of unchanged code on
+CI runners differ far more than one commit's samples suggest. The effect is measured
+from the segment's level (and must move away from the before commit the same way by half
+the threshold, so that a step is this commit's); it must also be significant on the two commits'
+samples (at ``history_alpha``), at least ``history_z`` robust between-commit deviations from
+the level, and at least ``history_gap`` of them from *every* commit of the segment: the level
+of a runner type the series has visited before is its own noise, while one old spike no
+longer hides a real step of another size (the old "beyond every excursion" rule did). A level
+visited by one earlier commit only (a one-off spike, a change reverted and re-landed) is
+ambiguous until persistence confirms it.
+Such a verdict is only **suspected**: later commits **confirm** or **refute** it
+(:func:`follow_up`), and the gate fails on confirmed regressions by default.
+
+Near the edge: a change that misses the minimum effect by less than :data:`EDGE_BAND`
+but passes every other test is **ambiguous**, never a silent unchanged.
+Beyond the effect but failing a test: **ambiguous** (``~``). Neutral metrics (ids,
 choices) are never flagged. A changed benchmark code version: **not comparable** (``x``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import math
 from collections import Counter
@@ -58,12 +71,24 @@ MARKS: dict[str, str] = {
     "removed": "r",
 }
 
-#: What ``--fail-on`` accepts, and the verdicts each one gates on.
+#: How far a history verdict has got. ``suspected``: the commit's history alone flags it;
+#: ``confirmed``: later commits (or a same-machine A/B re-measurement) agree; ``refuted``: they
+#: do not. ``Row.state`` is None for a two-sample comparison without history.
+Evidence = Literal["suspected", "confirmed", "refuted"]
+EVIDENCE: tuple[Evidence, ...] = ("suspected", "confirmed", "refuted")
+
+#: What ``--fail-on`` accepts, and the verdicts each one gates on. Regressions gate only when
+#: confirmed (or judged without history); ``suspected`` opts in to the history's first word.
 FAIL_ON: dict[str, frozenset[str]] = {
     "regression": frozenset({"regressed", "failed"}),  # a benchmark that starts failing regressed too
+    "suspected": frozenset({"regressed", "failed"}),
     "failed": frozenset({"failed"}),
     "ambiguous": frozenset({"regressed", "failed", "ambiguous"}),
 }
+
+#: Rows whose effect lies within this many percentage points of their threshold sit "at the
+#: edge" (capped at half the threshold, so that a 1% counter threshold keeps a band of 0.5%).
+EDGE_BAND = 0.01
 
 Case = tuple[str, str, MetricKey]  # (benchmark, canonical params, metric): Measurement.case
 
@@ -86,12 +111,16 @@ class ComparePolicy:
     deterministic_counters: tuple[str, ...] = ("instructions", "branches")
     thresholds: Mapping[str, float] = field(default_factory=dict)
     alpha: float = 0.002
-    # Measured with scripts/eval_detect.py and on the real MetPy history (docs/analysis.md):
-    # margin 1.5 with z 3 halves A/A false alarms, but on MetPy it demotes 13 of 16 real,
-    # lasting regressions of one commit to "ambiguous" (their windows held a one-off spike).
-    history_z: float = 4.0
-    history_margin: float = 1.0
+    # The history gate, calibrated with scripts/eval_gate.py on the CI noise model (docs/analysis.md).
+    history_z: float = 4.0  # robust between-commit deviations from the segment's level
+    history_gap: float = 2.0  # ... and from the nearest commit of the segment (runner levels seen before)
+    history_alpha: float = 0.01  # the two commits' samples, with history (one outlier sample cost 0.002)
     min_history: int = 5
+    # Persistence: ``confirm_agree`` of the first ``confirm_window`` later commits must stay on the
+    # new side (past half the deviation) to confirm; once that can no longer happen, refuted.
+    # 3 of 3: 2 of 3 let runner phases of a few commits through (docs/analysis.md).
+    confirm_window: int = 3
+    confirm_agree: int = 3
 
     def threshold_for(self, benchmark: str, metric: MetricKey) -> float:
         names = (benchmark, metric.name, str(metric), f"{benchmark}:{metric.name}")
@@ -120,6 +149,8 @@ class Row:
     threshold: float = 0.0
     history_z: float | None = None  # |deviation| / robust sd of the recent history
     note: str = ""
+    state: Evidence | None = None  # None: judged on two samples alone (no history)
+    near_threshold: bool = False  # the effect lies within EDGE_BAND of the threshold
 
     @property
     def mark(self) -> str:
@@ -143,10 +174,20 @@ class Comparison:
     before_label: str = "before"
     after_label: str = "after"
     policy: ComparePolicy = field(default_factory=ComparePolicy)
+    # Earlier commits' suspected changes that the after commit decides (confirms or refutes).
+    decided: tuple[Row, ...] = ()
 
     def counts(self) -> dict[str, int]:
         c = Counter(r.verdict for r in self.rows)
         return {v: c[v] for v in MARKS if c[v]}
+
+    def states(self) -> dict[str, int]:
+        """Flagged rows per evidence state (history verdicts only)."""
+        c = Counter(r.state for r in self.rows if r.state is not None and r.verdict in ("regressed", "improved"))
+        return {s: c[s] for s in EVIDENCE if c[s]}
+
+    def near_threshold(self) -> int:
+        return sum(r.near_threshold for r in self.rows)
 
     def by_verdict(self, *verdicts: str) -> list[Row]:
         return [r for r in self.rows if r.verdict in verdicts]
@@ -185,22 +226,43 @@ def significance(before: Measurement, after: Measurement, alpha: float) -> tuple
     return True, None, "effect-only"
 
 
-def history_deviation(history: Sequence[float], value: float, min_points: int = 5) -> tuple[float, float] | None:
-    """How far ``value`` lies from the current level of ``history`` (oldest first).
+@dataclass(frozen=True, slots=True)
+class SegmentNoise:
+    """The current level of a series and how far its commits stray from it, in log space.
 
-    Returns (robust z, excursion ratio) or None when the history is too
-    short. The current level is the last segment :mod:`.detect` finds in the
-    history (the whole window when it finds none); its spread is the larger of
-    the scaled MAD and IQR of the log values, so that a series that flips
-    between a few discrete levels is not mistaken for a quiet one. The excursion
-    ratio is the distance from the level over the largest distance any commit of
-    the level showed, either way (above 1: a new extreme).
+    Between-commit spread, not within-commit samples: on CI each commit runs on another
+    runner on another day, so the level moves much more than one commit's samples do.
+    """
+
+    level: float  # log of the current segment's median
+    sd: float  # robust between-commit standard deviation of the segment
+    seen: tuple[float, ...]  # every commit's deviation from the level, ascending
+    points: int  # commits in the segment
+
+    def deviation(self, value: float) -> float:
+        return math.log(value) - self.level
+
+    def near(self, value: float, radius: float) -> int:
+        """How many commits of the segment lie within ``radius`` (log) of ``value``."""
+        d = self.deviation(value)
+        return sum(abs(d - x) < radius for x in self.seen)
+
+
+def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise | None:
+    """The noise model of the current segment of ``history`` (medians, oldest first).
+
+    The current segment is the last level :mod:`.detect` finds in the history (the whole
+    window when that level is shorter than ``min_points``). Its spread is the larger of
+    the scaled MAD and IQR of the log values, so that a series which flips between a few
+    discrete runner levels is not mistaken for a quiet one; the commits themselves are kept
+    for the runner levels and the heavy tail, which no single spread captures. None when the
+    history is too short.
     """
     from .detect import DetectPolicy, segment_levels
 
     h = _finite(history)
     h = h[h > 0]
-    if h.size < min_points or not (value > 0):
+    if h.size < min_points:
         return None
     start, stop = segment_levels(list(h), DetectPolicy(min_points=max(8, min_points)))[-1]
     all_x = np.log(h)
@@ -208,11 +270,36 @@ def history_deviation(history: Sequence[float], value: float, min_points: int = 
     med = float(np.median(x))
     q1, q3 = np.percentile(x, [25, 75])
     sd = max(1.4826 * float(np.median(np.abs(x - med))), float(q3 - q1) / 1.349, 1e-4)
-    d = math.log(value) - med
-    # Beyond every excursion the level has shown, either way: a series whose commits
-    # have jumped by 15% before is not flagged for a 12% jump now.
-    widest = float(np.max(np.abs(x - med)))
-    return abs(d) / sd, (abs(d) / widest if widest > 0 else math.inf)
+    return SegmentNoise(med, sd, tuple(float(v) for v in np.sort(x - med)), int(x.size))
+
+
+def follow_up(
+    noise: SegmentNoise, value: float, later: Sequence[float], policy: ComparePolicy | None = None
+) -> Evidence:
+    """Whether the commits after a suspected one (``later``, oldest first) confirm or refute it.
+
+    A later commit agrees when it lies on the suspected commit's side of the old level by
+    at least half the suspected deviation, i.e. nearer the new value than the old level.
+    ``confirm_agree`` agreeing commits among the first ``confirm_window`` confirm; once
+    too many disagree for that to happen, refuted; until then the change stays suspected.
+    A missing value (a failed run) counts as neither.
+    """
+    policy = policy or ComparePolicy()
+    d = noise.deviation(value)
+    sign = 1.0 if d > 0 else -1.0
+    agree = disagree = 0
+    for w in later[: policy.confirm_window]:
+        if not (w is not None and w > 0 and math.isfinite(w)):
+            continue
+        if sign * noise.deviation(w) >= abs(d) / 2:
+            agree += 1
+        else:
+            disagree += 1
+        if agree >= policy.confirm_agree:
+            return "confirmed"
+        if disagree > policy.confirm_window - policy.confirm_agree:
+            return "refuted"
+    return "suspected"
 
 
 # --------------------------------------------------------------------------- comparison
@@ -222,13 +309,23 @@ def _failed(m: Measurement) -> bool:
     return m.status == "failed" or (m.status == "ok" and (m.median is None or not math.isfinite(m.median)))
 
 
+def _edge(effect: float, threshold: float) -> bool:
+    """Whether a relative effect (``max(r, 1/r) - 1``) sits within the edge band of its threshold."""
+    return abs(effect - threshold) <= min(EDGE_BAND, threshold / 2)
+
+
 def compare_pair(
     before: Measurement | None,
     after: Measurement | None,
     policy: ComparePolicy | None = None,
     history: Sequence[float] | None = None,
+    later: Sequence[float] = (),
 ) -> Row:
-    """The verdict on one case; ``history`` = the series' recent medians up to ``before``."""
+    """The verdict on one case.
+
+    ``history``: the series' recent medians up to and including ``before`` (oldest first);
+    ``later``: the medians of the commits after ``after``, which confirm or refute a verdict.
+    """
     policy = policy or ComparePolicy()
     ref = after or before
     assert ref is not None, "compare_pair needs at least one measurement"
@@ -250,32 +347,55 @@ def compare_pair(
 
     b, a = float(before.median), float(after.median)  # type: ignore[arg-type]
     ratio = a / b if b else (1.0 if a == b else math.inf)
-    if b == 0 or a == 0:
-        beyond = a != b
+    noise = segment_noise(history, policy.min_history) if history is not None and a > 0 else None
+    # The effect: from the segment's level with history, from the before commit without.
+    if noise is not None:
+        effect = math.expm1(abs(noise.deviation(a)))
+        # ... and the step must be this commit's: away from the before commit, the same way,
+        # by half the threshold, or every commit after a step would be flagged again.
+        if b > 0 and not (math.log(ratio) * noise.deviation(a) > 0 and abs(math.log(ratio)) > math.log1p(thr / 2)):
+            effect = 0.0
+    elif b == 0 or a == 0:
+        effect = math.inf if a != b else 0.0
     else:
-        beyond = max(ratio, 1 / ratio) > 1 + thr
-    significant, p, test = significance(before, after, policy.alpha)
-    row = dict(base, before=before, after=after, ratio=ratio, p_value=p, test=test, threshold=thr)
+        effect = max(ratio, 1 / ratio) - 1
+    beyond = effect > thr
+    edge = _edge(effect, thr)
+    significant, p, test = significance(before, after, policy.alpha if history is None else policy.history_alpha)
+    row = dict(base, before=before, after=after, ratio=ratio, p_value=p, test=test, threshold=thr, near_threshold=edge)
     if ref.direction is Direction.NEUTRAL:
         return Row(**row, verdict="unchanged", note="neutral metric: never flagged" if beyond else "")
-    if not beyond:
+    if not beyond and not edge:
         return Row(**row, verdict="unchanged")
     if not significant:
+        if not beyond:
+            return Row(**row, verdict="unchanged")
         why = {"ci-overlap": "CIs overlap", "range-overlap": "ranges overlap"}.get(test, "not significant")
         if p is not None:
             why = f"not significant, p={p:.2g}"
         return Row(**row, verdict="ambiguous", note=why)
     z = None
+    state: Evidence | None = None
     if history is not None:
-        dev = history_deviation(history, a, policy.min_history)
-        if dev is not None:
-            z, excursion = dev
-            if z < policy.history_z or excursion <= policy.history_margin:
-                return Row(
-                    **row, verdict="ambiguous", history_z=z, note="within the series' own noise"
-                )
+        state = "suspected"
+        if noise is None:  # too short a history for a noise model: the samples decided
+            if b > 0:  # later commits still settle it, against the before commit's level
+                state = follow_up(SegmentNoise(math.log(b), 0.0, (0.0,), 1), a, later, policy)
+        else:
+            z = abs(noise.deviation(a)) / noise.sd
+            near = noise.near(a, policy.history_gap * noise.sd) if z >= policy.history_z else len(noise.seen)
+            state = follow_up(noise, a, later, policy) if near <= 1 else None
+            # A level no commit visited: suspected. One commit visited it: only persistence tells.
+            if near > 1 or (near == 1 and state != "confirmed"):
+                if not beyond:
+                    return Row(**row, verdict="unchanged", history_z=z)
+                return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise")
+    if not beyond:
+        return Row(**row, verdict="ambiguous", history_z=z, note=f"at the threshold edge ({effect:.1%} vs {thr:.0%})")
     worse = (a > b) if ref.direction is Direction.LOWER else (a < b)
-    return Row(**row, verdict="regressed" if worse else "improved", history_z=z)
+    if noise is not None:  # the level, not the before commit, says which way it moved
+        worse = (noise.deviation(a) > 0) == (ref.direction is Direction.LOWER)
+    return Row(**row, verdict="regressed" if worse else "improved", history_z=z, state=state)
 
 
 def compare_measurements(
@@ -284,37 +404,78 @@ def compare_measurements(
     policy: ComparePolicy | None = None,
     *,
     history: Mapping[Case, Sequence[float]] | None = None,
+    later: Mapping[Case, Sequence[float]] | None = None,
+    decided: Sequence[Row] = (),
     before_label: str = "before",
     after_label: str = "after",
 ) -> Comparison:
     """Compare every metric of every benchmark case present on either side.
 
     ``history`` optionally maps a case (``Measurement.case``) to the medians of its
-    series' recent commits, oldest first, ending with the before commit.
+    series' recent commits, oldest first, ending with the before commit; ``later`` to the
+    medians of the commits measured after the after commit (see :func:`follow_up`).
+    ``decided`` carries the rows of earlier commits that the after commit decides
+    (:func:`decided_by_last`).
     """
     policy = policy or ComparePolicy()
     bmap = {m.case: m for m in before}
     amap = {m.case: m for m in after}
     keys = sorted(set(bmap) | set(amap), key=lambda k: (k[0], k[1], k[2]))
     rows = tuple(
-        compare_pair(bmap.get(k), amap.get(k), policy, (history or {}).get(k)) for k in keys
+        compare_pair(bmap.get(k), amap.get(k), policy, (history or {}).get(k), (later or {}).get(k, ()))
+        for k in keys
     )
-    return Comparison(rows, before_label, after_label, policy)
+    return Comparison(rows, before_label, after_label, policy, tuple(decided))
+
+
+def decided_by_last(
+    points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy | None = None, window: int = 30
+) -> list[Row]:
+    """The rows of earlier commits of one series whose suspected change its last commit decides.
+
+    ``points`` are the series' measurements, oldest first, ending with the newest commit;
+    ``labels`` name their commits. A commit suspected of a change is confirmed or refuted
+    by the commits after it (:func:`follow_up`); the row is returned when the last commit
+    is the one that settles it, so a per-commit gate reports each decision once (a refutal
+    only of what was suspected; a confirmation also of what the history alone left ambiguous).
+    """
+    policy = policy or ComparePolicy()
+    medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
+    last = len(points) - 1
+    out: list[Row] = []
+    for j in range(max(1, last - policy.confirm_window), last):
+        thr = policy.threshold_for(points[j].benchmark, points[j].metric)
+        step = math.log(medians[j] / medians[j - 1]) if medians[j] > 0 and medians[j - 1] > 0 else 0.0
+        if abs(step) <= math.log1p(thr / 2):
+            continue  # no step at j (compare_pair would say unchanged): skip the noise model
+        history = [v for v in medians[max(0, j - window) : j] if math.isfinite(v)]
+        row = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last + 1])
+        if row.state in ("confirmed", "refuted"):
+            earlier = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last])
+            if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
+                out.append(dataclasses.replace(row, note=f"at {labels[j]}"))  # the commit it was suspected at
+    return out
 
 
 def failing_rows(comparison: Comparison, fail_on: Iterable[str] = ("regression",)) -> list[Row]:
-    """The rows that make ``--fail-on`` fail; "failed" gates only newly failing rows."""
+    """The rows that make ``--fail-on`` fail; "failed" gates only newly failing rows.
+
+    History verdicts gate once confirmed (also those of earlier commits that the after
+    commit confirms); ``suspected`` also gates on suspected ones. Refuted ones never gate.
+    """
     gates: set[str] = set()
     for name in fail_on:
         if name not in FAIL_ON:
             raise ValueError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}")
         gates |= FAIL_ON[name]
+    opt_in = "suspected" in fail_on
     return [
         r
-        for r in comparison.rows
+        for r in (*comparison.rows, *comparison.decided)
         if r.verdict in gates
         and r.direction is not Direction.NEUTRAL
         and not (r.verdict == "failed" and r.note == "still failing")
+        and (r.state in (None, "confirmed") or (opt_in and r.state == "suspected"))
     ]
 
 
@@ -326,11 +487,17 @@ __all__ = [
     "MARKS",
     "FAIL_ON",
     "Verdict",
+    "Evidence",
+    "EVIDENCE",
+    "EDGE_BAND",
     "ComparePolicy",
+    "SegmentNoise",
+    "segment_noise",
+    "follow_up",
+    "decided_by_last",
     "Row",
     "Comparison",
     "significance",
-    "history_deviation",
     "compare_pair",
     "compare_measurements",
     "failing_rows",

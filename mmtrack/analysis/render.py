@@ -15,7 +15,7 @@ from ..results import Measurement
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import md_code, md_text, term
 from ..units import format_spread
-from .compare import MARKS, Comparison, Row
+from .compare import MARKS, Comparison, Row, failing_rows
 
 SCHEMA_VERSION = 2  # of ``compare --format json``: 2 added machine, environment, full shas, summary
 SORTS = ("verdict", "ratio", "name")
@@ -89,10 +89,25 @@ def geometric_mean(comparison: Comparison) -> tuple[float | None, int]:
     return math.exp(sum(math.log(f) for f in factors) / len(factors)), len(factors)
 
 
+def verdict_text(row: Row) -> str:
+    """The verdict, its evidence state where the history judged it, and the note."""
+    state = f" ({row.state})" if row.state and row.verdict in ("regressed", "improved") else ""
+    return row.verdict + state + (f": {row.note}" if row.note else "")
+
+
 def summary_line(comparison: Comparison) -> str:
     counts = comparison.counts()
     parts = [f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: _ORDER.index(kv[0]))]
-    return f"{comparison.before_label} → {comparison.after_label}: {len(comparison.rows)} metrics; " + ", ".join(parts)
+    line = f"{comparison.before_label} → {comparison.after_label}: {len(comparison.rows)} metrics; " + ", ".join(parts)
+    states = comparison.states()
+    if states:
+        line += " (" + ", ".join(f"{n} {s}" for s, n in states.items()) + ")"
+    edge = comparison.near_threshold()
+    if edge:
+        line += f"; {edge} within ±1% of the threshold"
+    if comparison.decided:
+        line += f"; {len(comparison.decided)} earlier suspected change(s) settled"
+    return line
 
 
 def overall_line(comparison: Comparison, where: str = "") -> str:
@@ -122,11 +137,11 @@ def render_table(comparison: Comparison, only_changed: bool = False, sort: str =
     t.add_column("ratio", justify="right", no_wrap=True)
     t.add_column("benchmark / metric", overflow="fold", min_width=NAME_MIN_WIDTH)
     t.add_column("verdict", overflow="fold", min_width=9, max_width=24)  # the name gets the room
-    for row in _sorted(comparison, sort):
+    for row in [*_sorted(comparison, sort), *comparison.decided]:
         if only_changed and row.verdict == "unchanged":
             continue
         style = _STYLE[row.verdict]
-        verdict = row.verdict + (f": {row.note}" if row.note else "")
+        verdict = verdict_text(row)
         t.add_row(
             Text(row.mark, style=style),
             Text(format_measurement(row.before)),
@@ -142,7 +157,7 @@ def _md_rows(rows: list[Row]) -> list[str]:
     out = ["| | before | after | ratio | benchmark | metric | verdict |", "|---|---:|---:|---:|---|---|---|"]
     for r in rows:
         mark = f"`{r.mark}`" if r.mark.strip() else ""
-        verdict = r.verdict + (f": {r.note}" if r.note else "")
+        verdict = verdict_text(r)
         cells = [mark, md_text(format_measurement(r.before)), md_text(format_measurement(r.after)),
                  md_text(format_ratio(r)), md_code(r.name), md_code(r.metric_label), md_text(verdict)]
         out.append("| " + " | ".join(cells) + " |")
@@ -158,18 +173,25 @@ def render_markdown(comparison: Comparison, sort: str = "verdict", where: str = 
     rows = _sorted(comparison, sort)
     changed = [r for r in rows if r.verdict != "unchanged"]
     same = [r for r in rows if r.verdict == "unchanged"]
-    regressed = comparison.by_verdict("regressed", "failed")
-    head = "### :red_circle: Performance regressed" if regressed else "### Performance comparison"
+    head = "### Performance comparison"
+    if failing_rows(comparison, ("regression",)):
+        head = "### :red_circle: Performance regressed"
+    elif failing_rows(comparison, ("suspected",)):
+        head = "### :warning: Performance regression suspected"
     lines = [head, "", md_text(summary_line(comparison)), "", md_text(overall_line(comparison, where)), ""]
     if changed:
         lines += _md_rows(changed) + [""]
     else:
         lines += ["No metric changed beyond its threshold.", ""]
+    if comparison.decided:
+        settled = _md_rows(list(comparison.decided))
+        lines += ["Earlier commits' suspected changes that this commit settles:", "", *settled, ""]
     if same:
         lines += [f"<details><summary>{len(same)} unchanged</summary>", "", *_md_rows(same), "", "</details>", ""]
     lines.append(
         "Marks as in `asv compare`: `+` worse, `-` better, `!` failed, `*` fixed, `x` not comparable, "
-        "`~` beyond the threshold but not significant, `n` new, `r` removed."
+        "`~` beyond the threshold but not significant, `n` new, `r` removed. With history a change is "
+        "suspected until later commits confirm or refute it."
     )
     return "\n".join(lines) + "\n"
 
@@ -207,28 +229,37 @@ def to_json(comparison: Comparison, sides: dict[str, dict[str, Any]] | None = No
             "thresholds": dict(comparison.policy.thresholds),
             "alpha": comparison.policy.alpha,
             "history_z": comparison.policy.history_z,
-            "history_margin": comparison.policy.history_margin,
+            "history_gap": comparison.policy.history_gap,
+            "history_alpha": comparison.policy.history_alpha,
+            "confirm_window": comparison.policy.confirm_window,
+            "confirm_agree": comparison.policy.confirm_agree,
         },
-        "rows": [
-            {
-                "benchmark": r.benchmark,
-                "params": json.loads(r.params),
-                "metric": {"section": r.metric.section, "name": r.metric.name, "unit": r.metric.unit},
-                "direction": r.direction.value,
-                "verdict": r.verdict,
-                "mark": r.mark,
-                "ratio": _clean(r.ratio),
-                "display": {"before": format_measurement(r.before), "after": format_measurement(r.after)},
-                "p_value": r.p_value,
-                "test": r.test,
-                "threshold": r.threshold,
-                "history_z": _clean(r.history_z),
-                "note": r.note,
-                "before": _measurement_json(r.before),
-                "after": _measurement_json(r.after),
-            }
-            for r in comparison.rows
-        ],
+        "states": comparison.states(),
+        "near_threshold": comparison.near_threshold(),
+        "decided": [_row_json(r) for r in comparison.decided],
+        "rows": [_row_json(r) for r in comparison.rows],
+    }
+
+
+def _row_json(r: Row) -> dict[str, Any]:
+    return {
+        "benchmark": r.benchmark,
+        "params": json.loads(r.params),
+        "metric": {"section": r.metric.section, "name": r.metric.name, "unit": r.metric.unit},
+        "direction": r.direction.value,
+        "verdict": r.verdict,
+        "mark": r.mark,
+        "ratio": _clean(r.ratio),
+        "display": {"before": format_measurement(r.before), "after": format_measurement(r.after)},
+        "p_value": r.p_value,
+        "test": r.test,
+        "threshold": r.threshold,
+        "history_z": _clean(r.history_z),
+        "note": r.note,
+        "state": r.state,
+        "near_threshold": r.near_threshold,
+        "before": _measurement_json(r.before),
+        "after": _measurement_json(r.after),
     }
 
 

@@ -7,12 +7,21 @@ statistics live in :mod:`mmtrack.analysis.compare`; this module only fetches rec
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..analysis.compare import FAIL_ON, ComparePolicy, Comparison, compare_measurements, failing_rows
+from ..analysis.compare import (
+    FAIL_ON,
+    ComparePolicy,
+    Comparison,
+    Row,
+    compare_measurements,
+    decided_by_last,
+    failing_rows,
+)
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..results import CommitInfo, Measurement, MetricKey, SeriesKey
 from .select import check_machine_env, check_metrics, metric_matches, unknown
@@ -138,25 +147,67 @@ def resolve_side(store: Any, spec: str, machine: str | None, env: str | None, cw
     return Side(spec, commit.short, measurements, clean[0].machine, clean[0].environment, commit)
 
 
-def history_for(store: Any, side: Side, cases: Iterable[tuple[str, str, MetricKey]], window: int) -> dict:
-    """Each case's recent medians on the before side's machine and environment, ending at its commit."""
+@dataclass(slots=True)
+class SeriesContext:
+    """What the series around A and B say about each case (see :func:`series_context`)."""
+
+    history: dict[tuple[str, str, MetricKey], list[float]] = field(default_factory=dict)
+    later: dict[tuple[str, str, MetricKey], list[float]] = field(default_factory=dict)
+    decided: list[Row] = field(default_factory=list)
+
+
+def _ok_median(m: Measurement) -> float | None:
+    return m.median if m.status == "ok" and m.median is not None else None
+
+
+def series_context(
+    store: Any,
+    before: Side,
+    after: Side,
+    cases: Iterable[tuple[str, str, MetricKey]],
+    window: int,
+    policy: ComparePolicy,
+) -> SeriesContext:
+    """Each case's series on the before side's machine and environment, around A and B.
+
+    ``history``: the medians of up to ``window`` commits ending at A (judge B against the
+    series' own noise); ``later``: the commits measured after B (they confirm or refute
+    B's verdict); ``decided``: earlier commits' suspected changes that B settles, so that
+    a per-commit gate fails once a regression is confirmed.
+    """
     from ..store import queries as q
 
-    if window <= 0 or side.commit is None or side.machine is None or side.environment is None:
-        return {}
-    out = {}
-    for bench, params, metric in cases:
-        pts = q.series(store, SeriesKey(side.machine, side.environment, bench, params, metric), with_samples=False)
-        idx = max((i for i, p in enumerate(pts) if p.commit.sha == side.commit.sha), default=None)
+    out = SeriesContext()
+    if window <= 0 or before.commit is None or before.machine is None or before.environment is None:
+        return out
+    for case in cases:
+        bench, params, metric = case
+        pts = q.series(store, SeriesKey(before.machine, before.environment, bench, params, metric))
+        idx = max((i for i, p in enumerate(pts) if p.commit.sha == before.commit.sha), default=None)
         if idx is None:
             continue
         version = pts[idx].measurement.version
-        values = [
-            p.measurement.median
-            for p in pts[max(0, idx + 1 - window) : idx + 1]
-            if p.measurement.status == "ok" and p.measurement.median is not None and p.measurement.version == version
-        ]
-        out[(bench, params, metric)] = values
+        same = [p for p in pts[max(0, idx + 1 - window) : idx + 1] if p.measurement.version == version]
+        out.history[case] = [v for p in same if (v := _ok_median(p.measurement)) is not None]
+        if after.commit is None or after.machine != before.machine or after.environment != before.environment:
+            continue
+        at = max((i for i, p in enumerate(pts) if p.commit.sha == after.commit.sha), default=None)
+        if at is None:
+            continue
+        version = pts[at].measurement.version
+        later = []
+        for p in pts[at + 1 : at + 1 + policy.confirm_window]:
+            if p.measurement.version != version:
+                break
+            later.append(_ok_median(p.measurement) or math.nan)
+        out.later[case] = later
+        # B's own series up to B, same code version: the commits whose suspicion B may settle.
+        tail = pts[max(0, at - window - policy.confirm_window) : at + 1]
+        while tail and tail[0].measurement.version != version:
+            tail = tail[1:]
+        if len(tail) > 2:
+            decided = decided_by_last([p.measurement for p in tail], [p.commit.short for p in tail], policy, window)
+            out.decided.extend(decided)
     return out
 
 
@@ -164,6 +215,10 @@ def history_for(store: Any, side: Side, cases: Iterable[tuple[str, str, MetricKe
 
 
 def policy_for(request: CompareRequest) -> ComparePolicy:
+    if request.history < 0:
+        raise UserError(
+            f"--history {request.history} is not a number of commits; give 0 (off) or more, e.g. 30", EXIT_USAGE
+        )
     if request.threshold is not None and not (0 <= request.threshold < 10):
         raise UserError(f"--threshold {request.threshold} is not a relative effect; give e.g. 0.1 for 10%", EXIT_USAGE)
     kw: dict[str, Any] = {"thresholds": dict(request.thresholds)}
@@ -203,12 +258,20 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
         after = resolve_side(store, request.b, request.machine, request.env, request.cwd)
         bm = [m for m in before.measurements if metric_matches(m.metric, request.metrics)]
         am = [m for m in after.measurements if metric_matches(m.metric, request.metrics)]
-        history = history_for(store, before, {m.case for m in bm} & {m.case for m in am}, request.history)
+        cases = {m.case for m in bm} & {m.case for m in am}
+        context = series_context(store, before, after, cases, request.history, policy)
     finally:
         if own:
             store.close()
     comparison = compare_measurements(
-        bm, am, policy, history=history, before_label=before.label, after_label=after.label
+        bm,
+        am,
+        policy,
+        history=context.history,
+        later=context.later,
+        decided=context.decided,
+        before_label=before.label,
+        after_label=after.label,
     )
     failing = failing_rows(comparison, request.fail_on) if request.fail_on else []
     return CompareOutcome(comparison, before, after, failing)

@@ -668,8 +668,12 @@ def _render_comparison(outcome: Any, console: Console) -> None:
         highlight=False,
         soft_wrap=True,
     )
-    shown = dataclasses.replace(full, rows=tuple(r for r in full.rows if r.verdict in SUMMARY_VERDICTS))
-    if shown.rows:
+    shown = dataclasses.replace(
+        full,
+        rows=tuple(r for r in full.rows if r.verdict in SUMMARY_VERDICTS),
+        decided=tuple(r for r in full.decided if r.state == "confirmed"),  # earlier commits' regressions confirmed now
+    )
+    if shown.rows or shown.decided:
         table = render_table(shown)
         table.title = None
         console.print(table)

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Evaluation of the per-commit gate: ``compare`` of commit i-1 vs i with its history.
+
+This is what ``mmtrack run`` and ``mmtrack compare`` do on every commit. Scored on two
+noise scenarios:
+
+* **CI runners** (``scripts/ci_noise.py``): runner levels, heavy-tailed drift,
+  autocorrelation and ties, calibrated on real GitHub-hosted asv histories;
+* **MetPy/conda bootstrap** (``scripts/eval_detect.py``): residuals of the recorded
+  asv results in ``../shared/data/asv-results``, much quieter.
+
+Figures, per gate:
+
+* false alarms per 100 commits per series on A/A series: commits flagged (regressed or
+  improved) when they are the newest commit, regressions among them, and for mmtrack the
+  commits the next three commits confirm (whether or not the newest-commit verdict flagged them);
+* recall of +20% steps: the step commit flagged regressed as the newest commit, overall, on
+  quiet series (commit-to-commit robust CV < 3%), mid and noisy; for mmtrack also the share the
+  next three commits confirm.
+
+Gates side by side, on the same series:
+
+* ``mmtrack``: the gate of this checkout (:func:`mmtrack.analysis.compare.compare_pair`
+  with ``window`` commits of history and the next commits for confirmation);
+* ``mmtrack@REV``: the same function as it was at git revision ``--baseline`` (today's gate);
+* ``asv compare``: asv's rule, factor 1.1 plus ``asv._stats.is_different`` on the two
+  commits' samples (what ``asv compare`` does).
+
+Usage: python scripts/eval_gate.py [--series N] [--seed S] [--baseline REV] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Callable, Sequence
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT, ROOT / "scripts"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from ci_noise import ci_series, inject_step, tier_of  # noqa: E402
+from eval_detect import load_noise_sources, make_history, measurement, shared_dir  # noqa: E402
+
+from mmtrack.analysis import compare as gate_now  # noqa: E402
+from mmtrack.results import Measurement  # noqa: E402
+
+WINDOW = 30  # commits of history, as mmtrack compare's default
+LATER = 3  # commits after the judged one that may confirm it
+
+# (verdict when the commit is the newest, (verdict, state) once the later commits are in);
+# a gate without states gives its one verdict and None.
+Judgement = tuple[str, tuple[str, "str | None"]]
+Gate = Callable[[Sequence[Measurement], Sequence[float], int], Judgement]
+
+
+# --------------------------------------------------------------------------- the gates
+
+
+def load_compare_at(rev: str) -> ModuleType:
+    """mmtrack/analysis/compare.py as it was at git revision ``rev``, importable beside today's."""
+    src = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:mmtrack/analysis/compare.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    name = "mmtrack.analysis._compare_at_" + rev.replace("-", "_").replace("~", "_").replace("^", "_")
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "mmtrack.analysis"
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(src, f"{rev}:mmtrack/analysis/compare.py", "exec"), module.__dict__)
+    return module
+
+
+def mmtrack_gate(module: ModuleType, later: bool) -> Gate:
+    def judge(ms: Sequence[Measurement], medians: Sequence[float], t: int) -> Judgement:
+        history = list(medians[max(0, t - WINDOW) : t])  # ends with the before commit, t-1
+        now = module.compare_pair(ms[t - 1], ms[t], None, history)
+        if not later:  # a revision without states
+            return now.verdict, (now.verdict, None)
+        final = module.compare_pair(ms[t - 1], ms[t], None, history, list(medians[t + 1 : t + 1 + LATER]))
+        return now.verdict, (final.verdict, final.state)
+
+    return judge
+
+
+def asv_gate(factor: float = 1.1) -> Gate:
+    """asv compare's rule on the two commits: beyond ``factor`` and ``_stats.is_different``."""
+    from asv import _stats
+    from asv_runner.statistics import compute_stats
+
+    def judge(ms: Sequence[Measurement], medians: Sequence[float], t: int) -> Judgement:
+        a, b = list(ms[t - 1].samples), list(ms[t].samples)
+        va, sa = compute_stats(a, 1)
+        vb, sb = compute_stats(b, 1)
+        verdict = "unchanged"
+        if _stats.is_different(a, b, sa, sb):
+            verdict = "regressed" if vb > va * factor else ("improved" if vb < va / factor else "unchanged")
+        return verdict, (verdict, None)
+
+    return judge
+
+
+# --------------------------------------------------------------------------- populations
+
+
+@dataclass
+class Series:
+    medians: np.ndarray
+    samples: list[np.ndarray]
+    tier: str  # by the A/A series' measured commit-to-commit CV
+    step_at: int | None = None
+    _ms: list[Measurement] = field(default_factory=list)
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        if not self._ms:
+            self._ms = [measurement(s) for s in self.samples]
+        return self._ms
+
+
+def ci_population(rng: np.random.Generator, n: int, length: int, step: float | None) -> list[Series]:
+    out = []
+    for _ in range(n):
+        values, samples = ci_series(rng, length)
+        tier = tier_of(values)
+        at = None
+        if step is not None:
+            at = int(rng.integers(WINDOW, length - LATER))
+            values, samples = inject_step(values, samples, at, step)
+        out.append(Series(values, samples, tier, at))
+    return out
+
+
+def bootstrap_population(
+    rng: np.random.Generator, sources: list, n: int, length: int, step: float | None
+) -> list[Series]:
+    out = []
+    for _ in range(n):
+        h = make_history(rng, sources[int(rng.integers(len(sources)))], length, "aa", 0.0)
+        values, samples = h.medians, h.samples
+        tier = tier_of(values)
+        at = None
+        if step is not None:
+            at = int(rng.integers(WINDOW, length - LATER))
+            values, samples = inject_step(values, samples, at, step)
+        out.append(Series(values, samples, tier, at))
+    return out
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+FLAGS = ("regressed", "improved")
+
+
+def false_alarms(series: list[Series], gate: Gate) -> dict[str, float]:
+    """Per 100 commits per series on A/A: flagged as the newest commit, regressions, confirmed later."""
+    commits = flagged = confirmed = regressions = 0
+    for s in series:
+        for t in range(WINDOW, len(s.medians) - LATER):
+            commits += 1
+            now, (final, state) = gate(s.measurements, s.medians, t)
+            flagged += now in FLAGS
+            regressions += now == "regressed"
+            confirmed += final in FLAGS and state == "confirmed"
+    per = 100.0 / max(commits, 1)
+    return {"commits": commits, "any": flagged * per, "regressions": regressions * per, "confirmed": confirmed * per}
+
+
+def recall(series: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
+    """Per tier (and "all"): the share of step commits flagged regressed as the newest commit,
+    and the share the next commits confirm."""
+    judged = []
+    for s in series:
+        assert s.step_at is not None
+        now, (final, state) = gate(s.measurements, s.medians, s.step_at)
+        judged.append((s.tier, now == "regressed", final == "regressed" and state == "confirmed"))
+    out = {}
+    for tier in ("all", "quiet", "mid", "noisy"):
+        picked = [j for j in judged if tier == "all" or j[0] == tier]
+        n = max(len(picked), 1)
+        flagged, confirmed = sum(j[1] for j in picked) / n, sum(j[2] for j in picked) / n
+        out[tier] = {"steps": len(picked), "flagged": flagged, "confirmed": confirmed}
+    return out
+
+
+def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, Gate]) -> dict:
+    tiers = {t: sum(s.tier == t for s in aa) for t in ("quiet", "mid", "noisy")}
+    print(f"\n== {name}: {len(aa)} A/A series, {len(steps)} series with a +20% step; A/A tiers {tiers}")
+    print(
+        f"{'gate':<18}{'A/A flag':>9}{'regr':>7}{'conf':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'conf':>6}"
+        f" | {'mid':>5}{'noisy':>6} | {'s/series':>8}"
+    )
+    out = {}
+    for gname, gate in gates.items():
+        t0 = time.perf_counter()
+        fa = false_alarms(aa, gate)
+        rec = recall(steps, gate)
+        secs = (time.perf_counter() - t0) / (len(aa) + len(steps))
+        has_states = gname == "mmtrack"
+        conf = lambda v: f"{v:.2f}" if has_states else "-"  # noqa: E731
+        print(
+            f"{gname:<18}{fa['any']:>9.2f}{fa['regressions']:>7.2f}{conf(fa['confirmed']):>7} | "
+            f"{rec['all']['flagged']:>7.2f}{conf(rec['all']['confirmed']):>6} | "
+            f"{rec['quiet']['flagged']:>6.2f}{conf(rec['quiet']['confirmed']):>6} | "
+            f"{rec['mid']['flagged']:>5.2f}{rec['noisy']['flagged']:>6.2f} | {secs:>8.3f}"
+        )
+        out[gname] = {"false_alarms_per_100": fa, "recall_20pct": rec, "seconds_per_series": secs}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--series", type=int, default=200, help="series per population (A/A and stepped)")
+    ap.add_argument("--length", type=int, default=63, help="commits per series (30 of history first)")
+    ap.add_argument("--seed", type=int, default=1616)
+    ap.add_argument("--baseline", default="cac3f5a", help="git revision whose gate is today's (side by side)")
+    ap.add_argument(
+        "--scenarios", default="ci,bootstrap", help="comma-separated: ci (CI-runner model), bootstrap (MetPy/conda)"
+    )
+    ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    args = ap.parse_args(argv)
+    if args.series < 1 or args.length < WINDOW + LATER + 2:
+        ap.error(f"--series must be >= 1 and --length >= {WINDOW + LATER + 2}")
+
+    gates: dict[str, Gate] = {"mmtrack": mmtrack_gate(gate_now, later=True)}
+    if args.baseline:
+        gates[f"mmtrack@{args.baseline[:8]}"] = mmtrack_gate(load_compare_at(args.baseline), later=False)
+    gates["asv compare"] = asv_gate()
+    print(
+        f"per-commit gate: commit i-1 vs i with {WINDOW} commits of history, {LATER} later commits to confirm; "
+        f"{args.series} series of {args.length} commits per population, seed {args.seed}"
+    )
+    print("columns: false alarms per 100 commits per series on A/A (flagged as the newest commit, of which")
+    print("regressions; confirmed by the next 3); recall of +20% steps (flagged as the newest commit, then")
+    print("confirmed), by tier; seconds per series judged")
+    results: dict[str, dict] = {}
+    t0 = time.perf_counter()
+    scenarios = set(args.scenarios.split(","))
+    if "ci" in scenarios:
+        rng = np.random.default_rng(args.seed)
+        aa = ci_population(rng, args.series, args.length, None)
+        steps = ci_population(rng, args.series, args.length, 0.20)
+        results["ci"] = evaluate("CI-runner noise (scripts/ci_noise.py)", aa, steps, gates)
+    data = shared_dir() / "data" / "asv-results"
+    if "bootstrap" in scenarios and not data.is_dir():
+        print(f"\nno MetPy/conda asv results at {data}: bootstrap scenario skipped (set MMTRACK_SHARED)")
+    elif "bootstrap" in scenarios:
+        sources = load_noise_sources(data)
+        rng = np.random.default_rng(args.seed)
+        aa = bootstrap_population(rng, sources, args.series, args.length, None)
+        steps = bootstrap_population(rng, sources, args.series, args.length, 0.20)
+        results["bootstrap"] = evaluate("MetPy/conda bootstrap (scripts/eval_detect.py)", aa, steps, gates)
+    elapsed = time.perf_counter() - t0
+    print(f"\ndone in {elapsed:.0f} s")
+    if args.json:
+        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, **results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
