@@ -103,10 +103,11 @@ def test_head_downgrades_to_the_fixture_revision_and_back(store_url):
 
 @pytest.mark.parametrize("rev", REVISIONS[1:], ids=lambda r: f"{r.down_revision}->head")
 def test_store_at_each_older_revision_upgrades(tmp_path, rev):
-    """The fixture taken down to each older revision (the downgrades keep data) and back up."""
+    """The fixture (written at 0004) upgraded to head, taken down to each older revision (the downgrades
+    keep data) and back up."""
     url = f"sqlite:///{tmp_path / 'old.db'}"
     load_store_fixture(url)
-    store = open_store(url, upgrade_schema=False)
+    store = open_store(url)
     with store.write() as conn:
         command.downgrade(alembic_config(conn), rev.down_revision)
     assert store.current_revision() == rev.down_revision
