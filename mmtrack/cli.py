@@ -38,6 +38,13 @@ def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
     )(f)
 
 
+def _emit(out) -> None:  # noqa: ANN001 - a rendered text (markdown, JSON) or a rich renderable (table)
+    if isinstance(out, str):
+        click.echo(out, nl=not out.endswith("\n"))
+    else:
+        console.print(out)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
     version=__version__,
@@ -241,10 +248,7 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
                              history=history, only_changed=only_changed)
     outcome = run_compare(request)
     out = render(outcome, fmt, only_changed, sort)
-    if isinstance(out, str):
-        click.echo(out, nl=not out.endswith("\n"))
-    else:
-        console.print(out)
+    _emit(out)
     sys.exit(outcome.exit_code)
 
 
@@ -361,10 +365,7 @@ def continuous(base, head, bench_regex, rounds, factor, fail_on, fmt, quick, mac
                                 quick=quick, save=not no_save)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
     out = render(outcome, fmt)
-    if isinstance(out, str):
-        click.echo(out, nl=not out.endswith("\n"))
-    else:
-        console.print(out)
+    _emit(out)
     sys.exit(outcome.exit_code)
 
 

@@ -13,30 +13,10 @@ from sqlalchemy import func, select
 
 from mmtrack.store import models as m
 from mmtrack.store.db import open_store
-from test_store_support import ROOT, store_url, subprocess_env  # noqa: F401 - store_url is a fixture
+from test_store_support import WRITER, ROOT, store_url, subprocess_env  # noqa: F401 - store_url is a fixture
 
 WRITERS, SAVES = 8, 100
 
-WRITER = r"""
-import sys, time
-from datetime import datetime, timezone
-from pathlib import Path
-sys.path.insert(0, sys.argv[4])
-from mmtrack.store.db import open_store
-from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
-from test_store_support import commit_info, engine_stats
-
-url, proc, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-stats = engine_stats()
-go = Path(sys.argv[5])
-while not go.exists():
-    time.sleep(0.005)
-store = open_store(url)
-for i in range(runs):
-    run = RunRecord("ci", "py", commit_info(proc * 100_000 + i), datetime.now(timezone.utc), host=f"proc-{proc}")
-    record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
-store.close()
-"""
 
 READER = r"""
 import sys, time
@@ -67,8 +47,10 @@ def test_eight_writers_while_readers_publish_and_detect(store_url: str, tmp_path
     go, stop = tmp_path / "go", tmp_path / "stop"
     env = subprocess_env()
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, store_url, str(p), str(SAVES), str(ROOT / "tests"), str(go)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, store_url, str(p), str(SAVES), str(ROOT / "tests"), str(go), "ci"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
         for p in range(WRITERS)
     ]
     readers = [

@@ -21,29 +21,8 @@ from sqlalchemy import func, select
 from mmtrack.store import models as m
 from mmtrack.store.db import open_store
 from mmtrack.store.ingest import import_asv_results
-from test_store_support import CONDA, METPY, ROOT, count_asv_results, mmtrack_cmd, subprocess_env
+from test_store_support import WRITER, CONDA, METPY, ROOT, count_asv_results, mmtrack_cmd, subprocess_env
 
-WRITER = r"""
-import sys, time
-from datetime import datetime, timezone
-from pathlib import Path
-sys.path.insert(0, sys.argv[4])
-from mmtrack.store.db import open_store
-from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
-from test_store_support import commit_info, engine_stats
-
-url, proc, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-stats = engine_stats()
-go = Path(sys.argv[5])
-while not go.exists():
-    time.sleep(0.005)
-store = open_store(url)  # all processes race to create the schema, too
-for i in range(runs):
-    run = RunRecord(f"machine-{proc}", "py", commit_info(proc * 100_000 + i),
-                    datetime.now(timezone.utc), host=f"proc-{proc}")
-    record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
-store.close()
-"""
 
 
 @pytest.mark.slow

@@ -180,3 +180,28 @@ def load_store_fixture(url: str) -> None:
                                  f"(SELECT COALESCE(max(id), 0) + 1 FROM \"{table.name}\"), false)"))
     source.dispose()
     store.close()
+
+
+#: A writer process for the concurrency tests. argv: store URL, process number, runs, the tests folder,
+#: a file whose appearance starts every writer at once, and optionally the machine name (default machine-N).
+WRITER = r"""
+import sys, time
+from datetime import datetime, timezone
+from pathlib import Path
+sys.path.insert(0, sys.argv[4])
+from mmtrack.store.db import open_store
+from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
+from test_store_support import commit_info, engine_stats
+
+url, proc, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+machine = sys.argv[6] if len(sys.argv) > 6 else f"machine-{proc}"
+stats = engine_stats()
+go = Path(sys.argv[5])
+while not go.exists():
+    time.sleep(0.005)
+store = open_store(url)  # all processes race to create the schema, too
+for i in range(runs):
+    run = RunRecord(machine, "py", commit_info(proc * 100_000 + i), datetime.now(timezone.utc), host=f"proc-{proc}")
+    record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, stats=stats)])
+store.close()
+"""

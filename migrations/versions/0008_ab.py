@@ -1,7 +1,7 @@
 """A/B pairs of runs (continuous, confirm, bisect) and A/B verdicts on suspected regressions
 
 Revision ID: 0008_ab
-Revises: 0005
+Revises: 0006_publish
 Create Date: 2026-12-02
 """
 
