@@ -273,5 +273,7 @@ def test_the_summary_compares_with_the_previous_commit(history):
     for scale in ("1", "2"):
         assert (f"bench_work.Work.track_loop({scale})", "time_per_op") in rows, third_out
         assert rows[(f"bench_work.Work.track_loop({scale})", "iterations")] == "2.00", third_out
-    # The unchanged second commit: nothing regressed.
-    assert not [ln for ln in second_out.splitlines() if ln.strip().startswith("+")], second_out
+    # The unchanged second commit: nothing confirmed. Two quick runs of unchanged code can differ by 15% on a
+    # busy machine (seen in CI), and with one commit of history that is what "suspected" is for.
+    plus = [ln for ln in second_out.splitlines() if ln.strip().startswith("+")]
+    assert all("(suspected)" in ln for ln in plus), second_out

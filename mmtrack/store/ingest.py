@@ -377,7 +377,13 @@ def _touch_series(conn: Connection, ids: set[int]) -> None:
     t = m.Series.__table__
     ordered = sorted(ids)
     for i in range(0, len(ordered), 500):
-        conn.execute(update(t).where(t.c.id.in_(ordered[i : i + 500])).values(changes=t.c.changes + 1))
+        chunk = ordered[i : i + 500]
+        if conn.dialect.name == "postgresql":
+            # Lock the rows in id order first: an UPDATE locks them in whatever order its scan meets them, and
+            # two writers touching the same series in different orders deadlock (seen with 8 writers). NO KEY
+            # UPDATE, like the UPDATE itself: it must not wait on the key-share locks of measurement inserts.
+            conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
+        conn.execute(update(t).where(t.c.id.in_(chunk)).values(changes=t.c.changes + 1))
 
 
 def _series_of_run(conn: Connection, run_id: int) -> set[int]:
