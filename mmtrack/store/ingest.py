@@ -21,6 +21,7 @@ import math
 import os
 import socket
 import time
+from stat import S_ISREG
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -1056,14 +1057,13 @@ def import_asv_results(
     todo: list[_Todo] = []
     for path, machine_dir in files:
         source = f"asv:{machine_dir}/{_display(Path(path.name))}"
-        problem = unreadable_entry(path)  # a loop, a dangling link, a folder or FIFO named *.json
-        if problem is not None:
-            summary.failed.append(FileProblem(_display(path), problem))
-            continue
         try:
-            st = path.stat()
-        except OSError as exc:
-            summary.failed.append(FileProblem(_display(path), f"cannot read: {exc.strerror or exc}"))
+            st: os.stat_result | None = path.stat()
+        except OSError:
+            st = None
+        if st is None or not S_ISREG(st.st_mode):  # a loop, a dangling link, a folder or FIFO named *.json
+            why = unreadable_entry(path) or "cannot read: not a regular file"
+            summary.failed.append(FileProblem(_display(path), why))
             continue
         stat_key = f"{st.st_size}:{st.st_mtime_ns}"
         old = stored.get(source)
