@@ -347,7 +347,7 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
 @click.argument("head", default="HEAD")
 @click.option("-b", "--bench", "bench_regex", metavar="REGEX", help="Run only benchmarks matching REGEX (asv -b).")
 @click.option("--rounds", type=int, default=6, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
-@click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.1; counters 1.01).")
+@click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.05, both commits measured here; counters 1.01).")
 @click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
               help="Exit 1 when a row has this verdict (regression: regressed or newly failing).")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)

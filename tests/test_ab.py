@@ -111,6 +111,36 @@ def test_a_burst_in_one_round_is_not_a_regression():
     assert row.verdict == "regressed"
 
 
+def _judge(a: Side, b: Side, rounds: int, threshold: float = 0.05):
+    from datetime import datetime, timezone
+
+    from mmtrack.analysis.compare import ComparePolicy
+
+    result = ABResult(a, b, rounds, list("AB" * rounds), "box", datetime.now(timezone.utc))
+    (row,) = judge(result, ComparePolicy(threshold=threshold)).rows
+    return row
+
+
+CALM = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0]
+
+
+def test_two_rounds_never_confirm_a_change():
+    """One slow process per side looks like a consistent change: the CI run that flagged identical code."""
+    row = _judge(_side("a", [CALM] * 2), _side("b", [[v * 3 for v in CALM]] * 2), 2)
+    assert row.verdict == "ambiguous" and "at least 3" in row.note
+    row = _judge(_side("a", [CALM] * 3), _side("b", [[v * 3 for v in CALM]] * 3), 3)
+    assert row.verdict == "regressed"
+
+
+def test_a_change_smaller_than_a_sides_own_round_scatter_is_not_confirmed():
+    """B is 7% slower in every pair, but A's (and B's) own rounds swing by 20%: not evidence enough."""
+    swing = [[v * (1.2 if r % 2 else 1.0) for v in CALM] for r in range(6)]
+    row = _judge(_side("a", swing), _side("b", [[v * 1.07 for v in rnd] for rnd in swing]), 6)
+    assert row.verdict == "ambiguous" and "rounds disagree" in row.note
+    steady = _judge(_side("a", [CALM] * 6), _side("b", [[v * 1.07 for v in CALM]] * 6), 6)
+    assert steady.verdict == "regressed" and steady.ratio == pytest.approx(1.07)
+
+
 def test_env_is_built_once_and_holds_that_commits_code(project, tmp_path):
     repo, shas = project["repo"], project["shas"]
     first = build_env(repo, shas[2], tmp_path / "envs")

@@ -54,10 +54,11 @@ class ContinuousOutcome:
 
 
 def policy_for(factor: float | None) -> Any:
+    from ..ab.interleave import AB_THRESHOLD
     from ..analysis.compare import ComparePolicy
 
     if factor is None:
-        return ComparePolicy()
+        return ComparePolicy(threshold=AB_THRESHOLD)
     if factor <= 1.0:
         raise UserError(f"--factor {factor}: asv's factor is a ratio above 1 (1.1 flags changes beyond 10%)")
     return ComparePolicy(threshold=factor - 1.0)
