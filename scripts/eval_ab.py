@@ -150,9 +150,10 @@ def continuous_runs(repo: Path, env: dict, base: str, head: str, runs: int, extr
                   if r["metric"]["name"] == "time_per_op" and r["ratio"]}
         out.append({"flagged": flagged, "other": other, "wall": wall, "measuring": data["ab"]["measuring_seconds"],
                     "build": sum(s["build_seconds"] for s in data["ab"]["sides"].values()), "ratios": ratios})
+        out[-1]["load"] = os.getloadavg()[0]
         print(f"  run {i + 1}: wall {wall:.1f} s (measuring {out[-1]['measuring']:.1f} s, builds "
-              f"{out[-1]['build']:.1f} s) regressed={[b.rsplit('.', 1)[-1] for b, _ in flagged]} other={other} "
-              f"ratios={ratios}", flush=True)
+              f"{out[-1]['build']:.1f} s, load {out[-1]['load']:.1f}) regressed={[b.rsplit('.', 1)[-1] + ':' + m for b, m in flagged]} "
+              f"ambiguous={len([o for o in other if o[2] == 'ambiguous'])} ratios={ratios}", flush=True)
     return out
 
 
@@ -160,8 +161,10 @@ def summary(name: str, rows: list[dict], target: str | None) -> None:
     hits = sum(1 for r in rows if any(target and target in b for b, _ in r["flagged"])) if target else 0
     false = sum(1 for r in rows if any(not target or target not in b for b, _ in r["flagged"]))
     walls = [r["wall"] for r in rows]
+    loads = [r["load"] for r in rows]
     print(f"{name}: {len(rows)} runs; target {target or '-'} flagged in {hits}/{len(rows)}; runs flagging another "
-          f"benchmark: {false}/{len(rows)}; wall median {statistics.median(walls):.1f} s")
+          f"benchmark: {false}/{len(rows)}; wall median {statistics.median(walls):.1f} s; load average "
+          f"{min(loads):.1f}-{max(loads):.1f}")
 
 
 def main() -> None:
@@ -207,12 +210,30 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _running_env_pth() -> str:
+    """An asv install command that appends the running environment's packages to a virtualenv's path, as
+    mmtrack's environments do with a .pth file: the suite imports mmtrack (its engine benchmark)."""
+    import sysconfig
+
+    import mmtrack
+
+    paths = "\\n".join([sysconfig.get_paths()["purelib"], str(Path(mmtrack.__file__).parents[1])])
+    return f"python -c \"import site; open(site.getsitepackages()[0] + '/running-env.pth', 'w').write('{paths}')\""
+
+
+RUNNING_ENV_PTH = _running_env_pth()
+
+
 def compare_asv(folder: Path, env: dict, runs: int) -> None:
     """`asv continuous` (virtualenv envs, its own builds) and `mmtrack continuous`, alternating."""
     repo, shas = make_repo(folder, env, [{}, {"sum": 1.10}])
+    # The config lives beside the repository: every path in it points into the repository's folder.
     conf = dict(CONF, environment_type="virtualenv", pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"],
                 matrix={"req": {}}, build_command=["python -m pip wheel --no-deps --no-build-isolation "
-                                                    "-w {build_cache_dir} {build_dir}"])
+                                                    "-w {build_cache_dir} {build_dir}"],
+                install_command=["in-dir={env_dir} python -mpip install {wheel_file}", RUNNING_ENV_PTH],
+                repo=str(repo), benchmark_dir=str(repo / "benchmarks"), results_dir=str(folder / "asv-results"),
+                html_dir=str(folder / "asv-html"), env_dir=str(folder / "asv-env"))
     (folder / "asv.virtualenv.json").write_text(json.dumps(conf))
     asv_cmd = [sys.executable, "-m", "asv", "continuous", "--config", str(folder / "asv.virtualenv.json"),
                "--machine", MACHINE, "-b", "Kernels", shas[0], shas[1]]
