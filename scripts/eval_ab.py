@@ -143,6 +143,7 @@ def continuous_runs(repo: Path, env: dict, base: str, head: str, runs: int, extr
             print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
             raise SystemExit(f"continuous failed with exit {proc.returncode}")
         data = json.loads(proc.stdout)
+        (repo.parent / f"run{i + 1}.json").write_text(proc.stdout)  # the rounds behind each verdict
         flagged = sorted({(r["benchmark"], r["metric"]["name"]) for r in data["rows"] if r["verdict"] == "regressed"})
         other = sorted({(r["benchmark"], r["metric"]["name"], r["verdict"]) for r in data["rows"]
                         if r["verdict"] not in ("unchanged", "regressed")})

@@ -40,6 +40,7 @@ def test_asv_attributes_map_to_the_engine_budget():
     assert (o.min_samples, o.max_samples, o.warm_up) == (7, 7, 0.2)
     o = options_from_asv({"repeat": (3, 9, 1.5)}, {})
     assert (o.min_samples, o.max_samples, o.duration) == (3, 9, 1.5)
+    assert options_from_asv({"sample_time": 0.002}, {}).target_chunk == 0.002  # asv's sample_time: a chunk's time
     # A user's plain `-a number=1` alone is not --quick.
     assert options_from_asv({"number": 1}, {}) == RunOptions()
 

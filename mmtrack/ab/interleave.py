@@ -170,10 +170,13 @@ class ABPlan:
     budget: float | None = None  # seconds of measuring; no new round starts that would overrun it
 
 
-#: One round of one side: a single asv process round, a short sample budget (about half a second per
-#: benchmark, 3-10 samples, engine benchmarks included): many short rounds interleave better than a few
-#: long ones, since the machine's load changes over seconds. ``asv_args`` given later win.
-ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(3, 10, 0.5)", "-a", "warmup_time=0.1")
+#: One round of one side: a single asv process round, about half a second per benchmark (engine
+#: benchmarks included): many short rounds interleave better than a few long ones, since the
+#: machine's load changes over seconds. Samples of about 2 ms, 5 to 50 of them: a sample shorter
+#: than the scheduler's time slice often runs undisturbed on a loaded machine, so a round's best
+#: sample (:func:`round_best`) is the code's own cost; a 10 ms sample (asv's default) is nearly
+#: always cut by a neighbour there. ``asv_args`` given later win.
+ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(5, 50, 0.5)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
 
 
 #: Significance the round-by-round log ratios must reach (see :func:`round_evidence`).

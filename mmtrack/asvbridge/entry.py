@@ -129,6 +129,7 @@ def options_from_asv(attrs: Mapping[str, Any], environ: Mapping[str, str] | None
     - ``-a warmup_time=X``: X seconds of warm-up.
     - ``-a repeat=N``: exactly N samples; ``-a repeat=(MIN, MAX, SECONDS)``: between
       MIN and MAX samples, about SECONDS of measuring, as asv's own repeat.
+    - ``-a sample_time=X``: chunks calibrated to take about X seconds, as asv's own sample_time.
     """
     environ = os.environ if environ is None else environ
     quick = bool(environ.get("MMTRACK_QUICK")) or (
@@ -147,6 +148,9 @@ def options_from_asv(attrs: Mapping[str, Any], environ: Mapping[str, str] | None
     elif isinstance(repeat, (list, tuple)) and len(repeat) == 3:
         lo, hi, seconds = repeat
         changes.update(min_samples=int(lo), max_samples=int(hi), duration=float(seconds))
+    sample_time = attrs.get("sample_time")
+    if isinstance(sample_time, (int, float)) and sample_time > 0:
+        changes["target_chunk"] = float(sample_time)
     return dataclasses.replace(options, **changes) if changes else options
 
 

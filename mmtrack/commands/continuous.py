@@ -135,6 +135,13 @@ def render(outcome: ContinuousOutcome, fmt: str) -> Any:
                 for s in (r.base, r.head)
             },
             "warnings": r.warnings,
+            # The evidence of each verdict: every round's best sample per side, in the order they ran.
+            "round_bests": [
+                {"benchmark": bench, "params": params, "metric": str(metric), "A": case.round_bests[metric],
+                 "B": r.head.cases[(bench, params)].round_bests.get(metric, [])}
+                for (bench, params), case in sorted(r.base.cases.items()) if (bench, params) in r.head.cases
+                for metric in sorted(case.round_bests)
+            ],
         }
         return json.dumps(data, indent=2, default=lambda v: None)
     table = render_table(outcome.comparison)
