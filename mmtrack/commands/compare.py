@@ -270,15 +270,9 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
 
 
 def _side_json(side: Side) -> dict[str, Any]:
-    return {
-        "spec": side.spec,
-        "label": side.label,
-        "sha": side.commit.sha if side.commit else None,
-        "dirty": side.commit.dirty if side.commit else None,
-        "machine": side.machine,
-        "environment": side.environment,
-        "run_id": side.run_id,
-    }
+    from ..analysis.render import side_json
+
+    return side_json(side.spec, side.label, side.commit, side.machine, side.environment, side.run_id)
 
 
 def where(outcome: CompareOutcome) -> str:
