@@ -156,6 +156,24 @@ class ChangePoint:
 
 
 @dataclass(frozen=True, slots=True)
+class RunVerdict:
+    """What ``mmtrack run``'s comparison with the previous commit said about one series at a commit
+    (a row of ``mmtrack compare``, as the run printed it): stored, so the pages show it even where the
+    history is too short for ``detect``."""
+
+    series: SeriesKey
+    before_sha: str  # the previous commit measured on this machine and environment
+    after_sha: str  # the commit the run measured
+    verdict: str  # mmtrack compare's verdict: regressed, improved, ambiguous, failed, fixed, not comparable
+    state: str | None  # suspected, confirmed, refuted (history verdicts); None: judged on the samples alone
+    ratio: float | None
+    before_value: float | None
+    after_value: float | None
+    p_value: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class BenchContext:
     """Where and on what a bench run happened."""
 

@@ -124,6 +124,31 @@ def _judge(a: Side, b: Side, rounds: int, threshold: float = 0.05):
 CALM = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0]
 
 
+def test_continuous_json_has_compare_json_shape_plus_the_ab_block():
+    """`continuous --format json` and `compare --format json` share one shape: same keys, same side
+    fields (full shas, machine, environment), same schema_version; continuous adds `ab`."""
+    from datetime import datetime, timezone
+
+    from mmtrack.commands.compare import CompareOutcome, Side as CompareSide, render as render_compare
+    from mmtrack.commands.continuous import ContinuousOutcome, render as render_continuous
+
+    a, b = _side("a", [CALM] * 4), _side("b", [[v * 1.3 for v in CALM]] * 4)
+    a.environment = b.environment = "existing-py"
+    result = ABResult(a, b, 4, list("ABBAABBA"), "box", datetime.now(timezone.utc))
+    comparison = judge(result)
+    continuous = json.loads(render_continuous(ContinuousOutcome(result, comparison, specs=("main", "HEAD")), "json"))
+    sides = [CompareSide(spec, label, side.measurements(), "box", "existing-py", side.commit)
+             for spec, label, side in (("main", comparison.before_label, a), ("HEAD", comparison.after_label, b))]
+    compare = json.loads(render_compare(CompareOutcome(comparison, *sides, []), "json"))
+    assert set(continuous) == set(compare) | {"ab"}
+    assert continuous["schema_version"] == compare["schema_version"]
+    assert continuous["sides"] == compare["sides"]
+    assert continuous["sides"]["before"]["sha"] == "a" * 40 and continuous["sides"]["after"]["sha"] == "b" * 40
+    assert continuous["sides"]["after"]["machine"] == "box" == continuous["ab"]["machine"]
+    assert {k for row in continuous["rows"] for k in row} == {k for row in compare["rows"] for k in row}
+    assert [r["verdict"] for r in continuous["rows"]] == ["regressed"]
+
+
 def test_two_rounds_never_confirm_a_change():
     """One slow process per side looks like a consistent change: the CI run that flagged identical code."""
     row = _judge(_side("a", [CALM] * 2), _side("b", [[v * 3 for v in CALM]] * 2), 2)

@@ -165,3 +165,75 @@ def test_publish_from_the_store_loads_no_scipy(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _compare_json(store_url: str, a: str, b: str, cwd: Path) -> dict:
+    r = mmtrack("compare", a, b, "--db", store_url, "--format", "json", cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_compare_page_gives_the_verdicts_of_mmtrack_compare(store_url: str, tmp_path: Path) -> None:
+    """The compare page colours exactly the rows `mmtrack compare --format json` calls regressed or
+    improved on the same two commits (not every slowdown), and shows the CLI's verdict on each row."""
+    from mmtrack.store import queries as q
+    from mmtrack.store.db import open_store
+
+    store = open_store(store_url)
+    try:
+        shas = [c.sha for c in q.commits(store)]
+    finally:
+        store.close()
+    # The newest pair of commits on which the CLI flags something (MetPy's last one flags nothing).
+    for a, b in reversed(list(zip(shas[-9:-1], shas[-8:]))):
+        cli = _compare_json(store_url, a, b, tmp_path)
+        if {"regressed", "improved"} & set(cli["counts"]):
+            break
+    else:
+        pytest.fail("no flagged pair among MetPy's newest commits")
+    site = tmp_path / "site"
+    r = mmtrack("publish", "-o", str(site), "--db", store_url, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium for the page check")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        problems: list[str] = []
+        page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto((site / "compare.html").as_uri() + f"?a={a}&b={b}")
+        page.wait_for_function("document.querySelectorAll('#compare tbody tr').length > 0", timeout=30000)
+        shown = page.eval_on_selector_all(
+            "#compare tbody tr", "rs => rs.map(r => [r.className, ...Array.from(r.cells).map(c => c.textContent)])")
+        summary = page.text_content("#summary")
+        browser.close()
+    assert problems == []
+
+    def key(bench: str, params: str, metric: str) -> tuple[str, str, str]:
+        return bench, params, metric
+
+    by_case = {
+        key(row["benchmark"], ", ".join(f"{k}={v}" for k, v in sorted(row["params"].items())),
+            f"{row['metric']['section']}/{row['metric']['name']} [{row['metric']['unit']}]"
+            if row["metric"]["section"] else f"{row['metric']['name']} [{row['metric']['unit']}]"): row
+        for row in cli["rows"]
+    }
+    colours = {"regressed": "regression", "improved": "improvement"}
+    page_rows = {key(bench, params, metric): (cls, verdict) for cls, bench, _m, params, metric, *_v, verdict in shown}
+    assert len(page_rows) == len(shown) == sum(r["after"] is not None and r["before"] is not None
+                                               and r["after"]["status"] == "ok" == r["before"]["status"]
+                                               for r in cli["rows"])
+    assert set(page_rows) <= set(by_case), set(page_rows) - set(by_case)
+    for case, (cls, verdict) in page_rows.items():
+        row = by_case[case]
+        assert cls == colours.get(row["verdict"], ""), (case, cls, row["verdict"])
+        state = f" ({row['state']})" if row["state"] and row["verdict"] in colours else ""
+        assert verdict == row["verdict"] + state, (case, verdict, row["verdict"])
+    flagged = {c for c, row in by_case.items() if row["verdict"] in colours}
+    assert flagged and flagged == {c for c, (cls, _) in page_rows.items() if cls}
+    n = sum(cli["counts"].get(v, 0) for v in colours)
+    assert f"{cli['counts'].get('regressed', 0)} regressed, {cli['counts'].get('improved', 0)} improved" in summary, summary
+    assert n == len(flagged)

@@ -277,3 +277,65 @@ def test_the_summary_compares_with_the_previous_commit(history):
     # busy machine (seen in CI), and with one commit of history that is what "suspected" is for.
     plus = [ln for ln in second_out.splitlines() if ln.strip().startswith("+")]
     assert all("(suspected)" in ln for ln in plus), second_out
+
+
+def test_the_pages_show_what_run_reported_though_detect_has_too_few_commits(history, tmp_path):
+    """Three commits are too few for detect (8); the regressions page still lists what `mmtrack run`
+    reported at the third commit, labelled as its per-commit comparison."""
+    from mmtrack.results import canonical_params
+    from mmtrack.store import queries
+    from mmtrack.store.db import open_store
+
+    db, env, shas = f"sqlite:///{history['db']}", history["env"], history["shas"]
+    detect = run_cli("detect", "--db", db, cwd=history["repo"], env=env)
+    assert detect.returncode == 0 and "too short" in detect.stdout, detect.stdout + detect.stderr
+    store = open_store(db)
+    try:
+        stored = queries.load_run_verdicts(store)
+        changes = queries.load_change_points(store)
+    finally:
+        store.close()
+    assert changes == []
+    # Every stored row is a row the run printed: the third run's against the second commit (and the
+    # second run's, whose verdicts on unchanged code can only be suspected on a busy machine).
+    third = [v for v in stored if v.after_sha == shas[2]]
+    assert {v.before_sha for v in third} == {shas[1]}
+    regressed = {(v.series.benchmark, v.series.params, v.series.metric.name) for v in third if v.verdict == "regressed"}
+    for scale in ("1", "2"):
+        for metric in ("time_per_op", "iterations"):
+            assert ("bench_work.Work.track_loop", canonical_params({"scale": scale}), metric) in regressed, third
+    row = re.compile(r"^\s*\+\s.*?\s\d+\.\d\d\s+bench_work\S+\((\d)\)\s+regressed \(suspected\)\s*$")
+    lines = history["runs"][2].stdout.splitlines()
+    printed = {(m.group(1), lines[i + 1].split()[0]) for i, m in enumerate(map(row.match, lines)) if m}
+    assert printed == {(json.loads(v.series.params)["scale"], v.series.metric.name)
+                       for v in third if v.verdict == "regressed" and v.state == "suspected"}
+
+    site = tmp_path / "site"
+    r = run_cli("publish", "-o", str(site), "--db", db, cwd=history["repo"], env=env)
+    assert r.returncode == 0, r.stderr
+    text = (site / "data" / "regressions.js").read_text()
+    rows = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    from_run = [x for x in rows if x.get("source") == "run"]
+    assert len(from_run) == len(stored) and len(rows) == len(stored)
+    assert {(x["params"]["scale"], x["metric"]) for x in from_run if x["after_sha"] == shas[2] and x["kind"] == "regression"} >= {
+        (s, f"timing/time_per_op [s]") for s in ("1", "2")}
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("needs Debian's chromium for the page check")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((site / "regressions.html").as_uri())
+        page.wait_for_selector("#regressions tbody tr")
+        cells = page.eval_on_selector_all("#regressions tbody tr", "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
+        summary = page.text_content("#summary")
+        browser.close()
+    assert errors == []
+    regressions_shown = [x for x in from_run if x["kind"] == "regression"]
+    assert len(cells) == len(regressions_shown) and all(
+        c[-1].startswith("mmtrack run (per-commit comparison): regressed") for c in cells), cells
+    assert f"0 change points found by mmtrack detect, {len(cells)} verdicts of mmtrack run" in summary, summary

@@ -90,6 +90,9 @@ FAIL_ON: dict[str, frozenset[str]] = {
 #: edge" (capped at half the threshold, so that a 1% counter threshold keeps a band of 0.5%).
 EDGE_BAND = 0.01
 
+#: Commits of a series' history that judge a change against its own noise (``compare --history``).
+HISTORY_WINDOW = 30
+
 Case = tuple[str, str, MetricKey]  # (benchmark, canonical params, metric): Measurement.case
 
 
@@ -314,6 +317,16 @@ def _edge(effect: float, threshold: float) -> bool:
     return abs(effect - threshold) <= min(EDGE_BAND, threshold / 2)
 
 
+def _is_step(ratio: float, threshold: float) -> bool:
+    """Whether after/before moves by more than half the threshold: a step that can be this commit's."""
+    return abs(math.log(ratio)) > math.log1p(threshold / 2)
+
+
+def _enough_history(history: Sequence[float], min_points: int) -> bool:
+    """Whether :func:`segment_noise` would build a noise model from ``history``."""
+    return int(np.count_nonzero(_finite(history) > 0)) >= min_points
+
+
 def compare_pair(
     before: Measurement | None,
     after: Measurement | None,
@@ -347,13 +360,18 @@ def compare_pair(
 
     b, a = float(before.median), float(after.median)  # type: ignore[arg-type]
     ratio = a / b if b else (1.0 if a == b else math.inf)
-    noise = segment_noise(history, policy.min_history) if history is not None and a > 0 else None
+    # A step from the before commit of at most half the threshold is never this commit's change
+    # (below), so the noise model, the costly part, is skipped: the row is unchanged either way.
+    no_step = history is not None and a > 0 and b > 0 and thr > 0 and not _is_step(ratio, thr)
+    noise = None if no_step else segment_noise(history, policy.min_history) if history is not None and a > 0 else None
+    if no_step and _enough_history(history, policy.min_history):  # type: ignore[arg-type]
+        effect = 0.0  # what the noise model below would give
     # The effect: from the segment's level with history, from the before commit without.
-    if noise is not None:
+    elif noise is not None:
         effect = math.expm1(abs(noise.deviation(a)))
         # ... and the step must be this commit's: away from the before commit, the same way,
         # by half the threshold, or every commit after a step would be flagged again.
-        if b > 0 and not (math.log(ratio) * noise.deviation(a) > 0 and abs(math.log(ratio)) > math.log1p(thr / 2)):
+        if b > 0 and not (math.log(ratio) * noise.deviation(a) > 0 and _is_step(ratio, thr)):
             effect = 0.0
     elif b == 0 or a == 0:
         effect = math.inf if a != b else 0.0
@@ -445,8 +463,7 @@ def decided_by_last(
     out: list[Row] = []
     for j in range(max(1, last - policy.confirm_window), last):
         thr = policy.threshold_for(points[j].benchmark, points[j].metric)
-        step = math.log(medians[j] / medians[j - 1]) if medians[j] > 0 and medians[j - 1] > 0 else 0.0
-        if abs(step) <= math.log1p(thr / 2):
+        if not (medians[j] > 0 and medians[j - 1] > 0 and _is_step(medians[j] / medians[j - 1], thr)):
             continue  # no step at j (compare_pair would say unchanged): skip the noise model
         history = [v for v in medians[max(0, j - window) : j] if math.isfinite(v)]
         row = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last + 1])
@@ -454,6 +471,43 @@ def decided_by_last(
             earlier = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last])
             if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
                 out.append(dataclasses.replace(row, note=f"at {labels[j]}"))  # the commit it was suspected at
+    return out
+
+
+def _ok_median(m: Measurement) -> float | None:
+    return m.median if m.status == "ok" and m.median is not None else None
+
+
+def series_history(points: Sequence[Measurement], at: int, window: int) -> list[float]:
+    """The medians that judge a change after ``points[at]`` (a series, oldest first): up to ``window``
+    commits ending at ``at``, of ``points[at]``'s benchmark code version, failed runs left out."""
+    version = points[at].version
+    return [v for m in points[max(0, at + 1 - window) : at + 1] if m.version == version and (v := _ok_median(m)) is not None]
+
+
+def series_later(points: Sequence[Measurement], at: int, policy: ComparePolicy) -> list[float]:
+    """The medians of the commits after ``points[at]`` that confirm or refute its verdict (:func:`follow_up`):
+    up to ``confirm_window`` of them, until the benchmark code version changes; NaN for a failed run."""
+    version = points[at].version
+    later: list[float] = []
+    for m in points[at + 1 : at + 1 + policy.confirm_window]:
+        if m.version != version:
+            break
+        later.append(_ok_median(m) or math.nan)
+    return later
+
+
+def series_steps(
+    points: Sequence[Measurement], policy: ComparePolicy | None = None, *, window: int = HISTORY_WINDOW, last: int = 10
+) -> list[tuple[int, Row]]:
+    """``mmtrack compare`` of each of the ``last`` newest commits of one series against the commit
+    before it, as ``(index of the after commit, row)``: the same history and later commits as the CLI
+    (:func:`series_history`, :func:`series_later`), so the published pages give the CLI's verdicts."""
+    policy = policy or ComparePolicy()
+    out = []
+    for j in range(max(1, len(points) - last), len(points)):
+        history = series_history(points, j - 1, window)
+        out.append((j, compare_pair(points[j - 1], points[j], policy, history, series_later(points, j, policy))))
     return out
 
 
@@ -495,6 +549,9 @@ __all__ = [
     "segment_noise",
     "follow_up",
     "decided_by_last",
+    "series_history",
+    "series_later",
+    "series_steps",
     "Row",
     "Comparison",
     "significance",

@@ -263,9 +263,25 @@ def _row_json(r: Row) -> dict[str, Any]:
     }
 
 
-def render_json(comparison: Comparison, sides: dict[str, dict[str, Any]] | None = None) -> str:
-    return json.dumps(to_json(comparison, sides), indent=2, allow_nan=False, default=_clean)
+def side_json(spec: str, label: str, commit: Any, machine: str | None, environment: str | None,
+              run_id: int | None = None) -> dict[str, Any]:
+    """One side of a comparison in the JSON: what was asked for, the full sha, where it ran."""
+    return {
+        "spec": spec,
+        "label": label,
+        "sha": commit.sha if commit else None,
+        "dirty": commit.dirty if commit else None,
+        "machine": machine,
+        "environment": environment,
+        "run_id": run_id,
+    }
+
+
+def render_json(comparison: Comparison, sides: dict[str, dict[str, Any]] | None = None,
+                extra: dict[str, Any] | None = None) -> str:
+    """``compare --format json``; ``continuous`` adds its ``ab`` block through ``extra``."""
+    return json.dumps({**to_json(comparison, sides), **(extra or {})}, indent=2, allow_nan=False, default=_clean)
 
 
 __all__ = ["FORMATS", "SORTS", "MARKS", "overall_line", "geometric_mean",
-           "render_table", "render_markdown", "render_json", "to_json", "summary_line"]
+           "render_table", "render_markdown", "render_json", "side_json", "to_json", "summary_line"]

@@ -7,7 +7,6 @@ statistics live in :mod:`mmtrack.analysis.compare`; this module only fetches rec
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,18 +14,21 @@ from typing import Any, Iterable
 
 from ..analysis.compare import (
     FAIL_ON,
+    HISTORY_WINDOW,
     ComparePolicy,
     Comparison,
     Row,
     compare_measurements,
     decided_by_last,
     failing_rows,
+    series_history,
+    series_later,
 )
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..results import CommitInfo, Measurement, MetricKey, SeriesKey
 from .select import check_machine_env, check_metrics, metric_matches, unknown
 
-HISTORY = 30  # commits of a series' history that judge a change against its own noise
+HISTORY = HISTORY_WINDOW  # commits of a series' history that judge a change against its own noise
 
 _RUN_ID = re.compile(r"^(?:run:|#)(\d+)$|^(\d{1,6})$")
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
@@ -156,10 +158,6 @@ class SeriesContext:
     decided: list[Row] = field(default_factory=list)
 
 
-def _ok_median(m: Measurement) -> float | None:
-    return m.median if m.status == "ok" and m.median is not None else None
-
-
 def series_context(
     store: Any,
     before: Side,
@@ -186,21 +184,15 @@ def series_context(
         idx = max((i for i, p in enumerate(pts) if p.commit.sha == before.commit.sha), default=None)
         if idx is None:
             continue
-        version = pts[idx].measurement.version
-        same = [p for p in pts[max(0, idx + 1 - window) : idx + 1] if p.measurement.version == version]
-        out.history[case] = [v for p in same if (v := _ok_median(p.measurement)) is not None]
+        measurements = [p.measurement for p in pts]
+        out.history[case] = series_history(measurements, idx, window)
         if after.commit is None or after.machine != before.machine or after.environment != before.environment:
             continue
         at = max((i for i, p in enumerate(pts) if p.commit.sha == after.commit.sha), default=None)
         if at is None:
             continue
         version = pts[at].measurement.version
-        later = []
-        for p in pts[at + 1 : at + 1 + policy.confirm_window]:
-            if p.measurement.version != version:
-                break
-            later.append(_ok_median(p.measurement) or math.nan)
-        out.later[case] = later
+        out.later[case] = series_later(measurements, at, policy)
         # B's own series up to B, same code version: the commits whose suspicion B may settle.
         tail = pts[max(0, at - window - policy.confirm_window) : at + 1]
         while tail and tail[0].measurement.version != version:
@@ -278,15 +270,9 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
 
 
 def _side_json(side: Side) -> dict[str, Any]:
-    return {
-        "spec": side.spec,
-        "label": side.label,
-        "sha": side.commit.sha if side.commit else None,
-        "dirty": side.commit.dirty if side.commit else None,
-        "machine": side.machine,
-        "environment": side.environment,
-        "run_id": side.run_id,
-    }
+    from ..analysis.render import side_json
+
+    return side_json(side.spec, side.label, side.commit, side.machine, side.environment, side.run_id)
 
 
 def where(outcome: CompareOutcome) -> str:

@@ -12,7 +12,6 @@ Exit status: 0, or 1 with ``--fail-on`` and a matching row, or 2 for a usage err
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -45,6 +44,7 @@ class ContinuousOutcome:
     comparison: Any  # analysis.compare.Comparison
     failing: list[Any] = field(default_factory=list)
     pair_id: int | None = None
+    specs: tuple[str, str] = ("", "")  # BASE and HEAD as given
 
     @property
     def exit_code(self) -> int:
@@ -88,7 +88,8 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     head_sha = resolve_commit(repo, request.head)
     result = measure_pair(plan, repo, base_sha, head_sha, progress)
     comparison = judge(result, policy)
-    outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()))
+    outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()),
+                                specs=(request.base, request.head))
     if request.save:
         from ..ab.record import record_pair
         from ..store.db import open_store, resolve_url
@@ -116,14 +117,20 @@ def describe(outcome: ContinuousOutcome) -> str:
 
 def render(outcome: ContinuousOutcome, fmt: str) -> Any:
     """A rich table, or markdown / JSON text."""
-    from ..analysis.render import render_markdown, render_table, to_json
+    from ..analysis.render import render_json, render_markdown, render_table, side_json
 
     if fmt == "markdown":
         return render_markdown(outcome.comparison) + f"\n<sub>{describe(outcome)}</sub>\n"
-    if fmt == "json":
+    if fmt == "json":  # compare's shape (schema_version, sides with full shas and machine), plus the A/B run
         r = outcome.result
-        data = to_json(outcome.comparison)
-        data["ab"] = {
+        sides = {
+            key: side_json(spec, label, side.commit, r.machine, side.environment or None)
+            for key, spec, label, side in (
+                ("before", outcome.specs[0], outcome.comparison.before_label, r.base),
+                ("after", outcome.specs[1], outcome.comparison.after_label, r.head),
+            )
+        }
+        ab = {
             "machine": r.machine,
             "rounds": r.rounds,
             "order": "".join(r.order),
@@ -143,7 +150,7 @@ def render(outcome: ContinuousOutcome, fmt: str) -> Any:
                 for metric in sorted(case.round_bests)
             ],
         }
-        return json.dumps(data, indent=2, default=lambda v: None)
+        return render_json(outcome.comparison, sides, {"ab": ab})
     table = render_table(outcome.comparison)
     table.caption = describe(outcome)
     return table

@@ -851,6 +851,25 @@ def summarize(store: Any, outcome: RunOutcome) -> None:
         outcome.comparison = run_compare(request, store=store)
     except UserError as exc:  # the run is recorded; a comparison that cannot be made is only said
         outcome.summary.append(f"no comparison with the previous commit {before[:8]}: {exc}")
+        return
+    # What the summary reports, kept: the pages show it where the history is too short for detect.
+    queries.save_run_verdicts(store, machine, environment, commit.sha,
+                              run_verdicts(outcome.comparison.comparison, machine, environment, before, commit.sha))
+
+
+def run_verdicts(comparison: Any, machine: str, environment: str, before_sha: str, after_sha: str) -> list[Any]:
+    """The summary's rows (:data:`SUMMARY_VERDICTS`) as store records."""
+    from ..results import RunVerdict, SeriesKey
+
+    def value(m: Any) -> float | None:
+        return m.median if m is not None and m.status == "ok" else None
+
+    return [
+        RunVerdict(SeriesKey(machine, environment, r.benchmark, r.params, r.metric), before_sha, after_sha,
+                   r.verdict, r.state, r.ratio, value(r.before), value(r.after), r.p_value, r.note)
+        for r in comparison.rows
+        if r.verdict in SUMMARY_VERDICTS
+    ]
 
 
 def _leftover_label(entry: spool.SpoolEntry) -> str:

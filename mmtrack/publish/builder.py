@@ -29,13 +29,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..results import ChangePoint, CommitInfo, SeriesKey, SeriesPoint
+from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import SiteModel
 from .writer import SiteWriter, WriteReport
 
 _JS_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 MESSAGE_CHARS = 300
 FORMAT = 1  # bump when the data file format changes: fingerprints then miss
+# The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
+# commit before it; a verdict needs the history before it (and samples, read for these points only).
+STEP_COMMITS = 10
 
 
 def bench_id(name: str) -> str:
@@ -186,6 +189,46 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
     }
 
 
+def _step_verdicts(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint], pos: dict[str, int]) -> list[list[Any]]:
+    """``[before position, after position, verdict, state, ratio]`` of the series' newest commits,
+    each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`."""
+    from ..analysis.compare import HISTORY_WINDOW, series_steps  # scipy: only when a benchmark is rebuilt
+
+    n = STEP_COMMITS + HISTORY_WINDOW
+    newest = list(model.newest_points(key, n) if model.newest_points is not None else points[-n:])
+    out = []
+    for j, row in series_steps([p.measurement for p in newest], last=STEP_COMMITS):
+        b, a = pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)
+        if a is not None and b is not None:
+            out.append([b, a, row.verdict, row.state, _finite(row.ratio)])
+    return out
+
+
+_RUN_KINDS = {"regressed": "regression", "failed": "regression", "improved": "improvement", "fixed": "improvement"}
+
+
+def _run_verdict_row(v: RunVerdict, pos: dict[str, int], series_index: int) -> dict[str, Any]:
+    """A regressions-page row from `mmtrack run`'s comparison at a commit (not a detected change point)."""
+    return {
+        "s": series_index,
+        "source": "run",
+        "kind": _RUN_KINDS.get(v.verdict, "change"),
+        "verdict": v.verdict,
+        "state": v.state,
+        "note": v.note,
+        "before": pos.get(v.before_sha),
+        "after": pos.get(v.after_sha),
+        "before_sha": v.before_sha,
+        "after_sha": v.after_sha,
+        "before_value": _finite(v.before_value),
+        "after_value": _finite(v.after_value),
+        "ratio": _finite(v.ratio),
+        "p": _finite(v.p_value),
+        "persists": None,
+        "method": "mmtrack run",
+    }
+
+
 def _order_hash(shas: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(shas).encode()).hexdigest()
 
@@ -251,6 +294,9 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     cps_by_key: dict[SeriesKey, list[ChangePoint]] = {}
     for cp in model.change_points:
         cps_by_key.setdefault(cp.series, []).append(cp)
+    runs_by_key: dict[SeriesKey, list[RunVerdict]] = {}
+    for v in model.run_verdicts:
+        runs_by_key.setdefault(v.series, []).append(v)
 
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
@@ -263,7 +309,7 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
             entry, rows = cached["entry"], cached["rows"]
         else:
             keys = sorted(by_bench[bench], key=lambda k: (k.machine, k.environment, k.params, k.metric))
-            entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, pos, size)
+            entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, runs_by_key, pos, size)
             writer.put(
                 f"b/{bid}.html",
                 _page(
@@ -281,7 +327,8 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
         index.append(entry)
         regressions.extend(rows)
 
-    regressions.sort(key=lambda r: (-(r["after"] if r["after"] is not None else -1), r["bench"], r["metric"]))
+    regressions.sort(key=lambda r: (-(r["after"] if r["after"] is not None else -1), r["bench"], r["metric"],
+                                    r.get("source", "")))
     writer.put("data/index.js", js_call("index", index))
     writer.put("data/regressions.js", js_call("regressions", regressions))
     writer.put("index.html", _page("index", cfg.title, cfg.title, _INDEX_BODY))
@@ -300,6 +347,7 @@ def _write_benchmark(
     keys: list[SeriesKey],
     model: SiteModel,
     cps_by_key: dict[SeriesKey, list[ChangePoint]],
+    runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -359,6 +407,7 @@ def _write_benchmark(
             cols["hi"].append(_finite(hi))
         # Where the benchmark's code version changed: values on either side are not comparable.
         series_meta[-1]["versions"] = version_changes
+        series_meta[-1]["verdicts"] = _step_verdicts(model, key, points, pos)
 
     for key in keys:
         for cp in cps_by_key.get(key, ()):
@@ -396,8 +445,9 @@ def _write_benchmark(
         "latest": latest,
         "changes": len(cps_rows),
     }
+    run_rows = [_run_verdict_row(v, pos, key_index[key]) for key in keys for v in runs_by_key.get(key, ())]
     rows = []
-    for r in cps_rows:
+    for r in [*cps_rows, *run_rows]:
         s = series_meta[r["s"]]
         rows.append(
             dict(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ..results import ChangePoint, SeriesKey, SeriesPoint
+from ..results import ChangePoint, RunVerdict, SeriesKey, SeriesPoint
 from .model import SiteConfig, SiteModel
 
 
@@ -30,6 +30,12 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
                 self._progress(len(self.loaded), len(self._keys))
         return points
 
+    def newest(self, key: SeriesKey, n: int) -> Sequence[SeriesPoint]:
+        """The newest ``n`` points of a series, with their samples (read now, not kept)."""
+        from ..store import queries as q
+
+        return q.series(self._store, key, last=n)
+
     def __iter__(self) -> Iterator[SeriesKey]:
         return iter(self._keys)
 
@@ -43,8 +49,9 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
 def bench_tokens(
     keys: Sequence[SeriesKey], revisions: Mapping[SeriesKey, tuple[int, int, tuple[int, ...]]],
     change_points: Sequence[ChangePoint],
+    run_verdicts: Sequence[RunVerdict] = (),
 ) -> dict[str, str]:
-    """Per benchmark, a hash of its series' store revisions and its change points."""
+    """Per benchmark, a hash of its series' store revisions, its change points and run verdicts."""
     parts: dict[str, list[str]] = {}
     for key in keys:
         n, total, _ = revisions.get(key, (0, 0, ()))
@@ -52,6 +59,9 @@ def bench_tokens(
     for cp in change_points:
         if cp.series.benchmark in parts:
             parts[cp.series.benchmark].append(repr(cp))
+    for v in run_verdicts:
+        if v.series.benchmark in parts:
+            parts[v.series.benchmark].append(repr(v))
     return {bench: hashlib.sha256("\n".join(sorted(p)).encode("utf-8", "surrogatepass")).hexdigest()
             for bench, p in parts.items()}
 
@@ -87,8 +97,11 @@ def model_from_store(
     commits.sort(key=lambda c: (c.date is None, c.date.timestamp() if c.date else 0.0, c.sha))
     selected = set(keys)
     change_points = [cp for cp in q.load_change_points(store, machine=machine) if cp.series in selected]
-    tokens = bench_tokens(keys, revisions, change_points)
+    run_verdicts = [v for v in q.load_run_verdicts(store, machine=machine) if v.series in selected]
+    tokens = bench_tokens(keys, revisions, change_points, run_verdicts)
+    series = StoreSeries(store, keys, progress)
     return SiteModel(
-        series=StoreSeries(store, keys, progress), commits=commits, change_points=change_points, config=config,
+        series=series, commits=commits, change_points=change_points, config=config,
         bench_state=tokens, commits_complete=True, ab_verdicts=q.load_ab_verdicts(store, machine=machine),
+        run_verdicts=run_verdicts, newest_points=series.newest,
     )

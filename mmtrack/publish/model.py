@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..results import ChangePoint, CommitInfo, SeriesKey, SeriesPoint
+from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,11 @@ class SiteModel:
     commits_complete: bool = False
     # (series, after sha) -> the latest A/B verdict on it: state, ratio, p, rounds (mmtrack run --confirm)
     ab_verdicts: Mapping[tuple[SeriesKey, str], Mapping[str, Any]] = field(default_factory=dict)
+    # What `mmtrack run` reported per commit (its comparison with the previous commit)
+    run_verdicts: Sequence[RunVerdict] = ()
+    # A series' newest n points with their samples, for the compare page's verdicts (the significance
+    # tests need samples); None: ``series`` holds them already
+    newest_points: Callable[[SeriesKey, int], Sequence[SeriesPoint]] | None = None
 
     def ordered_commits(self) -> list[CommitInfo]:
         seen: dict[str, CommitInfo] = {}

@@ -339,3 +339,32 @@ class ABVerdict(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (Index("ix_ab_verdict_after_sha", "after_sha"),)
+
+
+class RunVerdict(Base):
+    """A row of ``mmtrack run``'s comparison with the previous commit (results.RunVerdict).
+
+    One set per (machine, environment, after commit): a rerun of the commit replaces it."""
+
+    __tablename__ = "run_verdict"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    machine: Mapped[str] = mapped_column(String(255))
+    environment: Mapped[str] = mapped_column(String(255))
+    benchmark: Mapped[str] = mapped_column(String(512))
+    params: Mapped[str] = mapped_column(Text)
+    section: Mapped[str] = mapped_column(String(128))
+    metric: Mapped[str] = mapped_column(String(255))
+    unit: Mapped[str] = mapped_column(String(64))
+    before_sha: Mapped[str] = mapped_column(String(64))
+    after_sha: Mapped[str] = mapped_column(String(64))
+    verdict: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str | None] = mapped_column(String(16))
+    ratio: Mapped[float | None] = mapped_column(Float)
+    before_value: Mapped[float | None] = mapped_column(Float)
+    after_value: Mapped[float | None] = mapped_column(Float)
+    p_value: Mapped[float | None] = mapped_column(Float)
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_run_verdict_after_sha", "after_sha"),)

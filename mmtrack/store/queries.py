@@ -33,7 +33,7 @@ from sqlalchemy import (
 
 from ..errors import UserError
 from ..measure.metrics import Direction, MetricFormat
-from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint
+from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, RunVerdict, SeriesKey, SeriesPoint
 from . import models as m
 from .db import Store
 
@@ -513,11 +513,13 @@ def series(
     include_dirty: bool = False,
     with_samples: bool = True,
     per_commit: bool = True,
+    last: int | None = None,
 ) -> list[SeriesPoint]:
     """One series, in commit-date order (then run start): by default one point per commit,
     its latest run (``mmtrack run`` records an asv run and an engine run of the same commit,
     and detection must count commits, not runs); ``per_commit=False`` gives every run.
 
+    ``last`` keeps only the newest points (records are built for those alone).
     Points of every benchmark code version are returned; ``Measurement.version``
     tells where comparability breaks. This is the hot query of detect and the
     pages, hence the hand-tuned row handling (see docs/store.md for its cost).
@@ -534,6 +536,8 @@ def series(
             rows = _fetch(conn, sql, {f"s{i}": series_id for i, series_id in enumerate(series_rows)})
         if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
             rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
+        if last is not None:
+            rows = rows[-last:] if last > 0 else []
         out: list[SeriesPoint] = []
         _build_points(rows, key, series_rows, include_dirty, out)
         del rows  # freed now, so that the collection after the pause does not examine them
@@ -899,3 +903,47 @@ def load_ab_verdicts(store: Store, *, machine: str | None = None) -> dict[tuple[
                         "before_sha": r.before_sha}
         for r in rows
     }
+
+
+# -- mmtrack run's comparison with the previous commit ---------------------------------------------
+
+
+def save_run_verdicts(
+    store: Store, machine: str, environment: str, after_sha: str, verdicts: Sequence[RunVerdict]
+) -> int:
+    """Store the rows ``mmtrack run`` reported for a commit, replacing what an earlier run of the
+    same commit on this machine and environment stored. Returns the number stored."""
+    now = datetime.now(timezone.utc)
+    t = m.RunVerdict
+    rows = [
+        {
+            "machine": machine, "environment": environment, "benchmark": v.series.benchmark,
+            "params": v.series.params, "section": v.series.metric.section, "metric": v.series.metric.name,
+            "unit": v.series.metric.unit, "before_sha": v.before_sha, "after_sha": after_sha,
+            "verdict": v.verdict, "state": v.state, "ratio": v.ratio, "before_value": v.before_value,
+            "after_value": v.after_value, "p_value": v.p_value, "note": v.note, "created_at": now,
+        }  # fmt: skip
+        for v in verdicts
+    ]
+    with store.write() as conn:
+        conn.execute(delete(t).where(t.machine == machine, t.environment == environment, t.after_sha == after_sha))
+        if rows:
+            conn.execute(t.__table__.insert(), rows)
+    return len(rows)
+
+
+def load_run_verdicts(store: Store, *, machine: str | None = None) -> list[RunVerdict]:
+    """Every stored ``mmtrack run`` verdict (optionally of one machine), in the order stored."""
+    t = m.RunVerdict
+    q = select(t).order_by(t.id)
+    if machine is not None:
+        q = q.where(t.machine == machine)
+    with store.read() as conn:
+        rows = conn.execute(q).all()
+    return [
+        RunVerdict(
+            SeriesKey(r.machine, r.environment, r.benchmark, r.params, MetricKey(r.section, r.metric, r.unit)),
+            r.before_sha, r.after_sha, r.verdict, r.state, r.ratio, r.before_value, r.after_value, r.p_value, r.note,
+        )
+        for r in rows
+    ]

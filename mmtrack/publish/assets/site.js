@@ -200,6 +200,15 @@
     var p = v.p_value == null ? '' : ', p ' + Number(v.p_value).toPrecision(2);
     return el('span', { cls: 'badge ab-' + v.state, text: v.state + (v.ratio ? ' ' + pct(v.ratio) : '') + p + ', ' + v.rounds + ' rounds' });
   }
+  // A detected change point, or what `mmtrack run` said when it compared the commit with the one before.
+  function foundBy(r) {
+    if (r.source !== 'run') return 'detect';
+    return el('span', { cls: 'from-run', title: 'mmtrack run compared this commit with the previous one (mmtrack compare); not a change point of detect',
+      text: 'mmtrack run (per-commit comparison): ' + verdictText(r.verdict, r.state) + (r.note ? ': ' + r.note : '') });
+  }
+  function verdictText(verdict, state) {
+    return verdict + (state && (verdict === 'regressed' || verdict === 'improved') ? ' (' + state + ')' : '');
+  }
   function pageRegressions() {
     load('data/regressions.js').then(function () {
       var rows = store.regressions;
@@ -210,10 +219,12 @@
           return (!kind || r.kind === kind) && (!m || r.machine === m) && (!pers || r.persists) &&
             (!q || r.bench.toLowerCase().indexOf(q) >= 0);
         });
-        $('summary').textContent = shown.length + ' of ' + rows.length + ' change points';
-        table($('regressions'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B'], shown.map(function (r) {
+        var runs = shown.filter(function (r) { return r.source === 'run'; }).length;
+        $('summary').textContent = shown.length + ' of ' + rows.length + ' rows: ' + (shown.length - runs) +
+          ' change points found by mmtrack detect, ' + runs + ' verdicts of mmtrack run\'s per-commit comparison';
+        table($('regressions'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B', 'Found by'], shown.map(function (r) {
           return {
-            cls: r.kind,
+            cls: r.kind + (r.source === 'run' ? ' from-run' : ''),
             cells: [
               el('a', { href: benchHref(r.id, r), text: r.bench, cls: 'bench-link' }),
               r.machine,
@@ -222,8 +233,9 @@
               el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
               fmt(r.before_value, r.format) + ' → ' + fmt(r.after_value, r.format) + ' ' + r.unit,
               el('span', null, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
-              r.persists ? 'yes' : 'no',
-              abText(r.ab)
+              r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
+              abText(r.ab),
+              foundBy(r)
             ]
           };
         }));
@@ -476,15 +488,24 @@
               if (va == null || vb == null) return;
               var ratio = va !== 0 ? vb / va : null;
               var worse = ratio == null ? 0 : (s.direction === 'higher' ? 1 / ratio : s.direction === 'lower' ? ratio : 1);
-              rows.push({ x: x, meta: meta, s: s, va: va, vb: vb, ratio: ratio, worse: worse });
+              // mmtrack compare's verdict, computed at publish time for each newest commit against the one before
+              var v = (s.verdicts || []).filter(function (t) { return t[0] === pa && t[1] === pb; })[0];
+              rows.push({ x: x, meta: meta, s: s, va: va, vb: vb, ratio: ratio, worse: worse,
+                          verdict: v ? v[2] : null, state: v ? v[3] : null });
             });
           });
           rows.sort(function (r1, r2) { return r2.worse - r1.worse; });
-          $('summary').textContent = rows.length + ' series measured at both commits, worst change first';
-          table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change'], rows.map(function (r) {
-            var cls = r.worse > 1.05 ? 'regression' : r.worse < 1 / 1.05 ? 'improvement' : '';
+          var judged = rows.filter(function (r) { return r.verdict; });
+          var count = function (v) { return judged.filter(function (r) { return r.verdict === v; }).length; };
+          $('summary').textContent = rows.length + ' series measured at both commits, worst change first; ' + (judged.length ?
+            'verdicts of mmtrack compare ' + shortSha(store.commits[pa][0]) + ' ' + shortSha(store.commits[pb][0]) + ': ' +
+            count('regressed') + ' regressed, ' + count('improved') + ' improved, ' + (judged.length - count('regressed') - count('improved')) + ' other' :
+            'no verdicts for this pair (the pages judge each series\' newest commits against the commit before; run mmtrack compare ' +
+            shortSha(store.commits[pa][0]) + ' ' + shortSha(store.commits[pb][0]) + ')');
+          table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change', 'Verdict'], rows.map(function (r) {
+            var cls = r.verdict === 'regressed' ? 'regression' : r.verdict === 'improved' ? 'improvement' : '';
             return { cls: cls, cells: [el('a', { href: benchHref(r.x, r.s), text: r.meta.name, cls: 'bench-link' }), r.s.machine, paramsText(r.s.params), r.s.metric,
-              fmt(r.va, r.s.format), fmt(r.vb, r.s.format), pct(r.ratio)] };
+              fmt(r.va, r.s.format), fmt(r.vb, r.s.format), pct(r.ratio), r.verdict ? verdictText(r.verdict, r.state) : '']};
           }));
         }).catch(fail);
       }
