@@ -105,7 +105,7 @@ def base_env(home: Path) -> dict:
 
 
 TIMERS = {"wall": "time.perf_counter", "cpu": "time.process_time"}
-TIMER = "cpu"
+TIMER = "wall"
 
 
 def make_repo(root: Path, env: dict, scales: list[dict]) -> tuple[Path, list[str]]:
@@ -182,7 +182,7 @@ def main() -> None:
     ap.add_argument("--tries", type=int, default=5, help="bisect tries")
     ap.add_argument("--keep", type=Path, help="Keep the repos under this folder.")
     ap.add_argument("--bench", help="-b REGEX for the continuous runs (default: the whole suite)")
-    ap.add_argument("--timer", choices=sorted(TIMERS), default="cpu", help="asv timer of the Kernels benchmarks")
+    ap.add_argument("--timer", choices=sorted(TIMERS), default="wall", help="asv timer of the Kernels benchmarks")
     args = ap.parse_args()
     global TIMER
     TIMER = args.timer

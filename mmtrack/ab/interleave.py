@@ -374,7 +374,7 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     for row in comparison.rows:
         if row.ratio is not None and row.verdict in ("regressed", "improved", "unchanged", "ambiguous"):
             a, b = round_bests(result, (row.benchmark, row.params), row.metric)
-            p, doubt = round_evidence(a, b, row.ratio, row.threshold)
+            p, doubt = round_evidence(a, b, row.ratio, row.threshold)  # p also on unchanged rows: the evidence
             changes = {"p_value": p, "test": "rounds"}
             if row.verdict in ("regressed", "improved") and doubt:
                 changes.update(verdict="ambiguous", note=doubt)
@@ -385,17 +385,17 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     return dataclasses.replace(comparison, rows=tuple(rows), policy=policy)
 
 
-def round_evidence(a: Sequence[float], b: Sequence[float], pooled: float, threshold: float) -> tuple[
+def round_evidence(a: Sequence[float], b: Sequence[float], ratio: float, threshold: float) -> tuple[
         float | None, str]:
     """(the rounds' p-value, why they do not bear out a change beyond the threshold: "" when they do).
 
     ``a`` and ``b`` are the sides' round bests in the order they ran; rounds are paired;
-    ``pooled`` is the ratio compare found (its side is the change's direction).
+    ``ratio`` is the one compare found (its side is the change's direction).
     With d the paired log ratios (B over A) and n rounds:
 
     - at least :data:`MIN_ROUNDS` rounds: with two, one process per side that happens to run
       slower (memory layout, a neighbour's burst) looks like a consistent change;
-    - the median d beyond the threshold, on the pooled ratio's side;
+    - the median d beyond the threshold, on the ratio's side;
     - and either a one-sample t-test of d against 0 at :data:`ROUND_ALPHA`, or every round
       beyond the threshold on that side with a mean that clears it by one standard deviation.
 
@@ -413,7 +413,7 @@ def round_evidence(a: Sequence[float], b: Sequence[float], pooled: float, thresh
     d = [math.log(y / x) for x, y in pairs]
     median, mean = statistics.median(d), statistics.fmean(d)
     edge = math.log1p(threshold)
-    side = 1.0 if pooled > 1 else -1.0
+    side = 1.0 if ratio > 1 else -1.0
     within = _side_variance([math.log(x) for x, _ in pairs], [math.log(y) for _, y in pairs])
     sd = math.sqrt(max(statistics.variance(d), 2 * within))
     if sd == 0:
@@ -427,7 +427,7 @@ def round_evidence(a: Sequence[float], b: Sequence[float], pooled: float, thresh
 
 
 def _side_variance(log_a: Sequence[float], log_b: Sequence[float]) -> float:
-    """The pooled variance of each side's round log medians around that side's mean."""
+    """The pooled variance of each side's round log bests around that side's mean."""
     ss = sum((x - statistics.fmean(side)) ** 2 for side in (log_a, log_b) for x in side)
     return ss / (len(log_a) + len(log_b) - 2)
 
