@@ -286,7 +286,8 @@ class _SyntheticBisector:
     """Bisector.measure replaced by rounds drawn from a known level per commit (the search logic alone)."""
 
     @staticmethod
-    def make(commits: list[str], culprit: int, noise: float, seed: int):
+    def make(commits: list[str], culprit: int, noise: float, seed: int, burst: float = 0.0):
+        """``burst``: the share of a side's rounds a neighbour's load slows down 1.3-2.5 times."""
         import random
         from datetime import datetime, timezone
 
@@ -302,8 +303,9 @@ class _SyntheticBisector:
                 self.sides.setdefault(other, None)
                 sides = []
                 for label, sha in (("A", good), ("B", other)):
-                    side = _side(label.lower(), [[level[sha] * rng.lognormvariate(0, noise) for _ in range(5)]
-                                                 for _ in range(rounds)])
+                    slow = [rng.uniform(1.3, 2.5) if rng.random() < burst else 1.0 for _ in range(rounds)]
+                    side = _side(label.lower(), [[level[sha] * s * rng.lognormvariate(0, noise) for _ in range(5)]
+                                                 for s in slow])
                     side.commit = CommitInfo(sha)
                     sides.append(side)
                 return ABResult(sides[0], sides[1], rounds, ["A", "B"] * rounds, "box", datetime.now(timezone.utc))
@@ -323,3 +325,17 @@ def test_bisect_finds_commit_37_of_64_with_8_builds_through_noise(monkeypatch, s
     assert outcome.culprit == commits[37]
     assert len(outcome.built) <= 8 and len(outcome.path) == 6
     assert outcome.verdict == "regressed" and outcome.ratio == pytest.approx(1.10, rel=0.05)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bisect_finds_the_culprit_when_load_bursts_slow_some_rounds(monkeypatch, seed):
+    """A loaded machine: 15% of each side's rounds run 1.3-2.5x slow. Medians of the rounds
+    steer the search; means would be pulled past L/2 by one slow round."""
+    import mmtrack.ab.bisect as bisect_mod
+
+    commits = [f"{i:040x}" for i in range(65)]
+    monkeypatch.setattr(bisect_mod, "first_parent_range", lambda repo, good, bad: commits[1:])
+    monkeypatch.setattr(bisect_mod, "git_output", lambda *a: "subject")
+    outcome = _SyntheticBisector.make(commits, 37, noise=0.02, seed=seed, burst=0.15).run(commits[0], commits[64])
+    assert outcome.culprit == commits[37]
+    assert len(outcome.built) <= 8

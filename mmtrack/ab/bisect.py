@@ -1,16 +1,22 @@
 """Finding the first commit where one metric of one benchmark moved, by A/B measurements.
 
-1. GOOD and BAD are measured A/B. Their log ratio ``L`` is the effect to find; it must be
-   a significant change (compare's verdict on the pooled samples), else there is nothing
-   to bisect.
+1. GOOD and BAD are measured A/B. The median of their paired round log ratios, ``L``, is
+   the effect to find; it must exceed :data:`MIN_EFFECT` by 3 standard errors of that
+   median, else the pair is re-measured with twice the rounds (the rounds add up), up to
+   ``retries`` times, and then there is nothing to bisect.
 2. Binary search over the first-parent commits between them. Each step measures the
-   known-good end against the midpoint, interleaved. The midpoint is *bad* when its round
-   log-ratios lie above ``L/2`` (towards BAD), *good* when below, and only when that side is
-   significant: ``|mean - L/2| > z * standard error`` over the rounds. Otherwise the
+   known-good end against the midpoint, interleaved. The midpoint is *bad* when the median
+   of its round log ratios lies above ``L/2`` (towards BAD), *good* when below, and only
+   when that side is significant: ``|median - L/2| > z * standard error``. Otherwise the
    midpoint is re-measured with twice the rounds, up to ``retries`` times, then decided
-   by the mean alone and marked as a guess.
+   by the median alone and marked as a guess.
 3. The culprit and its parent are measured A/B once more, twice the rounds (both built already): that
-   gives the size and the confidence that are printed.
+   gives the size and compare's verdict that are printed.
+
+Medians, not means: on a loaded machine a neighbour's burst slows a few rounds of one side
+1.3-2.5 times, and one such round pulls a mean of six past ``L/2`` (tested in
+``test_bisect_finds_the_culprit_when_load_bursts_slow_some_rounds``). Their
+standard error comes from the MAD of the rounds (1.2533 σ/√n, σ = 1.4826 MAD).
 
 Environments come from :mod:`mmtrack.ab.envs`, so a commit is built at most once, for
 this bisection and the next.
@@ -38,7 +44,7 @@ class Step:
     good: str
     bad: str
     tested: str
-    log_ratio: float  # mean over rounds of log(tested / good)
+    log_ratio: float  # median over rounds of log(tested / good)
     z: float  # distance from L/2 in standard errors
     rounds: int
     decided: str  # "good", "bad"
@@ -81,6 +87,15 @@ def round_log_ratios(result: ABResult, case: CaseKey, metric: MetricKey) -> list
     return [math.log(r) for r in round_ratios(result, case, metric) if r > 0]
 
 
+def robust_center(logs: list[float]) -> tuple[float, float]:
+    """The median of round log ratios and its standard error (infinite with fewer than 3 rounds)."""
+    if len(logs) < 3:
+        return (statistics.median(logs) if logs else 0.0), math.inf
+    center = statistics.median(logs)
+    sigma = 1.4826 * statistics.median(abs(x - center) for x in logs) or statistics.stdev(logs)
+    return center, 1.2533 * sigma / math.sqrt(len(logs))
+
+
 class Bisector:
     def __init__(self, plan: ABPlan, repo: Path, metric_name: str, z: float = 2.0, retries: int = 2,
                  progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT) -> None:
@@ -89,6 +104,7 @@ class Bisector:
         self.plan, self.repo, self.metric_name, self.z, self.retries = plan, repo, metric_name, z, retries
         # The user says GOOD and BAD differ: significance decides, not compare's 10% default effect.
         self.policy = ComparePolicy(threshold=min_effect)
+        self.min_effect = min_effect
         self.progress = progress
         self.sides: dict[str, Any] = {}
         self.new_builds = 0
@@ -127,18 +143,23 @@ class Bisector:
         t0 = time.perf_counter()
         commits = first_parent_range(self.repo, good, bad)
         rounds = self.plan.rounds
+        logs: list[float] = []
         for _ in range(self.retries + 1):  # a noisy first measurement is repeated with twice the rounds
-            case, metric, row = self.pick_case(self.measure(good, bad, rounds))
-            if row.verdict in ("regressed", "improved"):
+            result = self.measure(good, bad, rounds)
+            if not logs:
+                case, metric, row = self.pick_case(result)
+                self.target = (case, metric)
+            logs += round_log_ratios(result, case, metric)
+            total, se = robust_center(logs)
+            if abs(total) > math.log1p(self.min_effect) + 3 * se:
                 break
             rounds *= 2
-        self.target = (case, metric)
-        if row.verdict not in ("regressed", "improved"):
+        else:
             raise UserError(
                 f"{row.benchmark} {metric.name}: GOOD {good[:8]} and BAD {bad[:8]} do not differ significantly "
-                f"(ratio {row.ratio:.3f}, {row.verdict}{': ' + row.note if row.note else ''}); nothing to bisect"
+                f"(median round ratio {math.exp(total):.3f} ± {se:.2g} in log over {len(logs)} rounds; "
+                f"compare: {row.verdict}{': ' + row.note if row.note else ''}); nothing to bisect"
             )
-        total = math.log(row.ratio)
         path: list[Step] = []
         lo, hi = -1, len(commits) - 1  # indexes: -1 is GOOD; commits[hi] is known bad
         while hi - lo > 1:
@@ -155,7 +176,7 @@ class Bisector:
         final = judge(self.measure(parent, culprit, 2 * self.plan.rounds), self.policy)  # the figure printed
         frow = next((r for r in final.rows if (r.benchmark, r.params) == case and r.metric == metric), None)
         return BisectOutcome(
-            case=case, metric=metric, total_ratio=row.ratio, culprit=culprit,
+            case=case, metric=metric, total_ratio=math.exp(total), culprit=culprit,
             culprit_subject=git_output(self.repo, "show", "-s", "--format=%s", culprit),
             ratio=frow.ratio if frow else None, p_value=frow.p_value if frow else None,
             verdict=frow.verdict if frow else "unknown", path=path, built=set(self.sides),
@@ -169,11 +190,10 @@ class Bisector:
         for attempt in range(self.retries + 1):
             result = self.measure(good, mid, rounds)
             logs += round_log_ratios(result, *self.target)
-            mean = statistics.fmean(logs) if logs else 0.0
-            se = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
-            z = abs(mean - total / 2) / se if se > 0 else math.inf
+            center, se = robust_center(logs)
+            z = abs(center - total / 2) / se if se > 0 else math.inf
             if z >= self.z:
                 break
             rounds *= 2
-        towards_bad = (mean - total / 2) * math.copysign(1.0, total) > 0
-        return Step(good, bad, mid, mean, z, len(logs), "bad" if towards_bad else "good", guess=z < self.z)
+        towards_bad = (center - total / 2) * math.copysign(1.0, total) > 0
+        return Step(good, bad, mid, center, z, len(logs), "bad" if towards_bad else "good", guess=z < self.z)
