@@ -57,12 +57,50 @@ def _import(url: str, results: Path):
 def test_nothing_new_reads_no_series_and_writes_nothing(history, tmp_path: Path) -> None:
     url, _, _ = history
     site = tmp_path / "site"
-    model, first = _publish(url, site)
-    assert len(model.series.loaded) == len(model.series) > 0 and first.written
+    first_model, first = _publish(url, site)
+    assert len(first_model.series.loaded) == len(first_model.series) > 0 and first.written
     manifest = (site / MANIFEST).stat().st_mtime_ns
     model, again = _publish(url, site)
-    assert model.series.loaded == {}
+    assert model is None and again.up_to_date == {  # stopped before reading the store: no model made
+        "benchmarks": len(first_model.benchmarks()), "series": len(first_model.series),
+        "change_points": len(first_model.change_points), "files": first.total,
+    }  # fmt: skip
     assert again.written == [] and again.removed == [] and (site / MANIFEST).stat().st_mtime_ns == manifest
+    assert again.unchanged == first.total
+
+
+def test_nothing_new_is_found_without_sqlalchemy(history, tmp_path: Path) -> None:
+    """The per-commit republish: the store's key is read with the standard library's sqlite3."""
+    import subprocess
+    import sys
+
+    url, _, _ = history
+    site = tmp_path / "site"
+    _publish(url, site)
+    code = (
+        "import sys; from pathlib import Path; from mmtrack.commands.publish import PublishRequest, publish;"
+        f"m, r = publish(PublishRequest(out=Path({str(site)!r}), db={url!r}, title='t',"
+        " commit_url='https://example.org/c/'));"
+        "print(m is None, r.written, 'sqlalchemy' in sys.modules, 'alembic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout.split() == ["True", "[]", "False", "False"], out.stdout + out.stderr
+
+
+def test_a_site_missing_a_file_or_built_otherwise_is_rebuilt(history, tmp_path: Path) -> None:
+    url, _, _ = history
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    _publish(url, site)
+    gone = next(p for p in sorted((site / "data" / "b").rglob("*.js")))
+    gone.unlink()
+    model, step = _publish(url, site)  # the key matches, the site does not: the build repairs it
+    assert model is not None and step.written == [gone.relative_to(site).as_posix()]
+    # another title is another site: the key holds the settings too
+    model, step = publish(PublishRequest(out=site, db=url, title="other", commit_url="https://example.org/c/"))
+    assert model is not None and "data/site.js" in step.written
+    _publish(url, site)
+    _publish(url, fresh)
+    assert tree(site) == tree(fresh)
 
 
 def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: Path) -> None:

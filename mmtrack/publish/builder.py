@@ -290,6 +290,12 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     if model.bench_state is not None:
         # What this build was made from: the next one reuses what still matches.
         writer.state = {"site": site_token, "n_commits": len(order), "order": _order_hash(order), "benchmarks": state}
+        if model.source:
+            writer.state["source"] = model.source
+            writer.state["summary"] = {
+                "benchmarks": len(by_bench), "series": len(model.series), "change_points": len(model.change_points),
+                "files": len(writer.new),
+            }  # fmt: skip
     return writer.finish()
 
 

@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..results import ChangePoint, SeriesKey, SeriesPoint
 from .model import SiteConfig, SiteModel
+from .source import source_key, store_digest
 
 
 class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
@@ -77,8 +78,10 @@ def model_from_store(
     # The same series selection as `mmtrack detect` (machine, benchmark regex), so the pages
     # show exactly the series detect looked at.
     keys = series_keys(store, machine=machine, benchmark=benchmark_pattern)
-    # The tokens first: whatever is stored later (writers do not wait for publish) either appears in
-    # this build or moves a token, so the next publish rebuilds it; never the other way round.
+    # The source key and the tokens first: whatever is stored later (writers do not wait for publish)
+    # either appears in this build or moves them, so the next publish rebuilds it; never the other way round.
+    with store.read() as conn:
+        digest = store_digest(lambda sql: q.fetch_sql(conn, sql))
     revisions = q.series_revisions(store)
     machines = sorted({k.machine for k in keys})
     commits = []
@@ -91,4 +94,5 @@ def model_from_store(
     return SiteModel(
         series=StoreSeries(store, keys, progress), commits=commits, change_points=change_points, config=config,
         bench_state=tokens, commits_complete=True, ab_verdicts=q.load_ab_verdicts(store, machine=machine),
+        source=source_key(digest, config, benchmark_pattern, machine),
     )

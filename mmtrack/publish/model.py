@@ -58,6 +58,9 @@ class SiteModel:
     commits_complete: bool = False
     # (series, after sha) -> the latest A/B verdict on it: state, ratio, p, rounds (mmtrack run --confirm)
     ab_verdicts: Mapping[tuple[SeriesKey, str], Mapping[str, Any]] = field(default_factory=dict)
+    # What the model was read from (publish.source.source_key), recorded in the manifest: a republish
+    # whose key matches stops before reading anything.
+    source: str | None = None
 
     def ordered_commits(self) -> list[CommitInfo]:
         seen: dict[str, CommitInfo] = {}

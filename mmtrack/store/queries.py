@@ -861,25 +861,25 @@ def series_columns(store: Store, keys: Sequence[SeriesKey]) -> list[SeriesColumn
             return [SeriesColumns(k, Direction.LOWER, [], [], []) for k in keys]
         sqlite = conn.dialect.name == "sqlite"
         # Clean runs in the order of `series`: commit date (else run start), run start, run id.
-        runs = _fetch_sql(conn, (
+        runs = fetch_sql(conn, (
             'SELECT run.id, run.commit_id, "commit".sha, coalesce("commit".date, run.started_at), run.started_at'
             ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
         ))  # fmt: skip
         inf = "9e999" if sqlite else "CAST('Infinity' AS DOUBLE PRECISION)"  # failed or no median: unusable
         total = conn.execute(select(func.count()).select_from(s)).scalar_one()
         if len(info) * 4 < total:  # a few series (`mmtrack update`): ranges of the clustered key, joined in SQL
-            rows = _fetch_sql(conn, (
+            rows = fetch_sql(conn, (
                 f"SELECT m.series_id * 4294967296 + r.run_id, CASE WHEN r.status = 'ok' THEN coalesce(m.median, {inf})"
                 f" ELSE {inf} END FROM measurement m JOIN result r ON r.id = m.result_id"
                 f" WHERE m.series_id IN ({', '.join(str(int(i)) for i in sorted(info))})"
             ))  # fmt: skip
             ranges = failed = None
         else:
-            ranges = sorted(_fetch_sql(conn, "SELECT min(id), max(id), run_id, count(*) FROM result GROUP BY run_id"))
+            ranges = sorted(fetch_sql(conn, "SELECT min(id), max(id), run_id, count(*) FROM result GROUP BY run_id"))
             if any(r[1] - r[0] + 1 != r[3] or (i and r[0] <= ranges[i - 1][1]) for i, r in enumerate(ranges)):
-                ranges = _fetch_sql(conn, "SELECT id, id, run_id, 1 FROM result ORDER BY id")  # interleaved runs
-            failed = [r[0] for r in _fetch_sql(conn, "SELECT id FROM result WHERE status <> 'ok'")]
-            rows = _fetch_sql(conn, f"SELECT series_id * 4294967296 + result_id, coalesce(median, {inf}) FROM measurement")
+                ranges = fetch_sql(conn, "SELECT id, id, run_id, 1 FROM result ORDER BY id")  # interleaved runs
+            failed = [r[0] for r in fetch_sql(conn, "SELECT id FROM result WHERE status <> 'ok'")]
+            rows = fetch_sql(conn, f"SELECT series_id * 4294967296 + result_id, coalesce(median, {inf}) FROM measurement")
     packed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     median = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
     del rows
@@ -935,7 +935,7 @@ def series_columns(store: Store, keys: Sequence[SeriesKey]) -> list[SeriesColumn
     return out
 
 
-def _fetch_sql(conn: Any, sql: str) -> list[Any]:
+def fetch_sql(conn: Any, sql: str) -> list[Any]:
     """Rows of a literal statement as plain tuples, from the driver's cursor on SQLite (see _fetch)."""
     if conn.dialect.name != "sqlite":
         return [tuple(r) for r in conn.exec_driver_sql(sql).all()]
