@@ -252,6 +252,15 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     for cp in model.change_points:
         cps_by_key.setdefault(cp.series, []).append(cp)
 
+    def reused(bench: str) -> bool:
+        token = model.bench_state.get(bench) if model.bench_state is not None else None
+        cached = reusable.get(bench_id(bench))
+        return bool(token) and isinstance(cached, dict) and cached.get("token") == token
+
+    prefetch = getattr(model.series, "prefetch", None)
+    if prefetch is not None:  # a lazy store model: read the series of every benchmark to rebuild in bulk
+        prefetch([k for bench in sorted(by_bench) if not reused(bench) for k in by_bench[bench]])
+
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
     state: dict[str, Any] = {}
@@ -259,8 +268,8 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
         bid = bench_id(bench)
         token = model.bench_state.get(bench) if model.bench_state is not None else None
         cached = reusable.get(bid)
-        if token and isinstance(cached, dict) and cached.get("token") == token and _keep_benchmark(writer, bid):
-            entry, rows = cached["entry"], cached["rows"]
+        if reused(bench) and _keep_benchmark(writer, bid):
+            entry, rows = cached["entry"], cached["rows"]  # type: ignore[index]
         else:
             keys = sorted(by_bench[bench], key=lambda k: (k.machine, k.environment, k.params, k.metric))
             entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, pos, size)

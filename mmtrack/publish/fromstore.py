@@ -31,6 +31,16 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
                 self._progress(len(self.loaded), len(self._keys))
         return points
 
+    def prefetch(self, keys: Sequence[SeriesKey]) -> None:
+        """Read these series in bulk now (the builder names the benchmarks it will rebuild)."""
+        from ..store import queries as q
+
+        missing = [k for k in keys if k in self._known and k not in self.loaded]
+        if missing:
+            self.loaded.update(q.series_many(self._store, missing))
+            if self._progress:
+                self._progress(len(self.loaded), len(self._keys))
+
     def __iter__(self) -> Iterator[SeriesKey]:
         return iter(self._keys)
 

@@ -540,6 +540,49 @@ def series(
     return out
 
 
+def series_many(
+    store: Store, keys: Sequence[SeriesKey], *, with_samples: bool = False, batch: int = 200
+) -> dict[SeriesKey, list[SeriesPoint]]:
+    """Many series at once, each exactly as :func:`series` gives it (one point per commit, clean runs):
+    what publish reads for the benchmarks it rebuilds. The series rows of every key are found in one
+    query, and the points of ``batch`` keys come in one statement, not one per key."""
+    wanted = set(keys)
+    s, b = m.Series, m.Benchmark
+    named = _named_series(
+        s.id, b.version, s.direction, s.format, s.display_name, b.name, b.params, m.Metric.section,
+        m.Metric.name.label("metric_name"), m.Metric.unit, m.Machine.name.label("machine"),
+        m.Environment.name.label("env"),
+    )  # fmt: skip
+    out: dict[SeriesKey, list[SeriesPoint]] = {}
+    with gc_paused():
+        with store.read() as conn:
+            rows_of: dict[SeriesKey, dict[int, _SeriesRow]] = {}
+            for r in conn.execute(named):
+                key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+                if key in wanted:
+                    rows_of.setdefault(key, {})[r.id] = _SeriesRow(
+                        r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None
+                    )
+            ordered = [k for k in dict.fromkeys(keys) if k in rows_of]
+            for i in range(0, len(ordered), batch):
+                part = ordered[i : i + batch]
+                key_of = {sid: k for k in part for sid in rows_of[k]}
+                sql = _series_sql(conn.dialect, max(len(key_of), 2), False, with_samples)  # >1: rows carry their id
+                ids = list(key_of) + [-1] * (2 - len(key_of)) if len(key_of) < 2 else list(key_of)
+                rows = _fetch(conn, sql, {f"s{j}": sid for j, sid in enumerate(ids)})
+                per_key: dict[SeriesKey, list[Any]] = {}
+                for row in rows:  # in commit order across keys; each key's rows keep it
+                    per_key.setdefault(key_of[row[17]], []).append(row)
+                del rows
+                for key in part:
+                    kr = per_key.get(key, [])
+                    kr = [r for r, nxt in zip(kr, kr[1:] + [None]) if nxt is None or nxt[0] != r[0]]  # latest run
+                    pts: list[SeriesPoint] = []
+                    _build_points(kr, key, rows_of[key], False, pts)
+                    out[key] = pts
+    return out
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off while records are built in bulk: tens of thousands of
