@@ -540,12 +540,15 @@ def series(
     return out
 
 
-def series_many(
-    store: Store, keys: Sequence[SeriesKey], *, with_samples: bool = False, batch: int = 200
-) -> dict[SeriesKey, list[SeriesPoint]]:
-    """Many series at once, each exactly as :func:`series` gives it (one point per commit, clean runs):
-    what publish reads for the benchmarks it rebuilds. The series rows of every key are found in one
-    query, and the points of ``batch`` keys come in one statement, not one per key."""
+def series_many(store: Store, keys: Sequence[SeriesKey], *, batch: int = 200) -> dict[SeriesKey, list[SeriesPoint]]:
+    """Many series at once, each exactly as ``series(store, key, with_samples=False)`` gives it (one
+    point per commit, its latest clean run): what publish reads for the benchmarks it rebuilds.
+
+    The commits come once per run, not once per point (a 1,000-commit history repeats each
+    commit's date, message and branches 500 times over 500 series; the points share one
+    CommitInfo per run); the measurement rows come without a join to run and commit, ``batch``
+    keys per statement, and are put in commit order here.
+    """
     wanted = set(keys)
     s, b = m.Series, m.Benchmark
     named = _named_series(
@@ -563,23 +566,70 @@ def series_many(
                     rows_of.setdefault(key, {})[r.id] = _SeriesRow(
                         r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None
                     )
+            # Clean runs in the order of `series`, each with its commit record.
+            runs = fetch_sql(conn, (
+                'SELECT run.id, "commit".sha, "commit".date, "commit".message, "commit".branches,'
+                ' coalesce("commit".date, run.started_at), run.started_at'
+                ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
+            ))  # fmt: skip
+            runs.sort(key=lambda r: (r[5], r[6], r[0]))
+            rank = {r[0]: i for i, r in enumerate(runs)}
+            commit_of = [_commit_of_row(r[1], r[2], r[3], r[4]) for r in runs]
             ordered = [k for k in dict.fromkeys(keys) if k in rows_of]
             for i in range(0, len(ordered), batch):
                 part = ordered[i : i + batch]
-                key_of = {sid: k for k in part for sid in rows_of[k]}
-                sql = _series_sql(conn.dialect, max(len(key_of), 2), False, with_samples)  # >1: rows carry their id
-                ids = list(key_of) + [-1] * (2 - len(key_of)) if len(key_of) < 2 else list(key_of)
-                rows = _fetch(conn, sql, {f"s{j}": sid for j, sid in enumerate(ids)})
-                per_key: dict[SeriesKey, list[Any]] = {}
-                for row in rows:  # in commit order across keys; each key's rows keep it
-                    per_key.setdefault(key_of[row[17]], []).append(row)
+                ids = sorted(sid for k in part for sid in rows_of[k])
+                rows = fetch_sql(conn, (
+                    "SELECT x.series_id, r.run_id, CASE WHEN r.status = 'ok' THEN NULL ELSE r.status END,"
+                    " x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count"
+                    " FROM measurement x JOIN result r ON r.id = x.result_id"
+                    f" WHERE x.series_id IN ({', '.join(str(int(sid)) for sid in ids)})"
+                ))  # fmt: skip
+                by_row: dict[int, list[Any]] = {}
+                for row in rows:
+                    if row[1] in rank:  # a clean run
+                        by_row.setdefault(row[0], []).append(row)
                 del rows
                 for key in part:
-                    kr = per_key.get(key, [])
-                    kr = [r for r, nxt in zip(kr, kr[1:] + [None]) if nxt is None or nxt[0] != r[0]]  # latest run
-                    pts: list[SeriesPoint] = []
-                    _build_points(kr, key, rows_of[key], False, pts)
-                    out[key] = pts
+                    series_rows = rows_of[key]
+                    kr = [row for sid in series_rows for row in by_row.get(sid, ())]
+                    kr.sort(key=lambda row: rank[row[1]])
+                    out[key] = _points_of_rows(kr, key, series_rows, rank, commit_of)
+    return out
+
+
+def _commit_of_row(sha: str, date: Any, message: str | None, branches: Any) -> CommitInfo:
+    """A clean commit's record from its row as the driver returns it (see _build_points)."""
+    if type(date) is str:  # SQLite: UTC wall time as text
+        date = datetime.fromisoformat(date + "+00:00")
+    elif date is not None:
+        date = m.as_utc(date)
+    if type(branches) is str:
+        branches = json.loads(branches)
+    return _new_commit(sha, date, message, False, tuple(branches or ()))
+
+
+def _points_of_rows(
+    rows: list[Any], key: SeriesKey, series_rows: dict[int, _SeriesRow], rank: dict[int, int],
+    commit_of: list[CommitInfo],
+) -> list[SeriesPoint]:
+    """Points of one key from its measurement rows in commit order, the latest run of each commit."""
+    params = json.loads(key.params)
+    metric = key.metric
+    new_measurement, new_point = _new_measurement, _new_point
+    out: list[SeriesPoint] = []
+    for j, row in enumerate(rows):
+        commit = commit_of[rank[row[1]]]
+        if j + 1 < len(rows) and commit_of[rank[rows[j + 1][1]]].sha == commit.sha:
+            continue  # a later run of the same commit follows
+        sid, run_id, status, median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count = row
+        sr = series_rows[sid]
+        measurement = new_measurement(
+            key.benchmark, params, metric, sr.direction, status or "ok",
+            median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
+            (), sr.version, sr.format, sr.display_name,
+        )  # fmt: skip
+        out.append(new_point(commit, run_id, measurement))
     return out
 
 
