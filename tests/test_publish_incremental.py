@@ -87,7 +87,9 @@ def test_nothing_new_is_found_without_sqlalchemy(history, tmp_path: Path) -> Non
     assert out.stdout.split() == ["True", "[]", "False", "False"], out.stdout + out.stderr
 
 
-def test_a_site_missing_a_file_or_built_otherwise_is_rebuilt(history, tmp_path: Path) -> None:
+def test_a_site_missing_a_file_or_built_otherwise_is_rebuilt(history, tmp_path: Path, monkeypatch) -> None:
+    from mmtrack.publish import source
+
     url, _, _ = history
     site, fresh = tmp_path / "site", tmp_path / "fresh"
     _publish(url, site)
@@ -98,6 +100,12 @@ def test_a_site_missing_a_file_or_built_otherwise_is_rebuilt(history, tmp_path: 
     # another title is another site: the key holds the settings too
     model, step = publish(PublishRequest(out=site, db=url, title="other", commit_url="https://example.org/c/"))
     assert model is not None and "data/site.js" in step.written
+    # edited page code (an asset, the builder, plotly) is another build too, without a version bump
+    assert _publish(url, site)[0] is not None and _publish(url, site)[0] is None  # back to "t", then settled
+    monkeypatch.setattr(source, "_code_stamp", lambda: [("site.js", 1, 1)])
+    model, step = _publish(url, site)
+    assert model is not None and step.written == []  # the full path; the same files came out
+    monkeypatch.undo()
     _publish(url, site)
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
