@@ -57,12 +57,58 @@ def _import(url: str, results: Path):
 def test_nothing_new_reads_no_series_and_writes_nothing(history, tmp_path: Path) -> None:
     url, _, _ = history
     site = tmp_path / "site"
-    model, first = _publish(url, site)
-    assert len(model.series.loaded) == len(model.series) > 0 and first.written
+    first_model, first = _publish(url, site)
+    assert len(first_model.series.loaded) == len(first_model.series) > 0 and first.written
     manifest = (site / MANIFEST).stat().st_mtime_ns
     model, again = _publish(url, site)
-    assert model.series.loaded == {}
+    assert model is None and again.up_to_date == {  # stopped before reading the store: no model made
+        "benchmarks": len(first_model.benchmarks()), "series": len(first_model.series),
+        "change_points": len(first_model.change_points), "files": first.total,
+    }  # fmt: skip
     assert again.written == [] and again.removed == [] and (site / MANIFEST).stat().st_mtime_ns == manifest
+    assert again.unchanged == first.total
+
+
+def test_nothing_new_is_found_without_sqlalchemy(history, tmp_path: Path) -> None:
+    """The per-commit republish: the store's key is read with the standard library's sqlite3."""
+    import subprocess
+    import sys
+
+    url, _, _ = history
+    site = tmp_path / "site"
+    _publish(url, site)
+    code = (
+        "import sys; from pathlib import Path; from mmtrack.commands.publish import PublishRequest, publish;"
+        f"m, r = publish(PublishRequest(out=Path({str(site)!r}), db={url!r}, title='t',"
+        " commit_url='https://example.org/c/'));"
+        "print(m is None, r.written, 'sqlalchemy' in sys.modules, 'alembic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout.split() == ["True", "[]", "False", "False"], out.stdout + out.stderr
+
+
+def test_a_site_missing_a_file_or_built_otherwise_is_rebuilt(history, tmp_path: Path, monkeypatch) -> None:
+    from mmtrack.publish import source
+
+    url, _, _ = history
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    _publish(url, site)
+    gone = next(p for p in sorted((site / "data" / "b").rglob("*.js")))
+    gone.unlink()
+    model, step = _publish(url, site)  # the key matches, the site does not: the build repairs it
+    assert model is not None and step.written == [gone.relative_to(site).as_posix()]
+    # another title is another site: the key holds the settings too
+    model, step = publish(PublishRequest(out=site, db=url, title="other", commit_url="https://example.org/c/"))
+    assert model is not None and "data/site.js" in step.written
+    # edited page code (an asset, the builder, plotly) is another build too, without a version bump
+    assert _publish(url, site)[0] is not None and _publish(url, site)[0] is None  # back to "t", then settled
+    monkeypatch.setattr(source, "_code_stamp", lambda: [("site.js", 1, 1)])
+    model, step = _publish(url, site)
+    assert model is not None and step.written == []  # the full path; the same files came out
+    monkeypatch.undo()
+    _publish(url, site)
+    _publish(url, fresh)
+    assert tree(site) == tree(fresh)
 
 
 def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: Path) -> None:
@@ -121,5 +167,40 @@ def test_stored_change_points_rebuild_their_benchmark(history, tmp_path: Path) -
     model, step = _publish(url, site)
     assert {k.benchmark for k in model.series.loaded} == {cp.series.benchmark}
     assert "data/regressions.js" in step.written
+    _publish(url, fresh)
+    assert tree(site) == tree(fresh)
+
+
+def test_an_ab_verdict_alone_rebuilds_its_change_points_row(history, tmp_path: Path) -> None:
+    """`mmtrack run --confirm` stores only an A/B verdict: the regressions page must show it."""
+    from datetime import datetime, timezone
+
+    from mmtrack.store import models as m
+    from mmtrack.store import queries as q
+
+    url, full, _ = history
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    cp = full.change_points[0]
+    store = open_store(url)
+    try:
+        key = next(k for k in q.list_series(store) if k.benchmark == cp.series.benchmark)
+        q.save_change_points(store, [dataclasses.replace(cp, series=key, method="test")], replace=[key])
+    finally:
+        store.close()
+    _publish(url, site)
+    store = open_store(url)
+    try:
+        with store.session() as session:
+            session.add(m.ABVerdict(
+                machine=key.machine, environment=key.environment, benchmark=key.benchmark, params=key.params,
+                section=key.metric.section, metric=key.metric.name, unit=key.metric.unit, before_sha=cp.before_sha,
+                after_sha=cp.after_sha, state="confirmed", ratio=1.2, p_value=1e-4, rounds=6, note="",
+                created_at=datetime.now(timezone.utc)))
+            session.commit()
+    finally:
+        store.close()
+    model, step = _publish(url, site)
+    assert model is not None and {k.benchmark for k in model.series.loaded} == {cp.series.benchmark}
+    assert '"confirmed"' in (site / "data" / "regressions.js").read_text()
     _publish(url, fresh)
     assert tree(site) == tree(fresh)

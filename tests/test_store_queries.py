@@ -268,3 +268,31 @@ def test_series_gives_one_point_per_commit_its_latest_run(store):
     assert pts[0].run_id == latest
     every = q.series(store, key, per_commit=False)
     assert [p.commit.sha for p in every] == [commit_info(i).sha for i in (1, 1, 2)]
+
+
+def test_bulk_reads_equal_the_per_series_read(store):
+    """series_many (publish) and series_columns (detect) read many series at once: per key the
+    same points as ``series``, with several series rows behind a key, two runs of one commit, a
+    dirty run, a failed case and a second machine in the store."""
+    plain, declared = engine_stats(), engine_stats(items={"direction": Direction.HIGHER, "display_name": "Items"})
+    _record(store, 1, plain, failed=True)
+    _record(store, 2, declared, started=T0.replace(hour=1))
+    _record(store, 2, plain, started=T0.replace(hour=2), failed=True)  # the latest run of commit 2
+    _record(store, 3, plain, dirty=True)
+    _record(store, 4, engine_stats(scale=3.0))
+    _record(store, 4, plain, machine="other")
+    keys = q.list_series(store)
+    assert len(keys) > 4
+    for batch in (1, 200):
+        many = q.series_many(store, keys, batch=batch)
+        assert list(many) == keys
+        assert many == {k: q.series(store, k, with_samples=False) for k in keys}
+    for subset in (keys, keys[:1], keys[::-1]):
+        cols = q.series_columns(store, subset)
+        assert [c.key for c in cols] == subset
+        for c in cols:
+            ok = [p for p in q.series(store, c.key, with_samples=False)
+                  if p.measurement.status == "ok" and p.measurement.median is not None]
+            assert c.shas == [p.commit.sha for p in ok] and c.values == [p.measurement.median for p in ok]
+            assert c.versions == [p.measurement.version for p in ok]
+    assert any(c.shas for c in q.series_columns(store, keys))

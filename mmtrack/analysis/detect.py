@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as sps
 
 from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey, SeriesPoint
@@ -212,6 +211,10 @@ def _test(a: np.ndarray, b: np.ndarray, test: Test) -> float:
         return _mannwhitney_p(a, b)
     if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic values (counters)
         return 1.0 if a[0] == b[0] else 0.0
+    # Imported here: scipy.stats takes 1-2 s to import and only this non-default test needs it
+    # (`mmtrack update` runs detect in a fresh process on every commit).
+    from scipy import stats as sps
+
     p = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
     return 1.0 if math.isnan(p) else p
 

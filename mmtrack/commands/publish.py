@@ -56,9 +56,12 @@ def publish(
     request: PublishRequest,
     model: SiteModel | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[SiteModel, WriteReport]:
+) -> tuple[SiteModel | None, WriteReport]:
     """Build the site from ``model`` or, by default, from the store (kept open while the site is
-    built: series are read only for the benchmarks that changed since the last build)."""
+    built: series are read only for the benchmarks that changed since the last build).
+
+    With nothing new in a SQLite store since the last build, no model is made (None) and the
+    report's ``up_to_date`` says what the site shows: nothing was read or written."""
     from ..fsutil import folder_problem
 
     problem = folder_problem(request.out, "output folder")
@@ -71,6 +74,9 @@ def publish(
         model = SiteModel(series=model.series, commits=model.commits, change_points=model.change_points, config=config)
         _check_not_empty(model, request)
         return model, build_site(model, request.out)
+    up_to_date = _nothing_new(request, config)
+    if up_to_date is not None:
+        return None, up_to_date
     from ..publish.fromstore import model_from_store
     from ..store import queries as q
     from ..store.db import open_store
@@ -87,6 +93,25 @@ def publish(
             return model, build_site(model, request.out)
     finally:
         store.close()
+
+
+def _nothing_new(request: PublishRequest, config: SiteConfig) -> WriteReport | None:
+    """A report with ``up_to_date`` when the site in ``request.out`` was built from exactly what the
+    SQLite store holds now (publish.source), with the same selection and settings; else None."""
+    from ..publish.source import source_key, sqlite_path, sqlite_store_digest
+    from ..publish.writer import last_build_state
+
+    path = sqlite_path(request.db or "")
+    if path is None or not Path(request.out).is_dir():
+        return None
+    state = last_build_state(Path(request.out))
+    summary = (state or {}).get("summary")
+    if not state or not isinstance(summary, dict) or not isinstance(state.get("source"), str):
+        return None
+    digest = sqlite_store_digest(path)
+    if digest is None or source_key(digest, config, request.benchmark, request.machine) != state["source"]:
+        return None
+    return WriteReport(unchanged=int(summary.get("files", 0)), up_to_date={k: int(v) for k, v in summary.items()})
 
 
 def _check_not_empty(model: SiteModel, request: PublishRequest) -> None:
@@ -112,10 +137,15 @@ def run_publish(request: PublishRequest, console: Console, err_console: Console 
             task = bar.add_task("", total=None)
             model, report = publish(request, progress=lambda done, total: bar.update(task, completed=done, total=total))
     secs = time.perf_counter() - t0
-    read = getattr(model.series, "loaded", model.series)  # a republish reads only the series that changed
+    if model is None:  # nothing new: the last build's figures
+        n = report.up_to_date or {}
+        shown, n_series, n_read, n_cps = n.get("benchmarks", 0), n.get("series", 0), 0, n.get("change_points", 0)
+    else:
+        read = getattr(model.series, "loaded", model.series)  # a republish reads only the series that changed
+        shown, n_series, n_read, n_cps = len(model.benchmarks()), len(model.series), len(read), len(model.change_points)
     console.print(
-        f"published {len(model.benchmarks())} benchmarks, {len(model.series)} series ({len(read)} read), "
-        f"{len(model.change_points)} change points to {escape(str(request.out))} in {secs:.1f} s: "
+        f"published {shown} benchmarks, {n_series} series ({n_read} read), "
+        f"{n_cps} change points to {escape(str(request.out))} in {secs:.1f} s: "
         f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
         f"{len(report.removed)} removed",
         highlight=False,

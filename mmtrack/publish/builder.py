@@ -298,6 +298,15 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     for v in model.run_verdicts:
         runs_by_key.setdefault(v.series, []).append(v)
 
+    def reused(bench: str) -> bool:
+        token = model.bench_state.get(bench) if model.bench_state is not None else None
+        cached = reusable.get(bench_id(bench))
+        return bool(token) and isinstance(cached, dict) and cached.get("token") == token
+
+    prefetch = getattr(model.series, "prefetch", None)
+    if prefetch is not None:  # a lazy store model: read the series of every benchmark to rebuild in bulk
+        prefetch([k for bench in sorted(by_bench) if not reused(bench) for k in by_bench[bench]])
+
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
     state: dict[str, Any] = {}
@@ -305,8 +314,8 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
         bid = bench_id(bench)
         token = model.bench_state.get(bench) if model.bench_state is not None else None
         cached = reusable.get(bid)
-        if token and isinstance(cached, dict) and cached.get("token") == token and _keep_benchmark(writer, bid):
-            entry, rows = cached["entry"], cached["rows"]
+        if reused(bench) and _keep_benchmark(writer, bid):
+            entry, rows = cached["entry"], cached["rows"]  # type: ignore[index]
         else:
             keys = sorted(by_bench[bench], key=lambda k: (k.machine, k.environment, k.params, k.metric))
             entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, runs_by_key, pos, size)
@@ -337,6 +346,12 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     if model.bench_state is not None:
         # What this build was made from: the next one reuses what still matches.
         writer.state = {"site": site_token, "n_commits": len(order), "order": _order_hash(order), "benchmarks": state}
+        if model.source:
+            writer.state["source"] = model.source
+            writer.state["summary"] = {
+                "benchmarks": len(by_bench), "series": len(model.series), "change_points": len(model.change_points),
+                "files": len(writer.new),
+            }  # fmt: skip
     return writer.finish()
 
 

@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..results import ChangePoint, RunVerdict, SeriesKey, SeriesPoint
 from .model import SiteConfig, SiteModel
+from .source import source_key, store_digest
 
 
 class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
@@ -36,6 +37,16 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
 
         return q.series(self._store, key, last=n)
 
+    def prefetch(self, keys: Sequence[SeriesKey]) -> None:
+        """Read these series in bulk now (the builder names the benchmarks it will rebuild)."""
+        from ..store import queries as q
+
+        missing = [k for k in keys if k in self._known and k not in self.loaded]
+        if missing:
+            self.loaded.update(q.series_many(self._store, missing))
+            if self._progress:
+                self._progress(len(self.loaded), len(self._keys))
+
     def __iter__(self) -> Iterator[SeriesKey]:
         return iter(self._keys)
 
@@ -50,8 +61,10 @@ def bench_tokens(
     keys: Sequence[SeriesKey], revisions: Mapping[SeriesKey, tuple[int, int, tuple[int, ...]]],
     change_points: Sequence[ChangePoint],
     run_verdicts: Sequence[RunVerdict] = (),
+    ab_verdicts: Mapping[tuple[SeriesKey, str], Mapping[str, Any]] | None = None,
 ) -> dict[str, str]:
-    """Per benchmark, a hash of its series' store revisions, its change points and run verdicts."""
+    """Per benchmark, a hash of its series' store revisions, its change points, run and A/B verdicts
+    (a change point's row on the regressions page shows its A/B verdict)."""
     parts: dict[str, list[str]] = {}
     for key in keys:
         n, total, _ = revisions.get(key, (0, 0, ()))
@@ -62,6 +75,9 @@ def bench_tokens(
     for v in run_verdicts:
         if v.series.benchmark in parts:
             parts[v.series.benchmark].append(repr(v))
+    for (series, after_sha), verdict in (ab_verdicts or {}).items():
+        if series.benchmark in parts:
+            parts[series.benchmark].append(repr((series, after_sha, sorted(verdict.items()))))
     return {bench: hashlib.sha256("\n".join(sorted(p)).encode("utf-8", "surrogatepass")).hexdigest()
             for bench, p in parts.items()}
 
@@ -87,8 +103,10 @@ def model_from_store(
     # The same series selection as `mmtrack detect` (machine, benchmark regex), so the pages
     # show exactly the series detect looked at.
     keys = series_keys(store, machine=machine, benchmark=benchmark_pattern)
-    # The tokens first: whatever is stored later (writers do not wait for publish) either appears in
-    # this build or moves a token, so the next publish rebuilds it; never the other way round.
+    # The source key and the tokens first: whatever is stored later (writers do not wait for publish)
+    # either appears in this build or moves them, so the next publish rebuilds it; never the other way round.
+    with store.read() as conn:
+        digest = store_digest(lambda sql: q.fetch_sql(conn, sql))
     revisions = q.series_revisions(store)
     machines = sorted({k.machine for k in keys})
     commits = []
@@ -98,10 +116,12 @@ def model_from_store(
     selected = set(keys)
     change_points = [cp for cp in q.load_change_points(store, machine=machine) if cp.series in selected]
     run_verdicts = [v for v in q.load_run_verdicts(store, machine=machine) if v.series in selected]
-    tokens = bench_tokens(keys, revisions, change_points, run_verdicts)
+    ab_verdicts = q.load_ab_verdicts(store, machine=machine)
+    tokens = bench_tokens(keys, revisions, change_points, run_verdicts, ab_verdicts)
     series = StoreSeries(store, keys, progress)
     return SiteModel(
         series=series, commits=commits, change_points=change_points, config=config,
-        bench_state=tokens, commits_complete=True, ab_verdicts=q.load_ab_verdicts(store, machine=machine),
+        bench_state=tokens, commits_complete=True, ab_verdicts=ab_verdicts,
         run_verdicts=run_verdicts, newest_points=series.newest,
+        source=source_key(digest, config, benchmark_pattern, machine),
     )

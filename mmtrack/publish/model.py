@@ -63,6 +63,9 @@ class SiteModel:
     # A series' newest n points with their samples, for the compare page's verdicts (the significance
     # tests need samples); None: ``series`` holds them already
     newest_points: Callable[[SeriesKey, int], Sequence[SeriesPoint]] | None = None
+    # What the model was read from (publish.source.source_key), recorded in the manifest: a republish
+    # whose key matches stops before reading anything.
+    source: str | None = None
 
     def ordered_commits(self) -> list[CommitInfo]:
         seen: dict[str, CommitInfo] = {}

@@ -67,6 +67,9 @@ class WriteReport:
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
     bytes_written: int = 0
+    # Set when nothing was new (publish stopped before reading the store): what the last build
+    # recorded it showed, {"benchmarks": n, "series": n, "change_points": n}.
+    up_to_date: dict[str, int] | None = None
 
     @property
     def total(self) -> int:
@@ -89,6 +92,38 @@ def check_tree(root: Path) -> None:
                     stack.append(Path(entry.path))
                 elif not entry.is_file(follow_symlinks=False):
                     raise UserError(f"{entry.path}: is not a regular file or folder; remove it and publish again")
+
+
+def last_build_state(root: Path) -> dict[str, Any] | None:
+    """The ``state`` the last build recorded, when the site is as that build left it: its manifest
+    readable, no killed build's journal or staging folder, every file it wrote still a regular file.
+    None otherwise (then a build repairs the site). Reads the tree, writes nothing."""
+    try:
+        root_fd = os.open(root, _DIR_FLAGS)
+    except OSError:
+        return None
+    try:
+        manifest = _read_json(root_fd, MANIFEST)
+        if not manifest or _read_raw(root_fd, JOURNAL) is not None:
+            return None
+    finally:
+        os.close(root_fd)
+    present: set[str] = set()
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(root / rel if rel else root) as entries:
+            for entry in entries:
+                name = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if not rel and entry.name.startswith(STAGING_PREFIX):
+                        return None
+                    stack.append(name)
+                elif entry.is_file(follow_symlinks=False):
+                    present.add(name)
+    state = manifest.get("state")
+    files = _str_map(manifest.get("files"))
+    return state if isinstance(state, dict) and files and present.issuperset(files) else None
 
 
 _RENAME_EXCHANGE = 2

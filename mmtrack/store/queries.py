@@ -544,6 +544,99 @@ def series(
     return out
 
 
+def series_many(store: Store, keys: Sequence[SeriesKey], *, batch: int = 200) -> dict[SeriesKey, list[SeriesPoint]]:
+    """Many series at once, each exactly as ``series(store, key, with_samples=False)`` gives it (one
+    point per commit, its latest clean run): what publish reads for the benchmarks it rebuilds.
+
+    The commits come once per run, not once per point (a 1,000-commit history repeats each
+    commit's date, message and branches 500 times over 500 series; the points share one
+    CommitInfo per run); the measurement rows come without a join to run and commit, ``batch``
+    keys per statement, and are put in commit order here.
+    """
+    wanted = set(keys)
+    s, b = m.Series, m.Benchmark
+    named = _named_series(
+        s.id, b.version, s.direction, s.format, s.display_name, b.name, b.params, m.Metric.section,
+        m.Metric.name.label("metric_name"), m.Metric.unit, m.Machine.name.label("machine"),
+        m.Environment.name.label("env"),
+    )  # fmt: skip
+    out: dict[SeriesKey, list[SeriesPoint]] = {}
+    with gc_paused():
+        with store.read() as conn:
+            rows_of: dict[SeriesKey, dict[int, _SeriesRow]] = {}
+            for r in conn.execute(named):
+                key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+                if key in wanted:
+                    rows_of.setdefault(key, {})[r.id] = _SeriesRow(
+                        r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None
+                    )
+            # Clean runs in the order of `series`, each with its commit record.
+            runs = fetch_sql(conn, (
+                'SELECT run.id, "commit".sha, "commit".date, "commit".message, "commit".branches,'
+                ' coalesce("commit".date, run.started_at), run.started_at'
+                ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
+            ))  # fmt: skip
+            runs.sort(key=lambda r: (r[5], r[6], r[0]))
+            rank = {r[0]: i for i, r in enumerate(runs)}
+            commit_of = [_commit_of_row(r[1], r[2], r[3], r[4]) for r in runs]
+            ordered = [k for k in dict.fromkeys(keys) if k in rows_of]
+            for i in range(0, len(ordered), batch):
+                part = ordered[i : i + batch]
+                ids = sorted(sid for k in part for sid in rows_of[k])
+                rows = fetch_sql(conn, (
+                    "SELECT x.series_id, r.run_id, CASE WHEN r.status = 'ok' THEN NULL ELSE r.status END,"
+                    " x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count"
+                    " FROM measurement x JOIN result r ON r.id = x.result_id"
+                    f" WHERE x.series_id IN ({', '.join(str(int(sid)) for sid in ids)})"
+                ))  # fmt: skip
+                by_row: dict[int, list[Any]] = {}
+                for row in rows:
+                    if row[1] in rank:  # a clean run
+                        by_row.setdefault(row[0], []).append(row)
+                del rows
+                for key in part:
+                    series_rows = rows_of[key]
+                    kr = [row for sid in series_rows for row in by_row.get(sid, ())]
+                    kr.sort(key=lambda row: rank[row[1]])
+                    out[key] = _points_of_rows(kr, key, series_rows, rank, commit_of)
+    return out
+
+
+def _commit_of_row(sha: str, date: Any, message: str | None, branches: Any) -> CommitInfo:
+    """A clean commit's record from its row as the driver returns it (see _build_points)."""
+    if type(date) is str:  # SQLite: UTC wall time as text
+        date = datetime.fromisoformat(date + "+00:00")
+    elif date is not None:
+        date = m.as_utc(date)
+    if type(branches) is str:
+        branches = json.loads(branches)
+    return _new_commit(sha, date, message, False, tuple(branches or ()))
+
+
+def _points_of_rows(
+    rows: list[Any], key: SeriesKey, series_rows: dict[int, _SeriesRow], rank: dict[int, int],
+    commit_of: list[CommitInfo],
+) -> list[SeriesPoint]:
+    """Points of one key from its measurement rows in commit order, the latest run of each commit."""
+    params = json.loads(key.params)
+    metric = key.metric
+    new_measurement, new_point = _new_measurement, _new_point
+    out: list[SeriesPoint] = []
+    for j, row in enumerate(rows):
+        commit = commit_of[rank[row[1]]]
+        if j + 1 < len(rows) and commit_of[rank[rows[j + 1][1]]].sha == commit.sha:
+            continue  # a later run of the same commit follows
+        sid, run_id, status, median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count = row
+        sr = series_rows[sid]
+        measurement = new_measurement(
+            key.benchmark, params, metric, sr.direction, status or "ok",
+            median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
+            (), sr.version, sr.format, sr.display_name,
+        )  # fmt: skip
+        out.append(new_point(commit, run_id, measurement))
+    return out
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off while records are built in bulk: tens of thousands of
@@ -834,10 +927,18 @@ class SeriesColumns:
 
 
 def series_columns(store: Store, keys: Sequence[SeriesKey]) -> list[SeriesColumns]:
-    """The medians of many series in one query, in the order of ``keys`` (those with no usable point
-    come back empty). Per key the same points as ``series(..., with_samples=False)`` keeps with an
-    ``ok`` status: dirty runs left out, the latest run of each commit."""
-    import math
+    """The medians of many series, in the order of ``keys`` (those with no usable point come back
+    empty). Per key the same points as ``series(..., with_samples=False)`` keeps with an ``ok``
+    status: dirty runs left out, the latest run of each commit.
+
+    Detect's bulk read (500 series x 1,000 commits = 500,000 points), so it reads only what
+    detection needs and joins in numpy, not in SQL: the measurement table in its clustered order as
+    two numbers a row (series and result id packed in one integer, the median), the runs and
+    commits (one row per run), and which run each result belongs to as id ranges (an import writes
+    a run's results with consecutive ids; one range per result where they are not). Handing a
+    column to Python costs more than SQLite's scan, so no column comes that numpy can derive.
+    """
+    import numpy as np
 
     wanted = {k: i for i, k in enumerate(keys)}
     s, b, x = m.Series, m.Benchmark, m.Metric
@@ -845,50 +946,103 @@ def series_columns(store: Store, keys: Sequence[SeriesKey]) -> list[SeriesColumn
         s.id, b.version, s.direction, b.name, b.params, x.section, x.name.label("metric_name"), x.unit,
         m.Machine.name.label("machine"), m.Environment.name.label("env"),
     )  # fmt: skip
-    meas = m.Measurement
-    order = func.coalesce(m.Commit.date, m.Run.started_at)
-    stmt = (
-        select(
-            meas.series_id, m.Commit.sha, meas.median, m.Result.status, _raw(order), _raw(m.Run.started_at), m.Run.id
-        )
-        .select_from(meas)
-        .join(m.Result, m.Result.id == meas.result_id)
-        .join(m.Run, m.Run.id == m.Result.run_id)
-        .join(m.Commit, m.Commit.id == m.Run.commit_id)
-        .where(m.Run.dirty.is_(False))
-        .order_by(meas.series_id, order, m.Run.started_at, m.Run.id)
-    )
-    info: dict[int, tuple[SeriesKey, str | None, Direction]] = {}
-    with store.read() as conn:
+    info: dict[int, tuple[int, str | None]] = {}  # series row id -> (index in keys, code version)
+    direction_of: dict[int, Direction] = {}
+    with gc_paused(), store.read() as conn:
         for r in conn.execute(named):
-            key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
-            if key in wanted:
-                info[r.id] = (key, r.version or None, _DIRECTIONS[r.direction])
+            i = wanted.get(SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit)))
+            if i is not None:
+                info[r.id] = (i, r.version or None)
+                direction_of[i] = _DIRECTIONS[r.direction]
+        if not info:
+            return [SeriesColumns(k, Direction.LOWER, [], [], []) for k in keys]
+        sqlite = conn.dialect.name == "sqlite"
+        # Clean runs in the order of `series`: commit date (else run start), run start, run id.
+        runs = fetch_sql(conn, (
+            'SELECT run.id, run.commit_id, "commit".sha, coalesce("commit".date, run.started_at), run.started_at'
+            ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
+        ))  # fmt: skip
+        inf = "9e999" if sqlite else "CAST('Infinity' AS DOUBLE PRECISION)"  # failed or no median: unusable
         total = conn.execute(select(func.count()).select_from(s)).scalar_one()
-        if len(info) < total:  # a subset: name the series rows
-            rows = conn.execute(stmt.where(meas.series_id.in_(sorted(info)))).all()
-        else:  # all of them: no filter to bind, straight from the driver (500,000 rows)
-            rows = _fetch(conn, stmt.compile(dialect=conn.dialect), {})
-    per_key: dict[SeriesKey, list[tuple[Any, ...]]] = {}
-    for r in rows:
-        got = info.get(r[0])
-        if got is not None:
-            per_key.setdefault(got[0], []).append((r[4], r[5], r[6], r[1], r[2], r[3], got[1]))
+        if len(info) * 4 < total:  # a few series (`mmtrack update`): ranges of the clustered key, joined in SQL
+            rows = fetch_sql(conn, (
+                f"SELECT m.series_id * 4294967296 + r.run_id, CASE WHEN r.status = 'ok' THEN coalesce(m.median, {inf})"
+                f" ELSE {inf} END FROM measurement m JOIN result r ON r.id = m.result_id"
+                f" WHERE m.series_id IN ({', '.join(str(int(i)) for i in sorted(info))})"
+            ))  # fmt: skip
+            ranges = failed = None
+        else:
+            ranges = sorted(fetch_sql(conn, "SELECT min(id), max(id), run_id, count(*) FROM result GROUP BY run_id"))
+            if any(r[1] - r[0] + 1 != r[3] or (i and r[0] <= ranges[i - 1][1]) for i, r in enumerate(ranges)):
+                ranges = fetch_sql(conn, "SELECT id, id, run_id, 1 FROM result ORDER BY id")  # interleaved runs
+            failed = [r[0] for r in fetch_sql(conn, "SELECT id FROM result WHERE status <> 'ok'")]
+            rows = fetch_sql(conn, f"SELECT series_id * 4294967296 + result_id, coalesce(median, {inf}) FROM measurement")
+    packed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    median = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+    del rows
+    series_id, low = packed >> 32, packed & 0xFFFFFFFF
+    if ranges is None:
+        run_id = low
+    else:  # result id -> run id, through the sorted ranges
+        lo = np.array([r[0] for r in ranges], dtype=np.int64)
+        hi = np.array([r[1] for r in ranges], dtype=np.int64)
+        at = np.maximum(np.searchsorted(lo, low, side="right") - 1, 0)
+        inside = (lo[at] <= low) & (low <= hi[at]) if ranges else np.zeros(low.size, dtype=bool)
+        run_id = np.where(inside, np.array([r[2] for r in ranges] or [0], dtype=np.int64)[at], -1)
+        median[np.isin(low, np.array(failed, dtype=np.int64))] = np.inf
+
+    # run id -> rank in commit order (-1: dirty or unknown)
+    runs.sort(key=lambda r: (r[3], r[4], r[0]))
+    rank_of_run = np.full(max([r[0] for r in runs] + [int(run_id.max(initial=0))]) + 2, -1, dtype=np.int64)
+    rank_of_run[[r[0] for r in runs]] = np.arange(len(runs))
+    rank = np.where(run_id >= 0, rank_of_run[run_id], -1)
+    commit_of_rank = np.array([r[1] for r in runs] + [-1], dtype=np.int64)
+    sha_of_rank = [r[2] for r in runs]
+
+    # series row id -> index of its key; rows of several code versions of one key merge here
+    key_of_row = np.full(max(max(info), int(series_id.max(initial=0))) + 1, -1, dtype=np.int64)
+    key_of_row[list(info)] = [v[0] for v in info.values()]
+    kidx = key_of_row[series_id]
+    keep = (kidx >= 0) & (rank >= 0)
+    kidx, rank, median, series_id = kidx[keep], rank[keep], median[keep], series_id[keep]
+    order = np.lexsort((rank, kidx))
+    kidx, rank, median, series_id = kidx[order], rank[order], median[order], series_id[order]
+    commit = commit_of_rank[rank]
+    # the latest run of each commit: runs of one commit are adjacent in commit order
+    last = np.ones(kidx.size, dtype=bool)
+    last[:-1] = (kidx[1:] != kidx[:-1]) | (commit[1:] != commit[:-1])
+    usable = last & np.isfinite(median)
+    kidx, rank, median, series_id = kidx[usable], rank[usable], median[usable], series_id[usable]
+
+    bounds = np.searchsorted(kidx, np.arange(len(keys) + 1))
+    version_of_row = {sid: v for sid, (_, v) in info.items()}
+    versions_per_key: dict[int, set[str | None]] = {}
+    for i, v in info.values():
+        versions_per_key.setdefault(i, set()).add(v)
     out = []
-    direction_of = {k: d for k, _, d in info.values()}
-    for key in keys:
-        pts = per_key.get(key, [])
-        if len({p[6] for p in pts}) > 1:  # several code versions: merge their rows in commit order
-            pts.sort(key=lambda p: (p[0] or "", p[1] or "", p[2]))
-        latest = [p for p, nxt in zip(pts, pts[1:] + [None]) if nxt is None or nxt[3] != p[3]]
-        usable = [p for p in latest if p[5] == "ok" and p[4] is not None and math.isfinite(p[4])]
-        out.append(
-            SeriesColumns(
-                key, direction_of.get(key, Direction.LOWER), [p[3] for p in usable], [float(p[4]) for p in usable],
-                [p[6] for p in usable],
-            )
-        )
+    for i, key in enumerate(keys):
+        a, z = int(bounds[i]), int(bounds[i + 1])
+        vs = versions_per_key.get(i, {None})
+        versions = ([next(iter(vs))] * (z - a) if len(vs) == 1
+                    else [version_of_row[sid] for sid in series_id[a:z].tolist()])  # fmt: skip
+        out.append(SeriesColumns(
+            key, direction_of.get(i, Direction.LOWER), [sha_of_rank[r] for r in rank[a:z].tolist()],
+            median[a:z].tolist(), versions,
+        ))  # fmt: skip
     return out
+
+
+def fetch_sql(conn: Any, sql: str) -> list[Any]:
+    """Rows of a literal statement as plain tuples, from the driver's cursor on SQLite (see _fetch)."""
+    if conn.dialect.name != "sqlite":
+        return [tuple(r) for r in conn.exec_driver_sql(sql).all()]
+    cursor = conn.connection.driver_connection.cursor()
+    try:
+        return cursor.execute(sql).fetchall()
+    finally:
+        cursor.close()
+
+
 def load_ab_verdicts(store: Store, *, machine: str | None = None) -> dict[tuple[SeriesKey, str], dict[str, Any]]:
     """The latest A/B verdict (``mmtrack run --confirm``) per (series, after sha)."""
     t = m.ABVerdict
