@@ -13,10 +13,10 @@ Figures, per gate:
 
 * false alarms per 100 commits per series on A/A series: commits flagged (regressed or
   improved) when they are the newest commit, regressions among them, and for mmtrack the
-  commits the next three commits confirm (whether or not the newest-commit verdict flagged them);
+  commits the next commits confirm (whether or not the newest-commit verdict flagged them);
 * recall of +20% steps: the step commit flagged regressed as the newest commit, overall, on
   quiet series (commit-to-commit robust CV < 3%), mid and noisy; for mmtrack also the share the
-  next three commits confirm.
+  next commits confirm (``confirm_window`` of them).
 
 Gates side by side, on the same series:
 
@@ -57,7 +57,7 @@ from mmtrack.analysis import compare as gate_now  # noqa: E402
 from mmtrack.results import Measurement  # noqa: E402
 
 WINDOW = 30  # commits of history, as mmtrack compare's default
-LATER = 3  # commits after the judged one that may confirm it
+LATER = gate_now.ComparePolicy().confirm_window  # commits after the judged one that may confirm it
 
 # (verdict when the commit is the newest, (verdict, state) once the later commits are in);
 # a gate without states gives its one verdict and None.
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.series} series of {args.length} commits per population, seed {args.seed}"
     )
     print("columns: false alarms per 100 commits per series on A/A (flagged as the newest commit, of which")
-    print("regressions; confirmed by the next 3); recall of +20% steps (flagged as the newest commit, then")
+    print(f"regressions; confirmed by the next {LATER}); recall of +20% steps (flagged as the newest commit, then")
     print("confirmed), by tier; seconds per series judged")
     results: dict[str, dict] = {}
     t0 = time.perf_counter()

@@ -201,17 +201,17 @@ def test_history_verdict_is_suspected_until_later_commits_settle_it():
     # a history too short for a noise model: suspected on the samples, settled by later commits alike
     short = compare_pair(before, after, history=history[:3])
     assert (short.verdict, short.state, short.history_z) == ("regressed", "suspected", None)
-    assert compare_pair(before, after, history=history[:3], later=[1.25, 1.26, 1.24]).state == "confirmed"
+    assert compare_pair(before, after, history=history[:3], later=[1.25, 1.26, 1.24, 1.25]).state == "confirmed"
     # later commits that stay at the new level confirm; ones back at the old level refute
-    assert compare_pair(before, after, history=history, later=[1.24, 1.26, 1.25]).state == "confirmed"
+    assert compare_pair(before, after, history=history, later=[1.24, 1.26, 1.25, 1.25]).state == "confirmed"
     assert compare_pair(before, after, history=history, later=[1.0]).state == "refuted"
-    assert compare_pair(before, after, history=history, later=[1.25, 1.24]).state == "suspected"  # not yet 3
-    assert compare_pair(before, after, history=history, later=[1.25, 1.0, 1.24]).state == "refuted"  # 3 of 3
+    assert compare_pair(before, after, history=history, later=[1.25, 1.24, 1.26]).state == "suspected"  # not yet 4
+    assert compare_pair(before, after, history=history, later=[1.25, 1.0, 1.24]).state == "refuted"  # 4 of 4
     noise = segment_noise(history)
     assert noise is not None
-    assert follow_up(noise, 0.8, [0.81, 0.8, 0.79]) == "confirmed"  # improvements too, the other way
+    assert follow_up(noise, 0.8, [0.81, 0.8, 0.79, 0.8]) == "confirmed"  # improvements too, the other way
     # 2 of 3 is a policy away; a failed run (nan) counts as neither
-    loose = ComparePolicy(confirm_agree=2)
+    loose = ComparePolicy(confirm_window=3, confirm_agree=2)
     assert follow_up(noise, 1.25, [1.25, 1.0, 1.24], loose) == "confirmed"
     assert follow_up(noise, 1.25, [1.25, 1.0, 1.01], loose) == "refuted"
     assert follow_up(noise, 1.25, [float("nan"), 1.25], loose) == "suspected"
@@ -224,7 +224,7 @@ def test_gate_fails_on_confirmed_regressions_and_opts_in_to_suspected():
     assert suspected.states() == {"suspected": 1}
     assert not should_fail(suspected, ["regression"]) and should_fail(suspected, ["suspected"])
     confirmed = compare_measurements(
-        [before], [after], history={before.case: history}, later={before.case: [1.25, 1.26, 1.24]}
+        [before], [after], history={before.case: history}, later={before.case: [1.25, 1.26, 1.24, 1.25]}
     )
     assert should_fail(confirmed, ["regression"])
     refuted = compare_measurements([before], [after], history={before.case: history}, later={before.case: [1.0]})
@@ -241,26 +241,26 @@ def test_one_old_spike_does_not_hide_a_real_step():
     history[20] = 1.345
     row = compare_pair(before, after, history=history)
     assert (row.verdict, row.state, row.note) == ("ambiguous", None, "within the series' own noise")
-    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34])
+    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("regressed", "confirmed")
     # A runner level visited twice is the series' own noise, whatever follows.
     history[25] = 1.338
-    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34])
+    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("ambiguous", None)
 
 
 def test_decided_by_last_reports_each_settled_suspicion_once():
     rng = np.random.default_rng(5)
-    levels = [1.0] * 30 + [1.3] * 5  # a step at index 30, then four commits at the new level
+    levels = [1.0] * 30 + [1.3] * 6  # a step at index 30, then five commits at the new level
     points = [meas(lv * (1 + rng.normal(0, 0.005, 10))) for lv in levels]
     labels = [f"c{i}" for i in range(len(points))]
     assert decided_by_last(points[:31], labels[:31]) == []  # the step commit itself is not "earlier"
-    assert decided_by_last(points[:33], labels[:33]) == []  # two later commits: still suspected
-    rows = decided_by_last(points[:34], labels[:34])  # the third later commit confirms it
+    assert decided_by_last(points[:34], labels[:34]) == []  # three later commits: still suspected
+    rows = decided_by_last(points[:35], labels[:35])  # the fourth later commit confirms it
     assert [(r.verdict, r.state) for r in rows] == [("regressed", "confirmed")]
     assert rows[0].note == "at c30"
-    assert decided_by_last(points, labels) == []  # already settled by c33: not reported again
-    c = compare_measurements([points[32]], [points[33]], history={points[32].case: [p.median for p in points[3:33]]},
+    assert decided_by_last(points, labels) == []  # already settled by c34: not reported again
+    c = compare_measurements([points[33]], [points[34]], history={points[33].case: [p.median for p in points[4:34]]},
                              decided=rows)
     assert should_fail(c, ["regression"])
 

@@ -113,13 +113,13 @@ def test_later_commits_confirm_and_the_gate_fails_once_confirmed(metpy_store):
     row = next(r for r in out.comparison.rows if r.benchmark == s["b"])
     assert (row.verdict, row.state) == ("regressed", "confirmed")
     assert s["b"] in [r.benchmark for r in out.failing] and out.exit_code == 1
-    # the per-commit gate three commits later: the step commit's suspicion is settled by this one
-    out = run_compare(CompareRequest(a=s["shas"][-10][:10], b=s["shas"][-9][:10], db=s["db"], fail_on=("regression",)))
+    # the per-commit gate four commits later: the step commit's suspicion is settled by this one
+    out = run_compare(CompareRequest(a=s["shas"][-9][:10], b=s["shas"][-8][:10], db=s["db"], fail_on=("regression",)))
     settled = [r for r in out.comparison.decided if r.benchmark == s["b"]]
     assert [(r.verdict, r.state) for r in settled] == [("regressed", "confirmed")]
     assert s["b"] in [r.benchmark for r in out.failing] and out.exit_code == 1
     # one commit later it is not reported again
-    out = run_compare(CompareRequest(a=s["shas"][-9][:10], b=s["shas"][-8][:10], db=s["db"], fail_on=("regression",)))
+    out = run_compare(CompareRequest(a=s["shas"][-8][:10], b=s["shas"][-7][:10], db=s["db"], fail_on=("regression",)))
     assert not [r for r in out.comparison.decided if r.benchmark == s["b"]]
 
 
