@@ -89,6 +89,10 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
 
     Set MMTRACK_OUTPUT=path.json to also write a versioned JSON report.
     """
+    if not in_process:
+        from .asvbridge.worker import start_fork_server
+
+        start_fork_server()  # it imports the engine while this process imports the rest and discovers
     from .commands.bench import BenchRequest, run_bench
 
     request = BenchRequest(

@@ -174,16 +174,27 @@ class _WorkerSession:
 
 def execute(request: BenchRequest, console: Console | None = None,
             on_done: Callable[[Outcome], None] | None = None,
-            plan: tuple[Suite, list[Any], list[Case]] | None = None) -> BenchRun:
+            plan: tuple[Suite, list[Any], list[Case]] | None = None,
+            code_versions: dict[str, str] | None = None) -> BenchRun:
     """Discover, select, run; no printing of results (the caller renders).
 
     ``on_done`` sees each outcome as its case finishes. Ctrl-C or SIGTERM ends the run early:
-    the outcomes so far come back with ``interrupted`` set.
+    the outcomes so far come back with ``interrupted`` set. The benchmarks' code versions are
+    filled into ``code_versions`` (and ``run.code_versions``) when the first case has finished,
+    before ``on_done`` sees it: asv's hash imports asv_runner (about 0.15 s), which would
+    otherwise delay the first sample.
     """
     options = request.options()
     suite, selected, cases = plan or _plan(request)
-    run = BenchRun(suite, [], _code_versions(selected), total=len(cases),
+    run = BenchRun(suite, [], code_versions if code_versions is not None else {}, total=len(cases),
                    process_model=PROCESS_MODELS[request.in_process])
+    versions_known = False
+
+    def know_code_versions() -> None:
+        nonlocal versions_known
+        if not versions_known:
+            versions_known = True
+            run.code_versions.update(_code_versions(selected))
     owner_pid = os.getpid()
     with Progress(
         TextColumn("{task.description}"),
@@ -211,6 +222,7 @@ def execute(request: BenchRequest, console: Console | None = None,
         def finished(outcome: Outcome) -> None:
             if os.getpid() != owner_pid:
                 os._exit(0)
+            know_code_versions()
             run.outcomes.append(outcome)
             if on_done is not None:
                 on_done(outcome)
@@ -231,6 +243,7 @@ def execute(request: BenchRequest, console: Console | None = None,
             run.interrupted = "Ctrl-C"
         except Terminated:
             run.interrupted = "SIGTERM"
+    know_code_versions()
     return run
 
 
@@ -400,16 +413,26 @@ def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
     selected = plan[1]
-    project, ctx = _context(request, _code_versions(selected), started_at)
+    project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
     url = normalize_url(request.db) if request.db else resolve_url(None)
     journal = None
+
+    def keep(outcome: Outcome) -> None:
+        # The journal is created with the first finished case, once the code versions are known.
+        nonlocal journal
+        if journal is None:
+            journal = bench_journal.Journal.create(project, ctx, url, redact(url))
+        journal.add(outcome)
+
     if request.save:
         recover_journals(project, url, console)
-        journal = bench_journal.Journal.create(project, ctx, url, redact(url))
     owner_pid = os.getpid()
-    run = execute(request, console, on_done=journal.add if journal is not None else None, plan=plan)
+    run = execute(request, console, on_done=keep if request.save else None, plan=plan,
+                  code_versions=ctx.code_versions)
     if os.getpid() != owner_pid:  # a forked child that returned this far never reports or saves
         os._exit(0)
+    if request.save and journal is None:  # no case finished: the run is saved all the same
+        journal = bench_journal.Journal.create(project, ctx, url, redact(url))
     render(run, console)
     run_id = None
     not_saved = False
