@@ -42,12 +42,17 @@ from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, ord
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..measure import conditions
 from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
+from ..measure.processes import pool
 from ..measure.runner import RunOptions
 
 # Measure sooner: scipy (analysis), SQLAlchemy (store) and rich tables (report) cost seconds to
 # import, so they are imported after sampling, in the functions that use them.
 if TYPE_CHECKING:
     from ..bench_history import BaselineResult
+
+
+# Worker processes per case, each taking a share of the samples (measure/processes.py).
+DEFAULT_PROCESSES = 1
 
 
 @dataclass(slots=True)
@@ -66,6 +71,7 @@ class BenchRequest:
     timeout: float | None = None  # per case, seconds; None: asv's ``timeout`` attribute or 60 s
     in_process: bool = False  # run cases in this process (debugging, profiling): no isolation
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
+    processes: int = DEFAULT_PROCESSES  # worker processes per case, sharing its samples (measure/processes.py)
 
     def options(self) -> RunOptions:
         base = RunOptions.quick() if self.quick else RunOptions()
@@ -140,12 +146,20 @@ def _case_label(case: Case) -> str:
 
 
 class _WorkerSession:
-    """Runs each case in a fresh worker; ``setup_cache`` once per class in a worker of its own."""
+    """Runs each case in fresh workers; ``setup_cache`` once per class in a worker of its own.
 
-    def __init__(self, options: RunOptions, timeout: float | None, progress: Callable[[Case, str, int, int], None]):
+    With ``processes`` > 1 a case runs in that many workers one after the other, as pyperf does:
+    the first calibrates the chunk and warms up fully, the others reuse its chunk size and warm up
+    for a ``processes``-th of the budget; each takes a ``processes``-th of the samples, and the
+    parent pools them (measure/processes.py). Per sample, nothing changes.
+    """
+
+    def __init__(self, options: RunOptions, timeout: float | None, progress: Callable[[Case, str, int, int], None],
+                 processes: int = 1):
         self.options = options
         self.timeout = timeout
         self.progress = progress
+        self.processes = processes
         self._caches: dict[type, worker.WorkerResult] = {}
 
     def run_case(self, case: Case) -> Outcome:
@@ -161,13 +175,31 @@ class _WorkerSession:
             if isinstance(got.value, Outcome):  # setup_cache raised: the same outcome for every case
                 return dataclasses.replace(got.value, name=b.name, params=case.param_labels)
             cache = got.value
+        # A concurrent benchmark's sample is a time window over its own threads: one process.
+        processes = 1 if b.declaration.concurrent is not None else self.processes
+        if processes == 1:
+            return self._run_one(case, self.options, cache, timeout, "")
+        options = dataclasses.replace(self.options, sample_share=1 / processes)
+        runs = []
+        for k in range(processes):
+            outcome = self._run_one(case, options, cache, timeout, f" (process {k + 1} of {processes})")
+            if outcome.status is not Status.OK or outcome.stats is None:
+                return outcome
+            runs.append(outcome)
+            if k == 0:  # the others reuse the calibrated chunk, on a shorter warm-up
+                options = dataclasses.replace(options, chunk_size=outcome.stats.chunk_size,
+                                              warm_up=self.options.warm_up / processes)
+        return dataclasses.replace(runs[0], stats=pool([o.stats for o in runs if o.stats is not None]))
+
+    def _run_one(self, case: Case, options: RunOptions, cache: bytes | None, timeout: float, which: str) -> Outcome:
+        b = case.benchmark
         result = worker.run_in_worker(
-            worker.case_job(case, self.options, cache),
+            worker.case_job(case, options, cache),
             timeout,
-            lambda phase, done, total: self.progress(case, phase, done, total),
+            lambda phase, done, total: self.progress(case, phase + which, done, total),
         )
         if result.error:
-            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error}")
+            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error}{which}")
         assert isinstance(result.value, Outcome)
         return dataclasses.replace(result.value, name=b.name, params=case.param_labels)
 
@@ -232,7 +264,7 @@ def execute(request: BenchRequest, console: Console | None = None,
         if request.in_process:
             session: SuiteSession | _WorkerSession = SuiteSession(options, progress=progress)
         else:
-            session = _WorkerSession(options, request.timeout, progress)
+            session = _WorkerSession(options, request.timeout, progress, request.processes)
         try:
             with _sigterm_stops_the_run():
                 for i, case in enumerate(cases):

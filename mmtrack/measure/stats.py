@@ -21,6 +21,7 @@ from .throughput import Throughput
 
 if TYPE_CHECKING:
     from .concurrent import RoleStats, ScenarioInfo
+    from .processes import ProcessSpread
 
 OUTLIER_RULE = "Tukey 1.5×IQR"
 
@@ -109,6 +110,8 @@ class BenchmarkStats:
     roles: list[RoleStats] = field(default_factory=list)
     scenario: ScenarioInfo | None = None
     conditions: SamplingConditions | None = None  # at the start of sampling; None when not recorded
+    # Sampled in several worker processes (measure/processes.py): how far apart they were. None: one process.
+    process_spread: ProcessSpread | None = None
 
     @property
     def samples(self) -> int:
