@@ -127,6 +127,7 @@ def test_pool_joins_samples_counters_metrics_and_round_trips(tmp_path: Path):
     for c in pooled.counters:
         parts = [r.counter(c.name) for r in runs]
         assert c.total == pytest.approx(sum(p.total for p in parts))
+        assert c.per_op == pytest.approx(c.total / sum(sum(r.operations) for r in runs))  # 0 stays 0, not n/a
         assert len(c.per_sample_per_op) == sum(len(p.per_sample_per_op) for p in parts)
     spread = pooled.process_spread
     assert spread == ProcessSpread.of(runs) and spread.medians == tuple(r.latency.median for r in runs)

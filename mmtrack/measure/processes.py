@@ -83,16 +83,23 @@ class ProcessSpread:
         )
 
 
+def _counted_ops(run: BenchmarkStats, c: CounterSummary) -> float:
+    """The operations of the samples where counter ``c`` was read in ``run``."""
+    if len(c.per_sample_per_op) == run.samples:  # read in every sample (the usual case)
+        return float(sum(run.operations))
+    return c.total / c.per_op if c.per_op and math.isfinite(c.per_op) else 0.0
+
+
 def _pool_counters(runs: Sequence[BenchmarkStats]) -> list[CounterSummary]:
-    by_name: dict[str, list[CounterSummary]] = {}
+    by_name: dict[str, list[tuple[BenchmarkStats, CounterSummary]]] = {}
     for r in runs:
         for c in r.counters:
-            by_name.setdefault(c.name, []).append(c)
+            by_name.setdefault(c.name, []).append((r, c))
     out = []
-    for name, parts in by_name.items():
+    for name, pairs in by_name.items():
+        parts = [c for _, c in pairs]
         total = math.fsum(c.total for c in parts)
-        # Each part's operations are total / per_op: per op pooled is total over all of them.
-        ops = math.fsum(c.total / c.per_op for c in parts if c.per_op and math.isfinite(c.per_op))
+        ops = math.fsum(_counted_ops(r, c) for r, c in pairs)
         per_sample = tuple(v for c in parts for v in c.per_sample_per_op)
         weights = [len(c.per_sample_per_op) or 1 for c in parts]
         coverage = math.fsum(c.coverage_pct * w for c, w in zip(parts, weights)) / sum(weights)
