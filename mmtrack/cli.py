@@ -97,7 +97,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
     if not in_process:
         from .asvbridge.worker import start_fork_server
 
-        start_fork_server()  # it imports the engine while this process imports the rest and discovers
+        start_fork_server(path)  # it imports the engine while this process imports the rest and discovers
     from .commands.bench import BenchRequest, run_bench
 
     request = BenchRequest(

@@ -148,3 +148,47 @@ def test_processes_and_in_process_together_is_one_line_and_exit_2(tmp_path: Path
                            "--no-save"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["error: --processes 3 needs worker processes; drop --in-process"]
+
+
+def test_the_spread_reaches_the_json_report_and_the_stored_run(tmp_path: Path):
+    import subprocess
+
+    import jsonschema
+    from conftest import cli_env, run_cli
+
+    from mmtrack.bench_report import schema
+    from mmtrack.store import queries
+    from mmtrack.store.db import open_store
+
+    root = tmp_path / "proj"
+    (root / "benchmarks").mkdir(parents=True)
+    (root / "benchmarks" / "bench_spread.py").write_text(textwrap.dedent(SUITE))
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "suite"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    out = tmp_path / "report.json"
+    done = run_cli("bench", "benchmarks", "-k", "per_process", "--quick", "--max-samples", "12", "--no-pin",
+                   "--processes", "2", cwd=root, env=cli_env(MMTRACK_OUTPUT=str(out)))
+    assert done.returncode == 0, done.stderr
+    assert "2 processes × 6 samples" in done.stdout
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, schema())
+    spread = report["results"][0]["stats"]["process_spread"]
+    assert spread["processes"] == 2 and spread["samples"] == [6, 6] and len(spread["medians"]) == 2
+    with open_store(f"sqlite:///{root / '.mmtrack' / 'mmtrack.db'}") as store:
+        [run] = queries.runs(store, kind="bench")
+        [case] = queries.case_setups(store, run.id)
+        assert case.setup["process_spread"] == spread
+
+
+def test_the_fork_server_preloads_numpy_only_for_a_suite_that_imports_it(tmp_path: Path):
+    from mmtrack.asvbridge.worker import heavy_imports
+
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "bench_a.py").write_text("import json\n# numpy is not imported here\n")
+    (tmp_path / "sci" / "sub").mkdir(parents=True)
+    (tmp_path / "sci" / "sub" / "bench_b.py").write_text("import os\n\n    from numpy import ones\n")
+    assert heavy_imports(tmp_path / "plain") == []
+    assert heavy_imports(tmp_path / "sci") == ["numpy"]
+    assert heavy_imports(tmp_path / "sci" / "sub" / "bench_b.py") == ["numpy"]
+    assert heavy_imports(tmp_path / "missing") == []
