@@ -9,6 +9,9 @@ Semantics follow micromeasure:
   more than ``RESIZE_TOLERANCE`` away from the target, the chunk is re-sized on warm code and
   warmed again (at most ``MAX_RESIZES`` times). The mean warm duration at the final size sets
   the sample count, ``benchmark duration / chunk duration`` clamped to [min_samples, max_samples];
+- a case sampled in several worker processes (measure/processes.py) hands the chunk size its first
+  process calibrated to the others (``RunOptions.chunk_size``: not re-sized), and each process takes
+  ``RunOptions.sample_share`` of the sample count;
 - every sample gets a fresh context from ``context(chunk_size)`` or ``factory()``;
 - the diagnostic pass runs after timing and never touches the timing statistics.
 """
