@@ -74,7 +74,8 @@ def cli() -> None:
               help="Run every case in this process instead of a worker per case (debugging, profiling).")
 @click.option("--processes", type=click.IntRange(min=1, max=100), default=None,
               help="Worker processes per case, one after the other, each taking a share of its samples "
-                   "(default 1); the report says when processes differ more than samples within one.")
+                   "(default 4, 1 with --quick); the report says when processes differ more than samples "
+                   "within one.")
 @click.option(
     "--compare",
     default="latest",
@@ -121,7 +122,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
         timeout=timeout,
         in_process=in_process,
         fail_on=tuple(fail_on),
-        **({"processes": processes} if processes is not None else {}),
+        processes=processes,
     )
     sys.exit(run_bench(request, console=console))
 

@@ -192,3 +192,13 @@ def test_the_fork_server_preloads_numpy_only_for_a_suite_that_imports_it(tmp_pat
     assert heavy_imports(tmp_path / "sci") == ["numpy"]
     assert heavy_imports(tmp_path / "sci" / "sub" / "bench_b.py") == ["numpy"]
     assert heavy_imports(tmp_path / "missing") == []
+
+
+def test_full_runs_default_to_several_processes_and_quick_runs_to_one(tmp_path: Path):
+    from mmtrack.commands.bench import DEFAULT_PROCESSES
+
+    assert DEFAULT_PROCESSES > 1
+    assert BenchRequest(tmp_path).worker_processes() == DEFAULT_PROCESSES
+    assert BenchRequest(tmp_path, quick=True).worker_processes() == 1
+    assert BenchRequest(tmp_path, quick=True, processes=3).worker_processes() == 3
+    assert BenchRequest(tmp_path, processes=1).worker_processes() == 1

@@ -51,8 +51,12 @@ if TYPE_CHECKING:
     from ..bench_history import BaselineResult
 
 
-# Worker processes per case, each taking a share of the samples (measure/processes.py).
-DEFAULT_PROCESSES = 1
+# Worker processes per case, each taking a share of the samples (measure/processes.py). Four: in two
+# interleaved peer runs (docs/measurement.md, section 7) they kept the memory-bound sum's run-to-run
+# CV at or below pyperf's where one process did not, for about 1.2 s more per case. A --quick smoke
+# run keeps one: its numbers are not to be trusted anyway.
+DEFAULT_PROCESSES = 4
+QUICK_PROCESSES = 1
 
 
 @dataclass(slots=True)
@@ -71,7 +75,12 @@ class BenchRequest:
     timeout: float | None = None  # per case, seconds; None: asv's ``timeout`` attribute or 60 s
     in_process: bool = False  # run cases in this process (debugging, profiling): no isolation
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
-    processes: int = DEFAULT_PROCESSES  # worker processes per case, sharing its samples (measure/processes.py)
+    processes: int | None = None  # worker processes per case, sharing its samples; None: the default
+
+    def worker_processes(self) -> int:
+        if self.processes is not None:
+            return self.processes
+        return QUICK_PROCESSES if self.quick else DEFAULT_PROCESSES
 
     def options(self) -> RunOptions:
         base = RunOptions.quick() if self.quick else RunOptions()
@@ -264,7 +273,7 @@ def execute(request: BenchRequest, console: Console | None = None,
         if request.in_process:
             session: SuiteSession | _WorkerSession = SuiteSession(options, progress=progress)
         else:
-            session = _WorkerSession(options, request.timeout, progress, request.processes)
+            session = _WorkerSession(options, request.timeout, progress, request.worker_processes())
         try:
             with _sigterm_stops_the_run():
                 for i, case in enumerate(cases):
