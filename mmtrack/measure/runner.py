@@ -301,7 +301,8 @@ class Runner:
         opts = self.options
         wanted = math.ceil(opts.duration / chunk_duration) if chunk_duration > 0 else opts.max_samples
         n = min(max(wanted, opts.min_samples), opts.max_samples)
-        if self.spec.chunk_size is not None and n * chunk_duration < 0.8 * opts.duration:
+        # Said once per case: a later process of a case sampled in several (opts.chunk_size set) would repeat it.
+        if self.spec.chunk_size is not None and opts.chunk_size is None and n * chunk_duration < 0.8 * opts.duration:
             self.warnings.append(
                 f"fixed chunk_size={self.spec.chunk_size} under-runs the target: {n} samples of "
                 f"{chunk_duration * 1e3:.3g} ms measure {n * chunk_duration:.3g} s of the "
@@ -340,7 +341,10 @@ class Runner:
         pinned = affinity.pin_current_thread() if self.options.pin_cpu else None
         try:
             self._report("calibrate", 0, 1)
-            chunk_size = spec.chunk_size if spec.chunk_size is not None else (self.options.chunk_size or self.calibrate())
+            if spec.chunk_size is not None:
+                chunk_size = spec.chunk_size
+            else:  # a chunk calibrated by the case's first process, else calibrate here
+                chunk_size = self.options.chunk_size or self.calibrate()
             self._report("warm-up", 0, 1)
             chunk_size, chunk_duration = self.warm_up(chunk_size)
             n = self.sample_count(chunk_duration)
