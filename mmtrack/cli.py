@@ -72,6 +72,10 @@ def cli() -> None:
                    "else 60).")
 @click.option("--in-process", is_flag=True,
               help="Run every case in this process instead of a worker per case (debugging, profiling).")
+@click.option("--processes", type=click.IntRange(min=1, max=100), default=None,
+              help="Worker processes per case, one after the other, each taking a share of its samples "
+                   "(default 4, 1 with --quick); the report says when processes differ more than samples "
+                   "within one.")
 @click.option(
     "--compare",
     default="latest",
@@ -83,12 +87,18 @@ def cli() -> None:
               help="Exit 1 when the end-of-run comparison has a row with this verdict (as `mmtrack compare`).")
 @db_option
 def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
-          no_save, timeout, in_process, compare, fail_on, db) -> None:
+          no_save, timeout, in_process, processes, compare, fail_on, db) -> None:
     """Run the engine benchmarks under PATH on the working tree, print the report, save the
     run and compare it with the latest compatible one.
 
     Set MMTRACK_OUTPUT=path.json to also write a versioned JSON report.
     """
+    if in_process and processes not in (None, 1):
+        raise UserError(f"--processes {processes} needs worker processes; drop --in-process")
+    if not in_process:
+        from .asvbridge.worker import start_fork_server
+
+        start_fork_server(path)  # it imports the engine while this process imports the rest and discovers
     from .commands.bench import BenchRequest, run_bench
 
     request = BenchRequest(
@@ -112,6 +122,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
         timeout=timeout,
         in_process=in_process,
         fail_on=tuple(fail_on),
+        processes=processes,
     )
     sys.exit(run_bench(request, console=console))
 

@@ -1,7 +1,7 @@
 """Peer check: the same four workloads through ``mmtrack bench`` and pyperf, interleaved.
 
     python scripts/peer_stability.py [--runs N] [--workloads sort20,json_dumps,...] [--json out.json]
-                                     [--baseline LABEL=DIR]
+                                     [--baseline LABEL=DIR] [--processes 1,4]
 
 Each round runs every workload once through each tool, each run a fresh process
 (``python -m mmtrack bench`` with its default budget; a pyperf script with ``--fast``),
@@ -23,7 +23,10 @@ For the memory-bound workload the mmtrack runs also record the transparent huge 
 64 MB array got (AnonHugePages after setup), to see whether THP state explains the spread.
 ``--baseline LABEL=DIR`` adds a third tool, ``mmtrack@LABEL``: the mmtrack package found in DIR
 (e.g. ``git worktree add /tmp/base main``), interleaved with the two others, to check a change
-of the engine against its own past and pyperf in one run.
+of the engine against its own past and pyperf in one run. ``--processes 1,4`` adds a tool
+``mmtrack -pN`` per value: ``mmtrack bench --processes N``, interleaved with the others; its
+``said between?`` column counts the runs whose own report said the CV was dominated by
+between-process variation.
 Needs pyperf (``pip install 'mmtrack[peer]'``). Timings on a shared machine are noisy:
 say so when quoting them.
 """
@@ -135,14 +138,16 @@ def write_suite(root: Path, names: list[str]) -> None:
         (root / f"pyperf_{n}.py").write_text(PYPERF_SCRIPT.format(dir=str(root), name=n))
 
 
-def run_mmtrack(root: Path, name: str, index: int, tree: Path | None = None) -> Run:
-    label = "base" if tree else "new"
+def run_mmtrack(root: Path, name: str, index: int, tree: Path | None = None, processes: int | None = None) -> Run:
+    label = ("base" if tree else "new") + (f"-p{processes}" if processes else "")
     out = root / f"mmtrack-{label}-{name}-{index}.json"
     thp = root / f"thp-{label}-{name}-{index}.txt"
     path = [str(tree)] if tree else []  # a baseline checkout's mmtrack goes first on the path
     env = {**os.environ, "MMTRACK_OUTPUT": str(out), "PEER_THP_FILE": str(thp),
            "PYTHONPATH": os.pathsep.join(filter(None, [*path, str(root), os.environ.get("PYTHONPATH")]))}
     cmd = [sys.executable, "-m", "mmtrack", "bench", "benchmarks", "-k", f"track_{name}$", "--no-save", "--compare", "none"]
+    if processes:
+        cmd += ["--processes", str(processes)]
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"mmtrack bench failed on {name}: {proc.stdout[-800:]}{proc.stderr[-800:]}")
@@ -154,6 +159,8 @@ def run_mmtrack(root: Path, name: str, index: int, tree: Path | None = None) -> 
         extra["page_faults_per_op"] = faults
     if thp.exists():
         extra["anon_huge_kb"] = thp.read_text().strip()
+    if stats.get("process_spread"):
+        extra["said_between"] = stats["process_spread"]["dominated"]
     return Run(stats["latency"]["median"], per_op, stats["latency"]["cv"], extra)
 
 
@@ -212,6 +219,9 @@ def summarize(name: str, tool: str, runs: list[Run]) -> dict:
         row["anon_huge_kb"] = [r.extra.get("anon_huge_kb") for r in runs]
         row["page_faults_per_op"] = [r.extra.get("page_faults_per_op") for r in runs]
         row["conditions"] = runs[-1].extra.get("conditions")
+        said = [r.extra["said_between"] for r in runs if "said_between" in r.extra]
+        if said:
+            row["said_between"] = f"{sum(said)}/{len(said)}"
     else:
         row["aa_flags"] = sum(pyperf_flag(a, b) for a, b in pairs)
     row["aa_pairs"] = len(pairs)
@@ -231,10 +241,19 @@ def main() -> None:
     parser.add_argument("--workloads", default="sort20,json_dumps,alloc_100k,numpy_sum_64mb")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument("--baseline", metavar="LABEL=DIR", help="also run the mmtrack package in DIR")
+    parser.add_argument("--processes", default="", metavar="N,...",
+                        help="also run mmtrack bench --processes N, as a tool of its own per value")
     args = parser.parse_args()
     names = args.workloads.split(",")
     tools = list(TOOLS)
     trees: dict[str, Path | None] = {"mmtrack": None}
+    processes: dict[str, int] = {}
+    for value in filter(None, args.processes.split(",")):
+        if not value.isdigit() or int(value) < 1:
+            raise SystemExit(f"--processes {args.processes}: give whole numbers >= 1, e.g. 1,4")
+        tool = f"mmtrack -p{int(value)}"
+        trees[tool], processes[tool] = None, int(value)
+        tools.append(tool)
     if args.baseline:
         label, _, tree = args.baseline.partition("=")
         if not (Path(tree) / "mmtrack" / "__init__.py").is_file():
@@ -252,12 +271,12 @@ def main() -> None:
                     if tool == "pyperf":
                         run = run_pyperf(root, name, i)
                     else:
-                        run = run_mmtrack(root, name, i, trees[tool])
+                        run = run_mmtrack(root, name, i, trees[tool], processes.get(tool))
                     runs[(name, tool)].append(run)
                     print(f"round {i + 1}/{args.runs} {name:15s} {tool:13s} {fmt_time(run.value)}", file=sys.stderr)
     rows = [summarize(n, t, runs[(n, t)]) for n in names for t in tools]
     print(f"{'workload':15s} {'tool':13s} {'value':>11s} {'ratio':>6s} {'run CV':>7s} {'within':>7s} "
-          f"{'A/A flags':>9s}  between-process?")
+          f"{'A/A flags':>9s}  between-process?  said between?")
     for row in rows:
         peer = next(r for r in rows if r["workload"] == row["workload"] and r["tool"] == "pyperf")
         ratio = row["value_s"] / peer["value_s"]
@@ -266,7 +285,7 @@ def main() -> None:
             flags += f" (+{row['aa_ambiguous']}?)"
         print(f"{row['workload']:15s} {row['tool']:13s} {fmt_time(row['value_s']):>11s} {ratio:6.3f} "
               f"{row['run_to_run_cv']:7.2%} {row['within_run_cv']:7.2%} {flags:>9s}  "
-              f"{'yes' if row['between_process_dominated'] else 'no'}")
+              f"{'yes' if row['between_process_dominated'] else 'no':16s}  {row.get('said_between', '')}")
     for row in rows:
         faults = [f for f in row.get("page_faults_per_op", []) if f is not None]
         if faults:

@@ -153,3 +153,35 @@ def test_report_json_and_store_carry_the_conditions(tmp_path):
     assert gc_off.returncode == 0, gc_off.stderr
     assert "GC off" in gc_off.stdout
     assert "measured under another gc enabled (True → False)" in gc_off.stdout, gc_off.stdout[-1500:]
+
+
+NUMPY_FREE_SUITE = '''
+import os
+import sys
+
+import mmtrack
+
+
+class Plain:
+    def teardown(self):
+        # After sampling and the statistics: did anything of mmtrack import numpy in this worker?
+        with open(os.path.join(os.path.dirname(__file__), "numpy.txt"), "w") as f:
+            f.write(str("numpy" in sys.modules))
+
+    @mmtrack.bench()
+    def track_plain(self, ctx, chunk_size, chunk_num):
+        sum(range(100))
+'''
+
+
+def test_a_worker_of_a_numpy_free_suite_never_imports_numpy(tmp_path):
+    # Measure sooner: the fork server preloads only light modules and the statistics are plain
+    # Python, so neither the first sample nor the case waits for numpy.
+    root = tmp_path / "benchmarks"
+    root.mkdir()
+    (root / "bench_plain.py").write_text(NUMPY_FREE_SUITE)
+    seen = root / "numpy.txt"  # written by the worker (the fork server's environment is not this test's)
+    run = execute(BenchRequest(path=root, quick=True, save=False, compare="none"), None)
+    assert [o.status for o in run.outcomes] == [Status.OK]
+    assert run.outcomes[0].stats.samples >= 5
+    assert seen.read_text() == "False"

@@ -22,6 +22,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import re
 import select
 import signal
 import time
@@ -38,9 +39,14 @@ DEFAULT_TIMEOUT_S = 60.0  # asv's default ``timeout``
 PROGRESS_EVERY_S = 0.1  # the most often a worker reports progress: the parent redraws, not the worker
 FORK_GRACE_S = 0.5  # how long a worker waits for a forked child's notice after its case
 # Imported once by the fork server, so that each worker inherits them instead of paying for them:
-# "__main__" (the `mmtrack` console script, else every worker runs it again), the engine, numpy
-# (the statistics) and the perf backend. A missing one is skipped.
-PRELOAD = ["__main__", __name__, "numpy", "numpy.ma", "mmtrack.measure.perf", "mmtrack.measure.serialize"]
+# "__main__" (the `mmtrack` console script, else every worker runs it again), the engine and the
+# perf backend. Only light modules: the first sample waits for the fork server, and numpy alone
+# took about as long as the rest (the engine's statistics are plain Python, measure/quantiles.py).
+# A suite that imports numpy gets it preloaded too (heavy_imports). A missing one is skipped.
+PRELOAD = ["__main__", __name__, "mmtrack.measure.perf", "mmtrack.measure.serialize"]
+HEAVY = ("numpy",)  # preloaded when the suite's own files import them (heavy_imports)
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]+(%s)\b" % "|".join(HEAVY), re.MULTILINE)
+_preload = list(PRELOAD)  # what the fork server of this run preloads: PRELOAD and the suite's HEAVY ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +94,45 @@ def _context() -> multiprocessing.context.BaseContext:
     """A fork server where the platform has one (fast starts, no inherited connections), else spawn."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
+        ctx.set_forkserver_preload(_preload)
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def heavy_imports(suite: Path) -> list[str]:
+    """The :data:`HEAVY` packages that the suite's files import by name (a plain text search).
+
+    A worker imports the benchmark's module, so a suite that imports numpy pays for it in every
+    worker unless the fork server has it; a suite that does not would wait for it before its
+    first sample. A package imported only indirectly is not found: its cases still run, each
+    worker importing it.
+    """
+    files = [suite] if suite.is_file() else suite.rglob("*.py") if suite.is_dir() else []
+    found: set[str] = set()
+    for f in files:
+        try:
+            found.update(_IMPORT_LINE.findall(f.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    return [m for m in HEAVY if m in found]
+
+
+def start_fork_server(suite: Path | None = None) -> None:
+    """Start the fork server now, without waiting for it (measure sooner).
+
+    The fork server spends about a quarter of a second starting an interpreter and importing
+    :data:`PRELOAD` (and the heavy packages ``suite`` imports). Started as ``mmtrack bench``
+    begins, it does that while this process imports the rest of the command and discovers the
+    suite, instead of after; the first worker then waits only for what is left. Where there is
+    no fork server, nothing happens.
+    """
+    global _preload
+    _preload = PRELOAD + (heavy_imports(suite) if suite is not None else [])
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 @dataclass(slots=True)

@@ -42,12 +42,21 @@ from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, ord
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..measure import conditions
 from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
+from ..measure.processes import pool
 from ..measure.runner import RunOptions
 
 # Measure sooner: scipy (analysis), SQLAlchemy (store) and rich tables (report) cost seconds to
 # import, so they are imported after sampling, in the functions that use them.
 if TYPE_CHECKING:
     from ..bench_history import BaselineResult
+
+
+# Worker processes per case, each taking a share of the samples (measure/processes.py). Four: in two
+# interleaved peer runs (docs/measurement.md, section 7) they kept the memory-bound sum's run-to-run
+# CV at or below pyperf's where one process did not, for about 1.2 s more per case. A --quick smoke
+# run keeps one: its numbers are not to be trusted anyway.
+DEFAULT_PROCESSES = 4
+QUICK_PROCESSES = 1
 
 
 @dataclass(slots=True)
@@ -66,6 +75,12 @@ class BenchRequest:
     timeout: float | None = None  # per case, seconds; None: asv's ``timeout`` attribute or 60 s
     in_process: bool = False  # run cases in this process (debugging, profiling): no isolation
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
+    processes: int | None = None  # worker processes per case, sharing its samples; None: the default
+
+    def worker_processes(self) -> int:
+        if self.processes is not None:
+            return self.processes
+        return QUICK_PROCESSES if self.quick else DEFAULT_PROCESSES
 
     def options(self) -> RunOptions:
         base = RunOptions.quick() if self.quick else RunOptions()
@@ -140,12 +155,20 @@ def _case_label(case: Case) -> str:
 
 
 class _WorkerSession:
-    """Runs each case in a fresh worker; ``setup_cache`` once per class in a worker of its own."""
+    """Runs each case in fresh workers; ``setup_cache`` once per class in a worker of its own.
 
-    def __init__(self, options: RunOptions, timeout: float | None, progress: Callable[[Case, str, int, int], None]):
+    With ``processes`` > 1 a case runs in that many workers one after the other, as pyperf does:
+    the first calibrates the chunk and warms up fully, the others reuse its chunk size and warm up
+    for a ``processes``-th of the budget; each takes a ``processes``-th of the samples, and the
+    parent pools them (measure/processes.py). Per sample, nothing changes.
+    """
+
+    def __init__(self, options: RunOptions, timeout: float | None, progress: Callable[[Case, str, int, int], None],
+                 processes: int = 1):
         self.options = options
         self.timeout = timeout
         self.progress = progress
+        self.processes = processes
         self._caches: dict[type, worker.WorkerResult] = {}
 
     def run_case(self, case: Case) -> Outcome:
@@ -161,29 +184,58 @@ class _WorkerSession:
             if isinstance(got.value, Outcome):  # setup_cache raised: the same outcome for every case
                 return dataclasses.replace(got.value, name=b.name, params=case.param_labels)
             cache = got.value
+        # A concurrent benchmark's sample is a time window over its own threads: one process.
+        processes = 1 if b.declaration.concurrent is not None else self.processes
+        if processes == 1:
+            return self._run_one(case, self.options, cache, timeout, "")
+        options = dataclasses.replace(self.options, sample_share=1 / processes)
+        runs = []
+        for k in range(processes):
+            outcome = self._run_one(case, options, cache, timeout, f" (process {k + 1} of {processes})")
+            if outcome.status is not Status.OK or outcome.stats is None:
+                return outcome
+            runs.append(outcome)
+            if k == 0:  # the others reuse the calibrated chunk, on a shorter warm-up
+                options = dataclasses.replace(options, chunk_size=outcome.stats.chunk_size,
+                                              warm_up=self.options.warm_up / processes)
+        return dataclasses.replace(runs[0], stats=pool([o.stats for o in runs if o.stats is not None]))
+
+    def _run_one(self, case: Case, options: RunOptions, cache: bytes | None, timeout: float, which: str) -> Outcome:
+        b = case.benchmark
         result = worker.run_in_worker(
-            worker.case_job(case, self.options, cache),
+            worker.case_job(case, options, cache),
             timeout,
-            lambda phase, done, total: self.progress(case, phase, done, total),
+            lambda phase, done, total: self.progress(case, phase + which, done, total),
         )
         if result.error:
-            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error}")
+            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error}{which}")
         assert isinstance(result.value, Outcome)
         return dataclasses.replace(result.value, name=b.name, params=case.param_labels)
 
 
 def execute(request: BenchRequest, console: Console | None = None,
             on_done: Callable[[Outcome], None] | None = None,
-            plan: tuple[Suite, list[Any], list[Case]] | None = None) -> BenchRun:
+            plan: tuple[Suite, list[Any], list[Case]] | None = None,
+            code_versions: dict[str, str] | None = None) -> BenchRun:
     """Discover, select, run; no printing of results (the caller renders).
 
     ``on_done`` sees each outcome as its case finishes. Ctrl-C or SIGTERM ends the run early:
-    the outcomes so far come back with ``interrupted`` set.
+    the outcomes so far come back with ``interrupted`` set. The benchmarks' code versions are
+    filled into ``code_versions`` (and ``run.code_versions``) when the first case has finished,
+    before ``on_done`` sees it: asv's hash imports asv_runner (about 0.15 s), which would
+    otherwise delay the first sample.
     """
     options = request.options()
     suite, selected, cases = plan or _plan(request)
-    run = BenchRun(suite, [], _code_versions(selected), total=len(cases),
+    run = BenchRun(suite, [], code_versions if code_versions is not None else {}, total=len(cases),
                    process_model=PROCESS_MODELS[request.in_process])
+    versions_known = False
+
+    def know_code_versions() -> None:
+        nonlocal versions_known
+        if not versions_known:
+            versions_known = True
+            run.code_versions.update(_code_versions(selected))
     owner_pid = os.getpid()
     with Progress(
         TextColumn("{task.description}"),
@@ -211,6 +263,7 @@ def execute(request: BenchRequest, console: Console | None = None,
         def finished(outcome: Outcome) -> None:
             if os.getpid() != owner_pid:
                 os._exit(0)
+            know_code_versions()
             run.outcomes.append(outcome)
             if on_done is not None:
                 on_done(outcome)
@@ -220,7 +273,7 @@ def execute(request: BenchRequest, console: Console | None = None,
         if request.in_process:
             session: SuiteSession | _WorkerSession = SuiteSession(options, progress=progress)
         else:
-            session = _WorkerSession(options, request.timeout, progress)
+            session = _WorkerSession(options, request.timeout, progress, request.worker_processes())
         try:
             with _sigterm_stops_the_run():
                 for i, case in enumerate(cases):
@@ -231,6 +284,7 @@ def execute(request: BenchRequest, console: Console | None = None,
             run.interrupted = "Ctrl-C"
         except Terminated:
             run.interrupted = "SIGTERM"
+    know_code_versions()
     return run
 
 
@@ -400,16 +454,26 @@ def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
     selected = plan[1]
-    project, ctx = _context(request, _code_versions(selected), started_at)
+    project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
     url = normalize_url(request.db) if request.db else resolve_url(None)
     journal = None
+
+    def keep(outcome: Outcome) -> None:
+        # The journal is created with the first finished case, once the code versions are known.
+        nonlocal journal
+        if journal is None:
+            journal = bench_journal.Journal.create(project, ctx, url, redact(url))
+        journal.add(outcome)
+
     if request.save:
         recover_journals(project, url, console)
-        journal = bench_journal.Journal.create(project, ctx, url, redact(url))
     owner_pid = os.getpid()
-    run = execute(request, console, on_done=journal.add if journal is not None else None, plan=plan)
+    run = execute(request, console, on_done=keep if request.save else None, plan=plan,
+                  code_versions=ctx.code_versions)
     if os.getpid() != owner_pid:  # a forked child that returned this far never reports or saves
         os._exit(0)
+    if request.save and journal is None:  # no case finished: the run is saved all the same
+        journal = bench_journal.Journal.create(project, ctx, url, redact(url))
     render(run, console)
     run_id = None
     not_saved = False

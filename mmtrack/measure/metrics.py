@@ -14,6 +14,8 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from .quantiles import percentile
+
 
 GIB = 1024.0**3
 
@@ -202,9 +204,15 @@ class MetricSummary:
         fmt: MetricFormat = MetricFormat.NUMBER,
         direction: Direction | None = None,
     ) -> "MetricSummary":
-        import numpy as np  # imported on first use: `import mmtrack` stays cheap (asv imports suites often)
-
-        arr = np.asarray(values, dtype=float)
+        # Plain Python, as numpy computes it (quantiles.py): the worker never imports numpy.
+        a = tuple(float(v) for v in values)
+        if not a:
+            raise ValueError("a metric summary needs at least one value")
+        if any(math.isnan(v) for v in a):  # numpy: every statistic of an array with a NaN is NaN
+            mean = median = p95 = low = high = math.nan
+        else:
+            s = sorted(a)
+            mean, median, p95, low, high = math.fsum(a) / len(a), percentile(s, 50), percentile(s, 95), s[0], s[-1]
         return cls(
             section=section,
             name=name,
@@ -212,13 +220,13 @@ class MetricSummary:
             display_name=display_name or name,
             format=fmt,
             direction=direction or default_direction(unit, fmt),
-            mean=float(arr.mean()),
-            median=float(np.median(arr)),
-            p95=float(np.percentile(arr, 95)),
-            min=float(arr.min()),
-            max=float(arr.max()),
-            count=int(arr.size),
-            values=tuple(float(v) for v in arr),
+            mean=mean,
+            median=median,
+            p95=p95,
+            min=low,
+            max=high,
+            count=len(a),
+            values=a,
         )
 
 

@@ -39,6 +39,8 @@ def _kv_table(stats: BenchmarkStats, *, chunks: bool = True) -> Table:
     t.add_row("Outliers", f"{lat.outliers} of {lat.count} ({OUTLIER_RULE})")
     if stats.conditions is not None:
         t.add_row("Measured", Text(stats.conditions.describe()))
+    if stats.process_spread is not None:
+        t.add_row("Processes", Text(stats.process_spread.describe()))
     return t
 
 

@@ -9,6 +9,9 @@ Semantics follow micromeasure:
   more than ``RESIZE_TOLERANCE`` away from the target, the chunk is re-sized on warm code and
   warmed again (at most ``MAX_RESIZES`` times). The mean warm duration at the final size sets
   the sample count, ``benchmark duration / chunk duration`` clamped to [min_samples, max_samples];
+- a case sampled in several worker processes (measure/processes.py) hands the chunk size its first
+  process calibrated to the others (``RunOptions.chunk_size``: not re-sized), and each process takes
+  ``RunOptions.sample_share`` of the sample count;
 - every sample gets a fresh context from ``context(chunk_size)`` or ``factory()``;
 - the diagnostic pass runs after timing and never touches the timing statistics.
 """
@@ -62,11 +65,19 @@ class RunOptions:
     # How the caller runs the sampling loop (conditions.py); recorded, and runs that differ in it
     # are not compared. The worker-process runner passes its own.
     process_model: str = conditions.IN_PROCESS
+    # A case sampled in several worker processes (measure/processes.py): this process takes this
+    # share of the run's samples, with the chunk size the case's first process calibrated.
+    sample_share: float = 1.0
+    chunk_size: int | None = None  # None: calibrate here
 
     def __post_init__(self) -> None:
         for name in ("warm_up", "duration", "target_chunk"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0 < self.sample_share <= 1:
+            raise ValueError(f"sample_share must be in (0, 1], got {self.sample_share!r}")
+        if self.chunk_size is not None and self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size!r}")
         if not 1 <= self.min_samples <= self.max_samples:
             raise ValueError(
                 f"need 1 <= min_samples <= max_samples, got {self.min_samples} and {self.max_samples}"
@@ -253,7 +264,7 @@ class Runner:
         at one size, so the cold first calls and a stray preemption do not steer it.
         """
         opts = self.options
-        resizable = self.spec.chunk_size is None
+        resizable = self.spec.chunk_size is None and opts.chunk_size is None
         budget = int(opts.warm_up * 1e9)
         deadline = self.clock() + budget
         durations: list[float] = []
@@ -286,16 +297,18 @@ class Runner:
         return chunk_size, sum(durations) / len(durations)
 
     def sample_count(self, chunk_duration: float) -> int:
+        """Samples for this process: the run's count, times ``sample_share`` (rounded up)."""
         opts = self.options
         wanted = math.ceil(opts.duration / chunk_duration) if chunk_duration > 0 else opts.max_samples
         n = min(max(wanted, opts.min_samples), opts.max_samples)
-        if self.spec.chunk_size is not None and n * chunk_duration < 0.8 * opts.duration:
+        # Said once per case: a later process of a case sampled in several (opts.chunk_size set) would repeat it.
+        if self.spec.chunk_size is not None and opts.chunk_size is None and n * chunk_duration < 0.8 * opts.duration:
             self.warnings.append(
                 f"fixed chunk_size={self.spec.chunk_size} under-runs the target: {n} samples of "
                 f"{chunk_duration * 1e3:.3g} ms measure {n * chunk_duration:.3g} s of the "
                 f"{opts.duration:g} s asked for; raise chunk_size or max_samples"
             )
-        return n
+        return n if opts.sample_share == 1 else max(1, math.ceil(n * opts.sample_share))
 
     def diagnose(self, chunk_size: int) -> tuple[list[list[MetricValue]], list[str]]:
         spec = self.spec
@@ -328,7 +341,10 @@ class Runner:
         pinned = affinity.pin_current_thread() if self.options.pin_cpu else None
         try:
             self._report("calibrate", 0, 1)
-            chunk_size = spec.chunk_size if spec.chunk_size is not None else self.calibrate()
+            if spec.chunk_size is not None:
+                chunk_size = spec.chunk_size
+            else:  # a chunk calibrated by the case's first process, else calibrate here
+                chunk_size = self.options.chunk_size or self.calibrate()
             self._report("warm-up", 0, 1)
             chunk_size, chunk_duration = self.warm_up(chunk_size)
             n = self.sample_count(chunk_duration)

@@ -14,6 +14,7 @@ from .backend import MeasurementDomain
 from .concurrent import EventCounterSummary, RoleStats, ScenarioInfo
 from .conditions import SamplingConditions
 from .metrics import Direction, MetricFormat, MetricSummary
+from .processes import ProcessSpread
 from .stats import BenchmarkStats, CounterSummary, Distribution
 from .throughput import Throughput
 
@@ -155,6 +156,7 @@ def stats_to_dict(s: BenchmarkStats) -> dict[str, Any]:
         "warnings": list(s.warnings),
         "notes": list(s.notes),
         "conditions": s.conditions.to_dict() if s.conditions is not None else None,
+        "process_spread": s.process_spread.to_dict() if s.process_spread is not None else None,
     }
 
 
@@ -182,4 +184,5 @@ def stats_from_dict(d: dict[str, Any]) -> BenchmarkStats:
         roles=[_role_from_dict(r) for r in d.get("roles") or []],
         scenario=ScenarioInfo.from_dict(d["scenario"]) if d.get("scenario") else None,
         conditions=SamplingConditions.from_dict(d["conditions"]) if d.get("conditions") else None,
+        process_spread=ProcessSpread.from_dict(d["process_spread"]) if d.get("process_spread") else None,
     )

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Sequence
 from .backend import MeasurementDomain
 from .conditions import SamplingConditions
 from .metrics import Direction, MetricSummary
+from .quantiles import percentile
 from .throughput import Throughput
 
 if TYPE_CHECKING:
     from .concurrent import RoleStats, ScenarioInfo
+    from .processes import ProcessSpread
 
 OUTLIER_RULE = "Tukey 1.5×IQR"
 
@@ -44,30 +46,32 @@ class Distribution:
 
     @classmethod
     def of(cls, values: Sequence[float]) -> "Distribution":
-        import numpy as np  # on first use: see metrics.MetricSummary.from_values
-
-        a = np.asarray(values, dtype=float)
-        if a.size == 0:
-            nan = math.nan
+        # Plain Python, as numpy computes it (quantiles.py): the worker never imports numpy.
+        a = [float(v) for v in values]
+        nan = math.nan
+        if not a:
             return cls(nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0, 0)
-        q1, med, q3 = np.percentile(a, [25, 50, 75])
-        mean = float(a.mean())
-        std = float(a.std(ddof=1)) if a.size > 1 else 0.0
+        if any(math.isnan(v) for v in a):  # numpy: every statistic of an array with a NaN is NaN
+            return cls(nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, 0, len(a))
+        s = sorted(a)
+        q1, med, q3 = percentile(s, 25), percentile(s, 50), percentile(s, 75)
+        mean = math.fsum(a) / len(a)
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in a) / (len(a) - 1)) if len(a) > 1 else 0.0
         iqr = q3 - q1
-        outliers = int(np.count_nonzero((a < q1 - 1.5 * iqr) | (a > q3 + 1.5 * iqr)))
+        low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
         return cls(
-            median=float(med),
+            median=med,
             mean=mean,
-            p95=float(np.percentile(a, 95)),
-            p5=float(np.percentile(a, 5)),
-            q1=float(q1),
-            q3=float(q3),
-            min=float(a.min()),
-            max=float(a.max()),
-            mad=float(np.median(np.abs(a - med))),
+            p95=percentile(s, 95),
+            p5=percentile(s, 5),
+            q1=q1,
+            q3=q3,
+            min=s[0],
+            max=s[-1],
+            mad=percentile(sorted(abs(v - med) for v in a), 50),
             cv=std / mean if mean else math.nan,
-            outliers=outliers,
-            count=int(a.size),
+            outliers=sum(1 for v in a if v < low or v > high),
+            count=len(a),
         )
 
 
@@ -109,6 +113,8 @@ class BenchmarkStats:
     roles: list[RoleStats] = field(default_factory=list)
     scenario: ScenarioInfo | None = None
     conditions: SamplingConditions | None = None  # at the start of sampling; None when not recorded
+    # Sampled in several worker processes (measure/processes.py): how far apart they were. None: one process.
+    process_spread: ProcessSpread | None = None
 
     @property
     def samples(self) -> int:
@@ -175,14 +181,6 @@ def summarize_counters(
     return out
 
 
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """numpy's default ('linear') percentile of an already sorted list."""
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def between_process_dominated(run_medians: Sequence[float], within_cv: float, samples: float) -> bool:
     """Whether run-to-run spread exceeds what within-run noise alone gives a run's median.
 
@@ -201,7 +199,7 @@ def between_process_dominated(run_medians: Sequence[float], within_cv: float, sa
 
 def median(values: Sequence[float]) -> float:
     """The median of ``values``, without numpy (cheap on the few values of a warm-up)."""
-    return _percentile(sorted(values), 50)
+    return percentile(sorted(values), 50)
 
 
 def sample_stats(values: Sequence[float]) -> dict[str, float | int]:
@@ -215,12 +213,12 @@ def sample_stats(values: Sequence[float]) -> dict[str, float | int]:
     n = len(s)
     return {
         "mean": math.fsum(s) / n,
-        "median": _percentile(s, 50),
-        "p95": _percentile(s, 95),
+        "median": percentile(s, 50),
+        "p95": percentile(s, 95),
         "min": s[0],
         "max": s[-1],
-        "q1": _percentile(s, 25),
-        "q3": _percentile(s, 75),
+        "q1": percentile(s, 25),
+        "q3": percentile(s, 75),
         "count": n,
     }
 

@@ -555,6 +555,8 @@ def measurement_setup(st: BenchmarkStats) -> dict[str, Any]:
         **({"scenario": st.scenario.identity} if st.scenario is not None else {}),
         # What it was measured under (process model, Python build, GIL, GC, heap): no migration, setup is JSON.
         **({"conditions": st.conditions.to_dict()} if st.conditions is not None else {}),
+        # Sampled in several processes: their spread (measure/processes.py); not part of the identity.
+        **({"process_spread": st.process_spread.to_dict()} if st.process_spread is not None else {}),
     }
 
 
