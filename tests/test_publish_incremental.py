@@ -151,19 +151,25 @@ def test_a_change_in_one_benchmark_reads_only_its_series(history, tmp_path: Path
     assert tree(site) == tree(fresh)
 
 
-def test_stored_change_points_rebuild_their_benchmark(history, tmp_path: Path) -> None:
+def _store_change_point(url: str, cp):
+    """``cp`` stored on the store's series of its benchmark (as ``detect`` stores one); returns that series."""
     from mmtrack.store import queries as q
 
-    url, full, _ = history
-    site, fresh = tmp_path / "site", tmp_path / "fresh"
-    _publish(url, site)
-    cp = full.change_points[0]
     store = open_store(url)
     try:
         key = next(k for k in q.list_series(store) if k.benchmark == cp.series.benchmark)
         q.save_change_points(store, [dataclasses.replace(cp, series=key, method="test")], replace=[key])
     finally:
         store.close()
+    return key
+
+
+def test_stored_change_points_rebuild_their_benchmark(history, tmp_path: Path) -> None:
+    url, full, _ = history
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    _publish(url, site)
+    cp = full.change_points[0]
+    _store_change_point(url, cp)
     model, step = _publish(url, site)
     assert {k.benchmark for k in model.series.loaded} == {cp.series.benchmark}
     assert "data/regressions.js" in step.written
@@ -176,17 +182,11 @@ def test_an_ab_verdict_alone_rebuilds_its_change_points_row(history, tmp_path: P
     from datetime import datetime, timezone
 
     from mmtrack.store import models as m
-    from mmtrack.store import queries as q
 
     url, full, _ = history
     site, fresh = tmp_path / "site", tmp_path / "fresh"
     cp = full.change_points[0]
-    store = open_store(url)
-    try:
-        key = next(k for k in q.list_series(store) if k.benchmark == cp.series.benchmark)
-        q.save_change_points(store, [dataclasses.replace(cp, series=key, method="test")], replace=[key])
-    finally:
-        store.close()
+    key = _store_change_point(url, cp)
     _publish(url, site)
     store = open_store(url)
     try:
