@@ -32,10 +32,17 @@ class Scale:
         return value / self.factor
 
 
+#: perf's CPU-time counters count nanoseconds: per op they are CPU time, shown as such (the stored
+#: unit, part of the series' identity, stays ``task-clock/op``).
+_CPU_NS_UNITS = {"task-clock/op", "cpu-clock/op"}
+
+
 def _ladder(unit: str) -> tuple[tuple[float, str], ...] | None:
     """(factor, display unit) from largest to smallest, or None for a unit that is not scaled."""
     if unit in _TIME_UNITS:
         return _TIME
+    if unit in _CPU_NS_UNITS:
+        return tuple((f * 1e9, f"{label} CPU/op") for f, label in _TIME)
     if unit in _BYTE_UNITS:
         return tuple((f, f"{p}B") for f, p in _BINARY)
     base, slash, per = unit.rpartition("/")

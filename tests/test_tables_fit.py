@@ -150,3 +150,13 @@ def test_bench_metric_table_fits(width):
     for tail in ("tflops [TFLOP/s]", "event_ms [ms]", "overhead_ms [ms]"):
         assert tail in text
     assert "2.3e-05" in text and "98.7" in text and "1,234" in text  # whole numbers, 3 significant digits
+
+
+def test_cpu_time_counters_show_as_time():
+    """perf's task-clock counts nanoseconds: per op it reads as CPU time, never a bare number."""
+    from mmtrack.units import format_quantity, scale_for
+
+    assert format_quantity(1105.4, "task-clock/op") == "1.11 µs CPU/op"
+    assert format_quantity(2.5e6, "task-clock/op") == "2.50 ms CPU/op"
+    assert scale_for([1105.4, 1200.0], "task-clock/op").unit == "µs CPU/op"
+    assert format_quantity(3.0, "page-faults/op").endswith(" page-faults/op")  # a count stays a count
