@@ -215,6 +215,11 @@ def test_regressions_page(site, page, tmp_path) -> None:
     assert page.eval_on_selector_all("#regressions tbody tr", "rs => rs.length") == len(regs)
     first = page.eval_on_selector_all("#regressions tbody tr:first-child td", "tds => tds.map(t => t.textContent)")
     assert re.fullmatch(r"regression [+-]\d+\.\d%", first[4]) and first[7] in ("yes", "no")
+    # Before → after in one scaled unit with 4 significant digits, not seconds rounded to 3 decimals.
+    cells = page.eval_on_selector_all("#regressions tbody tr td:nth-child(6)", "tds => tds.map(t => t.textContent)")
+    timed = [c for c in cells if re.search(r" (ns|µs|ms|s) → ", c)]
+    assert timed and all(re.fullmatch(r"\d[\d.]* (ns|µs|ms|s) → \d[\d.]* (ns|µs|ms|s)", c) for c in timed), cells[:5]
+    assert not any(re.fullmatch(r"0\.00\d → 0\.00\d s", c) for c in cells)
     hrefs = page.eval_on_selector_all("#regressions tbody tr:first-child a.sha", "as => as.map(a => a.href)")
     assert len(hrefs) == 2 and all(h.startswith(COMMIT_URL) for h in hrefs)
     page.screenshot(path=str(tmp_path / "regressions.png"), full_page=True)

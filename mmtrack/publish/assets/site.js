@@ -86,6 +86,9 @@
   var SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, '']];
   function ladder(unit) {
     if (unit === 's' || unit === 'sec' || unit === 'seconds' || unit === 'second') return TIME_UNITS;
+    if (unit === 'task-clock/op' || unit === 'cpu-clock/op') {  // perf counts ns: CPU time per op
+      return TIME_UNITS.map(function (x) { return [x[0] * 1e9, x[1] + ' CPU/op']; });
+    }
     if (unit === 'B' || unit === 'bytes' || unit === 'byte') return BINARY.map(function (x) { return [x[0], x[1] + 'B']; });
     var cut = unit.lastIndexOf('/'), base = unit.slice(0, cut);
     if (cut > 0 && unit.slice(cut + 1) === 's') {
@@ -107,6 +110,11 @@
     if (v == null || !isFinite(v)) return 'n/a';
     if (sc.f === 1 && !ladder(s.unit)) return fmt(v, s.format) + ' ' + s.unit;
     return (v / sc.f).toPrecision(4) + ' ' + sc.unit;
+  }
+  // Before → after in one scale for both (1.52 ms → 1.69 ms, never 0.002 → 0.002).
+  function pair(before, after, s) {
+    var sc = scaleFor([before, after], s.unit);
+    return scaled(before, sc, s) + ' → ' + scaled(after, sc, s);
   }
   function pct(ratio) {
     if (ratio == null || !isFinite(ratio)) return 'n/a';
@@ -231,7 +239,7 @@
               paramsText(r.params),
               r.metric,
               el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
-              fmt(r.before_value, r.format) + ' → ' + fmt(r.after_value, r.format) + ' ' + r.unit,
+              pair(r.before_value, r.after_value, r),
               el('span', null, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
               r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
               abText(r.ab),
@@ -505,7 +513,8 @@
           table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change', 'Verdict'], rows.map(function (r) {
             var cls = r.verdict === 'regressed' ? 'regression' : r.verdict === 'improved' ? 'improvement' : '';
             return { cls: cls, cells: [el('a', { href: benchHref(r.x, r.s), text: r.meta.name, cls: 'bench-link' }), r.s.machine, paramsText(r.s.params), r.s.metric,
-              fmt(r.va, r.s.format), fmt(r.vb, r.s.format), pct(r.ratio), r.verdict ? verdictText(r.verdict, r.state) : '']};
+              scaled(r.va, scaleFor([r.va, r.vb], r.s.unit), r.s), scaled(r.vb, scaleFor([r.va, r.vb], r.s.unit), r.s),
+              pct(r.ratio), r.verdict ? verdictText(r.verdict, r.state) : '']};
           }));
         }).catch(fail);
       }
