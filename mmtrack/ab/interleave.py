@@ -6,11 +6,11 @@ with its own results folder and spool, in the order A B, B A, A B, ... so that a
 drift of the machine during the job (heat, a neighbour's load) falls on both
 sides alike. The suite is the working tree's, as asv does for every commit.
 
-The rounds of a side are pooled per case: asv's samples of plain benchmarks,
-every per-sample value of every metric of engine benchmarks
-(:func:`mmtrack.asvbridge.spool.merge_metrics`). :meth:`ABResult.measurements`
-turns them into the records :func:`mmtrack.analysis.compare.compare_measurements`
-judges.
+The rounds of a side are pooled per case for the store: asv's samples of plain
+benchmarks, every per-sample value of every metric of engine benchmarks
+(:func:`mmtrack.asvbridge.spool.merge_metrics`), :meth:`Side.measurements`. Each
+round also leaves its best sample per metric (:func:`round_best`); :func:`judge`
+compares those, round by round (:meth:`Side.round_measurements`, :func:`round_evidence`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 1. Resolve BASE and HEAD (fetching BASE in a shallow CI clone); refuse a dirty tree.
 2. Build each commit into its own cached environment (:mod:`mmtrack.ab.envs`).
 3. Run the selected benchmarks A B, B A, ... for ``--rounds`` rounds (:mod:`mmtrack.ab.interleave`).
-4. Judge every metric of every case on the pooled samples with mmtrack's comparison.
+4. Judge every metric of every case on its rounds (each round's best sample, then the round test:
+   :func:`mmtrack.ab.interleave.judge`) with mmtrack's comparison, direction-aware.
 5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`); print table, markdown or JSON.
 
 Exit status: 0, or 1 with ``--fail-on`` and a matching row, or 2 for a usage error
