@@ -832,6 +832,17 @@ def _series_where(keys: Iterable[SeriesKey]) -> Any:
     )
 
 
+def _series_columns(key: SeriesKey) -> dict[str, str]:
+    """The seven columns that name a series in the change point and verdict tables."""
+    return {"machine": key.machine, "environment": key.environment, "benchmark": key.benchmark, "params": key.params,
+            "section": key.metric.section, "metric": key.metric.name, "unit": key.metric.unit}
+
+
+def _stored_series(r: Any) -> SeriesKey:
+    """The series a change point or verdict row names (the inverse of :func:`_series_columns`)."""
+    return SeriesKey(r.machine, r.environment, r.benchmark, r.params, MetricKey(r.section, r.metric, r.unit))
+
+
 def save_change_points(
     store: Store, points: Sequence[ChangePoint], *, replace: Iterable[SeriesKey] | None = None
 ) -> int:
@@ -842,13 +853,7 @@ def save_change_points(
     now = datetime.now(timezone.utc)
     rows = [
         {
-            "machine": p.series.machine,
-            "environment": p.series.environment,
-            "benchmark": p.series.benchmark,
-            "params": p.series.params,
-            "section": p.series.metric.section,
-            "metric": p.series.metric.name,
-            "unit": p.series.metric.unit,
+            **_series_columns(p.series),
             "direction": Direction(p.direction).value,
             "kind": p.kind,
             "before_sha": p.before_sha,
@@ -894,7 +899,7 @@ def load_change_points(
         rows = conn.execute(q).all()
     return [
         ChangePoint(
-            series=SeriesKey(r.machine, r.environment, r.benchmark, r.params, MetricKey(r.section, r.metric, r.unit)),
+            series=_stored_series(r),
             direction=_DIRECTIONS[r.direction],
             kind=r.kind,
             before_sha=r.before_sha,
@@ -1045,18 +1050,20 @@ def fetch_sql(conn: Any, sql: str) -> list[Any]:
 
 def load_ab_verdicts(store: Store, *, machine: str | None = None) -> dict[tuple[SeriesKey, str], dict[str, Any]]:
     """The latest A/B verdict (``mmtrack run --confirm``) per (series, after sha)."""
-    t = m.ABVerdict
-    q = select(t).order_by(t.id)
-    if machine is not None:
-        q = q.where(t.machine == machine)
-    with store.read() as conn:
-        rows = conn.execute(q).all()
     return {
-        (SeriesKey(r.machine, r.environment, r.benchmark, r.params, MetricKey(r.section, r.metric, r.unit)),
-         r.after_sha): {"state": r.state, "ratio": r.ratio, "p_value": r.p_value, "rounds": r.rounds,
-                        "before_sha": r.before_sha}
-        for r in rows
+        (_stored_series(r), r.after_sha): {"state": r.state, "ratio": r.ratio, "p_value": r.p_value,
+                                           "rounds": r.rounds, "before_sha": r.before_sha}
+        for r in _rows_in_order(store, m.ABVerdict, machine)
     }
+
+
+def _rows_in_order(store: Store, table: Any, machine: str | None) -> Sequence[Any]:
+    """Every row of a verdict table (optionally of one machine), in the order stored."""
+    q = select(table).order_by(table.id)
+    if machine is not None:
+        q = q.where(table.machine == machine)
+    with store.read() as conn:
+        return conn.execute(q).all()
 
 
 # -- mmtrack run's comparison with the previous commit ---------------------------------------------
@@ -1071,9 +1078,8 @@ def save_run_verdicts(
     t = m.RunVerdict
     rows = [
         {
-            "machine": machine, "environment": environment, "benchmark": v.series.benchmark,
-            "params": v.series.params, "section": v.series.metric.section, "metric": v.series.metric.name,
-            "unit": v.series.metric.unit, "before_sha": v.before_sha, "after_sha": after_sha,
+            **_series_columns(v.series), "machine": machine, "environment": environment,
+            "before_sha": v.before_sha, "after_sha": after_sha,
             "verdict": v.verdict, "state": v.state, "ratio": v.ratio, "before_value": v.before_value,
             "after_value": v.after_value, "p_value": v.p_value, "note": v.note, "created_at": now,
         }  # fmt: skip
@@ -1088,16 +1094,8 @@ def save_run_verdicts(
 
 def load_run_verdicts(store: Store, *, machine: str | None = None) -> list[RunVerdict]:
     """Every stored ``mmtrack run`` verdict (optionally of one machine), in the order stored."""
-    t = m.RunVerdict
-    q = select(t).order_by(t.id)
-    if machine is not None:
-        q = q.where(t.machine == machine)
-    with store.read() as conn:
-        rows = conn.execute(q).all()
     return [
-        RunVerdict(
-            SeriesKey(r.machine, r.environment, r.benchmark, r.params, MetricKey(r.section, r.metric, r.unit)),
-            r.before_sha, r.after_sha, r.verdict, r.state, r.ratio, r.before_value, r.after_value, r.p_value, r.note,
-        )
-        for r in rows
+        RunVerdict(_stored_series(r), r.before_sha, r.after_sha, r.verdict, r.state, r.ratio, r.before_value,
+                   r.after_value, r.p_value, r.note)
+        for r in _rows_in_order(store, m.RunVerdict, machine)
     ]
