@@ -76,22 +76,29 @@ class WriteReport:
         return len(self.written) + self.unchanged
 
 
+def _tree(root: Path) -> Iterator[tuple[str, os.DirEntry]]:
+    """Every entry below ``root`` with its path relative to it; links are listed, never followed."""
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(root / rel if rel else root) as entries:
+            for entry in entries:
+                name = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(name)
+                yield name, entry
+
+
 def check_tree(root: Path) -> None:
     """Refuse (one line) an output tree holding a symbolic link or anything but files and folders."""
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_symlink():
-                    raise UserError(
-                        f"{entry.path}: is a symbolic link inside the site folder (a link can lead outside the site"
-                        " folder); publish writes nothing through links: remove it and publish again"
-                    )
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                elif not entry.is_file(follow_symlinks=False):
-                    raise UserError(f"{entry.path}: is not a regular file or folder; remove it and publish again")
+    for _, entry in _tree(root):
+        if entry.is_symlink():
+            raise UserError(
+                f"{entry.path}: is a symbolic link inside the site folder (a link can lead outside the site"
+                " folder); publish writes nothing through links: remove it and publish again"
+            )
+        if not entry.is_dir(follow_symlinks=False) and not entry.is_file(follow_symlinks=False):
+            raise UserError(f"{entry.path}: is not a regular file or folder; remove it and publish again")
 
 
 def last_build_state(root: Path) -> dict[str, Any] | None:
@@ -109,18 +116,12 @@ def last_build_state(root: Path) -> dict[str, Any] | None:
     finally:
         os.close(root_fd)
     present: set[str] = set()
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        with os.scandir(root / rel if rel else root) as entries:
-            for entry in entries:
-                name = f"{rel}/{entry.name}" if rel else entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if not rel and entry.name.startswith(STAGING_PREFIX):
-                        return None
-                    stack.append(name)
-                elif entry.is_file(follow_symlinks=False):
-                    present.add(name)
+    for name, entry in _tree(root):
+        if entry.is_dir(follow_symlinks=False):
+            if "/" not in name and entry.name.startswith(STAGING_PREFIX):
+                return None
+        elif entry.is_file(follow_symlinks=False):
+            present.add(name)
     state = manifest.get("state")
     files = _str_map(manifest.get("files"))
     return state if isinstance(state, dict) and files and present.issuperset(files) else None
