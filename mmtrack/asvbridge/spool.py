@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..fsutil import write_atomic
-from ..measure.metrics import MetricSummary
+from ..measure.metrics import MetricSummary, pool_metrics
 from ..measure.serialize import stats_from_dict, stats_to_dict, summary_from_dict, summary_to_dict
 from ..measure.stats import BenchmarkStats
 from ..results import canonical_params
@@ -154,17 +154,7 @@ def _finite(obj: Any) -> Any:
 
 def merge_metrics(first: Sequence[MetricSummary], second: Sequence[MetricSummary]) -> list[MetricSummary]:
     """Pool the per-sample values of two runs of one case (asv's ``rounds``)."""
-    out: dict[tuple[str, str, str], MetricSummary] = {m.key: m for m in first}
-    for m in second:
-        prev = out.get(m.key)
-        if prev is None:
-            out[m.key] = m
-            continue
-        values = [v for v in prev.values + m.values]
-        out[m.key] = MetricSummary.from_values(
-            *m.key, values, display_name=m.display_name, fmt=m.format, direction=m.direction
-        )
-    return list(out.values())
+    return pool_metrics([first, second])
 
 
 # -- files -----------------------------------------------------------------------------------

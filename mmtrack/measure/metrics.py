@@ -248,3 +248,19 @@ def aggregate_metrics(samples: Iterable[Iterable[MetricValue]]) -> list[MetricSu
         )
         for key, values in groups.items()
     ]
+
+
+def pool_metrics(groups: Iterable[Sequence[MetricSummary]]) -> list[MetricSummary]:
+    """The per-sample values of several runs of one case pooled, metric by metric (asv's rounds, a
+    case's worker processes), first-seen order kept; a metric of one run alone is kept as it is."""
+    parts: dict[tuple[str, str, str], list[MetricSummary]] = {}
+    for metrics in groups:
+        for m in metrics:
+            parts.setdefault(m.key, []).append(m)
+    return [
+        ms[0] if len(ms) == 1 else MetricSummary.from_values(
+            *key, [v for m in ms for v in m.values], display_name=ms[0].display_name, fmt=ms[0].format,
+            direction=ms[0].direction,
+        )
+        for key, ms in parts.items()
+    ]

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from .metrics import MetricSummary
+from .metrics import pool_metrics
 from .stats import BenchmarkStats, CounterSummary, Distribution, between_process_dominated
 
 
@@ -107,19 +107,6 @@ def _pool_counters(runs: Sequence[BenchmarkStats]) -> list[CounterSummary]:
     return out
 
 
-def _pool_metrics(groups: Sequence[Sequence[MetricSummary]]) -> list[MetricSummary]:
-    first: dict[tuple[str, str, str], MetricSummary] = {}
-    values: dict[tuple[str, str, str], list[float]] = {}
-    for metrics in groups:
-        for m in metrics:
-            first.setdefault(m.key, m)
-            values.setdefault(m.key, []).extend(m.values)
-    return [
-        MetricSummary.from_values(*key, values[key], display_name=m.display_name, fmt=m.format, direction=m.direction)
-        for key, m in first.items()
-    ]
-
-
 def _unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
@@ -145,8 +132,8 @@ def pool(runs: Sequence[BenchmarkStats]) -> BenchmarkStats:
         latency=Distribution.of([d / o for d, o in zip(durations, operations)]),
         rate=Distribution.of([head.throughput.rate(o, d) for d, o in zip(durations, operations)]),
         counters=_pool_counters(runs),
-        metrics=_pool_metrics([r.metrics for r in runs]),
-        diagnostics=_pool_metrics([r.diagnostics for r in runs]),
+        metrics=pool_metrics([r.metrics for r in runs]),
+        diagnostics=pool_metrics([r.diagnostics for r in runs]),
         diagnostic_errors=_unique([e for r in runs for e in r.diagnostic_errors]),
         warnings=_unique([w for r in runs for w in r.warnings]),
         notes=_unique([n for r in runs for n in r.notes]),
