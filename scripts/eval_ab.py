@@ -227,8 +227,6 @@ def _running_env_pth() -> str:
     return f"python -c \"import site; open(site.getsitepackages()[0] + '/running-env.pth', 'w').write('{paths}')\""
 
 
-RUNNING_ENV_PTH = _running_env_pth()
-
 
 def compare_asv(folder: Path, env: dict, runs: int) -> None:
     """`asv continuous` (virtualenv envs, its own builds) and `mmtrack continuous`, alternating."""
@@ -237,7 +235,7 @@ def compare_asv(folder: Path, env: dict, runs: int) -> None:
     conf = dict(CONF, environment_type="virtualenv", pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"],
                 matrix={"req": {}}, build_command=["python -m pip wheel --no-deps --no-build-isolation "
                                                     "-w {build_cache_dir} {build_dir}"],
-                install_command=["in-dir={env_dir} python -mpip install {wheel_file}", RUNNING_ENV_PTH],
+                install_command=["in-dir={env_dir} python -mpip install {wheel_file}", _running_env_pth()],
                 repo=str(repo), benchmark_dir=str(repo / "benchmarks"), results_dir=str(folder / "asv-results"),
                 html_dir=str(folder / "asv-html"), env_dir=str(folder / "asv-env"))
     (folder / "asv.virtualenv.json").write_text(json.dumps(conf))

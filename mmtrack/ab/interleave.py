@@ -110,7 +110,7 @@ def round_best(values: Sequence[float], direction: Direction) -> float:
     """A round's best sample: the fastest time (the highest rate) of that round, the median of a neutral metric.
 
     A shared machine's interference only ever adds time, and comes and goes over seconds: a
-    round's median moves with it (an A/A pair here read 0.69 while helpers' tests ran), while the
+    round's median moves with it (an A/A pair read 0.69 on a loaded 2-core machine), while the
     best sample of a round stays near the code's own cost. BenchmarkTools.jl judges on the
     minimum for the same reason (Chen and Revels, "Robust benchmarking in noisy environments", 2016).
     """
