@@ -149,11 +149,13 @@ def continuous_runs(repo: Path, env: dict, base: str, head: str, runs: int, extr
                         if r["verdict"] not in ("unchanged", "regressed")})
         ratios = {r["benchmark"].rsplit(".", 1)[-1]: round(r["ratio"], 3) for r in data["rows"]
                   if r["metric"]["name"] == "time_per_op" and r["ratio"]}
-        out.append({"flagged": flagged, "other": other, "wall": wall, "measuring": data["ab"]["measuring_seconds"],
+        changed = sorted({(r["benchmark"], r["metric"]["name"]) for r in data["rows"]
+                          if r["verdict"] in ("regressed", "improved")})
+        out.append({"flagged": flagged, "changed": changed, "rounds": data["ab"]["rounds"], "other": other, "wall": wall, "measuring": data["ab"]["measuring_seconds"],
                     "build": sum(s["build_seconds"] for s in data["ab"]["sides"].values()), "ratios": ratios})
         out[-1]["load"] = os.getloadavg()[0]
         print(f"  run {i + 1}: wall {wall:.1f} s (measuring {out[-1]['measuring']:.1f} s, builds "
-              f"{out[-1]['build']:.1f} s, load {out[-1]['load']:.1f}) regressed={[b.rsplit('.', 1)[-1] + ':' + m for b, m in flagged]} "
+              f"{out[-1]['build']:.1f} s, load {out[-1]['load']:.1f}, {out[-1]['rounds']} rounds) regressed={[b.rsplit('.', 1)[-1] + ':' + m for b, m in flagged]} "
               f"ambiguous={len([o for o in other if o[2] == 'ambiguous'])} ratios={ratios}", flush=True)
     return out
 
@@ -165,11 +167,13 @@ SLOWED = ("time_sum_squares", "track_sum_engine")
 def summary(name: str, rows: list[dict], target: str | None) -> None:
     hits = sum(1 for r in rows if any(target and target in b for b, _ in r["flagged"])) if target else 0
     slowed = SLOWED if target else ()
-    false = sum(1 for r in rows if any(not any(s in b for s in slowed) for b, _ in r["flagged"]))
+    # A false alarm: any other benchmark flagged either way (regressed or improved).
+    false = sum(1 for r in rows if any(not any(s in b for s in slowed) for b, _ in r["changed"]))
     walls = [r["wall"] for r in rows]
     loads = [r["load"] for r in rows]
     print(f"{name}: {len(rows)} runs; target {target or '-'} flagged in {hits}/{len(rows)}; runs flagging another "
-          f"benchmark: {false}/{len(rows)}; wall median {statistics.median(walls):.1f} s; load average "
+          f"benchmark (either way): {false}/{len(rows)}; rounds {min(r['rounds'] for r in rows)}-"
+          f"{max(r['rounds'] for r in rows)}; wall median {statistics.median(walls):.1f} s; load average "
           f"{min(loads):.1f}-{max(loads):.1f}")
 
 

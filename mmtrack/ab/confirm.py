@@ -16,7 +16,6 @@ are spent (at least one round per side always runs).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,11 +55,6 @@ def suspected_rows(comparison: Any) -> list[Any]:
     return rows
 
 
-def bench_regex(rows: Sequence[Any]) -> str:
-    """asv's -b for exactly these benchmarks (asv matches the regex anywhere in the full name)."""
-    return "^(" + "|".join(sorted({re.escape(r.benchmark) for r in rows})) + ")$"
-
-
 def state_for(history_row: Any, ab_row: Any | None) -> str:
     if ab_row is None:
         return SUSPECTED
@@ -75,13 +69,14 @@ def confirm(project: Path, config: Path | None, machine: str, before: str, after
             rounds: int, budget: float | None, progress: Callable[[str], None] | None = None) -> tuple[
                 ConfirmReport, Any]:
     """Re-measure ``before`` and ``after`` A/B for ``rows``' benchmarks; (report, A/B result)."""
-    from .interleave import judge, make_plan, measure_pair
+    from .interleave import bench_regex, make_plan, measure_pair, settle
 
     report = ConfirmReport(before, after)
     plan, repo = make_plan(project, config, machine, bench_regex(rows), rounds)
     plan.budget = budget
+    plan.max_rounds = 2 * rounds
     result = measure_pair(plan, repo, before, after, progress)
-    comparison = judge(result)
+    comparison = settle(plan, result, progress=progress)
     by_case = {(r.benchmark, r.params, r.metric): r for r in comparison.rows}
     for row in rows:
         ab = by_case.get((row.benchmark, row.params, row.metric))

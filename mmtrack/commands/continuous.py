@@ -3,8 +3,10 @@
 1. Resolve BASE and HEAD (fetching BASE in a shallow CI clone); refuse a dirty tree.
 2. Build each commit into its own cached environment (:mod:`mmtrack.ab.envs`).
 3. Run the selected benchmarks A B, B A, ... for ``--rounds`` rounds (:mod:`mmtrack.ab.interleave`).
-4. Judge every metric of every case on its rounds (each round's best sample, then the round test:
-   :func:`mmtrack.ab.interleave.judge`) with mmtrack's comparison, direction-aware.
+4. Judge every metric of every case on its rounds (each round's best sample, the machine's fast-mode
+   rounds, then the round test: :func:`mmtrack.ab.interleave.judge`) with mmtrack's comparison,
+   direction-aware; re-run the undecided benchmarks alone, two rounds at a time, up to ``--max-rounds``
+   (:func:`mmtrack.ab.interleave.settle`).
 5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`); print table, markdown or JSON.
 
 Exit status: 0, or 1 with ``--fail-on`` and a matching row, or 2 for a usage error
@@ -30,6 +32,7 @@ class ContinuousRequest:
     config: Path | None = None
     bench: str | None = None
     rounds: int = DEFAULT_ROUNDS
+    max_rounds: int | None = None  # undecided benchmarks re-run up to this (None: twice rounds; 0: never)
     factor: float | None = None  # asv's factor: 1.1 flags changes beyond 10%
     fail_on: tuple[str, ...] = ()
     db: str | None = None
@@ -78,17 +81,20 @@ def refuse_dirty(repo: Path) -> None:
 
 def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] | None = None) -> ContinuousOutcome:
     from ..ab.envs import resolve_commit
-    from ..ab.interleave import judge, make_plan, measure_pair
+    from ..ab.interleave import make_plan, measure_pair, settle
     from ..analysis.compare import failing_rows
 
     policy = policy_for(request.factor)
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds,
                            request.quick, request.asv_args)
+    plan.max_rounds = request.max_rounds if request.max_rounds is not None else 2 * request.rounds
+    if plan.max_rounds < 0 or 0 < plan.max_rounds < plan.rounds:
+        raise UserError(f"--max-rounds {plan.max_rounds}: below --rounds {plan.rounds} (0 turns the extra rounds off)")
     refuse_dirty(repo)
     base_sha = resolve_commit(repo, request.base)
     head_sha = resolve_commit(repo, request.head)
     result = measure_pair(plan, repo, base_sha, head_sha, progress)
-    comparison = judge(result, policy)
+    comparison = settle(plan, result, policy, progress)
     outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()),
                                 specs=(request.base, request.head))
     if request.save:
