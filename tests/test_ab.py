@@ -283,10 +283,11 @@ def test_continuous_markdown_for_a_pr_comment(project):
     assert "A/B on testbox" in proc.stdout and "cached env" in proc.stdout
 
 
-@pytest.mark.parametrize("case", ["dirty", "missing base"])
+@pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds"])
 def test_bad_input_is_one_line_and_exit_2(project, case):
     repo, shas, env = project["repo"], project["shas"], project["env"]
-    args = ["continuous", shas[0]] if case == "dirty" else ["continuous", "no-such-branch"]
+    args = {"dirty": ["continuous", shas[0]], "missing base": ["continuous", "no-such-branch"],
+            "max rounds": ["continuous", shas[0], "--max-rounds", "3"]}[case]
     if case == "dirty":
         (repo / "pyproject.toml").write_text(PYPROJECT + "\n# edited\n")
     try:
@@ -296,7 +297,8 @@ def test_bad_input_is_one_line_and_exit_2(project, case):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr
-    assert ("uncommitted changes" if case == "dirty" else "git does not know 'no-such-branch'") in lines[0]
+    assert {"dirty": "uncommitted changes", "missing base": "git does not know 'no-such-branch'",
+            "max rounds": "--max-rounds 3: below --rounds 6"}[case] in lines[0]
 
 
 def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(project, tmp_path):

@@ -10,7 +10,8 @@ The rounds of a side are pooled per case for the store: asv's samples of plain
 benchmarks, every per-sample value of every metric of engine benchmarks
 (:func:`mmtrack.asvbridge.spool.merge_metrics`), :meth:`Side.measurements`. Each
 round also leaves its best sample per metric (:func:`round_best`); :func:`judge`
-compares those, round by round (:meth:`Side.round_measurements`, :func:`round_evidence`).
+compares those of the machine's fast mode (:func:`fast_mode`, :meth:`Side.round_measurements`,
+:func:`round_evidence`), and :func:`settle` re-runs the benchmarks still undecided.
 """
 
 from __future__ import annotations
@@ -405,9 +406,9 @@ def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
 def judge(result: ABResult, policy: Any = None) -> Any:
     """compare's verdict on each metric, direction-aware, from the rounds.
 
-    Each side's value of a metric is the median over its rounds of the round's best sample
-    (:func:`round_best`); compare applies the minimum effect, its edge band and the
-    direction. Significance is the rounds' (:func:`round_evidence`), not a test on the
+    Each side's value of a metric is the median of the round's best samples (:func:`round_best`)
+    in that side's fast mode (:func:`fast_mode`); compare applies the minimum effect, its edge
+    band and the direction. Significance is the rounds' (:func:`round_evidence`), not a test on the
     pooled samples: samples of one round come from one asv process in one stretch of the
     machine's load, so they share that process's layout and that load, and pooled they make
     any sample test overconfident. The round is the independent unit.
