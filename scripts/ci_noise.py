@@ -31,7 +31,8 @@ Tiers (by the commit-to-commit robust CV): ``quiet`` < 3%, ``mid`` 3-10%, ``nois
 ``tier=None`` draws a tier with the mix of the real population.
 
 API (stable; others depend on it, only ever add to it):
-``ci_series``, ``inject_step``, ``inject_creep``, ``series_stats``, ``tier_of``, ``draw_tier``, ``TIERS``.
+``ci_series``, ``inject_step``, ``inject_creep``, ``series_stats``, ``tier_of``, ``draw_tier``, ``TIERS``,
+``suite_runners``, ``SuiteRunners``.
 
 ``python scripts/ci_noise.py [--series N] [--commits N]`` prints the statistics of a
 generated population beside the targets (the calibration evidence).
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -79,6 +81,30 @@ def _runner_sequence(rng: np.random.Generator, n: int, p_alt: float, stick: floa
     return out
 
 
+def _level_offsets(rng: np.random.Generator, n_levels: int) -> np.ndarray:
+    """Relative offset of each runner level (0 for the main one): 8-40% away, either way."""
+    offsets = np.zeros(max(n_levels, 4))
+    offsets[1:] = rng.choice([-1.0, 1.0], size=offsets.size - 1) * np.exp(
+        rng.uniform(math.log(0.08), math.log(0.40), size=offsets.size - 1)
+    )
+    return offsets
+
+
+@dataclass(frozen=True)
+class SuiteRunners:
+    """The runner of each commit of one suite's runs, shared by all its series, and each level's offset."""
+
+    runners: np.ndarray
+    offsets: np.ndarray
+
+
+def suite_runners(rng: np.random.Generator, n_commits: int) -> SuiteRunners:
+    """The runners of one suite's history, drawn as :func:`ci_series` draws a lone series' runners."""
+    p_alt = 0.0 if rng.random() < 0.15 else float(rng.beta(1.2, 5.0)) * 0.75
+    runners = _runner_sequence(rng, int(n_commits), p_alt, rng.uniform(0.0, 0.35))
+    return SuiteRunners(runners, _level_offsets(rng, int(runners.max()) + 1))
+
+
 def ci_series(
     rng: np.random.Generator,
     n_commits: int,
@@ -86,8 +112,12 @@ def ci_series(
     *,
     samples_per_commit: int = 10,
     base: float = 1e-3,
+    suite: SuiteRunners | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """One A/A series of per-commit values (medians of that commit's samples) and each commit's samples."""
+    """One A/A series of per-commit values (medians of that commit's samples) and each commit's samples.
+
+    ``suite``: the runners of the suite this series belongs to (:func:`suite_runners`); by default
+    the series draws its own, as a lone series."""
     if tier is None:
         tier = draw_tier(rng)
     if tier not in TIERS:
@@ -105,15 +135,19 @@ def ci_series(
     for i in range(1, n):
         ar[i] = phi * ar[i - 1] + eps[i]
 
-    # Runner levels: some series never change runner type, most do now and then.
-    p_alt = 0.0 if rng.random() < 0.15 else float(rng.beta(1.2, 5.0)) * (0.9 if tier == "noisy" else 0.75)
-    stick = rng.uniform(0.0, 0.35)
-    runners = _runner_sequence(rng, n, p_alt, stick)
-    n_levels = int(runners.max()) + 1
-    offsets = np.zeros(max(n_levels, 4))
-    offsets[1:] = rng.choice([-1.0, 1.0], size=offsets.size - 1) * np.exp(
-        rng.uniform(math.log(0.08), math.log(0.40), size=offsets.size - 1)
-    )
+    if suite is None:
+        # Runner levels: some series never change runner type, most do now and then.
+        p_alt = 0.0 if rng.random() < 0.15 else float(rng.beta(1.2, 5.0)) * (0.9 if tier == "noisy" else 0.75)
+        stick = rng.uniform(0.0, 0.35)
+        runners = _runner_sequence(rng, n, p_alt, stick)
+        offsets = _level_offsets(rng, int(runners.max()) + 1)
+    else:
+        # One run, one runner: every series of the suite changes level at the same commits, each
+        # by its own amount of the same sign (a benchmark leans on the CPU more or less than another).
+        runners = suite.runners[:n]
+        offsets = suite.offsets * np.exp(rng.normal(0.0, 0.35, size=suite.offsets.size))
+        if rng.random() < 0.1:  # a benchmark bound by something else than the runner's CPU barely moves
+            offsets = offsets * 0.1
     log_level = np.log1p(offsets)[runners] + ar
 
     within = float(np.exp(rng.normal(math.log(0.014), 0.32)))

@@ -18,6 +18,12 @@ Figures, per gate:
   quiet series (commit-to-commit robust CV < 3%), mid and noisy; for mmtrack also the share the
   next commits confirm (``confirm_window`` of them).
 
+A third scenario, **suites** (``scripts/ci_noise.py`` with ``suite_runners``): suites of 20 series
+whose runs share their runner, as the benchmarks of one CI job do, judged run by run as
+``mmtrack run`` judges them (every series of the run in one ``compare_measurements``): the gate as a
+lone series sees it (``min_suite=0``) beside the default, which reads the run's common shift
+(:func:`mmtrack.analysis.compare.run_shift`).
+
 Gates side by side, on the same series:
 
 * ``mmtrack``: the gate of this checkout (:func:`mmtrack.analysis.compare.compare_pair`
@@ -26,12 +32,13 @@ Gates side by side, on the same series:
 * ``asv compare``: asv's rule, factor 1.1 plus ``asv._stats.is_different`` on the two
   commits' samples (what ``asv compare`` does).
 
-Usage: python scripts/eval_gate.py [--series N] [--seed S] [--baseline REV] [--json PATH]
+Usage: python scripts/eval_gate.py [--series N] [--suites N] [--seed S] [--baseline REV] [--scenarios ci,bootstrap,suites] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import math
@@ -50,7 +57,7 @@ for p in (ROOT, ROOT / "scripts"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from ci_noise import ci_series, inject_step, tier_of  # noqa: E402
+from ci_noise import ci_series, inject_step, suite_runners, tier_of  # noqa: E402
 from eval_detect import load_noise_sources, make_history, measurement, shared_dir  # noqa: E402
 
 from mmtrack.analysis import compare as gate_now  # noqa: E402
@@ -224,6 +231,80 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
     return out
 
 
+# --------------------------------------------------------------------------- suites: series sharing runners
+
+
+def ci_suites(rng: np.random.Generator, n_suites: int, size: int, length: int, stepped: int) -> list[list[Series]]:
+    """Suites of ``size`` series whose runs share their runner (:func:`ci_noise.suite_runners`); in each,
+    the first ``stepped`` series get a +20% step at a commit of their own, the rest stay A/A."""
+    suites = []
+    for _ in range(n_suites):
+        runners = suite_runners(rng, length)
+        members = []
+        for i in range(size):
+            values, samples = ci_series(rng, length, suite=runners)
+            tier, at = tier_of(values), None
+            if i < stepped:
+                at = int(rng.integers(WINDOW, length - LATER))
+                values, samples = inject_step(values, samples, at, 0.20)
+            s = Series(values, samples, tier, at)
+            s._ms = [dataclasses.replace(m, benchmark=f"bench_{i}") for m in s.measurements]
+            members.append(s)
+        suites.append(members)
+    return suites
+
+
+def judge_run(module: ModuleType, policy, suite: list[Series], t: int, later: bool) -> list:
+    """One run's comparison (commit t against t-1, every series of the suite at once), as ``mmtrack run``."""
+    history = {s.measurements[t].case: list(s.medians[max(0, t - WINDOW) : t]) for s in suite}
+    after_later = {s.measurements[t].case: list(s.medians[t + 1 : t + 1 + LATER]) for s in suite} if later else None
+    comparison = module.compare_measurements(
+        [s.measurements[t - 1] for s in suite], [s.measurements[t] for s in suite], policy,
+        history=history, later=after_later,
+    )
+    by_case = {(r.benchmark, r.params, r.metric): r for r in comparison.rows}
+    return [by_case[s.measurements[t].case] for s in suite]
+
+
+def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
+    """False alarms on the A/A series and recall of the stepped ones, judged run by run: the gate as a
+    lone series sees it (``min_suite=0``) and with the run's common shift (the default)."""
+    n_series = sum(len(s) for s in suites)
+    stepped = sum(x.step_at is not None for s in suites for x in s)
+    print(f"\n== CI-runner suites: {len(suites)} suites of {len(suites[0])} series sharing their runners, "
+          f"{stepped} of them with a +20% step")
+    print(f"{'gate':<26}{'A/A flag':>9}{'regr':>7}{'conf':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'mid':>6}{'noisy':>6}")
+    out = {}
+    for name, policy in (("mmtrack, series alone", gate_now.ComparePolicy(min_suite=0)),
+                         ("mmtrack, run shift", gate_now.ComparePolicy())):
+        commits = flagged = regressions = confirmed = 0
+        hits: list[tuple[str, bool, bool]] = []
+        for suite in suites:
+            for t in range(WINDOW, length - LATER):
+                now = judge_run(gate_now, policy, suite, t, later=False)
+                final = judge_run(gate_now, policy, suite, t, later=True)
+                for s, r, f in zip(suite, now, final):
+                    if s.step_at is None:
+                        commits += 1
+                        flagged += r.verdict in FLAGS
+                        regressions += r.verdict == "regressed"
+                        confirmed += f.verdict in FLAGS and f.state == "confirmed"
+                    elif s.step_at == t:
+                        hits.append((s.tier, r.verdict == "regressed", f.verdict == "regressed" and f.state == "confirmed"))
+        per = 100.0 / max(commits, 1)
+        rec = {tier: [h for h in hits if tier == "all" or h[0] == tier] for tier in ("all", "quiet", "mid", "noisy")}
+        share = {tier: (sum(h[1] for h in v) / len(v) if v else float("nan"),
+                        sum(h[2] for h in v) / len(v) if v else float("nan")) for tier, v in rec.items()}
+        print(f"{name:<26}{flagged * per:>9.2f}{regressions * per:>7.2f}{confirmed * per:>7.2f} | "
+              f"{share['all'][0]:>7.2f}{share['all'][1]:>6.2f} | {share['quiet'][0]:>6.2f}{share['mid'][0]:>6.2f}"
+              f"{share['noisy'][0]:>6.2f}")
+        out[name] = {"false_alarms_per_100": {"any": flagged * per, "regressions": regressions * per,
+                                              "confirmed": confirmed * per, "commits": commits},
+                     "recall_20pct": {t: {"steps": len(rec[t]), "flagged": share[t][0], "confirmed": share[t][1]}
+                                      for t in rec}, "series": n_series}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--series", type=int, default=200, help="series per population (A/A and stepped)")
@@ -231,8 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1616)
     ap.add_argument("--baseline", default="cac3f5a", help="git revision whose gate is today's (side by side)")
     ap.add_argument(
-        "--scenarios", default="ci,bootstrap", help="comma-separated: ci (CI-runner model), bootstrap (MetPy/conda)"
+        "--scenarios", default="ci,bootstrap,suites",
+        help="comma-separated: ci (CI-runner model, lone series), bootstrap (MetPy/conda), suites (CI-runner "
+        "model, series sharing their runners, judged run by run)",
     )
+    ap.add_argument("--suites", type=int, default=20, help="suites in the suites scenario (20 series each)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     if args.series < 1 or args.length < WINDOW + LATER + 2:
@@ -257,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
         aa = ci_population(rng, args.series, args.length, None)
         steps = ci_population(rng, args.series, args.length, 0.20)
         results["ci"] = evaluate("CI-runner noise (scripts/ci_noise.py)", aa, steps, gates)
+    if "suites" in scenarios:
+        rng = np.random.default_rng(args.seed)
+        results["suites"] = evaluate_suites(ci_suites(rng, args.suites, 20, args.length, 4), args.length)
     data = shared_dir() / "data" / "asv-results"
     if "bootstrap" in scenarios and not data.is_dir():
         print(f"\nno MetPy/conda asv results at {data}: bootstrap scenario skipped (set MMTRACK_SHARED)")

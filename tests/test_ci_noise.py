@@ -79,3 +79,20 @@ def test_ci_scenario_runs_beside_asv_and_writes_figures(tmp_path):
                 "creep found", "newest 3 found", "ms per series"} <= set(rows)
         assert 0.0 <= rows["F1 all steps"]["f1"] <= 1.0 and rows["ms per series"]["value"] > 0
     assert table["rankseg"]["F1 at 50%"]["f1"] >= 0.6  # big steps are found even in a tiny run
+
+
+def test_series_of_one_suite_change_runner_together():
+    """Series given one suite's runners jump at the same commits, the same way, by their own amounts."""
+    N = _load("ci_noise")
+    rng = np.random.default_rng(5)
+    suite = None
+    while suite is None or len(set(suite.runners[:80])) < 2:  # a suite that does change runner
+        suite = N.suite_runners(rng, 80)
+    a, _ = N.ci_series(rng, 80, "quiet", suite=suite)
+    b, _ = N.ci_series(rng, 80, "quiet", suite=suite)
+    off = suite.runners != 0
+    da, db = np.log(a) - np.median(np.log(a[~off])), np.log(b) - np.median(np.log(b[~off]))
+    level = suite.offsets[suite.runners[off]]
+    assert np.mean(np.sign(da[off]) == np.sign(level)) > 0.9 and np.mean(np.sign(db[off]) == np.sign(level)) > 0.9
+    assert np.corrcoef(da, db)[0, 1] > 0.5  # shared runners: the two series move together (drifts apart)
+    assert not np.allclose(da[off], db[off], atol=0.01)  # ... each by its own amount

@@ -320,3 +320,61 @@ def test_renderers():
     row = next(r for r in data["rows"] if r["verdict"] == "regressed")
     assert row["mark"] == MARKS["regressed"] and row["direction"] == "lower" and row["test"] == "mann-whitney"
     assert row["ratio"] == pytest.approx(2.0, rel=0.05)
+
+
+def _suite(moves, *, later_moves=(), n=12):
+    """``n`` quiet series of one suite: their before and after measurements, histories and later values.
+
+    ``moves[i]``: the factor series i moved by at the after commit (1.0 for the rest);
+    ``later_moves``: per later commit, the factors every series sits at then."""
+    before, after, history, later = [], [], {}, {}
+    for i in range(n):
+        move = moves[i] if i < len(moves) else 1.0
+        b = meas(noisy(1.0, cv=0.005, seed=10 + i), bench=f"suite.time_{i:02d}")
+        a = meas(noisy(move, cv=0.005, seed=50 + i), bench=f"suite.time_{i:02d}")
+        before.append(b)
+        after.append(a)
+        history[b.case] = _quiet_history(seed=100 + i)
+        later[b.case] = [lm[i] if i < len(lm) else 1.0 for lm in later_moves]
+    return before, after, history, later
+
+
+def test_a_whole_run_that_moved_is_a_runner_change_not_twelve_regressions():
+    """Every series of the run 20% slower (another runner type): each would be a suspected regression
+    alone; together they are one ambiguous run, and later commits decide."""
+    before, after, history, _ = _suite([1.2] * 12)
+    alone = compare_measurements(before, after, ComparePolicy(min_suite=0), history=history)
+    assert {(r.verdict, r.state) for r in alone.rows} == {("regressed", "suspected")}
+    together = compare_measurements(before, after, history=history)
+    assert {r.verdict for r in together.rows} == {"ambiguous"}
+    assert all("the whole run moved ×1.2" in r.note and "median of 12 series" in r.note for r in together.rows)
+    # Too few series with history to read a run's shift from: each stands alone.
+    few = compare_measurements(before[:5], after[:5], history=history)
+    assert {r.verdict for r in few.rows} == {"regressed"}
+
+
+def test_a_change_of_a_few_series_is_theirs_whatever_the_run():
+    """Two series of twelve move: the run did not, so theirs are suspected regressions; a run 3% slower
+    does not explain a 25% move either."""
+    before, after, history, _ = _suite([1.25, 1.25])
+    rows = {r.benchmark: r for r in compare_measurements(before, after, history=history).rows}
+    assert (rows["suite.time_00"].verdict, rows["suite.time_00"].state) == ("regressed", "suspected")
+    assert (rows["suite.time_01"].verdict, rows["suite.time_01"].state) == ("regressed", "suspected")
+    assert {rows[f"suite.time_{i:02d}"].verdict for i in range(2, 12)} == {"unchanged"}
+    before, after, history, _ = _suite([1.25] + [1.03] * 11)
+    row = compare_measurements(before, after, history=history).rows[0]
+    assert (row.verdict, row.state) == ("regressed", "suspected")
+
+
+def test_a_run_wide_move_that_persists_is_ambiguous_and_a_series_own_is_confirmed():
+    """Confirmation by later commits counts only what the later runs did not all do too."""
+    everyone = [[1.2] * 12] * 4
+    before, after, history, later = _suite([1.2] * 12, later_moves=everyone)
+    alone = compare_measurements(before, after, ComparePolicy(min_suite=0), history=history, later=later)
+    assert {(r.verdict, r.state) for r in alone.rows} == {("regressed", "confirmed")}
+    rows = compare_measurements(before, after, history=history, later=later).rows
+    assert {r.verdict for r in rows} == {"ambiguous"} and "and the next 4 runs too" in rows[0].note
+    own = [[1.2] + [1.0] * 11] * 4
+    before, after, history, later = _suite([1.2], later_moves=own)
+    row = compare_measurements(before, after, history=history, later=later).rows[0]
+    assert (row.verdict, row.state) == ("regressed", "confirmed")

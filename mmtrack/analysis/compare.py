@@ -31,6 +31,13 @@ ambiguous until persistence confirms it.
 Such a verdict is only **suspected**: later commits **confirm** or **refute** it
 (:func:`follow_up`), and the gate fails on confirmed regressions by default.
 
+**The whole run** (:func:`run_shift`): with at least ``min_suite`` series with history, the median
+of their moves against their recent levels is the run's own. On CI each run lands on one runner,
+and a runner of another type moves every benchmark of the run at once. A suspected change that the
+run made too (the same way, at least :data:`RUN_SHARE` of it) is ambiguous until later commits
+decide, and a confirmed one stays ambiguous when every later run moved with it as well: a runner
+pool that changed, or a change to everything, which only the same-machine A/B tells apart.
+
 Near the edge: a change that misses the minimum effect by less than :data:`EDGE_BAND`
 but passes every other test is **ambiguous**, never a silent unchanged.
 Beyond the effect but failing a test: **ambiguous** (``~``). Neutral metrics (ids,
@@ -90,6 +97,9 @@ FAIL_ON: dict[str, frozenset[str]] = {
 #: edge" (capped at half the threshold, so that a 1% counter threshold keeps a band of 0.5%).
 EDGE_BAND = 0.01
 
+#: The share of a series' move that its whole run must have made, the same way, to explain it (:class:`RunShift`).
+RUN_SHARE = 0.5
+
 #: Commits of a series' history that judge a change against its own noise (``compare --history``).
 HISTORY_WINDOW = 30
 
@@ -125,6 +135,9 @@ class ComparePolicy:
     # false alarms per 100 commits on the CI model, against 0.04 with 4 of 4 (docs/analysis.md).
     confirm_window: int = 4
     confirm_agree: int = 4
+    # A run whose series moved together (a runner change) explains the suspected changes that moved
+    # with it, given at least this many series with history (0: off); :func:`run_shift`.
+    min_suite: int = 10
 
     def threshold_for(self, benchmark: str, metric: MetricKey) -> float:
         names = (benchmark, metric.name, str(metric), f"{benchmark}:{metric.name}")
@@ -417,6 +430,84 @@ def compare_pair(
     return Row(**row, verdict="regressed" if worse else "improved", history_z=z, state=state)
 
 
+@dataclass(frozen=True, slots=True)
+class RunShift:
+    """How far a whole run moved against its series' recent levels: the median slowdown (log)."""
+
+    shift: float  # > 0: the run is slower (times up, rates down) than its series' recent levels
+    cases: int  # series with history that it was read from
+
+    def explains(self, slowdown: float) -> bool:
+        """Whether the run moved, the same way, at least half as far as one series (``slowdown``, log)."""
+        return self.shift * slowdown > 0 and abs(self.shift) >= abs(slowdown) * RUN_SHARE
+
+
+def _slowdown(direction: Direction, history: Sequence[float], value: float | None) -> float | None:
+    """log(value / the history's median), signed so that > 0 is worse; None without a usable pair."""
+    if direction is Direction.NEUTRAL or value is None or not (value > 0 and math.isfinite(value)):
+        return None
+    h = _finite(history)
+    h = h[h > 0]
+    if h.size == 0:
+        return None
+    d = math.log(value) - float(np.median(np.log(h)))
+    return d if direction is Direction.LOWER else -d
+
+
+def run_shift(
+    values: Mapping[Case, float | None], directions: Mapping[Case, Direction],
+    history: Mapping[Case, Sequence[float]], policy: ComparePolicy,
+) -> RunShift | None:
+    """One run's common shift (``values``: each series' value in that run), or None with fewer than
+    ``policy.min_suite`` series with history.
+
+    On CI each run lands on one runner: a runner of another type moves every benchmark of the run
+    at once (each by its own amount), a code change moves a few. The median keeps the few out.
+    """
+    if policy.min_suite <= 0:
+        return None
+    slowdowns = [d for k, h in history.items() if k in values and len(h) >= policy.min_history
+                 if (d := _slowdown(directions[k], h, values[k])) is not None]
+    if len(slowdowns) < policy.min_suite:
+        return None
+    return RunShift(float(np.median(slowdowns)), len(slowdowns))
+
+
+def _explained_by_run(row: Row, history: Sequence[float] | None, shift: RunShift | None,
+                      later: Sequence[RunShift | None]) -> Row:
+    """A change the whole run made too: ambiguous. Suspected, until later commits decide; confirmed,
+    unless the later runs moved with it as well (a runner pool that changed, or a change to everything:
+    the same-machine A/B re-measurement tells them apart)."""
+    if shift is None or history is None or row.verdict not in ("regressed", "improved") or row.state not in (
+            "suspected", "confirmed"):
+        return row
+    slowdown = _slowdown(row.direction, history, _ok_median(row.after) if row.after else None)
+    if slowdown is None or not shift.explains(slowdown):
+        return row
+    moved = f"the whole run moved ×{math.exp(shift.shift):.3f} (median of {shift.cases} series)"
+    if row.state == "suspected":
+        return dataclasses.replace(row, verdict="ambiguous", state=None, note=f"{moved}: a runner change? later commits decide")
+    if later and all(s is not None and s.explains(slowdown) for s in later):
+        return dataclasses.replace(row, verdict="ambiguous", state=None, note=(
+            f"{moved}, and the next {len(later)} runs too: a runner change or a change to everything "
+            "(mmtrack run --confirm tells them apart)"))
+    return row
+
+
+def _run_shifts(
+    after: Mapping[Case, Measurement], history: Mapping[Case, Sequence[float]],
+    later: Mapping[Case, Sequence[float]] | None, policy: ComparePolicy,
+) -> tuple[RunShift | None, list[RunShift | None]]:
+    """The after run's common shift, and each later run's (as far as every series has one)."""
+    directions = {k: m.direction for k, m in after.items()}
+    shift = run_shift({k: _ok_median(m) for k, m in after.items()}, directions, history, policy)
+    if shift is None or not later:
+        return shift, []
+    depth = min((len(v) for k, v in later.items() if k in after), default=0)
+    return shift, [run_shift({k: v[j] for k, v in later.items() if k in after}, directions, history, policy)
+                   for j in range(depth)]
+
+
 def compare_measurements(
     before: Iterable[Measurement],
     after: Iterable[Measurement],
@@ -444,6 +535,9 @@ def compare_measurements(
         compare_pair(bmap.get(k), amap.get(k), policy, (history or {}).get(k), (later or {}).get(k, ()))
         for k in keys
     )
+    if history:
+        shift, later_shifts = _run_shifts(amap, history, later, policy)
+        rows = tuple(_explained_by_run(r, history.get(k), shift, later_shifts) for k, r in zip(keys, rows))
     return Comparison(rows, before_label, after_label, policy, tuple(decided))
 
 
@@ -549,6 +643,8 @@ __all__ = [
     "SegmentNoise",
     "segment_noise",
     "follow_up",
+    "RunShift",
+    "run_shift",
     "decided_by_last",
     "series_history",
     "series_later",
