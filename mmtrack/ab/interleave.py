@@ -173,13 +173,16 @@ class ABPlan:
     max_rounds: int = 0  # :func:`settle` adds rounds for undecided benchmarks up to this (0: never)
 
 
-#: One round of one side: a single asv process round, about half a second per benchmark (engine
-#: benchmarks included): many short rounds interleave better than a few long ones, since the
-#: machine's load changes over seconds. Samples of about 2 ms, 5 to 50 of them: a sample shorter
-#: than the scheduler's time slice often runs undisturbed on a loaded machine, so a round's best
-#: sample (:func:`round_best`) is the code's own cost; a 10 ms sample (asv's default) is nearly
-#: always cut by a neighbour there. ``asv_args`` given later win.
-ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(5, 50, 0.5)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
+#: One round of one side: a single asv process round, up to a second per benchmark (engine
+#: benchmarks included). Samples of about 2 ms, 10 to 250 of them: a sample shorter than the
+#: scheduler's time slice often runs undisturbed on a loaded machine, so a round's best sample
+#: (:func:`round_best`) is the code's own cost; a 10 ms sample (asv's default) is nearly always cut
+#: by a neighbour there. A second, not half of one: the machine's slow spells last a second or more,
+#: and the best sample of a longer window more often reaches a fast stretch. On the 10%-slower
+#: kernel of ``scripts/eval_ab.py``, side by side: 6 of 6 flagged and nothing else, against 4 of 6,
+#: one unrelated benchmark flagged and one run read x0.667 with half a second (docs/ab.md).
+#: ``asv_args`` given later win.
+ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
 
 
 #: Significance the round-by-round log ratios must reach (see :func:`round_evidence`).
