@@ -251,14 +251,17 @@ def compare_asv(folder: Path, env: dict, runs: int) -> None:
         t = time.perf_counter()
         proc = subprocess.run(asv_cmd, cwd=repo, env=env, capture_output=True, text=True)
         asv_wall = time.perf_counter() - t
-        flagged = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith("+")]
+        # asv's compare table marks a regression with "+" in its first column (a "|" table in newer asv).
+        flagged = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().lstrip("|").strip().startswith("+")]
         mm, mm_wall = mmtrack(repo, env, "continuous", shas[0], shas[1], "-b", "Kernels", "--format", "json",
                               "--no-save")
         data = json.loads(mm.stdout) if mm.returncode in (0, 1) else {}
         builds = sum(s["build_seconds"] for s in data.get("ab", {}).get("sides", {}).values())
         print(f"  pair {i + 1}: asv continuous {asv_wall:.1f} s (exit {proc.returncode}, flagged {len(flagged)}) | "
               f"mmtrack continuous {mm_wall:.1f} s (builds {builds:.1f} s, measuring "
-              f"{data.get('ab', {}).get('measuring_seconds', float('nan')):.1f} s, exit {mm.returncode})", flush=True)
+              f"{data.get('ab', {}).get('measuring_seconds', float('nan')):.1f} s, exit {mm.returncode}, regressed "
+              f"{sorted({r['benchmark'].rsplit('.', 1)[-1] for r in data.get('rows', []) if r['verdict'] == 'regressed'})})",
+              flush=True)
         if proc.returncode not in (0, 1):
             print(proc.stdout[-1500:], proc.stderr[-1500:])
 
