@@ -179,3 +179,18 @@ def test_tied_medians_from_a_coarse_timer_still_show_a_step():
     vals = [1.0, 1.0, 1.1, 1.0, 1.0, 1.1, 1.0, 1.0, 1.0, 1.1] * 3 + [1.3, 1.3, 1.4, 1.3, 1.3, 1.4, 1.3, 1.3, 1.3, 1.3] * 2
     assert [s.index for s in find_steps(vals)] == [30]
     assert find_steps([1.0, 1.1] * 25) == []  # two timer ticks, alternating: no change
+
+
+def test_a_step_among_runner_levels_is_placed_on_its_commit():
+    """A second runner type 15% slower visits now and then, in runs; the code gets 10% slower at commit 61.
+
+    Before, the runner's visits sit where the new level will be; after, they sit 10% above it. Only the
+    split at 61 leaves both sides on the same two levels (main and main + 15%): the L1 fit put it at 51,
+    where a run of that runner begins."""
+    runner = np.zeros(90)
+    for a, b in ((12, 14), (30, 33), (51, 55), (57, 58), (60, 61), (61, 62), (63, 64), (67, 69), (70, 73), (84, 86)):
+        runner[a:b] = 1
+    code = np.where(np.arange(90) >= 61, 1.10, 1.0)
+    vals = noisy_level(code * np.where(runner == 1, 1.15, 1.0), cv=0.008, seed=3)
+    steps = find_steps(vals)
+    assert [s.index for s in steps if s.after > s.before] == [61]
