@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -247,6 +248,20 @@ def test_one_old_spike_does_not_hide_a_real_step():
     history[25] = 1.338
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("ambiguous", None)
+
+
+def test_back_to_the_level_before_a_runner_phase_is_not_a_change():
+    """Six commits ran on a 20% faster runner type; the newest is back on the usual one. Against the
+    current segment (the phase) it is 25% slower, yet it is where the series has always been."""
+    history = _quiet_history(24) + _quiet_history(6, seed=4, level=0.8)
+    assert segment_noise(history).points == 6
+    before, back = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    row = compare_pair(before, back, history=history, later=[1.0, 1.01, 0.99, 1.0])
+    assert (row.verdict, row.state) == ("ambiguous", None)
+    assert re.match(r"back to the level of 2[0-4] commits before the last 6: a runner phase ended", row.note)
+    # A level neither the phase nor the commits before it saw is still this commit's change.
+    beyond = compare_pair(before, meas(noisy(1.25, cv=0.005, seed=2)), history=history)
+    assert (beyond.verdict, beyond.state) == ("regressed", "suspected")
 
 
 def test_decided_by_last_reports_each_settled_suspicion_once():

@@ -28,6 +28,9 @@ of a runner type the series has visited before is its own noise, while one old s
 longer hides a real step of another size (the old "beyond every excursion" rule did). A level
 visited by one earlier commit only (a one-off spike, a change reverted and re-landed) is
 ambiguous until persistence confirms it.
+A value back at the level of most commits before the current segment is ambiguous too: that
+segment was a phase (a run of commits on another runner type, or a change since reverted), and
+against it a return to the usual level looked like a step that later commits would "confirm".
 Such a verdict is only **suspected**: later commits **confirm** or **refute** it
 (:func:`follow_up`), and the gate fails on confirmed regressions by default.
 
@@ -255,6 +258,8 @@ class SegmentNoise:
     sd: float  # robust between-commit standard deviation of the segment
     seen: tuple[float, ...]  # every commit's deviation from the level, ascending
     points: int  # commits in the segment
+    # The deviations of the window's commits before the segment, ascending (empty when the segment is the window).
+    earlier: tuple[float, ...] = ()
 
     def deviation(self, value: float) -> float:
         return math.log(value) - self.level
@@ -263,6 +268,23 @@ class SegmentNoise:
         """How many commits of the segment lie within ``radius`` (log) of ``value``."""
         d = self.deviation(value)
         return sum(abs(d - x) < radius for x in self.seen)
+
+    def back_to_earlier(self, value: float, gap: float, min_points: int) -> int:
+        """How many commits before the segment ``value`` went back to, when it went back to their level.
+
+        A value within ``gap`` deviations (the larger of the segment's and the earlier commits' own) of
+        the earlier commits' median, with at least ``min_points`` and half of them that near: the current
+        segment was a phase (a run of commits on another runner type, or a change since reverted) and the
+        series returned to where it was. 0 otherwise.
+        """
+        e = np.asarray(self.earlier)
+        if e.size < min_points:
+            return 0
+        centre = float(np.median(e))
+        spread = max(self.sd, 1.4826 * float(np.median(np.abs(e - centre))))
+        d = self.deviation(value)
+        near = int(np.count_nonzero(np.abs(e - d) < gap * spread))
+        return near if abs(d - centre) < gap * spread and near >= max(min_points, e.size / 2) else 0
 
 
 def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise | None:
@@ -283,11 +305,13 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
         return None
     start, stop = segment_levels(list(h), DetectPolicy(min_points=max(8, min_points)))[-1]
     all_x = np.log(h)
-    x = all_x[start:stop] if stop - start >= min_points else all_x
+    own = stop - start >= min_points
+    x = all_x[start:stop] if own else all_x
     med = float(np.median(x))
     q1, q3 = np.percentile(x, [25, 75])
     sd = max(1.4826 * float(np.median(np.abs(x - med))), float(q3 - q1) / 1.349, 1e-4)
-    return SegmentNoise(med, sd, tuple(float(v) for v in np.sort(x - med)), int(x.size))
+    earlier = np.sort(all_x[:start] - med) if own else np.empty(0)
+    return SegmentNoise(med, sd, tuple(float(v) for v in np.sort(x - med)), int(x.size), tuple(float(v) for v in earlier))
 
 
 def follow_up(
@@ -416,6 +440,11 @@ def compare_pair(
         else:
             z = abs(noise.deviation(a)) / noise.sd
             near = noise.near(a, policy.history_gap * noise.sd) if z >= policy.history_z else len(noise.seen)
+            back = noise.back_to_earlier(a, policy.history_gap, policy.min_history) if near <= 1 else 0
+            if back and beyond:
+                return Row(**row, verdict="ambiguous", history_z=z, note=(
+                    f"back to the level of {back} commits before the last {noise.points}: "
+                    "a runner phase ended, or a change was reverted"))
             state = follow_up(noise, a, later, policy) if near <= 1 else None
             # A level no commit visited: suspected. One commit visited it: only persistence tells.
             if near > 1 or (near == 1 and state != "confirmed"):
