@@ -351,12 +351,18 @@ def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 10
         seg = x[lo:hi]
         h = max(1.4826 * _median(np.abs(np.diff(seg))) / math.sqrt(2), 1e-6 * (float(np.max(np.abs(seg))) or 1.0))
         wlo, whi = max(lo, int(ts[0]) - REFINE_CONTEXT), min(hi, int(ts[-1]) + REFINE_CONTEXT)
-        idx = np.arange(wlo, whi)
-        left = idx[None, :] < ts[:, None]  # (candidate, commit): the commit falls before the split
-        med_a = np.array([_median(x[lo:t]) for t in ts])
-        med_b = np.array([_median(x[t:hi]) for t in ts])
-        r = x[idx][None, :] - np.where(left, med_a[:, None], med_b[:, None])
-        fit = np.exp(-0.5 * ((r[:, :, None] - r[:, None, :]) / h) ** 2).sum(axis=(1, 2))
+        w = x[wlo:whi] / h
+        diff = w[:, None] - w[None, :]
+        # Pairs on one side: their residuals differ as their values do, whatever the medians; 2D prefix
+        # sums of that kernel give every candidate's two blocks. Pairs across the split differ by the
+        # step between the medians too, so only those are evaluated per candidate.
+        same = np.pad(np.exp(-0.5 * diff**2).cumsum(0).cumsum(1), ((1, 0), (1, 0)))
+        fit, n = np.empty(ts.size), w.size
+        for k, t in enumerate(ts):
+            j = int(t) - wlo
+            step = (_median(x[lo:t]) - _median(x[t:hi])) / h
+            across = np.exp(-0.5 * (diff[:j, j:] - step) ** 2).sum()
+            fit[k] = same[j, j] + (same[n, n] - same[j, n] - same[n, j] + same[j, j]) + 2 * across
         out.append(int(ts[int(np.argmax(fit))]))
     return out
 
