@@ -16,6 +16,7 @@ from mmtrack.analysis.compare import (
     compare_measurements,
     compare_pair,
     decided_by_last,
+    decided_in_run,
     failing_rows,
     follow_up,
     segment_noise,
@@ -393,3 +394,29 @@ def test_a_run_wide_move_that_persists_is_ambiguous_and_a_series_own_is_confirme
     before, after, history, later = _suite([1.2], later_moves=own)
     row = compare_measurements(before, after, history=history, later=later).rows[0]
     assert (row.verdict, row.state) == ("regressed", "confirmed")
+
+
+def test_a_run_wide_move_is_not_confirmed_four_commits_later_either():
+    """The per-commit gate fails on an earlier commit's regression once the next commits confirm it
+    (``decided``): read across the run, a runner change every series made is ambiguous there too."""
+    def tails(movers):
+        out = {}
+        for i in range(12):
+            rng = np.random.default_rng(200 + i)
+            levels = [1.0] * 30 + [1.2 if i < movers else 1.0] * 5  # from c30 on, for the first `movers`
+            points = [meas(lv * (1 + rng.normal(0, 0.005, 10)), bench=f"suite.time_{i:02d}") for lv in levels]
+            out[points[0].case] = (points, [f"c{k}" for k in range(len(points))])
+        return out
+
+    everyone = tails(12)
+    alone = [r for points, labels in everyone.values() for r in decided_by_last(points, labels)]
+    assert len(alone) == 12 and {(r.verdict, r.state) for r in alone} == {("regressed", "confirmed")}
+    rows = decided_in_run(everyone)
+    assert len(rows) == 12 and {(r.verdict, r.state) for r in rows} == {("ambiguous", None)}
+    assert rows[0].note.startswith("at c30: the whole run moved ×1.2") and "and the next 4 runs too" in rows[0].note
+    c = compare_measurements([], [], decided=rows)
+    assert not should_fail(c, ["regression"])
+    # Two series of twelve: their own regressions, confirmed whatever the run did.
+    rows = decided_in_run(tails(2))
+    assert [(r.benchmark, r.verdict, r.state, r.note) for r in rows] == [
+        ("suite.time_00", "regressed", "confirmed", "at c30"), ("suite.time_01", "regressed", "confirmed", "at c30")]

@@ -570,6 +570,26 @@ def compare_measurements(
     return Comparison(rows, before_label, after_label, policy, tuple(decided))
 
 
+def _decisions(
+    points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy, window: int
+) -> list[tuple[int, Row, list[float]]]:
+    """(index, row, history) of each earlier commit of one series whose suspicion its last commit settles."""
+    medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
+    last = len(points) - 1
+    out: list[tuple[int, Row, list[float]]] = []
+    for j in range(max(1, last - policy.confirm_window), last):
+        thr = policy.threshold_for(points[j].benchmark, points[j].metric)
+        if not (medians[j] > 0 and medians[j - 1] > 0 and _is_step(medians[j] / medians[j - 1], thr)):
+            continue  # no step at j (compare_pair would say unchanged): skip the noise model
+        history = [v for v in medians[max(0, j - window) : j] if math.isfinite(v)]
+        row = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last + 1])
+        if row.state in ("confirmed", "refuted"):
+            earlier = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last])
+            if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
+                out.append((j, dataclasses.replace(row, note=f"at {labels[j]}"), history))  # where it was suspected
+    return out
+
+
 def decided_by_last(
     points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy | None = None, window: int = 30
 ) -> list[Row]:
@@ -580,21 +600,44 @@ def decided_by_last(
     by the commits after it (:func:`follow_up`); the row is returned when the last commit
     is the one that settles it, so a per-commit gate reports each decision once (a refutal
     only of what was suspected; a confirmation also of what the history alone left ambiguous).
+    One series alone: :func:`decided_in_run` also reads the whole run's shift.
+    """
+    return [row for _, row, _ in _decisions(points, labels, policy or ComparePolicy(), window)]
+
+
+def decided_in_run(
+    tails: Mapping[Case, tuple[Sequence[Measurement], Sequence[str]]],
+    policy: ComparePolicy | None = None,
+    window: int = 30,
+) -> list[Row]:
+    """:func:`decided_by_last` over every series of one run, each decision read against the run's shift.
+
+    ``tails`` maps each case to its measurements and commit labels, oldest first, all ending with the
+    run's commit. A confirmation that the whole run made at the commit it was suspected at, and every
+    run after it too, is ambiguous (:func:`_explained_by_run`), as :func:`compare_measurements` judges
+    the newest commit: a runner pool that changed fails no gate four commits later.
     """
     policy = policy or ComparePolicy()
-    medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
-    last = len(points) - 1
+    medians = {c: [_ok_median(m) for m in points] for c, (points, _) in tails.items()}
+    where = {c: {label: i for i, label in enumerate(labels)} for c, (_, labels) in tails.items()}
+    directions = {c: points[-1].direction for c, (points, _) in tails.items() if points}
+
+    def history_before(case: Case, label: str) -> list[float] | None:
+        i = where[case].get(label)
+        return None if i is None else [v for v in medians[case][max(0, i - window) : i] if v is not None]
+
+    def shift(at: str, since: str) -> RunShift | None:
+        """The run at commit ``at`` against each series' history before commit ``since``."""
+        cases = [c for c in tails if at in where[c] and since in where[c]]
+        return run_shift({c: medians[c][where[c][at]] for c in cases}, directions,
+                         {c: h for c in cases if (h := history_before(c, since)) is not None}, policy)
+
     out: list[Row] = []
-    for j in range(max(1, last - policy.confirm_window), last):
-        thr = policy.threshold_for(points[j].benchmark, points[j].metric)
-        if not (medians[j] > 0 and medians[j - 1] > 0 and _is_step(medians[j] / medians[j - 1], thr)):
-            continue  # no step at j (compare_pair would say unchanged): skip the noise model
-        history = [v for v in medians[max(0, j - window) : j] if math.isfinite(v)]
-        row = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last + 1])
-        if row.state in ("confirmed", "refuted"):
-            earlier = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last])
-            if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
-                out.append(dataclasses.replace(row, note=f"at {labels[j]}"))  # the commit it was suspected at
+    for case, (points, labels) in tails.items():
+        for j, row, history in _decisions(points, labels, policy, window):
+            later = [shift(label, labels[j]) for label in labels[j + 1 :][: policy.confirm_window]]
+            judged = _explained_by_run(row, history, shift(labels[j], labels[j]), later)
+            out.append(judged if judged is row else dataclasses.replace(judged, note=f"{row.note}: {judged.note}"))
     return out
 
 
@@ -675,6 +718,7 @@ __all__ = [
     "RunShift",
     "run_shift",
     "decided_by_last",
+    "decided_in_run",
     "series_history",
     "series_later",
     "series_steps",

@@ -19,7 +19,7 @@ from ..analysis.compare import (
     Comparison,
     Row,
     compare_measurements,
-    decided_by_last,
+    decided_in_run,
     failing_rows,
     series_history,
     series_later,
@@ -176,6 +176,7 @@ def series_context(
     from ..store import queries as q
 
     out = SeriesContext()
+    tails: dict[tuple[str, str, MetricKey], tuple[list[Measurement], list[str]]] = {}
     if window <= 0 or before.commit is None or before.machine is None or before.environment is None:
         return out
     for case in cases:
@@ -198,8 +199,9 @@ def series_context(
         while tail and tail[0].measurement.version != version:
             tail = tail[1:]
         if len(tail) > 2:
-            decided = decided_by_last([p.measurement for p in tail], [p.commit.short for p in tail], policy, window)
-            out.decided.extend(decided)
+            tails[case] = ([p.measurement for p in tail], [p.commit.short for p in tail])
+    # Decided across the run, so that a runner change confirmed in every series is no regression of each.
+    out.decided.extend(decided_in_run(tails, policy, window))
     return out
 
 
