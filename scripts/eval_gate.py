@@ -22,7 +22,9 @@ A third scenario, **suites** (``scripts/ci_noise.py`` with ``suite_runners``): s
 whose runs share their runner, as the benchmarks of one CI job do, judged run by run as
 ``mmtrack run`` judges them (every series of the run in one ``compare_measurements``): the gate as a
 lone series sees it (``min_suite=0``) beside the default, which reads the run's common shift
-(:func:`mmtrack.analysis.compare.run_shift`).
+(:func:`mmtrack.analysis.compare.run_shift`). Its "fails" column counts what actually fails ``mmtrack run
+--fail-on regression``: the A/A commits whose regression a later run confirms (``decided``, read across
+that run by :func:`mmtrack.analysis.compare.decided_in_run`), per 100 commits.
 
 Gates side by side, on the same series:
 
@@ -266,6 +268,16 @@ def judge_run(module: ModuleType, policy, suite: list[Series], t: int, later: bo
     return [by_case[s.measurements[t].case] for s in suite]
 
 
+def gate_failures(module: ModuleType, policy, suite: list[Series], t: int) -> list:
+    """The earlier commits' regressions that run t confirms (``decided``): what fails ``mmtrack run --fail-on
+    regression`` there, read across the run as :func:`mmtrack.analysis.compare.decided_in_run` does."""
+    labels = [f"c{k}" for k in range(t + 1)]
+    lo = max(0, t - WINDOW - LATER)
+    tails = {s.measurements[t].case: (s.measurements[lo : t + 1], labels[lo:]) for s in suite}
+    rows = module.decided_in_run(tails, policy, WINDOW)
+    return [r for r in rows if r.verdict == "regressed" and r.state == "confirmed"]
+
+
 def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
     """False alarms on the A/A series and recall of the stepped ones, judged run by run: the gate as a
     lone series sees it (``min_suite=0``) and with the run's common shift (the default)."""
@@ -273,13 +285,16 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
     stepped = sum(x.step_at is not None for s in suites for x in s)
     print(f"\n== CI-runner suites: {len(suites)} suites of {len(suites[0])} series sharing their runners, "
           f"{stepped} of them with a +20% step")
-    print(f"{'gate':<26}{'A/A flag':>9}{'regr':>7}{'conf':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'mid':>6}{'noisy':>6}")
+    print(f"{'gate':<26}{'A/A flag':>9}{'regr':>7}{'conf':>7}{'fails':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'mid':>6}{'noisy':>6}")
     out = {}
     for name, policy in (("mmtrack, series alone", gate_now.ComparePolicy(min_suite=0)),
                          ("mmtrack, run shift", gate_now.ComparePolicy())):
-        commits = flagged = regressions = confirmed = 0
+        commits = flagged = regressions = confirmed = failures = 0
         hits: list[tuple[str, bool, bool]] = []
         for suite in suites:
+            aa_cases = {s.measurements[0].case for s in suite if s.step_at is None}
+            for t in range(WINDOW + LATER, length):  # the runs whose gate settles commits WINDOW..length-LATER-1
+                failures += sum(r.after is not None and r.after.case in aa_cases for r in gate_failures(gate_now, policy, suite, t))
             for t in range(WINDOW, length - LATER):
                 now = judge_run(gate_now, policy, suite, t, later=False)
                 final = judge_run(gate_now, policy, suite, t, later=True)
@@ -295,11 +310,12 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
         rec = {tier: [h for h in hits if tier == "all" or h[0] == tier] for tier in ("all", "quiet", "mid", "noisy")}
         share = {tier: (sum(h[1] for h in v) / len(v) if v else float("nan"),
                         sum(h[2] for h in v) / len(v) if v else float("nan")) for tier, v in rec.items()}
-        print(f"{name:<26}{flagged * per:>9.2f}{regressions * per:>7.2f}{confirmed * per:>7.2f} | "
+        print(f"{name:<26}{flagged * per:>9.2f}{regressions * per:>7.2f}{confirmed * per:>7.2f}{failures * per:>7.2f} | "
               f"{share['all'][0]:>7.2f}{share['all'][1]:>6.2f} | {share['quiet'][0]:>6.2f}{share['mid'][0]:>6.2f}"
               f"{share['noisy'][0]:>6.2f}")
         out[name] = {"false_alarms_per_100": {"any": flagged * per, "regressions": regressions * per,
-                                              "confirmed": confirmed * per, "commits": commits},
+                                              "confirmed": confirmed * per, "gate_failures": failures * per,
+                                              "commits": commits},
                      "recall_20pct": {t: {"steps": len(rec[t]), "flagged": share[t][0], "confirmed": share[t][1]}
                                       for t in rec}, "series": n_series}
     return out
