@@ -18,6 +18,7 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         self._store, self._keys, self._progress = store, list(keys), progress
         self._known = set(self._keys)
         self.loaded: dict[SeriesKey, Sequence[SeriesPoint]] = {}
+        self.newest_read: set[SeriesKey] = set()  # series read only for their newest points
 
     def __getitem__(self, key: SeriesKey) -> Sequence[SeriesPoint]:
         points = self.loaded.get(key)
@@ -35,6 +36,8 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         """The newest ``n`` points of a series, with their samples (read now, not kept)."""
         from ..store import queries as q
 
+        if key not in self.loaded:
+            self.newest_read.add(key)
         return q.series(self._store, key, last=n)
 
     def prefetch(self, keys: Sequence[SeriesKey]) -> None:
@@ -58,7 +61,7 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
 
 
 def bench_tokens(
-    keys: Sequence[SeriesKey], revisions: Mapping[SeriesKey, tuple[int, int, tuple[int, ...]]],
+    keys: Sequence[SeriesKey], revisions: Mapping[SeriesKey, Any],
     change_points: Sequence[ChangePoint],
     run_verdicts: Sequence[RunVerdict] = (),
     ab_verdicts: Mapping[tuple[SeriesKey, str], Mapping[str, Any]] | None = None,
@@ -67,7 +70,8 @@ def bench_tokens(
     (a change point's row on the regressions page shows its A/B verdict)."""
     parts: dict[str, list[str]] = {}
     for key in keys:
-        n, total, _ = revisions.get(key, (0, 0, ()))
+        rev = revisions.get(key)
+        n, total = (rev.rows, rev.changes) if rev is not None else (0, 0)
         parts.setdefault(key.benchmark, []).append(f"{key!r}:{n}:{total}")
     for cp in change_points:
         if cp.series.benchmark in parts:
@@ -123,5 +127,6 @@ def model_from_store(
         series=series, commits=commits, change_points=change_points, config=config,
         bench_state=tokens, commits_complete=True, ab_verdicts=ab_verdicts,
         run_verdicts=run_verdicts, newest_points=series.newest,
+        revisions={k: (rev.changes, rev.appends, list(rev.ids)) for k, rev in revisions.items() if k in selected},
         source=source_key(digest, config, benchmark_pattern, machine),
     )

@@ -299,6 +299,13 @@ class SiteWriter:
         self.report.unchanged += 1
         return True
 
+    def old_bytes(self, key: str) -> bytes | None:
+        """The content of a file of the last build, if it is still exactly what that build wrote."""
+        if key not in self.old:
+            return None
+        data = self._live_bytes(safe_relpath(key))
+        return data if data is not None and hashlib.sha256(data).hexdigest() == self.old[key] else None
+
     def old_files(self, prefix: str) -> list[str]:
         return [k for k in self.old if k.startswith(prefix)]
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, select, update
+from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, or_, select, update
 
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from ..measure.stats import BenchmarkStats, sample_stats
@@ -373,18 +373,47 @@ def _write_run(store: Store, **run: Any) -> tuple[int | None, str]:
     return run_id, outcome
 
 
-def _touch_series(conn: Connection, ids: set[int]) -> None:
-    """Bump the change counters (models.Series.changes) publish compares with the last build."""
+def _touch_series(conn: Connection, ids: set[int], appended: Callable[[], bool] = lambda: False) -> None:
+    """Bump the change counters (models.Series.changes) publish compares with the last build, and
+    ``appends`` too when ``appended()`` says the write only added a newest point (asked once the
+    rows are locked, so that no concurrent write to these series can be missed)."""
     t = m.Series.__table__
     ordered = sorted(ids)
-    for i in range(0, len(ordered), 500):
-        chunk = ordered[i : i + 500]
-        if conn.dialect.name == "postgresql":
+    chunks = [ordered[i : i + 500] for i in range(0, len(ordered), 500)]
+    if conn.dialect.name == "postgresql":
+        for chunk in chunks:
             # Lock the rows in id order first: an UPDATE locks them in whatever order its scan meets them, and
             # two writers touching the same series in different orders deadlock (seen with 8 writers). NO KEY
             # UPDATE, like the UPDATE itself: it must not wait on the key-share locks of measurement inserts.
             conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
-        conn.execute(update(t).where(t.c.id.in_(chunk)).values(changes=t.c.changes + 1))
+    bump = {"changes": t.c.changes + 1}
+    if chunks and appended():
+        bump["appends"] = t.c.appends + 1
+    for chunk in chunks:
+        conn.execute(update(t).where(t.c.id.in_(chunk)).values(**bump))
+
+
+def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_id: int, commit_id: int) -> bool:
+    """Whether a new clean run's points come after every other point of their series, in the order of
+    ``queries.series`` (commit date, then run start) and of the pages (commit date, then sha): its commit
+    has a date, and every other run of its machine and environment (the only runs its series can hold)
+    is of a commit dated strictly before it."""
+    run_t, commit_t = m.Run.__table__, m.Commit.__table__
+    date = conn.execute(select(commit_t.c.date).where(commit_t.c.id == commit_id)).scalar()
+    if date is None:
+        return False
+    later = conn.execute(
+        select(run_t.c.id)
+        .join(commit_t, commit_t.c.id == run_t.c.commit_id)
+        .where(
+            run_t.c.machine_id == machine_id,
+            run_t.c.environment_id == environment_id,
+            run_t.c.id != run_id,
+            or_(commit_t.c.date.is_(None), commit_t.c.date >= date),
+        )
+        .limit(1)
+    ).first()
+    return later is None
 
 
 def _series_of_run(conn: Connection, run_id: int) -> set[int]:
@@ -435,11 +464,12 @@ def _write_run_in(
             outcome = "replaced"
     machine_id = dims.machine(machine, machine_info)
     environment_id = dims.environment(environment, environment_info)
+    commit_id = dims.commit(commit)
     run_id = conn.execute(stmts.new_run, {
         "started_at": m.as_utc(started_at),
         "machine_id": machine_id,
         "environment_id": environment_id,
-        "commit_id": dims.commit(commit),
+        "commit_id": commit_id,
         "dirty": commit.dirty,
         "tool_versions": dict(tool_versions),
         "kind": kind,
@@ -512,7 +542,8 @@ def _write_run_in(
         if mrows:
             _bulk_insert(conn, m.Measurement.__table__, mrows)
         touched.update(series)
-    _touch_series(conn, touched)
+    _touch_series(conn, touched, lambda: outcome == "new" and not commit.dirty and _appends_newest(
+        conn, run_id, machine_id, environment_id, commit_id))
     return run_id, outcome, touched
 
 

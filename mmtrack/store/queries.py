@@ -14,7 +14,7 @@ import gc
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from sqlalchemy import (
     LargeBinary,
@@ -183,21 +183,32 @@ def list_series(
     ]
 
 
-def series_revisions(store: Store) -> dict[SeriesKey, tuple[int, int, tuple[int, ...]]]:
-    """Per series key: (store rows, sum of their change counters, their ids). The counters only
-    grow (models.Series.changes), so a key whose pair is unchanged has the same points: publish
-    rereads only the others."""
+class SeriesRevision(NamedTuple):
+    """What a series key stands at in the store: its rows (one per code version and declaration),
+    the sums of their change and append counters (models.Series.changes, .appends), their ids."""
+
+    rows: int
+    changes: int
+    appends: int
+    ids: tuple[int, ...]
+
+
+def series_revisions(store: Store) -> dict[SeriesKey, SeriesRevision]:
+    """Per series key, its :class:`SeriesRevision`. The counters only grow, so a key whose rows and
+    changes are unchanged has the same points: publish rereads only the others; and one whose changes
+    moved by as many as its appends only gained newer points."""
     s = m.Series
     q = _named_series(
-        s.id, s.changes, m.Benchmark.name, m.Benchmark.params, m.Metric.section, m.Metric.name.label("metric_name"),
-        m.Metric.unit, m.Machine.name.label("machine"), m.Environment.name.label("env"),
+        s.id, s.changes, s.appends, m.Benchmark.name, m.Benchmark.params, m.Metric.section,
+        m.Metric.name.label("metric_name"), m.Metric.unit, m.Machine.name.label("machine"),
+        m.Environment.name.label("env"),
     )  # fmt: skip
-    out: dict[SeriesKey, tuple[int, int, tuple[int, ...]]] = {}
+    out: dict[SeriesKey, SeriesRevision] = {}
     with store.read() as conn:
         for r in conn.execute(q):
             key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
-            n, total, ids = out.get(key, (0, 0, ()))
-            out[key] = (n + 1, total + r.changes, (*ids, r.id))
+            n, changes, appends, ids = out.get(key, (0, 0, 0, ()))
+            out[key] = SeriesRevision(n + 1, changes + r.changes, appends + r.appends, (*ids, r.id))
     return out
 
 
