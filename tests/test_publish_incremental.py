@@ -280,3 +280,10 @@ def test_appends_into_a_new_chunk_match_a_full_rebuild(tmp_path: Path, monkeypat
     assert any(k.endswith("/2.js") for k in step.written) and not any(k.endswith("/0.js") for k in step.written)
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
+
+
+def test_newest_points_cover_the_compare_verdicts_history() -> None:
+    from mmtrack.analysis.compare import HISTORY_WINDOW
+    from mmtrack.publish.builder import NEWEST, STEP_COMMITS
+
+    assert NEWEST == STEP_COMMITS + HISTORY_WINDOW

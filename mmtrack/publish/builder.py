@@ -39,6 +39,7 @@ FORMAT = 1  # bump when the data file format changes: fingerprints then miss
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
+NEWEST = STEP_COMMITS + 30  # and the history before them: analysis.compare.HISTORY_WINDOW (a test pins it)
 
 
 def bench_id(name: str) -> str:
@@ -193,12 +194,9 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
 
 def _newest(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | None = None) -> list[SeriesPoint]:
     """The series' newest points the compare page's verdicts need, with their samples."""
-    from ..analysis.compare import HISTORY_WINDOW
-
-    n = STEP_COMMITS + HISTORY_WINDOW
     if model.newest_points is not None:
-        return list(model.newest_points(key, n))
-    return list((points if points is not None else model.series[key])[-n:])
+        return list(model.newest_points(key, NEWEST))
+    return list((points if points is not None else model.series[key])[-NEWEST:])
 
 
 def _step_verdicts(newest: Sequence[SeriesPoint], pos: dict[str, int]) -> list[list[Any]]:
@@ -207,7 +205,8 @@ def _step_verdicts(newest: Sequence[SeriesPoint], pos: dict[str, int]) -> list[l
     from ..analysis.compare import series_steps  # scipy: only when a benchmark is rebuilt
 
     out = []
-    for j, row in series_steps([p.measurement for p in newest], last=STEP_COMMITS):
+    # The pages show verdicts, not p-values: the test runs only where it decides one.
+    for j, row in series_steps([p.measurement for p in newest], last=STEP_COMMITS, p_value=False):
         b, a = pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)
         if a is not None and b is not None:
             out.append([b, a, row.verdict, row.state, _finite(row.ratio)])
@@ -338,8 +337,10 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
 
     prefetch = getattr(model.series, "prefetch", None)
     if prefetch is not None:  # a lazy store model: read the series of every benchmark to rebuild in bulk
-        # (but those that only gained newer points: their newest points are read one series at a time)
-        prefetch([k for bench in sorted(by_bench) if not reused(bench) and not appended(bench) for k in by_bench[bench]])
+        carried = {bench for bench in by_bench if not reused(bench) and appended(bench)}
+        prefetch([k for bench in sorted(by_bench) if not reused(bench) and bench not in carried for k in by_bench[bench]])
+        # and only the newest points of those that only gained newer points
+        model.series.prefetch_newest([k for bench in sorted(carried) for k in by_bench[bench]], NEWEST)
 
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []

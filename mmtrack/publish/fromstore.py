@@ -19,6 +19,7 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         self._known = set(self._keys)
         self.loaded: dict[SeriesKey, Sequence[SeriesPoint]] = {}
         self.newest_read: set[SeriesKey] = set()  # series read only for their newest points
+        self._newest: dict[tuple[SeriesKey, int], Sequence[SeriesPoint]] = {}  # read in bulk, handed out once
 
     def __getitem__(self, key: SeriesKey) -> Sequence[SeriesPoint]:
         points = self.loaded.get(key)
@@ -38,7 +39,17 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
 
         if key not in self.loaded:
             self.newest_read.add(key)
-        return q.series(self._store, key, last=n)
+        points = self._newest.pop((key, n), None)
+        return points if points is not None else q.series(self._store, key, last=n)
+
+    def prefetch_newest(self, keys: Sequence[SeriesKey], n: int) -> None:
+        """Read the newest ``n`` points of these series in bulk now (the builder names the benchmarks it
+        carries on from their newest points)."""
+        from ..store import queries as q
+
+        wanted = [k for k in keys if k in self._known]
+        if wanted:
+            self._newest.update(((k, n), points) for k, points in q.series_newest_many(self._store, wanted, n).items())
 
     def prefetch(self, keys: Sequence[SeriesKey]) -> None:
         """Read these series in bulk now (the builder names the benchmarks it will rebuild)."""
