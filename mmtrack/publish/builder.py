@@ -337,10 +337,11 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
 
     prefetch = getattr(model.series, "prefetch", None)
     if prefetch is not None:  # a lazy store model: read the series of every benchmark to rebuild in bulk
-        carried = {bench for bench in by_bench if not reused(bench) and appended(bench)}
-        prefetch([k for bench in sorted(by_bench) if not reused(bench) and bench not in carried for k in by_bench[bench]])
-        # and only the newest points of those that only gained newer points
-        model.series.prefetch_newest([k for bench in sorted(carried) for k in by_bench[bench]], NEWEST)
+        # (but only the newest points of those that only gained newer points), and every one's newest points
+        # with their samples (the compare page's verdicts)
+        rebuilt = [bench for bench in sorted(by_bench) if not reused(bench)]
+        prefetch([k for bench in rebuilt if not appended(bench) for k in by_bench[bench]])
+        model.series.prefetch_newest([k for bench in rebuilt for k in by_bench[bench]], NEWEST)
 
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []

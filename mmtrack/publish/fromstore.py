@@ -37,7 +37,7 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         """The newest ``n`` points of a series, with their samples (read now, not kept)."""
         from ..store import queries as q
 
-        if key not in self.loaded:
+        if key not in self.loaded:  # (a benchmark read whole reads them too)
             self.newest_read.add(key)
         points = self._newest.pop((key, n), None)
         return points if points is not None else q.series(self._store, key, last=n)
