@@ -17,6 +17,7 @@ from mmtrack.publish.synthetic import asv_benchmark_name, synthetic_model, write
 from mmtrack.publish.writer import MANIFEST
 from mmtrack.store.db import open_store
 from mmtrack.store.ingest import import_asv_results
+from test_store_support import store_url  # noqa: F401
 
 N_COMMITS = 24
 
@@ -217,15 +218,16 @@ def _appends(url: str) -> dict[int, tuple[int, int]]:
     try:
         with store.read() as conn:
             t = m.Series.__table__
-            return {r.id: (r.changes, r.appends) for r in conn.execute(t.select())}
+            return {r.id: (r.changes, r.appends) for r in conn.execute(t.select().order_by(t.c.id))}
     finally:
         store.close()
 
 
-def test_only_a_newest_point_counts_as_an_append(tmp_path: Path) -> None:
-    """models.Series.appends moves with changes only for a run of a commit after every other one."""
+def test_only_a_newest_point_counts_as_an_append(tmp_path: Path, store_url: str) -> None:
+    """models.Series.appends moves with changes only for a run of a commit after every other one
+    (SQLite, and PostgreSQL with MMTRACK_TEST_PG)."""
     model = synthetic_model(2, 8, 2, seed=3, config=SiteConfig(chunk_size=4))
-    results, url = tmp_path / "results", f"sqlite:///{tmp_path / 'store.db'}"
+    results, url = tmp_path / "results", store_url
     write_asv_results(results, model, commits=[*model.commits[:5], model.commits[6]])
     _import(url, results)
     before = _appends(url)

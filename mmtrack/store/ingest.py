@@ -402,14 +402,18 @@ def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_
     date = conn.execute(select(commit_t.c.date).where(commit_t.c.id == commit_id)).scalar()
     if date is None:
         return False
+    # From the commits dated as late or later (the date index; usually none but this one), not from the
+    # machine's runs: a history imported file by file would scan them all for every file.
     later = conn.execute(
-        select(run_t.c.id)
-        .join(commit_t, commit_t.c.id == run_t.c.commit_id)
+        select(commit_t.c.id)
         .where(
-            run_t.c.machine_id == machine_id,
-            run_t.c.environment_id == environment_id,
-            run_t.c.id != run_id,
             or_(commit_t.c.date.is_(None), commit_t.c.date >= date),
+            select(run_t.c.id).where(
+                run_t.c.commit_id == commit_t.c.id,
+                run_t.c.machine_id == machine_id,
+                run_t.c.environment_id == environment_id,
+                run_t.c.id != run_id,
+            ).exists(),
         )
         .limit(1)
     ).first()
