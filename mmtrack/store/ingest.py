@@ -171,6 +171,8 @@ class _RunStatements:
     new_commit: Any  # returns the new id, nothing when the sha exists
     commit_by_sha: Any
     max_result_id: Any
+    commit_date: Any
+    later_run: Any  # a commit dated as late as ``date`` or later (or undated) with a run other than ``run_id``
 
 
 @functools.lru_cache(maxsize=4)
@@ -184,6 +186,18 @@ def _run_statements(dialect: str) -> _RunStatements:
             commit.c.sha == bindparam("sha")
         ),
         max_result_id=select(func.max(result.c.id)),
+        commit_date=select(commit.c.date).where(commit.c.id == bindparam("commit_id")),
+        # From the commits dated as late or later (the date index; usually none but the run's own), not from
+        # the machine's runs: a history imported file by file would scan them all for every file.
+        later_run=select(commit.c.id).where(
+            or_(commit.c.date.is_(None), commit.c.date >= bindparam("date", type_=commit.c.date.type)),
+            select(run.c.id).where(
+                run.c.commit_id == commit.c.id,
+                run.c.machine_id == bindparam("machine_id"),
+                run.c.environment_id == bindparam("environment_id"),
+                run.c.id != bindparam("run_id"),
+            ).exists(),
+        ).limit(1),
     )
 
 
@@ -398,25 +412,13 @@ def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_
     ``queries.series`` (commit date, then run start) and of the pages (commit date, then sha): its commit
     has a date, and every other run of its machine and environment (the only runs its series can hold)
     is of a commit dated strictly before it."""
-    run_t, commit_t = m.Run.__table__, m.Commit.__table__
-    date = conn.execute(select(commit_t.c.date).where(commit_t.c.id == commit_id)).scalar()
+    stmts = _run_statements(conn.dialect.name)
+    date = conn.execute(stmts.commit_date, {"commit_id": commit_id}).scalar()
     if date is None:
         return False
-    # From the commits dated as late or later (the date index; usually none but this one), not from the
-    # machine's runs: a history imported file by file would scan them all for every file.
-    later = conn.execute(
-        select(commit_t.c.id)
-        .where(
-            or_(commit_t.c.date.is_(None), commit_t.c.date >= date),
-            select(run_t.c.id).where(
-                run_t.c.commit_id == commit_t.c.id,
-                run_t.c.machine_id == machine_id,
-                run_t.c.environment_id == environment_id,
-                run_t.c.id != run_id,
-            ).exists(),
-        )
-        .limit(1)
-    ).first()
+    later = conn.execute(stmts.later_run, {
+        "date": date, "machine_id": machine_id, "environment_id": environment_id, "run_id": run_id,
+    }).first()
     return later is None
 
 
