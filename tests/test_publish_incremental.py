@@ -17,6 +17,7 @@ from mmtrack.publish.synthetic import asv_benchmark_name, synthetic_model, write
 from mmtrack.publish.writer import MANIFEST
 from mmtrack.store.db import open_store
 from mmtrack.store.ingest import import_asv_results
+from test_store_support import store_url  # noqa: F401
 
 N_COMMITS = 24
 
@@ -126,6 +127,8 @@ def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: 
         f"data/b/{bench_id(b)}" for b in model.benchmarks()
     }
     assert not any(k.startswith("b/") or k.startswith("assets/") for k in step.written)
+    # An append (the store's counters prove it): no series is read whole, only each one's newest points.
+    assert not model.series.loaded and model.series.newest_read == set(model.series)
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
 
@@ -143,7 +146,8 @@ def test_a_change_in_one_benchmark_reads_only_its_series(history, tmp_path: Path
     _import(url, results)
     model, step = _publish(url, site)
     names = {asv_benchmark_name(k) for k in one.series}  # each metric is an asv benchmark of its own
-    assert {k.benchmark for k in model.series.loaded} == names
+    # It only gained a newer point: only its newest points are read, none of its series whole.
+    assert {k.benchmark for k in model.series.newest_read} == names and not model.series.loaded
     assert {k for k in step.written if k.startswith("data/b/")} <= {
         f"data/b/{bench_id(b)}/{n}" for b in names for n in ("meta.js", "0.js")
     }
@@ -171,7 +175,8 @@ def test_stored_change_points_rebuild_their_benchmark(history, tmp_path: Path) -
     cp = full.change_points[0]
     _store_change_point(url, cp)
     model, step = _publish(url, site)
-    assert {k.benchmark for k in model.series.loaded} == {cp.series.benchmark}
+    # Its points did not change: it is rewritten from its newest points (the compare page's verdicts).
+    assert not model.series.loaded and {k.benchmark for k in model.series.newest_read} == {cp.series.benchmark}
     assert "data/regressions.js" in step.written
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
@@ -200,7 +205,87 @@ def test_an_ab_verdict_alone_rebuilds_its_change_points_row(history, tmp_path: P
     finally:
         store.close()
     model, step = _publish(url, site)
-    assert model is not None and {k.benchmark for k in model.series.loaded} == {cp.series.benchmark}
+    assert model is not None and {k.benchmark for k in model.series.newest_read} == {cp.series.benchmark}
     assert '"confirmed"' in (site / "data" / "regressions.js").read_text()
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
+
+
+def _appends(url: str) -> dict[int, tuple[int, int]]:
+    from mmtrack.store import models as m
+
+    store = open_store(url)
+    try:
+        with store.read() as conn:
+            t = m.Series.__table__
+            return {r.id: (r.changes, r.appends) for r in conn.execute(t.select().order_by(t.c.id))}
+    finally:
+        store.close()
+
+
+def test_only_a_newest_point_counts_as_an_append(tmp_path: Path, store_url: str) -> None:
+    """models.Series.appends moves with changes only for a run of a commit after every other one
+    (SQLite, and PostgreSQL with MMTRACK_TEST_PG)."""
+    model = synthetic_model(2, 8, 2, seed=3, config=SiteConfig(chunk_size=4))
+    results, url = tmp_path / "results", store_url
+    write_asv_results(results, model, commits=[*model.commits[:5], model.commits[6]])
+    _import(url, results)
+    before = _appends(url)
+    write_asv_results(results, model, commits=[model.commits[5]])  # an older commit, landing late
+    _import(url, results)
+    late = _appends(url)
+    assert all(late[i] == (c + 1, a) for i, (c, a) in before.items())
+    write_asv_results(results, model, commits=[model.commits[7]])  # the newest commit
+    _import(url, results)
+    assert all(v == (c + 1, a + 1) for (c, a), v in zip(late.values(), _appends(url).values()))
+
+
+def test_a_replaced_older_point_reads_its_benchmark_whole(history, tmp_path: Path) -> None:
+    """Not an append (an old results file changed: its run is replaced): the series are read whole,
+    and the site still equals a full rebuild."""
+    url, full, results = history
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    _publish(url, site)
+    write_asv_results(results, full, commits=[full.commits[-1]])
+    _import(url, results)
+    _publish(url, site)  # an append: the manifest now carries each series on from its newest points
+    other = synthetic_model(5, N_COMMITS, 2, seed=8, commits=list(full.commits), config=full.config)
+    write_asv_results(results, other, commits=[full.commits[3]])  # other values for an old commit
+    summary = _import(url, results)
+    assert summary.replaced == 1
+    model, step = _publish(url, site)
+    assert set(model.series.loaded) == set(model.series)
+    assert any(k.startswith("data/b/") and k.endswith("/0.js") for k in step.written)  # an old chunk changed
+    _publish(url, fresh)
+    assert tree(site) == tree(fresh)
+
+
+def test_appends_into_a_new_chunk_match_a_full_rebuild(tmp_path: Path, monkeypatch) -> None:
+    """New commits one import at a time (as CI lands them), two of them per publish, across a chunk
+    boundary: carried on from the newest points, and the same site as a full rebuild."""
+    from mmtrack.commands import publish as command
+
+    config = command.site_config
+    monkeypatch.setattr(command, "site_config", lambda request: dataclasses.replace(config(request), chunk_size=10))
+    model = synthetic_model(3, N_COMMITS, 2, seed=5, config=SiteConfig(chunk_size=10))
+    results, url = tmp_path / "results", f"sqlite:///{tmp_path / 'store.db'}"
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    write_asv_results(results, model, commits=list(model.commits[:18]))
+    _import(url, results)
+    _publish(url, site)
+    for upto in (20, 22):
+        for commit in model.commits[upto - 2 : upto]:
+            write_asv_results(results, model, commits=[commit])
+            _import(url, results)
+        built, step = _publish(url, site)
+        assert not built.series.loaded and built.series.newest_read == set(built.series)
+    assert any(k.endswith("/2.js") for k in step.written) and not any(k.endswith("/0.js") for k in step.written)
+    _publish(url, fresh)
+    assert tree(site) == tree(fresh)
+
+
+def test_newest_points_cover_the_compare_verdicts_history() -> None:
+    from mmtrack.analysis.compare import HISTORY_WINDOW
+    from mmtrack.publish.builder import NEWEST, STEP_COMMITS
+
+    assert NEWEST == STEP_COMMITS + HISTORY_WINDOW

@@ -287,6 +287,10 @@ def test_bulk_reads_equal_the_per_series_read(store):
         many = q.series_many(store, keys, batch=batch)
         assert list(many) == keys
         assert many == {k: q.series(store, k, with_samples=False) for k in keys}
+    for last in (1, 2, 3, 10):  # from the newest runs alone (1, 2), or read whole where they do not hold enough
+        assert q.series_newest_many(store, keys, last) == {k: q.series(store, k, last=last) for k in keys}
+        for k in keys:
+            assert q.series(store, k, last=last) == q.series(store, k)[-last:]  # the LIMIT read of series()
     for subset in (keys, keys[:1], keys[::-1]):
         cols = q.series_columns(store, subset)
         assert [c.key for c in cols] == subset

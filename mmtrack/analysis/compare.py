@@ -57,8 +57,6 @@ from dataclasses import dataclass, field
 from typing import Iterable, Literal, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as sps
-from scipy.special import comb
 
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
@@ -230,6 +228,9 @@ def _finite(values: Iterable[float]) -> np.ndarray:
 
 def significance(before: Measurement, after: Measurement, alpha: float) -> tuple[bool, float | None, str]:
     """(significant, p-value, test name) for two measurements of one metric."""
+    from scipy import stats as sps  # a second to import: only once a test is run (pages mostly need none)
+    from scipy.special import comb
+
     a, b = _finite(before.samples), _finite(after.samples)
     if a.size and b.size and 1.0 / comb(a.size + b.size, min(a.size, b.size)) < alpha:
         if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic on both sides
@@ -371,11 +372,14 @@ def compare_pair(
     policy: ComparePolicy | None = None,
     history: Sequence[float] | None = None,
     later: Sequence[float] = (),
+    p_value: bool = True,
 ) -> Row:
     """The verdict on one case.
 
     ``history``: the series' recent medians up to and including ``before`` (oldest first);
     ``later``: the medians of the commits after ``after``, which confirm or refute a verdict.
+    ``p_value=False``: the significance test (the costly part) runs only where it decides the
+    verdict; a row it cannot change then has no p-value and no test name, the same verdict.
     """
     policy = policy or ComparePolicy()
     ref = after or before
@@ -417,7 +421,11 @@ def compare_pair(
         effect = max(ratio, 1 / ratio) - 1
     beyond = effect > thr
     edge = _edge(effect, thr)
-    significant, p, test = significance(before, after, policy.alpha if history is None else policy.history_alpha)
+    decides = ref.direction is not Direction.NEUTRAL and (beyond or edge)  # see the returns below
+    significant, p, test = (
+        significance(before, after, policy.alpha if history is None else policy.history_alpha)
+        if decides or p_value else (False, None, "")
+    )
     row = dict(base, before=before, after=after, ratio=ratio, p_value=p, test=test, threshold=thr, near_threshold=edge)
     if ref.direction is Direction.NEUTRAL:
         return Row(**row, verdict="unchanged", note="neutral metric: never flagged" if beyond else "")
@@ -665,16 +673,19 @@ def series_later(points: Sequence[Measurement], at: int, policy: ComparePolicy) 
 
 
 def series_steps(
-    points: Sequence[Measurement], policy: ComparePolicy | None = None, *, window: int = HISTORY_WINDOW, last: int = 10
+    points: Sequence[Measurement], policy: ComparePolicy | None = None, *, window: int = HISTORY_WINDOW, last: int = 10,
+    p_value: bool = True,
 ) -> list[tuple[int, Row]]:
     """``mmtrack compare`` of each of the ``last`` newest commits of one series against the commit
     before it, as ``(index of the after commit, row)``: the same history and later commits as the CLI
-    (:func:`series_history`, :func:`series_later`), so the published pages give the CLI's verdicts."""
+    (:func:`series_history`, :func:`series_later`), so the published pages give the CLI's verdicts
+    (``p_value``: see :func:`compare_pair`)."""
     policy = policy or ComparePolicy()
     out = []
     for j in range(max(1, len(points) - last), len(points)):
         history = series_history(points, j - 1, window)
-        out.append((j, compare_pair(points[j - 1], points[j], policy, history, series_later(points, j, policy))))
+        later = series_later(points, j, policy)
+        out.append((j, compare_pair(points[j - 1], points[j], policy, history, later, p_value=p_value)))
     return out
 
 

@@ -141,7 +141,8 @@ def run_publish(request: PublishRequest, console: Console, err_console: Console 
         n = report.up_to_date or {}
         shown, n_series, n_read, n_cps = n.get("benchmarks", 0), n.get("series", 0), 0, n.get("change_points", 0)
     else:
-        read = getattr(model.series, "loaded", model.series)  # a republish reads only the series that changed
+        # A republish reads only the series that changed, and only the newest points of those that only grew.
+        read = {*getattr(model.series, "loaded", model.series), *getattr(model.series, "newest_read", ())}
         shown, n_series, n_read, n_cps = len(model.benchmarks()), len(model.series), len(read), len(model.change_points)
     console.print(
         f"published {shown} benchmarks, {n_series} series ({n_read} read), "

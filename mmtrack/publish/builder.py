@@ -39,6 +39,7 @@ FORMAT = 1  # bump when the data file format changes: fingerprints then miss
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
+NEWEST = STEP_COMMITS + 30  # and the history before them: analysis.compare.HISTORY_WINDOW (a test pins it)
 
 
 def bench_id(name: str) -> str:
@@ -159,16 +160,18 @@ def _commit_rows(commits: Sequence[CommitInfo]) -> list[list[Any]]:
     return [[c.sha, _iso(c), _first_line(c.message), c.dirty] for c in commits]
 
 
-def _band_kind(points: Sequence[SeriesPoint]) -> str | None:
+def _band_kind(points: Sequence[SeriesPoint]) -> tuple[str | None, bool]:
+    """The band the series draws, from its first ok point, and whether there was one (until then,
+    a newer point can still decide it)."""
     for p in points:
         m = p.measurement
         if m.status == "ok" and m.median is not None:
             if m.q1 is not None and m.q3 is not None:
-                return "IQR"
+                return "IQR", True
             if m.ci_low is not None and m.ci_high is not None:
-                return "CI"
-            return None
-    return None
+                return "CI", True
+            return None, True
+    return None, False
 
 
 def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) -> dict[str, Any]:
@@ -189,15 +192,21 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
     }
 
 
-def _step_verdicts(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint], pos: dict[str, int]) -> list[list[Any]]:
+def _newest(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | None = None) -> list[SeriesPoint]:
+    """The series' newest points the compare page's verdicts need, with their samples."""
+    if model.newest_points is not None:
+        return list(model.newest_points(key, NEWEST))
+    return list((points if points is not None else model.series[key])[-NEWEST:])
+
+
+def _step_verdicts(newest: Sequence[SeriesPoint], pos: dict[str, int]) -> list[list[Any]]:
     """``[before position, after position, verdict, state, ratio]`` of the series' newest commits,
     each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`."""
-    from ..analysis.compare import HISTORY_WINDOW, series_steps  # scipy: only when a benchmark is rebuilt
+    from ..analysis.compare import series_steps  # scipy: only when a benchmark is rebuilt
 
-    n = STEP_COMMITS + HISTORY_WINDOW
-    newest = list(model.newest_points(key, n) if model.newest_points is not None else points[-n:])
     out = []
-    for j, row in series_steps([p.measurement for p in newest], last=STEP_COMMITS):
+    # The pages show verdicts, not p-values: the test runs only where it decides one.
+    for j, row in series_steps([p.measurement for p in newest], last=STEP_COMMITS, p_value=False):
         b, a = pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)
         if a is not None and b is not None:
             out.append([b, a, row.verdict, row.state, _finite(row.ratio)])
@@ -227,6 +236,25 @@ def _run_verdict_row(v: RunVerdict, pos: dict[str, int], series_index: int) -> d
         "persists": None,
         "method": "mmtrack run",
     }
+
+
+def _old_call(writer: SiteWriter, key: str, fn: str) -> list[Any] | None:
+    """The arguments of the ``js_call(fn, ...)`` the last build wrote to ``key``, if the file is still
+    exactly what it wrote. JSON floats round-trip exactly, so writing them again gives the same bytes."""
+    data = writer.old_bytes(key)
+    head, tail = f"MM.{fn}(".encode(), b");\n"
+    if data is None or not data.startswith(head) or not data.endswith(tail):
+        return None
+    try:
+        args = json.loads(b"[" + data[len(head) : -len(tail)] + b"]")
+    except ValueError:
+        return None
+    return args if isinstance(args, list) else None
+
+
+def _sorted_keys(keys: Sequence[SeriesKey]) -> list[SeriesKey]:
+    """A benchmark's series in the order of its pages (and of its tails in the manifest)."""
+    return sorted(keys, key=lambda k: (k.machine, k.environment, k.params, k.metric))
 
 
 def _order_hash(shas: Sequence[str]) -> str:
@@ -303,9 +331,17 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
         cached = reusable.get(bench_id(bench))
         return bool(token) and isinstance(cached, dict) and cached.get("token") == token
 
+    def appended(bench: str) -> bool:
+        cached = reusable.get(bench_id(bench))
+        return isinstance(cached, dict) and _appended_only(_sorted_keys(by_bench[bench]), model, cached.get("tails"))
+
     prefetch = getattr(model.series, "prefetch", None)
     if prefetch is not None:  # a lazy store model: read the series of every benchmark to rebuild in bulk
-        prefetch([k for bench in sorted(by_bench) if not reused(bench) for k in by_bench[bench]])
+        # (but only the newest points of those that only gained newer points), and every one's newest points
+        # with their samples (the compare page's verdicts)
+        rebuilt = [bench for bench in sorted(by_bench) if not reused(bench)]
+        prefetch([k for bench in rebuilt if not appended(bench) for k in by_bench[bench]])
+        model.series.prefetch_newest([k for bench in rebuilt for k in by_bench[bench]], NEWEST)
 
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
@@ -314,25 +350,18 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
         bid = bench_id(bench)
         token = model.bench_state.get(bench) if model.bench_state is not None else None
         cached = reusable.get(bid)
+        tails = cached.get("tails") if isinstance(cached, dict) else None
         if reused(bench) and _keep_benchmark(writer, bid):
             entry, rows = cached["entry"], cached["rows"]  # type: ignore[index]
         else:
-            keys = sorted(by_bench[bench], key=lambda k: (k.machine, k.environment, k.params, k.metric))
-            entry, rows = _write_benchmark(writer, bench, bid, keys, model, cps_by_key, runs_by_key, pos, size)
-            writer.put(
-                f"b/{bid}.html",
-                _page(
-                    "benchmark",
-                    f"{bench} · {cfg.title}",
-                    cfg.title,
-                    _BENCH_BODY.format(name=html.escape(bench)),
-                    root="../",
-                    head='<script src="../assets/plotly.min.js"></script>\n',
-                    attrs=f' data-bench="{bid}"',
-                ),
-            )
+            keys = _sorted_keys(by_bench[bench])
+            args = (writer, bench, bid, keys, model)
+            done = _append_benchmark(*args, cached, cps_by_key, runs_by_key, pos, size) if cached else None
+            entry, rows, tails = done or _write_benchmark(*args, cps_by_key, runs_by_key, pos, size)
         if token:
             state[bid] = {"token": token, "entry": entry, "rows": rows}
+            if model.revisions is not None:
+                state[bid]["tails"] = tails
         index.append(entry)
         regressions.extend(rows)
 
@@ -355,6 +384,63 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     return writer.finish()
 
 
+def _place_points(
+    points: Sequence[SeriesPoint], band: str | None, si: int, n_series: int, pos: dict[str, int], size: int,
+    chunks: dict[int, list[Any]], version: str | None, version_changes: list[list[Any]],
+) -> str | None:
+    """Add the drawable points of series ``si`` to their chunks' columns, and each change of the
+    benchmark's code version to ``version_changes``; returns the version after the last point
+    (where the series' next points carry on)."""
+    for p in points:
+        m = p.measurement
+        med = m.median
+        if m.status != "ok" or med is None or not math.isfinite(med):
+            continue
+        i = pos.get(p.commit.sha)
+        if i is None:  # a commit stored after the commit list was read: the next publish shows it
+            continue
+        # Where the benchmark's code version changed: values on either side are not comparable.
+        if m.version != version:
+            if version is not None and m.version is not None:
+                version_changes.append([i, m.version])
+            version = m.version or version
+        k = i // size
+        row = chunks.get(k)
+        if row is None:
+            row = chunks[k] = [None] * n_series
+        cols = row[si]
+        if cols is None:
+            cols = row[si] = {"i": [], "m": [], "lo": [], "hi": []}
+        if band == "IQR":
+            lo, hi = m.q1, m.q3
+        elif band == "CI":
+            lo, hi = m.ci_low, m.ci_high
+        else:
+            lo = hi = None
+        cols["i"].append(i)
+        cols["m"].append(med)
+        cols["lo"].append(_finite(lo))
+        cols["hi"].append(_finite(hi))
+    return version
+
+
+def _tail(
+    model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint], pos: dict[str, int], version: str | None,
+    decided: bool, marker: list[Any] | None,
+) -> list[Any] | None:
+    """What the next build needs to carry a series on from its newest points alone: the store revision
+    it was read at, its last point (None when a point was left off the pages: read it whole next time),
+    the code version after it and whether its band is decided. None without store revisions."""
+    if model.revisions is None or key not in model.revisions:
+        return None
+    changes, appends, ids = model.revisions[key]
+    if points:
+        marker = [points[-1].commit.sha, points[-1].run_id]
+        if any(p.commit.sha not in pos for p in points):
+            marker = None
+    return [repr(key), changes, appends, list(ids), marker, version, decided]
+
+
 def _write_benchmark(
     writer: SiteWriter,
     bench: str,
@@ -365,14 +451,14 @@ def _write_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
+    """A benchmark's files from its series read whole; returns its index entry, regression rows, tails."""
     series_meta: list[dict[str, Any]] = []
     chunks: dict[int, list[Any]] = {}
-    cps_rows: list[dict[str, Any]] = []
-    key_index = {k: i for i, k in enumerate(keys)}
+    tails: list[Any] = []
     for si, key in enumerate(keys):
         points = model.series[key]
-        band = _band_kind(points)
+        band, decided = _band_kind(points)
         first = next((p.measurement for p in points), None)
         series_meta.append(
             {
@@ -389,41 +475,127 @@ def _write_benchmark(
                 "band": band,
             }
         )
-        version: str | None = None
         version_changes: list[list[Any]] = []
-        for p in points:
-            m = p.measurement
-            med = m.median
-            if m.status != "ok" or med is None or not math.isfinite(med):
-                continue
-            i = pos.get(p.commit.sha)
-            if i is None:  # a commit stored after the commit list was read: the next publish shows it
-                continue
-            if m.version != version:
-                if version is not None and m.version is not None:
-                    version_changes.append([i, m.version])
-                version = m.version or version
-            k = i // size
-            row = chunks.get(k)
-            if row is None:
-                row = chunks[k] = [None] * len(keys)
-            cols = row[si]
-            if cols is None:
-                cols = row[si] = {"i": [], "m": [], "lo": [], "hi": []}
-            if band == "IQR":
-                lo, hi = m.q1, m.q3
-            elif band == "CI":
-                lo, hi = m.ci_low, m.ci_high
-            else:
-                lo = hi = None
-            cols["i"].append(i)
-            cols["m"].append(med)
-            cols["lo"].append(_finite(lo))
-            cols["hi"].append(_finite(hi))
-        # Where the benchmark's code version changed: values on either side are not comparable.
+        version = _place_points(points, band, si, len(keys), pos, size, chunks, None, version_changes)
         series_meta[-1]["versions"] = version_changes
-        series_meta[-1]["verdicts"] = _step_verdicts(model, key, points, pos)
+        series_meta[-1]["verdicts"] = _step_verdicts(_newest(model, key, points), pos)
+        tails.append(_tail(model, key, points, pos, version, decided, None))
+    writer.put(f"b/{bid}.html", _bench_page(bench, bid, model))
+    entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted(chunks), model, cps_by_key,
+                                    runs_by_key, pos)
+    return entry, rows, tails
 
+
+def _append_benchmark(
+    writer: SiteWriter,
+    bench: str,
+    bid: str,
+    keys: list[SeriesKey],
+    model: SiteModel,
+    cached: dict[str, Any],
+    cps_by_key: dict[SeriesKey, list[ChangePoint]],
+    runs_by_key: dict[SeriesKey, list[RunVerdict]],
+    pos: dict[str, int],
+    size: int,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]] | None:
+    """A benchmark whose series only gained newer points since the last build (the store's append
+    counters say so): its last build's files carried on from each series' newest points, the chunks
+    before its last kept as they are. The same files as :func:`_write_benchmark`; None (and nothing
+    done) where that is not provable, e.g. a point replaced or removed, or more new points than read."""
+    old_tails = cached.get("tails")
+    if model.newest_points is None or not _appended_only(keys, model, old_tails):
+        return None
+    meta = _old_call(writer, f"data/b/{bid}/meta.js", "meta")
+    old_meta = meta[1] if meta and len(meta) == 2 and isinstance(meta[1], dict) else {}
+    old_chunks = old_meta.get("chunks")
+    if not old_chunks or not isinstance(old_chunks, list) or len(old_meta.get("series") or ()) != len(keys):
+        return None
+    files = {f"b/{bid}.html", f"data/b/{bid}/meta.js", *(f"data/b/{bid}/{k}.js" for k in old_chunks)}
+    if set(writer.old_files(f"data/b/{bid}/")) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
+        return None
+    last = max(old_chunks)
+    points = _old_call(writer, f"data/b/{bid}/{last}.js", "points")
+    if not points or len(points) != 3 or not isinstance(points[2], list) or len(points[2]) != len(keys):
+        return None
+    start = last * size  # the new points must all land here or later: the chunks before stay as they are
+    reads = []
+    for key, (_, _, _, _, marker, _, decided) in zip(keys, old_tails):
+        newest = _newest(model, key)
+        at = next((j for j, p in enumerate(newest) if [p.commit.sha, p.run_id] == marker), None)
+        if at is None:
+            return None  # more new points than read (or the marker gone): read the series whole
+        fresh = newest[at + 1 :]
+        if fresh and not decided:
+            return None  # the band is still to be decided by a point of the whole series
+        if any(pos.get(p.commit.sha, start) < start for p in fresh):
+            return None
+        reads.append((newest, fresh))
+
+    chunks: dict[int, list[Any]] = {last: points[2]}
+    series_meta = old_meta["series"]
+    tails = []
+    for si, (key, tail, (newest, fresh)) in enumerate(zip(keys, old_tails, reads)):
+        sm = series_meta[si]
+        version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
+        sm["verdicts"] = _step_verdicts(newest, pos)
+        decided = tail[6] or _band_kind(fresh)[1]
+        tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
+    for k in old_chunks:
+        if k != last:
+            writer.keep(f"data/b/{bid}/{k}.js")
+    writer.keep(f"b/{bid}.html")
+    entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted({*old_chunks, *chunks}),
+                                    model, cps_by_key, runs_by_key, pos)
+    return entry, rows, tails
+
+
+def _appended_only(keys: Sequence[SeriesKey], model: SiteModel, old_tails: Any) -> bool:
+    """Whether the store's counters prove that each series of a benchmark (``keys``, sorted) only gained
+    newer points since the build that recorded ``old_tails``: the same series rows, and as many more
+    appends as changes (models.Series.appends). Reads nothing."""
+    if model.revisions is None or not isinstance(old_tails, list) or len(old_tails) != len(keys):
+        return False
+    for key, tail in zip(keys, old_tails):
+        if not isinstance(tail, list) or len(tail) != 7 or key not in model.revisions:
+            return False
+        key_repr, changes, appends, ids, marker, _, _ = tail
+        now_changes, now_appends, now_ids = model.revisions[key]
+        if key_repr != repr(key) or list(now_ids) != ids or marker is None:
+            return False
+        if now_changes - changes != now_appends - appends or now_changes < changes:
+            return False  # a point replaced or removed (or a revision the last build did not see)
+    return True
+
+
+def _bench_page(bench: str, bid: str, model: SiteModel) -> str:
+    title = model.config.title
+    return _page(
+        "benchmark",
+        f"{bench} · {title}",
+        title,
+        _BENCH_BODY.format(name=html.escape(bench)),
+        root="../",
+        head='<script src="../assets/plotly.min.js"></script>\n',
+        attrs=f' data-bench="{bid}"',
+    )
+
+
+def _finish_benchmark(
+    writer: SiteWriter,
+    bench: str,
+    bid: str,
+    keys: list[SeriesKey],
+    series_meta: list[dict[str, Any]],
+    chunks: dict[int, list[Any]],
+    chunk_ids: list[int],
+    model: SiteModel,
+    cps_by_key: dict[SeriesKey, list[ChangePoint]],
+    runs_by_key: dict[SeriesKey, list[RunVerdict]],
+    pos: dict[str, int],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Write ``chunks`` and the meta file (listing ``chunk_ids``); return the index entry and regression rows."""
+    cps_rows: list[dict[str, Any]] = []
+    key_index = {k: i for i, k in enumerate(keys)}
     for key in keys:
         for cp in cps_by_key.get(key, ()):
             row = _change_row(cp, pos, key_index[key])
@@ -438,7 +610,7 @@ def _write_benchmark(
         writer.put_lazy(f"data/b/{bid}/{k}.js", _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
     writer.put(
         f"data/b/{bid}/meta.js",
-        js_call("meta", bid, {"name": bench, "series": series_meta, "changes": cps_rows, "chunks": sorted(chunks)}),
+        js_call("meta", bid, {"name": bench, "series": series_meta, "changes": cps_rows, "chunks": chunk_ids}),
     )
 
     machines = sorted({k.machine for k in keys})

@@ -18,6 +18,8 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         self._store, self._keys, self._progress = store, list(keys), progress
         self._known = set(self._keys)
         self.loaded: dict[SeriesKey, Sequence[SeriesPoint]] = {}
+        self.newest_read: set[SeriesKey] = set()  # series read only for their newest points
+        self._newest: dict[tuple[SeriesKey, int], Sequence[SeriesPoint]] = {}  # read in bulk, handed out once
 
     def __getitem__(self, key: SeriesKey) -> Sequence[SeriesPoint]:
         points = self.loaded.get(key)
@@ -35,7 +37,19 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         """The newest ``n`` points of a series, with their samples (read now, not kept)."""
         from ..store import queries as q
 
-        return q.series(self._store, key, last=n)
+        if key not in self.loaded:  # (a benchmark read whole reads them too)
+            self.newest_read.add(key)
+        points = self._newest.pop((key, n), None)
+        return points if points is not None else q.series(self._store, key, last=n)
+
+    def prefetch_newest(self, keys: Sequence[SeriesKey], n: int) -> None:
+        """Read the newest ``n`` points of these series in bulk now (the builder names the benchmarks it
+        carries on from their newest points)."""
+        from ..store import queries as q
+
+        wanted = [k for k in keys if k in self._known]
+        if wanted:
+            self._newest.update(((k, n), points) for k, points in q.series_newest_many(self._store, wanted, n).items())
 
     def prefetch(self, keys: Sequence[SeriesKey]) -> None:
         """Read these series in bulk now (the builder names the benchmarks it will rebuild)."""
@@ -58,7 +72,7 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
 
 
 def bench_tokens(
-    keys: Sequence[SeriesKey], revisions: Mapping[SeriesKey, tuple[int, int, tuple[int, ...]]],
+    keys: Sequence[SeriesKey], revisions: Mapping[SeriesKey, Any],
     change_points: Sequence[ChangePoint],
     run_verdicts: Sequence[RunVerdict] = (),
     ab_verdicts: Mapping[tuple[SeriesKey, str], Mapping[str, Any]] | None = None,
@@ -67,7 +81,8 @@ def bench_tokens(
     (a change point's row on the regressions page shows its A/B verdict)."""
     parts: dict[str, list[str]] = {}
     for key in keys:
-        n, total, _ = revisions.get(key, (0, 0, ()))
+        rev = revisions.get(key)
+        n, total = (rev.rows, rev.changes) if rev is not None else (0, 0)
         parts.setdefault(key.benchmark, []).append(f"{key!r}:{n}:{total}")
     for cp in change_points:
         if cp.series.benchmark in parts:
@@ -123,5 +138,6 @@ def model_from_store(
         series=series, commits=commits, change_points=change_points, config=config,
         bench_state=tokens, commits_complete=True, ab_verdicts=ab_verdicts,
         run_verdicts=run_verdicts, newest_points=series.newest,
+        revisions={k: (rev.changes, rev.appends, list(rev.ids)) for k, rev in revisions.items() if k in selected},
         source=source_key(digest, config, benchmark_pattern, machine),
     )

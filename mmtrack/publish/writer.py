@@ -255,6 +255,7 @@ class SiteWriter:
         self.report = WriteReport()
         self._staging: Path | None = None
         self._staged: _Dirs | None = None
+        self._old_below: dict[str, list[str]] | None = None
 
     # -- what the builder calls -------------------------------------------------------------------
 
@@ -299,8 +300,23 @@ class SiteWriter:
         self.report.unchanged += 1
         return True
 
+    def old_bytes(self, key: str) -> bytes | None:
+        """The content of a file of the last build, if it is still exactly what that build wrote."""
+        if key not in self.old:
+            return None
+        data = self._live_bytes(safe_relpath(key))
+        return data if data is not None and hashlib.sha256(data).hexdigest() == self.old[key] else None
+
     def old_files(self, prefix: str) -> list[str]:
-        return [k for k in self.old if k.startswith(prefix)]
+        if not prefix.endswith("/"):
+            return [k for k in self.old if k.startswith(prefix)]
+        if self._old_below is None:  # asked once per benchmark: index the files by every folder above them
+            self._old_below = {}
+            for k in self.old:
+                for i, c in enumerate(k):
+                    if c == "/":
+                        self._old_below.setdefault(k[: i + 1], []).append(k)
+        return list(self._old_below.get(prefix, ()))
 
     # -- the live tree ----------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, select, update
+from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, or_, select, update
 
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from ..measure.stats import BenchmarkStats, sample_stats
@@ -171,6 +171,8 @@ class _RunStatements:
     new_commit: Any  # returns the new id, nothing when the sha exists
     commit_by_sha: Any
     max_result_id: Any
+    commit_date: Any
+    later_run: Any  # a commit dated as late as ``date`` or later (or undated) with a run other than ``run_id``
 
 
 @functools.lru_cache(maxsize=4)
@@ -184,6 +186,18 @@ def _run_statements(dialect: str) -> _RunStatements:
             commit.c.sha == bindparam("sha")
         ),
         max_result_id=select(func.max(result.c.id)),
+        commit_date=select(commit.c.date).where(commit.c.id == bindparam("commit_id")),
+        # From the commits dated as late or later (the date index; usually none but the run's own), not from
+        # the machine's runs: a history imported file by file would scan them all for every file.
+        later_run=select(commit.c.id).where(
+            or_(commit.c.date.is_(None), commit.c.date >= bindparam("date", type_=commit.c.date.type)),
+            select(run.c.id).where(
+                run.c.commit_id == commit.c.id,
+                run.c.machine_id == bindparam("machine_id"),
+                run.c.environment_id == bindparam("environment_id"),
+                run.c.id != bindparam("run_id"),
+            ).exists(),
+        ).limit(1),
     )
 
 
@@ -373,18 +387,39 @@ def _write_run(store: Store, **run: Any) -> tuple[int | None, str]:
     return run_id, outcome
 
 
-def _touch_series(conn: Connection, ids: set[int]) -> None:
-    """Bump the change counters (models.Series.changes) publish compares with the last build."""
+def _touch_series(conn: Connection, ids: set[int], appended: Callable[[], bool] = lambda: False) -> None:
+    """Bump the change counters (models.Series.changes) publish compares with the last build, and
+    ``appends`` too when ``appended()`` says the write only added a newest point (asked once the
+    rows are locked, so that no concurrent write to these series can be missed)."""
     t = m.Series.__table__
     ordered = sorted(ids)
-    for i in range(0, len(ordered), 500):
-        chunk = ordered[i : i + 500]
-        if conn.dialect.name == "postgresql":
+    chunks = [ordered[i : i + 500] for i in range(0, len(ordered), 500)]
+    if conn.dialect.name == "postgresql":
+        for chunk in chunks:
             # Lock the rows in id order first: an UPDATE locks them in whatever order its scan meets them, and
             # two writers touching the same series in different orders deadlock (seen with 8 writers). NO KEY
             # UPDATE, like the UPDATE itself: it must not wait on the key-share locks of measurement inserts.
             conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
-        conn.execute(update(t).where(t.c.id.in_(chunk)).values(changes=t.c.changes + 1))
+    bump = {"changes": t.c.changes + 1}
+    if chunks and appended():
+        bump["appends"] = t.c.appends + 1
+    for chunk in chunks:
+        conn.execute(update(t).where(t.c.id.in_(chunk)).values(**bump))
+
+
+def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_id: int, commit_id: int) -> bool:
+    """Whether a new clean run's points come after every other point of their series, in the order of
+    ``queries.series`` (commit date, then run start) and of the pages (commit date, then sha): its commit
+    has a date, and every other run of its machine and environment (the only runs its series can hold)
+    is of a commit dated strictly before it."""
+    stmts = _run_statements(conn.dialect.name)
+    date = conn.execute(stmts.commit_date, {"commit_id": commit_id}).scalar()
+    if date is None:
+        return False
+    later = conn.execute(stmts.later_run, {
+        "date": date, "machine_id": machine_id, "environment_id": environment_id, "run_id": run_id,
+    }).first()
+    return later is None
 
 
 def _series_of_run(conn: Connection, run_id: int) -> set[int]:
@@ -435,11 +470,12 @@ def _write_run_in(
             outcome = "replaced"
     machine_id = dims.machine(machine, machine_info)
     environment_id = dims.environment(environment, environment_info)
+    commit_id = dims.commit(commit)
     run_id = conn.execute(stmts.new_run, {
         "started_at": m.as_utc(started_at),
         "machine_id": machine_id,
         "environment_id": environment_id,
-        "commit_id": dims.commit(commit),
+        "commit_id": commit_id,
         "dirty": commit.dirty,
         "tool_versions": dict(tool_versions),
         "kind": kind,
@@ -512,7 +548,8 @@ def _write_run_in(
         if mrows:
             _bulk_insert(conn, m.Measurement.__table__, mrows)
         touched.update(series)
-    _touch_series(conn, touched)
+    _touch_series(conn, touched, lambda: outcome == "new" and not commit.dirty and _appends_newest(
+        conn, run_id, machine_id, environment_id, commit_id))
     return run_id, outcome, touched
 
 

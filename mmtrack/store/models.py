@@ -230,6 +230,9 @@ class Series(Base):
     display_name: Mapped[str] = mapped_column(String(255))  # "" for none (NULLs are never equal in a key)
     # Bumped by every write that adds, replaces or removes a point: publish rereads only series whose counter moved.
     changes: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # Of those, the writes that only appended a point after every other (ingest._appends_newest): a site
+    # whose series moved by as many appends as changes rewrites only its last chunk.
+    appends: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     __table_args__ = (
         UniqueConstraint(

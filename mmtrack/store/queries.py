@@ -14,7 +14,7 @@ import gc
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from sqlalchemy import (
     LargeBinary,
@@ -183,21 +183,32 @@ def list_series(
     ]
 
 
-def series_revisions(store: Store) -> dict[SeriesKey, tuple[int, int, tuple[int, ...]]]:
-    """Per series key: (store rows, sum of their change counters, their ids). The counters only
-    grow (models.Series.changes), so a key whose pair is unchanged has the same points: publish
-    rereads only the others."""
+class SeriesRevision(NamedTuple):
+    """What a series key stands at in the store: its rows (one per code version and declaration),
+    the sums of their change and append counters (models.Series.changes, .appends), their ids."""
+
+    rows: int
+    changes: int
+    appends: int
+    ids: tuple[int, ...]
+
+
+def series_revisions(store: Store) -> dict[SeriesKey, SeriesRevision]:
+    """Per series key, its :class:`SeriesRevision`. The counters only grow, so a key whose rows and
+    changes are unchanged has the same points: publish rereads only the others; and one whose changes
+    moved by as many as its appends only gained newer points."""
     s = m.Series
     q = _named_series(
-        s.id, s.changes, m.Benchmark.name, m.Benchmark.params, m.Metric.section, m.Metric.name.label("metric_name"),
-        m.Metric.unit, m.Machine.name.label("machine"), m.Environment.name.label("env"),
+        s.id, s.changes, s.appends, m.Benchmark.name, m.Benchmark.params, m.Metric.section,
+        m.Metric.name.label("metric_name"), m.Metric.unit, m.Machine.name.label("machine"),
+        m.Environment.name.label("env"),
     )  # fmt: skip
-    out: dict[SeriesKey, tuple[int, int, tuple[int, ...]]] = {}
+    out: dict[SeriesKey, SeriesRevision] = {}
     with store.read() as conn:
         for r in conn.execute(q):
             key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
-            n, total, ids = out.get(key, (0, 0, ()))
-            out[key] = (n + 1, total + r.changes, (*ids, r.id))
+            n, changes, appends, ids = out.get(key, (0, 0, 0, ()))
+            out[key] = SeriesRevision(n + 1, changes + r.changes, appends + r.appends, (*ids, r.id))
     return out
 
 
@@ -417,8 +428,27 @@ def _series_rows(conn: Any, key: SeriesKey) -> dict[int, _SeriesRow]:
     }
 
 
+def _newest_rows(
+    conn: Any, series: int, include_dirty: bool, with_samples: bool, per_commit: bool, last: int | None,
+    params: dict[str, Any],
+) -> list[Any] | None:
+    """The rows of ``series(last=...)`` read newest first with a LIMIT, back in commit order, when they
+    hold the ``last`` newest points for sure (the whole series came, or that many commits did: the first
+    row of a commit newest first is its latest run, the one kept); else None, to read them all. A few
+    newest points of a long series then cost a few rows, not the whole series' samples."""
+    if last is None or last <= 0:
+        return None
+    limit = 2 * last + 1  # one run per commit is the common case; a rerun commit takes two rows
+    sql = _series_sql(conn.dialect, series, include_dirty, with_samples, newest=True)
+    rows = _fetch(conn, sql, {**params, "limit": limit, "offset": 0})  # SQLite's LIMIT comes with an OFFSET
+    commits = sum(1 for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]) if per_commit else len(rows)
+    if len(rows) < limit or commits >= last:
+        return rows[::-1]
+    return None
+
+
 @functools.lru_cache(maxsize=64)
-def _series_sql(dialect: Any, series: int, include_dirty: bool, with_samples: bool) -> Any:
+def _series_sql(dialect: Any, series: int, include_dirty: bool, with_samples: bool, newest: bool = False) -> Any:
     """The series statement, compiled once per dialect and shape: one range of the
     measurement table per series row, then primary-key lookups of result, run and commit.
 
@@ -445,8 +475,12 @@ def _series_sql(dialect: Any, series: int, include_dirty: bool, with_samples: bo
         .join(m.Run, m.Run.id == m.Result.run_id)
         .join(m.Commit, m.Commit.id == m.Run.commit_id)
         .where(x.series_id.in_([bindparam(f"s{i}") for i in range(series)]))
-        .order_by(func.coalesce(m.Commit.date, m.Run.started_at), m.Run.started_at, m.Run.id)
     )
+    order = (func.coalesce(m.Commit.date, m.Run.started_at), m.Run.started_at, m.Run.id)
+    if newest:  # newest first, ``limit`` rows (_newest_rows)
+        q = q.order_by(*(c.desc() for c in order)).limit(bindparam("limit")).offset(bindparam("offset"))
+    else:
+        q = q.order_by(*order)
     if not include_dirty:
         q = q.where(m.Run.dirty.is_(False))
     return q.compile(dialect=dialect)
@@ -532,8 +566,11 @@ def series(
             series_rows = _series_rows(conn, key)
             if not series_rows:
                 return []
-            sql = _series_sql(conn.dialect, len(series_rows), include_dirty, with_samples)
-            rows = _fetch(conn, sql, {f"s{i}": series_id for i, series_id in enumerate(series_rows)})
+            params = {f"s{i}": series_id for i, series_id in enumerate(series_rows)}
+            rows = _newest_rows(conn, len(series_rows), include_dirty, with_samples, per_commit, last, params)
+            if rows is None:
+                sql = _series_sql(conn.dialect, len(series_rows), include_dirty, with_samples)
+                rows = _fetch(conn, sql, params)
         if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
             rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
         if last is not None:
@@ -599,6 +636,78 @@ def series_many(store: Store, keys: Sequence[SeriesKey], *, batch: int = 200) ->
                     kr = [row for sid in series_rows for row in by_row.get(sid, ())]
                     kr.sort(key=lambda row: rank[row[1]])
                     out[key] = _points_of_rows(kr, key, series_rows, rank, commit_of)
+    return out
+
+
+def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> dict[SeriesKey, list[SeriesPoint]]:
+    """The ``last`` newest points of many series, each exactly as ``series(store, key, last=last)`` gives
+    it (samples included): what publish reads for the benchmarks it carries on from their newest points.
+
+    Read from the newest runs only, ``2 * last`` per machine and environment in the order of ``series``:
+    they end every series of theirs, so a series with ``last`` commits among them has its newest points
+    there. One statement for all series (results by run, then their measurements), where ``series``
+    sorts each series' whole history; a series measured less often is read by ``series``."""
+    s, b = m.Series, m.Benchmark
+    named = _named_series(
+        s.id, s.machine_id, s.environment_id, b.version, s.direction, s.format, s.display_name, b.name, b.params,
+        m.Metric.section, m.Metric.name.label("metric_name"), m.Metric.unit, m.Machine.name.label("machine"),
+        m.Environment.name.label("env"),
+    )  # fmt: skip
+    wanted = set(keys)
+    out: dict[SeriesKey, list[SeriesPoint]] = {}
+    with gc_paused():
+        with store.read() as conn:
+            rows_of: dict[SeriesKey, dict[int, _SeriesRow]] = {}
+            where: dict[SeriesKey, tuple[int, int]] = {}
+            for r in conn.execute(named):
+                key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+                if key in wanted:
+                    rows_of.setdefault(key, {})[r.id] = _SeriesRow(
+                        r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None
+                    )
+                    where[key] = (r.machine_id, r.environment_id)
+            runs = fetch_sql(conn, (
+                'SELECT run.id, "commit".sha, "commit".date, "commit".message, "commit".branches,'
+                ' coalesce("commit".date, run.started_at), run.started_at, run.machine_id, run.environment_id'
+                ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
+            ))  # fmt: skip
+            runs.sort(key=lambda r: (r[5], r[6], r[0]))
+            newest: dict[tuple[int, int], list[Any]] = {}
+            for r in runs:
+                newest.setdefault((r[7], r[8]), []).append(r)
+            complete = {place for place, rs in newest.items() if len(rs) <= 2 * last}
+            picked = [r for place in set(where.values()) for r in newest.get(place, [])[-2 * last :]]
+            run_of = {r[0]: r for r in picked}
+            rank = {r[0]: i for i, r in enumerate(sorted(picked, key=lambda r: (r[5], r[6], r[0])))}
+            by_series: dict[int, list[Any]] = {}
+            ids = sorted(run_of)
+            for i in range(0, len(ids), 500):
+                # Results by their run (an index), then each one's measurements by result id (an index): the
+                # newest runs' points without touching the older ones.
+                for row in fetch_sql(conn, (
+                    "SELECT x.series_id, r.run_id, CASE WHEN r.status = 'ok' THEN NULL ELSE r.status END,"
+                    ' x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count, x."values"'
+                    " FROM result r JOIN measurement x ON x.result_id = r.id"
+                    f" WHERE r.run_id IN ({', '.join(str(int(j)) for j in ids[i : i + 500])})"
+                )):
+                    by_series.setdefault(row[0], []).append(row)
+        missing = []
+        for key in keys:
+            series_rows = rows_of.get(key)
+            if series_rows is None or key in out:
+                continue
+            kr = sorted((row for sid in series_rows for row in by_series.get(sid, ())), key=lambda row: rank[row[1]])
+            # In the shape of _series_sql's rows: the commit, the run, the measurement, then the series id.
+            rows = [(*run_of[row[1]][1:5], row[1], *row[2:], row[0]) for row in kr]
+            rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
+            if len(rows) < last and where[key] not in complete:
+                missing.append(key)  # fewer commits among the newest runs: older ones may hold its newest points
+                continue
+            points: list[SeriesPoint] = []
+            _build_points(rows[-last:] if last > 0 else [], key, series_rows, False, points)
+            out[key] = points
+    for key in missing:
+        out[key] = series(store, key, last=last)
     return out
 
 
