@@ -590,23 +590,10 @@ def series_many(store: Store, keys: Sequence[SeriesKey], *, batch: int = 200) ->
     CommitInfo per run); the measurement rows come without a join to run and commit, ``batch``
     keys per statement, and are put in commit order here.
     """
-    wanted = set(keys)
-    s, b = m.Series, m.Benchmark
-    named = _named_series(
-        s.id, b.version, s.direction, s.format, s.display_name, b.name, b.params, m.Metric.section,
-        m.Metric.name.label("metric_name"), m.Metric.unit, m.Machine.name.label("machine"),
-        m.Environment.name.label("env"),
-    )  # fmt: skip
     out: dict[SeriesKey, list[SeriesPoint]] = {}
     with gc_paused():
         with store.read() as conn:
-            rows_of: dict[SeriesKey, dict[int, _SeriesRow]] = {}
-            for r in conn.execute(named):
-                key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
-                if key in wanted:
-                    rows_of.setdefault(key, {})[r.id] = _SeriesRow(
-                        r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None
-                    )
+            rows_of, _ = _series_rows_of(conn, keys)
             # Clean runs in the order of `series`, each with its commit record.
             runs = fetch_sql(conn, (
                 'SELECT run.id, "commit".sha, "commit".date, "commit".message, "commit".branches,'
@@ -639,6 +626,29 @@ def series_many(store: Store, keys: Sequence[SeriesKey], *, batch: int = 200) ->
     return out
 
 
+def _series_rows_of(
+    conn: Any, keys: Sequence[SeriesKey]
+) -> tuple[dict[SeriesKey, dict[int, _SeriesRow]], dict[SeriesKey, tuple[int, int]]]:
+    """The series rows of each of ``keys`` (one per benchmark code version), and its machine and environment ids."""
+    s, b = m.Series, m.Benchmark
+    named = _named_series(
+        s.id, s.machine_id, s.environment_id, b.version, s.direction, s.format, s.display_name, b.name, b.params,
+        m.Metric.section, m.Metric.name.label("metric_name"), m.Metric.unit, m.Machine.name.label("machine"),
+        m.Environment.name.label("env"),
+    )  # fmt: skip
+    wanted = set(keys)
+    rows_of: dict[SeriesKey, dict[int, _SeriesRow]] = {}
+    where: dict[SeriesKey, tuple[int, int]] = {}
+    for r in conn.execute(named):
+        key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+        if key in wanted:
+            rows_of.setdefault(key, {})[r.id] = _SeriesRow(
+                r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None
+            )
+            where[key] = (r.machine_id, r.environment_id)
+    return rows_of, where
+
+
 def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> dict[SeriesKey, list[SeriesPoint]]:
     """The ``last`` newest points of many series, each exactly as ``series(store, key, last=last)`` gives
     it (samples included): what publish reads for the benchmarks it carries on from their newest points.
@@ -647,25 +657,10 @@ def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> di
     they end every series of theirs, so a series with ``last`` commits among them has its newest points
     there. One statement for all series (results by run, then their measurements), where ``series``
     sorts each series' whole history; a series measured less often is read by ``series``."""
-    s, b = m.Series, m.Benchmark
-    named = _named_series(
-        s.id, s.machine_id, s.environment_id, b.version, s.direction, s.format, s.display_name, b.name, b.params,
-        m.Metric.section, m.Metric.name.label("metric_name"), m.Metric.unit, m.Machine.name.label("machine"),
-        m.Environment.name.label("env"),
-    )  # fmt: skip
-    wanted = set(keys)
     out: dict[SeriesKey, list[SeriesPoint]] = {}
     with gc_paused():
         with store.read() as conn:
-            rows_of: dict[SeriesKey, dict[int, _SeriesRow]] = {}
-            where: dict[SeriesKey, tuple[int, int]] = {}
-            for r in conn.execute(named):
-                key = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
-                if key in wanted:
-                    rows_of.setdefault(key, {})[r.id] = _SeriesRow(
-                        r.version or None, _DIRECTIONS[r.direction], _FORMATS[r.format], r.display_name or None
-                    )
-                    where[key] = (r.machine_id, r.environment_id)
+            rows_of, where = _series_rows_of(conn, keys)
             runs = fetch_sql(conn, (
                 'SELECT run.id, "commit".sha, "commit".date, "commit".message, "commit".branches,'
                 ' coalesce("commit".date, run.started_at), run.started_at, run.machine_id, run.environment_id'
