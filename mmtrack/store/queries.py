@@ -594,13 +594,7 @@ def series_many(store: Store, keys: Sequence[SeriesKey], *, batch: int = 200) ->
     with gc_paused():
         with store.read() as conn:
             rows_of, _ = _series_rows_of(conn, keys)
-            # Clean runs in the order of `series`, each with its commit record.
-            runs = fetch_sql(conn, (
-                'SELECT run.id, "commit".sha, "commit".date, "commit".message, "commit".branches,'
-                ' coalesce("commit".date, run.started_at), run.started_at'
-                ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
-            ))  # fmt: skip
-            runs.sort(key=lambda r: (r[5], r[6], r[0]))
+            runs = _clean_runs(conn)
             rank = {r[0]: i for i, r in enumerate(runs)}
             commit_of = [_commit_of_row(r[1], r[2], r[3], r[4]) for r in runs]
             ordered = [k for k in dict.fromkeys(keys) if k in rows_of]
@@ -649,6 +643,18 @@ def _series_rows_of(
     return rows_of, where
 
 
+def _clean_runs(conn: Any) -> list[Any]:
+    """Every clean run in the order of ``series``: (id, sha, commit date, message, branches, the date it
+    sorts by, started_at, machine id, environment id)."""
+    runs = fetch_sql(conn, (
+        'SELECT run.id, "commit".sha, "commit".date, "commit".message, "commit".branches,'
+        ' coalesce("commit".date, run.started_at), run.started_at, run.machine_id, run.environment_id'
+        ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
+    ))  # fmt: skip
+    runs.sort(key=lambda r: (r[5], r[6], r[0]))
+    return runs
+
+
 def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> dict[SeriesKey, list[SeriesPoint]]:
     """The ``last`` newest points of many series, each exactly as ``series(store, key, last=last)`` gives
     it (samples included): what publish reads for the benchmarks it carries on from their newest points.
@@ -661,12 +667,7 @@ def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> di
     with gc_paused():
         with store.read() as conn:
             rows_of, where = _series_rows_of(conn, keys)
-            runs = fetch_sql(conn, (
-                'SELECT run.id, "commit".sha, "commit".date, "commit".message, "commit".branches,'
-                ' coalesce("commit".date, run.started_at), run.started_at, run.machine_id, run.environment_id'
-                ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
-            ))  # fmt: skip
-            runs.sort(key=lambda r: (r[5], r[6], r[0]))
+            runs = _clean_runs(conn)
             newest: dict[tuple[int, int], list[Any]] = {}
             for r in runs:
                 newest.setdefault((r[7], r[8]), []).append(r)
