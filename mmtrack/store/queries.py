@@ -428,6 +428,12 @@ def _series_rows(conn: Any, key: SeriesKey) -> dict[int, _SeriesRow]:
     }
 
 
+def _last_of_each_commit(rows: list[Any]) -> list[Any]:
+    """Series rows (commit sha first) with the runs of one commit adjacent: the last row of each commit
+    (in commit order, its latest run)."""
+    return [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
+
+
 def _newest_rows(
     conn: Any, series: int, include_dirty: bool, with_samples: bool, per_commit: bool, last: int | None,
     params: dict[str, Any],
@@ -441,7 +447,7 @@ def _newest_rows(
     limit = 2 * last + 1  # one run per commit is the common case; a rerun commit takes two rows
     sql = _series_sql(conn.dialect, series, include_dirty, with_samples, newest=True)
     rows = _fetch(conn, sql, {**params, "limit": limit, "offset": 0})  # SQLite's LIMIT comes with an OFFSET
-    commits = sum(1 for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]) if per_commit else len(rows)
+    commits = len(_last_of_each_commit(rows)) if per_commit else len(rows)
     if len(rows) < limit or commits >= last:
         return rows[::-1]
     return None
@@ -571,8 +577,8 @@ def series(
             if rows is None:
                 sql = _series_sql(conn.dialect, len(series_rows), include_dirty, with_samples)
                 rows = _fetch(conn, sql, params)
-        if per_commit:  # runs of one commit are adjacent: keep the last (latest) of each
-            rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
+        if per_commit:
+            rows = _last_of_each_commit(rows)
         if last is not None:
             rows = rows[-last:] if last > 0 else []
         out: list[SeriesPoint] = []
@@ -694,8 +700,7 @@ def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> di
                 continue
             kr = sorted((row for sid in series_rows for row in by_series.get(sid, ())), key=lambda row: rank[row[1]])
             # In the shape of _series_sql's rows: the commit, the run, the measurement, then the series id.
-            rows = [(*run_of[row[1]][1:5], row[1], *row[2:], row[0]) for row in kr]
-            rows = [r for r, nxt in zip(rows, rows[1:] + [None]) if nxt is None or nxt[0] != r[0]]
+            rows = _last_of_each_commit([(*run_of[row[1]][1:5], row[1], *row[2:], row[0]) for row in kr])
             if len(rows) < last and where[key] not in complete:
                 missing.append(key)  # fewer commits among the newest runs: older ones may hold its newest points
                 continue
