@@ -188,6 +188,15 @@ def test_too_few_fast_rounds_stay_undecided():
     assert row.verdict == "ambiguous" and "fast mode" in row.note
 
 
+def test_one_stray_fast_round_is_not_the_fast_mode():
+    """One round of B 20% faster than all its others: anchored on it, B's fast mode held that round
+    alone (undecided); it is a stray, and B's other rounds show the 10% change."""
+    a = _side("a", [CALM] * 6)
+    b = _side("b", [[v * s * 1.10 for v in CALM] for s in [1.0, 1.01, 0.8, 1.0, 0.99, 1.0]])
+    row = _judge(a, b, 6)
+    assert row.verdict == "regressed" and row.ratio == pytest.approx(1.10, rel=0.02)
+
+
 def test_undecided_benchmarks_alone_get_more_rounds(monkeypatch):
     """settle re-runs only the ambiguous benchmark, two rounds at a time, until it is decided or
     --max-rounds is reached; the decided one keeps its rounds."""
