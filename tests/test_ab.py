@@ -188,6 +188,22 @@ def test_too_few_fast_rounds_stay_undecided():
     assert row.verdict == "ambiguous" and "fast mode" in row.note
 
 
+def test_a_change_clear_of_a_busy_runners_scatter_is_confirmed_by_rank():
+    """Rounds scattered 10-15% apart with no gap (a busy CI runner): each side's fast mode holds two
+    rounds of eight, yet a 3x change stands clear of all of them; identical code so scattered,
+    or a 3x change over too few rounds to rank, is not confirmed."""
+    busy = [1.0, 1.35, 1.12, 1.6, 1.25, 1.83, 1.5, 2.1]
+    a = _side("a", [[v * s for v in CALM] for s in busy])
+    b = _side("b", [[v * s * 3 for v in CALM] for s in reversed(busy)])
+    row = _judge(a, b, 8)
+    assert row.verdict == "regressed" and row.p_value < 0.01
+    same = _side("b", [[v * s for v in CALM] for s in busy[1::2] + busy[::2]])
+    assert _judge(a, same, 8).verdict != "regressed"
+    few = _judge(_side("a", [[v * s for v in CALM] for s in busy[:4]]),
+                 _side("b", [[v * s * 3 for v in CALM] for s in busy[:4]]), 4)
+    assert few.verdict == "ambiguous" and "fast mode" in few.note
+
+
 def test_one_stray_fast_round_is_not_the_fast_mode():
     """One round of B 20% faster than all its others: anchored on it, B's fast mode held that round
     alone (undecided); it is a stray, and B's other rounds show the 10% change."""
