@@ -1,7 +1,7 @@
 """Peer check: the same four workloads through ``mmtrack bench`` and pyperf, interleaved.
 
     python scripts/peer_stability.py [--runs N] [--workloads sort20,json_dumps,...] [--json out.json]
-                                     [--baseline LABEL=DIR] [--processes 1,4]
+                                     [--baseline LABEL=DIR] [--processes 1,4] [--agree alloc_100k=0.05]
 
 Each round runs every workload once through each tool, each run a fresh process
 (``python -m mmtrack bench`` with its default budget; a pyperf script with ``--fast``),
@@ -10,6 +10,10 @@ It prints, per workload and tool:
 
 - value: the median over runs of each run's headline figure (mmtrack: median time per op;
   pyperf: mean, as ``pyperf show`` prints it), and the mmtrack/pyperf ratio;
+- like for like: the median over runs of each run's median time per op, for both tools, and
+  that ratio. The headlines are different statistics: on allocation-heavy code the GC's full
+  collections make a long right tail, so a mean sits several % above a median of the same
+  samples. Agreement of the measurement is judged on this ratio (``--agree``);
 - run-to-run CV: standard deviation over mean of the N per-run values;
 - within-run CV: the median over runs of each run's own sample CV;
 - A/A flags: consecutive run pairs of unchanged code that the tool's own comparison flags
@@ -206,6 +210,8 @@ def summarize(name: str, tool: str, runs: list[Run]) -> dict:
     n_samples = statistics.median(len(r.samples) for r in runs)
     row = {
         "workload": name, "tool": tool, "runs": len(runs), "value_s": statistics.median(values),
+        "median_s": statistics.median(statistics.median(r.samples) for r in runs),
+        "medians_s": [statistics.median(r.samples) for r in runs],
         "run_to_run_cv": cv(values), "within_run_cv": within,
         "between_process_dominated": between_process_dominated(values, within, n_samples),
         "values_s": values,
@@ -228,6 +234,19 @@ def summarize(name: str, tool: str, runs: list[Run]) -> dict:
     return row
 
 
+def ratio_interval(runs: list[Run], peer: list[Run], draws: int = 2000) -> tuple[float, float]:
+    """A bootstrap 95% interval of the like-for-like ratio (median over runs of each run's median),
+    resampling each tool's runs: how far the run-to-run spread lets that ratio be pinned down."""
+    import random
+
+    rng = random.Random(20261203)
+    mine = [statistics.median(r.samples) for r in runs]
+    theirs = [statistics.median(r.samples) for r in peer]
+    ratios = sorted(statistics.median(rng.choices(mine, k=len(mine))) / statistics.median(rng.choices(theirs, k=len(theirs)))
+                    for _ in range(draws))
+    return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
+
+
 def fmt_time(seconds: float) -> str:
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
         if seconds >= scale:
@@ -243,8 +262,20 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="LABEL=DIR", help="also run the mmtrack package in DIR")
     parser.add_argument("--processes", default="", metavar="N,...",
                         help="also run mmtrack bench --processes N, as a tool of its own per value")
+    parser.add_argument("--agree", action="append", default=[], metavar="WORKLOAD=TOL",
+                        help="exit 1 unless every mmtrack tool's like-for-like ratio to pyperf on WORKLOAD "
+                             "is within TOL of 1 (e.g. alloc_100k=0.05); repeatable")
     args = parser.parse_args()
     names = args.workloads.split(",")
+    agree = {}
+    for item in args.agree:
+        workload, _, tol = item.partition("=")
+        try:
+            agree[workload] = float(tol)
+        except ValueError:
+            raise SystemExit(f"--agree {item}: give WORKLOAD=TOL, e.g. alloc_100k=0.05") from None
+        if workload not in names or not 0 < agree[workload] < 1:
+            raise SystemExit(f"--agree {item}: WORKLOAD must be one of --workloads and 0 < TOL < 1")
     tools = list(TOOLS)
     trees: dict[str, Path | None] = {"mmtrack": None}
     processes: dict[str, int] = {}
@@ -275,15 +306,21 @@ def main() -> None:
                     runs[(name, tool)].append(run)
                     print(f"round {i + 1}/{args.runs} {name:15s} {tool:13s} {fmt_time(run.value)}", file=sys.stderr)
     rows = [summarize(n, t, runs[(n, t)]) for n in names for t in tools]
-    print(f"{'workload':15s} {'tool':13s} {'value':>11s} {'ratio':>6s} {'run CV':>7s} {'within':>7s} "
-          f"{'A/A flags':>9s}  between-process?  said between?")
+    print(f"{'workload':15s} {'tool':13s} {'value':>11s} {'ratio':>6s} {'median':>11s} {'ratio':>6s} {'run CV':>7s} "
+          f"{'within':>7s} {'A/A flags':>9s}  between-process?  said between?")
+    disagree = []
     for row in rows:
         peer = next(r for r in rows if r["workload"] == row["workload"] and r["tool"] == "pyperf")
         ratio = row["value_s"] / peer["value_s"]
+        row["like_for_like_ratio"] = like = row["median_s"] / peer["median_s"]
+        tol = agree.get(row["workload"])
+        if tol is not None and row["tool"] != "pyperf" and abs(like - 1) > tol:
+            disagree.append(f"{row['workload']} {row['tool']}: median {like:.3f}x pyperf's, outside 1 ± {tol:g}")
         flags = f"{row['aa_flags']}/{row['aa_pairs']}"
         if "aa_ambiguous" in row:
             flags += f" (+{row['aa_ambiguous']}?)"
         print(f"{row['workload']:15s} {row['tool']:13s} {fmt_time(row['value_s']):>11s} {ratio:6.3f} "
+              f"{fmt_time(row['median_s']):>11s} {like:6.3f} "
               f"{row['run_to_run_cv']:7.2%} {row['within_run_cv']:7.2%} {flags:>9s}  "
               f"{'yes' if row['between_process_dominated'] else 'no':16s}  {row.get('said_between', '')}")
     for row in rows:
@@ -300,6 +337,17 @@ def main() -> None:
               f"GC {'on' if c['gc_enabled'] else 'off'}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    for workload, tol in agree.items():
+        peer = runs[(workload, "pyperf")]
+        for tool in (t for t in tools if t != "pyperf"):
+            low, high = ratio_interval(runs[(workload, tool)], peer)
+            print(f"{workload} {tool}: median / pyperf's 95% interval over runs {low:.3f}-{high:.3f} "
+                  f"(a tolerance of {tol:g} can be {'checked' if high - low <= 2 * tol else 'neither shown nor refuted'} "
+                  f"with {len(peer)} runs here)")
+        if not any(d.startswith(workload + " ") for d in disagree):
+            print(f"{workload}: every mmtrack tool's median within 1 ± {tol:g} of pyperf's")
+    if disagree:
+        raise SystemExit("disagree: " + "; ".join(disagree))
 
 
 if __name__ == "__main__":
