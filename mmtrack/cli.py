@@ -203,8 +203,10 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 @click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
 @click.option("--confirm", is_flag=True, help="Re-measure suspected regressions A/B against the previous commit.")
 @click.option("--confirm-budget", type=float, metavar="SECONDS", help="Time bound of the --confirm rounds.")
+@click.option("--confirm-rounds", type=int, default=4, show_default=True,
+              help="Interleaved A/B rounds per side for --confirm (undecided benchmarks: up to twice as many).")
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
-def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget, asv_args) -> None:
+def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget, confirm_rounds, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -222,6 +224,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
         asv_args=tuple(asv_args),
         confirm=confirm,
         confirm_budget=confirm_budget,
+        confirm_rounds=confirm_rounds,
     )
     sys.exit(run_command(request, console=console))
 

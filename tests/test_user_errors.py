@@ -286,3 +286,12 @@ def test_db_current_reads_and_db_upgrade_refuses_a_read_only_store(tmp_path):
     assert_one_line(run("db", "upgrade", "--db", str(folder / "old.db")), 2, "read-only")
     assert_one_line(run("publish", "-o", str(tmp_path / "site"), "--db", str(folder / "old.db")), 2,
                     "older than this mmtrack", "read-only")
+
+
+@pytest.mark.parametrize("option, needle", [(("--confirm-rounds", "0"), "--confirm-rounds 0"),
+                                            (("--confirm-budget", "-5"), "--confirm-budget -5"),
+                                            (("--confirm-budget", "nan"), "--confirm-budget nan")])
+def test_a_bad_confirm_knob_is_refused_before_anything_runs(tmp_path, option, needle):
+    """Refused up front (no asv config is even looked for), not after the whole suite has run."""
+    proc = mmtrack("run", "--confirm", *option, cwd=tmp_path)
+    assert_one_line(proc, 2, needle)

@@ -62,7 +62,7 @@ class RunRequest:
     python: str | None = None  # a built commit's interpreter (A/B runs); None: the running one
     confirm: bool = False  # re-measure suspected regressions A/B against the previous commit
     confirm_budget: float | None = None  # seconds for the A/B rounds of --confirm
-    confirm_rounds: int = 4
+    confirm_rounds: int = 4  # A/B rounds of --confirm; undecided benchmarks get up to twice as many
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +264,16 @@ def _filtered_suite(suite: Path, failures: Sequence[ImportFailure], dest: Path) 
     return target
 
 
+def check_confirm_options(request: RunRequest) -> None:
+    """``--confirm-rounds`` and ``--confirm-budget`` are refused before anything runs, not after the suite."""
+    if request.confirm_rounds < 1:
+        raise UserError(f"--confirm-rounds {request.confirm_rounds}: need at least 1 round per side", EXIT_USAGE)
+    if request.confirm_budget is not None and not (request.confirm_budget > 0 and math.isfinite(request.confirm_budget)):
+        raise UserError(f"--confirm-budget {request.confirm_budget:g}: give a time in seconds above 0", EXIT_USAGE)
+
+
 def prepare(request: RunRequest) -> Prepared:
+    check_confirm_options(request)
     project = request.project.resolve()
     config_path = find_config(project, request.config)
     config = load_config(config_path)
