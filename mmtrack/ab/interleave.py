@@ -511,7 +511,7 @@ def rank_evidence(a: Sequence[float], b: Sequence[float], ratio: float, threshol
     (p or None, ``doubt``).
 
     On a busy runner round bests scatter continuously, no 10% gap between them, so the fast mode
-    can hold two rounds of eight (a 3x change stayed undecided so in CI). Ranks need no mode: the
+    can hold two rounds of eight (a 3x change stayed undecided that way in CI). Ranks need no mode: the
     rounds alternate sides, so load falls on both alike and, for identical code, any ranking is as
     likely as another. They need :data:`RANK_MIN_ROUNDS` per side: at 5 + 5, complete separation
     alone gives p = 0.008, so only a change that stands clear of the whole scatter is confirmed.
