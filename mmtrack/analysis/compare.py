@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -634,6 +635,7 @@ def decided_in_run(
         i = where[case].get(label)
         return None if i is None else [v for v in medians[case][max(0, i - window) : i] if v is not None]
 
+    @functools.cache  # a runner change settles in every series at once: each (at, since) once, not per series
     def shift(at: str, since: str) -> RunShift | None:
         """The run at commit ``at`` against each series' history before commit ``since``."""
         cases = [c for c in tails if at in where[c] and since in where[c]]

@@ -176,9 +176,9 @@ def series_context(
     from ..store import queries as q
 
     out = SeriesContext()
-    tails: dict[tuple[str, str, MetricKey], tuple[list[Measurement], list[str]]] = {}
     if window <= 0 or before.commit is None or before.machine is None or before.environment is None:
         return out
+    tails: dict[tuple[str, str, MetricKey], tuple[list[Measurement], list[str]]] = {}
     for case in cases:
         bench, params, metric = case
         pts = q.series(store, SeriesKey(before.machine, before.environment, bench, params, metric))
