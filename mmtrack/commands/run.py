@@ -273,7 +273,6 @@ def check_confirm_options(request: RunRequest) -> None:
 
 
 def prepare(request: RunRequest) -> Prepared:
-    check_confirm_options(request)
     project = request.project.resolve()
     config_path = find_config(project, request.config)
     config = load_config(config_path)
@@ -588,6 +587,7 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
 
 
 def run_command(request: RunRequest, console: Console) -> int:
+    check_confirm_options(request)
     outcome = execute(request, console)
     render(outcome, console)
     if request.confirm:
