@@ -300,3 +300,57 @@ def test_bulk_reads_equal_the_per_series_read(store):
             assert c.shas == [p.commit.sha for p in ok] and c.values == [p.measurement.median for p in ok]
             assert c.versions == [p.measurement.version for p in ok]
     assert any(c.shas for c in q.series_columns(store, keys))
+
+
+def _columns_as_series_reads_them(store, cols) -> None:
+    for c in cols:
+        ok = [p for p in q.series(store, c.key, with_samples=False)
+              if p.measurement.status == "ok" and p.measurement.median is not None]
+        assert c.shas == [p.commit.sha for p in ok] and c.values == [p.measurement.median for p in ok]
+
+
+def _cache_rows(store) -> dict[int, tuple[int, int, int]]:
+    with store.read() as conn:
+        return {r[0]: tuple(r[1:]) for r in q.fetch_sql(conn, "SELECT series_id, changes, appends, max_run_id FROM series_cache")}
+
+
+def test_detect_cache_gives_what_the_measurement_table_gives(store):
+    """series_columns(keep_cache=True) keeps each series row's columns in series_cache: a series
+    whose counters did not move is read from its blob, one that only gained newer points from its blob
+    plus the new runs, and any other write (an older commit, a second run of a commit, a dirty run, a
+    failed case) rereads it whole. Every read equals the per-series read."""
+    plain = engine_stats()
+    for i in (1, 2, 3):
+        _record(store, i, plain, failed=True)
+    keys = q.list_series(store)
+    _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
+    first = _cache_rows(store)
+    assert first and all(max_run > 0 for _, _, max_run in first.values())
+
+    # a blob whose counters match is what is read: a median changed behind the counters' back stays unseen
+    with store.write() as conn:
+        conn.exec_driver_sql("UPDATE measurement SET median = median * 2")
+    stale = q.series_columns(store, keys)
+    with store.write() as conn:
+        conn.exec_driver_sql("UPDATE measurement SET median = median / 2")
+    _columns_as_series_reads_them(store, stale)
+
+    # a newer commit: an append; the blob grows by the new run only
+    newest = _record(store, 9, engine_stats(scale=2.0), failed=True)
+    cols = q.series_columns(store, keys, keep_cache=True)
+    _columns_as_series_reads_them(store, cols)
+    assert max(c.values[-1] / c.values[0] for c in cols if c.values and c.values[0] > 0) > 1.5
+    assert {sid: row[2] for sid, row in _cache_rows(store).items()} == {sid: newest for sid in first}
+
+    # writes that are not appends: an older commit, a second run of a commit, a dirty run
+    _record(store, 5, engine_stats(scale=3.0))
+    _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
+    _record(store, 9, plain, started=T0.replace(hour=5))
+    _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
+    _record(store, 10, engine_stats(scale=4.0), dirty=True)
+    cols = q.series_columns(store, keys, keep_cache=True)
+    _columns_as_series_reads_them(store, cols)
+    _columns_as_series_reads_them(store, q.series_columns(store, keys))  # from the blobs just written
+    with store.read() as conn:
+        counters = {r[0]: (r[1], r[2]) for r in q.fetch_sql(conn, "SELECT id, changes, appends FROM series")}
+    assert {sid: row[:2] for sid, row in _cache_rows(store).items()} == counters

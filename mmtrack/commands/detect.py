@@ -109,7 +109,7 @@ def run_detect(
             keys = list(series)
         reports = []
         # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
-        for i, cols in enumerate(q.series_columns(store, keys)):
+        for i, cols in enumerate(q.series_columns(store, keys, keep_cache=request.store_results)):
             if cols.values:
                 reports.append(detect_values(cols.key, cols.shas, cols.values, cols.versions, cols.direction, policy))
             if progress:

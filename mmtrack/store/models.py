@@ -271,6 +271,22 @@ class Measurement(Base):
     __table_args__ = (Index("ix_measurement_result_id", "result_id"), {"sqlite_with_rowid": False})
 
 
+class SeriesCache(Base):
+    """Detect's columns of one series row as they stood at its counters (``changes``, ``appends``):
+    the run id and median of each of its measurements, packed. ``queries.series_columns`` reads a
+    series from here instead of the measurement table when the counters still match, and only the
+    runs after ``max_run_id`` when the series has only gained newer points since (as many appends as
+    changes; new runs always get a larger id). Failed or median-less points are stored as +inf."""
+
+    __tablename__ = "series_cache"
+
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id", ondelete="CASCADE"), primary_key=True)
+    changes: Mapped[int] = mapped_column(Integer)
+    appends: Mapped[int] = mapped_column(Integer)
+    max_run_id: Mapped[int] = mapped_column(Integer)  # -1 when the series row has no point
+    data: Mapped[bytes] = mapped_column(LargeBinary)  # little-endian int64 run ids, then float64 medians
+
+
 class ChangePointRow(Base):
     """A change point found by detect (``mmtrack.results.ChangePoint``), keyed by series."""
 

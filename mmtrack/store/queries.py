@@ -979,9 +979,17 @@ def save_change_points(
         }
         for p in points
     ]
+    t = m.ChangePointRow
     with store.write() as conn:
-        for i in range(0, len(scope), 200):
-            conn.execute(delete(m.ChangePointRow).where(_series_where(scope[i : i + 200])))
+        if scope:
+            # The rows of the scope's series by id: an OR of one seven-column match per series costs more to
+            # build and to plan than reading the names of every change point on the scope's machines.
+            named = {tuple(_series_columns(k).values()) for k in scope}
+            cols = (t.machine, t.environment, t.benchmark, t.params, t.section, t.metric, t.unit)
+            found = conn.execute(select(t.id, *cols).where(t.machine.in_(sorted({k.machine for k in scope}))))
+            ids = [r[0] for r in found if tuple(r[1:]) in named]
+            for i in range(0, len(ids), 500):
+                conn.execute(delete(t).where(t.id.in_(ids[i : i + 500])))
         if rows:
             conn.execute(m.ChangePointRow.__table__.insert(), rows)
     return len(rows)
@@ -1041,70 +1049,66 @@ class SeriesColumns:
     versions: list[str | None]
 
 
-def series_columns(store: Store, keys: Sequence[SeriesKey]) -> list[SeriesColumns]:
+def series_columns(store: Store, keys: Sequence[SeriesKey], *, keep_cache: bool = False) -> list[SeriesColumns]:
     """The medians of many series, in the order of ``keys`` (those with no usable point come back
     empty). Per key the same points as ``series(..., with_samples=False)`` keeps with an ``ok``
     status: dirty runs left out, the latest run of each commit.
 
     Detect's bulk read (500 series x 1,000 commits = 500,000 points), so it reads only what
-    detection needs and joins in numpy, not in SQL: the measurement table in its clustered order as
-    two numbers a row (series and result id packed in one integer, the median), the runs and
-    commits (one row per run), and which run each result belongs to as id ranges (an import writes
-    a run's results with consecutive ids; one range per result where they are not). Handing a
-    column to Python costs more than SQLite's scan, so no column comes that numpy can derive.
+    detection needs and joins in numpy, not in SQL. Each series row comes from the first source
+    that holds it:
+
+    * its ``series_cache`` blob, when the series' counters still match the blob's;
+    * that blob plus the rows of the runs after it, when the series only gained newer points
+      since (the one new commit of ``mmtrack update``);
+    * the measurement table: for a few series, ranges of its clustered key joined in SQL; for
+      many, one scan in stored order as two numbers a row (series and result id packed in one
+      integer, the median), with which run each result belongs to read as id ranges (an import
+      writes a run's results with consecutive ids; one range per result where they are not).
+      Handing a column to Python costs more than SQLite's scan, so no column comes that numpy
+      can derive.
+
+    With ``keep_cache`` (the caller holds a writable store) the series rows not read from a
+    current blob get one, labelled with the counters read before their rows (a write that lands in
+    between moves the counters past the label, so the blob is never taken for newer than it is).
     """
     import numpy as np
 
     wanted = {k: i for i, k in enumerate(keys)}
     s, b, x = m.Series, m.Benchmark, m.Metric
     named = _named_series(
-        s.id, b.version, s.direction, b.name, b.params, x.section, x.name.label("metric_name"), x.unit,
-        m.Machine.name.label("machine"), m.Environment.name.label("env"),
+        s.id, s.changes, s.appends, b.version, s.direction, b.name, b.params, x.section,
+        x.name.label("metric_name"), x.unit, m.Machine.name.label("machine"), m.Environment.name.label("env"),
     )  # fmt: skip
     info: dict[int, tuple[int, str | None]] = {}  # series row id -> (index in keys, code version)
+    counters: dict[int, tuple[int, int]] = {}  # series row id -> (changes, appends) as read first
     direction_of: dict[int, Direction] = {}
     with gc_paused(), store.read() as conn:
         for r in conn.execute(named):
             i = wanted.get(SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit)))
             if i is not None:
                 info[r.id] = (i, r.version or None)
+                counters[r.id] = (r.changes, r.appends)
                 direction_of[i] = _DIRECTIONS[r.direction]
         if not info:
             return [SeriesColumns(k, Direction.LOWER, [], [], []) for k in keys]
-        sqlite = conn.dialect.name == "sqlite"
         # Clean runs in the order of `series`: commit date (else run start), run start, run id.
         runs = fetch_sql(conn, (
             'SELECT run.id, run.commit_id, "commit".sha, coalesce("commit".date, run.started_at), run.started_at'
             ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
         ))  # fmt: skip
-        inf = "9e999" if sqlite else "CAST('Infinity' AS DOUBLE PRECISION)"  # failed or no median: unusable
-        total = conn.execute(select(func.count()).select_from(s)).scalar_one()
-        if len(info) * 4 < total:  # a few series (`mmtrack update`): ranges of the clustered key, joined in SQL
-            rows = fetch_sql(conn, (
-                f"SELECT m.series_id * 4294967296 + r.run_id, CASE WHEN r.status = 'ok' THEN coalesce(m.median, {inf})"
-                f" ELSE {inf} END FROM measurement m JOIN result r ON r.id = m.result_id"
-                f" WHERE m.series_id IN ({', '.join(str(int(i)) for i in sorted(info))})"
-            ))  # fmt: skip
-            ranges = failed = None
-        else:
-            ranges = sorted(fetch_sql(conn, "SELECT min(id), max(id), run_id, count(*) FROM result GROUP BY run_id"))
-            if any(r[1] - r[0] + 1 != r[3] or (i and r[0] <= ranges[i - 1][1]) for i, r in enumerate(ranges)):
-                ranges = fetch_sql(conn, "SELECT id, id, run_id, 1 FROM result ORDER BY id")  # interleaved runs
-            failed = [r[0] for r in fetch_sql(conn, "SELECT id FROM result WHERE status <> 'ok'")]
-            rows = fetch_sql(conn, f"SELECT series_id * 4294967296 + result_id, coalesce(median, {inf}) FROM measurement")
-    packed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    median = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-    del rows
-    series_id, low = packed >> 32, packed & 0xFFFFFFFF
-    if ranges is None:
-        run_id = low
-    else:  # result id -> run id, through the sorted ranges
-        lo = np.array([r[0] for r in ranges], dtype=np.int64)
-        hi = np.array([r[1] for r in ranges], dtype=np.int64)
-        at = np.maximum(np.searchsorted(lo, low, side="right") - 1, 0)
-        inside = (lo[at] <= low) & (low <= hi[at]) if ranges else np.zeros(low.size, dtype=bool)
-        run_id = np.where(inside, np.array([r[2] for r in ranges] or [0], dtype=np.int64)[at], -1)
-        median[np.isin(low, np.array(failed, dtype=np.int64))] = np.inf
+        cached, since = _cached_columns(conn, counters)
+        whole = [sid for sid in info if sid not in cached and sid not in since]
+        read = _measurement_columns(conn, whole) if whole else {}
+        if since:
+            read.update(_columns_after(conn, since))
+    if keep_cache and read and getattr(store, "writable", True):
+        _keep_cached_columns(store, {sid: (counters[sid], cols) for sid, cols in read.items()})
+    read.update(cached)
+    parts = [(np.full(run.size, sid, dtype=np.int64), run, med) for sid, (run, med) in read.items()]
+    series_id = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    run_id = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    median = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, dtype=np.float64)
 
     # run id -> rank in commit order (-1: dirty or unknown)
     runs.sort(key=lambda r: (r[3], r[4], r[0]))
@@ -1145,6 +1149,138 @@ def series_columns(store: Store, keys: Sequence[SeriesKey]) -> list[SeriesColumn
             median[a:z].tolist(), versions,
         ))  # fmt: skip
     return out
+
+
+Columns = tuple[Any, Any]  # (run ids: int64 array, medians: float64 array; +inf where failed or none)
+
+
+def _unusable(conn: Any) -> str:
+    """The SQL expression of a measurement's median, +inf where its result failed or it has none."""
+    inf = "9e999" if conn.dialect.name == "sqlite" else "CAST('Infinity' AS DOUBLE PRECISION)"
+    return f"CASE WHEN r.status = 'ok' THEN coalesce(m.median, {inf}) ELSE {inf} END"
+
+
+def _split_columns(series_id: Any, run_id: Any, median: Any, ids: Iterable[int]) -> dict[int, Columns]:
+    """Rows of many series as columns per series row id (every id in ``ids`` gets an entry)."""
+    import numpy as np
+
+    order = np.argsort(series_id, kind="stable")
+    series_id, run_id, median = series_id[order], run_id[order], median[order]
+    ids = sorted(set(ids))
+    wanted = np.array(ids, dtype=np.int64)
+    lo, hi = np.searchsorted(series_id, wanted, side="left"), np.searchsorted(series_id, wanted, side="right")
+    return {sid: (run_id[lo[j] : hi[j]], median[lo[j] : hi[j]]) for j, sid in enumerate(ids)}
+
+
+def _packed_rows(rows: list[Any]) -> tuple[Any, Any, Any]:
+    """(series ids, low 32 bits, medians) of rows of (series id * 2**32 + low, median)."""
+    import numpy as np
+
+    packed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    median = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+    return packed >> 32, packed & 0xFFFFFFFF, median
+
+
+def _measurement_columns(conn: Any, ids: Sequence[int]) -> dict[int, Columns]:
+    """These series rows' columns from the measurement table (rows of unknown runs left out)."""
+    import numpy as np
+
+    total = conn.execute(select(func.count()).select_from(m.Series)).scalar_one()
+    if len(ids) * 4 < total:  # a few series: ranges of the clustered key, joined in SQL
+        rows = fetch_sql(conn, (
+            f"SELECT m.series_id * 4294967296 + r.run_id, {_unusable(conn)} FROM measurement m"
+            f" JOIN result r ON r.id = m.result_id WHERE m.series_id IN ({', '.join(str(int(i)) for i in sorted(ids))})"
+        ))  # fmt: skip
+        series_id, run_id, median = _packed_rows(rows)
+        return _split_columns(series_id, run_id, median, ids)
+    inf = "9e999" if conn.dialect.name == "sqlite" else "CAST('Infinity' AS DOUBLE PRECISION)"
+    ranges = sorted(fetch_sql(conn, "SELECT min(id), max(id), run_id, count(*) FROM result GROUP BY run_id"))
+    if any(r[1] - r[0] + 1 != r[3] or (i and r[0] <= ranges[i - 1][1]) for i, r in enumerate(ranges)):
+        ranges = fetch_sql(conn, "SELECT id, id, run_id, 1 FROM result ORDER BY id")  # interleaved runs
+    failed = [r[0] for r in fetch_sql(conn, "SELECT id FROM result WHERE status <> 'ok'")]
+    rows = fetch_sql(conn, f"SELECT series_id * 4294967296 + result_id, coalesce(median, {inf}) FROM measurement")
+    series_id, result_id, median = _packed_rows(rows)
+    del rows
+    # result id -> run id, through the sorted ranges
+    lo = np.array([r[0] for r in ranges], dtype=np.int64)
+    hi = np.array([r[1] for r in ranges], dtype=np.int64)
+    at = np.maximum(np.searchsorted(lo, result_id, side="right") - 1, 0)
+    inside = (lo[at] <= result_id) & (result_id <= hi[at]) if ranges else np.zeros(result_id.size, dtype=bool)
+    run_id = np.where(inside, np.array([r[2] for r in ranges] or [0], dtype=np.int64)[at], -1)
+    median[np.isin(result_id, np.array(failed, dtype=np.int64))] = np.inf
+    keep = (run_id >= 0) & np.isin(series_id, np.array(ids, dtype=np.int64))
+    return _split_columns(series_id[keep], run_id[keep], median[keep], ids)
+
+
+def _columns_after(conn: Any, since: Mapping[int, tuple[int, Columns]]) -> dict[int, Columns]:
+    """Cached columns of series rows that only gained newer points, with the rows of the runs
+    after each one's ``max_run_id`` added (``since``: series row id -> (max run id, cached columns))."""
+    import numpy as np
+
+    after = min(max_run for max_run, _ in since.values())
+    join = "CROSS JOIN" if conn.dialect.name == "sqlite" else "JOIN"  # SQLite: runs first, through their index
+    series_id, run_id, median = _packed_rows(fetch_sql(conn, (
+        f"SELECT m.series_id * 4294967296 + r.run_id, {_unusable(conn)} FROM result r {join} measurement m"
+        f" ON m.result_id = r.id WHERE r.run_id > {int(after)}"
+    )))  # fmt: skip
+    ids = np.array(sorted(since), dtype=np.int64)
+    at = np.minimum(np.searchsorted(ids, series_id), ids.size - 1)
+    max_run = np.array([since[int(sid)][0] for sid in ids], dtype=np.int64)[at]
+    fresh = (ids[at] == series_id) & (run_id > max_run)  # rows of other series, or already cached, left out
+    new = _split_columns(series_id[fresh], run_id[fresh], median[fresh], since)
+    return {sid: (np.concatenate((old[0], new[sid][0])), np.concatenate((old[1], new[sid][1])))
+            for sid, (_, old) in since.items()}  # fmt: skip
+
+
+_CACHE_ROW = "<i8"  # run ids; medians are "<f8": the blob is all run ids, then all medians
+
+
+def _cached_columns(conn: Any, counters: Mapping[int, tuple[int, int]]) -> tuple[dict[int, Columns], dict[int, Any]]:
+    """From ``series_cache``: the columns of series rows whose counters still match their blob's, and
+    (max run id, columns) of those that only gained newer points since (as many appends as changes)."""
+    import numpy as np
+
+    total = conn.execute(select(func.count()).select_from(m.Series)).scalar_one()
+    where = f" WHERE series_id IN ({', '.join(str(int(i)) for i in sorted(counters))})" if len(counters) * 4 < total else ""
+    current: dict[int, Columns] = {}
+    since: dict[int, Any] = {}
+    for sid, changes, appends, max_run, data in fetch_sql(
+        conn, f"SELECT series_id, changes, appends, max_run_id, data FROM series_cache{where}"
+    ):
+        now = counters.get(sid)
+        if now is None:
+            continue
+        n = len(data) // 16
+        cols = (np.frombuffer(data, dtype=_CACHE_ROW, count=n), np.frombuffer(data, dtype="<f8", offset=8 * n))
+        if now == (changes, appends):
+            current[sid] = cols
+        elif now[0] - changes == now[1] - appends > 0:
+            since[sid] = (max_run, cols)
+    return current, since
+
+
+def _keep_cached_columns(store: Store, entries: Mapping[int, tuple[tuple[int, int], Columns]]) -> None:
+    """Write these series rows' blobs (series row id -> ((changes, appends) read before the rows, columns))."""
+    import numpy as np
+
+    t = m.SeriesCache.__table__
+    rows = [
+        {"series_id": sid, "changes": changes, "appends": appends, "max_run_id": int(run.max(initial=-1)),
+         "data": np.ascontiguousarray(run, dtype=_CACHE_ROW).tobytes() + np.ascontiguousarray(med, dtype="<f8").tobytes()}
+        for sid, ((changes, appends), (run, med)) in sorted(entries.items())
+    ]  # fmt: skip
+    with store.write() as conn:
+        if conn.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as upsert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as upsert
+        stmt = upsert(t)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[t.c.series_id],
+            set_={c: stmt.excluded[c] for c in ("changes", "appends", "max_run_id", "data")},
+        )
+        for i in range(0, len(rows), 500):
+            conn.execute(stmt, rows[i : i + 500])
 
 
 def fetch_sql(conn: Any, sql: str) -> list[Any]:
