@@ -497,6 +497,8 @@ def _usable(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
 
 def _version_runs(versions: Sequence[str | None]) -> list[range]:
     """Index ranges of one benchmark code version each: levels across a change are not comparable."""
+    if len(set(versions) - {None}) <= 1:  # one version (the common case): no per-point walk
+        return [range(len(versions))] if versions else []
     runs: list[range] = []
     start, current = 0, None
     for i, v in enumerate(versions):
@@ -546,7 +548,7 @@ def detect_values(
     latest = float(values[-1])
     changes: list[ChangePoint] = []
     for run in runs:
-        for s in find_steps([values[i] for i in run], policy):
+        for s in find_steps(values if len(run) == len(values) else [values[i] for i in run], policy):
             worse = is_worse(direction, s.before, s.after)
             kind = "change" if worse is None else ("regression" if worse else "improvement")
             # It persists if the latest level is still beyond min_effect the same way.
