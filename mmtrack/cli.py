@@ -257,7 +257,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
 @click.option("--threshold", type=float, help="Minimum effect, relative (default 0.1; counters 0.01).")
 @click.option("--threshold-for", "threshold_for", multiple=True, metavar="PATTERN=VALUE",
               help="Minimum effect for benchmarks or metrics matching a glob; repeatable.")
-@click.option("--history", type=int, default=30, show_default=True,
+@click.option("--history", type=int, default=100, show_default=True,  # analysis.compare.HISTORY_WINDOW
               help="Commits of A's series that judge a change against its own noise (0: off).")
 @click.option("--only-changed", is_flag=True, help="Table: leave out unchanged rows.")
 @click.option("--sort", type=click.Choice(["verdict", "ratio", "name"]), default="verdict", show_default=True,

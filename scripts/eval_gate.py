@@ -65,7 +65,7 @@ from eval_detect import load_noise_sources, make_history, measurement, shared_di
 from mmtrack.analysis import compare as gate_now  # noqa: E402
 from mmtrack.results import Measurement  # noqa: E402
 
-WINDOW = 30  # commits of history, as mmtrack compare's default
+WINDOW = gate_now.HISTORY_WINDOW  # commits of history, as mmtrack compare's default
 LATER = gate_now.ComparePolicy().confirm_window  # commits after the judged one that may confirm it
 
 # (verdict when the commit is the newest, (verdict, state) once the later commits are in);
@@ -324,7 +324,7 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--series", type=int, default=200, help="series per population (A/A and stepped)")
-    ap.add_argument("--length", type=int, default=63, help="commits per series (30 of history first)")
+    ap.add_argument("--length", type=int, default=WINDOW + 33, help=f"commits per series ({WINDOW} of history first)")
     ap.add_argument("--seed", type=int, default=1616)
     ap.add_argument("--baseline", default="cac3f5a", help="git revision whose gate is today's (side by side)")
     ap.add_argument(

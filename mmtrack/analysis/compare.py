@@ -103,7 +103,10 @@ EDGE_BAND = 0.01
 RUN_SHARE = 0.5
 
 #: Commits of a series' history that judge a change against its own noise (``compare --history``).
-HISTORY_WINDOW = 30
+#: Most false alarms of a 30-commit window were a commit on a runner type the window never showed; in
+#: 100 commits such a type has shown itself: on the CI model, false alarms per 100 commits fell from
+#: 0.85-1.23 to 0.24-0.26, recall of 20% steps from 0.53-0.55 to 0.44-0.47 (docs/analysis.md).
+HISTORY_WINDOW = 100
 
 Case = tuple[str, str, MetricKey]  # (benchmark, canonical params, metric): Measurement.case
 

@@ -211,7 +211,7 @@ def series_context(
 def policy_for(request: CompareRequest) -> ComparePolicy:
     if request.history < 0:
         raise UserError(
-            f"--history {request.history} is not a number of commits; give 0 (off) or more, e.g. 30", EXIT_USAGE
+            f"--history {request.history} is not a number of commits; give 0 (off) or more, e.g. 100", EXIT_USAGE
         )
     if request.threshold is not None and not (0 <= request.threshold < 10):
         raise UserError(f"--threshold {request.threshold} is not a relative effect; give e.g. 0.1 for 10%", EXIT_USAGE)
