@@ -603,7 +603,7 @@ def _decisions(
 
 
 def decided_by_last(
-    points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy | None = None, window: int = 30
+    points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy | None = None, window: int = HISTORY_WINDOW
 ) -> list[Row]:
     """The rows of earlier commits of one series whose suspected change its last commit decides.
 
@@ -620,7 +620,7 @@ def decided_by_last(
 def decided_in_run(
     tails: Mapping[Case, tuple[Sequence[Measurement], Sequence[str]]],
     policy: ComparePolicy | None = None,
-    window: int = 30,
+    window: int = HISTORY_WINDOW,
 ) -> list[Row]:
     """:func:`decided_by_last` over every series of one run, each decision read against the run's shift.
 
