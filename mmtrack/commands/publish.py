@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -56,9 +56,11 @@ def publish(
     request: PublishRequest,
     model: SiteModel | None = None,
     progress: Callable[[int, int], None] | None = None,
+    store: Any | None = None,
 ) -> tuple[SiteModel | None, WriteReport]:
     """Build the site from ``model`` or, by default, from the store (kept open while the site is
-    built: series are read only for the benchmarks that changed since the last build).
+    built: series are read only for the benchmarks that changed since the last build). ``store``:
+    the store of ``request.db`` already open (``mmtrack update``), left open.
 
     With nothing new in a SQLite store since the last build, no model is made (None) and the
     report's ``up_to_date`` says what the site shows: nothing was read or written."""
@@ -81,7 +83,8 @@ def publish(
     from ..store import queries as q
     from ..store.db import open_store
 
-    store = open_store(request.db, existing=True)
+    own = store is None
+    store = store or open_store(request.db, existing=True)
     try:
         # Hundreds of thousands of records, none in a cycle: with the collector on, every
         # collection would traverse all of them again (about 20% of the load time).
@@ -92,7 +95,8 @@ def publish(
             _check_not_empty(model, request)
             return model, build_site(model, request.out)
     finally:
-        store.close()
+        if own:
+            store.close()
 
 
 def _nothing_new(request: PublishRequest, config: SiteConfig) -> WriteReport | None:

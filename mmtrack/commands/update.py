@@ -75,11 +75,11 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         elif request.detect:
             detected = 0
         seconds["detect"] = time.perf_counter() - t
+        t = time.perf_counter()
+        _, report = publish(request.publish, store=store)
+        seconds["publish"] = time.perf_counter() - t
     finally:
         store.close()
-    t = time.perf_counter()
-    _, report = publish(request.publish)
-    seconds["publish"] = time.perf_counter() - t
     return UpdateOutcome(
         import_lines=format_summary(summary, redact(url)),
         failed_files=[str(p) for p in summary.failed],
