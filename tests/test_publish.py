@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -185,6 +186,17 @@ def test_strings_are_escaped_in_scripts_and_html(tmp_path: Path) -> None:
     _, (_, rows) = read_call(tmp_path / "data/commits/0.js")
     assert rows[0][2] == evil_msg.strip()
     assert json.loads(js_json(EVIL)) == EVIL
+
+
+def test_js_json_refuses_nan_and_infinity_anywhere() -> None:
+    """orjson would write NaN as null: js_json refuses it, in a list of numbers too."""
+    for bad in (math.nan, [1.0, math.inf], {"a": [None, -math.inf]}, [[0.5, math.nan]], (1, {"x": math.nan})):
+        with pytest.raises(ValueError):
+            js_json(bad)
+    big = [1e308, 1e308, None, 2]  # a sum that overflows is not a NaN
+    assert json.loads(js_json(big)) == big
+    exact = {"f": [1e-05, 0.1, 1 / 3, 2.5e300, 12345678901234567890]}
+    assert json.loads(js_json(exact)) == exact  # floats round-trip exactly (carried-on chunks rely on it)
 
 
 def test_only_http_commit_urls_are_linked() -> None:

@@ -289,3 +289,55 @@ def test_newest_points_cover_the_compare_verdicts_history() -> None:
     from mmtrack.publish.builder import NEWEST, STEP_COMMITS
 
     assert NEWEST == STEP_COMMITS + HISTORY_WINDOW
+
+
+def _verdicts(site: Path, bench: str) -> list[list]:
+    from mmtrack.publish.builder import _old_call
+    from mmtrack.publish.writer import SiteWriter
+
+    (_, meta) = _old_call(SiteWriter(site), f"data/b/{bench_id(bench)}/meta.js", "meta")
+    return meta["series"][0]["verdicts"]
+
+
+def test_carried_on_verdicts_match_a_full_rebuild_as_later_commits_decide_them(tmp_path: Path, monkeypatch) -> None:
+    """A carried-on benchmark recomputes only the verdicts of its newest steps (those whose later commits,
+    which confirm or refute them, were not all there); the older ones are the last build's. One benchmark
+    steps up at commit 30 and stays (suspected, then confirmed), another spikes there once (refuted):
+    after every new commit the site equals a full rebuild, and fewer verdicts were worked out."""
+    from mmtrack.analysis import compare
+    from mmtrack.publish.builder import STEP_COMMITS
+
+    n, at = 38, 30
+    model = synthetic_model(2, n, 1, seed=11, config=SiteConfig(chunk_size=250))
+    step_key, spike_key = sorted(model.series, key=lambda k: k.benchmark)
+    for key, factor in ((step_key, lambda i: 1.4 if i >= at else 1.0), (spike_key, lambda i: 1.4 if i == at else 1.0)):
+        first = model.series[key][0].measurement.median
+        model.series[key] = [
+            dataclasses.replace(p, measurement=dataclasses.replace(
+                p.measurement, median=(m := first * factor(i) * (1 + 0.004 * ((i * 7) % 5 - 2))), q1=m * 0.99, q3=m * 1.01))
+            for i, p in enumerate(model.series[key])
+        ]  # fmt: skip
+    results, url = tmp_path / "results", f"sqlite:///{tmp_path / 'store.db'}"
+    write_asv_results(results, model, commits=list(model.commits[: at + 1]))
+    _import(url, results)
+    site = tmp_path / "site"
+    _publish(url, site)
+    calls = []
+    real_compare_pair = compare.compare_pair
+    monkeypatch.setattr(compare, "compare_pair", lambda *a, **k: calls.append(1) or real_compare_pair(*a, **k))
+    seen: dict[str, list[tuple[str, str | None]]] = {step_key.benchmark: [], spike_key.benchmark: []}
+    for i in range(at + 1, n):
+        write_asv_results(results, model, commits=[model.commits[i]])
+        _import(url, results)
+        calls.clear()
+        built, _ = _publish(url, site)
+        assert not built.series.loaded and built.series.newest_read == set(built.series)  # carried on
+        assert 0 < len(calls) < 2 * STEP_COMMITS
+        fresh = tmp_path / f"fresh{i}"
+        _publish(url, fresh)
+        assert tree(site) == tree(fresh)
+        for bench, rows in seen.items():
+            v = next(v for v in _verdicts(site, bench) if v[1] == at)  # the step at commit `at`
+            rows.append((v[2], v[3]))
+    assert seen[step_key.benchmark][0] == ("regressed", "suspected") and ("regressed", "confirmed") in seen[step_key.benchmark]
+    assert ("regressed", "refuted") in seen[spike_key.benchmark]

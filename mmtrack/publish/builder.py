@@ -29,13 +29,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
+import orjson
+
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import SiteModel
 from .writer import SiteWriter, WriteReport
 
-_JS_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+# What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
+_JS_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
 MESSAGE_CHARS = 300
-FORMAT = 1  # bump when the data file format changes: fingerprints then miss
+# Bump when the data file format changes: fingerprints then miss, and the site is rebuilt.
+# 2: encoded by orjson (0.00001 where json wrote 1e-05; both read back exactly).
+FORMAT = 2
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
@@ -47,13 +53,42 @@ def bench_id(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def _refuse_nonfinite(value: Any) -> None:
+    """Raise ValueError on a NaN or an infinity anywhere in ``value`` (orjson would write null)."""
+    t = type(value)
+    if t is float:
+        if value - value != 0:
+            raise ValueError(f"out of range float value in JSON: {value!r}")
+    elif t is list or t is tuple:
+        try:  # a list of numbers, the bulk of a points chunk: one sum in C, finite unless one is not
+            total = sum(value)
+            if total - total == 0:
+                return
+        except TypeError:  # None or other values among them
+            pass
+        for v in value:
+            _refuse_nonfinite(v)
+    elif t is dict:
+        for v in value.values():
+            _refuse_nonfinite(v)
+
+
+def js_bytes(value: Any) -> bytes:
+    """JSON safe to place in a script (no ``</script>``, no raw U+2028), as UTF-8; NaN refused."""
+    _refuse_nonfinite(value)
+    data = orjson.dumps(value)
+    for raw, escaped in _JS_ESCAPES:
+        if raw in data:
+            data = data.replace(raw, escaped)
+    return data
+
+
 def js_json(value: Any) -> str:
-    """JSON safe to place in a script (no ``</script>``, no raw U+2028)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_JS_ESCAPES)
+    return js_bytes(value).decode()
 
 
-def js_call(fn: str, *args: Any) -> str:
-    return f"MM.{fn}({','.join(js_json(a) for a in args)});\n"
+def js_call(fn: str, *args: Any) -> bytes:
+    return b"MM.%s(%s);\n" % (fn.encode(), b",".join(js_bytes(a) for a in args))
 
 
 def plotly_js() -> bytes:
@@ -199,14 +234,28 @@ def _newest(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | No
     return list((points if points is not None else model.series[key])[-NEWEST:])
 
 
-def _step_verdicts(newest: Sequence[SeriesPoint], pos: dict[str, int]) -> list[list[Any]]:
+def _step_verdicts(
+    newest: Sequence[SeriesPoint], pos: dict[str, int], old: Any = None, settled: int = 0
+) -> list[list[Any]]:
     """``[before position, after position, verdict, state, ratio]`` of the series' newest commits,
-    each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`."""
+    each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`.
+
+    ``old``: the last build's list, for a series that only gained newer points since; ``settled``: the
+    index in ``newest`` of the last step that already had every later commit its verdict reads then
+    (its history is older still), so its verdict, and every older one's, is the last build's."""
     from ..analysis.compare import series_steps  # scipy: only when a benchmark is rebuilt
 
     out = []
+    j = max(1, len(newest) - STEP_COMMITS)
+    known = {(v[0], v[1]): v for v in old if isinstance(v, list) and len(v) == 5} if isinstance(old, list) else {}
+    while j <= settled:
+        v = known.get((pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)))
+        if v is None:
+            break  # not on the last build's pages (a commit it did not place): work it out
+        out.append(v)
+        j += 1
     # The pages show verdicts, not p-values: the test runs only where it decides one.
-    for j, row in series_steps([p.measurement for p in newest], last=STEP_COMMITS, p_value=False):
+    for j, row in series_steps([p.measurement for p in newest], last=len(newest) - j, p_value=False):
         b, a = pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)
         if a is not None and b is not None:
             out.append([b, a, row.verdict, row.state, _finite(row.ratio)])
@@ -246,10 +295,19 @@ def _old_call(writer: SiteWriter, key: str, fn: str) -> list[Any] | None:
     if data is None or not data.startswith(head) or not data.endswith(tail):
         return None
     try:
-        args = json.loads(b"[" + data[len(head) : -len(tail)] + b"]")
-    except ValueError:
+        args = orjson.loads(b"[" + data[len(head) : -len(tail)] + b"]")
+    except orjson.JSONDecodeError:
         return None
     return args if isinstance(args, list) else None
+
+
+def _analysis_stamp() -> str:
+    """A hash of the code behind the compare page's verdicts: the pages of a site built by other
+    verdict code are rebuilt (a carried-on benchmark keeps its older steps' verdicts)."""
+    h = hashlib.sha256()
+    for name in ("compare.py", "detect.py"):
+        h.update((resources.files("mmtrack.analysis") / name).read_bytes())
+    return h.hexdigest()
 
 
 def _sorted_keys(keys: Sequence[SeriesKey]) -> list[SeriesKey]:
@@ -300,7 +358,8 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     size = cfg.chunk_size
     n_chunks = math.ceil(len(commits) / size) if commits else 0
     order = [c.sha for c in commits]
-    site_token = hashlib.sha256(js_json([FORMAT, cfg.title, cfg.safe_commit_url, size]).encode()).hexdigest()
+    site_token = hashlib.sha256(
+        js_json([FORMAT, cfg.title, cfg.safe_commit_url, size, _analysis_stamp()]).encode()).hexdigest()
     reusable = _reusable(writer, model, site_token, order)
 
     writer.put("assets/plotly.min.js", plotly_js())
@@ -529,15 +588,18 @@ def _append_benchmark(
             return None  # the band is still to be decided by a point of the whole series
         if any(pos.get(p.commit.sha, start) < start for p in fresh):
             return None
-        reads.append((newest, fresh))
+        reads.append((newest, fresh, at))
 
     chunks: dict[int, list[Any]] = {last: points[2]}
     series_meta = old_meta["series"]
     tails = []
-    for si, (key, tail, (newest, fresh)) in enumerate(zip(keys, old_tails, reads)):
+    from ..analysis.compare import ComparePolicy
+
+    later = ComparePolicy().confirm_window  # the later commits a verdict reads (series_later)
+    for si, (key, tail, (newest, fresh, at)) in enumerate(zip(keys, old_tails, reads)):
         sm = series_meta[si]
         version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
-        sm["verdicts"] = _step_verdicts(newest, pos)
+        sm["verdicts"] = _step_verdicts(newest, pos, sm.get("verdicts"), settled=at - later)
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     for k in old_chunks:
