@@ -123,8 +123,8 @@ def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: 
     model, step = _publish(url, site)
     # Every series got a point: every benchmark's last chunk is rewritten, and the commit list.
     assert "data/site.js" in step.written and "data/commits/0.js" in step.written
-    assert {k.rsplit("/", 1)[0] for k in step.written if k.endswith("/0.js") and k.startswith("data/b/")} == {
-        f"data/b/{bench_id(b)}" for b in model.benchmarks()
+    assert {k for k in step.written if k.endswith(".0.js") and k.startswith("data/b/")} == {
+        f"data/b/{bench_id(b)}.0.js" for b in model.benchmarks()
     }
     assert not any(k.startswith("b/") or k.startswith("assets/") for k in step.written)
     # An append (the store's counters prove it): no series is read whole, only each one's newest points.
@@ -149,7 +149,7 @@ def test_a_change_in_one_benchmark_reads_only_its_series(history, tmp_path: Path
     # It only gained a newer point: only its newest points are read, none of its series whole.
     assert {k.benchmark for k in model.series.newest_read} == names and not model.series.loaded
     assert {k for k in step.written if k.startswith("data/b/")} <= {
-        f"data/b/{bench_id(b)}/{n}" for b in names for n in ("meta.js", "0.js")
+        f"data/b/{bench_id(b)}.{n}" for b in names for n in ("meta.js", "0.js")
     }
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
@@ -255,7 +255,7 @@ def test_a_replaced_older_point_reads_its_benchmark_whole(history, tmp_path: Pat
     assert summary.replaced == 1
     model, step = _publish(url, site)
     assert set(model.series.loaded) == set(model.series)
-    assert any(k.startswith("data/b/") and k.endswith("/0.js") for k in step.written)  # an old chunk changed
+    assert any(k.startswith("data/b/") and k.endswith(".0.js") for k in step.written)  # an old chunk changed
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
 
@@ -279,7 +279,9 @@ def test_appends_into_a_new_chunk_match_a_full_rebuild(tmp_path: Path, monkeypat
             _import(url, results)
         built, step = _publish(url, site)
         assert not built.series.loaded and built.series.newest_read == set(built.series)
-    assert any(k.endswith("/2.js") for k in step.written) and not any(k.endswith("/0.js") for k in step.written)
+    chunks = [k for k in step.written if k.startswith("data/b/")]
+    assert any(k.endswith(".2.js") for k in chunks) and not any(k.endswith(".0.js") for k in chunks)
+    assert "data/commits/2.js" in step.written and "data/commits/0.js" not in step.written
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
 
@@ -295,7 +297,7 @@ def _verdicts(site: Path, bench: str) -> list[list]:
     from mmtrack.publish.builder import _old_call
     from mmtrack.publish.writer import SiteWriter
 
-    (_, meta) = _old_call(SiteWriter(site), f"data/b/{bench_id(bench)}/meta.js", "meta")
+    (_, meta) = _old_call(SiteWriter(site), f"data/b/{bench_id(bench)}.meta.js", "meta")
     return meta["series"][0]["verdicts"]
 
 

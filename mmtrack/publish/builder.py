@@ -8,8 +8,8 @@ Layout of the output folder::
     data/site.js                  title, commit URL, commit count, chunk size
     data/index.js data/regressions.js
     data/commits/<k>.js           commits k*chunk .. (k+1)*chunk-1
-    data/b/<id>/meta.js           the benchmark's series and change points
-    data/b/<id>/<k>.js            its points for commit chunk k
+    data/b/<id>.meta.js           the benchmark's series and change points
+    data/b/<id>.<k>.js            its points for commit chunk k
 
 Data files are classic scripts calling ``MM.<kind>(...)`` (fetch() of local
 JSON is refused under file:// in Chromium; script tags are not). Every name and
@@ -41,7 +41,8 @@ _JS_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
 MESSAGE_CHARS = 300
 # Bump when the data file format changes: fingerprints then miss, and the site is rebuilt.
 # 2: encoded by orjson (0.00001 where json wrote 1e-05; both read back exactly).
-FORMAT = 2
+# 3: a benchmark's data files side by side in data/b (bench_data), not in a folder of their own.
+FORMAT = 3
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
@@ -81,6 +82,13 @@ def js_bytes(value: Any) -> bytes:
         if raw in data:
             data = data.replace(raw, escaped)
     return data
+
+
+def bench_data(bid: str, part: str | int) -> str:
+    """A benchmark's data file, ``data/b/<id>.meta.js`` or ``data/b/<id>.<k>.js`` (``part`` "": the prefix
+    of them all). One folder for every benchmark: data/ is staged whole at every build (writer), and a
+    folder per benchmark cost a mkdir and an rmdir each time (2 ms each on ext4 with discard)."""
+    return f"data/b/{bid}.{part}.js" if part != "" else f"data/b/{bid}."
 
 
 def js_json(value: Any) -> str:
@@ -338,7 +346,7 @@ def _reusable(writer: SiteWriter, model: SiteModel, site_token: str, order: list
 
 def _keep_benchmark(writer: SiteWriter, bid: str) -> bool:
     """Keep every file of a benchmark from the last build, if all are still there."""
-    keys = [f"b/{bid}.html", *writer.old_files(f"data/b/{bid}/")]
+    keys = [f"b/{bid}.html", *writer.old_files(bench_data(bid, ""))]
     if not all(writer.keepable(k) for k in keys):
         return False
     for k in keys:
@@ -564,16 +572,16 @@ def _append_benchmark(
     old_tails = cached.get("tails")
     if model.newest_points is None or not _appended_only(keys, model, old_tails):
         return None
-    meta = _old_call(writer, f"data/b/{bid}/meta.js", "meta")
+    meta = _old_call(writer, bench_data(bid, "meta"), "meta")
     old_meta = meta[1] if meta and len(meta) == 2 and isinstance(meta[1], dict) else {}
     old_chunks = old_meta.get("chunks")
     if not old_chunks or not isinstance(old_chunks, list) or len(old_meta.get("series") or ()) != len(keys):
         return None
-    files = {f"b/{bid}.html", f"data/b/{bid}/meta.js", *(f"data/b/{bid}/{k}.js" for k in old_chunks)}
-    if set(writer.old_files(f"data/b/{bid}/")) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
+    files = {f"b/{bid}.html", bench_data(bid, "meta"), *(bench_data(bid, k) for k in old_chunks)}
+    if set(writer.old_files(bench_data(bid, ""))) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
         return None
     last = max(old_chunks)
-    points = _old_call(writer, f"data/b/{bid}/{last}.js", "points")
+    points = _old_call(writer, bench_data(bid, last), "points")
     if not points or len(points) != 3 or not isinstance(points[2], list) or len(points[2]) != len(keys):
         return None
     start = last * size  # the new points must all land here or later: the chunks before stay as they are
@@ -604,7 +612,7 @@ def _append_benchmark(
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     for k in old_chunks:
         if k != last:
-            writer.keep(f"data/b/{bid}/{k}.js")
+            writer.keep(bench_data(bid, k))
     writer.keep(f"b/{bid}.html")
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted({*old_chunks, *chunks}),
                                     model, cps_by_key, runs_by_key, pos)
@@ -669,9 +677,9 @@ def _finish_benchmark(
 
     for k in sorted(chunks):
         row = chunks[k]
-        writer.put_lazy(f"data/b/{bid}/{k}.js", _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
+        writer.put_lazy(bench_data(bid, k), _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
     writer.put(
-        f"data/b/{bid}/meta.js",
+        bench_data(bid, "meta"),
         js_call("meta", bid, {"name": bench, "series": series_meta, "changes": cps_rows, "chunks": chunk_ids}),
     )
 

@@ -322,7 +322,9 @@ class SiteWriter:
         return data if data is not None and hashlib.sha256(data).hexdigest() == self.old[key] else None
 
     def old_files(self, prefix: str) -> list[str]:
-        if not prefix.endswith("/"):
+        """The last build's files whose path starts with ``prefix``: found in an index when the prefix
+        ends a folder ("data/b/") or the stem of a name ("data/b/<id>.": every file of one benchmark)."""
+        if not prefix.endswith(("/", ".")):
             return [k for k in self.old if k.startswith(prefix)]
         if self._old_below is None:  # asked once per benchmark: index the files by every folder above them
             self._old_below = {}
@@ -330,6 +332,9 @@ class SiteWriter:
                 for i, c in enumerate(k):
                     if c == "/":
                         self._old_below.setdefault(k[: i + 1], []).append(k)
+                stem = k.find(".", k.rfind("/") + 1)
+                if stem > 0:
+                    self._old_below.setdefault(k[: stem + 1], []).append(k)
         return list(self._old_below.get(prefix, ()))
 
     # -- the live tree ----------------------------------------------------------------------------

@@ -362,9 +362,9 @@
   function pageBenchmark() {
     var id = document.body.getAttribute('data-bench');
     if (!HEX_ID.test(id || '')) return fail(new Error('bad benchmark id'));
-    load('data/b/' + id + '/meta.js').then(function () {
+    load('data/b/' + id + '.meta.js').then(function () {
       var meta = store.meta[id];
-      return loadAll(commitChunks().concat(meta.chunks.map(function (k) { return 'data/b/' + id + '/' + k + '.js'; })))
+      return loadAll(commitChunks().concat(meta.chunks.map(function (k) { return 'data/b/' + id + '.' + k + '.js'; })))
         .then(function () { return meta; });
     }).then(function (meta) {
       buildSelectors(id, meta);
@@ -479,11 +479,11 @@
         var pa = +a.value, pb = +b.value, size = store.site.chunk;
         var ids = store.index.map(function (r) { return r.id; }).filter(function (x) { return HEX_ID.test(x); });
         $('summary').textContent = 'Loading…';
-        loadAll(ids.map(function (x) { return 'data/b/' + x + '/meta.js'; })).then(function () {
+        loadAll(ids.map(function (x) { return 'data/b/' + x + '.meta.js'; })).then(function () {
           var srcs = [];
           ids.forEach(function (x) {
             var ch = store.meta[x].chunks;
-            [Math.floor(pa / size), Math.floor(pb / size)].forEach(function (k) { if (ch.indexOf(k) >= 0) srcs.push('data/b/' + x + '/' + k + '.js'); });
+            [Math.floor(pa / size), Math.floor(pb / size)].forEach(function (k) { if (ch.indexOf(k) >= 0) srcs.push('data/b/' + x + '.' + k + '.js'); });
           });
           return loadAll(srcs);
         }).then(function () {
