@@ -127,6 +127,7 @@ def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: 
         f"data/b/{bench_id(b)}.0.js" for b in model.benchmarks()
     }
     assert not any(k.startswith("b/") or k.startswith("assets/") for k in step.written)
+    assert "data/verdicts.js" in step.written and not any(k.endswith(".meta.js") for k in step.written)
     # An append (the store's counters prove it): no series is read whole, only each one's newest points.
     assert not model.series.loaded and model.series.newest_read == set(model.series)
     _publish(url, fresh)
@@ -297,8 +298,8 @@ def _verdicts(site: Path, bench: str) -> list[list]:
     from mmtrack.publish.builder import _old_call
     from mmtrack.publish.writer import SiteWriter
 
-    (_, meta) = _old_call(SiteWriter(site), f"data/b/{bench_id(bench)}.meta.js", "meta")
-    return meta["series"][0]["verdicts"]
+    (by_bench,) = _old_call(SiteWriter(site), "data/verdicts.js", "verdicts")
+    return by_bench[bench_id(bench)][0]  # its one series
 
 
 def test_carried_on_verdicts_match_a_full_rebuild_as_later_commits_decide_them(tmp_path: Path, monkeypatch) -> None:

@@ -6,6 +6,7 @@ Layout of the output folder::
     b/<id>.html                   one page per benchmark; <id> = sha256(name)[:16]
     assets/site.js site.css plotly.min.js
     data/site.js                  title, commit URL, commit count, chunk size
+    data/verdicts.js              every series' verdicts on its newest commits (the compare page)
     data/index.js data/regressions.js
     data/commits/<k>.js           commits k*chunk .. (k+1)*chunk-1
     data/b/<id>.meta.js           the benchmark's series and change points
@@ -42,7 +43,8 @@ MESSAGE_CHARS = 300
 # Bump when the data file format changes: fingerprints then miss, and the site is rebuilt.
 # 2: encoded by orjson (0.00001 where json wrote 1e-05; both read back exactly).
 # 3: a benchmark's data files side by side in data/b (bench_data), not in a folder of their own.
-FORMAT = 3
+# 4: the compare page's verdicts in data/verdicts.js, not in each meta.js.
+FORMAT = 4
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
@@ -412,30 +414,35 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
 
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
+    verdicts: dict[str, list[Any]] = {}  # per benchmark id, per series: the compare page's verdicts
     state: dict[str, Any] = {}
     for bench in sorted(by_bench):
         bid = bench_id(bench)
         token = model.bench_state.get(bench) if model.bench_state is not None else None
         cached = reusable.get(bid)
         tails = cached.get("tails") if isinstance(cached, dict) else None
-        if reused(bench) and _keep_benchmark(writer, bid):
-            entry, rows = cached["entry"], cached["rows"]  # type: ignore[index]
+        if reused(bench) and isinstance(cached.get("verdicts"), list) and _keep_benchmark(writer, bid):
+            entry, rows, steps = cached["entry"], cached["rows"], cached["verdicts"]  # type: ignore[index]
         else:
             keys = _sorted_keys(by_bench[bench])
             args = (writer, bench, bid, keys, model)
             done = _append_benchmark(*args, cached, cps_by_key, runs_by_key, pos, size) if cached else None
-            entry, rows, tails = done or _write_benchmark(*args, cps_by_key, runs_by_key, pos, size)
+            entry, rows, tails, steps = done or _write_benchmark(*args, cps_by_key, runs_by_key, pos, size)
         if token:
-            state[bid] = {"token": token, "entry": entry, "rows": rows}
+            state[bid] = {"token": token, "entry": entry, "rows": rows, "verdicts": steps}
             if model.revisions is not None:
                 state[bid]["tails"] = tails
         index.append(entry)
         regressions.extend(rows)
+        verdicts[bid] = steps
 
     regressions.sort(key=lambda r: (-(r["after"] if r["after"] is not None else -1), r["bench"], r["metric"],
                                     r.get("source", "")))
     writer.put("data/index.js", js_call("index", index))
     writer.put("data/regressions.js", js_call("regressions", regressions))
+    # One file for every benchmark's verdicts: they move with every new commit, and a file each (in meta.js)
+    # cost a file created per benchmark per build (1 ms each on ext4 here, half of a carried-on publish).
+    writer.put("data/verdicts.js", js_call("verdicts", verdicts))
     writer.put("index.html", _page("index", cfg.title, cfg.title, _INDEX_BODY))
     writer.put("regressions.html", _page("regressions", f"Regressions · {cfg.title}", cfg.title, _REGRESSIONS_BODY))
     writer.put("compare.html", _page("compare", f"Compare commits · {cfg.title}", cfg.title, _COMPARE_BODY))
@@ -518,11 +525,13 @@ def _write_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
-    """A benchmark's files from its series read whole; returns its index entry, regression rows, tails."""
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]]:
+    """A benchmark's files from its series read whole; returns its index entry, regression rows, tails and
+    each series' verdicts."""
     series_meta: list[dict[str, Any]] = []
     chunks: dict[int, list[Any]] = {}
     tails: list[Any] = []
+    steps: list[Any] = []
     for si, key in enumerate(keys):
         points = model.series[key]
         band, decided = _band_kind(points)
@@ -545,12 +554,12 @@ def _write_benchmark(
         version_changes: list[list[Any]] = []
         version = _place_points(points, band, si, len(keys), pos, size, chunks, None, version_changes)
         series_meta[-1]["versions"] = version_changes
-        series_meta[-1]["verdicts"] = _step_verdicts(_newest(model, key, points), pos)
+        steps.append(_step_verdicts(_newest(model, key, points), pos))
         tails.append(_tail(model, key, points, pos, version, decided, None))
     writer.put(f"b/{bid}.html", _bench_page(bench, bid, model))
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted(chunks), model, cps_by_key,
                                     runs_by_key, pos)
-    return entry, rows, tails
+    return entry, rows, tails, steps
 
 
 def _append_benchmark(
@@ -564,7 +573,7 @@ def _append_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]] | None:
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]] | None:
     """A benchmark whose series only gained newer points since the last build (the store's append
     counters say so): its last build's files carried on from each series' newest points, the chunks
     before its last kept as they are. The same files as :func:`_write_benchmark`; None (and nothing
@@ -600,14 +609,17 @@ def _append_benchmark(
 
     chunks: dict[int, list[Any]] = {last: points[2]}
     series_meta = old_meta["series"]
-    tails = []
+    old_steps = cached.get("verdicts")
+    if not isinstance(old_steps, list) or len(old_steps) != len(keys):
+        old_steps = [None] * len(keys)  # worked out anew
+    tails, steps = [], []
     from ..analysis.compare import ComparePolicy
 
     later = ComparePolicy().confirm_window  # the later commits a verdict reads (series_later)
     for si, (key, tail, (newest, fresh, at)) in enumerate(zip(keys, old_tails, reads)):
         sm = series_meta[si]
         version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
-        sm["verdicts"] = _step_verdicts(newest, pos, sm.get("verdicts"), settled=at - later)
+        steps.append(_step_verdicts(newest, pos, old_steps[si], settled=at - later))
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     for k in old_chunks:
@@ -616,7 +628,7 @@ def _append_benchmark(
     writer.keep(f"b/{bid}.html")
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted({*old_chunks, *chunks}),
                                     model, cps_by_key, runs_by_key, pos)
-    return entry, rows, tails
+    return entry, rows, tails, steps
 
 
 def _appended_only(keys: Sequence[SeriesKey], model: SiteModel, old_tails: Any) -> bool:
