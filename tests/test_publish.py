@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -196,6 +197,9 @@ def test_js_json_refuses_nan_and_infinity_anywhere() -> None:
             js_json(bad)
     big = [1e308, 1e308, None, 2]  # a sum that overflows is not a NaN
     assert json.loads(js_json(big)) == big
+    with pytest.raises(ValueError):
+        js_json([np.float64("nan")])  # a float subclass orjson leaves to us
+    assert js_json([np.float64(0.5), np.int64(3)]) == "[0.5,3]"
     exact = {"f": [1e-05, 0.1, 1 / 3, 2.5e300, 12345678901234567890]}
     assert json.loads(js_json(exact)) == exact  # floats round-trip exactly (carried-on chunks rely on it)
 

@@ -59,27 +59,40 @@ def bench_id(name: str) -> str:
 def _refuse_nonfinite(value: Any) -> None:
     """Raise ValueError on a NaN or an infinity anywhere in ``value`` (orjson would write null)."""
     t = type(value)
-    if t is float:
-        if value - value != 0:
-            raise ValueError(f"out of range float value in JSON: {value!r}")
-    elif t is list or t is tuple:
+    if t is list or t is tuple:
         try:  # a list of numbers, the bulk of a points chunk: one sum in C, finite unless one is not
             total = sum(value)
             if total - total == 0:
                 return
         except TypeError:  # None or other values among them
             pass
-        for v in value:
-            _refuse_nonfinite(v)
+        _refuse_nonfinite_in(value)
     elif t is dict:
-        for v in value.values():
+        _refuse_nonfinite_in(value.values())
+    else:
+        _refuse_nonfinite_in((value,))
+
+
+def _refuse_nonfinite_in(values: Any) -> None:
+    for v in values:
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            continue
+        if t is list or t is tuple or t is dict:
             _refuse_nonfinite(v)
+            continue
+        try:  # a float, or a numpy scalar
+            finite = v - v == 0
+        except TypeError:
+            continue
+        if not finite:
+            raise ValueError(f"out of range float value in JSON: {v!r}")
 
 
 def js_bytes(value: Any) -> bytes:
     """JSON safe to place in a script (no ``</script>``, no raw U+2028), as UTF-8; NaN refused."""
     _refuse_nonfinite(value)
-    data = orjson.dumps(value)
+    data = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY)
     for raw, escaped in _JS_ESCAPES:
         if raw in data:
             data = data.replace(raw, escaped)
