@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -57,11 +59,11 @@ def test_layout_and_point_counts(tmp_path: Path) -> None:
     assert fn == "index" and [r["name"] for r in index] == sorted(model.benchmarks())
     for entry in index:
         assert entry["series"] == 6  # 2 params x 3 metrics
-        fn, (bid, meta) = read_call(site / f"data/b/{entry['id']}/meta.js")
+        fn, (bid, meta) = read_call(site / f"data/b/{entry['id']}.meta.js")
         assert bid == entry["id"] == bench_id(entry["name"]) and meta["chunks"] == [0, 1, 2, 3]
         got = [0] * len(meta["series"])
         for k in meta["chunks"]:
-            _, (_, kk, rows) = read_call(site / f"data/b/{bid}/{k}.js")
+            _, (_, kk, rows) = read_call(site / f"data/b/{bid}.{k}.js")
             assert kk == k
             for si, cols in enumerate(rows):
                 assert all(k * 8 <= i < (k + 1) * 8 for i in cols["i"])
@@ -102,13 +104,14 @@ def test_republish_after_one_commit_rewrites_only_what_changed(tmp_path: Path) -
     assert again.written == [] and again.removed == []
     step = build_site(upto(20), site)
     ids = sorted(bench_id(b) for b in full.benchmarks())
-    # The metas change too: they carry the compare page's verdicts on each series' newest commits.
-    expected = {"data/site.js", "data/commits/1.js", *(f"data/b/{i}/1.js" for i in ids), *(f"data/b/{i}/meta.js" for i in ids)}
+    # The compare page's verdicts on each series' newest commits change too: one file for all benchmarks.
+    expected = {"data/site.js", "data/commits/1.js", "data/verdicts.js", *(f"data/b/{i}.1.js" for i in ids)}
     assert set(step.written) == expected
     # The 21st commit opens a new chunk: the metas (chunk lists) change too, the old chunks do not.
     nxt = build_site(upto(21), site)
     assert set(nxt.written) == {
-        "data/site.js", "data/commits/2.js", *(f"data/b/{i}/2.js" for i in ids), *(f"data/b/{i}/meta.js" for i in ids)
+        "data/site.js", "data/commits/2.js", "data/verdicts.js", *(f"data/b/{i}.2.js" for i in ids),
+        *(f"data/b/{i}.meta.js" for i in ids)
     }
 
 
@@ -167,7 +170,7 @@ def test_symlinked_subfolder_cannot_lead_outside(tmp_path: Path) -> None:
 
 
 def test_safe_relpath_rejects_traversal() -> None:
-    for bad in ("../x", "/abs", "a/../b", "a//b/..", ".hidden", "", "a/b\\c"):
+    for bad in ("../x", "/abs", "a/../b", "a//b/..", ".hidden", "", "a/b\\c", "a//b", "./a", "a/"):
         with pytest.raises(ValueError):
             safe_relpath(bad)
     assert safe_relpath("data/b/0123abcd/3.js").parts == ("data", "b", "0123abcd", "3.js")
@@ -187,6 +190,20 @@ def test_strings_are_escaped_in_scripts_and_html(tmp_path: Path) -> None:
     assert json.loads(js_json(EVIL)) == EVIL
 
 
+def test_js_json_refuses_nan_and_infinity_anywhere() -> None:
+    """orjson would write NaN as null: js_json refuses it, in a list of numbers too."""
+    for bad in (math.nan, [1.0, math.inf], {"a": [None, -math.inf]}, [[0.5, math.nan]], (1, {"x": math.nan})):
+        with pytest.raises(ValueError):
+            js_json(bad)
+    big = [1e308, 1e308, None, 2]  # a sum that overflows is not a NaN
+    assert json.loads(js_json(big)) == big
+    with pytest.raises(ValueError):
+        js_json([np.float64("nan")])  # a float subclass orjson leaves to us
+    assert js_json([np.float64(0.5), np.int64(3)]) == "[0.5,3]"
+    exact = {"f": [1e-05, 0.1, 1 / 3, 2.5e300, 12345678901234567890]}
+    assert json.loads(js_json(exact)) == exact  # floats round-trip exactly (carried-on chunks rely on it)
+
+
 def test_only_http_commit_urls_are_linked() -> None:
     assert SiteConfig(commit_url="javascript:alert(1)//").safe_commit_url is None
     assert SiteConfig(commit_url=" https://github.com/o/r/commit/").safe_commit_url == "https://github.com/o/r/commit/"
@@ -204,8 +221,8 @@ def test_failed_points_are_left_out_and_unknown_commits_appended(tmp_path: Path)
     ]
     build_site(SiteModel(series={key: pts}, commits=commits), tmp_path)
     bid = bench_id("bench")
-    _, (_, meta) = read_call(tmp_path / f"data/b/{bid}/meta.js")
-    _, (_, _, rows) = read_call(tmp_path / f"data/b/{bid}/0.js")
+    _, (_, meta) = read_call(tmp_path / f"data/b/{bid}.meta.js")
+    _, (_, _, rows) = read_call(tmp_path / f"data/b/{bid}.0.js")
     assert rows[0]["i"] == [0, 2] and rows[0]["m"] == [1.0, 2.0] and meta["series"][0]["band"] is None
     _, (site_info,) = read_call(tmp_path / "data/site.js")
     assert site_info["n_commits"] == 4
@@ -220,7 +237,7 @@ def test_a_changed_old_value_rewrites_its_chunk_only(tmp_path: Path) -> None:
     pts[13] = dataclasses.replace(pts[13], measurement=dataclasses.replace(pts[13].measurement, q3=None))
     changed = dataclasses.replace(model, series={**model.series, key: pts})
     report = build_site(changed, tmp_path)
-    assert report.written == [f"data/b/{bench_id(key.benchmark)}/1.js"]
+    assert report.written == [f"data/b/{bench_id(key.benchmark)}.1.js"]
     _, (_, _, rows) = read_call(tmp_path / report.written[0])
     assert rows[0]["hi"][3] is None
 
@@ -251,5 +268,5 @@ def test_code_version_changes_are_marked(tmp_path: Path) -> None:
     pts = [SeriesPoint(c, i, Measurement("bench", {}, PRIMARY, Direction.LOWER, median=1.0, version=v))
            for i, (c, v) in enumerate(zip(commits, versions))]
     build_site(SiteModel(series={key: pts}, commits=commits), tmp_path)
-    _, (_, meta) = read_call(tmp_path / f"data/b/{bench_id('bench')}/meta.js")
+    _, (_, meta) = read_call(tmp_path / f"data/b/{bench_id('bench')}.meta.js")
     assert meta["series"][0]["versions"] == [[2, "v2"], [4, "v3"]]

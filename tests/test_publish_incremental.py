@@ -123,10 +123,11 @@ def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: 
     model, step = _publish(url, site)
     # Every series got a point: every benchmark's last chunk is rewritten, and the commit list.
     assert "data/site.js" in step.written and "data/commits/0.js" in step.written
-    assert {k.rsplit("/", 1)[0] for k in step.written if k.endswith("/0.js") and k.startswith("data/b/")} == {
-        f"data/b/{bench_id(b)}" for b in model.benchmarks()
+    assert {k for k in step.written if k.endswith(".0.js") and k.startswith("data/b/")} == {
+        f"data/b/{bench_id(b)}.0.js" for b in model.benchmarks()
     }
     assert not any(k.startswith("b/") or k.startswith("assets/") for k in step.written)
+    assert "data/verdicts.js" in step.written and not any(k.endswith(".meta.js") for k in step.written)
     # An append (the store's counters prove it): no series is read whole, only each one's newest points.
     assert not model.series.loaded and model.series.newest_read == set(model.series)
     _publish(url, fresh)
@@ -149,7 +150,7 @@ def test_a_change_in_one_benchmark_reads_only_its_series(history, tmp_path: Path
     # It only gained a newer point: only its newest points are read, none of its series whole.
     assert {k.benchmark for k in model.series.newest_read} == names and not model.series.loaded
     assert {k for k in step.written if k.startswith("data/b/")} <= {
-        f"data/b/{bench_id(b)}/{n}" for b in names for n in ("meta.js", "0.js")
+        f"data/b/{bench_id(b)}.{n}" for b in names for n in ("meta.js", "0.js")
     }
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
@@ -255,7 +256,7 @@ def test_a_replaced_older_point_reads_its_benchmark_whole(history, tmp_path: Pat
     assert summary.replaced == 1
     model, step = _publish(url, site)
     assert set(model.series.loaded) == set(model.series)
-    assert any(k.startswith("data/b/") and k.endswith("/0.js") for k in step.written)  # an old chunk changed
+    assert any(k.startswith("data/b/") and k.endswith(".0.js") for k in step.written)  # an old chunk changed
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
 
@@ -279,7 +280,9 @@ def test_appends_into_a_new_chunk_match_a_full_rebuild(tmp_path: Path, monkeypat
             _import(url, results)
         built, step = _publish(url, site)
         assert not built.series.loaded and built.series.newest_read == set(built.series)
-    assert any(k.endswith("/2.js") for k in step.written) and not any(k.endswith("/0.js") for k in step.written)
+    chunks = [k for k in step.written if k.startswith("data/b/")]
+    assert any(k.endswith(".2.js") for k in chunks) and not any(k.endswith(".0.js") for k in chunks)
+    assert "data/commits/2.js" in step.written and "data/commits/0.js" not in step.written
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
 
@@ -289,3 +292,55 @@ def test_newest_points_cover_the_compare_verdicts_history() -> None:
     from mmtrack.publish.builder import NEWEST, STEP_COMMITS
 
     assert NEWEST == STEP_COMMITS + HISTORY_WINDOW
+
+
+def _verdicts(site: Path, bench: str) -> list[list]:
+    from mmtrack.publish.builder import _old_call
+    from mmtrack.publish.writer import SiteWriter
+
+    (by_bench,) = _old_call(SiteWriter(site), "data/verdicts.js", "verdicts")
+    return by_bench[bench_id(bench)][0]  # its one series
+
+
+def test_carried_on_verdicts_match_a_full_rebuild_as_later_commits_decide_them(tmp_path: Path, monkeypatch) -> None:
+    """A carried-on benchmark recomputes only the verdicts of its newest steps (those whose later commits,
+    which confirm or refute them, were not all there); the older ones are the last build's. One benchmark
+    steps up at commit 30 and stays (suspected, then confirmed), another spikes there once (refuted):
+    after every new commit the site equals a full rebuild, and fewer verdicts were worked out."""
+    from mmtrack.analysis import compare
+    from mmtrack.publish.builder import STEP_COMMITS
+
+    n, at = 38, 30
+    model = synthetic_model(2, n, 1, seed=11, config=SiteConfig(chunk_size=250))
+    step_key, spike_key = sorted(model.series, key=lambda k: k.benchmark)
+    for key, factor in ((step_key, lambda i: 1.4 if i >= at else 1.0), (spike_key, lambda i: 1.4 if i == at else 1.0)):
+        first = model.series[key][0].measurement.median
+        model.series[key] = [
+            dataclasses.replace(p, measurement=dataclasses.replace(
+                p.measurement, median=(m := first * factor(i) * (1 + 0.004 * ((i * 7) % 5 - 2))), q1=m * 0.99, q3=m * 1.01))
+            for i, p in enumerate(model.series[key])
+        ]  # fmt: skip
+    results, url = tmp_path / "results", f"sqlite:///{tmp_path / 'store.db'}"
+    write_asv_results(results, model, commits=list(model.commits[: at + 1]))
+    _import(url, results)
+    site = tmp_path / "site"
+    _publish(url, site)
+    calls = []
+    real_compare_pair = compare.compare_pair
+    monkeypatch.setattr(compare, "compare_pair", lambda *a, **k: calls.append(1) or real_compare_pair(*a, **k))
+    seen: dict[str, list[tuple[str, str | None]]] = {step_key.benchmark: [], spike_key.benchmark: []}
+    for i in range(at + 1, n):
+        write_asv_results(results, model, commits=[model.commits[i]])
+        _import(url, results)
+        calls.clear()
+        built, _ = _publish(url, site)
+        assert not built.series.loaded and built.series.newest_read == set(built.series)  # carried on
+        assert 0 < len(calls) < 2 * STEP_COMMITS
+        fresh = tmp_path / f"fresh{i}"
+        _publish(url, fresh)
+        assert tree(site) == tree(fresh)
+        for bench, rows in seen.items():
+            v = next(v for v in _verdicts(site, bench) if v[1] == at)  # the step at commit `at`
+            rows.append((v[2], v[3]))
+    assert seen[step_key.benchmark][0] == ("regressed", "suspected") and ("regressed", "confirmed") in seen[step_key.benchmark]
+    assert ("regressed", "refuted") in seen[spike_key.benchmark]

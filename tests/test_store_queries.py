@@ -270,6 +270,25 @@ def test_series_gives_one_point_per_commit_its_latest_run(store):
     assert [p.commit.sha for p in every] == [commit_info(i).sha for i in (1, 1, 2)]
 
 
+def test_newest_points_are_read_further_back_where_the_newest_runs_hold_too_few(store, monkeypatch):
+    """Two runs of every commit (an asv run and an mmtrack run): the newest ``last + NEWEST_SLACK`` runs
+    hold too few commits, so series_newest_many reads ``2 * last`` runs, then the series itself."""
+    stats = engine_stats()
+    for i in range(1, 7):
+        _record(store, i, stats, started=T0.replace(hour=i))
+        _record(store, i, engine_stats(scale=1.5), started=T0.replace(hour=i, minute=30))
+    key = SeriesKey("m1", "py3.11", stats.name, canonical_params(stats.params), PRIMARY)
+    monkeypatch.setattr(q, "NEWEST_SLACK", 0)
+    depths: list[int] = []
+    real = q._newest_in_runs
+    monkeypatch.setattr(q, "_newest_in_runs", lambda *args: depths.append(args[5]) or real(*args))
+    for last, read in ((1, [1]), (3, [3, 6]), (4, [4, 8]), (6, [6, 12]), (7, [7, 14])):
+        depths.clear()
+        assert q.series_newest_many(store, [key], last) == {key: q.series(store, key, last=last)}
+        assert depths == read  # 6 commits, 12 runs: the newest 2k runs hold k of them
+    assert [p.run_id for p in q.series_newest_many(store, [key], 7)[key]] == [p.run_id for p in q.series(store, key)]
+
+
 def test_bulk_reads_equal_the_per_series_read(store):
     """series_many (publish) and series_columns (detect) read many series at once: per key the
     same points as ``series``, with several series rows behind a key, two runs of one commit, a

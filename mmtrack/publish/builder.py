@@ -6,10 +6,11 @@ Layout of the output folder::
     b/<id>.html                   one page per benchmark; <id> = sha256(name)[:16]
     assets/site.js site.css plotly.min.js
     data/site.js                  title, commit URL, commit count, chunk size
+    data/verdicts.js              every series' verdicts on its newest commits (the compare page)
     data/index.js data/regressions.js
     data/commits/<k>.js           commits k*chunk .. (k+1)*chunk-1
-    data/b/<id>/meta.js           the benchmark's series and change points
-    data/b/<id>/<k>.js            its points for commit chunk k
+    data/b/<id>.meta.js           the benchmark's series and change points
+    data/b/<id>.<k>.js            its points for commit chunk k
 
 Data files are classic scripts calling ``MM.<kind>(...)`` (fetch() of local
 JSON is refused under file:// in Chromium; script tags are not). Every name and
@@ -29,13 +30,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
+import orjson
+
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import SiteModel
 from .writer import SiteWriter, WriteReport
 
-_JS_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+# What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
+_JS_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+               ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
 MESSAGE_CHARS = 300
-FORMAT = 1  # bump when the data file format changes: fingerprints then miss
+# Bump when the data file format changes: fingerprints then miss, and the site is rebuilt.
+# 2: encoded by orjson (0.00001 where json wrote 1e-05; both read back exactly).
+# 3: a benchmark's data files side by side in data/b (bench_data), not in a folder of their own.
+# 4: the compare page's verdicts in data/verdicts.js, not in each meta.js.
+FORMAT = 4
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
@@ -47,13 +56,62 @@ def bench_id(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def _refuse_nonfinite(value: Any) -> None:
+    """Raise ValueError on a NaN or an infinity anywhere in ``value`` (orjson would write null)."""
+    t = type(value)
+    if t is list or t is tuple:
+        try:  # a list of numbers, the bulk of a points chunk: one sum in C, finite unless one is not
+            total = sum(value)
+            if total - total == 0:
+                return
+        except TypeError:  # None or other values among them
+            pass
+        _refuse_nonfinite_in(value)
+    elif t is dict:
+        _refuse_nonfinite_in(value.values())
+    else:
+        _refuse_nonfinite_in((value,))
+
+
+def _refuse_nonfinite_in(values: Any) -> None:
+    for v in values:
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            continue
+        if t is list or t is tuple or t is dict:
+            _refuse_nonfinite(v)
+            continue
+        try:  # a float, or a numpy scalar
+            finite = v - v == 0
+        except TypeError:
+            continue
+        if not finite:
+            raise ValueError(f"out of range float value in JSON: {v!r}")
+
+
+def js_bytes(value: Any) -> bytes:
+    """JSON safe to place in a script (no ``</script>``, no raw U+2028), as UTF-8; NaN refused."""
+    _refuse_nonfinite(value)
+    data = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY)
+    for raw, escaped in _JS_ESCAPES:
+        if raw in data:
+            data = data.replace(raw, escaped)
+    return data
+
+
+def bench_data(bid: str, part: str | int) -> str:
+    """A benchmark's data file, ``data/b/<id>.meta.js`` or ``data/b/<id>.<k>.js`` (``part`` "": the prefix
+    of them all). One folder for every benchmark: data/ is staged whole at every build (writer), and a
+    folder per benchmark cost a mkdir and an rmdir each time (2 ms each on ext4 with discard)."""
+    return f"data/b/{bid}.{part}.js" if part != "" else f"data/b/{bid}."
+
+
 def js_json(value: Any) -> str:
-    """JSON safe to place in a script (no ``</script>``, no raw U+2028)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_JS_ESCAPES)
+    return js_bytes(value).decode()
 
 
-def js_call(fn: str, *args: Any) -> str:
-    return f"MM.{fn}({','.join(js_json(a) for a in args)});\n"
+def js_call(fn: str, *args: Any) -> bytes:
+    return b"MM.%s(%s);\n" % (fn.encode(), b",".join(js_bytes(a) for a in args))
 
 
 def plotly_js() -> bytes:
@@ -199,14 +257,28 @@ def _newest(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | No
     return list((points if points is not None else model.series[key])[-NEWEST:])
 
 
-def _step_verdicts(newest: Sequence[SeriesPoint], pos: dict[str, int]) -> list[list[Any]]:
+def _step_verdicts(
+    newest: Sequence[SeriesPoint], pos: dict[str, int], old: Any = None, settled: int = 0
+) -> list[list[Any]]:
     """``[before position, after position, verdict, state, ratio]`` of the series' newest commits,
-    each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`."""
+    each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`.
+
+    ``old``: the last build's list, for a series that only gained newer points since; ``settled``: the
+    index in ``newest`` of the last step that already had every later commit its verdict reads then
+    (its history is older still), so its verdict, and every older one's, is the last build's."""
     from ..analysis.compare import series_steps  # scipy: only when a benchmark is rebuilt
 
     out = []
+    j = max(1, len(newest) - STEP_COMMITS)
+    known = {(v[0], v[1]): v for v in old if isinstance(v, list) and len(v) == 5} if isinstance(old, list) else {}
+    while j <= settled:
+        v = known.get((pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)))
+        if v is None:
+            break  # not on the last build's pages (a commit it did not place): work it out
+        out.append(v)
+        j += 1
     # The pages show verdicts, not p-values: the test runs only where it decides one.
-    for j, row in series_steps([p.measurement for p in newest], last=STEP_COMMITS, p_value=False):
+    for j, row in series_steps([p.measurement for p in newest], last=len(newest) - j, p_value=False):
         b, a = pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)
         if a is not None and b is not None:
             out.append([b, a, row.verdict, row.state, _finite(row.ratio)])
@@ -246,10 +318,19 @@ def _old_call(writer: SiteWriter, key: str, fn: str) -> list[Any] | None:
     if data is None or not data.startswith(head) or not data.endswith(tail):
         return None
     try:
-        args = json.loads(b"[" + data[len(head) : -len(tail)] + b"]")
-    except ValueError:
+        args = orjson.loads(b"[" + data[len(head) : -len(tail)] + b"]")
+    except orjson.JSONDecodeError:
         return None
     return args if isinstance(args, list) else None
+
+
+def _analysis_stamp() -> str:
+    """A hash of the code behind the compare page's verdicts: the pages of a site built by other
+    verdict code are rebuilt (a carried-on benchmark keeps its older steps' verdicts)."""
+    h = hashlib.sha256()
+    for name in ("compare.py", "detect.py"):
+        h.update((resources.files("mmtrack.analysis") / name).read_bytes())
+    return h.hexdigest()
 
 
 def _sorted_keys(keys: Sequence[SeriesKey]) -> list[SeriesKey]:
@@ -280,7 +361,7 @@ def _reusable(writer: SiteWriter, model: SiteModel, site_token: str, order: list
 
 def _keep_benchmark(writer: SiteWriter, bid: str) -> bool:
     """Keep every file of a benchmark from the last build, if all are still there."""
-    keys = [f"b/{bid}.html", *writer.old_files(f"data/b/{bid}/")]
+    keys = [f"b/{bid}.html", *writer.old_files(bench_data(bid, ""))]
     if not all(writer.keepable(k) for k in keys):
         return False
     for k in keys:
@@ -300,7 +381,8 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     size = cfg.chunk_size
     n_chunks = math.ceil(len(commits) / size) if commits else 0
     order = [c.sha for c in commits]
-    site_token = hashlib.sha256(js_json([FORMAT, cfg.title, cfg.safe_commit_url, size]).encode()).hexdigest()
+    site_token = hashlib.sha256(
+        js_json([FORMAT, cfg.title, cfg.safe_commit_url, size, _analysis_stamp()]).encode()).hexdigest()
     reusable = _reusable(writer, model, site_token, order)
 
     writer.put("assets/plotly.min.js", plotly_js())
@@ -345,30 +427,35 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
 
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
+    verdicts: dict[str, list[Any]] = {}  # per benchmark id, per series: the compare page's verdicts
     state: dict[str, Any] = {}
     for bench in sorted(by_bench):
         bid = bench_id(bench)
         token = model.bench_state.get(bench) if model.bench_state is not None else None
         cached = reusable.get(bid)
         tails = cached.get("tails") if isinstance(cached, dict) else None
-        if reused(bench) and _keep_benchmark(writer, bid):
-            entry, rows = cached["entry"], cached["rows"]  # type: ignore[index]
+        if reused(bench) and isinstance(cached.get("verdicts"), list) and _keep_benchmark(writer, bid):
+            entry, rows, steps = cached["entry"], cached["rows"], cached["verdicts"]  # type: ignore[index]
         else:
             keys = _sorted_keys(by_bench[bench])
             args = (writer, bench, bid, keys, model)
             done = _append_benchmark(*args, cached, cps_by_key, runs_by_key, pos, size) if cached else None
-            entry, rows, tails = done or _write_benchmark(*args, cps_by_key, runs_by_key, pos, size)
+            entry, rows, tails, steps = done or _write_benchmark(*args, cps_by_key, runs_by_key, pos, size)
         if token:
-            state[bid] = {"token": token, "entry": entry, "rows": rows}
+            state[bid] = {"token": token, "entry": entry, "rows": rows, "verdicts": steps}
             if model.revisions is not None:
                 state[bid]["tails"] = tails
         index.append(entry)
         regressions.extend(rows)
+        verdicts[bid] = steps
 
     regressions.sort(key=lambda r: (-(r["after"] if r["after"] is not None else -1), r["bench"], r["metric"],
                                     r.get("source", "")))
     writer.put("data/index.js", js_call("index", index))
     writer.put("data/regressions.js", js_call("regressions", regressions))
+    # One file for every benchmark's verdicts: they move with every new commit, and a file each (in meta.js)
+    # cost a file created per benchmark per build (1 ms each on ext4 here, half of a carried-on publish).
+    writer.put("data/verdicts.js", js_call("verdicts", verdicts))
     writer.put("index.html", _page("index", cfg.title, cfg.title, _INDEX_BODY))
     writer.put("regressions.html", _page("regressions", f"Regressions · {cfg.title}", cfg.title, _REGRESSIONS_BODY))
     writer.put("compare.html", _page("compare", f"Compare commits · {cfg.title}", cfg.title, _COMPARE_BODY))
@@ -451,11 +538,13 @@ def _write_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
-    """A benchmark's files from its series read whole; returns its index entry, regression rows, tails."""
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]]:
+    """A benchmark's files from its series read whole; returns its index entry, regression rows, tails and
+    each series' verdicts."""
     series_meta: list[dict[str, Any]] = []
     chunks: dict[int, list[Any]] = {}
     tails: list[Any] = []
+    steps: list[Any] = []
     for si, key in enumerate(keys):
         points = model.series[key]
         band, decided = _band_kind(points)
@@ -478,12 +567,12 @@ def _write_benchmark(
         version_changes: list[list[Any]] = []
         version = _place_points(points, band, si, len(keys), pos, size, chunks, None, version_changes)
         series_meta[-1]["versions"] = version_changes
-        series_meta[-1]["verdicts"] = _step_verdicts(_newest(model, key, points), pos)
+        steps.append(_step_verdicts(_newest(model, key, points), pos))
         tails.append(_tail(model, key, points, pos, version, decided, None))
     writer.put(f"b/{bid}.html", _bench_page(bench, bid, model))
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted(chunks), model, cps_by_key,
                                     runs_by_key, pos)
-    return entry, rows, tails
+    return entry, rows, tails, steps
 
 
 def _append_benchmark(
@@ -497,7 +586,7 @@ def _append_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]] | None:
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]] | None:
     """A benchmark whose series only gained newer points since the last build (the store's append
     counters say so): its last build's files carried on from each series' newest points, the chunks
     before its last kept as they are. The same files as :func:`_write_benchmark`; None (and nothing
@@ -505,16 +594,16 @@ def _append_benchmark(
     old_tails = cached.get("tails")
     if model.newest_points is None or not _appended_only(keys, model, old_tails):
         return None
-    meta = _old_call(writer, f"data/b/{bid}/meta.js", "meta")
+    meta = _old_call(writer, bench_data(bid, "meta"), "meta")
     old_meta = meta[1] if meta and len(meta) == 2 and isinstance(meta[1], dict) else {}
     old_chunks = old_meta.get("chunks")
     if not old_chunks or not isinstance(old_chunks, list) or len(old_meta.get("series") or ()) != len(keys):
         return None
-    files = {f"b/{bid}.html", f"data/b/{bid}/meta.js", *(f"data/b/{bid}/{k}.js" for k in old_chunks)}
-    if set(writer.old_files(f"data/b/{bid}/")) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
+    files = {f"b/{bid}.html", bench_data(bid, "meta"), *(bench_data(bid, k) for k in old_chunks)}
+    if set(writer.old_files(bench_data(bid, ""))) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
         return None
     last = max(old_chunks)
-    points = _old_call(writer, f"data/b/{bid}/{last}.js", "points")
+    points = _old_call(writer, bench_data(bid, last), "points")
     if not points or len(points) != 3 or not isinstance(points[2], list) or len(points[2]) != len(keys):
         return None
     start = last * size  # the new points must all land here or later: the chunks before stay as they are
@@ -529,24 +618,30 @@ def _append_benchmark(
             return None  # the band is still to be decided by a point of the whole series
         if any(pos.get(p.commit.sha, start) < start for p in fresh):
             return None
-        reads.append((newest, fresh))
+        reads.append((newest, fresh, at))
 
     chunks: dict[int, list[Any]] = {last: points[2]}
     series_meta = old_meta["series"]
-    tails = []
-    for si, (key, tail, (newest, fresh)) in enumerate(zip(keys, old_tails, reads)):
+    old_steps = cached.get("verdicts")
+    if not isinstance(old_steps, list) or len(old_steps) != len(keys):
+        old_steps = [None] * len(keys)  # worked out anew
+    tails, steps = [], []
+    from ..analysis.compare import ComparePolicy
+
+    later = ComparePolicy().confirm_window  # the later commits a verdict reads (series_later)
+    for si, (key, tail, (newest, fresh, at)) in enumerate(zip(keys, old_tails, reads)):
         sm = series_meta[si]
         version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
-        sm["verdicts"] = _step_verdicts(newest, pos)
+        steps.append(_step_verdicts(newest, pos, old_steps[si], settled=at - later))
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     for k in old_chunks:
         if k != last:
-            writer.keep(f"data/b/{bid}/{k}.js")
+            writer.keep(bench_data(bid, k))
     writer.keep(f"b/{bid}.html")
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted({*old_chunks, *chunks}),
                                     model, cps_by_key, runs_by_key, pos)
-    return entry, rows, tails
+    return entry, rows, tails, steps
 
 
 def _appended_only(keys: Sequence[SeriesKey], model: SiteModel, old_tails: Any) -> bool:
@@ -607,9 +702,9 @@ def _finish_benchmark(
 
     for k in sorted(chunks):
         row = chunks[k]
-        writer.put_lazy(f"data/b/{bid}/{k}.js", _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
+        writer.put_lazy(bench_data(bid, k), _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
     writer.put(
-        f"data/b/{bid}/meta.js",
+        bench_data(bid, "meta"),
         js_call("meta", bid, {"name": bench, "series": series_meta, "changes": cps_rows, "chunks": chunk_ids}),
     )
 

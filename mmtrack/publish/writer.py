@@ -29,15 +29,16 @@ import ctypes
 import ctypes.util
 import errno
 import hashlib
-import json
 import os
 import re
 import shutil
 import stat
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Callable, Iterator
+
+import orjson
 
 from ..errors import UserError
 
@@ -50,15 +51,28 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEX
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def safe_relpath(rel: str) -> PurePosixPath:
-    """A relative path whose every part is a plain, strictly sanitised name."""
-    path = PurePosixPath(rel)
-    if path.is_absolute() or not path.parts:
-        raise ValueError(f"unsafe site path {rel!r}")
-    for part in path.parts:
-        if part in (".", "..") or not _SAFE_PART.match(part):
+@dataclass(frozen=True, slots=True)
+class SitePath:
+    """A checked relative path inside the site (pathlib's parsing cost more than the rest of a carried-on
+    benchmark's bookkeeping: every file is looked up several times)."""
+
+    parts: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1]
+
+    def as_posix(self) -> str:
+        return "/".join(self.parts)
+
+
+def safe_relpath(rel: str) -> SitePath:
+    """A relative path whose every part is a plain, strictly sanitised name ("a//b", "./a", "a/" refused)."""
+    parts = tuple(rel.split("/"))
+    for part in parts:
+        if part in (".", "..") or not _SAFE_PART.match(part):  # "" too: an absolute path, a doubled slash
             raise ValueError(f"unsafe site path {rel!r}")
-    return path
+    return SitePath(parts)
 
 
 @dataclass(slots=True)
@@ -206,7 +220,7 @@ def _read_json(dir_fd: int, name: str) -> dict[str, Any] | None:
         return None
     with os.fdopen(fd, "rb") as f:
         try:
-            data = json.loads(f.read())
+            data = orjson.loads(f.read())
         except ValueError:
             return {}
     return data if isinstance(data, dict) else {}
@@ -308,7 +322,9 @@ class SiteWriter:
         return data if data is not None and hashlib.sha256(data).hexdigest() == self.old[key] else None
 
     def old_files(self, prefix: str) -> list[str]:
-        if not prefix.endswith("/"):
+        """The last build's files whose path starts with ``prefix``: found in an index when the prefix
+        ends a folder ("data/b/") or the stem of a name ("data/b/<id>.": every file of one benchmark)."""
+        if not prefix.endswith(("/", ".")):
             return [k for k in self.old if k.startswith(prefix)]
         if self._old_below is None:  # asked once per benchmark: index the files by every folder above them
             self._old_below = {}
@@ -316,11 +332,14 @@ class SiteWriter:
                 for i, c in enumerate(k):
                     if c == "/":
                         self._old_below.setdefault(k[: i + 1], []).append(k)
+                stem = k.find(".", k.rfind("/") + 1)
+                if stem > 0:
+                    self._old_below.setdefault(k[: stem + 1], []).append(k)
         return list(self._old_below.get(prefix, ()))
 
     # -- the live tree ----------------------------------------------------------------------------
 
-    def _live_stat(self, relpath: PurePosixPath) -> os.stat_result | None:
+    def _live_stat(self, relpath: SitePath) -> os.stat_result | None:
         fd = self.live.get(relpath.parts[:-1], create=False)
         if fd is None:
             return None
@@ -329,11 +348,11 @@ class SiteWriter:
         except FileNotFoundError:
             return None
 
-    def _live_is_file(self, relpath: PurePosixPath) -> bool:
+    def _live_is_file(self, relpath: SitePath) -> bool:
         st = self._live_stat(relpath)
         return st is not None and stat.S_ISREG(st.st_mode)
 
-    def _live_bytes(self, relpath: PurePosixPath) -> bytes | None:
+    def _live_bytes(self, relpath: SitePath) -> bytes | None:
         if not self._live_is_file(relpath):
             return None
         fd = os.open(relpath.name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.live.get(relpath.parts[:-1], False))
@@ -404,15 +423,14 @@ class SiteWriter:
     # -- the switch -------------------------------------------------------------------------------
 
     def _manifest_bytes(self) -> bytes:
-        return json.dumps(
+        return orjson.dumps(
             {
                 "version": 2,
                 "files": dict(sorted(self.new.items())),
                 "inputs": dict(sorted(self.new_inputs.items())),
                 "state": self.state,
             },
-            indent=0,
-        ).encode("utf-8")  # not sort_keys: the builder's cached records keep their key order
+        )  # keys not sorted: the builder's cached records keep their key order
 
     def finish(self) -> WriteReport:
         try:
@@ -446,7 +464,7 @@ class SiteWriter:
         staged = self._staging_dir(())  # also when only the manifest changes
         for top in tops:
             self._stage_rest(top, written, removed)
-        _write_new(staged, JOURNAL, json.dumps({"files": dict(sorted({**self.old, **self.new}.items()))}).encode())
+        _write_new(staged, JOURNAL, orjson.dumps({"files": dict(sorted({**self.old, **self.new}.items()))}))
         os.rename(JOURNAL, JOURNAL, src_dir_fd=staged, dst_dir_fd=self.root_fd)
         # The folder the pages read last goes last: data/ switches the site from the old build to the new one.
         for top in sorted(tops, key=lambda t: (t == "data", t)):

@@ -661,55 +661,76 @@ def _clean_runs(conn: Any) -> list[Any]:
     return runs
 
 
+# The newest runs read first per machine and environment, beyond ``last``: a series skipped by a few runs still
+# finds its points there. A history with two runs of many commits (asv and mmtrack) reads ``2 * last`` next.
+NEWEST_SLACK = 8
+
+
 def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> dict[SeriesKey, list[SeriesPoint]]:
     """The ``last`` newest points of many series, each exactly as ``series(store, key, last=last)`` gives
     it (samples included): what publish reads for the benchmarks it carries on from their newest points.
 
-    Read from the newest runs only, ``2 * last`` per machine and environment in the order of ``series``:
-    they end every series of theirs, so a series with ``last`` commits among them has its newest points
-    there. One statement for all series (results by run, then their measurements), where ``series``
-    sorts each series' whole history; a series measured less often is read by ``series``."""
+    Read from the newest runs only, in the order of ``series``: they end every series of theirs, so a
+    series with ``last`` commits among them has its newest points there. The newest ``last + NEWEST_SLACK``
+    runs per machine and environment first, then ``2 * last`` for the series that had fewer commits
+    there; one statement for all series each time (results by run, then their measurements), where
+    ``series`` sorts each series' whole history. A series measured less often still is read by ``series``."""
     out: dict[SeriesKey, list[SeriesPoint]] = {}
     with gc_paused():
         with store.read() as conn:
             rows_of, where = _series_rows_of(conn, keys)
-            runs = _clean_runs(conn)
             newest: dict[tuple[int, int], list[Any]] = {}
-            for r in runs:
+            for r in _clean_runs(conn):
                 newest.setdefault((r[7], r[8]), []).append(r)
-            complete = {place for place, rs in newest.items() if len(rs) <= 2 * last}
-            picked = [r for place in set(where.values()) for r in newest.get(place, [])[-2 * last :]]
-            run_of = {r[0]: r for r in picked}
-            rank = {r[0]: i for i, r in enumerate(sorted(picked, key=lambda r: (r[5], r[6], r[0])))}
-            by_series: dict[int, list[Any]] = {}
-            ids = sorted(run_of)
-            for i in range(0, len(ids), 500):
-                # Results by their run (an index), then each one's measurements by result id (an index): the
-                # newest runs' points without touching the older ones.
-                for row in fetch_sql(conn, (
-                    "SELECT x.series_id, r.run_id, CASE WHEN r.status = 'ok' THEN NULL ELSE r.status END,"
-                    ' x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count, x."values"'
-                    " FROM result r JOIN measurement x ON x.result_id = r.id"
-                    f" WHERE r.run_id IN ({', '.join(str(int(j)) for j in ids[i : i + 500])})"
-                )):
-                    by_series.setdefault(row[0], []).append(row)
-        missing = []
-        for key in keys:
-            series_rows = rows_of.get(key)
-            if series_rows is None or key in out:
-                continue
-            kr = sorted((row for sid in series_rows for row in by_series.get(sid, ())), key=lambda row: rank[row[1]])
-            # In the shape of _series_sql's rows: the commit, the run, the measurement, then the series id.
-            rows = _last_of_each_commit([(*run_of[row[1]][1:5], row[1], *row[2:], row[0]) for row in kr])
-            if len(rows) < last and where[key] not in complete:
-                missing.append(key)  # fewer commits among the newest runs: older ones may hold its newest points
-                continue
-            points: list[SeriesPoint] = []
-            _build_points(rows[-last:] if last > 0 else [], key, series_rows, False, points)
-            out[key] = points
-    for key in missing:
+            wanted = [k for k in dict.fromkeys(keys) if k in rows_of]
+            for depth in (last + NEWEST_SLACK, 2 * last):
+                wanted = _newest_in_runs(conn, wanted, rows_of, where, newest, depth, last, out)
+                if not wanted:
+                    break
+    for key in wanted:
         out[key] = series(store, key, last=last)
     return out
+
+
+def _newest_in_runs(
+    conn: Any, keys: list[SeriesKey], rows_of: dict[SeriesKey, dict[int, _SeriesRow]],
+    where: dict[SeriesKey, tuple[int, int]], newest: dict[tuple[int, int], list[Any]], depth: int, last: int,
+    out: dict[SeriesKey, list[SeriesPoint]],
+) -> list[SeriesKey]:
+    """Put in ``out`` the ``last`` newest points of each of ``keys`` found among the newest ``depth`` runs of
+    its machine and environment (``newest``: their clean runs in the order of ``series``); return the keys
+    with fewer commits there, whose newest points may lie further back."""
+    complete = {place for place, rs in newest.items() if len(rs) <= depth}
+    picked = [r for place in {where[k] for k in keys} for r in newest.get(place, [])[-depth:]]
+    run_of = {r[0]: r for r in picked}
+    rank = {r[0]: i for i, r in enumerate(sorted(picked, key=lambda r: (r[5], r[6], r[0])))}
+    sids = {sid for key in keys for sid in rows_of[key]}
+    by_series: dict[int, list[Any]] = {}
+    ids = sorted(run_of)
+    for i in range(0, len(ids), 500):
+        # Results by their run (an index), then each one's measurements by result id (an index): the
+        # newest runs' points without touching the older ones.
+        for row in fetch_sql(conn, (
+            "SELECT x.series_id, r.run_id, CASE WHEN r.status = 'ok' THEN NULL ELSE r.status END,"
+            ' x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count, x."values"'
+            " FROM result r JOIN measurement x ON x.result_id = r.id"
+            f" WHERE r.run_id IN ({', '.join(str(int(j)) for j in ids[i : i + 500])})"
+        )):
+            if row[0] in sids:
+                by_series.setdefault(row[0], []).append(row)
+    missing = []
+    for key in keys:
+        series_rows = rows_of[key]
+        kr = sorted((row for sid in series_rows for row in by_series.get(sid, ())), key=lambda row: rank[row[1]])
+        # In the shape of _series_sql's rows: the commit, the run, the measurement, then the series id.
+        rows = _last_of_each_commit([(*run_of[row[1]][1:5], row[1], *row[2:], row[0]) for row in kr])
+        if len(rows) < last and where[key] not in complete:
+            missing.append(key)  # fewer commits among the newest runs: older ones may hold its newest points
+            continue
+        points: list[SeriesPoint] = []
+        _build_points(rows[-last:] if last > 0 else [], key, series_rows, False, points)
+        out[key] = points
+    return missing
 
 
 def _commit_of_row(sha: str, date: Any, message: str | None, branches: Any) -> CommitInfo:

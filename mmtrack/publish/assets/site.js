@@ -4,7 +4,7 @@
 (function () {
   'use strict';
   var MM = (window.MM = window.MM || {});
-  var store = { site: null, commits: [], index: null, regressions: null, meta: {}, points: {} };
+  var store = { site: null, commits: [], index: null, regressions: null, meta: {}, points: {}, verdicts: {} };
   MM._store = store;
   MM.site = function (s) { store.site = s; };
   MM.commits = function (k, rows) {
@@ -15,6 +15,7 @@
   MM.regressions = function (rows) { store.regressions = rows; };
   MM.meta = function (id, m) { store.meta[id] = m; };
   MM.points = function (id, k, rows) { (store.points[id] = store.points[id] || {})[k] = rows; };
+  MM.verdicts = function (byBench) { store.verdicts = byBench; };
 
   var HEX_ID = /^[0-9a-f]{16}$/;
   var SHA = /^[0-9a-fA-F]{4,64}$/;
@@ -362,9 +363,9 @@
   function pageBenchmark() {
     var id = document.body.getAttribute('data-bench');
     if (!HEX_ID.test(id || '')) return fail(new Error('bad benchmark id'));
-    load('data/b/' + id + '/meta.js').then(function () {
+    load('data/b/' + id + '.meta.js').then(function () {
       var meta = store.meta[id];
-      return loadAll(commitChunks().concat(meta.chunks.map(function (k) { return 'data/b/' + id + '/' + k + '.js'; })))
+      return loadAll(commitChunks().concat(meta.chunks.map(function (k) { return 'data/b/' + id + '.' + k + '.js'; })))
         .then(function () { return meta; });
     }).then(function (meta) {
       buildSelectors(id, meta);
@@ -479,11 +480,11 @@
         var pa = +a.value, pb = +b.value, size = store.site.chunk;
         var ids = store.index.map(function (r) { return r.id; }).filter(function (x) { return HEX_ID.test(x); });
         $('summary').textContent = 'Loading…';
-        loadAll(ids.map(function (x) { return 'data/b/' + x + '/meta.js'; })).then(function () {
+        loadAll(['data/verdicts.js'].concat(ids.map(function (x) { return 'data/b/' + x + '.meta.js'; }))).then(function () {
           var srcs = [];
           ids.forEach(function (x) {
             var ch = store.meta[x].chunks;
-            [Math.floor(pa / size), Math.floor(pb / size)].forEach(function (k) { if (ch.indexOf(k) >= 0) srcs.push('data/b/' + x + '/' + k + '.js'); });
+            [Math.floor(pa / size), Math.floor(pb / size)].forEach(function (k) { if (ch.indexOf(k) >= 0) srcs.push('data/b/' + x + '.' + k + '.js'); });
           });
           return loadAll(srcs);
         }).then(function () {
@@ -497,7 +498,7 @@
               var ratio = va !== 0 ? vb / va : null;
               var worse = ratio == null ? 0 : (s.direction === 'higher' ? 1 / ratio : s.direction === 'lower' ? ratio : 1);
               // mmtrack compare's verdict, computed at publish time for each newest commit against the one before
-              var v = (s.verdicts || []).filter(function (t) { return t[0] === pa && t[1] === pb; })[0];
+              var v = ((store.verdicts[x] || [])[si] || []).filter(function (t) { return t[0] === pa && t[1] === pb; })[0];
               rows.push({ x: x, meta: meta, s: s, va: va, vb: vb, ratio: ratio, worse: worse,
                           verdict: v ? v[2] : null, state: v ? v[3] : null });
             });
