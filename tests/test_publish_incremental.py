@@ -289,9 +289,9 @@ def test_appends_into_a_new_chunk_match_a_full_rebuild(tmp_path: Path, monkeypat
 
 def test_newest_points_cover_the_compare_verdicts_history() -> None:
     from mmtrack.analysis.compare import HISTORY_WINDOW
-    from mmtrack.publish.builder import NEWEST, STEP_COMMITS
+    from mmtrack.publish.builder import HISTORY, NEWEST, STEP_COMMITS
 
-    assert NEWEST == STEP_COMMITS + HISTORY_WINDOW
+    assert NEWEST == STEP_COMMITS + 1 and HISTORY == HISTORY_WINDOW
 
 
 def _verdicts(site: Path, bench: str) -> list[list]:

@@ -319,6 +319,12 @@ def test_bulk_reads_equal_the_per_series_read(store):
             assert c.shas == [p.commit.sha for p in ok] and c.values == [p.measurement.median for p in ok]
             assert c.versions == [p.measurement.version for p in ok]
     assert any(c.shas for c in q.series_columns(store, keys))
+    for c in q.series_columns(store, keys, usable_only=False):  # every point, None where it failed (the pages' history)
+        pts = q.series(store, c.key, with_samples=False)
+        assert c.shas == [p.commit.sha for p in pts] and c.versions == [p.measurement.version for p in pts]
+        assert c.values == [p.measurement.median if p.measurement.status == "ok" else None for p in pts]
+        assert None in c.values or all(p.measurement.status == "ok" for p in pts)
+    assert any(None in c.values for c in q.series_columns(store, keys, usable_only=False))
 
 
 def _columns_as_series_reads_them(store, cols) -> None:

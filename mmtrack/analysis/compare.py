@@ -661,8 +661,14 @@ def _ok_median(m: Measurement) -> float | None:
 def series_history(points: Sequence[Measurement], at: int, window: int) -> list[float]:
     """The medians that judge a change after ``points[at]`` (a series, oldest first): up to ``window``
     commits ending at ``at``, of ``points[at]``'s benchmark code version, failed runs left out."""
-    version = points[at].version
-    return [v for m in points[max(0, at + 1 - window) : at + 1] if m.version == version and (v := _ok_median(m)) is not None]
+    return _history([_ok_median(m) for m in points], [m.version for m in points], at, window)
+
+
+def _history(medians: Sequence[float | None], versions: Sequence[str | None], at: int, window: int) -> list[float]:
+    """:func:`series_history` of a series given as columns (None: a failed run)."""
+    start = max(0, at + 1 - window)
+    version = versions[at]
+    return [v for v, ver in zip(medians[start : at + 1], versions[start : at + 1]) if ver == version and v is not None]
 
 
 def series_later(points: Sequence[Measurement], at: int, policy: ComparePolicy) -> list[float]:
@@ -679,16 +685,21 @@ def series_later(points: Sequence[Measurement], at: int, policy: ComparePolicy) 
 
 def series_steps(
     points: Sequence[Measurement], policy: ComparePolicy | None = None, *, window: int = HISTORY_WINDOW, last: int = 10,
-    p_value: bool = True,
+    p_value: bool = True, earlier: tuple[Sequence[float | None], Sequence[str | None]] = ((), ()),
 ) -> list[tuple[int, Row]]:
     """``mmtrack compare`` of each of the ``last`` newest commits of one series against the commit
     before it, as ``(index of the after commit, row)``: the same history and later commits as the CLI
     (:func:`series_history`, :func:`series_later`), so the published pages give the CLI's verdicts
-    (``p_value``: see :func:`compare_pair`)."""
+    (``p_value``: see :func:`compare_pair`). ``earlier``: the medians (None: failed) and code versions
+    of the series' commits before ``points``, oldest first, when ``points`` holds only its newest ones
+    (the samples are needed only for the commits compared; the history needs only medians)."""
     policy = policy or ComparePolicy()
+    medians = [*earlier[0], *(_ok_median(m) for m in points)]
+    versions = [*earlier[1], *(m.version for m in points)]
+    offset = len(earlier[0])
     out = []
     for j in range(max(1, len(points) - last), len(points)):
-        history = series_history(points, j - 1, window)
+        history = _history(medians, versions, offset + j - 1, window)
         later = series_later(points, j, policy)
         out.append((j, compare_pair(points[j - 1], points[j], policy, history, later, p_value=p_value)))
     return out

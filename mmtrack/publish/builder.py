@@ -48,7 +48,10 @@ FORMAT = 4
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
-NEWEST = STEP_COMMITS + 100  # and the history before them: analysis.compare.HISTORY_WINDOW (a test pins it)
+# The newest points read with their samples: the commits the verdicts compare. The history before them is
+# read as medians only (``SiteModel.earlier``): HISTORY commits, analysis.compare.HISTORY_WINDOW (a test pins it).
+NEWEST = STEP_COMMITS + 1
+HISTORY = 100
 
 
 def bench_id(name: str) -> str:
@@ -250,15 +253,34 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
     }
 
 
+Earlier = tuple[Sequence[float | None], Sequence[str | None]]  # medians (None: failed) and code versions
+
+
 def _newest(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | None = None) -> list[SeriesPoint]:
-    """The series' newest points the compare page's verdicts need, with their samples."""
+    """The series' newest points the compare page's verdicts compare, with their samples."""
     if model.newest_points is not None:
         return list(model.newest_points(key, NEWEST))
     return list((points if points is not None else model.series[key])[-NEWEST:])
 
 
+def _earlier(model: SiteModel, key: SeriesKey, newest: Sequence[SeriesPoint],
+             points: Sequence[SeriesPoint] | None = None) -> Earlier:
+    """The medians and versions of the ``HISTORY`` commits before ``newest``: from the series' points when
+    they were read whole (``points``), else from ``model.earlier`` (the store's columns, no record per point)."""
+    if not newest:
+        return (), ()
+    if points is None and model.earlier is not None:
+        return model.earlier(key, newest[0].commit.sha, HISTORY)
+    whole = points if points is not None else model.series[key]
+    first = newest[0].commit.sha
+    at = next((i for i in range(len(whole) - 1, -1, -1) if whole[i].commit.sha == first), 0)
+    before = [p.measurement for p in whole[max(0, at - HISTORY) : at]]
+    return ([m.median if m.status == "ok" and m.median is not None else None for m in before],
+            [m.version for m in before])
+
+
 def _step_verdicts(
-    newest: Sequence[SeriesPoint], pos: dict[str, int], old: Any = None, settled: int = 0
+    newest: Sequence[SeriesPoint], earlier: Earlier, pos: dict[str, int], old: Any = None, settled: int = 0
 ) -> list[list[Any]]:
     """``[before position, after position, verdict, state, ratio]`` of the series' newest commits,
     each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`.
@@ -278,7 +300,7 @@ def _step_verdicts(
         out.append(v)
         j += 1
     # The pages show verdicts, not p-values: the test runs only where it decides one.
-    for j, row in series_steps([p.measurement for p in newest], last=len(newest) - j, p_value=False):
+    for j, row in series_steps([p.measurement for p in newest], last=len(newest) - j, p_value=False, earlier=earlier):
         b, a = pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)
         if a is not None and b is not None:
             out.append([b, a, row.verdict, row.state, _finite(row.ratio)])
@@ -567,7 +589,8 @@ def _write_benchmark(
         version_changes: list[list[Any]] = []
         version = _place_points(points, band, si, len(keys), pos, size, chunks, None, version_changes)
         series_meta[-1]["versions"] = version_changes
-        steps.append(_step_verdicts(_newest(model, key, points), pos))
+        newest = _newest(model, key, points)
+        steps.append(_step_verdicts(newest, _earlier(model, key, newest, points), pos))
         tails.append(_tail(model, key, points, pos, version, decided, None))
     writer.put(f"b/{bid}.html", _bench_page(bench, bid, model))
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted(chunks), model, cps_by_key,
@@ -632,7 +655,7 @@ def _append_benchmark(
     for si, (key, tail, (newest, fresh, at)) in enumerate(zip(keys, old_tails, reads)):
         sm = series_meta[si]
         version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
-        steps.append(_step_verdicts(newest, pos, old_steps[si], settled=at - later))
+        steps.append(_step_verdicts(newest, _earlier(model, key, newest), pos, old_steps[si], settled=at - later))
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     for k in old_chunks:

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import gc
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
@@ -1066,14 +1067,18 @@ class SeriesColumns:
     key: SeriesKey
     direction: Direction
     shas: list[str]
-    values: list[float]
+    values: list[float]  # with ``usable_only=False``, None where the point failed or has no median
     versions: list[str | None]
 
 
-def series_columns(store: Store, keys: Sequence[SeriesKey], *, keep_cache: bool = False) -> list[SeriesColumns]:
+def series_columns(
+    store: Store, keys: Sequence[SeriesKey], *, keep_cache: bool = False, usable_only: bool = True
+) -> list[SeriesColumns]:
     """The medians of many series, in the order of ``keys`` (those with no usable point come back
     empty). Per key the same points as ``series(..., with_samples=False)`` keeps with an ``ok``
-    status: dirty runs left out, the latest run of each commit.
+    status: dirty runs left out, the latest run of each commit. ``usable_only=False``: every point
+    ``series`` gives, with None for the median of one that failed or has none (the pages' verdicts
+    count them in the history window, as ``compare`` does).
 
     Detect's bulk read (500 series x 1,000 commits = 500,000 points), so it reads only what
     detection needs and joins in numpy, not in SQL. Each series row comes from the first source
@@ -1151,7 +1156,7 @@ def series_columns(store: Store, keys: Sequence[SeriesKey], *, keep_cache: bool 
     # the latest run of each commit: runs of one commit are adjacent in commit order
     last = np.ones(kidx.size, dtype=bool)
     last[:-1] = (kidx[1:] != kidx[:-1]) | (commit[1:] != commit[:-1])
-    usable = last & np.isfinite(median)
+    usable = last & np.isfinite(median) if usable_only else last
     kidx, rank, median, series_id = kidx[usable], rank[usable], median[usable], series_id[usable]
 
     bounds = np.searchsorted(kidx, np.arange(len(keys) + 1))
@@ -1165,9 +1170,11 @@ def series_columns(store: Store, keys: Sequence[SeriesKey], *, keep_cache: bool 
         vs = versions_per_key.get(i, {None})
         versions = ([next(iter(vs))] * (z - a) if len(vs) == 1
                     else [version_of_row[sid] for sid in series_id[a:z].tolist()])  # fmt: skip
+        values = median[a:z].tolist()
+        if not usable_only:
+            values = [v if v != math.inf else None for v in values]
         out.append(SeriesColumns(
-            key, direction_of.get(i, Direction.LOWER), [sha_of_rank[r] for r in rank[a:z].tolist()],
-            median[a:z].tolist(), versions,
+            key, direction_of.get(i, Direction.LOWER), [sha_of_rank[r] for r in rank[a:z].tolist()], values, versions,
         ))  # fmt: skip
     return out
 
