@@ -6,6 +6,7 @@ series, hands their points over and stores the findings (``ChangePoint``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -90,9 +91,12 @@ def run_detect(
     progress: Callable[[int, int], None] | None = None,
     *,
     series: Sequence[SeriesKey] | None = None,
+    columns: Sequence[Any] | None = None,
 ) -> DetectOutcome:
     """Detect (and by default store) change points; ``series`` limits it to these series, e.g. the ones a new
-    commit touched (``mmtrack update``): their stored change points are replaced, all others are left alone."""
+    commit touched (``mmtrack update``): their stored change points are replaced, all others are left alone.
+    ``columns``: those series' columns read already (``queries.series_columns``; points without a usable
+    median, as ``usable_only=False`` gives them, are left out here)."""
     from ..store import queries as q
     from ..store.db import open_store
 
@@ -100,7 +104,9 @@ def run_detect(
     own = store is None
     store = store or open_store(request.db, existing=True)
     try:
-        if series is None:
+        if columns is not None:
+            keys = [c.key for c in columns]
+        elif series is None:
             check_machine_env(store, request.machine, request.env)
             check_metrics(store, request.metrics)
             keys = series_keys(store, machine=request.machine, env=request.env, benchmark=request.benchmark,
@@ -109,7 +115,9 @@ def run_detect(
             keys = list(series)
         reports = []
         # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
-        for i, cols in enumerate(q.series_columns(store, keys, keep_cache=request.store_results)):
+        if columns is None:
+            columns = q.series_columns(store, keys, keep_cache=request.store_results)
+        for i, cols in enumerate(map(_usable, columns)):
             if cols.values:
                 reports.append(detect_values(cols.key, cols.shas, cols.values, cols.versions, cols.direction, policy))
             if progress:
@@ -124,6 +132,15 @@ def run_detect(
         if own:
             store.close()
     return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only)
+
+
+def _usable(cols: Any) -> Any:
+    """Columns without the points that have no usable median (None), as ``series_columns`` gives by default."""
+    if None not in cols.values:
+        return cols
+    keep = [i for i, v in enumerate(cols.values) if v is not None]
+    return dataclasses.replace(cols, shas=[cols.shas[i] for i in keep], values=[cols.values[i] for i in keep],
+                               versions=[cols.versions[i] for i in keep])
 
 
 # --------------------------------------------------------------------------- output

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -57,10 +57,12 @@ def publish(
     model: SiteModel | None = None,
     progress: Callable[[int, int], None] | None = None,
     store: Any | None = None,
+    columns: Sequence[Any] = (),
 ) -> tuple[SiteModel | None, WriteReport]:
     """Build the site from ``model`` or, by default, from the store (kept open while the site is
     built: series are read only for the benchmarks that changed since the last build). ``store``:
-    the store of ``request.db`` already open (``mmtrack update``), left open.
+    the store of ``request.db`` already open (``mmtrack update``), left open; ``columns``: series columns
+    read from it already (:func:`mmtrack.publish.fromstore.model_from_store`).
 
     With nothing new in a SQLite store since the last build, no model is made (None) and the
     report's ``up_to_date`` says what the site shows: nothing was read or written."""
@@ -90,7 +92,8 @@ def publish(
         # collection would traverse all of them again (about 20% of the load time).
         with q.gc_paused():
             model = model_from_store(
-                store, config, benchmark_pattern=request.benchmark, machine=request.machine, progress=progress
+                store, config, benchmark_pattern=request.benchmark, machine=request.machine, progress=progress,
+                columns=columns,
             )
             _check_not_empty(model, request)
             return model, build_site(model, request.out)

@@ -65,18 +65,20 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         seconds["import"] = time.perf_counter() - t
         t = time.perf_counter()
         keys = q.series_keys_of(store, summary.touched_series)
-        detected, open_regressions = None, 0
+        detected, open_regressions, columns = None, 0, []
         if request.detect and keys:
             from .detect import DetectRequest, run_detect  # scipy: loaded only when there is something to judge
 
-            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, series=keys)
+            # Read once for detect and for the pages' verdicts (their history), the blobs of series_cache kept
+            columns = q.series_columns(store, keys, keep_cache=True, usable_only=False)
+            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, columns=columns)
             detected = len(outcome.changes)
             open_regressions = len(outcome.open_regressions) if "regression" in request.fail_on else 0
         elif request.detect:
             detected = 0
         seconds["detect"] = time.perf_counter() - t
         t = time.perf_counter()
-        _, report = publish(request.publish, store=store)
+        _, report = publish(request.publish, store=store, columns=columns)
         seconds["publish"] = time.perf_counter() - t
     finally:
         store.close()

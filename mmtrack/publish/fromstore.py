@@ -14,13 +14,15 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
     """The selected series of a store, each read on first access: a republish reads only
     the benchmarks whose series changed (the store must stay open while the site is built)."""
 
-    def __init__(self, store: Any, keys: Sequence[SeriesKey], progress: Callable[[int, int], None] | None) -> None:
+    def __init__(self, store: Any, keys: Sequence[SeriesKey], progress: Callable[[int, int], None] | None,
+                 columns: Sequence[Any] = ()) -> None:
         self._store, self._keys, self._progress = store, list(keys), progress
         self._known = set(self._keys)
         self.loaded: dict[SeriesKey, Sequence[SeriesPoint]] = {}
         self.newest_read: set[SeriesKey] = set()  # series read only for their newest points
         self._newest: dict[tuple[SeriesKey, int], Sequence[SeriesPoint]] = {}  # read in bulk, handed out once
-        self._columns: dict[SeriesKey, Any] = {}  # queries.SeriesColumns of the prefetched series (their history)
+        # queries.SeriesColumns (usable_only=False) of the prefetched series, their history; ``columns``: read already
+        self._columns: dict[SeriesKey, Any] = {c.key: c for c in columns}
 
     def __getitem__(self, key: SeriesKey) -> Sequence[SeriesPoint]:
         points = self.loaded.get(key)
@@ -51,7 +53,9 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         wanted = [k for k in keys if k in self._known]
         if wanted:
             self._newest.update(((k, n), points) for k, points in q.series_newest_many(self._store, wanted, n).items())
-            self._columns.update((c.key, c) for c in q.series_columns(self._store, wanted, usable_only=False))
+            unread = [k for k in wanted if k not in self._columns]
+            if unread:
+                self._columns.update((c.key, c) for c in q.series_columns(self._store, unread, usable_only=False))
 
     def earlier(self, key: SeriesKey, sha: str, n: int) -> tuple[list[float | None], list[str | None]]:
         """The medians (None: failed) and versions of the ``n`` commits of a series before commit ``sha``,
@@ -118,9 +122,12 @@ def model_from_store(
     benchmark_pattern: str | None = None,
     machine: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    columns: Sequence[Any] = (),
 ) -> SiteModel:
     """Every series in the store (optionally one machine / benchmarks matching a regex),
-    its commits in commit-date order and the change points ``detect`` stored.
+    its commits in commit-date order and the change points ``detect`` stored. ``columns``: series
+    columns (``queries.series_columns(..., usable_only=False)``) the caller read already, with nothing
+    written to those series since (``mmtrack update`` hands over what detect read).
 
     Series are read lazily (:class:`StoreSeries`), and each benchmark carries a token of
     its series' change counters: the builder reads only the benchmarks whose token moved."""
@@ -147,7 +154,7 @@ def model_from_store(
     run_verdicts = [v for v in q.load_run_verdicts(store, machine=machine) if v.series in selected]
     ab_verdicts = q.load_ab_verdicts(store, machine=machine)
     tokens = bench_tokens(keys, revisions, change_points, run_verdicts, ab_verdicts)
-    series = StoreSeries(store, keys, progress)
+    series = StoreSeries(store, keys, progress, columns)
     return SiteModel(
         series=series, commits=commits, change_points=change_points, config=config,
         bench_state=tokens, commits_complete=True, ab_verdicts=ab_verdicts,
