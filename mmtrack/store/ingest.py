@@ -1,6 +1,6 @@
 """Writing to the store: asv results folders and engine runs.
 
-Both paths turn their input into the same rows (``_Case``) and write one run per
+Both paths turn their input into the same columns (``_RunRows``) and write one run per
 transaction, so a run is either complete in the store or absent: an import
 killed midway loses at most the file it was writing, and re-running it skips
 what is already there (``Run.source`` + ``Run.source_digest``).
@@ -14,6 +14,7 @@ benchmark), converted with asv's own ``Results.update_to_2``. A result of
 from __future__ import annotations
 
 import functools
+import bisect
 import hashlib
 import itertools
 import json
@@ -31,7 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, or_, select, update
 
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
-from ..measure.stats import BenchmarkStats, sample_stats
+from ..measure.stats import BenchmarkStats, sample_stats, sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, Status, canonical_params
 from ..errors import UserError
 from . import models as m
@@ -151,6 +152,54 @@ class _Case:
     measures: list[_Measure] = field(default_factory=list)
 
 
+RESULT_COLUMNS = ("status", "message", "value", "ci_low", "ci_high", "q1", "q3", "number", "repeat", "started_at",
+                  "duration")
+MEASURE_COLUMNS = ("mean", "median", "p95", "min", "max", "q1", "q3", "ci_low", "ci_high", "count", "values")
+BenchmarkIdentity = tuple[str, str, str, str, str]  # name, canonical params, code version, unit, type
+MetricIdentity = tuple[tuple[str, str, str], str, str, str]  # metric key, direction, format, display name ("" for none)
+
+
+@dataclass(slots=True)
+class _RunRows:
+    """What one run writes, as columns (lists): one entry per result in ``benchmark`` and
+    ``result``, one per measurement (a result has one per metric) in the others.
+
+    Columns rather than an object per case: an asv file's cases are checked and summarised
+    column by column, and the driver takes the rows as ``zip(*columns)``."""
+
+    benchmark: list[BenchmarkIdentity]
+    result: dict[str, list[Any]]  # RESULT_COLUMNS, plus "setup" when any result has one
+    measured: list[int]  # the index of each measurement's result
+    position: list[int]  # its place among its result's metrics
+    metric: list[MetricIdentity]
+    measure: dict[str, list[Any]]  # MEASURE_COLUMNS; "values" packed (models.pack_floats) or None
+
+    @property
+    def status_counts(self) -> dict[str, int]:
+        status = self.result["status"]
+        return {k: status.count(k) for k in ("ok", "failed", "skipped")}
+
+
+def _rows_of_cases(cases: Sequence[_Case]) -> _RunRows:
+    """The columns of cases built one by one (engine runs: a few cases each)."""
+    rows = _RunRows(
+        benchmark=[(c.name, c.params, c.version, c.unit, c.type) for c in cases],
+        result={k: [getattr(c, k) for c in cases] for k in RESULT_COLUMNS},
+        measured=[], position=[], metric=[], measure={k: [] for k in MEASURE_COLUMNS},
+    )
+    if any(c.setup is not None for c in cases):  # asv results have none to write
+        rows.result["setup"] = [c.setup for c in cases]
+    for i, c in enumerate(cases):
+        for position, x in enumerate(c.measures):
+            rows.measured.append(i)
+            rows.position.append(position)
+            rows.metric.append((x.metric, x.direction, x.format, x.display_name or ""))
+            for k in MEASURE_COLUMNS:
+                v = getattr(x, k)
+                rows.measure[k].append(m.pack_floats(v) if k == "values" and v is not None else v)
+    return rows
+
+
 def _insert(dialect: str, table: Table):  # noqa: ANN202 - dialect-specific Insert
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
@@ -204,39 +253,35 @@ def _run_statements(dialect: str) -> _RunStatements:
 _BULK: dict[tuple[str, str, tuple[str, ...]], tuple[str, list[Any]]] = {}
 
 
-def _bulk_insert(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
-    """INSERT many rows; on SQLite straight through the driver's executemany.
+def _bulk_insert(conn: Connection, table: Table, columns: Mapping[str, Sequence[Any]]) -> None:
+    """INSERT the rows ``zip(*columns.values())``; on SQLite straight through the driver's executemany.
 
-    Values go through the columns' own bind processors (as SQLAlchemy would
-    convert them) but skip its per-row statement machinery, the bulk of an
-    import's cost.
+    Values go through the columns' own bind processors (as SQLAlchemy would convert them), a
+    column at a time, but skip its per-row statement machinery, the bulk of an import's cost.
+    Per-sample values come packed already (``models.pack_floats``), so they pass as they are.
     """
+    names = tuple(columns)
     if conn.dialect.name != "sqlite":
-        conn.execute(table.insert(), rows)
+        conn.execute(table.insert(), [dict(zip(names, row)) for row in zip(*columns.values())])
         return
-    names = tuple(rows[0])
     key = (conn.dialect.name, table.name, names)
     if key not in _BULK:
         cols = ", ".join(conn.dialect.identifier_preparer.quote(n) for n in names)
         sql = f"INSERT INTO {conn.dialect.identifier_preparer.quote(table.name)} ({cols}) VALUES ({', '.join('?' * len(names))})"
-        # Only these types need converting for sqlite3; numbers and strings pass as they are.
+        # Only these types need converting for sqlite3; numbers, strings and bytes pass as they are.
         procs = [
             table.c[n].type._cached_bind_processor(conn.dialect)
-            if isinstance(table.c[n].type, (DateTime, JSON, Boolean, m.PackedFloats))
+            if isinstance(table.c[n].type, (DateTime, JSON, Boolean))
             else None
             for n in names
         ]
         _BULK[key] = (sql, procs)
     sql, procs = _BULK[key]
-    convert = [(i, p) for i, p in enumerate(procs) if p is not None]
-    params = []
-    for row in rows:
-        values = list(row.values())
-        for i, p in convert:
-            if values[i] is not None:
-                values[i] = p(values[i])
-        params.append(tuple(values))
-    conn.exec_driver_sql(sql, params)
+    values = [
+        col if p is None else [None if v is None else p(v) for v in col]
+        for col, p in zip(columns.values(), procs)
+    ]
+    conn.exec_driver_sql(sql, list(zip(*values)))
 
 
 # benchmark id, metric id, direction, format, display name ("" for none): with the machine and
@@ -281,41 +326,33 @@ class _Dims:
     def environment(self, name: str, info: Mapping[str, Any]) -> int:
         return self._named(m.Environment.__table__, name, info)
 
-    def benchmark(self, c: _Case) -> int:
-        return self._get(
-            m.Benchmark.__table__, {"name": c.name, "params": c.params, "version": c.version}, {"unit": c.unit, "type": c.type}
-        )
-
-    def prefetch_benchmarks(self, cases: Sequence[_Case]) -> None:
-        """Resolve every benchmark of a run in a few statements, not three per new case."""
+    def benchmark_ids(self, keys: Sequence[BenchmarkIdentity]) -> list[int]:
+        """The id of each benchmark (name, params, version, unit, type), made where missing, in a few
+        statements for a whole run, not three per new case."""
         t = m.Benchmark.__table__
+        shared, new = self.shared, self.new
         missing = {
-            (c.name, c.params, c.version): c
-            for c in cases
-            if ("benchmark", c.name, c.params, c.version) not in self.shared
-            and ("benchmark", c.name, c.params, c.version) not in self.new
+            k[:3]: k for k in keys
+            if ("benchmark", *k[:3]) not in shared and ("benchmark", *k[:3]) not in new
         }
-        if not missing:
-            return
-        names = sorted({k[0] for k in missing})
+        if missing:
+            names = sorted({k[0] for k in missing})
 
-        def load() -> None:
-            for i in range(0, len(names), 500):
-                for row in self.conn.execute(
-                    select(t.c.id, t.c.name, t.c.params, t.c.version).where(t.c.name.in_(names[i : i + 500]))
-                ):
-                    if (row.name, row.params, row.version) in missing:
-                        self.new[("benchmark", row.name, row.params, row.version)] = row.id
+            def load() -> None:
+                for i in range(0, len(names), 500):
+                    for row in self.conn.execute(
+                        select(t.c.id, t.c.name, t.c.params, t.c.version).where(t.c.name.in_(names[i : i + 500]))
+                    ):
+                        if (row.name, row.params, row.version) in missing:
+                            new[("benchmark", row.name, row.params, row.version)] = row.id
 
-        load()
-        todo = [c for k, c in missing.items() if ("benchmark",) + k not in self.new]
-        if todo:
-            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
-            self.conn.execute(
-                stmt, [{"name": c.name, "params": c.params, "version": c.version, "unit": c.unit, "type": c.type}
-                       for c in todo]
-            )
             load()
+            todo = [k for ident, k in missing.items() if ("benchmark", *ident) not in new]
+            if todo:
+                stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
+                self.conn.execute(stmt, [dict(zip(("name", "params", "version", "unit", "type"), k)) for k in todo])
+                load()
+        return [shared.get(ck) or new[ck] for ck in (("benchmark", *k[:3]) for k in keys)]
 
     def metric(self, key: tuple[str, str, str]) -> int:
         return self._get(m.Metric.__table__, {"section": key[0], "name": key[1], "unit": key[2]})
@@ -444,7 +481,7 @@ def _write_run_in(
     suite: str,
     host: str,
     tool_versions: Mapping[str, Any],
-    cases: Sequence[_Case],
+    rows: _RunRows,
     source: str | None = None,
     digest: str | None = None,
     stat: str | None = None,
@@ -485,68 +522,33 @@ def _write_run_in(
         "source_digest": digest,
         "source_stat": stat,
     }).scalar_one()
-    if cases:
-        dims.prefetch_benchmarks(cases)
-        rows = [
-            {
-                "run_id": run_id,
-                "benchmark_id": dims.benchmark(c),
-                "status": c.status,
-                "message": c.message,
-                "value": c.value,
-                "ci_low": c.ci_low,
-                "ci_high": c.ci_high,
-                "q1": c.q1,
-                "q3": c.q3,
-                "number": c.number,
-                "repeat": c.repeat,
-                "started_at": c.started_at,
-                "duration": c.duration,
-            }
-            for c in cases
-        ]
-        if any(c.setup is not None for c in cases):  # asv results have none to write
-            for row, c in zip(rows, cases):
-                row["setup"] = c.setup
+    if rows.benchmark:
+        bids = dims.benchmark_ids(rows.benchmark)
+        n = len(bids)
+        results = {"run_id": [run_id] * n, "benchmark_id": bids, **rows.result}
         res_t = m.Result.__table__
         if conn.dialect.name == "sqlite":
             # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
             # plain executemany is several times faster than INSERT ... RETURNING.
             first = (conn.execute(stmts.max_result_id).scalar() or 0) + 1
-            ids = list(range(first, first + len(rows)))
-            for rid, row in zip(ids, rows):
-                row["id"] = rid
-            _bulk_insert(conn, res_t, rows)
+            ids: Sequence[int] = range(first, first + n)
+            _bulk_insert(conn, res_t, {"id": ids, **results})
         else:
+            names = tuple(results)
             ids = conn.execute(
-                _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
+                _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True),
+                [dict(zip(names, row)) for row in zip(*results.values())],
             ).scalars().all()
-        points = [(rid, row["benchmark_id"], position, x)
-                  for rid, row, c in zip(ids, rows, cases) for position, x in enumerate(c.measures)]
+        metric_ids = {key: dims.metric(key) for key in {x[0] for x in rows.metric}}
         series = dims.series(machine_id, environment_id, [
-            (b, dims.metric(x.metric), x.direction, x.format, x.display_name or "") for _, b, _, x in points
+            (bids[i], metric_ids[key], direction, fmt, display)
+            for i, (key, direction, fmt, display) in zip(rows.measured, rows.metric)
         ])
-        mrows = [
-            {
-                "series_id": sid,
-                "result_id": rid,
-                "position": position,
-                "mean": x.mean,
-                "median": x.median,
-                "p95": x.p95,
-                "min": x.min,
-                "max": x.max,
-                "q1": x.q1,
-                "q3": x.q3,
-                "ci_low": x.ci_low,
-                "ci_high": x.ci_high,
-                "count": x.count,
-                "values": x.values,
-            }
-            for sid, (rid, _, position, x) in zip(series, points)
-        ]
-        if mrows:
-            _bulk_insert(conn, m.Measurement.__table__, mrows)
+        if series:
+            _bulk_insert(conn, m.Measurement.__table__, {
+                "series_id": series, "result_id": [ids[i] for i in rows.measured], "position": rows.position,
+                **rows.measure,
+            })
         touched.update(series)
     _touch_series(conn, touched, lambda: outcome == "new" and not commit.dirty and _appends_newest(
         conn, run_id, machine_id, environment_id, commit_id))
@@ -646,7 +648,7 @@ def record_engine_run(store: Store, run: RunRecord, cases: list[EngineCaseRecord
         suite=run.suite,
         host=run.host,
         tool_versions=run.tool_versions,
-        cases=[engine_case(c) for c in cases],
+        rows=_rows_of_cases([engine_case(c) for c in cases]),
         source=run.source,
         digest=None,
     )
@@ -813,7 +815,7 @@ class AsvResultsFile:
     commit: CommitInfo
     started_at: datetime
     format_version: int
-    cases: list[_Case]
+    rows: _RunRows
 
 
 def parse_results_file(
@@ -869,18 +871,14 @@ def parse_results_file(
     if not isinstance(results, dict):
         raise ResultsFileError("'results' is not an object")
 
-    cases: list[_Case] = []
-    starts: list[datetime] = []
+    table = _AsvTable(columns)
     for name, values in results.items():
         name = _text(name, "benchmark name")
         if not name:
             raise ResultsFileError("empty benchmark name")
-        what = f"benchmark {name!r}"
-        if not isinstance(values, list):
-            raise ResultsFileError(f"{what}: row is {type(values).__name__}, expected a list")
-        row = dict(zip(columns, values))
-        cases.extend(_asv_cases(name, row, benchmarks.get(name) or _from_name(name), what, starts))
-    started = min(starts) if starts else (date or datetime.now(timezone.utc))
+        table.add(name, values, benchmarks.get(name) or _from_name(name))
+    rows = table.rows()
+    started = min(table.starts) if table.starts else (date or datetime.now(timezone.utc))
     return AsvResultsFile(
         machine=machine,
         environment=env_name,
@@ -888,89 +886,169 @@ def parse_results_file(
         commit=CommitInfo(sha=sha.lower(), date=date),
         started_at=started,
         format_version=int(version),
-        cases=cases,
+        rows=rows,
     )
 
 
-def _asv_cases(
-    name: str, row: Mapping[str, Any], meta: AsvBenchmark, what: str, starts: list[datetime]
-) -> list[_Case]:
-    grid = row.get("params") or []
-    if not isinstance(grid, list) or not all(isinstance(p, list) for p in grid):
-        raise ResultsFileError(f"{what}: 'params' is not a list of lists")
-    grid = [[_text(v, f"{what} parameter value") for v in p] for p in grid]
-    names = list(meta.param_names) if len(meta.param_names) == len(grid) else [f"param{i + 1}" for i in range(len(grid))]
-    combos = list(itertools.product(*grid)) if grid else [()]
-    n = len(combos)
-    result = row.get("result")
-    if result is not None and not isinstance(result, list):
-        result = [result]  # a bare number: written by hand or by very old asv
-    if result is not None and len(result) != n:
-        raise ResultsFileError(f"{what}: {len(result)} results for {n} parameter combinations")
-    version = row.get("version")
-    version = _text(version, f"{what} version") if version is not None else meta.version
-    started = _ms(row.get("started_at"), what, "started_at")
-    if started is not None:
-        starts.append(started)
-    duration = _num(row.get("duration"), what, "duration")
-    metric, direction = asv_metric(meta.type, meta.unit)
-    mkey = (metric.section, metric.name, metric.unit)
-    dvalue, fmt, version = direction.value, MetricFormat.NUMBER.value, version or ""
-    ci_a, ci_b, q25, q75, number, repeat, samples_col = [_columns(row.get(k), k, n, what) for k in _STAT_COLUMNS]
-    params_key = "{}" if not grid else None
-    out = []
-    for i, combo in enumerate(combos):
-        where = f"{what} case {i}" if n > 1 else what
-        value = _num(None if result is None else result[i], where, "result", nan="keep")
-        if value is None:
-            status = "failed"
-        elif value != value:  # NaN: asv skipped it
-            status, value = "skipped", None
-        else:
-            status = "ok"
-        c = _Case(
-            name=name,
-            params=params_key or canonical_params(dict(zip(names, combo))),
-            version=version,
-            unit=meta.unit,
-            type=meta.type,
-            status=status,
-            value=value,
-            ci_low=_num(ci_a[i], where, "ci_99_a", nan="none"),
-            ci_high=_num(ci_b[i], where, "ci_99_b", nan="none"),
-            q1=_num(q25[i], where, "q_25", nan="none"),
-            q3=_num(q75[i], where, "q_75", nan="none"),
-            number=_int(number[i], where, "number"),
-            repeat=_int(repeat[i], where, "repeat"),
-            started_at=started,
-            duration=duration,
-        )
-        samples = samples_col[i]
-        if samples is not None:
-            if not isinstance(samples, list):
-                raise ResultsFileError(f"{where}: samples are {type(samples).__name__}, expected a list")
-            # Fast path: all finite floats (the sum of finite floats is finite unless it overflows).
-            if not (all(type(v) is float for v in samples) and math.isfinite(sum(samples))):
-                samples = [_num(v, where, "sample") for v in samples]
-            if None in samples:
-                raise ResultsFileError(f"{where}: a sample is null")
-        x = _Measure(metric=mkey, direction=dvalue, format=fmt, ci_low=c.ci_low, ci_high=c.ci_high, q1=c.q1, q3=c.q3)
-        if status == "ok":
-            x.median = value  # asv's value (the median of the samples for time benchmarks)
-            if samples:
-                st = sample_stats(samples)  # type: ignore[arg-type]
-                x.mean, x.p95, x.min, x.max, x.count = st["mean"], st["p95"], st["min"], st["max"], len(samples)
-                x.values = samples  # type: ignore[assignment]
-                if x.q1 is None or x.q3 is None:
-                    x.q1, x.q3 = st["q1"], st["q3"]
-            else:  # asv kept only the value (and maybe its stats): no sample spread to report
-                x.count = c.repeat or 1
-        c.measures = [x]
-        out.append(c)
-    return out
-
-
 _STAT_COLUMNS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
+_ROW_KEYS = ("result", "params", "version", "started_at", "duration", *_STAT_COLUMNS)
+
+
+class _AsvTable:
+    """The cases of one results file, gathered benchmark by benchmark (``add``) into columns that
+    ``rows`` then checks and summarises a column at a time: a file holds hundreds of benchmarks of
+    one case each, and per-case Python was most of an import's time.
+
+    Errors name the benchmark and, in a grid, the case ("benchmark 'x' case 2 result is ...")."""
+
+    def __init__(self, columns: list[str]) -> None:
+        at = {c: i for i, c in enumerate(columns)}  # a repeated name: its last column, as dict(zip()) gave
+        self.at = [at.get(k) for k in _ROW_KEYS]
+        self.width = len(columns)
+        self.benchmark: list[BenchmarkIdentity] = []
+        self.metric: list[MetricIdentity] = []
+        self.started: list[datetime | None] = []
+        self.duration: list[float | None] = []
+        self.cols: list[list[Any]] = [[] for _ in _STAT_COLUMNS]
+        self.value: list[Any] = []
+        self.starts: list[datetime] = []
+        self.whats: list[str] = []  # per benchmark, for error messages
+        self.first: list[int] = []  # per benchmark, the index of its first case
+        self.times: dict[Any, datetime | None] = {}  # started_at by its raw value: few are distinct
+
+    def add(self, name: str, values: Any, meta: AsvBenchmark) -> None:
+        what = f"benchmark {name!r}"
+        if type(values) is not list:
+            raise ResultsFileError(f"{what}: row is {type(values).__name__}, expected a list")
+        if len(values) < self.width:
+            values = values + [None] * (self.width - len(values))
+        result, grid, version, started, duration, *stats = [None if i is None else values[i] for i in self.at]
+        if grid:
+            if not isinstance(grid, list) or not all(isinstance(p, list) for p in grid):
+                raise ResultsFileError(f"{what}: 'params' is not a list of lists")
+            grid = [[_text(v, f"{what} parameter value") for v in p] for p in grid]
+            names = list(meta.param_names) if len(meta.param_names) == len(grid) else [
+                f"param{i + 1}" for i in range(len(grid))]
+            params = [canonical_params(dict(zip(names, combo))) for combo in itertools.product(*grid)]
+        else:
+            params = ["{}"]  # no parameters (asv writes [], any falsy value reads the same)
+        n = len(params)
+        if result is not None and type(result) is not list:
+            result = [result]  # a bare number: written by hand or by very old asv
+        if result is not None and len(result) != n:
+            raise ResultsFileError(f"{what}: {len(result)} results for {n} parameter combinations")
+        version = _text(version, f"{what} version") if version is not None else meta.version
+        if type(started) is not int and type(started) is not float:
+            at = _ms(started, what, "started_at")  # None, or an error
+        elif started in self.times:
+            at = self.times[started]
+        else:
+            at = self.times[started] = _ms(started, what, "started_at")
+        if at is not None:
+            self.starts.append(at)
+        duration = _num(duration, what, "duration")
+        metric, direction = asv_metric(meta.type, meta.unit)
+        self.whats.append(what)
+        self.first.append(len(self.value))
+        self.value.extend(result if result is not None else [None] * n)
+        for col, key, dest in zip(stats, _STAT_COLUMNS, self.cols):
+            dest.extend(_columns(col, key, n, what))
+        version = version or ""
+        self.benchmark.extend([(name, p, version, meta.unit, meta.type) for p in params])
+        self.metric.extend([((metric.section, metric.name, metric.unit), direction.value, "number", "")] * n)
+        self.started.extend([at] * n)
+        self.duration.extend([duration] * n)
+
+    def where(self, k: int) -> str:
+        """The case ``k`` as error messages name it."""
+        b = bisect.bisect_right(self.first, k) - 1
+        end = self.first[b + 1] if b + 1 < len(self.first) else len(self.value)
+        return f"{self.whats[b]} case {k - self.first[b]}" if end - self.first[b] > 1 else self.whats[b]
+
+    def rows(self) -> _RunRows:
+        where = self.where
+        value = _floats(self.value, where, "result", nan="keep")
+        if None in value or any(v != v for v in value):
+            status = ["failed" if v is None else "skipped" if v != v else "ok" for v in value]
+            value = [None if v != v else v for v in value]
+        else:
+            status = ["ok"] * len(value)
+        ci_a, ci_b, q25, q75, number, repeat, samples = self.cols
+        ci_low = _floats(ci_a, where, "ci_99_a", nan="none")
+        ci_high = _floats(ci_b, where, "ci_99_b", nan="none")
+        q1 = _floats(q25, where, "q_25", nan="none")
+        q3 = _floats(q75, where, "q_75", nan="none")
+        number = _ints(number, where, "number")
+        repeat = _ints(repeat, where, "repeat")
+        samples = _samples(samples, where)
+        n = len(value)
+        measure: dict[str, list[Any]] = {
+            "mean": [None] * n, "median": value, "p95": [None] * n, "min": [None] * n, "max": [None] * n,
+            "q1": list(q1), "q3": list(q3), "ci_low": ci_low, "ci_high": ci_high,
+            # ok without samples: asv kept only the value (and maybe its stats), so no spread; count its repeats
+            "count": [0 if st != "ok" else (r or 1) for st, r in zip(status, repeat)], "values": [None] * n,
+        }
+        sampled = [k for k in range(n) if status[k] == "ok" and samples[k]]
+        if sampled:
+            lists = [samples[k] for k in sampled]
+            stats = sample_stats_rows(lists)
+            for key in ("mean", "p95", "min", "max"):
+                dest = measure[key]
+                for k, v in zip(sampled, stats[key]):
+                    dest[k] = v
+            mq1, mq3, count, packed = measure["q1"], measure["q3"], measure["count"], measure["values"]
+            for k, s, s1, s3 in zip(sampled, lists, stats["q1"], stats["q3"]):
+                count[k] = len(s)
+                packed[k] = m.float_packer(len(s))(*s)
+                if q1[k] is None or q3[k] is None:  # asv's quartiles when it wrote both, else the samples'
+                    mq1[k], mq3[k] = s1, s3
+        result = {
+            "status": status, "message": [None] * n, "value": value, "ci_low": ci_low, "ci_high": ci_high,
+            "q1": q1, "q3": q3, "number": number, "repeat": repeat, "started_at": self.started,
+            "duration": self.duration,
+        }
+        return _RunRows(benchmark=self.benchmark, result=result, measured=list(range(n)), position=[0] * n,
+                        metric=self.metric, measure=measure)
+
+
+def _clean_floats(col: list[Any]) -> bool:
+    """Whether every entry is a finite float (their sum is finite, unless it overflows: then the
+    slow path finds them fine one by one)."""
+    return all(type(v) is float for v in col) and math.isfinite(sum(col))
+
+
+def _floats(col: list[Any], where: Callable[[int], str], field: str, *, nan: str) -> list[float | None]:
+    """A column of ``_num`` values: checked at once when clean, else one by one (naming the case)."""
+    if _clean_floats(col):
+        return col
+    return [v if type(v) is float and v - v == 0.0 else _num(v, where(k), field, nan=nan) for k, v in enumerate(col)]
+
+
+def _ints(col: list[Any], where: Callable[[int], str], field: str) -> list[int | None]:
+    """A column of ``_int`` counts."""
+    if all(type(v) is int for v in col) and (not col or (min(col) >= 0 and max(col) < 2**62)):
+        return col
+    return [_int(v, where(k), field) for k, v in enumerate(col)]
+
+
+def _samples(col: list[Any], where: Callable[[int], str]) -> list[list[float] | None]:
+    """Each case's samples: None or a list of finite floats."""
+    present = [s for s in col if s is not None]
+    if all(type(s) is list for s in present):
+        flat = list(itertools.chain.from_iterable(present))
+        if _clean_floats(flat):
+            return col
+    out = []
+    for k, s in enumerate(col):
+        if s is not None:
+            if not isinstance(s, list):
+                raise ResultsFileError(f"{where(k)}: samples are {type(s).__name__}, expected a list")
+            if not _clean_floats(s):
+                s = [_num(v, where(k), "sample") for v in s]
+            if None in s:
+                raise ResultsFileError(f"{where(k)}: a sample is null")
+        out.append(s)
+    return out
 
 
 def _columns(col: Any, key: str, n: int, what: str) -> Sequence[Any]:
@@ -1136,7 +1214,7 @@ def import_asv_results(
                 suite=suite,
                 host=result.machine,
                 tool_versions={"asv_results_format": str(result.format_version)},
-                cases=result.cases,
+                rows=result.rows,
                 source=item.source,
                 digest=digest,
                 stat=item.stat,
@@ -1277,8 +1355,9 @@ class _Batches:
             s.environments.add(parsed.environment)
             s.commits.add(parsed.commit.sha)
             s.touched_series |= touched
-            for c in parsed.cases:
-                s.results[c.status] += 1
-                s.measurements += len(c.measures)
-                s.benchmarks.add(c.name)
+            rows = parsed.rows
+            for status, count in rows.status_counts.items():
+                s.results[status] += count
+            s.measurements += len(rows.measured)
+            s.benchmarks.update(b[0] for b in rows.benchmark)
         self.pending = []
