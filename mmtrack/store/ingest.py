@@ -37,6 +37,7 @@ from ..results import PRIMARY, CommitInfo, MetricKey, Status, canonical_params
 from ..errors import UserError
 from . import models as m
 from .db import Store
+from .queries import gc_paused
 
 # -- what callers hand in ------------------------------------------------------------------------
 
@@ -278,10 +279,19 @@ def _bulk_insert(conn: Connection, table: Table, columns: Mapping[str, Sequence[
         _BULK[key] = (sql, procs)
     sql, procs = _BULK[key]
     values = [
-        col if p is None else [None if v is None else p(v) for v in col]
-        for col, p in zip(columns.values(), procs)
+        col if p is None
+        else _converted(col, p) if isinstance(table.c[n].type, DateTime)
+        else [None if v is None else p(v) for v in col]
+        for n, col, p in zip(names, columns.values(), procs)
     ]
     conn.exec_driver_sql(sql, list(zip(*values)))
+
+
+def _converted(col: Sequence[Any], process: Callable[[Any], Any]) -> list[Any]:
+    """``process`` of each (hashable) value but None, once per distinct value (a file's cases
+    share their start time when asv recorded none)."""
+    done: dict[Any, Any] = {None: None}
+    return [done[v] if v in done else done.setdefault(v, process(v)) for v in col]
 
 
 # benchmark id, metric id, direction, format, display name ("" for none): with the machine and
@@ -437,11 +447,31 @@ def _touch_series(conn: Connection, ids: set[int], appended: Callable[[], bool] 
             # two writers touching the same series in different orders deadlock (seen with 8 writers). NO KEY
             # UPDATE, like the UPDATE itself: it must not wait on the key-share locks of measurement inserts.
             conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
-    bump = {"changes": t.c.changes + 1}
-    if chunks and appended():
-        bump["appends"] = t.c.appends + 1
+    if not chunks:
+        return
+    both = appended()
+    if conn.dialect.name == "sqlite":
+        # One prepared UPDATE per range of consecutive ids (a run's series were mostly made
+        # together): compiling an IN list of hundreds of ids cost more than SQLite executing it.
+        bump = "changes = changes + 1, appends = appends + 1" if both else "changes = changes + 1"
+        conn.exec_driver_sql(f"UPDATE series SET {bump} WHERE id BETWEEN ? AND ?", _id_ranges(ordered))
+        return
+    values = {"changes": t.c.changes + 1, **({"appends": t.c.appends + 1} if both else {})}
     for chunk in chunks:
-        conn.execute(update(t).where(t.c.id.in_(chunk)).values(**bump))
+        conn.execute(update(t).where(t.c.id.in_(chunk)).values(**values))
+
+
+def _id_ranges(ordered: Sequence[int]) -> list[tuple[int, int]]:
+    """(first, last) of each run of consecutive ids in ``ordered`` (sorted, distinct)."""
+    ranges: list[tuple[int, int]] = []
+    start = prev = ordered[0]
+    for i in ordered[1:]:
+        if i != prev + 1:
+            ranges.append((start, prev))
+            start = i
+        prev = i
+    ranges.append((start, prev))
+    return ranges
 
 
 def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_id: int, commit_id: int) -> bool:
@@ -539,7 +569,7 @@ def _write_run_in(
                 _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True),
                 [dict(zip(names, row)) for row in zip(*results.values())],
             ).scalars().all()
-        metric_ids = {key: dims.metric(key) for key in {x[0] for x in rows.metric}}
+        metric_ids = {key: dims.metric(key) for key in dict.fromkeys(x[0] for x in rows.metric)}  # in order of appearance
         series = dims.series(machine_id, environment_id, [
             (bids[i], metric_ids[key], direction, fmt, display)
             for i, (key, direction, fmt, display) in zip(rows.measured, rows.metric)
@@ -692,6 +722,12 @@ def asv_metric(btype: str, unit: str) -> tuple[MetricKey, Direction]:
     if btype == "peakmemory":
         return MetricKey("memory", "peakmem", "bytes"), Direction.LOWER
     return MetricKey("track", "value", unit), default_direction(unit)
+
+
+@functools.lru_cache(maxsize=256)
+def _metric_identity(btype: str, unit: str) -> MetricIdentity:
+    metric, direction = asv_metric(btype, unit)
+    return (metric.section, metric.name, metric.unit), direction.value, MetricFormat.NUMBER.value, ""
 
 
 def _from_name(name: str) -> AsvBenchmark:
@@ -872,11 +908,12 @@ def parse_results_file(
         raise ResultsFileError("'results' is not an object")
 
     table = _AsvTable(columns)
-    for name, values in results.items():
-        name = _text(name, "benchmark name")
-        if not name:
-            raise ResultsFileError("empty benchmark name")
-        table.add(name, values, benchmarks.get(name) or _from_name(name))
+    if not table.add_all(results, benchmarks):
+        for name, values in results.items():
+            name = _text(name, "benchmark name")
+            if not name:
+                raise ResultsFileError("empty benchmark name")
+            table.add(name, values, benchmarks.get(name) or _from_name(name))
     rows = table.rows()
     started = min(table.starts) if table.starts else (date or datetime.now(timezone.utc))
     return AsvResultsFile(
@@ -905,6 +942,7 @@ class _AsvTable:
         at = {c: i for i, c in enumerate(columns)}  # a repeated name: its last column, as dict(zip()) gave
         self.at = [at.get(k) for k in _ROW_KEYS]
         self.width = len(columns)
+        self.need = max((i + 1 for i in self.at if i is not None), default=0)  # the row length that has them all
         self.benchmark: list[BenchmarkIdentity] = []
         self.metric: list[MetricIdentity] = []
         self.started: list[datetime | None] = []
@@ -912,9 +950,60 @@ class _AsvTable:
         self.cols: list[list[Any]] = [[] for _ in _STAT_COLUMNS]
         self.value: list[Any] = []
         self.starts: list[datetime] = []
-        self.whats: list[str] = []  # per benchmark, for error messages
+        self.names: list[str] = []  # per benchmark, for error messages
         self.first: list[int] = []  # per benchmark, the index of its first case
         self.times: dict[Any, datetime | None] = {}  # started_at by its raw value: few are distinct
+
+    def add_all(self, results: dict[str, Any], benchmarks: Mapping[str, AsvBenchmark]) -> bool:
+        """Add every benchmark at once when the file has the usual shape (no parameter grids: one
+        case per benchmark, every column a list of one entry or absent), checked and flattened a
+        column at a time. False, having added nothing, for any other file: ``add`` then takes each
+        benchmark in turn, and words the errors."""
+        names, entries = list(results), list(results.values())
+        b = len(names)
+        try:
+            joined = "".join(names)
+            joined.encode("utf-8")
+        except (TypeError, UnicodeEncodeError):
+            return False
+        if not b or "\x00" in joined or "" in names or set(map(type, entries)) != {list}:
+            return False
+        if min(map(len, entries)) < self.need:  # asv leaves out trailing columns it has no value for
+            entries = [e if len(e) >= self.need else e + [None] * (self.need - len(e)) for e in entries]
+        transposed = list(zip(*entries))
+        result, grid, version, started, duration, *stats = [(None,) * b if i is None else transposed[i] for i in self.at]
+        if any(grid):
+            return False
+        flat = []
+        for col in (result, *stats):
+            if col.count(None) == b:
+                flat.append([None] * b)
+            elif set(map(type, col)) == {list} and set(map(len, col)) == {1}:
+                flat.append(list(itertools.chain.from_iterable(col)))
+            else:
+                return False
+        if not set(map(type, version)) <= {str, type(None)} or not set(map(type, started)) <= {int, float, type(None)}:
+            return False
+        try:
+            for v in set(version) - {None}:
+                _text(v, "version")
+            for v in set(started) - set(self.times):
+                self.times[v] = _ms(v, "", "started_at")
+            durations = _floats(list(duration), lambda k: "", "duration", nan="error")
+        except ResultsFileError:
+            return False  # ``add`` names the benchmark
+        metas = [benchmarks.get(name) or _from_name(name) for name in names]
+        if None in version:
+            version = [meta.version if v is None else v for v, meta in zip(version, metas)]
+        self.names, self.first = names, list(range(b))
+        self.value, self.cols = flat[0], flat[1:]
+        self.benchmark = list(zip(names, itertools.repeat("{}"), [v or "" for v in version],
+                                  [meta.unit for meta in metas], [meta.type for meta in metas]))
+        self.metric = [_metric_identity(meta.type, meta.unit) for meta in metas]
+        self.started = [self.times[v] for v in started]
+        self.starts = [t for t in self.started if t is not None]
+        self.duration = durations
+        return True
 
     def add(self, name: str, values: Any, meta: AsvBenchmark) -> None:
         what = f"benchmark {name!r}"
@@ -947,15 +1036,14 @@ class _AsvTable:
         if at is not None:
             self.starts.append(at)
         duration = _num(duration, what, "duration")
-        metric, direction = asv_metric(meta.type, meta.unit)
-        self.whats.append(what)
+        self.names.append(name)
         self.first.append(len(self.value))
         self.value.extend(result if result is not None else [None] * n)
         for col, key, dest in zip(stats, _STAT_COLUMNS, self.cols):
             dest.extend(_columns(col, key, n, what))
         version = version or ""
         self.benchmark.extend([(name, p, version, meta.unit, meta.type) for p in params])
-        self.metric.extend([((metric.section, metric.name, metric.unit), direction.value, "number", "")] * n)
+        self.metric.extend([_metric_identity(meta.type, meta.unit)] * n)
         self.started.extend([at] * n)
         self.duration.extend([duration] * n)
 
@@ -963,7 +1051,8 @@ class _AsvTable:
         """The case ``k`` as error messages name it."""
         b = bisect.bisect_right(self.first, k) - 1
         end = self.first[b + 1] if b + 1 < len(self.first) else len(self.value)
-        return f"{self.whats[b]} case {k - self.first[b]}" if end - self.first[b] > 1 else self.whats[b]
+        what = f"benchmark {self.names[b]!r}"
+        return f"{what} case {k - self.first[b]}" if end - self.first[b] > 1 else what
 
     def rows(self) -> _RunRows:
         where = self.where
@@ -1014,7 +1103,7 @@ class _AsvTable:
 def _clean_floats(col: list[Any]) -> bool:
     """Whether every entry is a finite float (their sum is finite, unless it overflows: then the
     slow path finds them fine one by one)."""
-    return all(type(v) is float for v in col) and math.isfinite(sum(col))
+    return (not col or set(map(type, col)) == {float}) and math.isfinite(sum(col))
 
 
 def _floats(col: list[Any], where: Callable[[int], str], field: str, *, nan: str) -> list[float | None]:
@@ -1188,7 +1277,10 @@ def import_asv_results(
             summary.unchanged += 1
             continue
         todo.append(_Todo(path, machine_dir, _display(path), source, stat_key, old[0] if old else None))
-    with _Batches(store, summary) as batches:
+    # The collector paused: each file's hundreds of thousands of parsed JSON objects would trigger
+    # collections that traverse the growing heap again and again (a fifth of an import), for
+    # nothing: parsed files and their columns cannot form cycles.
+    with gc_paused(), _Batches(store, summary) as batches:
         for done, item in enumerate(todo, 1):
             outcome = _read_and_parse(item, benchmarks)
             if progress is not None:
