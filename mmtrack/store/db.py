@@ -172,10 +172,6 @@ def make_engine(url: str, read_only: bool = False) -> Engine:
             cur.execute("PRAGMA synchronous = NORMAL")
         cur.execute("PRAGMA foreign_keys = ON")
         cur.execute("PRAGMA cache_size = -32000")  # 32 MiB of page cache: long series stay in memory
-        # Savepoint journals in memory, not in a temporary file: an import writes each results file
-        # in a savepoint, whose journal keeps a copy of every page the file changes (one pwrite per
-        # page, some 1,800 per file of 500 results, most of the import's system time).
-        cur.execute("PRAGMA temp_store = MEMORY")
         if not memory:
             # Reads through a memory map instead of a read() per page: a series fetch touches
             # thousands of scattered pages (about 15% less CPU for 10,000 commits).
