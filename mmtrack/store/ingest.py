@@ -341,10 +341,11 @@ class _Dims:
         statements for a whole run, not three per new case."""
         t = m.Benchmark.__table__
         shared, new = self.shared, self.new
-        missing = {
-            k[:3]: k for k in keys
-            if ("benchmark", *k[:3]) not in shared and ("benchmark", *k[:3]) not in new
-        }
+        cks = [("benchmark", name, params, version) for name, params, version, _, _ in keys]
+        found = [shared.get(c) or new.get(c) for c in cks]
+        if None not in found:
+            return found  # type: ignore[return-value]
+        missing = {c[1:]: k for c, k, f in zip(cks, keys, found) if f is None}
         if missing:
             names = sorted({k[0] for k in missing})
 
@@ -362,7 +363,7 @@ class _Dims:
                 stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
                 self.conn.execute(stmt, [dict(zip(("name", "params", "version", "unit", "type"), k)) for k in todo])
                 load()
-        return [shared.get(ck) or new[ck] for ck in (("benchmark", *k[:3]) for k in keys)]
+        return [shared.get(c) or new[c] for c in cks]
 
     def metric(self, key: tuple[str, str, str]) -> int:
         return self._get(m.Metric.__table__, {"section": key[0], "name": key[1], "unit": key[2]})
@@ -375,7 +376,12 @@ class _Dims:
         def ck(key: SeriesIdentity) -> tuple:
             return ("series", machine_id, environment_id, *key)
 
-        missing = sorted({k for k in keys if ck(k) not in self.shared and ck(k) not in self.new})
+        cks = [("series", machine_id, environment_id, *k) for k in keys]
+        shared, new = self.shared, self.new
+        found = [shared.get(c) or new.get(c) for c in cks]  # one lookup per key: a run holds hundreds
+        if None not in found:
+            return found  # type: ignore[return-value]
+        missing = sorted({k for k, f in zip(keys, found) if f is None})
 
         def load() -> None:
             benchmarks = sorted({k[0] for k in missing})
@@ -389,14 +395,13 @@ class _Dims:
                 ):
                     self.new[ck(tuple(row[1:]))] = row.id
 
-        if missing:
+        load()
+        todo = [k for k in missing if ck(k) not in new]
+        if todo:
+            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
+            self.conn.execute(stmt, [dict(zip(SERIES_KEY, (machine_id, environment_id, *k))) for k in todo])
             load()
-            todo = [k for k in missing if ck(k) not in self.new]
-            if todo:
-                stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
-                self.conn.execute(stmt, [dict(zip(SERIES_KEY, (machine_id, environment_id, *k))) for k in todo])
-                load()
-        return [self.shared.get(ck(k)) or self.new[ck(k)] for k in keys]
+        return [shared.get(c) or new[c] for c in cks]
 
     def commit(self, info: CommitInfo) -> int:
         t = m.Commit.__table__
