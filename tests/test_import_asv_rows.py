@@ -152,8 +152,9 @@ def _stored(store, source: str) -> dict[tuple[str, str], tuple]:
         return {(row[0], row[1]): (tuple(row[2:11]), tuple(row[11:21]) + (row[21],)) for row in conn.execute(query)}
 
 
-def test_every_stored_row_is_what_the_file_says(store, results):
-    summary = import_asv_results(store, results)
+@pytest.mark.parametrize("parse_ahead", [False, True], ids=["here", "worker"])
+def test_every_stored_row_is_what_the_file_says(store, results, parse_ahead):
+    summary = import_asv_results(store, results, parse_ahead=parse_ahead)
     assert summary.failed == [] and summary.imported == 9
     benchmarks = json.loads((results / "benchmarks.json").read_text())
     statuses = []
@@ -220,3 +221,41 @@ def test_a_file_that_fails_to_store_loses_only_itself(tmp_path):
         assert again.unchanged == 2 and again.imported == 0 and len(again.failed) == 1
     finally:
         store.close()
+
+
+def test_a_parse_worker_that_dies_costs_only_its_speed(tmp_path, monkeypatch):
+    """The worker that parses ahead is killed early on: this process parses the rest itself."""
+    import multiprocessing
+    import os
+    import signal
+
+    from mmtrack.store.db import open_store
+
+    folder = tmp_path / "results"
+    box = folder / "box"
+    box.mkdir(parents=True)
+    (folder / "benchmarks.json").write_text(json.dumps(BENCHMARKS_JSON))
+    shas = [f"{i:040x}" for i in range(40)]
+    for sha in shas:
+        (box / f"{sha[-8:]}-virtualenv-py3.12.json").write_text(json.dumps(_odd_file(sha)))
+    here = []
+    real = ingest._read_and_parse
+    monkeypatch.setattr(ingest, "_read_and_parse", lambda item, b: here.append(item) or real(item, b))
+    killed = []
+
+    def progress(done, total, path):
+        if done == 1 and not killed:
+            [worker] = multiprocessing.active_children()
+            os.kill(worker.pid, signal.SIGKILL)
+            killed.append(worker.pid)
+
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        summary = import_asv_results(store, folder, progress, parse_ahead=True)
+        assert killed and summary.failed == [] and summary.imported == 40 and summary.result_count == 40 * 9
+        assert 0 < len(here) < 40  # the worker parsed the first files, this process the rest
+        for sha in shas:
+            assert len(_stored(store, f"asv:box/{sha[-8:]}-virtualenv-py3.12.json")) == 9
+    finally:
+        store.close()
+    assert multiprocessing.active_children() == []

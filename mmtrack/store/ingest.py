@@ -1242,12 +1242,15 @@ def import_asv_results(
     progress: Progress | None = None,
     *,
     suite: str | None = None,
+    parse_ahead: bool | None = None,
 ) -> ImportSummary:
     """Import an asv results folder, idempotent: each file's run is written whole or not at all.
 
     A file that cannot be read is reported in ``summary.failed`` (one line each)
     and the others are still imported. Files whose size and mtime match their import
     are skipped unread; the others are written many per transaction (see :class:`_Batches`).
+    ``parse_ahead``: parse the next files in a worker process while this one writes (see
+    :class:`_ParseAhead`); by default when there are 16 files or more and two CPUs to run on.
     """
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
@@ -1285,9 +1288,9 @@ def import_asv_results(
     # The collector paused: each file's hundreds of thousands of parsed JSON objects would trigger
     # collections that traverse the growing heap again and again (a fifth of an import), for
     # nothing: parsed files and their columns cannot form cycles.
-    with gc_paused(), _Batches(store, summary) as batches:
+    with gc_paused(), _ParseAhead(todo, benchmarks, parse_ahead) as parsed, _Batches(store, summary) as batches:
         for done, item in enumerate(todo, 1):
-            outcome = _read_and_parse(item, benchmarks)
+            outcome = parsed.outcome(done - 1)
             if progress is not None:
                 progress(done - 1, len(todo), item.shown)
             if isinstance(outcome, str):
@@ -1354,6 +1357,80 @@ def _read_and_parse(item: _Todo, benchmarks: Mapping[str, AsvBenchmark]) -> Pars
         return f"cannot read: {exc.strerror or exc}"
     except Exception as exc:  # noqa: BLE001 - a damaged file must not stop the others
         return _one_line(f"cannot read: {type(exc).__name__}: {exc}")
+
+
+class _ParseAhead:
+    """The files' parse outcomes, in order. With a worker process, the next files are read and
+    parsed there while this process writes the current one: parsing is about a third of an
+    import's work, and a file's columns (``_RunRows``) pickle cheaply. (An object per case made
+    that pickling cost more than the parse, and a worker twice as slow.)
+
+    The worker is forked: a fresh interpreter (``spawn``) would start slower and import the
+    caller's ``__main__`` again, which re-runs any script without a main guard. The child only
+    reads files and parses them, never touches the database connections or other threads' state
+    it inherits, and dies with its parent (PR_SET_PDEATHSIG), so a killed import leaves no worker
+    behind. A worker that fails costs nothing but its speed: the files are then parsed here."""
+
+    AHEAD = 8  # files handed to the worker beyond the one being written
+    MIN_FILES = 16  # fewer: not worth a process
+
+    def __init__(self, todo: Sequence[_Todo], benchmarks: Mapping[str, AsvBenchmark], worker: bool | None) -> None:
+        import multiprocessing
+
+        self.todo, self.benchmarks = todo, benchmarks
+        self.futures: dict[int, Any] = {}
+        self.pool: Any = None
+        if worker is None:
+            worker = len(todo) >= self.MIN_FILES and len(os.sched_getaffinity(0)) > 1
+        if worker and "fork" in multiprocessing.get_all_start_methods():
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start,
+                initargs=(os.getpid(), benchmarks),  # inherited by the fork, not pickled
+            )
+
+    def __enter__(self) -> _ParseAhead:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def outcome(self, index: int) -> ParseOutcome:
+        if self.pool is not None:
+            try:
+                for i in range(index, min(index + 1 + self.AHEAD, len(self.todo))):
+                    if i not in self.futures:
+                        self.futures[i] = self.pool.submit(_parse_in_worker, self.todo[i])
+                return self.futures.pop(index).result()
+            except Exception:  # noqa: BLE001 - a broken worker (killed, out of memory): parse here from now on
+                self.pool.shutdown(wait=False, cancel_futures=True)
+                self.pool = None
+        return _read_and_parse(self.todo[index], self.benchmarks)
+
+
+_WORKER_BENCHMARKS: dict[str, Mapping[str, AsvBenchmark]] = {}
+
+
+def _worker_start(parent: int, benchmarks: Mapping[str, AsvBenchmark]) -> None:
+    """In the parse worker: die with the import, and no cyclic collector (see import_asv_results)."""
+    import ctypes
+    import gc
+    import signal
+
+    gc.disable()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the worker ends at EOF of its queue
+        pass
+    if os.getppid() != parent:  # the import died before the line above
+        os._exit(0)
+    _WORKER_BENCHMARKS["benchmarks"] = benchmarks
+
+
+def _parse_in_worker(item: _Todo) -> ParseOutcome:
+    return _read_and_parse(item, _WORKER_BENCHMARKS["benchmarks"])
 
 
 def _stored_sources(store: Store) -> dict[str, tuple[str | None, str | None]]:
