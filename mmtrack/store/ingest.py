@@ -13,8 +13,8 @@ benchmark), converted with asv's own ``Results.update_to_2``. A result of
 
 from __future__ import annotations
 
-import functools
 import bisect
+import functools
 import hashlib
 import itertools
 import json
@@ -346,23 +346,22 @@ class _Dims:
         if None not in found:
             return found  # type: ignore[return-value]
         missing = {c[1:]: k for c, k, f in zip(cks, keys, found) if f is None}
-        if missing:
-            names = sorted({k[0] for k in missing})
+        names = sorted({k[0] for k in missing})
 
-            def load() -> None:
-                for i in range(0, len(names), 500):
-                    for row in self.conn.execute(
-                        select(t.c.id, t.c.name, t.c.params, t.c.version).where(t.c.name.in_(names[i : i + 500]))
-                    ):
-                        if (row.name, row.params, row.version) in missing:
-                            new[("benchmark", row.name, row.params, row.version)] = row.id
+        def load() -> None:
+            for i in range(0, len(names), 500):
+                for row in self.conn.execute(
+                    select(t.c.id, t.c.name, t.c.params, t.c.version).where(t.c.name.in_(names[i : i + 500]))
+                ):
+                    if (row.name, row.params, row.version) in missing:
+                        new[("benchmark", row.name, row.params, row.version)] = row.id
 
+        load()
+        todo = [k for ident, k in missing.items() if ("benchmark", *ident) not in new]
+        if todo:
+            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
+            self.conn.execute(stmt, [dict(zip(("name", "params", "version", "unit", "type"), k)) for k in todo])
             load()
-            todo = [k for ident, k in missing.items() if ("benchmark", *ident) not in new]
-            if todo:
-                stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
-                self.conn.execute(stmt, [dict(zip(("name", "params", "version", "unit", "type"), k)) for k in todo])
-                load()
         return [shared.get(c) or new[c] for c in cks]
 
     def metric(self, key: tuple[str, str, str]) -> int:
@@ -1340,11 +1339,7 @@ ParseOutcome = tuple[str, "AsvResultsFile | None"] | str  # (digest, parsed; Non
 
 
 def _read_and_parse(item: _Todo, benchmarks: Mapping[str, AsvBenchmark]) -> ParseOutcome:
-    """Read, hash and parse one file.
-
-    (Parsing in worker processes while this process writes was measured: with two
-    workers on a loaded 2-CPU machine the import took twice as long, the rows'
-    pickling costing more than the parsing it moved.)"""
+    """Read, hash and parse one file (here, or in the worker of :class:`_ParseAhead`)."""
     try:
         raw = item.path.read_bytes()
         digest = hashlib.sha256(raw).hexdigest()
