@@ -183,11 +183,12 @@ def test_usual_shape_and_case_by_case_give_the_same_columns(results, monkeypatch
     plain.write_text(json.dumps(doc))
     calls = []
     real = ingest._AsvTable.add_all
-    monkeypatch.setattr(ingest._AsvTable, "add_all", lambda self, *a: calls.append(real(self, *a)) or calls[-1])
+    monkeypatch.setattr(ingest._AsvTable, "add_all",
+                        lambda self, *a: calls.append(real(self, *a)) or calls[-1])
     fast = [parse_results_file(f, benchmarks).rows for f in [*files, plain]]
     monkeypatch.setattr(ingest._AsvTable, "add_all", lambda self, *a: False)
     slow = [parse_results_file(f, benchmarks).rows for f in [*files, plain]]
-    assert calls == [True] * 7  # MetPy's files (some benchmarks failed) and the plain one: all a column at a time
+    assert calls == [True] * 7  # MetPy's files (some benchmarks failed) and the plain one: a column at a time
     for a, b in zip(fast, slow):
         assert (a.benchmark, a.result, a.measured, a.position, a.metric, a.measure) == (
             b.benchmark, b.result, b.measured, b.position, b.metric, b.measure)
@@ -212,7 +213,8 @@ def test_a_file_that_fails_to_store_loses_only_itself(tmp_path):
         summary = import_asv_results(store, folder)
         assert summary.imported == 2 and summary.result_count == 18
         [problem] = summary.failed
-        assert problem.path.endswith("b2b2b2b2-virtualenv-py3.12.json") and "not stored: IntegrityError" in problem.message
+        assert problem.path.endswith("b2b2b2b2-virtualenv-py3.12.json")
+        assert "not stored: IntegrityError" in problem.message
         for sha in ("a1" * 20, "c3" * 20):
             assert len(_stored(store, f"asv:box/{sha[:8]}-virtualenv-py3.12.json")) == 9
         with store.read() as conn:

@@ -573,7 +573,7 @@ def _write_run_in(
                 _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True),
                 [dict(zip(names, row)) for row in zip(*results.values())],
             ).scalars().all()
-        metric_ids = {key: dims.metric(key) for key in dict.fromkeys(x[0] for x in rows.metric)}  # in order of appearance
+        metric_ids = {key: dims.metric(key) for key in dict.fromkeys(x[0] for x in rows.metric)}  # in order
         series = dims.series(machine_id, environment_id, [
             (bids[i], metric_ids[key], direction, fmt, display)
             for i, (key, direction, fmt, display) in zip(rows.measured, rows.metric)
@@ -931,7 +931,8 @@ def parse_results_file(
     )
 
 
-_STAT_COLUMNS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
+_STAT_COLUMNS = (
+    "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
 _ROW_KEYS = ("result", "params", "version", "started_at", "duration", *_STAT_COLUMNS)
 
 
@@ -975,7 +976,8 @@ class _AsvTable:
         if min(map(len, entries)) < self.need:  # asv leaves out trailing columns it has no value for
             entries = [e if len(e) >= self.need else e + [None] * (self.need - len(e)) for e in entries]
         transposed = list(zip(*entries))
-        result, grid, version, started, duration, *stats = [(None,) * b if i is None else transposed[i] for i in self.at]
+        result, grid, version, started, duration, *stats = [
+            (None,) * b if i is None else transposed[i] for i in self.at]
         if any(grid):
             return False
         flat = []
@@ -988,7 +990,9 @@ class _AsvTable:
                 flat.append([None if x is None else x[0] for x in col])
             else:
                 return False
-        if not set(map(type, version)) <= {str, type(None)} or not set(map(type, started)) <= {int, float, type(None)}:
+        if not set(map(type, version)) <= {str, type(None)}:
+            return False
+        if not set(map(type, started)) <= {int, float, type(None)}:
             return False
         try:
             for v in set(version) - {None}:
@@ -1289,7 +1293,8 @@ def import_asv_results(
     # The collector paused: each file's hundreds of thousands of parsed JSON objects would trigger
     # collections that traverse the growing heap again and again (a fifth of an import), for
     # nothing: parsed files and their columns cannot form cycles.
-    with gc_paused(), _ParseAhead(todo, benchmarks, parse_ahead) as parsed, _Batches(store, summary) as batches:
+    with gc_paused(), _ParseAhead(todo, benchmarks, parse_ahead) as parsed, \
+            _Batches(store, summary) as batches:
         for done, item in enumerate(todo, 1):
             outcome = parsed.outcome(done - 1)
             if progress is not None:
@@ -1438,6 +1443,10 @@ def _stored_sources(store: Store) -> dict[str, tuple[str | None, str | None]]:
         return {r.source: (r.source_digest, r.source_stat) for r in rows}
 
 
+def _not_stored(shown: str, exc: Exception) -> FileProblem:
+    return FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}"))
+
+
 class _Abandoned(Exception):
     """Rolls back a batch's transaction (thrown into its context manager)."""
 
@@ -1506,7 +1515,7 @@ class _Batches:
                 _, outcome, touched = _write_run_in(self.conn, self.dims, **run)
             except SQLAlchemyError as exc:
                 self._rollback()
-                self.summary.failed.append(FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}")))
+                self.summary.failed.append(_not_stored(shown, exc))
                 continue
             self.pending.append((shown, parsed, run, outcome, touched))
             self.commit()
@@ -1549,7 +1558,7 @@ class _Batches:
         except SQLAlchemyError as exc:
             for shown, *_ in self.pending:
                 if shown is not None:
-                    self.summary.failed.append(FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}")))
+                    self.summary.failed.append(_not_stored(shown, exc))
             self.pending = []
             return
         assert self.dims is not None
