@@ -21,6 +21,7 @@ import json
 import math
 import os
 import socket
+import sys
 import time
 from stat import S_ISREG
 from dataclasses import dataclass, field
@@ -1255,7 +1256,7 @@ def import_asv_results(
     and the others are still imported. Files whose size and mtime match their import
     are skipped unread; the others are written many per transaction (see :class:`_Batches`).
     ``parse_ahead``: parse the next files in a worker process while this one writes (see
-    :class:`_ParseAhead`); by default when there are 16 files or more and two CPUs to run on.
+    :class:`_ParseAhead`); by default on Linux, for 16 files or more and two CPUs to run on.
     """
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
@@ -1382,8 +1383,9 @@ class _ParseAhead:
         self.todo, self.benchmarks = todo, benchmarks
         self.futures: dict[int, Any] = {}
         self.pool: Any = None
-        if worker is None:
-            worker = len(todo) >= self.MIN_FILES and len(os.sched_getaffinity(0)) > 1
+        if worker is None:  # Linux only: fork is unsafe on macOS, and absent on Windows
+            linux = sys.platform.startswith("linux")
+            worker = len(todo) >= self.MIN_FILES and linux and len(os.sched_getaffinity(0)) > 1
         if worker and "fork" in multiprocessing.get_all_start_methods():
             from concurrent.futures import ProcessPoolExecutor
 
