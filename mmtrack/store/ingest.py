@@ -1,6 +1,6 @@
 """Writing to the store: asv results folders and engine runs.
 
-Both paths turn their input into the same rows (``_Case``) and write one run per
+Both paths turn their input into the same columns (``_RunRows``) and write one run per
 transaction, so a run is either complete in the store or absent: an import
 killed midway loses at most the file it was writing, and re-running it skips
 what is already there (``Run.source`` + ``Run.source_digest``).
@@ -13,6 +13,7 @@ benchmark), converted with asv's own ``Results.update_to_2``. A result of
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import itertools
@@ -20,6 +21,7 @@ import json
 import math
 import os
 import socket
+import sys
 import time
 from stat import S_ISREG
 from dataclasses import dataclass, field
@@ -31,11 +33,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, or_, select, update
 
 from ..measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
-from ..measure.stats import BenchmarkStats, sample_stats
+from ..measure.stats import BenchmarkStats, sample_stats, sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, Status, canonical_params
 from ..errors import UserError
 from . import models as m
 from .db import Store
+from .queries import gc_paused
 
 # -- what callers hand in ------------------------------------------------------------------------
 
@@ -151,6 +154,54 @@ class _Case:
     measures: list[_Measure] = field(default_factory=list)
 
 
+RESULT_COLUMNS = ("status", "message", "value", "ci_low", "ci_high", "q1", "q3", "number", "repeat", "started_at",
+                  "duration")
+MEASURE_COLUMNS = ("mean", "median", "p95", "min", "max", "q1", "q3", "ci_low", "ci_high", "count", "values")
+BenchmarkIdentity = tuple[str, str, str, str, str]  # name, canonical params, code version, unit, type
+MetricIdentity = tuple[tuple[str, str, str], str, str, str]  # metric key, direction, format, display name ("" for none)
+
+
+@dataclass(slots=True)
+class _RunRows:
+    """What one run writes, as columns (lists): one entry per result in ``benchmark`` and
+    ``result``, one per measurement (a result has one per metric) in the others.
+
+    Columns rather than an object per case: an asv file's cases are checked and summarised
+    column by column, and the driver takes the rows as ``zip(*columns)``."""
+
+    benchmark: list[BenchmarkIdentity]
+    result: dict[str, list[Any]]  # RESULT_COLUMNS, plus "setup" when any result has one
+    measured: list[int]  # the index of each measurement's result
+    position: list[int]  # its place among its result's metrics
+    metric: list[MetricIdentity]
+    measure: dict[str, list[Any]]  # MEASURE_COLUMNS; "values" packed (models.pack_floats) or None
+
+    @property
+    def status_counts(self) -> dict[str, int]:
+        status = self.result["status"]
+        return {k: status.count(k) for k in ("ok", "failed", "skipped")}
+
+
+def _rows_of_cases(cases: Sequence[_Case]) -> _RunRows:
+    """The columns of cases built one by one (engine runs: a few cases each)."""
+    rows = _RunRows(
+        benchmark=[(c.name, c.params, c.version, c.unit, c.type) for c in cases],
+        result={k: [getattr(c, k) for c in cases] for k in RESULT_COLUMNS},
+        measured=[], position=[], metric=[], measure={k: [] for k in MEASURE_COLUMNS},
+    )
+    if any(c.setup is not None for c in cases):  # asv results have none to write
+        rows.result["setup"] = [c.setup for c in cases]
+    for i, c in enumerate(cases):
+        for position, x in enumerate(c.measures):
+            rows.measured.append(i)
+            rows.position.append(position)
+            rows.metric.append((x.metric, x.direction, x.format, x.display_name or ""))
+            for k in MEASURE_COLUMNS:
+                v = getattr(x, k)
+                rows.measure[k].append(m.pack_floats(v) if k == "values" and v is not None else v)
+    return rows
+
+
 def _insert(dialect: str, table: Table):  # noqa: ANN202 - dialect-specific Insert
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
@@ -204,39 +255,44 @@ def _run_statements(dialect: str) -> _RunStatements:
 _BULK: dict[tuple[str, str, tuple[str, ...]], tuple[str, list[Any]]] = {}
 
 
-def _bulk_insert(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
-    """INSERT many rows; on SQLite straight through the driver's executemany.
+def _bulk_insert(conn: Connection, table: Table, columns: Mapping[str, Sequence[Any]]) -> None:
+    """INSERT the rows ``zip(*columns.values())``; on SQLite straight through the driver's executemany.
 
-    Values go through the columns' own bind processors (as SQLAlchemy would
-    convert them) but skip its per-row statement machinery, the bulk of an
-    import's cost.
+    Values go through the columns' own bind processors (as SQLAlchemy would convert them), a
+    column at a time, but skip its per-row statement machinery, the bulk of an import's cost.
+    Per-sample values come packed already (``models.pack_floats``), so they pass as they are.
     """
+    names = tuple(columns)
     if conn.dialect.name != "sqlite":
-        conn.execute(table.insert(), rows)
+        conn.execute(table.insert(), [dict(zip(names, row)) for row in zip(*columns.values())])
         return
-    names = tuple(rows[0])
     key = (conn.dialect.name, table.name, names)
     if key not in _BULK:
         cols = ", ".join(conn.dialect.identifier_preparer.quote(n) for n in names)
         sql = f"INSERT INTO {conn.dialect.identifier_preparer.quote(table.name)} ({cols}) VALUES ({', '.join('?' * len(names))})"
-        # Only these types need converting for sqlite3; numbers and strings pass as they are.
+        # Only these types need converting for sqlite3; numbers, strings and bytes pass as they are.
         procs = [
             table.c[n].type._cached_bind_processor(conn.dialect)
-            if isinstance(table.c[n].type, (DateTime, JSON, Boolean, m.PackedFloats))
+            if isinstance(table.c[n].type, (DateTime, JSON, Boolean))
             else None
             for n in names
         ]
         _BULK[key] = (sql, procs)
     sql, procs = _BULK[key]
-    convert = [(i, p) for i, p in enumerate(procs) if p is not None]
-    params = []
-    for row in rows:
-        values = list(row.values())
-        for i, p in convert:
-            if values[i] is not None:
-                values[i] = p(values[i])
-        params.append(tuple(values))
-    conn.exec_driver_sql(sql, params)
+    values = [
+        col if p is None
+        else _converted(col, p) if isinstance(table.c[n].type, DateTime)
+        else [None if v is None else p(v) for v in col]
+        for n, col, p in zip(names, columns.values(), procs)
+    ]
+    conn.exec_driver_sql(sql, list(zip(*values)))
+
+
+def _converted(col: Sequence[Any], process: Callable[[Any], Any]) -> list[Any]:
+    """``process`` of each (hashable) value but None, once per distinct value (a file's cases
+    share their start time when asv recorded none)."""
+    done: dict[Any, Any] = {None: None}
+    return [done[v] if v in done else done.setdefault(v, process(v)) for v in col]
 
 
 # benchmark id, metric id, direction, format, display name ("" for none): with the machine and
@@ -281,22 +337,16 @@ class _Dims:
     def environment(self, name: str, info: Mapping[str, Any]) -> int:
         return self._named(m.Environment.__table__, name, info)
 
-    def benchmark(self, c: _Case) -> int:
-        return self._get(
-            m.Benchmark.__table__, {"name": c.name, "params": c.params, "version": c.version}, {"unit": c.unit, "type": c.type}
-        )
-
-    def prefetch_benchmarks(self, cases: Sequence[_Case]) -> None:
-        """Resolve every benchmark of a run in a few statements, not three per new case."""
+    def benchmark_ids(self, keys: Sequence[BenchmarkIdentity]) -> list[int]:
+        """The id of each benchmark (name, params, version, unit, type), made where missing, in a few
+        statements for a whole run, not three per new case."""
         t = m.Benchmark.__table__
-        missing = {
-            (c.name, c.params, c.version): c
-            for c in cases
-            if ("benchmark", c.name, c.params, c.version) not in self.shared
-            and ("benchmark", c.name, c.params, c.version) not in self.new
-        }
-        if not missing:
-            return
+        shared, new = self.shared, self.new
+        cks = [("benchmark", name, params, version) for name, params, version, _, _ in keys]
+        found = [shared.get(c) or new.get(c) for c in cks]
+        if None not in found:
+            return found  # type: ignore[return-value]
+        missing = {c[1:]: k for c, k, f in zip(cks, keys, found) if f is None}
         names = sorted({k[0] for k in missing})
 
         def load() -> None:
@@ -305,17 +355,15 @@ class _Dims:
                     select(t.c.id, t.c.name, t.c.params, t.c.version).where(t.c.name.in_(names[i : i + 500]))
                 ):
                     if (row.name, row.params, row.version) in missing:
-                        self.new[("benchmark", row.name, row.params, row.version)] = row.id
+                        new[("benchmark", row.name, row.params, row.version)] = row.id
 
         load()
-        todo = [c for k, c in missing.items() if ("benchmark",) + k not in self.new]
+        todo = [k for ident, k in missing.items() if ("benchmark", *ident) not in new]
         if todo:
             stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
-            self.conn.execute(
-                stmt, [{"name": c.name, "params": c.params, "version": c.version, "unit": c.unit, "type": c.type}
-                       for c in todo]
-            )
+            self.conn.execute(stmt, [dict(zip(("name", "params", "version", "unit", "type"), k)) for k in todo])
             load()
+        return [shared.get(c) or new[c] for c in cks]
 
     def metric(self, key: tuple[str, str, str]) -> int:
         return self._get(m.Metric.__table__, {"section": key[0], "name": key[1], "unit": key[2]})
@@ -328,7 +376,12 @@ class _Dims:
         def ck(key: SeriesIdentity) -> tuple:
             return ("series", machine_id, environment_id, *key)
 
-        missing = sorted({k for k in keys if ck(k) not in self.shared and ck(k) not in self.new})
+        cks = [("series", machine_id, environment_id, *k) for k in keys]
+        shared, new = self.shared, self.new
+        found = [shared.get(c) or new.get(c) for c in cks]  # one lookup per key: a run holds hundreds
+        if None not in found:
+            return found  # type: ignore[return-value]
+        missing = sorted({k for k, f in zip(keys, found) if f is None})
 
         def load() -> None:
             benchmarks = sorted({k[0] for k in missing})
@@ -342,14 +395,13 @@ class _Dims:
                 ):
                     self.new[ck(tuple(row[1:]))] = row.id
 
-        if missing:
+        load()
+        todo = [k for k in missing if ck(k) not in new]
+        if todo:
+            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
+            self.conn.execute(stmt, [dict(zip(SERIES_KEY, (machine_id, environment_id, *k))) for k in todo])
             load()
-            todo = [k for k in missing if ck(k) not in self.new]
-            if todo:
-                stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
-                self.conn.execute(stmt, [dict(zip(SERIES_KEY, (machine_id, environment_id, *k))) for k in todo])
-                load()
-        return [self.shared.get(ck(k)) or self.new[ck(k)] for k in keys]
+        return [shared.get(c) or new[c] for c in cks]
 
     def commit(self, info: CommitInfo) -> int:
         t = m.Commit.__table__
@@ -400,11 +452,31 @@ def _touch_series(conn: Connection, ids: set[int], appended: Callable[[], bool] 
             # two writers touching the same series in different orders deadlock (seen with 8 writers). NO KEY
             # UPDATE, like the UPDATE itself: it must not wait on the key-share locks of measurement inserts.
             conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
-    bump = {"changes": t.c.changes + 1}
-    if chunks and appended():
-        bump["appends"] = t.c.appends + 1
+    if not chunks:
+        return
+    both = appended()
+    if conn.dialect.name == "sqlite":
+        # One prepared UPDATE per range of consecutive ids (a run's series were mostly made
+        # together): compiling an IN list of hundreds of ids cost more than SQLite executing it.
+        bump = "changes = changes + 1, appends = appends + 1" if both else "changes = changes + 1"
+        conn.exec_driver_sql(f"UPDATE series SET {bump} WHERE id BETWEEN ? AND ?", _id_ranges(ordered))
+        return
+    values = {"changes": t.c.changes + 1, **({"appends": t.c.appends + 1} if both else {})}
     for chunk in chunks:
-        conn.execute(update(t).where(t.c.id.in_(chunk)).values(**bump))
+        conn.execute(update(t).where(t.c.id.in_(chunk)).values(**values))
+
+
+def _id_ranges(ordered: Sequence[int]) -> list[tuple[int, int]]:
+    """(first, last) of each run of consecutive ids in ``ordered`` (sorted, distinct)."""
+    ranges: list[tuple[int, int]] = []
+    start = prev = ordered[0]
+    for i in ordered[1:]:
+        if i != prev + 1:
+            ranges.append((start, prev))
+            start = i
+        prev = i
+    ranges.append((start, prev))
+    return ranges
 
 
 def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_id: int, commit_id: int) -> bool:
@@ -444,7 +516,7 @@ def _write_run_in(
     suite: str,
     host: str,
     tool_versions: Mapping[str, Any],
-    cases: Sequence[_Case],
+    rows: _RunRows,
     source: str | None = None,
     digest: str | None = None,
     stat: str | None = None,
@@ -485,68 +557,33 @@ def _write_run_in(
         "source_digest": digest,
         "source_stat": stat,
     }).scalar_one()
-    if cases:
-        dims.prefetch_benchmarks(cases)
-        rows = [
-            {
-                "run_id": run_id,
-                "benchmark_id": dims.benchmark(c),
-                "status": c.status,
-                "message": c.message,
-                "value": c.value,
-                "ci_low": c.ci_low,
-                "ci_high": c.ci_high,
-                "q1": c.q1,
-                "q3": c.q3,
-                "number": c.number,
-                "repeat": c.repeat,
-                "started_at": c.started_at,
-                "duration": c.duration,
-            }
-            for c in cases
-        ]
-        if any(c.setup is not None for c in cases):  # asv results have none to write
-            for row, c in zip(rows, cases):
-                row["setup"] = c.setup
+    if rows.benchmark:
+        bids = dims.benchmark_ids(rows.benchmark)
+        n = len(bids)
+        results = {"run_id": [run_id] * n, "benchmark_id": bids, **rows.result}
         res_t = m.Result.__table__
         if conn.dialect.name == "sqlite":
             # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
             # plain executemany is several times faster than INSERT ... RETURNING.
             first = (conn.execute(stmts.max_result_id).scalar() or 0) + 1
-            ids = list(range(first, first + len(rows)))
-            for rid, row in zip(ids, rows):
-                row["id"] = rid
-            _bulk_insert(conn, res_t, rows)
+            ids: Sequence[int] = range(first, first + n)
+            _bulk_insert(conn, res_t, {"id": ids, **results})
         else:
+            names = tuple(results)
             ids = conn.execute(
-                _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True), rows
+                _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True),
+                [dict(zip(names, row)) for row in zip(*results.values())],
             ).scalars().all()
-        points = [(rid, row["benchmark_id"], position, x)
-                  for rid, row, c in zip(ids, rows, cases) for position, x in enumerate(c.measures)]
+        metric_ids = {key: dims.metric(key) for key in dict.fromkeys(x[0] for x in rows.metric)}  # in order
         series = dims.series(machine_id, environment_id, [
-            (b, dims.metric(x.metric), x.direction, x.format, x.display_name or "") for _, b, _, x in points
+            (bids[i], metric_ids[key], direction, fmt, display)
+            for i, (key, direction, fmt, display) in zip(rows.measured, rows.metric)
         ])
-        mrows = [
-            {
-                "series_id": sid,
-                "result_id": rid,
-                "position": position,
-                "mean": x.mean,
-                "median": x.median,
-                "p95": x.p95,
-                "min": x.min,
-                "max": x.max,
-                "q1": x.q1,
-                "q3": x.q3,
-                "ci_low": x.ci_low,
-                "ci_high": x.ci_high,
-                "count": x.count,
-                "values": x.values,
-            }
-            for sid, (rid, _, position, x) in zip(series, points)
-        ]
-        if mrows:
-            _bulk_insert(conn, m.Measurement.__table__, mrows)
+        if series:
+            _bulk_insert(conn, m.Measurement.__table__, {
+                "series_id": series, "result_id": [ids[i] for i in rows.measured], "position": rows.position,
+                **rows.measure,
+            })
         touched.update(series)
     _touch_series(conn, touched, lambda: outcome == "new" and not commit.dirty and _appends_newest(
         conn, run_id, machine_id, environment_id, commit_id))
@@ -646,7 +683,7 @@ def record_engine_run(store: Store, run: RunRecord, cases: list[EngineCaseRecord
         suite=run.suite,
         host=run.host,
         tool_versions=run.tool_versions,
-        cases=[engine_case(c) for c in cases],
+        rows=_rows_of_cases([engine_case(c) for c in cases]),
         source=run.source,
         digest=None,
     )
@@ -690,6 +727,12 @@ def asv_metric(btype: str, unit: str) -> tuple[MetricKey, Direction]:
     if btype == "peakmemory":
         return MetricKey("memory", "peakmem", "bytes"), Direction.LOWER
     return MetricKey("track", "value", unit), default_direction(unit)
+
+
+@functools.lru_cache(maxsize=256)
+def _metric_identity(btype: str, unit: str) -> MetricIdentity:
+    metric, direction = asv_metric(btype, unit)
+    return (metric.section, metric.name, metric.unit), direction.value, MetricFormat.NUMBER.value, ""
 
 
 def _from_name(name: str) -> AsvBenchmark:
@@ -813,7 +856,7 @@ class AsvResultsFile:
     commit: CommitInfo
     started_at: datetime
     format_version: int
-    cases: list[_Case]
+    rows: _RunRows
 
 
 def parse_results_file(
@@ -869,18 +912,15 @@ def parse_results_file(
     if not isinstance(results, dict):
         raise ResultsFileError("'results' is not an object")
 
-    cases: list[_Case] = []
-    starts: list[datetime] = []
-    for name, values in results.items():
-        name = _text(name, "benchmark name")
-        if not name:
-            raise ResultsFileError("empty benchmark name")
-        what = f"benchmark {name!r}"
-        if not isinstance(values, list):
-            raise ResultsFileError(f"{what}: row is {type(values).__name__}, expected a list")
-        row = dict(zip(columns, values))
-        cases.extend(_asv_cases(name, row, benchmarks.get(name) or _from_name(name), what, starts))
-    started = min(starts) if starts else (date or datetime.now(timezone.utc))
+    table = _AsvTable(columns)
+    if not table.add_all(results, benchmarks):
+        for name, values in results.items():
+            name = _text(name, "benchmark name")
+            if not name:
+                raise ResultsFileError("empty benchmark name")
+            table.add(name, values, benchmarks.get(name) or _from_name(name))
+    rows = table.rows()
+    started = min(table.starts) if table.starts else (date or datetime.now(timezone.utc))
     return AsvResultsFile(
         machine=machine,
         environment=env_name,
@@ -888,89 +928,227 @@ def parse_results_file(
         commit=CommitInfo(sha=sha.lower(), date=date),
         started_at=started,
         format_version=int(version),
-        cases=cases,
+        rows=rows,
     )
 
 
-def _asv_cases(
-    name: str, row: Mapping[str, Any], meta: AsvBenchmark, what: str, starts: list[datetime]
-) -> list[_Case]:
-    grid = row.get("params") or []
-    if not isinstance(grid, list) or not all(isinstance(p, list) for p in grid):
-        raise ResultsFileError(f"{what}: 'params' is not a list of lists")
-    grid = [[_text(v, f"{what} parameter value") for v in p] for p in grid]
-    names = list(meta.param_names) if len(meta.param_names) == len(grid) else [f"param{i + 1}" for i in range(len(grid))]
-    combos = list(itertools.product(*grid)) if grid else [()]
-    n = len(combos)
-    result = row.get("result")
-    if result is not None and not isinstance(result, list):
-        result = [result]  # a bare number: written by hand or by very old asv
-    if result is not None and len(result) != n:
-        raise ResultsFileError(f"{what}: {len(result)} results for {n} parameter combinations")
-    version = row.get("version")
-    version = _text(version, f"{what} version") if version is not None else meta.version
-    started = _ms(row.get("started_at"), what, "started_at")
-    if started is not None:
-        starts.append(started)
-    duration = _num(row.get("duration"), what, "duration")
-    metric, direction = asv_metric(meta.type, meta.unit)
-    mkey = (metric.section, metric.name, metric.unit)
-    dvalue, fmt, version = direction.value, MetricFormat.NUMBER.value, version or ""
-    ci_a, ci_b, q25, q75, number, repeat, samples_col = [_columns(row.get(k), k, n, what) for k in _STAT_COLUMNS]
-    params_key = "{}" if not grid else None
-    out = []
-    for i, combo in enumerate(combos):
-        where = f"{what} case {i}" if n > 1 else what
-        value = _num(None if result is None else result[i], where, "result", nan="keep")
-        if value is None:
-            status = "failed"
-        elif value != value:  # NaN: asv skipped it
-            status, value = "skipped", None
+_STAT_COLUMNS = (
+    "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
+_ROW_KEYS = ("result", "params", "version", "started_at", "duration", *_STAT_COLUMNS)
+
+
+class _AsvTable:
+    """The cases of one results file, gathered benchmark by benchmark (``add``) into columns that
+    ``rows`` then checks and summarises a column at a time: a file holds hundreds of benchmarks of
+    one case each, and per-case Python was most of an import's time.
+
+    Errors name the benchmark and, in a grid, the case ("benchmark 'x' case 2 result is ...")."""
+
+    def __init__(self, columns: list[str]) -> None:
+        at = {c: i for i, c in enumerate(columns)}  # a repeated name: its last column, as dict(zip()) gave
+        self.at = [at.get(k) for k in _ROW_KEYS]
+        self.width = len(columns)
+        self.need = max((i + 1 for i in self.at if i is not None), default=0)  # the row length that has them all
+        self.benchmark: list[BenchmarkIdentity] = []
+        self.metric: list[MetricIdentity] = []
+        self.started: list[datetime | None] = []
+        self.duration: list[float | None] = []
+        self.cols: list[list[Any]] = [[] for _ in _STAT_COLUMNS]
+        self.value: list[Any] = []
+        self.starts: list[datetime] = []
+        self.names: list[str] = []  # per benchmark, for error messages
+        self.first: list[int] = []  # per benchmark, the index of its first case
+        self.times: dict[Any, datetime | None] = {}  # started_at by its raw value: few are distinct
+
+    def add_all(self, results: dict[str, Any], benchmarks: Mapping[str, AsvBenchmark]) -> bool:
+        """Add every benchmark at once when the file has the usual shape (no parameter grids: one
+        case per benchmark, every column a list of one entry or absent), checked and flattened a
+        column at a time. False, having added nothing, for any other file: ``add`` then takes each
+        benchmark in turn, and words the errors."""
+        names, entries = list(results), list(results.values())
+        b = len(names)
+        try:
+            joined = "".join(names)
+            joined.encode("utf-8")
+        except (TypeError, UnicodeEncodeError):
+            return False
+        if not b or "\x00" in joined or "" in names or set(map(type, entries)) != {list}:
+            return False
+        if min(map(len, entries)) < self.need:  # asv leaves out trailing columns it has no value for
+            entries = [e if len(e) >= self.need else e + [None] * (self.need - len(e)) for e in entries]
+        transposed = list(zip(*entries))
+        result, grid, version, started, duration, *stats = [
+            (None,) * b if i is None else transposed[i] for i in self.at]
+        if any(grid):
+            return False
+        flat = []
+        for col in (result, *stats):
+            types = set(map(type, col))
+            if types == {list} and set(map(len, col)) == {1}:
+                flat.append(list(itertools.chain.from_iterable(col)))
+            elif types <= {list, type(None)} and all(len(x) == 1 for x in col if x is not None):
+                # absent for some benchmarks: asv leaves the columns out of a failed benchmark's row
+                flat.append([None if x is None else x[0] for x in col])
+            else:
+                return False
+        if not set(map(type, version)) <= {str, type(None)}:
+            return False
+        if not set(map(type, started)) <= {int, float, type(None)}:
+            return False
+        try:
+            for v in set(version) - {None}:
+                _text(v, "version")
+            for v in set(started) - set(self.times):
+                self.times[v] = _ms(v, "", "started_at")
+            durations = _floats(list(duration), lambda k: "", "duration", nan="error")
+        except ResultsFileError:
+            return False  # ``add`` names the benchmark
+        metas = [benchmarks.get(name) or _from_name(name) for name in names]
+        if None in version:
+            version = [meta.version if v is None else v for v, meta in zip(version, metas)]
+        self.names, self.first = names, list(range(b))
+        self.value, self.cols = flat[0], flat[1:]
+        self.benchmark = list(zip(names, itertools.repeat("{}"), [v or "" for v in version],
+                                  [meta.unit for meta in metas], [meta.type for meta in metas]))
+        self.metric = [_metric_identity(meta.type, meta.unit) for meta in metas]
+        self.started = [self.times[v] for v in started]
+        self.starts = [t for t in self.started if t is not None]
+        self.duration = durations
+        return True
+
+    def add(self, name: str, values: Any, meta: AsvBenchmark) -> None:
+        what = f"benchmark {name!r}"
+        if type(values) is not list:
+            raise ResultsFileError(f"{what}: row is {type(values).__name__}, expected a list")
+        if len(values) < self.width:
+            values = values + [None] * (self.width - len(values))
+        result, grid, version, started, duration, *stats = [None if i is None else values[i] for i in self.at]
+        if grid:
+            if not isinstance(grid, list) or not all(isinstance(p, list) for p in grid):
+                raise ResultsFileError(f"{what}: 'params' is not a list of lists")
+            grid = [[_text(v, f"{what} parameter value") for v in p] for p in grid]
+            names = list(meta.param_names) if len(meta.param_names) == len(grid) else [
+                f"param{i + 1}" for i in range(len(grid))]
+            params = [canonical_params(dict(zip(names, combo))) for combo in itertools.product(*grid)]
         else:
-            status = "ok"
-        c = _Case(
-            name=name,
-            params=params_key or canonical_params(dict(zip(names, combo))),
-            version=version,
-            unit=meta.unit,
-            type=meta.type,
-            status=status,
-            value=value,
-            ci_low=_num(ci_a[i], where, "ci_99_a", nan="none"),
-            ci_high=_num(ci_b[i], where, "ci_99_b", nan="none"),
-            q1=_num(q25[i], where, "q_25", nan="none"),
-            q3=_num(q75[i], where, "q_75", nan="none"),
-            number=_int(number[i], where, "number"),
-            repeat=_int(repeat[i], where, "repeat"),
-            started_at=started,
-            duration=duration,
-        )
-        samples = samples_col[i]
-        if samples is not None:
-            if not isinstance(samples, list):
-                raise ResultsFileError(f"{where}: samples are {type(samples).__name__}, expected a list")
-            # Fast path: all finite floats (the sum of finite floats is finite unless it overflows).
-            if not (all(type(v) is float for v in samples) and math.isfinite(sum(samples))):
-                samples = [_num(v, where, "sample") for v in samples]
-            if None in samples:
-                raise ResultsFileError(f"{where}: a sample is null")
-        x = _Measure(metric=mkey, direction=dvalue, format=fmt, ci_low=c.ci_low, ci_high=c.ci_high, q1=c.q1, q3=c.q3)
-        if status == "ok":
-            x.median = value  # asv's value (the median of the samples for time benchmarks)
-            if samples:
-                st = sample_stats(samples)  # type: ignore[arg-type]
-                x.mean, x.p95, x.min, x.max, x.count = st["mean"], st["p95"], st["min"], st["max"], len(samples)
-                x.values = samples  # type: ignore[assignment]
-                if x.q1 is None or x.q3 is None:
-                    x.q1, x.q3 = st["q1"], st["q3"]
-            else:  # asv kept only the value (and maybe its stats): no sample spread to report
-                x.count = c.repeat or 1
-        c.measures = [x]
-        out.append(c)
+            params = ["{}"]  # no parameters (asv writes [], any falsy value reads the same)
+        n = len(params)
+        if result is not None and type(result) is not list:
+            result = [result]  # a bare number: written by hand or by very old asv
+        if result is not None and len(result) != n:
+            raise ResultsFileError(f"{what}: {len(result)} results for {n} parameter combinations")
+        version = _text(version, f"{what} version") if version is not None else meta.version
+        if type(started) is not int and type(started) is not float:
+            at = _ms(started, what, "started_at")  # None, or an error
+        elif started in self.times:
+            at = self.times[started]
+        else:
+            at = self.times[started] = _ms(started, what, "started_at")
+        if at is not None:
+            self.starts.append(at)
+        duration = _num(duration, what, "duration")
+        self.names.append(name)
+        self.first.append(len(self.value))
+        self.value.extend(result if result is not None else [None] * n)
+        for col, key, dest in zip(stats, _STAT_COLUMNS, self.cols):
+            dest.extend(_columns(col, key, n, what))
+        version = version or ""
+        self.benchmark.extend([(name, p, version, meta.unit, meta.type) for p in params])
+        self.metric.extend([_metric_identity(meta.type, meta.unit)] * n)
+        self.started.extend([at] * n)
+        self.duration.extend([duration] * n)
+
+    def where(self, k: int) -> str:
+        """The case ``k`` as error messages name it."""
+        b = bisect.bisect_right(self.first, k) - 1
+        end = self.first[b + 1] if b + 1 < len(self.first) else len(self.value)
+        what = f"benchmark {self.names[b]!r}"
+        return f"{what} case {k - self.first[b]}" if end - self.first[b] > 1 else what
+
+    def rows(self) -> _RunRows:
+        where = self.where
+        value = _floats(self.value, where, "result", nan="keep")
+        if None in value or any(v != v for v in value):
+            status = ["failed" if v is None else "skipped" if v != v else "ok" for v in value]
+            value = [None if v != v else v for v in value]
+        else:
+            status = ["ok"] * len(value)
+        ci_a, ci_b, q25, q75, number, repeat, samples = self.cols
+        ci_low = _floats(ci_a, where, "ci_99_a", nan="none")
+        ci_high = _floats(ci_b, where, "ci_99_b", nan="none")
+        q1 = _floats(q25, where, "q_25", nan="none")
+        q3 = _floats(q75, where, "q_75", nan="none")
+        number = _ints(number, where, "number")
+        repeat = _ints(repeat, where, "repeat")
+        samples = _samples(samples, where)
+        n = len(value)
+        measure: dict[str, list[Any]] = {
+            "mean": [None] * n, "median": value, "p95": [None] * n, "min": [None] * n, "max": [None] * n,
+            "q1": list(q1), "q3": list(q3), "ci_low": ci_low, "ci_high": ci_high,
+            # ok without samples: asv kept only the value (and maybe its stats), so no spread; count its repeats
+            "count": [0 if st != "ok" else (r or 1) for st, r in zip(status, repeat)], "values": [None] * n,
+        }
+        sampled = [k for k in range(n) if status[k] == "ok" and samples[k]]
+        if sampled:
+            lists = [samples[k] for k in sampled]
+            stats = sample_stats_rows(lists)
+            for key in ("mean", "p95", "min", "max"):
+                dest = measure[key]
+                for k, v in zip(sampled, stats[key]):
+                    dest[k] = v
+            mq1, mq3, count, packed = measure["q1"], measure["q3"], measure["count"], measure["values"]
+            for k, s, s1, s3 in zip(sampled, lists, stats["q1"], stats["q3"]):
+                count[k] = len(s)
+                packed[k] = m.float_packer(len(s))(*s)
+                if q1[k] is None or q3[k] is None:  # asv's quartiles when it wrote both, else the samples'
+                    mq1[k], mq3[k] = s1, s3
+        result = {
+            "status": status, "message": [None] * n, "value": value, "ci_low": ci_low, "ci_high": ci_high,
+            "q1": q1, "q3": q3, "number": number, "repeat": repeat, "started_at": self.started,
+            "duration": self.duration,
+        }
+        return _RunRows(benchmark=self.benchmark, result=result, measured=list(range(n)), position=[0] * n,
+                        metric=self.metric, measure=measure)
+
+
+def _clean_floats(col: list[Any]) -> bool:
+    """Whether every entry is a finite float (their sum is finite, unless it overflows: then the
+    slow path finds them fine one by one)."""
+    return (not col or set(map(type, col)) == {float}) and math.isfinite(sum(col))
+
+
+def _floats(col: list[Any], where: Callable[[int], str], field: str, *, nan: str) -> list[float | None]:
+    """A column of ``_num`` values: checked at once when clean, else one by one (naming the case)."""
+    if _clean_floats(col):
+        return col
+    return [v if type(v) is float and v - v == 0.0 else _num(v, where(k), field, nan=nan) for k, v in enumerate(col)]
+
+
+def _ints(col: list[Any], where: Callable[[int], str], field: str) -> list[int | None]:
+    """A column of ``_int`` counts."""
+    if all(type(v) is int for v in col) and (not col or (min(col) >= 0 and max(col) < 2**62)):
+        return col
+    return [_int(v, where(k), field) for k, v in enumerate(col)]
+
+
+def _samples(col: list[Any], where: Callable[[int], str]) -> list[list[float] | None]:
+    """Each case's samples: None or a list of finite floats."""
+    present = [s for s in col if s is not None]
+    if all(type(s) is list for s in present):
+        flat = list(itertools.chain.from_iterable(present))
+        if _clean_floats(flat):
+            return col
+    out = []
+    for k, s in enumerate(col):
+        if s is not None:
+            if not isinstance(s, list):
+                raise ResultsFileError(f"{where(k)}: samples are {type(s).__name__}, expected a list")
+            if not _clean_floats(s):
+                s = [_num(v, where(k), "sample") for v in s]
+            if None in s:
+                raise ResultsFileError(f"{where(k)}: a sample is null")
+        out.append(s)
     return out
-
-
-_STAT_COLUMNS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
 
 
 def _columns(col: Any, key: str, n: int, what: str) -> Sequence[Any]:
@@ -1070,12 +1248,15 @@ def import_asv_results(
     progress: Progress | None = None,
     *,
     suite: str | None = None,
+    parse_ahead: bool | None = None,
 ) -> ImportSummary:
     """Import an asv results folder, idempotent: each file's run is written whole or not at all.
 
     A file that cannot be read is reported in ``summary.failed`` (one line each)
     and the others are still imported. Files whose size and mtime match their import
     are skipped unread; the others are written many per transaction (see :class:`_Batches`).
+    ``parse_ahead``: parse the next files in a worker process while this one writes (see
+    :class:`_ParseAhead`); by default on Linux, for 16 files or more and two CPUs to run on.
     """
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
@@ -1110,9 +1291,13 @@ def import_asv_results(
             summary.unchanged += 1
             continue
         todo.append(_Todo(path, machine_dir, _display(path), source, stat_key, old[0] if old else None))
-    with _Batches(store, summary) as batches:
+    # The collector paused: each file's hundreds of thousands of parsed JSON objects would trigger
+    # collections that traverse the growing heap again and again (a fifth of an import), for
+    # nothing: parsed files and their columns cannot form cycles.
+    with gc_paused(), _ParseAhead(todo, benchmarks, parse_ahead) as parsed, \
+            _Batches(store, summary) as batches:
         for done, item in enumerate(todo, 1):
-            outcome = _read_and_parse(item, benchmarks)
+            outcome = parsed.outcome(done - 1)
             if progress is not None:
                 progress(done - 1, len(todo), item.shown)
             if isinstance(outcome, str):
@@ -1136,7 +1321,7 @@ def import_asv_results(
                 suite=suite,
                 host=result.machine,
                 tool_versions={"asv_results_format": str(result.format_version)},
-                cases=result.cases,
+                rows=result.rows,
                 source=item.source,
                 digest=digest,
                 stat=item.stat,
@@ -1162,11 +1347,7 @@ ParseOutcome = tuple[str, "AsvResultsFile | None"] | str  # (digest, parsed; Non
 
 
 def _read_and_parse(item: _Todo, benchmarks: Mapping[str, AsvBenchmark]) -> ParseOutcome:
-    """Read, hash and parse one file.
-
-    (Parsing in worker processes while this process writes was measured: with two
-    workers on a loaded 2-CPU machine the import took twice as long, the rows'
-    pickling costing more than the parsing it moved.)"""
+    """Read, hash and parse one file (here, or in the worker of :class:`_ParseAhead`)."""
     try:
         raw = item.path.read_bytes()
         digest = hashlib.sha256(raw).hexdigest()
@@ -1181,6 +1362,81 @@ def _read_and_parse(item: _Todo, benchmarks: Mapping[str, AsvBenchmark]) -> Pars
         return _one_line(f"cannot read: {type(exc).__name__}: {exc}")
 
 
+class _ParseAhead:
+    """The files' parse outcomes, in order. With a worker process, the next files are read and
+    parsed there while this process writes the current one: parsing is about a third of an
+    import's work, and a file's columns (``_RunRows``) pickle cheaply. (An object per case made
+    that pickling cost more than the parse, and a worker twice as slow.)
+
+    The worker is forked: a fresh interpreter (``spawn``) would start slower and import the
+    caller's ``__main__`` again, which re-runs any script without a main guard. The child only
+    reads files and parses them, never touches the database connections or other threads' state
+    it inherits, and dies with its parent (PR_SET_PDEATHSIG), so a killed import leaves no worker
+    behind. A worker that fails costs nothing but its speed: the files are then parsed here."""
+
+    AHEAD = 8  # files handed to the worker beyond the one being written
+    MIN_FILES = 16  # fewer: not worth a process
+
+    def __init__(self, todo: Sequence[_Todo], benchmarks: Mapping[str, AsvBenchmark], worker: bool | None) -> None:
+        import multiprocessing
+
+        self.todo, self.benchmarks = todo, benchmarks
+        self.futures: dict[int, Any] = {}
+        self.pool: Any = None
+        if worker is None:  # Linux only: fork is unsafe on macOS, and absent on Windows
+            linux = sys.platform.startswith("linux")
+            worker = len(todo) >= self.MIN_FILES and linux and len(os.sched_getaffinity(0)) > 1
+        if worker and "fork" in multiprocessing.get_all_start_methods():
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start,
+                initargs=(os.getpid(), benchmarks),  # inherited by the fork, not pickled
+            )
+
+    def __enter__(self) -> _ParseAhead:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def outcome(self, index: int) -> ParseOutcome:
+        if self.pool is not None:
+            try:
+                for i in range(index, min(index + 1 + self.AHEAD, len(self.todo))):
+                    if i not in self.futures:
+                        self.futures[i] = self.pool.submit(_parse_in_worker, self.todo[i])
+                return self.futures.pop(index).result()
+            except Exception:  # noqa: BLE001 - a broken worker (killed, out of memory): parse here from now on
+                self.pool.shutdown(wait=False, cancel_futures=True)
+                self.pool = None
+        return _read_and_parse(self.todo[index], self.benchmarks)
+
+
+_WORKER_BENCHMARKS: dict[str, Mapping[str, AsvBenchmark]] = {}
+
+
+def _worker_start(parent: int, benchmarks: Mapping[str, AsvBenchmark]) -> None:
+    """In the parse worker: die with the import, and no cyclic collector (see import_asv_results)."""
+    import ctypes
+    import gc
+    import signal
+
+    gc.disable()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the worker ends at EOF of its queue
+        pass
+    if os.getppid() != parent:  # the import died before the line above
+        os._exit(0)
+    _WORKER_BENCHMARKS["benchmarks"] = benchmarks
+
+
+def _parse_in_worker(item: _Todo) -> ParseOutcome:
+    return _read_and_parse(item, _WORKER_BENCHMARKS["benchmarks"])
+
+
 def _stored_sources(store: Store) -> dict[str, tuple[str | None, str | None]]:
     """source -> (digest, "size:mtime_ns") of every imported file: unchanged files are skipped unread."""
     run = m.Run.__table__
@@ -1189,15 +1445,27 @@ def _stored_sources(store: Store) -> dict[str, tuple[str | None, str | None]]:
         return {r.source: (r.source_digest, r.source_stat) for r in rows}
 
 
+def _not_stored(shown: str, exc: Exception) -> FileProblem:
+    return FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}"))
+
+
+class _Abandoned(Exception):
+    """Rolls back a batch's transaction (thrown into its context manager)."""
+
+
 class _Batches:
-    """Many results files per transaction, each in its own savepoint.
+    """Many results files per transaction.
 
     A transaction costs a commit, and on SQLite a commit writes every page it touched:
     measurements are clustered by series, so one run dirties a page per series, and the
     next runs of a batch dirty the same pages again. Batching divides that cost by the
-    batch size. A kill loses at most the open batch (re-import writes it again); a file
-    that fails to store rolls back its savepoint only. The summary counts a file once
-    its transaction committed."""
+    batch size. A kill loses at most the open batch (re-import writes it again). The
+    summary counts a file once its transaction committed.
+
+    A file that fails to store rolls back the batch, whose files are then written again
+    one transaction each, so that only that file is lost. (A savepoint per file did the
+    same on the common path, but its journal copied every page a file changed: about 15%
+    of an import, in the common case where nothing fails.)"""
 
     FILES = 64
     SECONDS = 2.0
@@ -1208,7 +1476,9 @@ class _Batches:
         self.tx: Any = None
         self.conn: Connection | None = None
         self.dims: _Dims | None = None
-        self.pending: list[tuple[str, AsvResultsFile, str, set[int]]] = []
+        # What the open transaction holds, to count once it commits or to write again after a failure:
+        # (shown, parsed, run, outcome, touched) per file written, (None, item, ...) per file re-stat'ed.
+        self.pending: list[tuple[Any, ...]] = []
         self.opened = 0.0
 
     def __enter__(self) -> _Batches:
@@ -1224,17 +1494,44 @@ class _Batches:
     def write(self, shown: str, parsed: AsvResultsFile, **run: Any) -> None:
         self._open()
         assert self.conn is not None and self.dims is not None
-        before = dict(self.dims.new)
         try:
-            with self.conn.begin_nested():
-                _, outcome, touched = _write_run_in(self.conn, self.dims, **run)
-        except SQLAlchemyError as exc:  # this file's savepoint was rolled back; go on with the others
-            self.dims.new = before
-            self.summary.failed.append(FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}")))
+            _, outcome, touched = _write_run_in(self.conn, self.dims, **run)
+        except SQLAlchemyError:
+            self._write_alone([*self.pending, (shown, parsed, run, None, None)])
             return
-        self.pending.append((shown, parsed, outcome, touched))
+        self.pending.append((shown, parsed, run, outcome, touched))
         if len(self.pending) >= self.FILES or time.monotonic() - self.opened >= self.SECONDS:
             self.commit()
+
+    def _write_alone(self, entries: list[tuple[Any, ...]]) -> None:
+        """Roll back the open batch and write its entries again, one transaction each."""
+        self._rollback()
+        for shown, parsed, run, *_ in entries:
+            if shown is None:
+                self.restat(parsed)
+                self.commit()
+                continue
+            self._open()
+            assert self.conn is not None and self.dims is not None
+            try:
+                _, outcome, touched = _write_run_in(self.conn, self.dims, **run)
+            except SQLAlchemyError as exc:
+                self._rollback()
+                self.summary.failed.append(_not_stored(shown, exc))
+                continue
+            self.pending.append((shown, parsed, run, outcome, touched))
+            self.commit()
+
+    def _rollback(self) -> None:
+        if self.tx is not None:
+            tx, self.tx = self.tx, None
+            try:
+                raise _Abandoned()
+            except _Abandoned as exc:
+                tx.__exit__(_Abandoned, exc, exc.__traceback__)
+        self.pending = []
+        if self.dims is not None:
+            self.dims.new = {}  # rows made in the rolled-back transaction are gone
 
     def _open(self) -> Connection:
         if self.tx is None:
@@ -1252,6 +1549,7 @@ class _Batches:
         """A file touched but not changed: remember its new size and mtime, so the next import skips it unread."""
         run = m.Run.__table__
         self._open().execute(update(run).where(run.c.source == item.source).values(source_stat=item.stat))
+        self.pending.append((None, item, None, None, None))
 
     def commit(self) -> None:
         if self.tx is None:
@@ -1261,13 +1559,16 @@ class _Batches:
             tx.__exit__(None, None, None)
         except SQLAlchemyError as exc:
             for shown, *_ in self.pending:
-                self.summary.failed.append(FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}")))
+                if shown is not None:
+                    self.summary.failed.append(_not_stored(shown, exc))
             self.pending = []
             return
         assert self.dims is not None
         self.dims.publish()
         s = self.summary
-        for _, parsed, outcome, touched in self.pending:
+        for shown, parsed, _, outcome, touched in self.pending:
+            if shown is None:  # a re-stat, counted as unchanged already
+                continue
             if outcome == "unchanged":
                 s.unchanged += 1
                 continue
@@ -1277,8 +1578,9 @@ class _Batches:
             s.environments.add(parsed.environment)
             s.commits.add(parsed.commit.sha)
             s.touched_series |= touched
-            for c in parsed.cases:
-                s.results[c.status] += 1
-                s.measurements += len(c.measures)
-                s.benchmarks.add(c.name)
+            rows = parsed.rows
+            for status, count in rows.status_counts.items():
+                s.results[status] += count
+            s.measurements += len(rows.measured)
+            s.benchmarks.update(b[0] for b in rows.benchmark)
         self.pending = []

@@ -180,7 +180,9 @@ class PackedFloats(TypeDecorator):
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Any) -> bytes | None:
-        return None if value is None else pack_floats(value)
+        if value is None or isinstance(value, bytes):  # bytes: packed already (the import packs as it parses)
+            return value
+        return pack_floats(value)
 
     def process_result_value(self, value: Any, dialect: Any) -> list[float | None] | None:
         return None if value is None else [None if v != v else v for v in unpack_floats(value)]
@@ -199,6 +201,12 @@ NAN = float("nan")
 
 def pack_floats(values: Any) -> bytes:
     return struct.pack(f"<{len(values)}d", *(NAN if v is None else v for v in values))
+
+
+@functools.lru_cache(maxsize=256)
+def float_packer(count: int) -> Callable[..., bytes]:
+    """``pack_floats`` of ``count`` floats, none of them None, compiled once per count."""
+    return struct.Struct(f"<{count}d").pack
 
 
 def unpack_floats(blob: bytes) -> tuple[float, ...]:
