@@ -339,7 +339,7 @@ def _cache_rows(store) -> dict[int, tuple[int, int, int]]:
         return {r[0]: tuple(r[1:]) for r in q.fetch_sql(conn, "SELECT series_id, changes, appends, max_run_id FROM series_cache")}
 
 
-def test_detect_cache_gives_what_the_measurement_table_gives(store):
+def test_detect_cache_gives_what_the_measurement_table_gives(store, monkeypatch):
     """series_columns(keep_cache=True) keeps each series row's columns in series_cache: a series
     whose counters did not move is read from its blob, one that only gained newer points from its blob
     plus the new runs, and any other write (an older commit, a second run of a commit, a dirty run, a
@@ -360,11 +360,15 @@ def test_detect_cache_gives_what_the_measurement_table_gives(store):
         conn.exec_driver_sql("UPDATE measurement SET median = median / 2")
     _columns_as_series_reads_them(store, stale)
 
-    # a newer commit: an append; the blob grows by the new run only
+    # a newer commit: an append, read from the blob plus the new run; the blob is rewritten only once
+    # CACHE_TAIL points have piled up behind it
     newest = _record(store, 9, engine_stats(scale=2.0), failed=True)
     cols = q.series_columns(store, keys, keep_cache=True)
     _columns_as_series_reads_them(store, cols)
     assert max(c.values[-1] / c.values[0] for c in cols if c.values and c.values[0] > 0) > 1.5
+    assert _cache_rows(store) == first
+    monkeypatch.setattr(q, "CACHE_TAIL", 1)
+    _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
     assert {sid: row[2] for sid, row in _cache_rows(store).items()} == {sid: newest for sid in first}
 
     # writes that are not appends: an older commit, a second run of a commit, a dirty run
