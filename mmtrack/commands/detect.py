@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
+from ..forked import map_split
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import term
 from ..units import format_quantity
@@ -65,6 +66,7 @@ class DetectOutcome:
 
 
 METHODS = ("rankseg", "edivisive", "pelt")
+PARALLEL_SERIES = 200  # fewer series than this are detected in this process alone (a fork costs ~10 ms)
 
 
 def policy_for(request: DetectRequest) -> DetectPolicy:
@@ -113,15 +115,15 @@ def run_detect(
                                metrics=request.metrics)
         else:
             keys = list(series)
-        reports = []
         # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
         if columns is None:
             columns = q.series_columns(store, keys, keep_cache=request.store_results)
-        for i, cols in enumerate(map(_usable, columns)):
-            if cols.values:
-                reports.append(detect_values(cols.key, cols.shas, cols.values, cols.versions, cols.direction, policy))
-            if progress:
-                progress(i + 1, len(keys))
+        analysed = [cols for cols in map(_usable, columns) if cols.values]
+        # Half of the series on the second core when there are many: 500 series take about 0.4 s on one.
+        reports = map_split(
+            lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy), analysed,
+            min_items=PARALLEL_SERIES, progress=progress,
+        )
         stored = None
         read_only = not getattr(store, "writable", True)
         if request.store_results and not read_only:
