@@ -354,6 +354,9 @@ def publish(out, db, title, commit_url, asv_config, benchmark, machine, no_progr
               help="Exit 1 when a touched series has a regression that persists to the latest commit.")
 def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_on) -> None:
     """The per-commit CI step: import new asv results, detect on the series they touched, republish DIR."""
+    import gc
+
+    gc.disable()  # a one-shot process whose objects form no cycles worth collecting; it exits without teardown
     from .commands.publish import PublishRequest
     from .commands.update import UpdateRequest, run_update
 
