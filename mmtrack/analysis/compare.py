@@ -661,7 +661,12 @@ def _ok_median(m: Measurement) -> float | None:
 def series_history(points: Sequence[Measurement], at: int, window: int) -> list[float]:
     """The medians that judge a change after ``points[at]`` (a series, oldest first): up to ``window``
     commits ending at ``at``, of ``points[at]``'s benchmark code version, failed runs left out."""
-    return _history([_ok_median(m) for m in points], [m.version for m in points], at, window)
+    return _history(*history_columns(points), at, window)
+
+
+def history_columns(points: Sequence[Measurement]) -> tuple[list[float | None], list[str | None]]:
+    """What a series' history is read from: each point's median (None: a failed run) and code version."""
+    return [_ok_median(m) for m in points], [m.version for m in points]
 
 
 def _history(medians: Sequence[float | None], versions: Sequence[str | None], at: int, window: int) -> list[float]:
@@ -694,8 +699,8 @@ def series_steps(
     of the series' commits before ``points``, oldest first, when ``points`` holds only its newest ones
     (the samples are needed only for the commits compared; the history needs only medians)."""
     policy = policy or ComparePolicy()
-    medians = [*earlier[0], *(_ok_median(m) for m in points)]
-    versions = [*earlier[1], *(m.version for m in points)]
+    own_medians, own_versions = history_columns(points)
+    medians, versions = [*earlier[0], *own_medians], [*earlier[1], *own_versions]
     offset = len(earlier[0])
     out = []
     for j in range(max(1, len(points) - last), len(points)):

@@ -49,7 +49,7 @@ FORMAT = 4
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
 # The newest points read with their samples: the commits the verdicts compare. The history before them is
-# read as medians only (``SiteModel.earlier``): HISTORY commits, analysis.compare.HISTORY_WINDOW (a test pins it).
+# read as medians only (``SiteModel.history_columns``): HISTORY commits, analysis.compare.HISTORY_WINDOW (a test pins it).
 NEWEST = STEP_COMMITS + 1
 HISTORY = 100
 
@@ -266,17 +266,21 @@ def _newest(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | No
 def _earlier(model: SiteModel, key: SeriesKey, newest: Sequence[SeriesPoint],
              points: Sequence[SeriesPoint] | None = None) -> Earlier:
     """The medians and versions of the ``HISTORY`` commits before ``newest``: from the series' points when
-    they were read whole (``points``), else from ``model.earlier`` (the store's columns, no record per point)."""
+    they were read whole (``points``), else from ``model.history_columns`` (the store's columns, no record
+    per point)."""
+    from ..analysis.compare import history_columns
+
     if not newest:
         return (), ()
-    if points is None and model.earlier is not None:
-        return model.earlier(key, newest[0].commit.sha, HISTORY)
-    whole = points if points is not None else model.series[key]
+    if points is None and model.history_columns is not None:
+        shas, medians, versions = model.history_columns(key)
+    else:
+        whole = points if points is not None else model.series[key]
+        shas = [p.commit.sha for p in whole]
+        medians, versions = history_columns([p.measurement for p in whole])
     first = newest[0].commit.sha
-    at = next((i for i in range(len(whole) - 1, -1, -1) if whole[i].commit.sha == first), 0)
-    before = [p.measurement for p in whole[max(0, at - HISTORY) : at]]
-    return ([m.median if m.status == "ok" and m.median is not None else None for m in before],
-            [m.version for m in before])
+    at = next((i for i in range(len(shas) - 1, -1, -1) if shas[i] == first), 0)
+    return medians[max(0, at - HISTORY) : at], versions[max(0, at - HISTORY) : at]
 
 
 def _step_verdicts(

@@ -57,17 +57,16 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
             if unread:
                 self._columns.update((c.key, c) for c in q.series_columns(self._store, unread, usable_only=False))
 
-    def earlier(self, key: SeriesKey, sha: str, n: int) -> tuple[list[float | None], list[str | None]]:
-        """The medians (None: failed) and versions of the ``n`` commits of a series before commit ``sha``,
-        from the store's columns (``queries.series_columns``, the detect cache): read in bulk for every
-        series whose newest points were prefetched, or now for this one."""
+    def history_columns(self, key: SeriesKey) -> tuple[list[str], list[float | None], list[str | None]]:
+        """A series' commits, medians (None: failed) and versions from the store's columns
+        (``queries.series_columns``, the detect cache): read in bulk for every series whose newest
+        points were prefetched, or now for this one."""
         from ..store import queries as q
 
         cols = self._columns.get(key)
         if cols is None:
             (cols,) = q.series_columns(self._store, [key], usable_only=False)
-        at = next((i for i in range(len(cols.shas) - 1, -1, -1) if cols.shas[i] == sha), 0)
-        return cols.values[max(0, at - n) : at], cols.versions[max(0, at - n) : at]
+        return cols.shas, cols.values, cols.versions
 
     def prefetch(self, keys: Sequence[SeriesKey]) -> None:
         """Read these series in bulk now (the builder names the benchmarks it will rebuild)."""
@@ -158,7 +157,7 @@ def model_from_store(
     return SiteModel(
         series=series, commits=commits, change_points=change_points, config=config,
         bench_state=tokens, commits_complete=True, ab_verdicts=ab_verdicts,
-        run_verdicts=run_verdicts, newest_points=series.newest, earlier=series.earlier,
+        run_verdicts=run_verdicts, newest_points=series.newest, history_columns=series.history_columns,
         revisions={k: (rev.changes, rev.appends, list(rev.ids)) for k, rev in revisions.items() if k in selected},
         source=source_key(digest, config, benchmark_pattern, machine),
     )

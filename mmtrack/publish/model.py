@@ -12,6 +12,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 
+# A series' commits (shas), medians (None: a failed run) and code versions: what a verdict's history reads
+HistoryColumns = tuple[Sequence[str], Sequence[float | None], Sequence[str | None]]
+
 
 @dataclass(frozen=True, slots=True)
 class SiteConfig:
@@ -63,9 +66,9 @@ class SiteModel:
     # A series' newest n points with their samples, for the compare page's verdicts (the significance
     # tests need samples); None: ``series`` holds them already
     newest_points: Callable[[SeriesKey, int], Sequence[SeriesPoint]] | None = None
-    # (series, sha of its first newest point, n) -> the medians (None: failed) and code versions of the n
-    # commits before it, as ``series`` would give them (the verdicts' history); None: from ``series``
-    earlier: Callable[[SeriesKey, str, int], tuple[Sequence[float | None], Sequence[str | None]]] | None = None
+    # A series' commits (shas), medians (None: failed) and code versions, as ``series`` would give them: the
+    # history of the compare page's verdicts, without a record per point; None: read from ``series``
+    history_columns: Callable[[SeriesKey], HistoryColumns] | None = None
     # What the model was read from (publish.source.source_key), recorded in the manifest: a republish
     # whose key matches stops before reading anything.
     source: str | None = None

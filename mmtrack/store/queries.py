@@ -1070,6 +1070,14 @@ class SeriesColumns:
     values: list[float]  # with ``usable_only=False``, None where the point failed or has no median
     versions: list[str | None]
 
+    def usable(self) -> SeriesColumns:
+        """Without the points that have no usable median (None): what ``usable_only=True`` reads."""
+        if None not in self.values:
+            return self
+        keep = [i for i, v in enumerate(self.values) if v is not None]
+        return dataclasses.replace(self, shas=[self.shas[i] for i in keep], values=[self.values[i] for i in keep],
+                                   versions=[self.versions[i] for i in keep])
+
 
 def series_columns(
     store: Store, keys: Sequence[SeriesKey], *, keep_cache: bool = False, usable_only: bool = True
@@ -1124,9 +1132,12 @@ def series_columns(
             'SELECT run.id, run.commit_id, "commit".sha, coalesce("commit".date, run.started_at), run.started_at'
             ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
         ))  # fmt: skip
-        cached, since = _cached_columns(conn, counters)
+        # A few series (`mmtrack update` after a commit that touched one benchmark): read by their ids, not by
+        # scanning whole tables
+        total = conn.execute(select(func.count()).select_from(s)).scalar_one()
+        cached, since = _cached_columns(conn, counters, few=len(counters) * 4 < total)
         whole = [sid for sid in info if sid not in cached and sid not in since]
-        read = _measurement_columns(conn, whole) if whole else {}
+        read = _measurement_columns(conn, whole, few=len(whole) * 4 < total) if whole else {}
         if since:
             read.update(_columns_after(conn, since))
     if keep_cache and read and getattr(store, "writable", True):
@@ -1188,10 +1199,14 @@ def series_columns(
 Columns = tuple[Any, Any]  # (run ids: int64 array, medians: float64 array; +inf where failed or none)
 
 
+def _inf(conn: Any) -> str:
+    """+inf in SQL: the median of a point that failed or has none (unusable)."""
+    return "9e999" if conn.dialect.name == "sqlite" else "CAST('Infinity' AS DOUBLE PRECISION)"
+
+
 def _unusable(conn: Any) -> str:
     """The SQL expression of a measurement's median, +inf where its result failed or it has none."""
-    inf = "9e999" if conn.dialect.name == "sqlite" else "CAST('Infinity' AS DOUBLE PRECISION)"
-    return f"CASE WHEN r.status = 'ok' THEN coalesce(m.median, {inf}) ELSE {inf} END"
+    return f"CASE WHEN r.status = 'ok' THEN coalesce(m.median, {_inf(conn)}) ELSE {_inf(conn)} END"
 
 
 def _split_columns(series_id: Any, run_id: Any, median: Any, ids: Iterable[int]) -> dict[int, Columns]:
@@ -1215,24 +1230,23 @@ def _packed_rows(rows: list[Any]) -> tuple[Any, Any, Any]:
     return packed >> 32, packed & 0xFFFFFFFF, median
 
 
-def _measurement_columns(conn: Any, ids: Sequence[int]) -> dict[int, Columns]:
-    """These series rows' columns from the measurement table (rows of unknown runs left out)."""
+def _measurement_columns(conn: Any, ids: Sequence[int], few: bool) -> dict[int, Columns]:
+    """These series rows' columns from the measurement table (rows of unknown runs left out): for ``few``
+    of them, ranges of its clustered key joined in SQL; else one scan of the whole table."""
     import numpy as np
 
-    total = conn.execute(select(func.count()).select_from(m.Series)).scalar_one()
-    if len(ids) * 4 < total:  # a few series: ranges of the clustered key, joined in SQL
+    if few:
         rows = fetch_sql(conn, (
             f"SELECT m.series_id * 4294967296 + r.run_id, {_unusable(conn)} FROM measurement m"
             f" JOIN result r ON r.id = m.result_id WHERE m.series_id IN ({', '.join(str(int(i)) for i in sorted(ids))})"
         ))  # fmt: skip
         series_id, run_id, median = _packed_rows(rows)
         return _split_columns(series_id, run_id, median, ids)
-    inf = "9e999" if conn.dialect.name == "sqlite" else "CAST('Infinity' AS DOUBLE PRECISION)"
     ranges = sorted(fetch_sql(conn, "SELECT min(id), max(id), run_id, count(*) FROM result GROUP BY run_id"))
     if any(r[1] - r[0] + 1 != r[3] or (i and r[0] <= ranges[i - 1][1]) for i, r in enumerate(ranges)):
         ranges = fetch_sql(conn, "SELECT id, id, run_id, 1 FROM result ORDER BY id")  # interleaved runs
     failed = [r[0] for r in fetch_sql(conn, "SELECT id FROM result WHERE status <> 'ok'")]
-    rows = fetch_sql(conn, f"SELECT series_id * 4294967296 + result_id, coalesce(median, {inf}) FROM measurement")
+    rows = fetch_sql(conn, f"SELECT series_id * 4294967296 + result_id, coalesce(median, {_inf(conn)}) FROM measurement")
     series_id, result_id, median = _packed_rows(rows)
     del rows
     # result id -> run id, through the sorted ranges
@@ -1271,13 +1285,15 @@ _CACHE_ROW = "<i8"  # run ids; medians are "<f8": the blob is all run ids, then 
 CACHE_TAIL = 16
 
 
-def _cached_columns(conn: Any, counters: Mapping[int, tuple[int, int]]) -> tuple[dict[int, Columns], dict[int, Any]]:
+def _cached_columns(
+    conn: Any, counters: Mapping[int, tuple[int, int]], few: bool
+) -> tuple[dict[int, Columns], dict[int, Any]]:
     """From ``series_cache``: the columns of series rows whose counters still match their blob's, and
-    (max run id, columns) of those that only gained newer points since (as many appends as changes)."""
+    (max run id, columns) of those that only gained newer points since (as many appends as changes).
+    ``few``: read only these series' rows, by id, rather than the whole table."""
     import numpy as np
 
-    total = conn.execute(select(func.count()).select_from(m.Series)).scalar_one()
-    where = f" WHERE series_id IN ({', '.join(str(int(i)) for i in sorted(counters))})" if len(counters) * 4 < total else ""
+    where = f" WHERE series_id IN ({', '.join(str(int(i)) for i in sorted(counters))})" if few else ""
     current: dict[int, Columns] = {}
     since: dict[int, Any] = {}
     for sid, changes, appends, max_run, data in fetch_sql(
