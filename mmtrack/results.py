@@ -6,6 +6,7 @@ them knows about SQL, asv or Plotly.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -126,6 +127,19 @@ class Measurement:
             format=summary.format,
             display_name=summary.display_name,
         )
+
+    def scaled(self, factor: float) -> "Measurement":
+        """The same measurement with every value multiplied by ``factor`` (another run's frame)."""
+        if factor == 1.0:
+            return self
+
+        def times(v: float | None) -> float | None:
+            return None if v is None else v * factor
+
+        return dataclasses.replace(
+            self, median=times(self.median), mean=times(self.mean), p95=times(self.p95), min=times(self.min),
+            max=times(self.max), q1=times(self.q1), q3=times(self.q3), ci_low=times(self.ci_low),
+            ci_high=times(self.ci_high), samples=tuple(v * factor for v in self.samples))
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,8 @@ def _scale(d: dict, bench: str, factor: float) -> None:
     row = d["results"][bench]
     for col in ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75"):
         i = cols.index(col)
-        row[i] = [v * factor if v is not None else None for v in row[i]]
+        if i < len(row) and row[i] is not None:  # asv leaves out a failed benchmark's trailing columns
+            row[i] = [v * factor if v is not None else None for v in row[i]]
 
 
 def _quiet_benchmarks(files: list[tuple[int, Path, dict]]) -> list[str]:
@@ -121,6 +122,55 @@ def test_later_commits_confirm_and_the_gate_fails_once_confirmed(metpy_store):
     # one commit later it is not reported again
     out = run_compare(CompareRequest(a=s["shas"][-8][:10], b=s["shas"][-7][:10], db=s["db"], fail_on=("regression",)))
     assert not [r for r in out.comparison.decided if r.benchmark == s["b"]]
+
+
+@pytest.fixture(scope="module")
+def runner_store(tmp_path_factory):
+    """The real MetPy history as if measured on CI runners: seven of its commits ran on a runner type that
+    makes every benchmark 20% slower, and on the last commit the quietest benchmark steps up 20%, onto
+    that level, while the run itself is on the usual runner."""
+    tmp = tmp_path_factory.mktemp("runners")
+    results = tmp / "results"
+    shutil.copytree(METPY, results)
+    files = _files_by_date(results)
+    stepped = _quiet_benchmarks(files)[0]
+    for _, _, d in [files[i] for i in (-50, -43, -36, -29, -22, -15, -8)]:
+        for bench in d["results"]:
+            _scale(d, bench, 1.2)
+    _scale(files[-1][2], stepped, 1.2)
+    for _, f, d in files:
+        f.write_text(json.dumps(d))
+    db = str(tmp / "store.db")
+    proc = run_cli("import-asv", str(results), "--db", db, "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    return {"db": db, "stepped": stepped, "shas": [d["commit_hash"] for _, _, d in files]}
+
+
+def test_a_step_onto_a_runner_level_is_found_in_the_runs_frame(runner_store):
+    """Alone, the step lands where seven commits of its history sit: within its own noise. Read across the
+    run (every benchmark of the seven slow commits moved together), it is a suspected regression."""
+    from mmtrack.analysis.compare import compare_measurements
+    from mmtrack.commands.compare import policy_for, series_context
+
+    s = runner_store
+    request = CompareRequest(a=s["shas"][-2][:10], b=s["shas"][-1][:10], db=s["db"])
+    out = run_compare(request)
+    rows = {r.benchmark: r for r in out.comparison.rows}
+    assert (rows[s["stepped"]].verdict, rows[s["stepped"]].state) == ("regressed", "suspected")
+    assert rows[s["stepped"]].ratio == pytest.approx(1.2, rel=0.01)
+    assert not [r for r in out.comparison.rows if r.verdict == "regressed" and r.benchmark != s["stepped"]]
+    # The same history without the commits that align it: the series alone cannot tell.
+    store = open_store(s["db"], existing=True)
+    try:
+        cases = {m.case for m in out.before.measurements} & {m.case for m in out.after.measurements}
+        context = series_context(store, out.before, out.after, cases, request.history, policy_for(request))
+    finally:
+        store.close()
+    assert context.labels is not None and context.labels.after == s["shas"][-1]
+    alone = compare_measurements(out.before.measurements, out.after.measurements, policy_for(request),
+                                 history=context.history, later=context.later)
+    row = next(r for r in alone.rows if r.benchmark == s["stepped"])
+    assert (row.verdict, row.note) == ("ambiguous", "within the series' own noise")
 
 
 def test_compare_cli_formats_and_exit_codes(metpy_store):

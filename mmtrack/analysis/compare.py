@@ -40,6 +40,9 @@ and a runner of another type moves every benchmark of the run at once. A suspect
 run made too (the same way, at least :data:`RUN_SHARE` of it) is ambiguous until later commits
 decide, and a confirmed one stays ambiguous when every later run moved with it as well: a runner
 pool that changed, or a change to everything, which only the same-machine A/B tells apart.
+Given the commit of each history value (:class:`RunLabels`), the same suite also takes its runner
+levels out of each series' history before a run on the usual runner is judged (:mod:`.frames`): a step
+onto a level that only other runner types reached before then stands out.
 
 Near the edge: a change that misses the minimum effect by less than :data:`EDGE_BAND`
 but passes every other test is **ambiguous**, never a silent unchanged.
@@ -55,12 +58,15 @@ import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
+
+if TYPE_CHECKING:
+    from .frames import SuiteFrames
 
 Verdict = Literal[
     "improved", "regressed", "unchanged", "ambiguous", "not comparable", "failed", "fixed", "new", "removed"
@@ -143,6 +149,9 @@ class ComparePolicy:
     # A run whose series moved together (a runner change) explains the suspected changes that moved
     # with it, given at least this many series with history (0: off); :func:`run_shift`.
     min_suite: int = 10
+    # ... and, given the commit of each history value, the runner levels the suite shares are taken out
+    # of each series' history before the newest commit is judged (:mod:`.frames`).
+    run_frames: bool = True
 
     def threshold_for(self, benchmark: str, metric: MetricKey) -> float:
         names = (benchmark, metric.name, str(metric), f"{benchmark}:{metric.name}")
@@ -377,6 +386,7 @@ def compare_pair(
     history: Sequence[float] | None = None,
     later: Sequence[float] = (),
     p_value: bool = True,
+    frame: float = 1.0,
 ) -> Row:
     """The verdict on one case.
 
@@ -384,6 +394,8 @@ def compare_pair(
     ``later``: the medians of the commits after ``after``, which confirm or refute a verdict.
     ``p_value=False``: the significance test (the costly part) runs only where it decides the
     verdict; a row it cannot change then has no p-value and no test name, the same verdict.
+    ``frame``: what puts ``before`` in the after run's frame (:mod:`.frames`; ``history`` and ``later``
+    come in that frame already); the row keeps the measurements and their ratio as measured.
     """
     policy = policy or ComparePolicy()
     ref = after or before
@@ -404,8 +416,11 @@ def compare_pair(
     if _failed(before):
         return Row(**base, verdict="fixed", before=before, after=after, threshold=thr)
 
+    measured = before
+    before = before.scaled(frame)
     b, a = float(before.median), float(after.median)  # type: ignore[arg-type]
     ratio = a / b if b else (1.0 if a == b else math.inf)
+    shown = a / float(measured.median) if frame != 1.0 and measured.median else ratio  # type: ignore[arg-type]
     # A step from the before commit of at most half the threshold is never this commit's change
     # (below), so the noise model, the costly part, is skipped: the row is unchanged either way.
     no_step = history is not None and a > 0 and b > 0 and thr > 0 and not _is_step(ratio, thr)
@@ -430,7 +445,7 @@ def compare_pair(
         significance(before, after, policy.alpha if history is None else policy.history_alpha)
         if decides or p_value else (False, None, "")
     )
-    row = dict(base, before=before, after=after, ratio=ratio, p_value=p, test=test, threshold=thr, near_threshold=edge)
+    row = dict(base, before=measured, after=after, ratio=shown, p_value=p, test=test, threshold=thr, near_threshold=edge)
     if ref.direction is Direction.NEUTRAL:
         return Row(**row, verdict="unchanged", note="neutral metric: never flagged" if beyond else "")
     if not beyond and not edge:
@@ -468,7 +483,8 @@ def compare_pair(
     worse = (a > b) if ref.direction is Direction.LOWER else (a < b)
     if noise is not None:  # the level, not the before commit, says which way it moved
         worse = (noise.deviation(a) > 0) == (ref.direction is Direction.LOWER)
-    return Row(**row, verdict="regressed" if worse else "improved", history_z=z, state=state)
+    note = f"×{ratio:.3f} with the before commit put in this run's frame (×{frame:.3f})" if abs(math.log(frame)) > 0.01 else ""
+    return Row(**row, verdict="regressed" if worse else "improved", history_z=z, state=state, note=note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,6 +565,42 @@ def _run_shifts(
                    for j in range(depth)]
 
 
+@dataclass(frozen=True, slots=True)
+class RunLabels:
+    """The commit of each value that :func:`compare_measurements` is given: what aligns the series of a run
+    for its frames (:mod:`.frames`). ``history`` and ``later`` map a case to one label per value."""
+
+    before: str
+    after: str
+    history: Mapping[Case, Sequence[str]]
+    later: Mapping[Case, Sequence[str]] = field(default_factory=dict)
+
+
+def _in_after_frame(
+    amap: Mapping[Case, Measurement], bmap: Mapping[Case, Measurement], history: Mapping[Case, Sequence[float]],
+    later: Mapping[Case, Sequence[float]], labels: RunLabels, policy: ComparePolicy,
+) -> tuple[dict[Case, list[float]], dict[Case, list[float]], dict[Case, float]] | None:
+    """Each case's history and later commits put in the after run's frame, and the factor that puts its
+    before commit there; None when the run has no frames or ran on another runner than usual."""
+    from .frames import fit_frames
+
+    values: dict[Case, dict[str, float]] = {}
+    for k, h in history.items():
+        by_label = dict(zip(labels.history.get(k, ()), h))
+        by_label.update(zip(labels.later.get(k, ()), later.get(k, ())))
+        for label, m in ((labels.before, bmap.get(k)), (labels.after, amap.get(k))):
+            if m is not None and (v := _ok_median(m)) is not None:
+                by_label[label] = v
+        values[k] = by_label
+    frames = fit_frames(values, labels.history, policy.min_suite)
+    if frames is None or not frames.settled(labels.after):
+        return None
+    put = lambda k, vs, ls: [v * frames.factor(k, lab, labels.after) for v, lab in zip(vs, ls)]  # noqa: E731
+    return ({k: put(k, h, labels.history.get(k, ())) for k, h in history.items() if len(labels.history.get(k, ())) == len(h)},
+            {k: put(k, v, labels.later.get(k, ())) for k, v in later.items() if len(labels.later.get(k, ())) == len(v)},
+            {k: frames.factor(k, labels.before, labels.after) for k in history})
+
+
 def compare_measurements(
     before: Iterable[Measurement],
     after: Iterable[Measurement],
@@ -556,6 +608,7 @@ def compare_measurements(
     *,
     history: Mapping[Case, Sequence[float]] | None = None,
     later: Mapping[Case, Sequence[float]] | None = None,
+    labels: RunLabels | None = None,
     decided: Sequence[Row] = (),
     before_label: str = "before",
     after_label: str = "after",
@@ -565,6 +618,8 @@ def compare_measurements(
     ``history`` optionally maps a case (``Measurement.case``) to the medians of its
     series' recent commits, oldest first, ending with the before commit; ``later`` to the
     medians of the commits measured after the after commit (see :func:`follow_up`).
+    ``labels``: the commit of each of those values; with them, and a run on its usual runner,
+    every case is judged in the after run's frame (:mod:`.frames`, ``policy.run_frames``).
     ``decided`` carries the rows of earlier commits that the after commit decides
     (:func:`decided_by_last`).
     """
@@ -572,8 +627,15 @@ def compare_measurements(
     bmap = {m.case: m for m in before}
     amap = {m.case: m for m in after}
     keys = sorted(set(bmap) | set(amap), key=lambda k: (k[0], k[1], k[2]))
+    judged_history, judged_later, frame = dict(history or {}), dict(later or {}), {}
+    if history and labels is not None and policy.run_frames:
+        framed = _in_after_frame(amap, bmap, history, later or {}, labels, policy)
+        if framed is not None:
+            judged_history.update(framed[0])
+            judged_later.update(framed[1])
+            frame = framed[2]
     rows = tuple(
-        compare_pair(bmap.get(k), amap.get(k), policy, (history or {}).get(k), (later or {}).get(k, ()))
+        compare_pair(bmap.get(k), amap.get(k), policy, judged_history.get(k), judged_later.get(k, ()), frame=frame.get(k, 1.0))
         for k in keys
     )
     if history:
@@ -583,20 +645,28 @@ def compare_measurements(
 
 
 def _decisions(
-    points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy, window: int
+    points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy, window: int,
+    frames: "SuiteFrames | None" = None,
 ) -> list[tuple[int, Row, list[float]]]:
-    """(index, row, history) of each earlier commit of one series whose suspicion its last commit settles."""
+    """(index, row, history as measured) of each earlier commit of one series whose suspicion its last
+    commit settles; with ``frames`` (the run's, :mod:`.frames`), judged in the frame of that commit's run."""
     medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
     last = len(points) - 1
+    case = points[-1].case
     out: list[tuple[int, Row, list[float]]] = []
     for j in range(max(1, last - policy.confirm_window), last):
         thr = policy.threshold_for(points[j].benchmark, points[j].metric)
         if not (medians[j] > 0 and medians[j - 1] > 0 and _is_step(medians[j] / medians[j - 1], thr)):
             continue  # no step at j (compare_pair would say unchanged): skip the noise model
-        history = [v for v in medians[max(0, j - window) : j] if math.isfinite(v)]
-        row = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last + 1])
+        framed = frames is not None and frames.settled(labels[j])
+        put = [frames.factor(case, label, labels[j]) if framed else 1.0 for label in labels]  # type: ignore[union-attr]
+        lo = max(0, j - window)
+        history = [v for v in medians[lo:j] if math.isfinite(v)]
+        judged = [v * f for v, f in zip(medians[lo:j], put[lo:j]) if math.isfinite(v)]
+        later = [v * f for v, f in zip(medians[j + 1 : last + 1], put[j + 1 : last + 1])]
+        row = compare_pair(points[j - 1], points[j], policy, judged, later, frame=put[j - 1])
         if row.state in ("confirmed", "refuted"):
-            earlier = compare_pair(points[j - 1], points[j], policy, history, medians[j + 1 : last])
+            earlier = compare_pair(points[j - 1], points[j], policy, judged, later[:-1], frame=put[j - 1])
             if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
                 out.append((j, dataclasses.replace(row, note=f"at {labels[j]}"), history))  # where it was suspected
     return out
@@ -629,10 +699,16 @@ def decided_in_run(
     run after it too, is ambiguous (:func:`_explained_by_run`), as :func:`compare_measurements` judges
     the newest commit: a runner pool that changed fails no gate four commits later.
     """
+    from .frames import fit_frames
+
     policy = policy or ComparePolicy()
     medians = {c: [_ok_median(m) for m in points] for c, (points, _) in tails.items()}
     where = {c: {label: i for i, label in enumerate(labels)} for c, (_, labels) in tails.items()}
     directions = {c: points[-1].direction for c, (points, _) in tails.items() if points}
+    frames = None
+    if policy.run_frames:  # one fit for the whole tail: each decision is judged in its own commit's frame
+        values = {c: {label: v for label, v in zip(labels, medians[c]) if v is not None} for c, (_, labels) in tails.items()}
+        frames = fit_frames(values, {c: labels for c, (_, labels) in tails.items()}, policy.min_suite)
 
     def history_before(case: Case, label: str) -> list[float] | None:
         i = where[case].get(label)
@@ -647,7 +723,7 @@ def decided_in_run(
 
     out: list[Row] = []
     for case, (points, labels) in tails.items():
-        for j, row, history in _decisions(points, labels, policy, window):
+        for j, row, history in _decisions(points, labels, policy, window, frames):
             later = [shift(label, labels[j]) for label in labels[j + 1 :][: policy.confirm_window]]
             judged = _explained_by_run(row, history, shift(labels[j], labels[j]), later)
             out.append(judged if judged is row else dataclasses.replace(judged, note=f"{row.note}: {judged.note}"))
@@ -664,6 +740,11 @@ def series_history(points: Sequence[Measurement], at: int, window: int) -> list[
     return _history(*history_columns(points), at, window)
 
 
+def series_history_at(points: Sequence[Measurement], at: int, window: int) -> list[int]:
+    """Where in ``points`` each value of :func:`series_history` comes from (their commits label them)."""
+    return _history_at(*history_columns(points), at, window)
+
+
 def history_columns(points: Sequence[Measurement]) -> tuple[list[float | None], list[str | None]]:
     """What a series' history is read from: each point's median (None: a failed run) and code version."""
     return [_ok_median(m) for m in points], [m.version for m in points]
@@ -674,6 +755,12 @@ def _history(medians: Sequence[float | None], versions: Sequence[str | None], at
     start = max(0, at + 1 - window)
     version = versions[at]
     return [v for v, ver in zip(medians[start : at + 1], versions[start : at + 1]) if ver == version and v is not None]
+
+
+def _history_at(medians: Sequence[float | None], versions: Sequence[str | None], at: int, window: int) -> list[int]:
+    """The indices of :func:`_history`'s values."""
+    version = versions[at]
+    return [i for i in range(max(0, at + 1 - window), at + 1) if versions[i] == version and medians[i] is not None]
 
 
 def series_later(points: Sequence[Measurement], at: int, policy: ComparePolicy) -> list[float]:
@@ -748,10 +835,12 @@ __all__ = [
     "segment_noise",
     "follow_up",
     "RunShift",
+    "RunLabels",
     "run_shift",
     "decided_by_last",
     "decided_in_run",
     "series_history",
+    "series_history_at",
     "series_later",
     "series_steps",
     "Row",

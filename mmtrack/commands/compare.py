@@ -18,10 +18,12 @@ from ..analysis.compare import (
     ComparePolicy,
     Comparison,
     Row,
+    RunLabels,
     compare_measurements,
     decided_in_run,
     failing_rows,
     series_history,
+    series_history_at,
     series_later,
 )
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
@@ -156,6 +158,7 @@ class SeriesContext:
     history: dict[tuple[str, str, MetricKey], list[float]] = field(default_factory=dict)
     later: dict[tuple[str, str, MetricKey], list[float]] = field(default_factory=dict)
     decided: list[Row] = field(default_factory=list)
+    labels: RunLabels | None = None  # the commit of each history and later value, when A and B share a series
 
 
 def series_context(
@@ -171,13 +174,17 @@ def series_context(
     ``history``: the medians of up to ``window`` commits ending at A (judge B against the
     series' own noise); ``later``: the commits measured after B (they confirm or refute
     B's verdict); ``decided``: earlier commits' suspected changes that B settles, so that
-    a per-commit gate fails once a regression is confirmed.
+    a per-commit gate fails once a regression is confirmed; ``labels``: the commits of those
+    values, which align the run's series for its frames (:mod:`mmtrack.analysis.frames`).
     """
     from ..store import queries as q
 
     out = SeriesContext()
     if window <= 0 or before.commit is None or before.machine is None or before.environment is None:
         return out
+    same_series = after.commit is not None and after.machine == before.machine and after.environment == before.environment
+    history_labels: dict[tuple[str, str, MetricKey], list[str]] = {}
+    later_labels: dict[tuple[str, str, MetricKey], list[str]] = {}
     tails: dict[tuple[str, str, MetricKey], tuple[list[Measurement], list[str]]] = {}
     for case in cases:
         bench, params, metric = case
@@ -187,13 +194,15 @@ def series_context(
             continue
         measurements = [p.measurement for p in pts]
         out.history[case] = series_history(measurements, idx, window)
-        if after.commit is None or after.machine != before.machine or after.environment != before.environment:
+        history_labels[case] = [pts[i].commit.sha for i in series_history_at(measurements, idx, window)]
+        if not same_series:
             continue
-        at = max((i for i, p in enumerate(pts) if p.commit.sha == after.commit.sha), default=None)
+        at = max((i for i, p in enumerate(pts) if p.commit.sha == after.commit.sha), default=None)  # type: ignore[union-attr]
         if at is None:
             continue
         version = pts[at].measurement.version
         out.later[case] = series_later(measurements, at, policy)
+        later_labels[case] = [p.commit.sha for p in pts[at + 1 : at + 1 + len(out.later[case])]]
         # B's own series up to B, same code version: the commits whose suspicion B may settle.
         tail = pts[max(0, at - window - policy.confirm_window) : at + 1]
         while tail and tail[0].measurement.version != version:
@@ -202,6 +211,8 @@ def series_context(
             tails[case] = ([p.measurement for p in tail], [p.commit.short for p in tail])
     # Decided across the run, so that a runner change confirmed in every series is no regression of each.
     out.decided.extend(decided_in_run(tails, policy, window))
+    if same_series:
+        out.labels = RunLabels(before.commit.sha, after.commit.sha, history_labels, later_labels)  # type: ignore[union-attr]
     return out
 
 
@@ -263,6 +274,7 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
         policy,
         history=context.history,
         later=context.later,
+        labels=context.labels,
         decided=context.decided,
         before_label=before.label,
         after_label=after.label,
