@@ -31,7 +31,7 @@ Tiers (by the commit-to-commit robust CV): ``quiet`` < 3%, ``mid`` 3-10%, ``nois
 ``tier=None`` draws a tier with the mix of the real population.
 
 API (stable; others depend on it, only ever add to it):
-``ci_series``, ``inject_step``, ``inject_creep``, ``series_stats``, ``tier_of``, ``draw_tier``, ``TIERS``,
+``ci_series``, ``ci_series_with_model``, ``SeriesModel``, ``inject_step``, ``inject_creep``, ``series_stats``, ``tier_of``, ``draw_tier``, ``TIERS``,
 ``suite_runners``, ``SuiteRunners``.
 
 ``python scripts/ci_noise.py [--series N] [--commits N]`` prints the statistics of a
@@ -67,8 +67,9 @@ def draw_tier(rng: np.random.Generator) -> str:
     return str(rng.choice(TIERS, p=[TIER_MIX[t] for t in TIERS]))
 
 
-def _runner_sequence(rng: np.random.Generator, n: int, p_alt: float, stick: float) -> np.ndarray:
-    """Index of the runner level of each commit (0 = the main runner), a sticky Markov chain."""
+def _runner_chain(rng: np.random.Generator, n: int, p_alt: float, stick: float) -> tuple[np.ndarray, np.ndarray]:
+    """Index of the runner level of each commit (0 = the main runner), a sticky Markov chain, and the
+    probability of each level when a commit draws its runner afresh."""
     k = int(rng.integers(1, 4))
     weights = rng.dirichlet(np.ones(k)) * p_alt
     probs = np.concatenate([[1.0 - p_alt], weights])
@@ -78,7 +79,12 @@ def _runner_sequence(rng: np.random.Generator, n: int, p_alt: float, stick: floa
     out[0] = fresh[0]
     for i in range(1, n):
         out[i] = out[i - 1] if keep[i] else fresh[i]
-    return out
+    return out, probs
+
+
+def _runner_sequence(rng: np.random.Generator, n: int, p_alt: float, stick: float) -> np.ndarray:
+    """Index of the runner level of each commit (0 = the main runner), a sticky Markov chain."""
+    return _runner_chain(rng, n, p_alt, stick)[0]
 
 
 def _level_offsets(rng: np.random.Generator, n_levels: int) -> np.ndarray:
@@ -105,6 +111,37 @@ def suite_runners(rng: np.random.Generator, n_commits: int) -> SuiteRunners:
     return SuiteRunners(runners, _level_offsets(rng, int(runners.max()) + 1))
 
 
+@dataclass(frozen=True)
+class SeriesModel:
+    """Everything :func:`ci_series_with_model` drew for one lone series: what no gate knows, and what
+    an oracle that knows it can do best (``scripts/gate_bound.py``). Levels are logs of value / base."""
+
+    tier: str
+    phi: float  # AR(1) coefficient of the day-to-day drift
+    df: float  # degrees of freedom of its Student-t innovations
+    t_scale: float  # their scale
+    stick: float  # probability that a commit keeps the previous commit's runner
+    runner_probs: np.ndarray  # probability of each runner level when a commit draws afresh
+    level_logs: np.ndarray  # log level of each runner (0 for the main one)
+    runners: np.ndarray  # the runner of each commit
+    drift: np.ndarray  # the AR(1) drift of each commit (log)
+    median_sd: float  # spread (log) of a commit's median around its level, from the within-commit samples
+    log_base: float  # log of the main runner's value
+
+    def predictive_logpdf(self, t: int, x: np.ndarray) -> np.ndarray:
+        """log density of the log of commit ``t``'s value, ``x``, given the runner and drift of commit
+        ``t - 1``: the best forecast of an A/A commit there (the samples' rounding left out)."""
+        from scipy import stats
+
+        again = (np.arange(self.level_logs.size) == self.runners[t - 1]).astype(float)
+        weight = self.stick * again + (1.0 - self.stick) * self.runner_probs
+        centre = self.level_logs + self.phi * self.drift[t - 1]
+        scale = math.hypot(self.t_scale, self.median_sd)
+        x = np.atleast_1d(np.asarray(x, dtype=float)) - self.log_base
+        dens = stats.t.pdf((x[:, None] - centre[None, :]) / scale, self.df) / scale
+        return np.log(np.maximum(dens @ weight, 1e-300))
+
+
 def ci_series(
     rng: np.random.Generator,
     n_commits: int,
@@ -118,6 +155,21 @@ def ci_series(
 
     ``suite``: the runners of the suite this series belongs to (:func:`suite_runners`); by default
     the series draws its own, as a lone series."""
+    values, samples, _ = ci_series_with_model(
+        rng, n_commits, tier, samples_per_commit=samples_per_commit, base=base, suite=suite)
+    return values, samples
+
+
+def ci_series_with_model(
+    rng: np.random.Generator,
+    n_commits: int,
+    tier: str | None = None,
+    *,
+    samples_per_commit: int = 10,
+    base: float = 1e-3,
+    suite: SuiteRunners | None = None,
+) -> tuple[np.ndarray, list[np.ndarray], SeriesModel | None]:
+    """:func:`ci_series` (the same draws from ``rng``), and the model it drew (None in a suite)."""
     if tier is None:
         tier = draw_tier(rng)
     if tier not in TIERS:
@@ -139,7 +191,7 @@ def ci_series(
         # Runner levels: some series never change runner type, most do now and then.
         p_alt = 0.0 if rng.random() < 0.15 else float(rng.beta(1.2, 5.0)) * (0.9 if tier == "noisy" else 0.75)
         stick = rng.uniform(0.0, 0.35)
-        runners = _runner_sequence(rng, n, p_alt, stick)
+        runners, probs = _runner_chain(rng, n, p_alt, stick)
         offsets = _level_offsets(rng, int(runners.max()) + 1)
     else:
         # One run, one runner: every series of the suite changes level at the same commits, each
@@ -160,7 +212,11 @@ def ci_series(
         samples = np.maximum(np.round(samples / resolution), 1.0) * resolution
     sample_list = [row.copy() for row in samples]
     values = np.median(samples, axis=1)
-    return values, sample_list
+    model = None
+    if suite is None:
+        model = SeriesModel(tier, phi, df, t_scale, stick, probs, np.log1p(offsets[: probs.size]), runners, ar,
+                            1.2533 * within / math.sqrt(samples_per_commit), math.log(base))
+    return values, sample_list, model
 
 
 def _rescale(samples: list[np.ndarray], factors: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -21,8 +21,9 @@ Figures, per gate:
 A third scenario, **suites** (``scripts/ci_noise.py`` with ``suite_runners``): suites of 20 series
 whose runs share their runner, as the benchmarks of one CI job do, judged run by run as
 ``mmtrack run`` judges them (every series of the run in one ``compare_measurements``): the gate as a
-lone series sees it (``min_suite=0``) beside the default, which reads the run's common shift
-(:func:`mmtrack.analysis.compare.run_shift`). Its "fails" column counts what actually fails ``mmtrack run
+lone series sees it (``min_suite=0``), with the run's common shift (:func:`mmtrack.analysis.compare.run_shift`)
+explaining the changes it made, and the default, which also takes the runner levels the suite shares out of
+each series' history (:mod:`mmtrack.analysis.frames`). Its "fails" column counts what actually fails ``mmtrack run
 --fail-on regression``: the A/A commits whose regression a later run confirms (``decided``, read across
 that run by :func:`mmtrack.analysis.compare.decided_in_run`), per 100 commits.
 
@@ -59,7 +60,7 @@ for p in (ROOT, ROOT / "scripts"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from ci_noise import ci_series, inject_step, suite_runners, tier_of  # noqa: E402
+from ci_noise import SeriesModel, ci_series, ci_series_with_model, inject_step, suite_runners, tier_of  # noqa: E402
 from eval_detect import load_noise_sources, make_history, measurement, shared_dir  # noqa: E402
 
 from mmtrack.analysis import compare as gate_now  # noqa: E402
@@ -134,6 +135,7 @@ class Series:
     tier: str  # by the A/A series' measured commit-to-commit CV
     step_at: int | None = None
     _ms: list[Measurement] = field(default_factory=list)
+    model: SeriesModel | None = None  # what drew it (the CI model's lone series): the oracle's knowledge
 
     @property
     def measurements(self) -> list[Measurement]:
@@ -145,13 +147,13 @@ class Series:
 def ci_population(rng: np.random.Generator, n: int, length: int, step: float | None) -> list[Series]:
     out = []
     for _ in range(n):
-        values, samples = ci_series(rng, length)
+        values, samples, model = ci_series_with_model(rng, length)
         tier = tier_of(values)
         at = None
         if step is not None:
             at = int(rng.integers(WINDOW, length - LATER))
             values, samples = inject_step(values, samples, at, step)
-        out.append(Series(values, samples, tier, at))
+        out.append(Series(values, samples, tier, at, model=model))
     return out
 
 
@@ -233,6 +235,62 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
     return out
 
 
+# --------------------------------------------------------------------------- the bound: an oracle
+
+
+#: Step sizes an oracle that does not know the step's size weighs (log-uniform, 10%: the gate's threshold).
+ANY_STEP = np.log(np.geomspace(1.10, 2.0, 25))
+
+
+def oracle_scores(series: list[Series], known: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """(log likelihood ratio of "a step up here", of "a step down here") at each judged commit of
+    ``series``: A/A series at every commit the gate judges, stepped ones at their step.
+
+    The oracle knows every series' noise model (runner levels and their odds, the drift's scale, tails
+    and autocorrelation) and its hidden state at the commit before (:meth:`SeriesModel.predictive_logpdf`):
+    far more than any gate reading the history. Against the step's size ``known`` (log) it is the
+    Neyman-Pearson test, the most powerful there is; with ``None`` it weighs :data:`ANY_STEP`, as a gate
+    that must catch every step beyond its threshold."""
+    sizes = ANY_STEP if known is None else np.array([known])
+    up, down = [], []
+    for s in series:
+        assert s.model is not None, "the oracle needs the CI model's lone series"
+        for t in ([s.step_at] if s.step_at is not None else range(WINDOW, len(s.medians) - LATER)):
+            x = math.log(s.medians[t])
+            h0 = float(s.model.predictive_logpdf(t, x)[0])
+            shifted = lambda sign: float(np.logaddexp.reduce(s.model.predictive_logpdf(t, x - sign * sizes)))  # noqa: E731
+            up.append(shifted(1.0) - math.log(sizes.size) - h0)
+            down.append(shifted(-1.0) - math.log(sizes.size) - h0)
+    return np.array(up), np.array(down)
+
+
+def oracle_bound(aa: list[Series], steps: list[Series], rates: Sequence[float], step: float) -> dict:
+    """Recall of the steps (flagged regressed: the step-up ratio beyond the bar and beyond the step-down
+    one) when the oracle's bar lets through ``rate`` false alarms per 100 A/A commits (either way)."""
+    tiers = np.array([s.tier for s in steps])
+    out: dict = {}
+    for name, known in (("step size known", math.log1p(step)), ("any step size", None)):
+        aa_up, aa_down = oracle_scores(aa, known)
+        st_up, st_down = oracle_scores(steps, known)
+        aa_best = np.sort(np.maximum(aa_up, aa_down))[::-1]
+        for rate in rates:
+            k = int(rate / 100.0 * aa_best.size)
+            bar = aa_best[k] if k < aa_best.size else -np.inf
+            hit = (st_up > bar) & (st_up >= st_down)
+            by_tier = {t: float(hit[tiers == t].mean()) if (tiers == t).any() else float("nan") for t in ("quiet", "mid", "noisy")}
+            out.setdefault(name, {})[f"{rate:.2f}"] = {"all": float(hit.mean()), **by_tier}
+    return out
+
+
+def print_bound(bound: dict) -> None:
+    print("the bound: an oracle that knows each series' noise model and its state at the commit before, its bar")
+    print("set to let through the same false alarms (per 100 A/A commits); recall of the +20% steps:")
+    print(f"{'oracle':<22}{'A/A flag':>9} | {'recall':>7} | {'quiet':>6}{'mid':>6}{'noisy':>6}")
+    for name, by_rate in bound.items():
+        for rate, r in by_rate.items():
+            print(f"{name:<22}{float(rate):>9.2f} | {r['all']:>7.2f} | {r['quiet']:>6.2f}{r['mid']:>6.2f}{r['noisy']:>6.2f}")
+
+
 # --------------------------------------------------------------------------- suites: series sharing runners
 
 
@@ -258,11 +316,15 @@ def ci_suites(rng: np.random.Generator, n_suites: int, size: int, length: int, s
 
 def judge_run(module: ModuleType, policy, suite: list[Series], t: int, later: bool) -> list:
     """One run's comparison (commit t against t-1, every series of the suite at once), as ``mmtrack run``."""
-    history = {s.measurements[t].case: list(s.medians[max(0, t - WINDOW) : t]) for s in suite}
+    first = max(0, t - WINDOW)
+    history = {s.measurements[t].case: list(s.medians[first:t]) for s in suite}
     after_later = {s.measurements[t].case: list(s.medians[t + 1 : t + 1 + LATER]) for s in suite} if later else None
+    labels = gate_now.RunLabels(
+        f"c{t - 1}", f"c{t}", {k: [f"c{i}" for i in range(first, t)] for k in history},
+        {k: [f"c{i}" for i in range(t + 1, t + 1 + len(v))] for k, v in (after_later or {}).items()})
     comparison = module.compare_measurements(
         [s.measurements[t - 1] for s in suite], [s.measurements[t] for s in suite], policy,
-        history=history, later=after_later,
+        history=history, later=after_later, labels=labels,
     )
     by_case = {(r.benchmark, r.params, r.metric): r for r in comparison.rows}
     return [by_case[s.measurements[t].case] for s in suite]
@@ -288,7 +350,8 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
     print(f"{'gate':<26}{'A/A flag':>9}{'regr':>7}{'conf':>7}{'fails':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'mid':>6}{'noisy':>6}")
     out = {}
     for name, policy in (("mmtrack, series alone", gate_now.ComparePolicy(min_suite=0)),
-                         ("mmtrack, run shift", gate_now.ComparePolicy())):
+                         ("mmtrack, run shift", gate_now.ComparePolicy(run_frames=False)),
+                         ("mmtrack, shift + frames", gate_now.ComparePolicy())):
         commits = flagged = regressions = confirmed = failures = 0
         hits: list[tuple[str, bool, bool]] = []
         for suite in suites:
@@ -357,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
         aa = ci_population(rng, args.series, args.length, None)
         steps = ci_population(rng, args.series, args.length, 0.20)
         results["ci"] = evaluate("CI-runner noise (scripts/ci_noise.py)", aa, steps, gates)
+        rates = sorted({0.3, round(results["ci"]["mmtrack"]["false_alarms_per_100"]["any"], 2)})
+        results["ci"]["bound"] = oracle_bound(aa, steps, rates, 0.20)
+        print_bound(results["ci"]["bound"])
     if "suites" in scenarios:
         rng = np.random.default_rng(args.seed)
         results["suites"] = evaluate_suites(ci_suites(rng, args.suites, 20, args.length, 4), args.length)

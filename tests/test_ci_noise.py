@@ -96,3 +96,40 @@ def test_series_of_one_suite_change_runner_together():
     assert np.mean(np.sign(da[off]) == np.sign(level)) > 0.9 and np.mean(np.sign(db[off]) == np.sign(level)) > 0.9
     assert np.corrcoef(da, db)[0, 1] > 0.5  # shared runners: the two series move together (drifts apart)
     assert not np.allclose(da[off], db[off], atol=0.01)  # ... each by its own amount
+
+
+def test_the_model_that_drew_a_series_forecasts_it():
+    """``ci_series_with_model`` draws what ``ci_series`` draws (same stream) and keeps the model: its
+    forecast of each commit is a density that puts the observed value above one 20% away."""
+    N = _load("ci_noise")
+    values, _, model = N.ci_series_with_model(np.random.default_rng(5), 200, "quiet")
+    assert np.array_equal(values, N.ci_series(np.random.default_rng(5), 200, "quiet")[0])
+    x = np.log(values)
+    here = np.array([model.predictive_logpdf(t, x[t])[0] for t in range(1, 200)])
+    away = np.array([model.predictive_logpdf(t, x[t] + np.log(1.2))[0] for t in range(1, 200)])
+    assert np.mean(here > away) > 0.9
+    grid = np.linspace(x[50] - 1.5, x[50] + 1.5, 6001)
+    density = np.exp(model.predictive_logpdf(50, grid))
+    assert float(np.sum(density[1:] + density[:-1]) / 2 * (grid[1] - grid[0])) == pytest.approx(1.0, abs=0.02)
+    suite = N.suite_runners(np.random.default_rng(1), 50)
+    assert N.ci_series_with_model(np.random.default_rng(2), 50, suite=suite)[2] is None
+
+
+def test_the_oracle_bound_of_the_gate_harness():
+    """scripts/eval_gate.py's oracle: knowing the step's size is worth more than not, and at a bar that lets
+    more A/A commits through, more steps pass."""
+    _load("ci_noise")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        G = _load("eval_gate")
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    rng = np.random.default_rng(11)
+    aa = G.ci_population(rng, 20, G.WINDOW + 12, None)
+    steps = G.ci_population(rng, 60, G.WINDOW + 12, 0.20)
+    bound = G.oracle_bound(aa, steps, [0.5, 5.0], 0.20)
+    known, blind = bound["step size known"], bound["any step size"]
+    for rates in (known, blind):
+        assert 0.0 <= rates["0.50"]["all"] <= rates["5.00"]["all"] <= 1.0
+    assert known["0.50"]["all"] >= blind["0.50"]["all"] - 0.05
+    assert known["5.00"]["all"] > 0.5  # a +20% step is, mostly, far outside a series' forecast
