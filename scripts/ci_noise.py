@@ -44,6 +44,7 @@ import argparse
 import math
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -143,20 +144,11 @@ class SeriesModel:
 
 
 def ci_series(
-    rng: np.random.Generator,
-    n_commits: int,
-    tier: str | None = None,
-    *,
-    samples_per_commit: int = 10,
-    base: float = 1e-3,
-    suite: SuiteRunners | None = None,
+    rng: np.random.Generator, n_commits: int, tier: str | None = None, **options: Any
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """One A/A series of per-commit values (medians of that commit's samples) and each commit's samples.
-
-    ``suite``: the runners of the suite this series belongs to (:func:`suite_runners`); by default
-    the series draws its own, as a lone series."""
-    values, samples, _ = ci_series_with_model(
-        rng, n_commits, tier, samples_per_commit=samples_per_commit, base=base, suite=suite)
+    """One A/A series of per-commit values (medians of that commit's samples) and each commit's samples
+    (``options``: those of :func:`ci_series_with_model`)."""
+    values, samples, _ = ci_series_with_model(rng, n_commits, tier, **options)
     return values, samples
 
 
@@ -169,7 +161,10 @@ def ci_series_with_model(
     base: float = 1e-3,
     suite: SuiteRunners | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray], SeriesModel | None]:
-    """:func:`ci_series` (the same draws from ``rng``), and the model it drew (None in a suite)."""
+    """:func:`ci_series`, and the model it drew (None in a suite: the suite's runners are not the series' own).
+
+    ``tier``: quiet, mid or noisy (None: drawn with the real mix); ``suite``: the runners of the suite this
+    series belongs to (:func:`suite_runners`); by default the series draws its own, as a lone series."""
     if tier is None:
         tier = draw_tier(rng)
     if tier not in TIERS:

@@ -116,6 +116,17 @@ def test_a_run_on_the_slow_runner_is_no_regression_in_any_frame():
     assert not any("frame" in r.note for r in rows.values())
 
 
+def test_a_step_in_a_run_on_a_known_slow_runner_is_the_series_own():
+    """Series 0 steps at c60, a run on the slow runner type the history visited eight times. Alone, the run's
+    shift explains half its move (ambiguous); in that runner's frame it moved 16% beyond its own slow level."""
+    series = suite(61, step_from=60, slow=SLOW_RUNS | {60})
+    plain = judge(series, 60, ComparePolicy(run_frames=False))["suite.time_00"]
+    assert plain.verdict == "ambiguous" and "the whole run moved" in plain.note
+    rows = judge(series, 60)
+    assert (rows["suite.time_00"].verdict, rows["suite.time_00"].state) == ("regressed", "suspected")
+    assert {rows[f"suite.time_{i:02d}"].verdict for i in range(1, SERIES)} == {"ambiguous"}
+
+
 def test_the_gate_fails_once_later_runs_confirm_the_step_in_their_frames():
     """Four commits later the per-commit gate settles c60 (``decided_in_run``): confirmed in the runs' frames,
     while the series alone never gets past "within its own noise"."""

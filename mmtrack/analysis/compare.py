@@ -576,12 +576,22 @@ class RunLabels:
     later: Mapping[Case, Sequence[str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class _Framed:
+    """A run's cases put in the after run's frame (:func:`_in_after_frame`)."""
+
+    history: dict[Case, list[float]]
+    later: dict[Case, list[float]]
+    before: dict[Case, float]  # the factor that puts each case's before commit in the after run's frame
+    usual: bool  # the after run ran on the usual runner (else on a runner type the history knows)
+
+
 def _in_after_frame(
     amap: Mapping[Case, Measurement], bmap: Mapping[Case, Measurement], history: Mapping[Case, Sequence[float]],
     later: Mapping[Case, Sequence[float]], labels: RunLabels, policy: ComparePolicy,
-) -> tuple[dict[Case, list[float]], dict[Case, list[float]], dict[Case, float]] | None:
+) -> _Framed | None:
     """Each case's history and later commits put in the after run's frame, and the factor that puts its
-    before commit there; None when the run has no frames or ran on another runner than usual."""
+    before commit there; None when the run has no frames or ran on a runner type the history does not know."""
     from .frames import fit_frames
 
     values: dict[Case, dict[str, float]] = {}
@@ -593,12 +603,18 @@ def _in_after_frame(
                 by_label[label] = v
         values[k] = by_label
     frames = fit_frames(values, labels.history, policy.min_suite)
-    if frames is None or not frames.settled(labels.after):
+    if frames is None or not frames.known(labels.after):
         return None
-    put = lambda k, vs, ls: [v * frames.factor(k, lab, labels.after) for v, lab in zip(vs, ls)]  # noqa: E731
-    return ({k: put(k, h, labels.history.get(k, ())) for k, h in history.items() if len(labels.history.get(k, ())) == len(h)},
-            {k: put(k, v, labels.later.get(k, ())) for k, v in later.items() if len(labels.later.get(k, ())) == len(v)},
-            {k: frames.factor(k, labels.before, labels.after) for k in history})
+    put = lambda k, vs, ls: [v * f for v, f in zip(vs, frames.factors(k, ls, labels.after))]  # noqa: E731
+    return _Framed(
+        {k: put(k, h, labels.history.get(k, ())) for k, h in history.items() if len(labels.history.get(k, ())) == len(h)},
+        {k: put(k, v, labels.later.get(k, ())) for k, v in later.items() if len(labels.later.get(k, ())) == len(v)},
+        {k: frames.factor(k, labels.before, labels.after) for k in history},
+        frames.settled(labels.after))
+
+
+def _flagged(row: Row) -> bool:
+    return row.verdict in ("regressed", "improved")
 
 
 def compare_measurements(
@@ -627,48 +643,74 @@ def compare_measurements(
     bmap = {m.case: m for m in before}
     amap = {m.case: m for m in after}
     keys = sorted(set(bmap) | set(amap), key=lambda k: (k[0], k[1], k[2]))
-    judged_history, judged_later, frame = dict(history or {}), dict(later or {}), {}
-    if history and labels is not None and policy.run_frames:
-        framed = _in_after_frame(amap, bmap, history, later or {}, labels, policy)
+    history, later = history or {}, later or {}
+    framed = _in_after_frame(amap, bmap, history, later, labels, policy) if (
+        history and labels is not None and policy.run_frames) else None
+
+    def judge(k: Case, frame: _Framed | None) -> Row:
+        if frame is None:
+            return compare_pair(bmap.get(k), amap.get(k), policy, history.get(k), later.get(k, ()))
+        return compare_pair(bmap.get(k), amap.get(k), policy, frame.history.get(k, history.get(k)),
+                            frame.later.get(k, later.get(k, ())), frame=frame.before.get(k, 1.0))
+
+    own: set[int] = set()  # rows whose run's shift is already out of them
+    if framed is not None and framed.usual:
+        rows = tuple(judge(k, framed) for k in keys)
+    else:
+        rows = tuple(judge(k, None) for k in keys)
         if framed is not None:
-            judged_history.update(framed[0])
-            judged_later.update(framed[1])
-            frame = framed[2]
-    rows = tuple(
-        compare_pair(bmap.get(k), amap.get(k), policy, judged_history.get(k), judged_later.get(k, ()), frame=frame.get(k, 1.0))
-        for k in keys
-    )
+            # A runner type the history knows: a flag in its frame (the series moved beyond what that runner
+            # does to it) stands. Every other row keeps its plain verdict, which the run's shift makes
+            # ambiguous: a change to everything looks like that runner, and must stay in sight.
+            in_frame = {i: row for i, k in enumerate(keys) if _flagged(row := judge(k, framed))}
+            own = set(in_frame)
+            rows = tuple(in_frame.get(i, r) for i, r in enumerate(rows))
     if history:
         shift, later_shifts = _run_shifts(amap, history, later, policy)
-        rows = tuple(_explained_by_run(r, history.get(k), shift, later_shifts) for k, r in zip(keys, rows))
+        rows = tuple(r if i in own else _explained_by_run(r, history.get(k), shift, later_shifts)
+                     for i, (k, r) in enumerate(zip(keys, rows)))
     return Comparison(rows, before_label, after_label, policy, tuple(decided))
 
 
 def _decisions(
     points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy, window: int,
     frames: "SuiteFrames | None" = None,
-) -> list[tuple[int, Row, list[float]]]:
-    """(index, row, history as measured) of each earlier commit of one series whose suspicion its last
-    commit settles; with ``frames`` (the run's, :mod:`.frames`), judged in the frame of that commit's run."""
+) -> list[tuple[int, Row, list[float], bool]]:
+    """(index, row, history as measured, judged in a known runner type's frame) of each earlier commit of one
+    series whose suspicion its last commit settles; with ``frames`` (the run's, :mod:`.frames`), judged in the
+    frame of that commit's run as :func:`compare_measurements` judges the newest commit."""
     medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
     last = len(points) - 1
     case = points[-1].case
-    out: list[tuple[int, Row, list[float]]] = []
-    for j in range(max(1, last - policy.confirm_window), last):
-        thr = policy.threshold_for(points[j].benchmark, points[j].metric)
-        if not (medians[j] > 0 and medians[j - 1] > 0 and _is_step(medians[j] / medians[j - 1], thr)):
-            continue  # no step at j (compare_pair would say unchanged): skip the noise model
-        framed = frames is not None and frames.settled(labels[j])
-        put = [frames.factor(case, label, labels[j]) if framed else 1.0 for label in labels]  # type: ignore[union-attr]
+    plain = [1.0] * len(points)
+
+    def decision(j: int, put: Sequence[float]) -> Row | None:
         lo = max(0, j - window)
-        history = [v for v in medians[lo:j] if math.isfinite(v)]
         judged = [v * f for v, f in zip(medians[lo:j], put[lo:j]) if math.isfinite(v)]
         later = [v * f for v, f in zip(medians[j + 1 : last + 1], put[j + 1 : last + 1])]
         row = compare_pair(points[j - 1], points[j], policy, judged, later, frame=put[j - 1])
         if row.state in ("confirmed", "refuted"):
             earlier = compare_pair(points[j - 1], points[j], policy, judged, later[:-1], frame=put[j - 1])
             if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
-                out.append((j, dataclasses.replace(row, note=f"at {labels[j]}"), history))  # where it was suspected
+                return dataclasses.replace(row, note=f"at {labels[j]}")  # where it was suspected
+        return None
+
+    out: list[tuple[int, Row, list[float], bool]] = []
+    for j in range(max(1, last - policy.confirm_window), last):
+        thr = policy.threshold_for(points[j].benchmark, points[j].metric)
+        if not (medians[j] > 0 and medians[j - 1] > 0 and _is_step(medians[j] / medians[j - 1], thr)):
+            continue  # no step at j (compare_pair would say unchanged): skip the noise model
+        history = [v for v in medians[max(0, j - window) : j] if math.isfinite(v)]
+        row, own = None, False
+        if frames is not None and frames.known(labels[j]):  # as compare_measurements judges the newest commit
+            row = decision(j, frames.factors(case, labels, labels[j]))
+            if not frames.settled(labels[j]):
+                own = row is not None and _flagged(row)
+                row = row if own else decision(j, plain)
+        else:
+            row = decision(j, plain)
+        if row is not None:
+            out.append((j, row, history, own))
     return out
 
 
@@ -684,7 +726,7 @@ def decided_by_last(
     only of what was suspected; a confirmation also of what the history alone left ambiguous).
     One series alone: :func:`decided_in_run` also reads the whole run's shift.
     """
-    return [row for _, row, _ in _decisions(points, labels, policy or ComparePolicy(), window)]
+    return [row for _, row, _, _ in _decisions(points, labels, policy or ComparePolicy(), window)]
 
 
 def decided_in_run(
@@ -723,7 +765,10 @@ def decided_in_run(
 
     out: list[Row] = []
     for case, (points, labels) in tails.items():
-        for j, row, history in _decisions(points, labels, policy, window, frames):
+        for j, row, history, own in _decisions(points, labels, policy, window, frames):
+            if own:  # the series' own move beyond its runner's level: that run's shift is already out
+                out.append(row)
+                continue
             later = [shift(label, labels[j]) for label in labels[j + 1 :][: policy.confirm_window]]
             judged = _explained_by_run(row, history, shift(labels[j], labels[j]), later)
             out.append(judged if judged is row else dataclasses.replace(judged, note=f"{row.note}: {judged.note}"))

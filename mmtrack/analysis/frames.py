@@ -24,14 +24,18 @@ run's shift makes it ambiguous, and only the same-machine A/B tells the two apar
 
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Mapping
+from typing import Hashable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 #: A run whose shift lies within this (log) of the history's median shift ran on the usual runner.
 RUN_SETTLED = 0.03
+#: Runs of another runner type that the history must hold before a run on that type is judged in its frame.
+KNOWN_VISITS = 2
 #: Sensitivities are kept within [0, BETA_MAX]: a series never moves against its runner.
 BETA_MAX = 3.0
 #: Below this spread (log) of the history's shifts the suite never changed runner: sensitivity 1.
@@ -40,25 +44,46 @@ MIN_SHIFT_SPREAD = 0.01
 
 @dataclass(frozen=True, slots=True)
 class SuiteFrames:
-    """Each run's shift (log, by commit label) and each series' offset in each of its runs."""
+    """Each run's shift (log, by commit label) and each series' offset in each of its runs.
+
+    ``offsets`` holds a row per series and a column per run (NaN where the series has no value in that
+    run); ``rows`` and ``columns`` index it."""
 
     shifts: Mapping[str, float]
-    offsets: Mapping[Hashable, Mapping[str, float]]
+    offsets: np.ndarray
+    rows: Mapping[Hashable, int]
+    columns: Mapping[str, int]
     sensitivity: Mapping[Hashable, float]
     usual: float  # the median shift over the history's runs
+    visited: tuple[float, ...] = ()  # the shift of each of the history's runs
 
     def factor(self, series: Hashable, label: str, target: str) -> float:
         """What multiplies a value of ``series`` measured in run ``label`` to put it in run ``target``'s frame
         (1 where either run or the series is unknown)."""
-        own = self.offsets.get(series)
-        if own is None or label not in own or target not in own:
-            return 1.0
-        return math.exp(own[target] - own[label])
+        return self.factors(series, (label,), target)[0]
+
+    def factors(self, series: Hashable, labels: Sequence[str], target: str) -> list[float]:
+        """:meth:`factor` of each of ``labels``, at once."""
+        row, to = self.rows.get(series), self.columns.get(target)
+        if row is None or to is None or not math.isfinite(self.offsets[row, to]):
+            return [1.0] * len(labels)
+        cols = np.array([self.columns.get(label, -1) for label in labels], dtype=np.intp)
+        own = np.where(cols >= 0, self.offsets[row, cols], np.nan)
+        out = np.exp(self.offsets[row, to] - own)
+        return np.where(np.isfinite(out), out, 1.0).tolist()
 
     def settled(self, label: str) -> bool:
         """Whether run ``label`` ran on the usual runner (its shift near the history's median)."""
         shift = self.shifts.get(label)
         return shift is not None and abs(shift - self.usual) < RUN_SETTLED
+
+    def known(self, label: str) -> bool:
+        """Whether run ``label`` ran on the usual runner, or on a runner type the history visited at least
+        :data:`KNOWN_VISITS` times (each series' offset there is then its own measured move)."""
+        shift = self.shifts.get(label)
+        if shift is None:
+            return False
+        return self.settled(label) or sum(abs(v - shift) < RUN_SETTLED for v in self.visited) >= KNOWN_VISITS
 
 
 def fit_frames(
@@ -71,72 +96,85 @@ def fit_frames(
 
     A run's shift is the median, over the series measured in it, of their log values against their history's
     median; a run with fewer than ``min_suite`` such series has no shift. None when no run has one.
+    A series needs two usable values in its history to take part.
     """
-    if min_suite <= 0:
+    if min_suite <= 0 or not values:
         return None
-    centred: dict[Hashable, dict[str, float]] = {}
-    for series, by_label in values.items():
-        own = [math.log(by_label[h]) for h in history.get(series, ()) if _usable(by_label.get(h))]
-        if len(own) < 2:
-            continue
-        centre = float(np.median(own))
-        centred[series] = {label: math.log(v) - centre for label, v in by_label.items() if _usable(v)}
-    moves: dict[str, list[float]] = {}
-    for by_label in centred.values():
-        for label, d in by_label.items():
-            moves.setdefault(label, []).append(d)
-    shifts = {label: float(np.median(d)) for label, d in moves.items() if len(d) >= min_suite}
-    if not shifts:
+    names = list(values)
+    columns: dict[str, int] = {}
+    for by_label in values.values():
+        for label in by_label:
+            columns.setdefault(label, len(columns))
+    raw = np.full((len(names), len(columns)), np.nan)
+    in_history = np.zeros(raw.shape, dtype=bool)
+    for r, name in enumerate(names):
+        by_label = values[name]
+        raw[r, [columns[label] for label in by_label]] = [np.nan if v is None else v for v in by_label.values()]
+        in_history[r, [columns[h] for h in history.get(name, ()) if h in columns]] = True
+    with _quiet_nans():  # NaN rows and columns are expected: a series missing from a run
+        logs = np.where(raw > 0, np.log(raw), np.nan)
+        logs[~np.isfinite(logs)] = np.nan
+        in_history &= np.isfinite(logs)
+        taking = in_history.sum(axis=1) >= 2
+        centre = np.nanmedian(np.where(in_history, logs, np.nan), axis=1)
+        moves = np.where(taking[:, None], logs - centre[:, None], np.nan)
+        measured = np.isfinite(moves).sum(axis=0)
+        run_shift = np.nanmedian(moves, axis=0)
+    has_shift = measured >= max(min_suite, 1)
+    if not has_shift.any():
         return None
-    fitted = [shifts[h] for h in {h for series in centred for h in history.get(series, ())} if h in shifts]
-    usual = float(np.median(fitted)) if fitted else 0.0
-    offsets, sensitivity = {}, {}
-    for series, by_label in centred.items():
-        labels = [h for h in history.get(series, ()) if h in by_label and h in shifts]
-        sensitivity[series] = _sensitivity(by_label, labels, shifts)
-        offsets[series] = _offsets(by_label, labels, shifts, usual, sensitivity[series])
-    return SuiteFrames(shifts, offsets, sensitivity, usual)
+    fit = in_history & has_shift[None, :] & taking[:, None]  # the history's runs each series is fitted on
+    visited = run_shift[fit.any(axis=0)]
+    usual = float(np.median(visited)) if visited.size else 0.0
+    sensitivity = _sensitivity(moves, fit, run_shift)
+    offsets = _offsets(moves, fit, run_shift, has_shift, usual, sensitivity)
+    labels = list(columns)
+    return SuiteFrames(
+        {labels[c]: float(run_shift[c]) for c in np.flatnonzero(has_shift)}, offsets,
+        {name: r for r, name in enumerate(names) if taking[r]}, columns,
+        {name: float(sensitivity[r]) for r, name in enumerate(names) if taking[r]}, usual,
+        tuple(float(v) for v in visited))
 
 
-def _offsets(centred: Mapping[str, float], labels: list[str], shifts: Mapping[str, float], usual: float,
-             sensitivity: float) -> dict[str, float]:
-    """One series' offset in each run it has a value in: 0 on the usual runner; the median of its own moves
-    in the history's runs of about that shift (the same runner type), given two visits (the run itself
-    counts when it is in the history); else its sensitivity times the run's shift."""
-    shift = np.array([shifts[h] for h in labels])
-    own = np.array([centred[h] for h in labels])
-    usual_runs = np.abs(shift - usual) < RUN_SETTLED
-    home = float(np.median(own[usual_runs])) if usual_runs.sum() >= 3 else 0.0
-    in_history = set(labels)
-    out: dict[str, float] = {}
-    for label in centred:
-        s = shifts.get(label)
-        if s is None:
-            continue
-        if abs(s - usual) < RUN_SETTLED:
-            out[label] = 0.0
-            continue
-        peers = np.abs(shift - s) < RUN_SETTLED
-        visits = int(peers.sum()) + (label not in in_history)
-        out[label] = float(np.median(own[peers])) - home if visits >= 2 else sensitivity * (s - usual)
+@contextlib.contextmanager
+def _quiet_nans() -> Iterator[None]:
+    """No warnings for the medians and means of all-NaN rows and columns: they are NaN, as meant."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def _sensitivity(moves: np.ndarray, fit: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Each series' least-squares slope of its moves on its runs' shifts over its history, within
+    [0, BETA_MAX]; 1 with fewer than 3 runs, or where the history never changed runner."""
+    n = fit.sum(axis=1)
+    with _quiet_nans():
+        x = np.where(fit, shift[None, :], np.nan)
+        y = np.where(fit, moves, np.nan)
+        xc = np.where(fit, x - np.nanmean(x, axis=1, keepdims=True), 0.0)
+        yc = np.where(fit, y - np.nanmean(y, axis=1, keepdims=True), 0.0)
+        sxx, sxy = (xc * xc).sum(axis=1), (xc * yc).sum(axis=1)
+        slope = np.clip(sxy / sxx, 0.0, BETA_MAX)
+        spread = np.sqrt(sxx / np.maximum(n, 1))
+    return np.where((n >= 3) & (spread >= MIN_SHIFT_SPREAD) & np.isfinite(slope), slope, 1.0)
+
+
+def _offsets(moves: np.ndarray, fit: np.ndarray, shift: np.ndarray, has_shift: np.ndarray, usual: float,
+             sensitivity: np.ndarray) -> np.ndarray:
+    """Each series' offset in each run it has a value in (NaN elsewhere): 0 on the usual runner; the median
+    of its own moves in the history's runs of about that shift (the same runner type), given two visits (the
+    run itself counts when it is not in the history); else its sensitivity times the run's shift."""
+    valued = np.isfinite(moves) & has_shift[None, :]
+    out = np.where(valued, 0.0, np.nan)
+    with _quiet_nans():
+        on_usual = fit & (np.abs(shift - usual) < RUN_SETTLED)[None, :]
+        home = np.where(on_usual.sum(axis=1) >= 3, np.nanmedian(np.where(on_usual, moves, np.nan), axis=1), 0.0)
+        for run in np.flatnonzero(has_shift & (np.abs(shift - usual) >= RUN_SETTLED)):
+            peers = fit & (np.abs(shift - shift[run]) < RUN_SETTLED)[None, :]
+            visits = peers.sum(axis=1) + ~fit[:, run]
+            level = np.nanmedian(np.where(peers, moves, np.nan), axis=1) - home
+            out[:, run] = np.where(valued[:, run], np.where(visits >= 2, level, sensitivity * (shift[run] - usual)), np.nan)
     return out
 
 
-def _usable(v: float | None) -> bool:
-    return v is not None and v > 0 and math.isfinite(v)
-
-
-def _sensitivity(centred: Mapping[str, float], labels: list[str], shifts: Mapping[str, float]) -> float:
-    """Least-squares slope of one series' moves on its runs' shifts over its history, within [0, BETA_MAX]."""
-    pairs = [(shifts[h], centred[h]) for h in labels if h in shifts]
-    if len(pairs) < 3:
-        return 1.0
-    x, y = np.array(pairs).T
-    x = x - x.mean()
-    spread = float(np.sqrt(np.mean(x * x)))
-    if spread < MIN_SHIFT_SPREAD:  # the history never changed runner: nothing to fit, little to adjust
-        return 1.0
-    return float(np.clip(np.dot(x, y - y.mean()) / np.dot(x, x), 0.0, BETA_MAX))
-
-
-__all__ = ["RUN_SETTLED", "BETA_MAX", "SuiteFrames", "fit_frames"]
+__all__ = ["RUN_SETTLED", "KNOWN_VISITS", "BETA_MAX", "SuiteFrames", "fit_frames"]

@@ -1,0 +1,63 @@
+"""bench_gate: what the per-commit gate costs on one run of a 500-series suite.
+
+``RunGate.track_compare_run``: one ``compare_measurements`` of a run (every series' newest commit against
+the one before, each with 100 commits of history), the way ``mmtrack run`` and ``mmtrack compare`` judge a
+run once its series are read. ``history="alone"`` judges each series alone (no commit labels: the run's
+shift only); ``history="frames"`` passes the commit labels, so the run's frames are fitted and each series
+is judged in the newest run's frame (:mod:`mmtrack.analysis.frames`). The two side by side give what the
+frames cost. One operation is one comparison of the whole run.
+
+The suite: 500 series of 101 commits whose runs share their runner; 15% of the runs landed on a runner
+type 20% slower (each series follows it by its own amount), samples with 1% spread.
+
+Run with ``python3 -m mmtrack bench benchmarks -k gate``. Nothing runs at import.
+"""
+
+from __future__ import annotations
+
+import mmtrack
+from mmtrack import BenchSampleResult
+
+SERIES = 500
+COMMITS = 101  # the newest commit and 100 of history
+
+
+def build_run(series: int = SERIES, commits: int = COMMITS, seed: int = 1):
+    """(before, after, history, labels) of one run of a synthetic suite sharing its runners."""
+    import numpy as np
+
+    from mmtrack.analysis.compare import RunLabels
+    from mmtrack.measure.metrics import MetricSummary
+    from mmtrack.results import Measurement
+
+    rng = np.random.default_rng(seed)
+    slow = rng.random(commits) < 0.15
+    slow[-2:] = False  # the compared commits ran on the usual runner
+    labels = [f"{c:040x}" for c in range(commits)]
+    before, after, history, history_labels = [], [], {}, {}
+    for s in range(series):
+        level = np.where(slow, 1.2 ** rng.uniform(0.6, 1.4), 1.0) * 1e-3 * (1 + rng.normal(0, 0.01, commits))
+        last = [Measurement.from_summary(f"suite.time_{s:03d}", {}, MetricSummary.from_values(
+            "timing", "time_per_op", "s", list(v * (1 + rng.normal(0, 0.01, 10)))), version="v1") for v in level[-2:]]
+        before.append(last[0])
+        after.append(last[1])
+        history[last[0].case] = [float(v) for v in level[:-1]]
+        history_labels[last[0].case] = labels[:-1]
+    return before, after, history, RunLabels(labels[-2], labels[-1], history_labels)
+
+
+class RunGate:
+    params = ["alone", "frames"]
+    param_names = ["history"]
+
+    def setup(self, history):
+        self.before, self.after, self.history, labels = build_run()
+        self.labels = labels if history == "frames" else None
+
+    @mmtrack.bench_sample(chunk_size=1, throughput=mmtrack.Throughput.per_operation(SERIES, "series"))
+    def track_compare_run(self, ctx, chunk_size, chunk_num):
+        from mmtrack.analysis.compare import compare_measurements
+
+        comparison = compare_measurements(self.before, self.after, history=self.history, labels=self.labels)
+        assert len(comparison.rows) == SERIES
+        return BenchSampleResult(SERIES)
