@@ -162,8 +162,8 @@ def _sensitivity(moves: np.ndarray, fit: np.ndarray, shift: np.ndarray) -> np.nd
 def _offsets(moves: np.ndarray, fit: np.ndarray, shift: np.ndarray, has_shift: np.ndarray, usual: float,
              sensitivity: np.ndarray) -> np.ndarray:
     """Each series' offset in each run it has a value in (NaN elsewhere): 0 on the usual runner; the median
-    of its own moves in the history's runs of about that shift (the same runner type), given two visits (the
-    run itself counts when it is not in the history); else its sensitivity times the run's shift."""
+    of its own moves in the history's runs of about that shift (the same runner type), given two visits to
+    that type, the run itself included; else its sensitivity times the run's shift."""
     valued = np.isfinite(moves) & has_shift[None, :]
     out = np.where(valued, 0.0, np.nan)
     with _quiet_nans():
