@@ -22,6 +22,7 @@ R = TypeVar("R")
 
 
 def can_fork() -> bool:
+    """Whether a forked worker can help here: Linux (fork is unsafe on macOS, absent on Windows), 2+ CPUs."""
     return sys.platform.startswith("linux") and hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1
 
 
@@ -35,12 +36,13 @@ def map_split(
     if total < min_items or not can_fork():
         return _mapped(fn, items, 0, total, progress)
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: its half, pickled to the pipe, then gone without the parent's cleanup
         status = 1
         try:
             os.close(read_fd)
-            _die_with_parent()
+            die_with_parent(parent)
             data = pickle.dumps([fn(x) for x in items[cut:]], protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(data)
@@ -77,8 +79,9 @@ def _mapped(fn: Callable[[T], R], items: Sequence[T], done: int, total: int,
     return out
 
 
-def _die_with_parent() -> None:
-    """PR_SET_PDEATHSIG: a child left computing when its parent is killed ends with it."""
+def die_with_parent(parent: int) -> None:
+    """In a forked child of process ``parent``: end with it when it is killed (PR_SET_PDEATHSIG), and now
+    if it already ended before this call."""
     import ctypes
     import signal
 
@@ -86,3 +89,5 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):  # pragma: no cover - not glibc: the child ends on its own, at a broken pipe
         pass
+    if os.getppid() != parent:
+        os._exit(0)

@@ -21,7 +21,6 @@ import json
 import math
 import os
 import socket
-import sys
 import time
 from stat import S_ISREG
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from ..measure.stats import BenchmarkStats, sample_stats, sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, Status, canonical_params
 from ..errors import UserError
 from . import models as m
+from ..forked import can_fork, die_with_parent
 from .db import Store
 from .queries import gc_paused
 
@@ -1383,9 +1383,8 @@ class _ParseAhead:
         self.todo, self.benchmarks = todo, benchmarks
         self.futures: dict[int, Any] = {}
         self.pool: Any = None
-        if worker is None:  # Linux only: fork is unsafe on macOS, and absent on Windows
-            linux = sys.platform.startswith("linux")
-            worker = len(todo) >= self.MIN_FILES and linux and len(os.sched_getaffinity(0)) > 1
+        if worker is None:
+            worker = len(todo) >= self.MIN_FILES and can_fork()
         if worker and "fork" in multiprocessing.get_all_start_methods():
             from concurrent.futures import ProcessPoolExecutor
 
@@ -1419,17 +1418,10 @@ _WORKER_BENCHMARKS: dict[str, Mapping[str, AsvBenchmark]] = {}
 
 def _worker_start(parent: int, benchmarks: Mapping[str, AsvBenchmark]) -> None:
     """In the parse worker: die with the import, and no cyclic collector (see import_asv_results)."""
-    import ctypes
     import gc
-    import signal
 
     gc.disable()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):  # pragma: no cover - not Linux: the worker ends at EOF of its queue
-        pass
-    if os.getppid() != parent:  # the import died before the line above
-        os._exit(0)
+    die_with_parent(parent)
     _WORKER_BENCHMARKS["benchmarks"] = benchmarks
 
 
