@@ -797,9 +797,7 @@ def history_columns(points: Sequence[Measurement]) -> tuple[list[float | None], 
 
 def _history(medians: Sequence[float | None], versions: Sequence[str | None], at: int, window: int) -> list[float]:
     """:func:`series_history` of a series given as columns (None: a failed run)."""
-    start = max(0, at + 1 - window)
-    version = versions[at]
-    return [v for v, ver in zip(medians[start : at + 1], versions[start : at + 1]) if ver == version and v is not None]
+    return [medians[i] for i in _history_at(medians, versions, at, window)]  # type: ignore[misc]
 
 
 def _history_at(medians: Sequence[float | None], versions: Sequence[str | None], at: int, window: int) -> list[int]:
