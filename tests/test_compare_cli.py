@@ -63,28 +63,38 @@ def _quiet_benchmarks(files: list[tuple[int, Path, dict]]) -> list[str]:
     return sorted(ok, key=lambda n: float(np.std(np.log(ok[n][-30:]))))
 
 
+def _metpy_copy(tmp: Path) -> list[tuple[int, Path, dict]]:
+    """The real MetPy results copied under ``tmp``: (date, file, parsed JSON) of each, oldest first, for a
+    test to change before :func:`_write_and_import`."""
+    shutil.copytree(METPY, tmp / "results")
+    return _files_by_date(tmp / "results")
+
+
+def _write_and_import(tmp: Path, files: list[tuple[int, Path, dict]], db: str) -> list[str]:
+    """Write the changed files back and import them with the real ``mmtrack import-asv``; their shas."""
+    for _, f, d in files:
+        f.write_text(json.dumps(d))
+    proc = run_cli("import-asv", str(tmp / "results"), "--db", db, "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    return [d["commit_hash"] for _, _, d in files]
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def metpy_store(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("metpy")
-    results = tmp / "results"
-    shutil.copytree(METPY, results)
-    files = _files_by_date(results)
+    files = _metpy_copy(tmp)
     a, b, c = _quiet_benchmarks(files)[:3]
     last = files[-1][2]
     _scale(last, a, 1.5)
     for _, _, d in files[-12:]:
         _scale(d, b, 1.5)
     last["results"][c][last["result_columns"].index("version")] = "changed-code-version"
-    for _, f, d in files:
-        f.write_text(json.dumps(d))
     if request.param == "sqlite":
         db = str(tmp / "store.db")
     else:  # a real PostgreSQL server (MMTRACK_TEST_PG)
         db = require_postgres()
         reset_postgres(db)
-    proc = run_cli("import-asv", str(results), "--db", db, "--no-progress")
-    assert proc.returncode == 0, proc.stderr
-    shas = [d["commit_hash"] for _, _, d in files]
+    shas = _write_and_import(tmp, files, db)
     return {"db": db, "a": a, "b": b, "c": c, "shas": shas, "tmp": tmp}
 
 
@@ -130,20 +140,14 @@ def runner_store(tmp_path_factory):
     makes every benchmark 20% slower, and on the last commit the quietest benchmark steps up 20%, onto
     that level, while the run itself is on the usual runner."""
     tmp = tmp_path_factory.mktemp("runners")
-    results = tmp / "results"
-    shutil.copytree(METPY, results)
-    files = _files_by_date(results)
+    files = _metpy_copy(tmp)
     stepped = _quiet_benchmarks(files)[0]
     for _, _, d in [files[i] for i in (-50, -43, -36, -29, -22, -15, -8)]:
         for bench in d["results"]:
             _scale(d, bench, 1.2)
     _scale(files[-1][2], stepped, 1.2)
-    for _, f, d in files:
-        f.write_text(json.dumps(d))
     db = str(tmp / "store.db")
-    proc = run_cli("import-asv", str(results), "--db", db, "--no-progress")
-    assert proc.returncode == 0, proc.stderr
-    return {"db": db, "stepped": stepped, "shas": [d["commit_hash"] for _, _, d in files]}
+    return {"db": db, "stepped": stepped, "shas": _write_and_import(tmp, files, db)}
 
 
 def test_a_step_onto_a_runner_level_is_found_in_the_runs_frame(runner_store):
