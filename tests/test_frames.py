@@ -149,3 +149,13 @@ def test_measurement_scaled_moves_every_value():
 
 def test_run_settled_is_a_small_band():
     assert 0 < RUN_SETTLED < math.log(1.1) / 2  # narrower than half the default 10% threshold
+
+
+def test_a_step_right_after_a_slow_run_is_confirmed_in_its_frame_too():
+    """The step at c60 follows a run on the slow runner (c59): as measured it barely moves from it, so only
+    in the run's frame is it a step. Four commits later the gate confirms it there too, as compare judged it."""
+    series = suite(65, step_from=60, slow=SLOW_RUNS | {59})
+    tails = {k: (pts, [f"c{j}" for j in range(len(pts))]) for k, pts in series.items()}
+    rows = decided_in_run(tails)
+    assert [(r.benchmark, r.verdict, r.state, r.note) for r in rows] == [
+        ("suite.time_00", "regressed", "confirmed", "at c60")]

@@ -682,9 +682,15 @@ def _decisions(
     medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
     last = len(points) - 1
     case = points[-1].case
-    plain = [1.0] * len(points)
 
-    def decision(j: int, put: Sequence[float]) -> Row | None:
+    def decision(j: int, framed: bool) -> Row | None:
+        """The decision on commit j, judged in its run's frame or as measured."""
+        thr = policy.threshold_for(points[j].benchmark, points[j].metric)
+        # the before commit as compare_pair judges it (in the frame, when framed)
+        b = medians[j - 1] * (frames.factor(case, labels[j - 1], labels[j]) if framed else 1.0)  # type: ignore[union-attr]
+        if not (medians[j] > 0 and b > 0 and _is_step(medians[j] / b, thr)):
+            return None  # no step at j (compare_pair would say unchanged): skip the noise model
+        put = frames.factors(case, labels, labels[j]) if framed else [1.0] * len(points)  # type: ignore[union-attr]
         lo = max(0, j - window)
         judged = [v * f for v, f in zip(medians[lo:j], put[lo:j]) if math.isfinite(v)]
         later = [v * f for v, f in zip(medians[j + 1 : last + 1], put[j + 1 : last + 1])]
@@ -697,20 +703,16 @@ def _decisions(
 
     out: list[tuple[int, Row, list[float], bool]] = []
     for j in range(max(1, last - policy.confirm_window), last):
-        thr = policy.threshold_for(points[j].benchmark, points[j].metric)
-        if not (medians[j] > 0 and medians[j - 1] > 0 and _is_step(medians[j] / medians[j - 1], thr)):
-            continue  # no step at j (compare_pair would say unchanged): skip the noise model
-        history = [v for v in medians[max(0, j - window) : j] if math.isfinite(v)]
         row, own = None, False
         if frames is not None and frames.known(labels[j]):  # as compare_measurements judges the newest commit
-            row = decision(j, frames.factors(case, labels, labels[j]))
+            row = decision(j, True)
             if not frames.settled(labels[j]):
                 own = row is not None and _flagged(row)
-                row = row if own else decision(j, plain)
+                row = row if own else decision(j, False)
         else:
-            row = decision(j, plain)
+            row = decision(j, False)
         if row is not None:
-            out.append((j, row, history, own))
+            out.append((j, row, [v for v in medians[max(0, j - window) : j] if math.isfinite(v)], own))
     return out
 
 
