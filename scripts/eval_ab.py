@@ -11,7 +11,11 @@ and one engine benchmark with a custom metric. Experiments (each a fresh
   asv       wall time of `asv continuous` against `mmtrack continuous` on the same commits
   bisect    64 commits, 10% slowdown at commit 37: culprit found, builds used
 
-Usage: python scripts/eval_ab.py aa slow10 [--runs 10] [--rounds 4] [--factor 1.1] [--keep DIR]
+``--neighbour`` runs a bursty tenant beside every experiment, as a CI runner's neighbours
+are: one process that alternates, at random, 0.3-4 s of memory streaming or of a pure-Python
+loop with 0.3-4 s of sleep.
+
+Usage: python scripts/eval_ab.py aa slow10 [--runs 10] [--rounds 4] [--factor 1.1] [--neighbour] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -177,15 +181,37 @@ def summary(name: str, rows: list[dict], target: str | None) -> None:
           f"{min(loads):.1f}-{max(loads):.1f}")
 
 
+NEIGHBOUR = """
+import random, sys, time
+import numpy as np
+rng = random.Random(int(sys.argv[1]))
+block = np.ones(25_000_000)  # 200 MB: streaming it contends for the memory bus and the shared cache
+while True:
+    end, stream = time.monotonic() + rng.uniform(0.3, 4.0), rng.random() < 0.5
+    while time.monotonic() < end:
+        if stream:
+            block *= 1.0000001
+        else:
+            sum(i * i for i in range(200_000))
+    time.sleep(rng.uniform(0.3, 4.0))
+"""
+
+
+def start_neighbour(seed: int) -> subprocess.Popen:
+    """A bursty tenant on the machine (:data:`NEIGHBOUR`) until the experiments end."""
+    return subprocess.Popen([sys.executable, "-c", NEIGHBOUR, str(seed)])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("experiments", nargs="+", choices=["aa", "slow10", "slow5", "asv", "bisect"])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=None, help="--rounds for the slow5 experiment")
+    ap.add_argument("--rounds", type=int, default=None, help="--rounds of every run (default: mmtrack's; slow5: 12)")
     ap.add_argument("--factor", type=float, default=None, help="--factor for the slow5 experiment")
     ap.add_argument("--tries", type=int, default=5, help="bisect tries")
     ap.add_argument("--keep", type=Path, help="Keep the repos under this folder.")
     ap.add_argument("--bench", help="-b REGEX for the continuous runs (default: the whole suite)")
+    ap.add_argument("--neighbour", action="store_true", help="run a bursty neighbour process beside the experiments")
     ap.add_argument("--timer", choices=sorted(TIMERS), default="wall", help="asv timer of the Kernels benchmarks")
     args = ap.parse_args()
     global TIMER
@@ -196,7 +222,8 @@ def main() -> None:
     home.mkdir(exist_ok=True)
     env = base_env(home)
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}, timer {TIMER}; "
-          f"repos in {root}")
+          f"repos in {root}" + ("; with a bursty neighbour" if args.neighbour else ""))
+    neighbour = start_neighbour(len(args.experiments)) if args.neighbour else None
     try:
         for exp in args.experiments:
             folder = root / exp
@@ -208,6 +235,8 @@ def main() -> None:
                 extra = ["-b", args.bench] if args.bench else []
                 if exp == "slow5":
                     extra += ["--rounds", str(args.rounds or 12), "--factor", str(args.factor or 1.03)]
+                elif args.rounds:
+                    extra += ["--rounds", str(args.rounds)]
                 print(f"{exp}: A {shas[0][:8]} B {shas[1][:8]}, kernel sum_squares x{slow}, extra args {extra}")
                 rows = continuous_runs(repo, env, shas[0], shas[1], args.runs, extra)
                 summary(exp, rows, None if exp == "aa" else "time_sum_squares")
@@ -216,6 +245,8 @@ def main() -> None:
             elif exp == "bisect":
                 run_bisect(folder, env, args.tries)
     finally:
+        if neighbour is not None:
+            neighbour.kill()
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
