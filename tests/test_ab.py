@@ -206,11 +206,29 @@ def test_a_change_clear_of_a_busy_runners_scatter_is_confirmed_by_rank():
 
 def test_one_stray_fast_round_is_not_the_fast_mode():
     """One round of B 20% faster than all its others: anchored on it, B's fast mode held that round
-    alone (undecided); it is a stray, and B's other rounds show the 10% change."""
+    alone (undecided, in a CI run of a 3x change); it is a stray, and B's other rounds show the change."""
     a = _side("a", [CALM] * 6)
-    b = _side("b", [[v * s * 1.10 for v in CALM] for s in [1.0, 1.01, 0.8, 1.0, 0.99, 1.0]])
+    b = _side("b", [[v * s * 3 for v in CALM] for s in [1.0, 1.01, 0.8, 1.0, 0.99, 1.0]])
     row = _judge(a, b, 6)
-    assert row.verdict == "regressed" and row.ratio == pytest.approx(1.10, rel=0.02)
+    assert row.verdict == "regressed" and row.ratio == pytest.approx(3, rel=0.02)
+
+
+def test_a_slower_sides_stray_round_at_the_other_sides_level_refutes_the_change():
+    """Identical code beside a bursty neighbour (round bests in ms from `eval_ab.py aa --neighbour`):
+    three of B's four rounds met the neighbour, and its one clean round, set aside as a stray, reads
+    A's level. B's fast mode is the neighbour's state, not B's code: no change is confirmed. The
+    same stray at 3x A's level refutes nothing."""
+    def side(label, bests):
+        return _side(label, [[v * ms / 1000 for v in CALM] for ms in bests])
+
+    a = side("a", [1.532, 2.339, 1.525, 1.551])
+    row = _judge(a, side("b", [2.371, 2.397, 2.41, 1.564]), 4)
+    assert row.verdict == "ambiguous" and "B's fast mode may be the machine's slow state" in row.note
+    assert "x1.02" in row.note  # the stray against A's level
+    row = _judge(a, side("b", [7.1, 7.2, 7.15, 4.6]), 4)
+    assert row.verdict == "regressed" and row.ratio == pytest.approx(7.15 / 1.532, rel=0.02)
+    improved = _judge(side("a", [2.371, 2.397, 2.41, 1.564]), a, 4)  # the mirror: A's stray, an "improvement"
+    assert improved.verdict == "ambiguous" and "A's fast mode may be" in improved.note
 
 
 def test_undecided_benchmarks_alone_get_more_rounds(monkeypatch):
