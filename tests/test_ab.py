@@ -7,6 +7,7 @@ environment builds (venv + pip) and the real asv; they are kept to a few short r
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -320,12 +321,23 @@ def test_continuous_flags_the_slower_commit_in_every_metric_and_stores_the_pair(
 
 
 def test_continuous_markdown_for_a_pr_comment(project):
+    """The PR comment's markdown, and an exit code that agrees with its heading.
+
+    Identical code, 2 (up to 4) rounds of one benchmark: it is nearly always `Performance
+    comparison`, exit 0. Not always: twice (CI, and once locally with other work on the machine) a
+    load burst fell on B's rounds only and the pair read 1.13x and 1.81x, `regressed`. How often
+    A/B flags identical code under load is measured (scripts/eval_ab.py --neighbour,
+    scripts/eval_ab_resample.py; docs/ab.md), not asserted on whatever load this test meets.
+    """
     repo, shas, env = project["repo"], project["shas"], project["env"]
     proc = run_cli("continuous", shas[0], shas[1], "-b", "time_crunch", "--rounds", "2", "--format", "markdown",
                    "--no-save", "--fail-on", "regression", cwd=repo, env=env, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.startswith("### Performance comparison")
-    assert "A/B on testbox" in proc.stdout and "cached env" in proc.stdout
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    heading = "### :red_circle: Performance regressed" if proc.returncode else "### Performance comparison"
+    assert proc.stdout.startswith(heading), proc.stdout[:500]
+    assert "`bench_ab.Crunch.time_crunch`" in proc.stdout and "| `time_per_op [s]` |" in proc.stdout
+    env_note = r"\((built in [\d.]+ s|cached env)\)"  # B's is cached when the test before built it
+    assert re.search(rf"A/B on testbox: A {shas[0][:8]} {env_note}, B {shas[1][:8]} {env_note}", proc.stdout)
 
 
 @pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds"])
