@@ -66,7 +66,8 @@ from eval_detect import load_noise_sources, make_history, measurement, shared_di
 from mmtrack.analysis import compare as gate_now  # noqa: E402
 from mmtrack.results import Measurement  # noqa: E402
 
-WINDOW = gate_now.HISTORY_WINDOW  # commits of history, as mmtrack compare's default
+WINDOW = gate_now.HISTORY_WINDOW  # commits of history, as mmtrack compare's default; scoring starts there
+HISTORY = WINDOW  # commits of history each verdict reads (--history: fewer, as a shorter-lived store has)
 LATER = gate_now.ComparePolicy().confirm_window  # commits after the judged one that may confirm it
 
 # (verdict when the commit is the newest, (verdict, state) once the later commits are in);
@@ -98,7 +99,7 @@ def load_compare_at(rev: str) -> ModuleType:
 
 def mmtrack_gate(module: ModuleType, later: bool) -> Gate:
     def judge(ms: Sequence[Measurement], medians: Sequence[float], t: int) -> Judgement:
-        history = list(medians[max(0, t - WINDOW) : t])  # ends with the before commit, t-1
+        history = list(medians[max(0, t - HISTORY) : t])  # ends with the before commit, t-1
         now = module.compare_pair(ms[t - 1], ms[t], None, history)
         if not later:  # a revision without states
             return now.verdict, (now.verdict, None)
@@ -316,7 +317,7 @@ def ci_suites(rng: np.random.Generator, n_suites: int, size: int, length: int, s
 
 def judge_run(module: ModuleType, policy, suite: list[Series], t: int, later: bool) -> list:
     """One run's comparison (commit t against t-1, every series of the suite at once), as ``mmtrack run``."""
-    first = max(0, t - WINDOW)
+    first = max(0, t - HISTORY)
     history = {s.measurements[t].case: list(s.medians[first:t]) for s in suite}
     after_later = {s.measurements[t].case: list(s.medians[t + 1 : t + 1 + LATER]) for s in suite} if later else None
     labels = gate_now.RunLabels(
@@ -334,9 +335,9 @@ def gate_failures(module: ModuleType, policy, suite: list[Series], t: int) -> li
     """The earlier commits' regressions that run t confirms (``decided``): what fails ``mmtrack run --fail-on
     regression`` there, read across the run as :func:`mmtrack.analysis.compare.decided_in_run` does."""
     labels = [f"c{k}" for k in range(t + 1)]
-    lo = max(0, t - WINDOW - LATER)
+    lo = max(0, t - HISTORY - LATER)
     tails = {s.measurements[t].case: (s.measurements[lo : t + 1], labels[lo:]) for s in suite}
-    rows = module.decided_in_run(tails, policy, WINDOW)
+    rows = module.decided_in_run(tails, policy, HISTORY)
     return [r for r in rows if r.verdict == "regressed" and r.state == "confirmed"]
 
 
@@ -397,7 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--suites", type=int, default=20, help="suites in the suites scenario (20 series each)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    ap.add_argument("--history", type=int, default=WINDOW, help=f"commits of history per verdict (default {WINDOW})")
     args = ap.parse_args(argv)
+    global HISTORY
+    HISTORY = args.history
     if args.series < 1 or args.length < WINDOW + LATER + 2:
         ap.error(f"--series must be >= 1 and --length >= {WINDOW + LATER + 2}")
 
@@ -406,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         gates[f"mmtrack@{args.baseline[:8]}"] = mmtrack_gate(load_compare_at(args.baseline), later=False)
     gates["asv compare"] = asv_gate()
     print(
-        f"per-commit gate: commit i-1 vs i with {WINDOW} commits of history, {LATER} later commits to confirm; "
+        f"per-commit gate: commit i-1 vs i with {HISTORY} commits of history, {LATER} later commits to confirm; "
         f"{args.series} series of {args.length} commits per population, seed {args.seed}"
     )
     print("columns: false alarms per 100 commits per series on A/A (flagged as the newest commit, of which")
