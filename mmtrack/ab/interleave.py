@@ -514,8 +514,8 @@ def slower_side_stray(a: Sequence[float], b: Sequence[float], fa: Sequence[float
     fast state, its fast mode then holding the neighbour's slow rounds. Interference only adds time, so
     that round bounds the side's own cost: within the threshold of the faster side's level, it
     refutes the change. Under a bursty neighbour (``scripts/eval_ab.py --neighbour``), the rounds of
-    identical code split at random 4 + 4 were flagged 0.9% of the time without this and 0.4% with
-    it; 10% changes were confirmed as often (docs/ab.md).
+    identical code split at random 4 + 4 (``scripts/eval_ab_resample.py``) were flagged 1.4% of the
+    time without this and 0.6% with it; 10% changes were confirmed as often (docs/ab.md).
     """
     if direction is Direction.NEUTRAL:
         return ""
