@@ -377,6 +377,9 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
 @click.option("--max-rounds", type=int, metavar="N",
               help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; 0: never).")
 @click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.05, both commits measured here; counters 1.01).")
+@click.option("--round-alpha", type=float, metavar="P",
+              help="Significance the rounds must reach to confirm a change (default 0.01; lower: fewer false "
+                   "flags on a busy machine, more undecided rows and rounds).")
 @click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
               help="Exit 1 when a row has this verdict (regression: regressed or newly failing).")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
@@ -385,13 +388,14 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
 @click.option("--no-save", is_flag=True, help="Do not store the two runs.")
 @db_option
-def continuous(base, head, bench_regex, rounds, max_rounds, factor, fail_on, fmt, quick, machine, config, no_save,
-               db) -> None:
+def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
+               no_save, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
     from .commands.continuous import ContinuousRequest, render, run_continuous
 
     request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench_regex,
-                                rounds=rounds, max_rounds=max_rounds, factor=factor, fail_on=tuple(fail_on), db=db,
+                                rounds=rounds, max_rounds=max_rounds, factor=factor, round_alpha=round_alpha,
+                                fail_on=tuple(fail_on), db=db,
                                 machine=machine, quick=quick, save=not no_save)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
     out = render(outcome, fmt)

@@ -112,13 +112,13 @@ def test_a_burst_in_one_round_is_not_a_regression():
     assert row.verdict == "regressed"
 
 
-def _judge(a: Side, b: Side, rounds: int, threshold: float = 0.05):
+def _judge(a: Side, b: Side, rounds: int, threshold: float = 0.05, round_alpha: float | None = None):
     from datetime import datetime, timezone
 
     from mmtrack.analysis.compare import ComparePolicy
 
     result = ABResult(a, b, rounds, list("AB" * rounds), "box", datetime.now(timezone.utc))
-    (row,) = judge(result, ComparePolicy(threshold=threshold)).rows
+    (row,) = judge(result, ComparePolicy(threshold=threshold, round_alpha=round_alpha)).rows
     return row
 
 
@@ -167,6 +167,17 @@ def test_a_change_smaller_than_a_sides_own_round_scatter_is_not_confirmed():
     assert row.verdict == "ambiguous" and "rounds disagree" in row.note
     steady = _judge(_side("a", [CALM] * 6), _side("b", [[v * 1.07 for v in CALM]] * 6), 6)
     assert steady.verdict == "regressed" and steady.ratio == pytest.approx(1.07)
+
+
+def test_a_stricter_round_alpha_asks_more_of_the_rounds():
+    """--round-alpha: the same rounds, 7% apart with 2% scatter, confirm at the default 0.01 and not at 1e-6."""
+    scatter = [1.0, 1.02, 0.99, 1.01, 0.98, 1.0]
+    a = _side("a", [[v * s for v in CALM] for s in scatter])
+    b = _side("b", [[v * s * 1.07 for v in CALM] for s in reversed(scatter)])
+    default = _judge(a, b, 6)
+    assert default.verdict == "regressed" and default.p_value < 0.01
+    strict = _judge(a, b, 6, round_alpha=1e-6)
+    assert strict.verdict == "ambiguous" and "rounds disagree" in strict.note and strict.p_value == default.p_value
 
 
 def test_the_machines_slow_spells_neither_hide_nor_make_a_change():
@@ -340,11 +351,12 @@ def test_continuous_markdown_for_a_pr_comment(project):
     assert re.search(rf"A/B on testbox: A {shas[0][:8]} {env_note}, B {shas[1][:8]} {env_note}", proc.stdout)
 
 
-@pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds"])
+@pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds", "round alpha"])
 def test_bad_input_is_one_line_and_exit_2(project, case):
     repo, shas, env = project["repo"], project["shas"], project["env"]
     args = {"dirty": ["continuous", shas[0]], "missing base": ["continuous", "no-such-branch"],
-            "max rounds": ["continuous", shas[0], "--max-rounds", "3"]}[case]
+            "max rounds": ["continuous", shas[0], "--max-rounds", "3"],
+            "round alpha": ["continuous", shas[0], "--round-alpha", "0"]}[case]
     if case == "dirty":
         (repo / "pyproject.toml").write_text(PYPROJECT + "\n# edited\n")
     try:
@@ -355,7 +367,8 @@ def test_bad_input_is_one_line_and_exit_2(project, case):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert {"dirty": "uncommitted changes", "missing base": "git does not know 'no-such-branch'",
-            "max rounds": "--max-rounds 3: below --rounds 6"}[case] in lines[0]
+            "max rounds": "--max-rounds 3: below --rounds 6",
+            "round alpha": "--round-alpha 0.0: a significance level between 0 and 1 (default 0.01)"}[case] in lines[0]
 
 
 def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(project, tmp_path):

@@ -185,7 +185,7 @@ class ABPlan:
 ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
 
 
-#: Significance the round-by-round log ratios must reach (see :func:`round_evidence`).
+#: Significance the rounds must reach by default (see :func:`round_evidence`; ``--round-alpha``).
 ROUND_ALPHA = 0.01
 #: Rounds (asv processes per side) in the fast mode below which no change is confirmed.
 MIN_ROUNDS = 3
@@ -424,6 +424,7 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     from ..analysis.compare import ComparePolicy, compare_measurements
 
     policy = policy or ComparePolicy()
+    alpha = ROUND_ALPHA if policy.round_alpha is None else policy.round_alpha
     comparison = compare_measurements(
         result.base.round_measurements(), result.head.round_measurements(),
         dataclasses.replace(policy, alpha=1.0),  # the samples test is off: the round test below decides
@@ -434,7 +435,7 @@ def judge(result: ABResult, policy: Any = None) -> Any:
         if row.ratio is not None and row.verdict in ("regressed", "improved", "unchanged", "ambiguous"):
             a, b = round_bests(result, (row.benchmark, row.params), row.metric)
             direction = result.base.cases[(row.benchmark, row.params)].directions.get(row.metric, row.direction)
-            p, doubt = round_evidence(a, b, direction, row.ratio, row.threshold)  # p also on unchanged rows: the evidence
+            p, doubt = round_evidence(a, b, direction, row.ratio, row.threshold, alpha)  # p also on unchanged rows
             changes = {"p_value": p, "test": "rounds"}
             if row.verdict in ("regressed", "improved") and doubt:
                 changes.update(verdict="ambiguous", note=doubt)
@@ -468,7 +469,7 @@ def fast_mode(values: Sequence[float], direction: Direction) -> list[float]:
 
 
 def round_evidence(a: Sequence[float], b: Sequence[float], direction: Direction, ratio: float,
-                   threshold: float) -> tuple[float | None, str]:
+                   threshold: float, alpha: float = ROUND_ALPHA) -> tuple[float | None, str]:
     """(the rounds' p-value, why they do not bear out a change beyond the threshold: "" when they do).
 
     ``a`` and ``b`` are the sides' round bests; ``ratio`` is the one compare found (its side is
@@ -478,7 +479,7 @@ def round_evidence(a: Sequence[float], b: Sequence[float], direction: Direction,
       to run slower (memory layout, a neighbour's burst) looks like a consistent change (then only
       a change clear of all rounds' scatter is confirmed, by rank: :func:`rank_evidence`);
     - the difference of their mean logs beyond the threshold, on the ratio's side;
-    - and a Welch t-test of those logs at p < :data:`ROUND_ALPHA`, each side's variance at least
+    - and a Welch t-test of those logs at p < ``alpha`` (:data:`ROUND_ALPHA`), each side's variance at least
       :data:`ROUND_SD_FLOOR` squared: rounds of one build never agree better than that (process
       layout alone moves them), and a few identical bests must not make any difference significant;
     - and no round of the slower side that its fast mode set aside as a stray reaches within the
@@ -491,7 +492,7 @@ def round_evidence(a: Sequence[float], b: Sequence[float], direction: Direction,
     if n < MIN_ROUNDS:
         few = (f"{len(fa)} and {len(fb)} of {len(a)} and {len(b)} rounds in the fast mode: confirming "
                f"a change needs at least {MIN_ROUNDS} per side (raise --rounds)")
-        return rank_evidence(a, b, ratio, threshold, few)
+        return rank_evidence(a, b, ratio, threshold, few, alpha)
     la, lb = [math.log(x) for x in fa], [math.log(y) for y in fb]
     diff = statistics.fmean(lb) - statistics.fmean(la)
     va = max(statistics.variance(la), ROUND_SD_FLOOR ** 2) / len(la)
@@ -499,7 +500,7 @@ def round_evidence(a: Sequence[float], b: Sequence[float], direction: Direction,
     df = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
     p = float(2 * stats.t.sf(abs(diff) / math.sqrt(va + vb), df))
     side = 1.0 if ratio > 1 else -1.0
-    if not (side * diff > math.log1p(threshold) and p < ROUND_ALPHA):
+    if not (side * diff > math.log1p(threshold) and p < alpha):
         return p, (f"rounds disagree: fast-mode ratio {math.exp(diff):.3f}, p={p:.2g} over {len(fa)}+{len(fb)} "
                    f"of {len(a)}+{len(b)} rounds")
     return p, slower_side_stray(a, b, fa, fb, direction, threshold)
@@ -531,9 +532,9 @@ def slower_side_stray(a: Sequence[float], b: Sequence[float], fa: Sequence[float
 
 
 def rank_evidence(a: Sequence[float], b: Sequence[float], ratio: float, threshold: float,
-                  doubt: str) -> tuple[float | None, str]:
+                  doubt: str, alpha: float = ROUND_ALPHA) -> tuple[float | None, str]:
     """Evidence from all rounds, by rank, when the fast mode holds too few: (p, "") when an exact
-    Mann-Whitney test of every round's best gives p < :data:`ROUND_ALPHA` and the Hodges-Lehmann
+    Mann-Whitney test of every round's best gives p < ``alpha`` and the Hodges-Lehmann
     shift (median of all B-over-A log ratios) is beyond the threshold on the ratio's side; else
     (p or None, ``doubt``).
 
@@ -552,7 +553,7 @@ def rank_evidence(a: Sequence[float], b: Sequence[float], ratio: float, threshol
     p = float(stats.mannwhitneyu(lb, la, alternative="two-sided", method="exact").pvalue)
     shift = statistics.median(y - x for x in la for y in lb)
     side = 1.0 if ratio > 1 else -1.0
-    if side * shift > math.log1p(threshold) and p < ROUND_ALPHA:
+    if side * shift > math.log1p(threshold) and p < alpha:
         return p, ""
     return p, f"{doubt}; all rounds by rank: shift {math.exp(shift):.3f}, p={p:.2g}"
 

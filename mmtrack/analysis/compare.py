@@ -152,6 +152,9 @@ class ComparePolicy:
     # ... and, given the commit of each history value, the runner levels the suite shares are taken out
     # of each series' history before the newest commit is judged (:mod:`.frames`).
     run_frames: bool = True
+    # Same-machine A/B: the significance its round test must reach (None: the A/B default,
+    # mmtrack.ab.interleave.ROUND_ALPHA); `continuous --round-alpha`.
+    round_alpha: float | None = None
 
     def threshold_for(self, benchmark: str, metric: MetricKey) -> float:
         names = (benchmark, metric.name, str(metric), f"{benchmark}:{metric.name}")

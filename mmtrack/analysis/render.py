@@ -233,6 +233,7 @@ def to_json(comparison: Comparison, sides: dict[str, dict[str, Any]] | None = No
             "history_alpha": comparison.policy.history_alpha,
             "confirm_window": comparison.policy.confirm_window,
             "confirm_agree": comparison.policy.confirm_agree,
+            **({"round_alpha": comparison.policy.round_alpha} if comparison.policy.round_alpha is not None else {}),
         },
         "states": comparison.states(),
         "near_threshold": comparison.near_threshold(),

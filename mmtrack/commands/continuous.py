@@ -34,6 +34,7 @@ class ContinuousRequest:
     rounds: int = DEFAULT_ROUNDS
     max_rounds: int | None = None  # undecided benchmarks re-run up to this (None: twice rounds; 0: never)
     factor: float | None = None  # asv's factor: 1.1 flags changes beyond 10%
+    round_alpha: float | None = None  # significance the rounds must reach (None: ab.interleave.ROUND_ALPHA)
     fail_on: tuple[str, ...] = ()
     db: str | None = None
     machine: str | None = None
@@ -57,15 +58,16 @@ class ContinuousOutcome:
         return EXIT_FAILURES if self.failing else EXIT_OK
 
 
-def policy_for(factor: float | None) -> Any:
-    from ..ab.interleave import AB_THRESHOLD
+def policy_for(factor: float | None, round_alpha: float | None = None) -> Any:
+    from ..ab.interleave import AB_THRESHOLD, ROUND_ALPHA
     from ..analysis.compare import ComparePolicy
 
-    if factor is None:
-        return ComparePolicy(threshold=AB_THRESHOLD)
-    if factor <= 1.0:
+    if factor is not None and not factor > 1.0:
         raise UserError(f"--factor {factor}: asv's factor is a ratio above 1 (1.1 flags changes beyond 10%)")
-    return ComparePolicy(threshold=factor - 1.0)
+    if round_alpha is not None and not 0.0 < round_alpha < 1.0:
+        raise UserError(f"--round-alpha {round_alpha}: a significance level between 0 and 1 (default {ROUND_ALPHA})")
+    return ComparePolicy(threshold=AB_THRESHOLD if factor is None else factor - 1.0,
+                         round_alpha=ROUND_ALPHA if round_alpha is None else round_alpha)
 
 
 def refuse_dirty(repo: Path) -> None:
@@ -84,7 +86,7 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     from ..ab.interleave import make_plan, measure_pair, settle
     from ..analysis.compare import failing_rows
 
-    policy = policy_for(request.factor)
+    policy = policy_for(request.factor, request.round_alpha)
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds,
                            request.quick, request.asv_args)
     plan.max_rounds = request.max_rounds if request.max_rounds is not None else 2 * request.rounds
