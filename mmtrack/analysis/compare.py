@@ -55,6 +55,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import functools
+import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -555,12 +556,12 @@ def _explained_by_run(row: Row, history: Sequence[float] | None, shift: RunShift
 
 
 def _run_shifts(
-    after: Mapping[Case, Measurement], history: Mapping[Case, Sequence[float]],
+    after: Mapping[Case, float | None], directions: Mapping[Case, Direction], history: Mapping[Case, Sequence[float]],
     later: Mapping[Case, Sequence[float]] | None, policy: ComparePolicy,
 ) -> tuple[RunShift | None, list[RunShift | None]]:
-    """The after run's common shift, and each later run's (as far as every series has one)."""
-    directions = {k: m.direction for k, m in after.items()}
-    shift = run_shift({k: _ok_median(m) for k, m in after.items()}, directions, history, policy)
+    """The after run's common shift (``after``: each case's median), and each later run's (as far as every
+    series has one)."""
+    shift = run_shift(after, directions, history, policy)
     if shift is None or not later:
         return shift, []
     depth = min((len(v) for k, v in later.items() if k in after), default=0)
@@ -571,53 +572,121 @@ def _run_shifts(
 @dataclass(frozen=True, slots=True)
 class RunLabels:
     """The commit of each value that :func:`compare_measurements` is given: what aligns the series of a run
-    for its frames (:mod:`.frames`). ``history`` and ``later`` map a case to one label per value."""
+    for its frames (:mod:`.frames`). ``history`` and ``later`` map a case to one label per value; ``before``
+    is the before commit of every case (``mmtrack compare``), or each case's own (the pages, where a series
+    that skipped a commit compares with its own previous one)."""
 
-    before: str
+    before: str | Mapping[Case, str]
     after: str
     history: Mapping[Case, Sequence[str]]
     later: Mapping[Case, Sequence[str]] = field(default_factory=dict)
 
+    def before_of(self, case: Case) -> str | None:
+        return self.before if isinstance(self.before, str) else self.before.get(case)
+
 
 @dataclass(frozen=True, slots=True)
-class _Framed:
-    """A run's cases put in the after run's frame (:func:`_in_after_frame`)."""
+class InRun:
+    """What the rest of its run says about one case, beyond the case's own series (:func:`runs_of`).
 
-    history: dict[Case, list[float]]
-    later: dict[Case, list[float]]
-    before: dict[Case, float]  # the factor that puts each case's before commit in the after run's frame
-    usual: bool  # the after run ran on the usual runner (else on a runner type the history knows)
+    ``framed``: the case's history and later commits put in the after run's frame, and the factor that puts
+    its before commit there (None when the run has no frames, or ran on a runner type its history does not
+    know); ``usual``: the run ran on the usual runner; ``shift``: the whole run's common shift, and
+    ``later_shifts`` each later run's. Its ``repr`` is what a cached verdict depends on (the pages)."""
+
+    framed: tuple[list[float], list[float], float] | None = None
+    usual: bool = False
+    shift: RunShift | None = None
+    later_shifts: tuple[RunShift | None, ...] = ()
+
+    def fingerprint(self) -> str:
+        """A short hash of all of it: a verdict cached with one is still good while it is unchanged."""
+        h = hashlib.blake2b(digest_size=8)
+        if self.framed is not None:
+            for part in self.framed[:2]:
+                h.update(np.asarray(part, dtype=float).tobytes() + b"|")
+        h.update(repr((self.framed and self.framed[2], self.usual, self.shift, self.later_shifts)).encode())
+        return h.hexdigest()
+
+
+def runs_of(
+    after: Mapping[Case, float | None], before: Mapping[Case, float | None], directions: Mapping[Case, Direction],
+    history: Mapping[Case, Sequence[float]], later: Mapping[Case, Sequence[float]], labels: RunLabels | None,
+    policy: ComparePolicy,
+) -> dict[Case, InRun]:
+    """Each case's :class:`InRun` in one run: ``after`` and ``before`` map the run's cases to their medians
+    (None: failed), ``history`` and ``later`` to their series' (:func:`compare_measurements`); frames need
+    ``labels`` and ``policy.run_frames``."""
+    if not history:
+        return {}
+    shift, later_shifts = _run_shifts(after, directions, history, later, policy)
+    frames = _in_after_frame(after, before, history, later, labels, policy) if (
+        labels is not None and policy.run_frames) else None
+    usual = frames is not None and frames.settled(labels.after)  # type: ignore[union-attr]
+
+    def framed(k: Case) -> tuple[list[float], list[float], float] | None:
+        if frames is None or k not in history:
+            return None
+        h, v, after_label = history[k], later.get(k, ()), labels.after  # type: ignore[union-attr]
+        hl, ll = labels.history.get(k, ()), labels.later.get(k, ())  # type: ignore[union-attr]
+        before_label = labels.before_of(k)  # type: ignore[union-attr]
+        return ([x * f for x, f in zip(h, frames.factors(k, hl, after_label))] if len(hl) == len(h) else list(h),
+                [x * f for x, f in zip(v, frames.factors(k, ll, after_label))] if len(ll) == len(v) else list(v),
+                frames.factor(k, before_label, after_label) if before_label is not None else 1.0)
+
+    return {k: InRun(framed(k), usual, shift, tuple(later_shifts)) for k in after.keys() | before.keys()}
 
 
 def _in_after_frame(
-    amap: Mapping[Case, Measurement], bmap: Mapping[Case, Measurement], history: Mapping[Case, Sequence[float]],
+    after: Mapping[Case, float | None], before: Mapping[Case, float | None], history: Mapping[Case, Sequence[float]],
     later: Mapping[Case, Sequence[float]], labels: RunLabels, policy: ComparePolicy,
-) -> _Framed | None:
-    """Each case's history and later commits put in the after run's frame, and the factor that puts its
-    before commit there; None when the run has no frames or ran on a runner type the history does not know."""
+) -> "SuiteFrames | None":
+    """The run's frames, fitted on every case's history, before, after and later values; None when the run has
+    none or ran on a runner type the history does not know."""
     from .frames import fit_frames
 
     values: dict[Case, dict[str, float]] = {}
     for k, h in history.items():
         by_label = dict(zip(labels.history.get(k, ()), h))
         by_label.update(zip(labels.later.get(k, ()), later.get(k, ())))
-        for label, m in ((labels.before, bmap.get(k)), (labels.after, amap.get(k))):
-            if m is not None and (v := _ok_median(m)) is not None:
+        before_label = labels.before_of(k)
+        for label, v in ((before_label, before.get(k)), (labels.after, after.get(k))):
+            if label is not None and v is not None:
                 by_label[label] = v
         values[k] = by_label
     frames = fit_frames(values, labels.history, policy.min_suite)
-    if frames is None or not frames.known(labels.after):
-        return None
-    put = lambda k, vs, ls: [v * f for v, f in zip(vs, frames.factors(k, ls, labels.after))]  # noqa: E731
-    return _Framed(
-        {k: put(k, h, labels.history.get(k, ())) for k, h in history.items() if len(labels.history.get(k, ())) == len(h)},
-        {k: put(k, v, labels.later.get(k, ())) for k, v in later.items() if len(labels.later.get(k, ())) == len(v)},
-        {k: frames.factor(k, labels.before, labels.after) for k in history},
-        frames.settled(labels.after))
+    return frames if frames is not None and frames.known(labels.after) else None
 
 
 def _flagged(row: Row) -> bool:
     return row.verdict in ("regressed", "improved")
+
+
+def judge_in_run(
+    before: Measurement | None, after: Measurement | None, policy: ComparePolicy, history: Sequence[float] | None,
+    later: Sequence[float], run: InRun | None, p_value: bool = True,
+) -> Row:
+    """:func:`compare_pair` of one case, read with what its run says (:class:`InRun`; None: nothing).
+
+    On the usual runner the case is judged in the run's frame. On a runner type the history knows, a flag
+    in its frame (the series moved beyond what that runner does to it) stands; any other verdict is the
+    plain one, which the run's shift makes ambiguous: a change to everything looks like that runner, and
+    must stay in sight. A change the whole run made too is ambiguous (:func:`_explained_by_run`)."""
+    def plain() -> Row:
+        return compare_pair(before, after, policy, history, later, p_value=p_value)
+
+    if run is None:
+        return plain()
+    if run.framed is None:
+        row = plain()
+    else:
+        in_frame, later_in_frame, factor = run.framed
+        row = compare_pair(before, after, policy, in_frame, later_in_frame, p_value=p_value, frame=factor)
+        if not run.usual:
+            if _flagged(row):
+                return row  # the series' own move beyond its runner's level: the run's shift is already out
+            row = plain()
+    return _explained_by_run(row, history, run.shift, run.later_shifts)
 
 
 def compare_measurements(
@@ -647,31 +716,10 @@ def compare_measurements(
     amap = {m.case: m for m in after}
     keys = sorted(set(bmap) | set(amap), key=lambda k: (k[0], k[1], k[2]))
     history, later = history or {}, later or {}
-    framed = _in_after_frame(amap, bmap, history, later, labels, policy) if (
-        history and labels is not None and policy.run_frames) else None
-
-    def judge(k: Case, frame: _Framed | None) -> Row:
-        if frame is None:
-            return compare_pair(bmap.get(k), amap.get(k), policy, history.get(k), later.get(k, ()))
-        return compare_pair(bmap.get(k), amap.get(k), policy, frame.history.get(k, history.get(k)),
-                            frame.later.get(k, later.get(k, ())), frame=frame.before.get(k, 1.0))
-
-    own: set[int] = set()  # rows whose run's shift is already out of them
-    if framed is not None and framed.usual:
-        rows = tuple(judge(k, framed) for k in keys)
-    else:
-        rows = tuple(judge(k, None) for k in keys)
-        if framed is not None:
-            # A runner type the history knows: a flag in its frame (the series moved beyond what that runner
-            # does to it) stands. Every other row keeps its plain verdict, which the run's shift makes
-            # ambiguous: a change to everything looks like that runner, and must stay in sight.
-            in_frame = {i: row for i, k in enumerate(keys) if _flagged(row := judge(k, framed))}
-            own = set(in_frame)
-            rows = tuple(in_frame.get(i, r) for i, r in enumerate(rows))
-    if history:
-        shift, later_shifts = _run_shifts(amap, history, later, policy)
-        rows = tuple(r if i in own else _explained_by_run(r, history.get(k), shift, later_shifts)
-                     for i, (k, r) in enumerate(zip(keys, rows)))
+    runs = runs_of({k: _ok_median(m) for k, m in amap.items()}, {k: _ok_median(m) for k, m in bmap.items()},
+                   {k: m.direction for k, m in amap.items()}, history, later, labels, policy)
+    rows = tuple(judge_in_run(bmap.get(k), amap.get(k), policy, history.get(k), later.get(k, ()), runs.get(k))
+                 for k in keys)
     return Comparison(rows, before_label, after_label, policy, tuple(decided))
 
 
@@ -814,25 +862,70 @@ def _history_at(medians: Sequence[float | None], versions: Sequence[str | None],
 def series_later(points: Sequence[Measurement], at: int, policy: ComparePolicy) -> list[float]:
     """The medians of the commits after ``points[at]`` that confirm or refute its verdict (:func:`follow_up`):
     up to ``confirm_window`` of them, until the benchmark code version changes; NaN for a failed run."""
-    version = points[at].version
-    later: list[float] = []
-    for m in points[at + 1 : at + 1 + policy.confirm_window]:
-        if m.version != version:
+    return _later(*history_columns(points[at : at + 1 + policy.confirm_window]), 0, policy.confirm_window)
+
+
+def _later(medians: Sequence[float | None], versions: Sequence[str | None], at: int, n: int) -> list[float]:
+    """:func:`series_later` of a series given as columns."""
+    out: list[float] = []
+    for i in range(at + 1, min(len(medians), at + 1 + n)):
+        if versions[i] != versions[at]:
             break
-        later.append(_ok_median(m) or math.nan)
-    return later
+        out.append(medians[i] or math.nan)
+    return out
+
+
+#: One series as columns: its commits (shas), medians (None: failed), code versions, and direction.
+SuiteColumns = tuple[Sequence[str], Sequence[float | None], Sequence[str | None], Direction]
+
+
+def suite_runs(
+    columns: Mapping[Case, SuiteColumns], judged: Mapping[Case, Iterable[str]], policy: ComparePolicy | None = None,
+    window: int = HISTORY_WINDOW,
+) -> dict[Case, dict[str, InRun]]:
+    """What each run says about each series of one suite (one machine and environment): per case, the
+    :class:`InRun` of each of its commits named in ``judged`` (after shas), judged against the series'
+    commit before it, as :func:`compare_measurements` reads the run when ``mmtrack compare`` judges that
+    commit with history. Every series measured in a run takes part in its frames and shift."""
+    policy = policy or ComparePolicy()
+    where = {c: {sha: i for i, sha in enumerate(shas)} for c, (shas, _, _, _) in columns.items()}
+    wanted: dict[str, list[Case]] = {}
+    for c, shas in judged.items():
+        for sha in shas:
+            wanted.setdefault(sha, []).append(c)
+    out: dict[Case, dict[str, InRun]] = {c: {} for c in judged}
+    for sha, cases in wanted.items():
+        after, before, directions = {}, {}, {}
+        history, later, history_labels, later_labels, before_labels = {}, {}, {}, {}, {}
+        for c, (shas, medians, versions, direction) in columns.items():
+            i = where[c].get(sha)
+            if i is None or i == 0:
+                continue
+            after[c], before[c], directions[c], before_labels[c] = medians[i], medians[i - 1], direction, shas[i - 1]
+            at = _history_at(medians, versions, i - 1, window)
+            history[c], history_labels[c] = [medians[x] for x in at], [shas[x] for x in at]  # type: ignore[misc]
+            later[c] = _later(medians, versions, i, policy.confirm_window)
+            later_labels[c] = list(shas[i + 1 : i + 1 + len(later[c])])
+        labels = RunLabels(before_labels, sha, history_labels, later_labels)
+        runs = runs_of(after, before, directions, history, later, labels, policy)
+        for c in cases:
+            if c in runs:
+                out[c][sha] = runs[c]
+    return out
 
 
 def series_steps(
     points: Sequence[Measurement], policy: ComparePolicy | None = None, *, window: int = HISTORY_WINDOW, last: int = 10,
     p_value: bool = True, earlier: tuple[Sequence[float | None], Sequence[str | None]] = ((), ()),
+    runs: Sequence[InRun | None] = (),
 ) -> list[tuple[int, Row]]:
     """``mmtrack compare`` of each of the ``last`` newest commits of one series against the commit
     before it, as ``(index of the after commit, row)``: the same history and later commits as the CLI
     (:func:`series_history`, :func:`series_later`), so the published pages give the CLI's verdicts
     (``p_value``: see :func:`compare_pair`). ``earlier``: the medians (None: failed) and code versions
     of the series' commits before ``points``, oldest first, when ``points`` holds only its newest ones
-    (the samples are needed only for the commits compared; the history needs only medians)."""
+    (the samples are needed only for the commits compared; the history needs only medians). ``runs``:
+    what each point's run says (:func:`suite_runs`), one per point; none: the series judged alone."""
     policy = policy or ComparePolicy()
     own_medians, own_versions = history_columns(points)
     medians, versions = [*earlier[0], *own_medians], [*earlier[1], *own_versions]
@@ -841,7 +934,8 @@ def series_steps(
     for j in range(max(1, len(points) - last), len(points)):
         history = _history(medians, versions, offset + j - 1, window)
         later = series_later(points, j, policy)
-        out.append((j, compare_pair(points[j - 1], points[j], policy, history, later, p_value=p_value)))
+        run = runs[j] if j < len(runs) else None
+        out.append((j, judge_in_run(points[j - 1], points[j], policy, history, later, run, p_value=p_value)))
     return out
 
 
@@ -891,6 +985,11 @@ __all__ = [
     "series_history_at",
     "series_later",
     "series_steps",
+    "suite_runs",
+    "SuiteColumns",
+    "InRun",
+    "runs_of",
+    "judge_in_run",
     "Row",
     "Comparison",
     "significance",

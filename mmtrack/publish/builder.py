@@ -32,8 +32,9 @@ from typing import Any, Sequence
 
 import orjson
 
+from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
-from .model import SiteModel
+from .model import HistoryColumns, SiteModel
 from .writer import SiteWriter, WriteReport
 
 # What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
@@ -254,6 +255,10 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
 
 
 Earlier = tuple[Sequence[float | None], Sequence[str | None]]  # medians (None: failed) and code versions
+# Per series, what each run says about the verdict on its commit (analysis.compare.InRun), by after sha
+Runs = dict[SeriesKey, dict[str, Any]]
+# Per series, the fingerprint of each of those (InRun.fingerprint), by after sha
+RunPrints = dict[SeriesKey, dict[str, str]]
 
 
 def _newest(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | None = None) -> list[SeriesPoint]:
@@ -268,43 +273,85 @@ def _earlier(model: SiteModel, key: SeriesKey, newest: Sequence[SeriesPoint],
     """The medians and versions of the ``HISTORY`` commits before ``newest``: from the series' points when
     they were read whole (``points``), else from ``model.history_columns`` (the store's columns, no record
     per point)."""
-    from ..analysis.compare import history_columns
-
     if not newest:
         return (), ()
-    if points is None and model.history_columns is not None:
-        shas, medians, versions = model.history_columns(key)
-    else:
-        whole = points if points is not None else model.series[key]
-        shas = [p.commit.sha for p in whole]
-        medians, versions = history_columns([p.measurement for p in whole])
+    shas, medians, versions, _ = _columns(model, key, points)
     first = newest[0].commit.sha
     at = next((i for i in range(len(shas) - 1, -1, -1) if shas[i] == first), 0)
     return medians[max(0, at - HISTORY) : at], versions[max(0, at - HISTORY) : at]
 
 
+def _columns(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | None = None) -> HistoryColumns:
+    """A series' commits, medians (None: failed), code versions and direction: from its points when they
+    were read whole (``points``), else from ``model.history_columns`` (the store's columns)."""
+    from ..analysis.compare import history_columns
+
+    if points is None and model.history_columns is not None:
+        return model.history_columns(key)
+    whole = points if points is not None else model.series[key]
+    medians, versions = history_columns([p.measurement for p in whole])
+    direction = whole[-1].measurement.direction if whole else Direction.LOWER
+    return [p.commit.sha for p in whole], medians, versions, direction
+
+
+def _suite_runs(model: SiteModel) -> Runs:
+    """What each run says about the verdict on each series' newest commits (its frames and shift,
+    :func:`mmtrack.analysis.compare.suite_runs`): one pass over every series of each machine and
+    environment, before any benchmark is built, so that the pages judge a commit as ``mmtrack compare``
+    does. Read from the series' columns (medians), never their samples."""
+    from ..analysis.compare import ComparePolicy, suite_runs
+
+    suites: dict[tuple[str, str], list[SeriesKey]] = {}
+    for key in model.series:
+        suites.setdefault((key.machine, key.environment), []).append(key)
+    suites = {s: keys for s, keys in suites.items() if len(keys) >= max(ComparePolicy().min_suite, 1)}
+    if model.prefetch_columns is not None:
+        model.prefetch_columns([k for keys in suites.values() for k in keys])
+    out: Runs = {}
+    for keys in suites.values():
+        columns = {(k.benchmark, k.params, k.metric): _columns(model, k) for k in keys}
+        runs = suite_runs(columns, {case: cols[0][-STEP_COMMITS:] for case, cols in columns.items()}, window=HISTORY)
+        out.update((k, runs.get((k.benchmark, k.params, k.metric), {})) for k in keys)
+    return out
+
+
+def _with_runs(token: str | None, prints: Sequence[dict[str, str]]) -> str | None:
+    """A benchmark's token (its own series) with what its runs say about its verdicts: a run's other series
+    move its verdicts too."""
+    if not token or not any(prints):
+        return token
+    return hashlib.sha256(orjson.dumps([token, *prints], option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
 def _step_verdicts(
-    newest: Sequence[SeriesPoint], earlier: Earlier, pos: dict[str, int], old: Any = None, settled: int = 0
+    newest: Sequence[SeriesPoint], earlier: Earlier, pos: dict[str, int], old: Any = None, settled: int = 0,
+    runs: dict[str, Any] | None = None, prints: dict[str, str] | None = None, old_prints: Any = None,
 ) -> list[list[Any]]:
     """``[before position, after position, verdict, state, ratio]`` of the series' newest commits,
-    each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`.
+    each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`, each read with
+    what its run says (``runs``, by after sha; :func:`_suite_runs`).
 
     ``old``: the last build's list, for a series that only gained newer points since; ``settled``: the
     index in ``newest`` of the last step that already had every later commit its verdict reads then
-    (its history is older still), so its verdict, and every older one's, is the last build's."""
+    (its history is older still), so its verdict, and every older one's, is the last build's, as long as
+    what its run says is unchanged too (``prints`` now, ``old_prints`` then, by after position)."""
     from ..analysis.compare import series_steps  # scipy: only when a benchmark is rebuilt
 
     out = []
     j = max(1, len(newest) - STEP_COMMITS)
     known = {(v[0], v[1]): v for v in old if isinstance(v, list) and len(v) == 5} if isinstance(old, list) else {}
+    then = old_prints if isinstance(old_prints, dict) else {}
     while j <= settled:
-        v = known.get((pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)))
-        if v is None:
-            break  # not on the last build's pages (a commit it did not place): work it out
+        after = newest[j].commit.sha
+        v = known.get((pos.get(newest[j - 1].commit.sha), pos.get(after)))
+        if v is None or then.get(str(v[1])) != (prints or {}).get(after):
+            break  # not on the last build's pages (a commit it did not place), or its run reads otherwise now
         out.append(v)
         j += 1
+    in_run = [(runs or {}).get(p.commit.sha) for p in newest]
     # The pages show verdicts, not p-values: the test runs only where it decides one.
-    for j, row in series_steps([p.measurement for p in newest], last=len(newest) - j, p_value=False, earlier=earlier):
+    for j, row in series_steps([p.measurement for p in newest], last=len(newest) - j, p_value=False, earlier=earlier,
+                               runs=in_run):
         b, a = pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)
         if a is not None and b is not None:
             out.append([b, a, row.verdict, row.state, _finite(row.ratio)])
@@ -354,7 +401,7 @@ def _analysis_stamp() -> str:
     """A hash of the code behind the compare page's verdicts: the pages of a site built by other
     verdict code are rebuilt (a carried-on benchmark keeps its older steps' verdicts)."""
     h = hashlib.sha256()
-    for name in ("compare.py", "detect.py"):
+    for name in ("compare.py", "detect.py", "frames.py"):
         h.update((resources.files("mmtrack.analysis") / name).read_bytes())
     return h.hexdigest()
 
@@ -434,8 +481,13 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     for v in model.run_verdicts:
         runs_by_key.setdefault(v.series, []).append(v)
 
+    runs = _suite_runs(model)
+    prints: RunPrints = {k: {sha: r.fingerprint() for sha, r in by_sha.items()} for k, by_sha in runs.items()}
+    tokens = {bench: _with_runs(model.bench_state.get(bench), [prints.get(k, {}) for k in _sorted_keys(keys)])
+              for bench, keys in by_bench.items()} if model.bench_state is not None else {}
+
     def reused(bench: str) -> bool:
-        token = model.bench_state.get(bench) if model.bench_state is not None else None
+        token = tokens.get(bench)
         cached = reusable.get(bench_id(bench))
         return bool(token) and isinstance(cached, dict) and cached.get("token") == token
 
@@ -457,18 +509,20 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     state: dict[str, Any] = {}
     for bench in sorted(by_bench):
         bid = bench_id(bench)
-        token = model.bench_state.get(bench) if model.bench_state is not None else None
+        token = tokens.get(bench)
         cached = reusable.get(bid)
         tails = cached.get("tails") if isinstance(cached, dict) else None
         if reused(bench) and isinstance(cached.get("verdicts"), list) and _keep_benchmark(writer, bid):
             entry, rows, steps = cached["entry"], cached["rows"], cached["verdicts"]  # type: ignore[index]
         else:
             keys = _sorted_keys(by_bench[bench])
-            args = (writer, bench, bid, keys, model)
+            args = (writer, bench, bid, keys, model, runs, prints)
             done = _append_benchmark(*args, cached, cps_by_key, runs_by_key, pos, size) if cached else None
             entry, rows, tails, steps = done or _write_benchmark(*args, cps_by_key, runs_by_key, pos, size)
         if token:
-            state[bid] = {"token": token, "entry": entry, "rows": rows, "verdicts": steps}
+            keys = _sorted_keys(by_bench[bench])
+            state[bid] = {"token": token, "entry": entry, "rows": rows, "verdicts": steps,
+                          "runs": [{str(pos[sha]): fp for sha, fp in prints.get(k, {}).items() if sha in pos} for k in keys]}
             if model.revisions is not None:
                 state[bid]["tails"] = tails
         index.append(entry)
@@ -560,6 +614,8 @@ def _write_benchmark(
     bid: str,
     keys: list[SeriesKey],
     model: SiteModel,
+    runs: Runs,
+    prints: RunPrints,
     cps_by_key: dict[SeriesKey, list[ChangePoint]],
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
@@ -594,7 +650,8 @@ def _write_benchmark(
         version = _place_points(points, band, si, len(keys), pos, size, chunks, None, version_changes)
         series_meta[-1]["versions"] = version_changes
         newest = _newest(model, key, points)
-        steps.append(_step_verdicts(newest, _earlier(model, key, newest, points), pos))
+        steps.append(_step_verdicts(newest, _earlier(model, key, newest, points), pos, runs=runs.get(key),
+                                    prints=prints.get(key)))
         tails.append(_tail(model, key, points, pos, version, decided, None))
     writer.put(f"b/{bid}.html", _bench_page(bench, bid, model))
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted(chunks), model, cps_by_key,
@@ -608,6 +665,8 @@ def _append_benchmark(
     bid: str,
     keys: list[SeriesKey],
     model: SiteModel,
+    runs: Runs,
+    prints: RunPrints,
     cached: dict[str, Any],
     cps_by_key: dict[SeriesKey, list[ChangePoint]],
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
@@ -652,6 +711,9 @@ def _append_benchmark(
     old_steps = cached.get("verdicts")
     if not isinstance(old_steps, list) or len(old_steps) != len(keys):
         old_steps = [None] * len(keys)  # worked out anew
+    old_prints = cached.get("runs")
+    if not isinstance(old_prints, list) or len(old_prints) != len(keys):
+        old_prints = [None] * len(keys)
     tails, steps = [], []
     from ..analysis.compare import ComparePolicy
 
@@ -659,7 +721,8 @@ def _append_benchmark(
     for si, (key, tail, (newest, fresh, at)) in enumerate(zip(keys, old_tails, reads)):
         sm = series_meta[si]
         version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
-        steps.append(_step_verdicts(newest, _earlier(model, key, newest), pos, old_steps[si], settled=at - later))
+        steps.append(_step_verdicts(newest, _earlier(model, key, newest), pos, old_steps[si], settled=at - later,
+                                    runs=runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     for k in old_chunks:

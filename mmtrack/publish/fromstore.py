@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from ..measure.metrics import Direction
 from ..results import ChangePoint, RunVerdict, SeriesKey, SeriesPoint
 from .model import SiteConfig, SiteModel
 from .source import source_key, store_digest
@@ -53,20 +54,26 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         wanted = [k for k in keys if k in self._known]
         if wanted:
             self._newest.update(((k, n), points) for k, points in q.series_newest_many(self._store, wanted, n).items())
-            unread = [k for k in wanted if k not in self._columns]
-            if unread:
-                self._columns.update((c.key, c) for c in q.series_columns(self._store, unread, usable_only=False))
+            self.prefetch_columns(wanted)
 
-    def history_columns(self, key: SeriesKey) -> tuple[list[str], list[float | None], list[str | None]]:
-        """A series' commits, medians (None: failed) and versions from the store's columns
-        (``queries.series_columns``, the detect cache): read in bulk for every series whose newest
-        points were prefetched, or now for this one."""
+    def prefetch_columns(self, keys: Sequence[SeriesKey]) -> None:
+        """Read the history columns of these series in bulk now (:meth:`history_columns`)."""
+        from ..store import queries as q
+
+        unread = [k for k in keys if k in self._known and k not in self._columns]
+        if unread:
+            self._columns.update((c.key, c) for c in q.series_columns(self._store, unread, usable_only=False))
+
+    def history_columns(self, key: SeriesKey) -> tuple[list[str], list[float | None], list[str | None], Direction]:
+        """A series' commits, medians (None: failed), versions and direction from the store's columns
+        (``queries.series_columns``, the detect cache): read in bulk for every series prefetched, or now
+        for this one."""
         from ..store import queries as q
 
         cols = self._columns.get(key)
         if cols is None:
             (cols,) = q.series_columns(self._store, [key], usable_only=False)
-        return cols.shas, cols.values, cols.versions
+        return cols.shas, cols.values, cols.versions, cols.direction
 
     def prefetch(self, keys: Sequence[SeriesKey]) -> None:
         """Read these series in bulk now (the builder names the benchmarks it will rebuild)."""
@@ -158,6 +165,7 @@ def model_from_store(
         series=series, commits=commits, change_points=change_points, config=config,
         bench_state=tokens, commits_complete=True, ab_verdicts=ab_verdicts,
         run_verdicts=run_verdicts, newest_points=series.newest, history_columns=series.history_columns,
+        prefetch_columns=series.prefetch_columns,
         revisions={k: (rev.changes, rev.appends, list(rev.ids)) for k, rev in revisions.items() if k in selected},
         source=source_key(digest, config, benchmark_pattern, machine),
     )

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 
-# A series' commits (shas), medians (None: a failed run) and code versions: what a verdict's history reads
-HistoryColumns = tuple[Sequence[str], Sequence[float | None], Sequence[str | None]]
+# A series' commits (shas), medians (None: a failed run), code versions and direction: what a verdict's
+# history reads, and what its run's frames and shift are read from (analysis.compare.SuiteColumns)
+HistoryColumns = tuple[Sequence[str], Sequence[float | None], Sequence[str | None], Direction]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +68,12 @@ class SiteModel:
     # A series' newest n points with their samples, for the compare page's verdicts (the significance
     # tests need samples); None: ``series`` holds them already
     newest_points: Callable[[SeriesKey, int], Sequence[SeriesPoint]] | None = None
-    # A series' commits (shas), medians (None: failed) and code versions, as ``series`` would give them: the
-    # history of the compare page's verdicts, without a record per point; None: read from ``series``
+    # A series' commits (shas), medians (None: failed), code versions and direction, as ``series`` would give
+    # them: the history of the compare page's verdicts, without a record per point; None: read from ``series``
     history_columns: Callable[[SeriesKey], HistoryColumns] | None = None
+    # Read the history columns of these series in bulk now (every series' are read: each run's frames and
+    # shift need the whole suite); None: nothing to prefetch
+    prefetch_columns: Callable[[Sequence[SeriesKey]], None] | None = None
     # What the model was read from (publish.source.source_key), recorded in the manifest: a republish
     # whose key matches stops before reading anything.
     source: str | None = None
