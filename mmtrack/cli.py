@@ -215,8 +215,11 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 @click.option("--confirm-budget", type=float, metavar="SECONDS", help="Time bound of the --confirm rounds.")
 @click.option("--confirm-rounds", type=int, default=4, show_default=True,
               help="Interleaved A/B rounds per side for --confirm (undecided benchmarks: up to twice as many).")
+@click.option("--round-alpha", type=float, metavar="P",
+              help="Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
-def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget, confirm_rounds, asv_args) -> None:
+def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget, confirm_rounds, round_alpha,
+        asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -235,6 +238,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
         confirm=confirm,
         confirm_budget=confirm_budget,
         confirm_rounds=confirm_rounds,
+        round_alpha=round_alpha,
     )
     sys.exit(run_command(request, console=console))
 
@@ -410,15 +414,17 @@ def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha,
 @click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
 @click.option("--rounds", type=int, default=4, show_default=True,
               help="Interleaved rounds per step (doubled on noise).")
+@click.option("--round-alpha", type=float, metavar="P",
+              help="Significance the rounds must reach to call the culprit's change confirmed (default 0.01).")
 @click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def bisect(good, bad, bench_regex, metric, rounds, machine, config, fmt) -> None:
+def bisect(good, bad, bench_regex, metric, rounds, round_alpha, machine, config, fmt) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements."""
     from .commands.bisect import BisectRequest, render, run_bisect, to_json
 
     request = BisectRequest(good=good, bad=bad, bench=bench_regex, metric=metric, project=Path.cwd(), config=config,
-                            rounds=rounds, machine=machine)
+                            rounds=rounds, machine=machine, round_alpha=round_alpha)
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
         click.echo(to_json(outcome))

@@ -351,12 +351,13 @@ def test_continuous_markdown_for_a_pr_comment(project):
     assert re.search(rf"A/B on testbox: A {shas[0][:8]} {env_note}, B {shas[1][:8]} {env_note}", proc.stdout)
 
 
-@pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds", "round alpha"])
+@pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds", "round alpha", "bisect round alpha"])
 def test_bad_input_is_one_line_and_exit_2(project, case):
     repo, shas, env = project["repo"], project["shas"], project["env"]
     args = {"dirty": ["continuous", shas[0]], "missing base": ["continuous", "no-such-branch"],
             "max rounds": ["continuous", shas[0], "--max-rounds", "3"],
-            "round alpha": ["continuous", shas[0], "--round-alpha", "0"]}[case]
+            "round alpha": ["continuous", shas[0], "--round-alpha", "0"],
+            "bisect round alpha": ["bisect", shas[0], shas[1], "-b", "crunch", "--round-alpha", "1"]}[case]
     if case == "dirty":
         (repo / "pyproject.toml").write_text(PYPROJECT + "\n# edited\n")
     try:
@@ -368,7 +369,8 @@ def test_bad_input_is_one_line_and_exit_2(project, case):
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert {"dirty": "uncommitted changes", "missing base": "git does not know 'no-such-branch'",
             "max rounds": "--max-rounds 3: below --rounds 6",
-            "round alpha": "--round-alpha 0.0: a significance level between 0 and 1 (default 0.01)"}[case] in lines[0]
+            "round alpha": "--round-alpha 0.0: a significance level between 0 and 1 (default 0.01)",
+            "bisect round alpha": "--round-alpha 1.0: a significance level between 0 and 1"}[case] in lines[0]
 
 
 def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(project, tmp_path):
@@ -419,7 +421,7 @@ class _SyntheticBisector:
     """Bisector.measure replaced by rounds drawn from a known level per commit (the search logic alone)."""
 
     @staticmethod
-    def make(commits: list[str], culprit: int, noise: float, seed: int, burst: float = 0.0):
+    def make(commits: list[str], culprit: int, noise: float, seed: int, burst: float = 0.0, **options):
         """``burst``: the share of a side's rounds a neighbour's load slows down 1.3-2.5 times."""
         import random
         from datetime import datetime, timezone
@@ -444,7 +446,7 @@ class _SyntheticBisector:
                 return ABResult(sides[0], sides[1], rounds, ["A", "B"] * rounds, "box", datetime.now(timezone.utc))
 
         plan = ABPlan(Path("."), Path("asv.conf.json"), {}, "box", "time_x", rounds=4)
-        return B(plan, Path("."), "time_per_op")
+        return B(plan, Path("."), "time_per_op", **options)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -458,6 +460,25 @@ def test_bisect_finds_commit_37_of_64_with_8_builds_through_noise(monkeypatch, s
     assert outcome.culprit == commits[37]
     assert len(outcome.built) <= 8 and len(outcome.path) == 6
     assert outcome.verdict == "regressed" and outcome.ratio == pytest.approx(1.10, rel=0.05)
+
+
+def test_bisect_round_alpha_decides_the_culprits_verdict_not_the_search(monkeypatch):
+    """--round-alpha: the same rounds find the same culprit; at 1e-9 its 10% change is not confirmed, and
+    the JSON says which significance the verdict asked for."""
+    import json
+
+    import mmtrack.ab.bisect as bisect_mod
+    from mmtrack.commands.bisect import to_json
+
+    commits = [f"{i:040x}" for i in range(65)]
+    monkeypatch.setattr(bisect_mod, "first_parent_range", lambda repo, good, bad: commits[1:])
+    monkeypatch.setattr(bisect_mod, "git_output", lambda *a: "subject")
+    default = _SyntheticBisector.make(commits, 37, noise=0.03, seed=1).run(commits[0], commits[64])
+    strict = _SyntheticBisector.make(commits, 37, noise=0.03, seed=1, round_alpha=1e-9).run(commits[0], commits[64])
+    assert default.culprit == strict.culprit == commits[37]
+    assert (default.verdict, strict.verdict) == ("regressed", "ambiguous")
+    assert strict.p_value == pytest.approx(default.p_value) and strict.p_value > 1e-9
+    assert json.loads(to_json(default))["round_alpha"] == 0.01 and json.loads(to_json(strict))["round_alpha"] == 1e-9
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -290,7 +290,8 @@ def test_db_current_reads_and_db_upgrade_refuses_a_read_only_store(tmp_path):
 
 @pytest.mark.parametrize("option, needle", [(("--confirm-rounds", "0"), "--confirm-rounds 0"),
                                             (("--confirm-budget", "-5"), "--confirm-budget -5"),
-                                            (("--confirm-budget", "nan"), "--confirm-budget nan")])
+                                            (("--confirm-budget", "nan"), "--confirm-budget nan"),
+                                            (("--round-alpha", "1.5"), "--round-alpha 1.5")])
 def test_a_bad_confirm_knob_is_refused_before_anything_runs(tmp_path, option, needle):
     """Refused up front (no asv config is even looked for), not after the whole suite has run."""
     proc = mmtrack("run", "--confirm", *option, cwd=tmp_path)

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from ..errors import UserError
 from ..results import MetricKey
 from ..vcs import git_output
-from .interleave import ABPlan, ABResult, CaseKey, build_side, judge, round_ratios, run_interleaved
+from .interleave import ROUND_ALPHA, ABPlan, ABResult, CaseKey, build_side, judge, round_ratios, run_interleaved
 
 
 MIN_EFFECT = 0.02  # smallest GOOD → BAD change bisect looks for
@@ -61,6 +61,7 @@ class BisectOutcome:
     ratio: float | None  # culprit / parent, A/B
     p_value: float | None
     verdict: str  # compare's verdict on (parent, culprit)
+    round_alpha: float  # the significance that verdict's rounds had to reach
     path: list[Step] = field(default_factory=list)
     built: set[str] = field(default_factory=set)  # commits with an environment, built now or cached
     new_builds: int = 0
@@ -98,12 +99,13 @@ def robust_center(logs: list[float]) -> tuple[float, float]:
 
 class Bisector:
     def __init__(self, plan: ABPlan, repo: Path, metric_name: str, z: float = 2.0, retries: int = 2,
-                 progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT) -> None:
+                 progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT,
+                 round_alpha: float = ROUND_ALPHA) -> None:
         from ..analysis.compare import ComparePolicy
 
         self.plan, self.repo, self.metric_name, self.z, self.retries = plan, repo, metric_name, z, retries
         # The user says GOOD and BAD differ: significance decides, not compare's 10% default effect.
-        self.policy = ComparePolicy(threshold=min_effect)
+        self.policy = ComparePolicy(threshold=min_effect, round_alpha=round_alpha)
         self.min_effect = min_effect
         self.progress = progress
         self.sides: dict[str, Any] = {}
@@ -179,7 +181,8 @@ class Bisector:
             case=case, metric=metric, total_ratio=math.exp(total), culprit=culprit,
             culprit_subject=git_output(self.repo, "show", "-s", "--format=%s", culprit),
             ratio=frow.ratio if frow else None, p_value=frow.p_value if frow else None,
-            verdict=frow.verdict if frow else "unknown", path=path, built=set(self.sides),
+            verdict=frow.verdict if frow else "unknown", round_alpha=self.policy.round_alpha, path=path,
+            built=set(self.sides),
             new_builds=self.new_builds, seconds=time.perf_counter() - t0,
         )
 

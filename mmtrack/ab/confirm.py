@@ -66,9 +66,11 @@ def state_for(history_row: Any, ab_row: Any | None) -> str:
 
 
 def confirm(project: Path, config: Path | None, machine: str, before: str, after: str, rows: Sequence[Any],
-            rounds: int, budget: float | None, progress: Callable[[str], None] | None = None) -> tuple[
-                ConfirmReport, Any]:
-    """Re-measure ``before`` and ``after`` A/B for ``rows``' benchmarks; (report, A/B result)."""
+            rounds: int, budget: float | None, round_alpha: float | None = None,
+            progress: Callable[[str], None] | None = None) -> tuple[ConfirmReport, Any]:
+    """Re-measure ``before`` and ``after`` A/B for ``rows``' benchmarks; (report, A/B result).
+    ``round_alpha``: the significance the rounds must reach (None: :data:`.interleave.ROUND_ALPHA`)."""
+    from ..analysis.compare import ComparePolicy
     from .interleave import bench_regex, make_plan, measure_pair, settle
 
     report = ConfirmReport(before, after)
@@ -76,7 +78,7 @@ def confirm(project: Path, config: Path | None, machine: str, before: str, after
     plan.budget = budget
     plan.max_rounds = 2 * rounds
     result = measure_pair(plan, repo, before, after, progress)
-    comparison = settle(plan, result, progress=progress)
+    comparison = settle(plan, result, ComparePolicy(round_alpha=round_alpha), progress=progress)
     by_case = {(r.benchmark, r.params, r.metric): r for r in comparison.rows}
     for row in rows:
         ab = by_case.get((row.benchmark, row.params, row.metric))

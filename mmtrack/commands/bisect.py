@@ -28,20 +28,22 @@ class BisectRequest:
     machine: str | None = None
     z: float = 2.0
     retries: int = 2
+    round_alpha: float | None = None  # significance the rounds must reach (None: ab.interleave.ROUND_ALPHA)
 
 
 def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = None) -> Any:
     from ..ab.bisect import Bisector
     from ..ab.envs import resolve_commit
     from ..ab.interleave import make_plan
-    from .continuous import refuse_dirty
+    from .continuous import refuse_dirty, round_alpha_for
 
     if not request.bench:
         raise UserError("mmtrack bisect needs -b REGEX: the benchmark whose metric moved")
+    alpha = round_alpha_for(request.round_alpha)
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds)
     refuse_dirty(repo)
     good, bad = resolve_commit(repo, request.good), resolve_commit(repo, request.bad)
-    return Bisector(plan, repo, request.metric, request.z, request.retries, progress).run(good, bad)
+    return Bisector(plan, repo, request.metric, request.z, request.retries, progress, round_alpha=alpha).run(good, bad)
 
 
 def to_json(outcome: Any) -> str:
@@ -56,6 +58,7 @@ def to_json(outcome: Any) -> str:
             "ratio": outcome.ratio,
             "p_value": outcome.p_value,
             "verdict": outcome.verdict,
+            "round_alpha": outcome.round_alpha,
             "builds": len(outcome.built),
             "new_builds": outcome.new_builds,
             "seconds": outcome.seconds,

@@ -58,16 +58,26 @@ class ContinuousOutcome:
         return EXIT_FAILURES if self.failing else EXIT_OK
 
 
+def round_alpha_for(round_alpha: float | None) -> float:
+    """``--round-alpha`` (continuous, run --confirm, bisect): the significance the A/B rounds must reach;
+    None: :data:`~mmtrack.ab.interleave.ROUND_ALPHA`. Anything but a level between 0 and 1 is one line, exit 2."""
+    from ..ab.interleave import ROUND_ALPHA
+
+    if round_alpha is None:
+        return ROUND_ALPHA
+    if not 0.0 < round_alpha < 1.0:
+        raise UserError(f"--round-alpha {round_alpha}: a significance level between 0 and 1 (default {ROUND_ALPHA})")
+    return round_alpha
+
+
 def policy_for(factor: float | None, round_alpha: float | None = None) -> Any:
-    from ..ab.interleave import AB_THRESHOLD, ROUND_ALPHA
+    from ..ab.interleave import AB_THRESHOLD
     from ..analysis.compare import ComparePolicy
 
     if factor is not None and not factor > 1.0:
         raise UserError(f"--factor {factor}: asv's factor is a ratio above 1 (1.1 flags changes beyond 10%)")
-    if round_alpha is not None and not 0.0 < round_alpha < 1.0:
-        raise UserError(f"--round-alpha {round_alpha}: a significance level between 0 and 1 (default {ROUND_ALPHA})")
     return ComparePolicy(threshold=AB_THRESHOLD if factor is None else factor - 1.0,
-                         round_alpha=ROUND_ALPHA if round_alpha is None else round_alpha)
+                         round_alpha=round_alpha_for(round_alpha))
 
 
 def refuse_dirty(repo: Path) -> None:

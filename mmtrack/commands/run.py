@@ -63,6 +63,7 @@ class RunRequest:
     confirm: bool = False  # re-measure suspected regressions A/B against the previous commit
     confirm_budget: float | None = None  # seconds for the A/B rounds of --confirm
     confirm_rounds: int = 4  # A/B rounds of --confirm; undecided benchmarks get up to twice as many
+    round_alpha: float | None = None  # significance the --confirm rounds must reach (None: ab.interleave.ROUND_ALPHA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +271,9 @@ def check_confirm_options(request: RunRequest) -> None:
         raise UserError(f"--confirm-rounds {request.confirm_rounds}: need at least 1 round per side", EXIT_USAGE)
     if request.confirm_budget is not None and not (request.confirm_budget > 0 and math.isfinite(request.confirm_budget)):
         raise UserError(f"--confirm-budget {request.confirm_budget:g}: give a time in seconds above 0", EXIT_USAGE)
+    from .continuous import round_alpha_for
+
+    round_alpha_for(request.round_alpha)
 
 
 def prepare(request: RunRequest) -> Prepared:
@@ -608,7 +612,7 @@ def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console
     console.print(f"--confirm: re-measuring {len(rows)} suspected row(s) A/B: {before[:8]} against {after[:8]}",
                   highlight=False)
     report, result = ab.confirm(outcome.prepared.project, request.config, outcome.prepared.machine, before, after,
-                                rows, request.confirm_rounds, request.confirm_budget,
+                                rows, request.confirm_rounds, request.confirm_budget, request.round_alpha,
                                 progress=lambda line: console.print(line, highlight=False, style="dim"))
     from ..store.db import open_store, resolve_url
 
