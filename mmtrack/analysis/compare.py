@@ -505,30 +505,50 @@ class RunShift:
 
 def _slowdown(direction: Direction, history: Sequence[float], value: float | None) -> float | None:
     """log(value / the history's median), signed so that > 0 is worse; None without a usable pair."""
+    centre = _log_centres({None: history}, 0).get(None)  # type: ignore[dict-item]
+    return None if centre is None else _signed_slowdown(direction, centre, value)
+
+
+def _signed_slowdown(direction: Direction, centre: float, value: float | None) -> float | None:
+    """log(value) - ``centre``, signed so that > 0 is worse; None for a neutral metric or no usable value."""
     if direction is Direction.NEUTRAL or value is None or not (value > 0 and math.isfinite(value)):
         return None
-    h = _finite(history)
-    h = h[h > 0]
-    if h.size == 0:
-        return None
-    d = math.log(value) - float(np.median(np.log(h)))
+    d = math.log(value) - centre
     return d if direction is Direction.LOWER else -d
+
+
+def _log_centres(history: Mapping[Case, Sequence[float]], min_points: int) -> dict[Case, float]:
+    """Each case's median log over the positive finite values of its history, for the cases with at least
+    ``min_points`` values and one of them usable: at once for a whole suite (a run's shift and its later
+    runs' read the same centres)."""
+    keys = [k for k, h in history.items() if len(h) >= max(min_points, 1)]
+    if not keys:
+        return {}
+    table = np.full((len(keys), max(len(history[k]) for k in keys)), np.nan)
+    for row, k in enumerate(keys):
+        table[row, : len(history[k])] = history[k]
+    from .frames import _quiet_nans  # a history with no usable value: NaN, left out below
+
+    with _quiet_nans():
+        centres = np.nanmedian(np.where(np.isfinite(table) & (table > 0), np.log(table), np.nan), axis=1)
+    return {k: float(c) for k, c in zip(keys, centres) if math.isfinite(c)}
 
 
 def run_shift(
     values: Mapping[Case, float | None], directions: Mapping[Case, Direction],
-    history: Mapping[Case, Sequence[float]], policy: ComparePolicy,
+    history: Mapping[Case, Sequence[float]], policy: ComparePolicy, centres: Mapping[Case, float] | None = None,
 ) -> RunShift | None:
     """One run's common shift (``values``: each series' value in that run), or None with fewer than
-    ``policy.min_suite`` series with history.
+    ``policy.min_suite`` series with history (``centres``: :func:`_log_centres` of it, when known already).
 
     On CI each run lands on one runner: a runner of another type moves every benchmark of the run
     at once (each by its own amount), a code change moves a few. The median keeps the few out.
     """
     if policy.min_suite <= 0:
         return None
-    slowdowns = [d for k, h in history.items() if k in values and len(h) >= policy.min_history
-                 if (d := _slowdown(directions[k], h, values[k])) is not None]
+    centres = _log_centres(history, policy.min_history) if centres is None else centres
+    slowdowns = [d for k, c in centres.items() if k in values
+                 if (d := _signed_slowdown(directions[k], c, values[k])) is not None]
     if len(slowdowns) < policy.min_suite:
         return None
     return RunShift(float(np.median(slowdowns)), len(slowdowns))
@@ -561,11 +581,14 @@ def _run_shifts(
 ) -> tuple[RunShift | None, list[RunShift | None]]:
     """The after run's common shift (``after``: each case's median), and each later run's (as far as every
     series has one)."""
-    shift = run_shift(after, directions, history, policy)
+    if policy.min_suite <= 0:
+        return None, []
+    centres = _log_centres(history, policy.min_history)
+    shift = run_shift(after, directions, history, policy, centres)
     if shift is None or not later:
         return shift, []
     depth = min((len(v) for k, v in later.items() if k in after), default=0)
-    return shift, [run_shift({k: v[j] for k, v in later.items() if k in after}, directions, history, policy)
+    return shift, [run_shift({k: v[j] for k, v in later.items() if k in after}, directions, history, policy, centres)
                    for j in range(depth)]
 
 
@@ -627,12 +650,14 @@ def runs_of(
     def framed(k: Case) -> tuple[list[float], list[float], float] | None:
         if frames is None or k not in history:
             return None
-        h, v, after_label = history[k], later.get(k, ()), labels.after  # type: ignore[union-attr]
+        h, v = history[k], later.get(k, ())
         hl, ll = labels.history.get(k, ()), labels.later.get(k, ())  # type: ignore[union-attr]
+        hl, ll = (hl if len(hl) == len(h) else ()), (ll if len(ll) == len(v) else ())  # unlabelled: as measured
         before_label = labels.before_of(k)  # type: ignore[union-attr]
-        return ([x * f for x, f in zip(h, frames.factors(k, hl, after_label))] if len(hl) == len(h) else list(h),
-                [x * f for x, f in zip(v, frames.factors(k, ll, after_label))] if len(ll) == len(v) else list(v),
-                frames.factor(k, before_label, after_label) if before_label is not None else 1.0)
+        f = frames.factors(k, [*hl, *ll, before_label or ""], labels.after)  # type: ignore[union-attr]  # one call
+        return ([x * g for x, g in zip(h, f[: len(hl)])] if hl else list(h),
+                [x * g for x, g in zip(v, f[len(hl) : -1])] if ll else list(v),
+                f[-1] if before_label is not None else 1.0)
 
     return {k: InRun(framed(k), usual, shift, tuple(later_shifts)) for k in after.keys() | before.keys()}
 
@@ -888,29 +913,32 @@ def suite_runs(
     commit before it, as :func:`compare_measurements` reads the run when ``mmtrack compare`` judges that
     commit with history. Every series measured in a run takes part in its frames and shift."""
     policy = policy or ComparePolicy()
-    where = {c: {sha: i for i, sha in enumerate(shas)} for c, (shas, _, _, _) in columns.items()}
-    wanted: dict[str, list[Case]] = {}
+    cases = list(columns)  # numbered: a run's fit hashes each case many times, and a MetricKey hashes slowly
+    cols = [columns[c] for c in cases]
+    where = [{sha: i for i, sha in enumerate(shas)} for shas, _, _, _ in cols]
+    wanted: dict[str, list[int]] = {}
+    number = {c: n for n, c in enumerate(cases)}
     for c, shas in judged.items():
         for sha in shas:
-            wanted.setdefault(sha, []).append(c)
+            wanted.setdefault(sha, []).append(number[c])
     out: dict[Case, dict[str, InRun]] = {c: {} for c in judged}
-    for sha, cases in wanted.items():
+    for sha, judged_here in wanted.items():
         after, before, directions = {}, {}, {}
         history, later, history_labels, later_labels, before_labels = {}, {}, {}, {}, {}
-        for c, (shas, medians, versions, direction) in columns.items():
-            i = where[c].get(sha)
+        for n, (shas, medians, versions, direction) in enumerate(cols):
+            i = where[n].get(sha)
             if i is None or i == 0:
                 continue
-            after[c], before[c], directions[c], before_labels[c] = medians[i], medians[i - 1], direction, shas[i - 1]
+            after[n], before[n], directions[n], before_labels[n] = medians[i], medians[i - 1], direction, shas[i - 1]
             at = _history_at(medians, versions, i - 1, window)
-            history[c], history_labels[c] = [medians[x] for x in at], [shas[x] for x in at]  # type: ignore[misc]
-            later[c] = _later(medians, versions, i, policy.confirm_window)
-            later_labels[c] = list(shas[i + 1 : i + 1 + len(later[c])])
-        labels = RunLabels(before_labels, sha, history_labels, later_labels)
-        runs = runs_of(after, before, directions, history, later, labels, policy)
-        for c in cases:
-            if c in runs:
-                out[c][sha] = runs[c]
+            history[n], history_labels[n] = [medians[x] for x in at], [shas[x] for x in at]
+            later[n] = _later(medians, versions, i, policy.confirm_window)
+            later_labels[n] = shas[i + 1 : i + 1 + len(later[n])]
+        labels = RunLabels(before_labels, sha, history_labels, later_labels)  # type: ignore[arg-type]
+        runs = runs_of(after, before, directions, history, later, labels, policy)  # type: ignore[arg-type]
+        for n in judged_here:
+            if n in runs:
+                out[cases[n]][sha] = runs[n]  # type: ignore[index]
     return out
 
 

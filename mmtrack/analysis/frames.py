@@ -25,6 +25,7 @@ run's shift makes it ambiguous, and only the same-machine A/B tells the two apar
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import warnings
 from dataclasses import dataclass
@@ -101,15 +102,14 @@ def fit_frames(
     if min_suite <= 0 or not values:
         return None
     names = list(values)
-    columns: dict[str, int] = {}
-    for by_label in values.values():
-        for label in by_label:
-            columns.setdefault(label, len(columns))
+    # every label once, in order of first appearance (dict.fromkeys keeps it, at C speed)
+    columns = {label: c for c, label in enumerate(dict.fromkeys(itertools.chain.from_iterable(values.values())))}
     raw = np.full((len(names), len(columns)), np.nan)
     in_history = np.zeros(raw.shape, dtype=bool)
+    at = columns.__getitem__
     for r, name in enumerate(names):
         by_label = values[name]
-        raw[r, [columns[label] for label in by_label]] = [np.nan if v is None else v for v in by_label.values()]
+        raw[r, list(map(at, by_label))] = [np.nan if v is None else v for v in by_label.values()]
         in_history[r, [columns[h] for h in history.get(name, ()) if h in columns]] = True
     with _quiet_nans():  # NaN rows and columns are expected: a series missing from a run
         logs = np.where(raw > 0, np.log(raw), np.nan)
