@@ -615,7 +615,7 @@ class InRun:
     ``framed``: the case's history and later commits put in the after run's frame, and the factor that puts
     its before commit there (None when the run has no frames, or ran on a runner type its history does not
     know); ``usual``: the run ran on the usual runner; ``shift``: the whole run's common shift, and
-    ``later_shifts`` each later run's. Its ``repr`` is what a cached verdict depends on (the pages)."""
+    ``later_shifts`` each later run's. Its :meth:`fingerprint` is what a cached verdict depends on (the pages)."""
 
     framed: tuple[list[float], list[float], float] | None = None
     usual: bool = False
