@@ -296,3 +296,8 @@ def test_a_bad_confirm_knob_is_refused_before_anything_runs(tmp_path, option, ne
     """Refused up front (no asv config is even looked for), not after the whole suite has run."""
     proc = mmtrack("run", "--confirm", *option, cwd=tmp_path)
     assert_one_line(proc, 2, needle)
+
+
+def test_round_alpha_without_confirm_is_refused(tmp_path):
+    """`run --round-alpha` sets what the --confirm rounds must reach: without --confirm it would do nothing."""
+    assert_one_line(mmtrack("run", "--round-alpha", "0.005", cwd=tmp_path), 2, "--round-alpha 0.005", "add --confirm")

@@ -274,6 +274,9 @@ def check_confirm_options(request: RunRequest) -> None:
     from .continuous import round_alpha_for
 
     round_alpha_for(request.round_alpha)
+    if request.round_alpha is not None and not request.confirm:
+        raise UserError(f"--round-alpha {request.round_alpha:g}: it sets what the --confirm rounds must reach; "
+                        "add --confirm, or leave it out", EXIT_USAGE)
 
 
 def prepare(request: RunRequest) -> Prepared:
