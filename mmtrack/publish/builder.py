@@ -256,7 +256,7 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
 
 Earlier = tuple[Sequence[float | None], Sequence[str | None]]  # medians (None: failed) and code versions
 # Per series, what each run says about the verdict on its commit (analysis.compare.InRun), by after sha
-Runs = dict[SeriesKey, dict[str, Any]]
+InRuns = dict[SeriesKey, dict[str, Any]]
 # Per series, the fingerprint of each of those (InRun.fingerprint), by after sha
 RunPrints = dict[SeriesKey, dict[str, str]]
 
@@ -294,7 +294,7 @@ def _columns(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | N
     return [p.commit.sha for p in whole], medians, versions, direction
 
 
-def _suite_runs(model: SiteModel) -> Runs:
+def _suite_runs(model: SiteModel) -> InRuns:
     """What each run says about the verdict on each series' newest commits (its frames and shift,
     :func:`mmtrack.analysis.compare.suite_runs`): one pass over every series of each machine and
     environment, before any benchmark is built, so that the pages judge a commit as ``mmtrack compare``
@@ -307,7 +307,7 @@ def _suite_runs(model: SiteModel) -> Runs:
     suites = {s: keys for s, keys in suites.items() if len(keys) >= max(ComparePolicy().min_suite, 1)}
     if model.prefetch_columns is not None:
         model.prefetch_columns([k for keys in suites.values() for k in keys])
-    out: Runs = {}
+    out: InRuns = {}
     for keys in suites.values():
         columns = {(k.benchmark, k.params, k.metric): _columns(model, k) for k in keys}
         runs = suite_runs(columns, {case: cols[0][-STEP_COMMITS:] for case, cols in columns.items()}, window=HISTORY)
@@ -481,8 +481,8 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     for v in model.run_verdicts:
         runs_by_key.setdefault(v.series, []).append(v)
 
-    runs = _suite_runs(model)
-    prints: RunPrints = {k: {sha: r.fingerprint() for sha, r in by_sha.items()} for k, by_sha in runs.items()}
+    in_runs = _suite_runs(model)
+    prints: RunPrints = {k: {sha: r.fingerprint() for sha, r in by_sha.items()} for k, by_sha in in_runs.items()}
     tokens = {bench: _with_runs(model.bench_state.get(bench), [prints.get(k, {}) for k in _sorted_keys(keys)])
               for bench, keys in by_bench.items()} if model.bench_state is not None else {}
 
@@ -516,13 +516,13 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
             entry, rows, steps = cached["entry"], cached["rows"], cached["verdicts"]  # type: ignore[index]
         else:
             keys = _sorted_keys(by_bench[bench])
-            args = (writer, bench, bid, keys, model, runs, prints)
+            args = (writer, bench, bid, keys, model, in_runs, prints)
             done = _append_benchmark(*args, cached, cps_by_key, runs_by_key, pos, size) if cached else None
             entry, rows, tails, steps = done or _write_benchmark(*args, cps_by_key, runs_by_key, pos, size)
         if token:
             keys = _sorted_keys(by_bench[bench])
-            state[bid] = {"token": token, "entry": entry, "rows": rows, "verdicts": steps,
-                          "runs": [{str(pos[sha]): fp for sha, fp in prints.get(k, {}).items() if sha in pos} for k in keys]}
+            runs = [{str(pos[sha]): fp for sha, fp in prints.get(k, {}).items() if sha in pos} for k in keys]
+            state[bid] = {"token": token, "entry": entry, "rows": rows, "verdicts": steps, "runs": runs}
             if model.revisions is not None:
                 state[bid]["tails"] = tails
         index.append(entry)
@@ -614,7 +614,7 @@ def _write_benchmark(
     bid: str,
     keys: list[SeriesKey],
     model: SiteModel,
-    runs: Runs,
+    in_runs: InRuns,
     prints: RunPrints,
     cps_by_key: dict[SeriesKey, list[ChangePoint]],
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
@@ -650,7 +650,7 @@ def _write_benchmark(
         version = _place_points(points, band, si, len(keys), pos, size, chunks, None, version_changes)
         series_meta[-1]["versions"] = version_changes
         newest = _newest(model, key, points)
-        steps.append(_step_verdicts(newest, _earlier(model, key, newest, points), pos, runs=runs.get(key),
+        steps.append(_step_verdicts(newest, _earlier(model, key, newest, points), pos, runs=in_runs.get(key),
                                     prints=prints.get(key)))
         tails.append(_tail(model, key, points, pos, version, decided, None))
     writer.put(f"b/{bid}.html", _bench_page(bench, bid, model))
@@ -665,7 +665,7 @@ def _append_benchmark(
     bid: str,
     keys: list[SeriesKey],
     model: SiteModel,
-    runs: Runs,
+    in_runs: InRuns,
     prints: RunPrints,
     cached: dict[str, Any],
     cps_by_key: dict[SeriesKey, list[ChangePoint]],
@@ -722,7 +722,7 @@ def _append_benchmark(
         sm = series_meta[si]
         version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
         steps.append(_step_verdicts(newest, _earlier(model, key, newest), pos, old_steps[si], settled=at - later,
-                                    runs=runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
+                                    runs=in_runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     for k in old_chunks:
