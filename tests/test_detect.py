@@ -194,3 +194,31 @@ def test_a_step_among_runner_levels_is_placed_on_its_commit():
     vals = noisy_level(code * np.where(runner == 1, 1.15, 1.0), cv=0.008, seed=3)
     steps = find_steps(vals)
     assert [s.index for s in steps if s.after > s.before] == [61]
+
+
+def test_exact_rank_test_with_ties_is_the_permutation_distribution():
+    """The short side's exact p, conditional on tied values, equals enumerating every subset."""
+    import itertools
+
+    from mmtrack.analysis.detect import _exact_rank_sum_p
+
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        a = np.round(rng.normal(rng.normal(0, 1.5), 1, int(rng.integers(2, 5))))
+        b = np.round(rng.normal(0, 1, int(rng.integers(3, 10))))
+        both = np.concatenate([a, b])
+        ranks = np.array([np.sum(both < v) + (np.sum(both == v) + 1) / 2 for v in both])
+        sums = np.array([ranks[list(c)].sum() for c in itertools.combinations(range(both.size), a.size)])
+        seen = ranks[: a.size].sum()
+        brute = min(1.0, 2 * min(np.mean(sums <= seen + 1e-9), np.mean(sums >= seen - 1e-9)))
+        assert _exact_rank_sum_p(a, b) == pytest.approx(brute, abs=1e-12)
+
+
+def test_a_step_in_the_newest_commits_on_a_coarse_timer_is_found():
+    """A timer coarse enough that each commit's median lands on one of two ticks (4% either side of the
+    level), so the spread's MAD is that tick. Four commits 20% up at the end are beyond every commit before
+    them. The normal approximation gives that 8e-4 (ties shrink no tail), the exact test 1/C(74, 4)."""
+    ticks = [0.96, 1.04, 1.04, 0.96, 0.96, 1.04, 0.96, 1.04, 0.96, 0.96] * 7
+    steps = find_steps(ticks + [1.2, 1.2, 1.2, 1.2])
+    assert [(s.index, round(s.ratio, 2)) for s in steps] == [(70, 1.25)]  # from the lower tick, the median
+    assert find_steps(ticks + [1.04, 1.04, 1.04, 1.04]) == []  # four on the upper tick: no change

@@ -180,8 +180,41 @@ def _exact_u_p(u: float, k: int, m: int) -> float:
     return min(1.0, 2 * min(below, above) / total)
 
 
+def _exact_rank_sum_p(short: np.ndarray, other: np.ndarray) -> float:
+    """Exact two-sided p of the rank sum of ``short`` among the pooled values, conditional on their ties.
+
+    Under no change every ``k``-subset of the pooled values is equally likely to be ``short``; with ties, the
+    values of a group of ``c`` equal ones enter in ``comb(c, i)`` ways and share one mid-rank. So the counts
+    of the rank sum come from a grouped knapsack over the tie groups, in doubled ranks (mid-ranks are
+    half-integers). Only the tail beyond the observed sum is counted: the upper tail is counted in reversed
+    ranks, so every group whose rank passes the observed sum is left out and a short extreme side costs a
+    few array additions. scipy's exact method does not handle ties, and its permutation test is far slower.
+    """
+    both = np.concatenate([short, other])
+    _, inverse, counts = np.unique(both, return_inverse=True, return_counts=True)
+    k, n = short.size, both.size
+    ranks2 = 2 * np.cumsum(counts) - counts + 1  # doubled mid-rank of each group
+    observed = int(ranks2[inverse[:k]].sum())
+    if observed > k * (n + 1):  # above the mean: the upper tail is the lower tail in reversed ranks
+        ranks2 = 2 * (n + 1) - ranks2
+        observed = 2 * k * (n + 1) - observed
+    ways = np.zeros((k + 1, observed + 1))  # ways[j, s]: j values of the groups so far, doubled rank sum s
+    ways[0, 0] = 1.0
+    for g in np.argsort(ranks2, kind="stable"):
+        r, c = int(ranks2[g]), int(counts[g])
+        if r > observed:
+            break
+        for j in range(k, 0, -1):  # downwards: each group is used once
+            for i in range(1, min(c, j) + 1):
+                if i * r > observed:
+                    break
+                ways[j, i * r :] += math.comb(c, i) * ways[j - i, : observed + 1 - i * r]
+    return min(1.0, 2 * float(ways[k].sum()) / math.comb(n, k))
+
+
 def _mannwhitney_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Mann-Whitney U p-value: exact for a short side without ties, else normal with tie correction.
+    """Two-sided Mann-Whitney U p-value: exact for a short side (conditional on ties), else normal with tie
+    correction.
 
     scipy's own choice, without its per-call overhead on the large-sample path (detect calls it thousands of times).
     """
@@ -198,9 +231,12 @@ def _mannwhitney_p(a: np.ndarray, b: np.ndarray) -> float:
     p = min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
     # A short side makes the normal tail far too wide (3 points above 50: 0.004 instead of the exact 8e-5).
     # The exact distribution is costly, so it is asked for only where it can change the decision.
-    if min(n1, n2) < 8 and counts.size == both.size and p < 0.05:
-        small, other = (n1, n2) if n1 <= n2 else (n2, n1)
-        p = _exact_u_p(u if n1 <= n2 else n1 * n2 - u, small, other)
+    if min(n1, n2) < 8 and p < 0.05:
+        if counts.size == both.size:
+            small, other = (n1, n2) if n1 <= n2 else (n2, n1)
+            p = _exact_u_p(u if n1 <= n2 else n1 * n2 - u, small, other)
+        else:  # tied values (a coarse timer): the normal tail is as wide for them, and 3 commits never pass
+            p = _exact_rank_sum_p(a, b) if n1 <= n2 else _exact_rank_sum_p(b, a)
     return p
 
 
@@ -303,6 +339,8 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
     are a new level when every one of them lies ``tail_z`` robust sigmas (MAD) beyond the median of the
     segment before them, on the same side, and their median moved by ``min_effect``. Requiring all of
     them keeps one commit on an odd runner from passing; the MAD ignores the runner jumps inside the segment.
+    When over half the segment ties (a coarse timer), its MAD is 0 and would make any tick a change: the mean
+    absolute deviation (times 1.2533, a sigma for normal data) takes its place.
     """
     n = x.size
     for k in range(policy.tail_commits, policy.min_segment - 1, -1):
@@ -311,7 +349,10 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
             continue
         seg, tail = x[last:start], x[start:]
         med = _median(seg)
-        sigma = 1.4826 * _median(np.abs(seg - med))
+        spread = np.abs(seg - med)
+        sigma = 1.4826 * _median(spread)
+        if sigma <= 0:  # over half the segment ties (a coarse timer): its mean deviation still sees the other ticks
+            sigma = 1.2533 * float(spread.mean())
         if sigma <= 0:
             sigma = 1e-9 * (abs(med) or 1.0)  # a constant segment: any move is a change
         dev = (tail - med) / sigma
