@@ -451,7 +451,7 @@ CANDIDATES: dict[str, DetectPolicy] = {
     # the default: rank-CUSUM binary segmentation, Mann-Whitney pruning, L1 refinement, tail rule
     "rankseg": DetectPolicy(),
     # the previous default: E-Divisive candidates down to min_segment, pruned by Mann-Whitney U
-    "edivisive+mannwhitney": DetectPolicy(method="edivisive", alpha=3e-4, min_effect=0.05),
+    "edivisive+mannwhitney": DetectPolicy(method="edivisive", alpha=3e-4, min_effect=0.05, main_level=False),
     # Hunter-like: binary segmentation that stops at the first split failing a t-test
     "edivisive-binseg+ttest": DetectPolicy(method="edivisive", split_all=False, test="ttest", alpha=1e-3, min_effect=0.05),
     "pelt": DetectPolicy(method="pelt", alpha=3e-4, min_effect=0.05),
