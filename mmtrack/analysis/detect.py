@@ -13,7 +13,9 @@ so that a step is a ratio:
 2. *Pruning.* A candidate is kept only when the two neighbouring segments differ by a Mann-Whitney U
    test at ``alpha`` (exact for a short side) **and** their medians by ``min_effect``; the weakest
    failing one is dropped until all pass (Otava's merge step). The test judges a step against the
-   between-commit spread of the series itself, not against one commit's samples.
+   between-commit spread of the series itself, not against one commit's samples. It also reads each
+   side's main level (its commits on other runner types left out), at a price (:func:`_test`); tied
+   values get the exact test conditional on their ties (:func:`_exact_rank_sum_p`).
 3. *Refinement.* Each point moves, within 10 commits, to where the sides fit their medians best.
 4. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
    every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
