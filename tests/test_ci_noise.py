@@ -133,3 +133,7 @@ def test_the_oracle_bound_of_the_gate_harness():
         assert 0.0 <= rates["0.50"]["all"] <= rates["5.00"]["all"] <= 1.0
     assert known["0.50"]["all"] >= blind["0.50"]["all"] - 0.05
     assert known["5.00"]["all"] > 0.5  # a +20% step is, mostly, far outside a series' forecast
+    # The window's own density knows less than the model that drew the series: it does not beat it by much.
+    window = bound["window density (no model)"]
+    assert 0.0 <= window["0.50"]["all"] <= window["5.00"]["all"] <= 1.0
+    assert window["5.00"]["all"] <= known["5.00"]["all"] + 0.1
