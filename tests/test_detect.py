@@ -250,3 +250,13 @@ def test_scattered_runner_visits_alone_are_no_step():
         vals = np.exp(rng.normal(0, 0.015, 100)) * np.where(rng.random(100) < 0.3, 1.15, 1.0)
         false += len(find_steps(vals))
     assert false <= 3
+
+
+def test_refinement_carries_a_point_further_than_one_reach():
+    """Binary segmentation can split a long segment 15 commits before a small step; each refinement pass
+    moves a point at most 10 commits, so the passes repeat until it settles on the step."""
+    from mmtrack.analysis.detect import _refine, _refine_pass
+
+    x = np.log(noisy_level([1.0] * 43 + [1.05] * 57, cv=0.005, seed=8))
+    assert _refine_pass(x, [28], DetectPolicy()) == [38]  # one pass: as far as it reaches
+    assert _refine(x, [28], DetectPolicy()) == [43]

@@ -399,9 +399,23 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
 
 #: Commits on each side of a refinement window whose residuals take part in its fit (:func:`_refine`).
 REFINE_CONTEXT = 30
+#: Refinement passes at most: each moves a point up to ``reach`` commits (:func:`_refine`).
+REFINE_PASSES = 3
 
 
 def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 10) -> list[int]:
+    """:func:`_refine_pass` until no point moves (at most :data:`REFINE_PASSES`): binary segmentation's
+    first split of a long segment can land more than ``reach`` commits from a small step (on the CI model, 3
+    passes instead of 1 took quiet series' F1 from 0.955 to 0.962 on 6 seeds and 0.958 to 0.962 on 6 others)."""
+    for _ in range(REFINE_PASSES):
+        moved = _refine_pass(x, cps, policy, reach)
+        if moved == cps:
+            break
+        cps = moved
+    return cps
+
+
+def _refine_pass(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 10) -> list[int]:
     """Re-place each point within ``reach`` commits where both sides' residuals cluster tightest.
 
     The rank statistic places a split a commit or two towards the middle of what it saw. On CI the
