@@ -294,14 +294,18 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression"]),
               help="Exit 1 when a regression persists to the latest commit.")
-def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on) -> None:
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
+           no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
     from .commands.detect import DetectRequest, render_table, run_detect, to_json
+    from .commands.progress import progress_bar
 
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=benchmark, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
                             fail_on=tuple(fail_on))
-    outcome = run_detect(request)
+    with progress_bar(None if no_progress else err_console, "detecting") as tick:
+        outcome = run_detect(request, progress=tick)
     if fmt == "json":
         click.echo(to_json(outcome))
     else:

@@ -259,7 +259,7 @@ def test_detect_finds_the_lasting_regression_and_stores_it(metpy_store):
         assert out.stored is None and out.changes
     finally:
         store.close()
-    proc = run_cli("detect", "--db", s["db"], "--dry-run", "--format", "json", "-b", s["b"])
+    proc = run_cli("detect", "--db", s["db"], "--dry-run", "--format", "json", "-b", s["b"], "--no-progress")
     data = json.loads(proc.stdout)
     assert data["stored"] is None and data["series"][0]["changes"][0]["after_sha"] == s["shas"][-12]
     proc = run_cli("detect", "--db", s["db"], "--dry-run", "-b", "no_such_bench")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..store.db import open_store, redact
 from ..store.ingest import ImportSummary, find_results_files, import_asv_results
+from .progress import progress_bar
 
 
 def run_import(url: str, results_dir: Path, console: Console, err_console: Console, *, progress: bool = True) -> int:
@@ -20,24 +20,9 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
     check_results_folder(results_dir)
     store = open_store(url)
     try:
-        if progress and err_console.is_terminal:
-            with Progress(
-                TextColumn("importing"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=err_console,
-                transient=True,
-            ) as bar:
-                task = bar.add_task("", total=None)
-
-                def tick(done: int, total: int, path: str) -> None:
-                    bar.update(task, completed=done, total=total, description=escape(Path(path).name))
-
-                summary = import_asv_results(store, results_dir, tick)
-        else:
-            summary = import_asv_results(store, results_dir)
+        with progress_bar(err_console if progress else None, "importing", detail=True) as tick:
+            summary = import_asv_results(store, results_dir,
+                                         None if tick is None else lambda done, total, path: tick(done, total, Path(path).name))
     finally:
         store.close()
     for problem in summary.failed:

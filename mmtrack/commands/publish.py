@@ -9,11 +9,11 @@ from typing import Any, Callable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import EXIT_OK, UserError
 from ..publish import SiteConfig, SiteModel, WriteReport, build_site
 from ..publish.writer import check_tree
+from .progress import progress_bar
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,15 +134,8 @@ def _check_not_empty(model: SiteModel, request: PublishRequest) -> None:
 def run_publish(request: PublishRequest, console: Console, err_console: Console | None = None) -> int:
     """Publish, with a progress bar on ``err_console`` while the store is read; returns the exit code."""
     t0 = time.perf_counter()
-    if err_console is None or not err_console.is_terminal:
-        model, report = publish(request)
-    else:
-        with Progress(
-            TextColumn("reading series"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=err_console, transient=True,
-        ) as bar:
-            task = bar.add_task("", total=None)
-            model, report = publish(request, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    with progress_bar(err_console, "reading series") as tick:
+        model, report = publish(request, progress=tick)
     secs = time.perf_counter() - t0
     if model is None:  # nothing new: the last build's figures
         n = report.up_to_date or {}
