@@ -16,7 +16,8 @@ so that a step is a ratio:
    between-commit spread of the series itself, not against one commit's samples. It also reads each
    side's main level (its commits on other runner types left out), at a price (:func:`_test`); tied
    values get the exact test conditional on their ties (:func:`_exact_rank_sum_p`).
-3. *Refinement.* Each point moves, within 10 commits, to where the sides fit their medians best.
+3. *Refinement.* Each point moves, 10 commits at most per pass and until it settles, to where both sides'
+   residuals share the same runner levels.
 4. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
    every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
 

@@ -21,8 +21,8 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
     store = open_store(url)
     try:
         with progress_bar(err_console if progress else None, "importing", detail=True) as tick:
-            summary = import_asv_results(store, results_dir,
-                                         None if tick is None else lambda done, total, path: tick(done, total, Path(path).name))
+            on_file = None if tick is None else lambda done, total, path: tick(done, total, Path(path).name)
+            summary = import_asv_results(store, results_dir, on_file)
     finally:
         store.close()
     for problem in summary.failed:
