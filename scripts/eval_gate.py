@@ -60,7 +60,9 @@ for p in (ROOT, ROOT / "scripts"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from ci_noise import SeriesModel, ci_series, ci_series_with_model, inject_step, suite_runners, tier_of  # noqa: E402
+from ci_noise import (  # noqa: E402
+    SeriesModel, ci_series, ci_series_with_model, inject_step, robust_cv, suite_runners, tier_of,
+)
 from eval_detect import load_noise_sources, make_history, measurement, shared_dir  # noqa: E402
 
 from mmtrack.analysis import compare as gate_now  # noqa: E402
@@ -278,7 +280,7 @@ def window_density_scores(series: list[Series]) -> tuple[np.ndarray, np.ndarray]
     for s in series:
         for t in ([s.step_at] if s.step_at is not None else range(WINDOW, len(s.medians) - LATER)):
             h, x = np.log(s.medians[t - HISTORY : t]), math.log(s.medians[t])
-            bw = max(1.4826 * float(np.median(np.abs(np.diff(h)))) / math.sqrt(2), 1e-3)
+            bw = max(robust_cv(s.medians[t - HISTORY : t]), 1e-3)
             h0 = float(log_density(h, np.array([x]), bw)[0])
             up.append(float(np.logaddexp.reduce(log_density(h, x - ANY_STEP, bw))) - math.log(ANY_STEP.size) - h0)
             down.append(float(np.logaddexp.reduce(log_density(h, x + ANY_STEP, bw))) - math.log(ANY_STEP.size) - h0)
