@@ -206,9 +206,20 @@ def test_history_verdict_is_suspected_until_later_commits_settle_it():
     assert compare_pair(before, after, history=history[:3], later=[1.25, 1.26, 1.24, 1.25]).state == "confirmed"
     # later commits that stay at the new level confirm; ones back at the old level refute
     assert compare_pair(before, after, history=history, later=[1.24, 1.26, 1.25, 1.25]).state == "confirmed"
-    assert compare_pair(before, after, history=history, later=[1.0]).state == "refuted"
+    assert compare_pair(before, after, history=history, later=[1.0, 1.01, 0.99]).state == "refuted"
     assert compare_pair(before, after, history=history, later=[1.25, 1.24, 1.26]).state == "suspected"  # not yet 4
-    assert compare_pair(before, after, history=history, later=[1.25, 1.0, 1.24]).state == "refuted"  # 4 of 4
+    # One commit back is not yet a refutal: the level the next four hold may still confirm it (held_level).
+    # 1.10 (a faster runner) is nearer the old level than the new one; detect still proves the level.
+    long = _quiet_history(100)
+    assert compare_pair(before, after, history=long, later=[1.0]).state == "suspected"
+    assert compare_pair(before, after, history=long, later=[1.25, 1.10, 1.24]).state == "suspected"
+    assert compare_pair(before, after, history=long, later=[1.25, 1.10, 1.24, 1.25]).state == "confirmed"
+    # ... one commit all the way back does not let detect prove it (p 8e-4 among 100); 1.10 among 30 does
+    assert compare_pair(before, after, history=long, later=[1.25, 1.0, 1.24, 1.25]).state == "refuted"
+    assert compare_pair(before, after, history=history, later=[1.25, 1.10, 1.24, 1.25]).state == "confirmed"
+    assert compare_pair(before, after, history=long, later=[1.25, 1.0, 1.01]).state == "suspected"
+    assert compare_pair(before, after, history=long, later=[1.25, 1.0, 1.01, 1.24]).state == "refuted"
+    assert compare_pair(before, after, history=long, later=[1.25, float("nan"), 1.24]).state == "suspected"
     noise = segment_noise(history)
     assert noise is not None
     assert follow_up(noise, 0.8, [0.81, 0.8, 0.79, 0.8]) == "confirmed"  # improvements too, the other way
@@ -229,7 +240,7 @@ def test_gate_fails_on_confirmed_regressions_and_opts_in_to_suspected():
         [before], [after], history={before.case: history}, later={before.case: [1.25, 1.26, 1.24, 1.25]}
     )
     assert should_fail(confirmed, ["regression"])
-    refuted = compare_measurements([before], [after], history={before.case: history}, later={before.case: [1.0]})
+    refuted = compare_measurements([before], [after], history={before.case: history}, later={before.case: [1.0] * 3})
     assert not should_fail(refuted, ["regression"]) and not should_fail(refuted, ["suspected"])
 
 
@@ -245,10 +256,40 @@ def test_one_old_spike_does_not_hide_a_real_step():
     assert (row.verdict, row.state, row.note) == ("ambiguous", None, "within the series' own noise")
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("regressed", "confirmed")
-    # A runner level visited twice is the series' own noise, whatever follows.
+    # A runner level visited twice in 30 commits (over NEW_LEVEL_SEEN of them) is the series' own noise, whatever follows.
     history[25] = 1.338
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("ambiguous", None)
+
+
+def test_a_level_few_commits_reached_is_confirmed_once_the_next_commits_hold_it():
+    """Two one-off spikes in 100 commits reached +25%: one commit there is no evidence (ambiguous), but that
+    commit and the next four holding the level are (``held_level``); a level 10 of the 100 reached is a
+    runner type the series visits, and stays ambiguous."""
+    history = _quiet_history(100)
+    history[20], history[60] = 1.25, 1.26
+    before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.25, cv=0.005, seed=2))
+    held = [1.25, 1.24, 1.26, 1.25]
+    assert (compare_pair(before, after, history=history).verdict, compare_pair(before, after, history=history).state) == (
+        "ambiguous", None)
+    assert compare_pair(before, after, history=history, later=held[:3]).state is None  # not yet: four must hold
+    row = compare_pair(before, after, history=history, later=held)
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    # one of the four only partly back (a faster runner): still a held level; two all the way back: never
+    assert compare_pair(before, after, history=history, later=[1.25, 1.12, 1.26, 1.25]).state == "confirmed"
+    assert compare_pair(before, after, history=history, later=[1.25, 1.0, 1.01, 1.25]).state is None
+    # the per-commit gate reports it once, on the commit that confirms it
+    values = [*history, 1.0, 1.25, *held]
+    points = [meas(noisy(v, n=10, cv=0.005, seed=i)) for i, v in enumerate(values)]
+    labels = [f"c{i}" for i in range(len(values))]
+    assert decided_by_last(points[:-1], labels[:-1]) == []
+    rows = decided_by_last(points, labels)
+    assert [(r.verdict, r.state, r.note) for r in rows] == [("regressed", "confirmed", "at c101")]
+    # a runner level 10 of the 100 commits visited: the series' own noise, whatever follows
+    visited = list(history)
+    for i in range(5, 100, 10):
+        visited[i] = 1.25
+    assert compare_pair(before, after, history=visited, later=held).verdict == "ambiguous"
 
 
 def test_back_to_the_level_before_a_runner_phase_is_not_a_change():

@@ -32,7 +32,9 @@ A value back at the level of most commits before the current segment is ambiguou
 segment was a phase (a run of commits on another runner type, or a change since reverted), and
 against it a return to the usual level looked like a step that later commits would "confirm".
 Such a verdict is only **suspected**: later commits **confirm** or **refute** it
-(:func:`follow_up`), and the gate fails on confirmed regressions by default.
+(:func:`follow_up`), and the gate fails on confirmed regressions by default. The level that the
+commit and the next ones hold confirms too, where one commit could not prove it (:func:`held_level`):
+a level a few commits of the segment had reached, or one later commit on a faster runner.
 
 **The whole run** (:func:`run_shift`): with at least ``min_suite`` series with history, the median
 of their moves against their recent levels is the run's own. On CI each run lands on one runner,
@@ -364,6 +366,54 @@ def follow_up(
     return "suspected"
 
 
+#: The share of the current segment's commits that may lie at a new level held by the next commits
+#: (within ``history_gap`` deviations of its median) for persistence to confirm it (:func:`held_level`): a
+#: level more of them reached is a runner type the series visits. At 5%, confirmed false alarms stayed at
+#: 0.00-0.01 per 100 commits on the CI model and confirmed recall of 20% steps rose by 0.11-0.13; at 8% false
+#: alarms rose to 0.05 (docs/analysis.md).
+NEW_LEVEL_SEEN = 0.05
+
+
+def held_level(
+    noise: SegmentNoise, history: Sequence[float], value: float, later: Sequence[float], threshold: float,
+    policy: ComparePolicy,
+) -> Evidence:
+    """Whether ``value`` and the next ``confirm_window`` commits (``later``) hold a new level: what confirms a
+    change that the one commit could not prove (a level a few commits of the segment had reached, a commit
+    within the segment's own spread), or that one later commit on a faster runner did not agree with.
+
+    ``confirmed`` when all of: every one of those commits measured; :mod:`.detect`, run on the history, the
+    commit and those commits, starts a level at this commit, beyond ``threshold`` the same way as ``value``;
+    the median of the held commits lies beyond ``threshold`` from the segment's level; at most
+    :data:`NEW_LEVEL_SEEN` of the segment's commits lie within ``history_gap`` deviations of that median, and
+    it is not back at the level before the segment (:meth:`SegmentNoise.back_to_earlier`). ``refuted`` once
+    that can no longer happen (too few of the next commits beyond ``threshold`` for the median, or one of them
+    failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole held level
+    against the history, where :func:`follow_up` asks each commit to agree."""
+    from .detect import find_steps
+
+    window = list(later[: policy.confirm_window])
+    if not all(v is not None and v > 0 and math.isfinite(v) for v in window):
+        return "refuted"
+    d, bar = noise.deviation(value), math.log1p(threshold)
+    held = [value, *window]
+    misses = sum(not (math.copysign(1.0, d) * noise.deviation(v) > bar) for v in window)
+    if misses > policy.confirm_window - (policy.confirm_window + 1) // 2:  # the held median cannot clear the bar
+        return "refuted"
+    if len(window) < policy.confirm_window:
+        return "suspected"
+    centre = float(np.median(np.log(held))) - noise.level
+    seen = sum(abs(centre - x) < policy.history_gap * noise.sd for x in noise.seen)
+    if centre * d <= 0 or abs(centre) <= bar or seen > NEW_LEVEL_SEEN * noise.points or noise.back_to_earlier(
+            math.exp(noise.level + centre), policy.history_gap, policy.min_history):
+        return "refuted"  # a runner level the series visits, or back where it was before a phase
+    h = _finite(history)
+    h = h[h > 0]
+    starts = any(s.index == h.size and abs(math.log(s.ratio)) > bar and math.log(s.ratio) * d > 0
+                 for s in find_steps([*h, *held]))
+    return "confirmed" if starts else "refuted"
+
+
 # --------------------------------------------------------------------------- comparison
 
 
@@ -480,6 +530,12 @@ def compare_pair(
                     f"back to the level of {back} commits before the last {noise.points}: "
                     "a runner phase ended, or a change was reverted"))
             state = follow_up(noise, a, later, policy) if near <= 1 else None
+            if state != "confirmed" and beyond:  # the level the next commits hold may confirm it still
+                held = held_level(noise, history, a, later, thr, policy)  # type: ignore[arg-type]
+                if held == "confirmed":
+                    near, state = 0, "confirmed"
+                elif state == "refuted" and held == "suspected":
+                    state = "suspected"  # one commit on a faster runner does not refute a level the rest may hold
             # A level no commit visited: suspected. One commit visited it: only persistence tells.
             if near > 1 or (near == 1 and state != "confirmed"):
                 if not beyond:
