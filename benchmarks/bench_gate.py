@@ -10,6 +10,11 @@ frames cost. One operation is one comparison of the whole run.
 The suite: 500 series of 101 commits whose runs share their runner; 15% of the runs landed on a runner
 type 20% slower (each series follows it by its own amount), samples with 1% spread.
 
+``RunDecisions.track_decided_run``: the other half of the gate, what ``mmtrack run --fail-on regression`` fails
+on: ``decided_in_run`` over the same kind of suite, every series' 4 commits before the newest re-judged with
+the commits after them (``follow_up`` and ``held_level``); 5% of the series stepped up 20% four commits
+before the newest, which the newest commit confirms.
+
 Run with ``python3 -m mmtrack bench benchmarks -k gate``. Nothing runs at import.
 """
 
@@ -60,4 +65,42 @@ class RunGate:
 
         comparison = compare_measurements(self.before, self.after, history=self.history, labels=self.labels)
         assert len(comparison.rows) == SERIES
+        return BenchSampleResult(SERIES)
+
+
+STEPPED = 0.05  # share of the series stepped up 20% at the 5th newest commit (RunDecisions)
+
+
+def build_tails(series: int = SERIES, commits: int = COMMITS + 4, seed: int = 2):
+    """Each series' measurements and commit labels, oldest first (``decided_in_run``'s tails): a suite sharing
+    its runners as in :func:`build_run`, the first :data:`STEPPED` of its series 20% slower from the 5th newest
+    commit on."""
+    import numpy as np
+
+    from mmtrack.measure.metrics import MetricSummary
+    from mmtrack.results import Measurement
+
+    rng = np.random.default_rng(seed)
+    slow = rng.random(commits) < 0.15
+    labels = [f"{c:040x}" for c in range(commits)]
+    tails = {}
+    for s in range(series):
+        level = np.where(slow, 1.2 ** rng.uniform(0.6, 1.4), 1.0) * 1e-3 * (1 + rng.normal(0, 0.01, commits))
+        if s < STEPPED * series:
+            level[-5:] *= 1.2
+        points = [Measurement.from_summary(f"suite.time_{s:03d}", {}, MetricSummary.from_values(
+            "timing", "time_per_op", "s", list(v * (1 + rng.normal(0, 0.01, 10)))), version="v1") for v in level]
+        tails[points[0].case] = (points, labels)
+    return tails
+
+
+class RunDecisions:
+    def setup(self):
+        self.tails = build_tails()
+
+    @mmtrack.bench_sample(chunk_size=1, throughput=mmtrack.Throughput.per_operation(SERIES, "series"))
+    def track_decided_run(self, ctx, chunk_size, chunk_num):
+        from mmtrack.analysis.compare import decided_in_run
+
+        decided_in_run(self.tails)
         return BenchSampleResult(SERIES)
