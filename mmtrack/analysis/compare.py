@@ -367,11 +367,12 @@ def follow_up(
 
 
 #: The share of the current segment's commits that may lie at a new level held by the next commits
-#: (within ``history_gap`` deviations of its median) for persistence to confirm it (:func:`held_level`): a
-#: level more of them reached is a runner type the series visits. At 5%, confirmed false alarms stayed at
-#: 0.00-0.01 per 100 commits on the CI model and confirmed recall of 20% steps rose by 0.11-0.13; at 8% false
-#: alarms rose to 0.05 (docs/analysis.md).
-NEW_LEVEL_SEEN = 0.05
+#: (within :data:`NEW_LEVEL_RADIUS` deviations of its median) for persistence to confirm it (:func:`held_level`):
+#: a level more of them reached is a runner type the series visits. Chosen on the CI model (docs/analysis.md):
+#: within 2 deviations, 5% confirmed 0.01-0.03 false alarms per 100 commits, 8% up to 0.05; within 1, 3% kept
+#: the false alarms and confirmed 0.06 more of the 20% steps, most of them on mid-noise series.
+NEW_LEVEL_SEEN = 0.03
+NEW_LEVEL_RADIUS = 1.0
 
 
 def held_level(
@@ -385,7 +386,7 @@ def held_level(
     ``confirmed`` when all of: every one of those commits measured; :mod:`.detect`, run on the history, the
     commit and those commits, starts a level at this commit, beyond ``threshold`` the same way as ``value``;
     the median of the held commits lies beyond ``threshold`` from the segment's level; at most
-    :data:`NEW_LEVEL_SEEN` of the segment's commits lie within ``history_gap`` deviations of that median, and
+    :data:`NEW_LEVEL_SEEN` of the segment's commits lie within :data:`NEW_LEVEL_RADIUS` deviations of that median, and
     it is not back at the level before the segment (:meth:`SegmentNoise.back_to_earlier`). ``refuted`` once
     that can no longer happen (too few of the next commits beyond ``threshold`` for the median, or one of them
     failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole held level
@@ -403,7 +404,7 @@ def held_level(
     if len(window) < policy.confirm_window:
         return "suspected"
     centre = float(np.median(np.log(held))) - noise.level
-    seen = sum(abs(centre - x) < policy.history_gap * noise.sd for x in noise.seen)
+    seen = sum(abs(centre - x) < NEW_LEVEL_RADIUS * noise.sd for x in noise.seen)
     if centre * d <= 0 or abs(centre) <= bar or seen > NEW_LEVEL_SEEN * noise.points or noise.back_to_earlier(
             math.exp(noise.level + centre), policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase
