@@ -256,7 +256,8 @@ def test_one_old_spike_does_not_hide_a_real_step():
     assert (row.verdict, row.state, row.note) == ("ambiguous", None, "within the series' own noise")
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("regressed", "confirmed")
-    # A runner level visited twice in 30 commits (over NEW_LEVEL_SEEN of them) is the series' own noise, whatever follows.
+    # A runner level visited twice in 30 commits (over NEW_LEVEL_SEEN of them) is the series' own noise,
+    # whatever follows.
     history[25] = 1.338
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("ambiguous", None)
@@ -270,8 +271,8 @@ def test_a_level_few_commits_reached_is_confirmed_once_the_next_commits_hold_it(
     history[20], history[60] = 1.25, 1.26
     before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.25, cv=0.005, seed=2))
     held = [1.25, 1.24, 1.26, 1.25]
-    assert (compare_pair(before, after, history=history).verdict, compare_pair(before, after, history=history).state) == (
-        "ambiguous", None)
+    row = compare_pair(before, after, history=history)
+    assert (row.verdict, row.state) == ("ambiguous", None)
     assert compare_pair(before, after, history=history, later=held[:3]).state is None  # not yet: four must hold
     row = compare_pair(before, after, history=history, later=held)
     assert (row.verdict, row.state) == ("regressed", "confirmed")

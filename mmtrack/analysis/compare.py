@@ -386,11 +386,11 @@ def held_level(
     ``confirmed`` when all of: every one of those commits measured; :mod:`.detect`, run on the history, the
     commit and those commits, starts a level at this commit, beyond ``threshold`` the same way as ``value``;
     the median of the held commits lies beyond ``threshold`` from the segment's level; at most
-    :data:`NEW_LEVEL_SEEN` of the segment's commits lie within :data:`NEW_LEVEL_RADIUS` deviations of that median, and
-    it is not back at the level before the segment (:meth:`SegmentNoise.back_to_earlier`). ``refuted`` once
-    that can no longer happen (too few of the next commits beyond ``threshold`` for the median, or one of them
-    failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole held level
-    against the history, where :func:`follow_up` asks each commit to agree."""
+    :data:`NEW_LEVEL_SEEN` of the segment's commits lie within :data:`NEW_LEVEL_RADIUS` deviations of that
+    median, and it is not back at the level before the segment (:meth:`SegmentNoise.back_to_earlier`).
+    ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
+    or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
+    held level against the history, where :func:`follow_up` asks each commit to agree."""
     from .detect import find_steps
 
     window = list(later[: policy.confirm_window])
