@@ -27,13 +27,27 @@ SERIES = 500
 COMMITS = 101  # the newest commit and 100 of history
 
 
+def _level(rng, slow):
+    """One series' medians: 1 ms, each commit on a slower runner (``slow``) by the series' own factor, 1% noise."""
+    import numpy as np
+
+    return np.where(slow, 1.2 ** rng.uniform(0.6, 1.4), 1.0) * 1e-3 * (1 + rng.normal(0, 0.01, slow.size))
+
+
+def _point(rng, s: int, median: float):
+    """Series ``s``'s measurement of one commit: 10 samples with 1% spread around ``median``."""
+    from mmtrack.measure.metrics import MetricSummary
+    from mmtrack.results import Measurement
+
+    return Measurement.from_summary(f"suite.time_{s:03d}", {}, MetricSummary.from_values(
+        "timing", "time_per_op", "s", list(median * (1 + rng.normal(0, 0.01, 10)))), version="v1")
+
+
 def build_run(series: int = SERIES, commits: int = COMMITS, seed: int = 1):
     """(before, after, history, labels) of one run of a synthetic suite sharing its runners."""
     import numpy as np
 
     from mmtrack.analysis.compare import RunLabels
-    from mmtrack.measure.metrics import MetricSummary
-    from mmtrack.results import Measurement
 
     rng = np.random.default_rng(seed)
     slow = rng.random(commits) < 0.15
@@ -41,9 +55,8 @@ def build_run(series: int = SERIES, commits: int = COMMITS, seed: int = 1):
     labels = [f"{c:040x}" for c in range(commits)]
     before, after, history, history_labels = [], [], {}, {}
     for s in range(series):
-        level = np.where(slow, 1.2 ** rng.uniform(0.6, 1.4), 1.0) * 1e-3 * (1 + rng.normal(0, 0.01, commits))
-        last = [Measurement.from_summary(f"suite.time_{s:03d}", {}, MetricSummary.from_values(
-            "timing", "time_per_op", "s", list(v * (1 + rng.normal(0, 0.01, 10)))), version="v1") for v in level[-2:]]
+        level = _level(rng, slow)
+        last = [_point(rng, s, v) for v in level[-2:]]
         before.append(last[0])
         after.append(last[1])
         history[last[0].case] = [float(v) for v in level[:-1]]
@@ -77,19 +90,15 @@ def build_tails(series: int = SERIES, commits: int = COMMITS + 4, seed: int = 2)
     commit on."""
     import numpy as np
 
-    from mmtrack.measure.metrics import MetricSummary
-    from mmtrack.results import Measurement
-
     rng = np.random.default_rng(seed)
     slow = rng.random(commits) < 0.15
     labels = [f"{c:040x}" for c in range(commits)]
     tails = {}
     for s in range(series):
-        level = np.where(slow, 1.2 ** rng.uniform(0.6, 1.4), 1.0) * 1e-3 * (1 + rng.normal(0, 0.01, commits))
+        level = _level(rng, slow)
         if s < STEPPED * series:
             level[-5:] *= 1.2
-        points = [Measurement.from_summary(f"suite.time_{s:03d}", {}, MetricSummary.from_values(
-            "timing", "time_per_op", "s", list(v * (1 + rng.normal(0, 0.01, 10)))), version="v1") for v in level]
+        points = [_point(rng, s, v) for v in level]
         tails[points[0].case] = (points, labels)
     return tails
 

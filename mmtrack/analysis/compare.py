@@ -248,6 +248,12 @@ def _finite(values: Iterable[float]) -> np.ndarray:
     return a[np.isfinite(a)]
 
 
+def _positive(history: Iterable[float]) -> np.ndarray:
+    """The values of a history that a noise model reads (log space): finite and above 0."""
+    h = _finite(history)
+    return h[h > 0]
+
+
 def significance(before: Measurement, after: Measurement, alpha: float) -> tuple[bool, float | None, str]:
     """(significant, p-value, test name) for two measurements of one metric."""
     from scipy import stats as sps  # a second to import: only once a test is run (pages mostly need none)
@@ -322,8 +328,7 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     """
     from .detect import DetectPolicy, segment_levels
 
-    h = _finite(history)
-    h = h[h > 0]
+    h = _positive(history)
     if h.size < min_points:
         return None
     # Only splits the whole sides prove: one proved on the main runner's level alone (detect's default) shortens
@@ -407,12 +412,11 @@ def held_level(
     if len(window) < policy.confirm_window:
         return "suspected"
     centre = float(np.median(np.log(held))) - noise.level
-    seen = sum(abs(centre - x) < NEW_LEVEL_RADIUS * noise.sd for x in noise.seen)
-    if centre * d <= 0 or abs(centre) <= bar or seen > NEW_LEVEL_SEEN * noise.points or noise.back_to_earlier(
-            math.exp(noise.level + centre), policy.history_gap, policy.min_history):
+    held_value = math.exp(noise.level + centre)
+    if centre * d <= 0 or abs(centre) <= bar or noise.near(held_value, NEW_LEVEL_RADIUS * noise.sd) > (
+            NEW_LEVEL_SEEN * noise.points) or noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase
-    h = _finite(history)
-    h = h[h > 0]
+    h = _positive(history)
     starts = any(s.index == h.size and abs(math.log(s.ratio)) > bar and math.log(s.ratio) * d > 0
                  for s in find_steps([*h, *held]))
     return "confirmed" if starts else "refuted"
@@ -437,7 +441,7 @@ def _is_step(ratio: float, threshold: float) -> bool:
 
 def _enough_history(history: Sequence[float], min_points: int) -> bool:
     """Whether :func:`segment_noise` would build a noise model from ``history``."""
-    return int(np.count_nonzero(_finite(history) > 0)) >= min_points
+    return _positive(history).size >= min_points
 
 
 def compare_pair(
@@ -537,11 +541,11 @@ def compare_pair(
             if state != "confirmed" and beyond:  # the level the next commits hold may confirm it still
                 held = held_level(noise, history, a, later, thr, policy)  # type: ignore[arg-type]
                 if held == "confirmed":
-                    near, state = 0, "confirmed"
+                    state = "confirmed"
                 elif state == "refuted" and held == "suspected":
                     state = "suspected"  # one commit on a faster runner does not refute a level the rest may hold
-            # A level no commit visited: suspected. One commit visited it: only persistence tells.
-            if near > 1 or (near == 1 and state != "confirmed"):
+            # A level no commit visited: suspected. A level commits visited: only persistence tells.
+            if near >= 1 and state != "confirmed":
                 if not beyond:
                     return Row(**row, verdict="unchanged", history_z=z)
                 return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise")
