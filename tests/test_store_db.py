@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 from sqlalchemy import text
@@ -101,3 +102,52 @@ def test_sqlite_reads_through_a_memory_map(tmp_path):
     with s.read() as conn:
         assert conn.exec_driver_sql("PRAGMA mmap_size").scalar_one() == MMAP_BYTES
     s.close()
+
+
+HOLD_LOCK = r"""
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("INSERT INTO alembic_version SELECT version_num FROM alembic_version WHERE 0")
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("COMMIT")
+"""
+
+
+def test_a_write_that_sqlite_refuses_at_once_waits_for_the_lock(tmp_path):
+    """Some SQLite paths answer "database is locked" without waiting out the busy timeout; a write retries
+    until the lock is free. Here the connections' own busy timeout is 0, so every conflict answers at once."""
+    from sqlalchemy import event
+    from sqlalchemy.exc import OperationalError
+
+    from mmtrack.store.db import retry_locked
+
+    path = tmp_path / "s.db"
+    store = open_store(f"sqlite:///{path}")
+    event.listen(store.engine, "connect", lambda c, _r: c.execute("PRAGMA busy_timeout = 0"))
+    store.engine.dispose()  # new connections, with the listener
+
+    def take_the_lock() -> None:
+        with store.engine.execution_options(mmtrack_begin="IMMEDIATE").begin():
+            pass
+
+    def hold_lock(seconds: float) -> subprocess.Popen:
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), str(seconds)], stdout=subprocess.PIPE,
+                                  text=True)
+        assert holder.stdout.readline().strip() == "held"
+        return holder
+
+    holder = hold_lock(1.0)
+    with pytest.raises(OperationalError, match="locked"):  # what an unretried write sees
+        take_the_lock()
+    with store.write() as conn:  # waits for the holder's commit
+        conn.execute(text("CREATE TABLE written (x INTEGER)"))
+    assert holder.wait(timeout=30) == 0
+    holder = hold_lock(3.0)
+    with pytest.raises(OperationalError, match="locked"):  # a lock still held at the deadline is raised
+        retry_locked(take_the_lock, timeout_s=0.3)
+    assert holder.wait(timeout=30) == 0
+    with store.read() as conn:
+        assert conn.execute(text("SELECT count(*) FROM written")).scalar_one() == 0
+    store.close()

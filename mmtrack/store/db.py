@@ -9,16 +9,20 @@ of creating one, and opens a read-only SQLite file read-only.
 
 SQLite runs in WAL mode with a busy timeout, and write transactions start with
 ``BEGIN IMMEDIATE``: a writer takes the lock up front and concurrent writers
-wait for it instead of failing with "database is locked" halfway through.
+wait for it instead of failing with "database is locked" halfway through. A few
+paths return "locked" without waiting for the busy timeout (a journal-mode switch,
+a WAL being recovered or reset by another process); taking the lock and opening the
+store retry those until the timeout is spent (:func:`retry_locked`).
 """
 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -33,6 +37,33 @@ from .url import DEFAULT_RELATIVE, ENV_VAR, normalize_url, redact, resolve_url  
 BUSY_TIMEOUT_S = 120.0
 MMAP_BYTES = 256 * 1024 * 1024
 _PG_LOCK_ID = 0x6D6D7472  # "mmtr": serialises concurrent upgrades on PostgreSQL
+
+T = TypeVar("T")
+
+
+def _locked(exc: OperationalError) -> bool:
+    return "database is locked" in str(exc.orig) or "database table is locked" in str(exc.orig)
+
+
+def retry_locked(step: Callable[[], T], timeout_s: float | None = None) -> T:
+    """``step()``, again after a short pause while SQLite says "database is locked" before ``timeout_s``
+    (default :data:`BUSY_TIMEOUT_S`) has passed since the first try.
+
+    SQLite waits out its busy timeout on most lock conflicts, but some return at once (a journal-mode
+    switch, a WAL being recovered or reset by another process). A "locked" after the whole timeout has
+    passed is raised at once: the busy handler has waited already.
+    """
+    timeout_s = BUSY_TIMEOUT_S if timeout_s is None else timeout_s
+    deadline = time.monotonic() + timeout_s
+    pause = 0.01
+    while True:
+        try:
+            return step()
+        except OperationalError as exc:
+            if not _locked(exc) or time.monotonic() + pause >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 def migrations_dir() -> Path:
@@ -63,8 +94,9 @@ class Store:
     def write(self) -> Iterator[Connection]:
         """A write transaction (``BEGIN IMMEDIATE`` on SQLite); commits on success."""
         try:
-            with self.engine.execution_options(mmtrack_begin="IMMEDIATE").begin() as conn:
-                yield conn
+            with ExitStack() as stack:
+                begin = self.engine.execution_options(mmtrack_begin="IMMEDIATE").begin
+                yield retry_locked(lambda: stack.enter_context(begin()))  # only taking the lock is retried
         except OperationalError as exc:
             if "readonly" not in str(exc.orig).replace("read-only", "readonly"):
                 raise
@@ -290,11 +322,7 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing:
     engine = make_engine(url, read_only=not writable)
     store = Store(url=url, engine=engine, sessions=sessionmaker(engine, expire_on_commit=False), writable=writable)
     try:
-        current = store.current_revision()  # also proves the database is reachable
-        if existing:
-            _check_readable(store, current)
-        elif upgrade_schema and current != head_revision():
-            upgrade(store)
+        retry_locked(lambda: _ready(store, existing, upgrade_schema))
     except DatabaseError as exc:  # OperationalError too: unreachable, not a database, locked, ...
         engine.dispose()
         why = " ".join(str(exc.orig).split())
@@ -303,6 +331,15 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing:
         engine.dispose()
         raise
     return store
+
+
+def _ready(store: Store, existing: bool, upgrade_schema: bool) -> None:
+    """Check, create or upgrade the schema that ``open_store`` promises."""
+    current = store.current_revision()  # also proves the database is reachable
+    if existing:
+        _check_readable(store, current)
+    elif upgrade_schema and current != head_revision():
+        upgrade(store)
 
 
 def _check_readable(store: Store, current: str | None) -> None:
