@@ -48,6 +48,11 @@ def level(i: int, k: int) -> float:
 @pytest.fixture
 def suite(tmp_path: Path):
     """(store url, model, results folder) with every commit imported."""
+    return make_suite(tmp_path, level)
+
+
+def make_suite(tmp_path: Path, level_of, skips: frozenset[tuple[int, int]] = frozenset()):
+    """The suite with series i at level ``level_of(i, k)`` at commit k; ``skips``: the (i, k) no run measured."""
     model = synthetic_model(SERIES, N, 1, seed=5, step_every=10**6, config=SiteConfig(chunk_size=250))
     keys = sorted(model.series, key=lambda k: k.benchmark)
     for i, key in enumerate(keys):
@@ -55,8 +60,8 @@ def suite(tmp_path: Path):
         first = model.series[key][0].measurement.median
         model.series[key] = [
             dataclasses.replace(p, measurement=dataclasses.replace(
-                p.measurement, median=(m := first * level(i, k) * (1 + rng.normal(0, 0.004))), q1=m * 0.995, q3=m * 1.005))
-            for k, p in enumerate(model.series[key])
+                p.measurement, median=(m := first * level_of(i, k) * (1 + rng.normal(0, 0.004))), q1=m * 0.995, q3=m * 1.005))
+            for k, p in enumerate(model.series[key]) if (i, k) not in skips
         ]  # fmt: skip
     results, url = tmp_path / "results", f"sqlite:///{tmp_path / 'store.db'}"
     write_asv_results(results, model)
@@ -117,6 +122,33 @@ def test_every_verdict_on_the_pages_is_mmtrack_compares(suite, tmp_path: Path) -
         alone = {j: (row.verdict, row.state) for j, row in series_steps(points, last=STEP_COMMITS)}
     assert alone[RUNNER_CHANGE] == ("regressed", "suspected")
     assert alone[STEP_AT][0] == "ambiguous"
+
+
+def test_a_series_that_skipped_the_before_commit_is_judged_against_its_own_commit_before(tmp_path: Path) -> None:
+    """Benchmark 5 was not measured at commit 34 and is 30% slower at 35. ``compare 34 35`` judges it against
+    its own commit 33, as the pages do (it was a "new" row before), and says so on the row."""
+    skipped, slower = 34, 35
+
+    def level_of(i: int, k: int) -> float:
+        return level(i, k) * (1.3 if i == 5 and k >= slower else 1.0)
+
+    url, model, _ = make_suite(tmp_path, level_of, frozenset({(5, skipped)}))
+    shas = [c.sha for c in model.commits]
+    outcome = run_compare(CompareRequest(a=shas[skipped], b=shas[slower], db=url))
+    rows = {r.benchmark: r for r in outcome.comparison.rows}
+    keys = sorted(model.series, key=lambda k: k.benchmark)
+    row = rows[keys[5].benchmark]
+    assert row.verdict == "regressed" and row.state is not None, row
+    assert row.ratio == pytest.approx(1.3, rel=0.03)
+    assert f"before: {shas[skipped - 1][:8]} (not measured at {shas[skipped][:8]})" in row.note
+    assert {r.verdict for b, r in rows.items() if b != keys[5].benchmark} == {"unchanged"}
+
+    site = tmp_path / "site"
+    _publish(url, site)
+    (steps,) = _page_verdicts(site)[bench_id(keys[5].benchmark)]
+    (page,) = [v for v in steps if v[1] == slower]
+    assert page[0] == skipped - 1  # the pages compare it with its own commit before, too
+    assert (page[2], page[3]) == (row.verdict, row.state)
 
 
 def test_a_carried_on_site_reads_each_run_again_when_other_benchmarks_move_it(suite, tmp_path: Path) -> None:

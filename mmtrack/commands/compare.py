@@ -7,6 +7,7 @@ statistics live in :mod:`mmtrack.analysis.compare`; this module only fetches rec
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,8 @@ class SeriesContext:
     later: dict[tuple[str, str, MetricKey], list[float]] = field(default_factory=dict)
     decided: list[Row] = field(default_factory=list)
     labels: RunLabels | None = None  # the commit of each history and later value, when A and B share a series
+    # A case measured at B whose series skipped A: its own commit before B (older than A), as the pages judge it.
+    stand_ins: dict[tuple[str, str, MetricKey], tuple[Measurement, CommitInfo]] = field(default_factory=dict)
 
 
 def series_context(
@@ -168,6 +171,7 @@ def series_context(
     cases: Iterable[tuple[str, str, MetricKey]],
     window: int,
     policy: ComparePolicy,
+    skipped: Iterable[tuple[str, str, MetricKey]] = (),
 ) -> SeriesContext:
     """Each case's series on the before side's machine and environment, around A and B.
 
@@ -176,6 +180,8 @@ def series_context(
     B's verdict); ``decided``: earlier commits' suspected changes that B settles, so that
     a per-commit gate fails once a regression is confirmed; ``labels``: the commits of those
     values, which align the run's series for its frames (:mod:`mmtrack.analysis.frames`).
+    ``skipped``: cases measured at B but not at A; one whose series' commit before B is not
+    newer than A is judged against that commit (``stand_ins``), as the pages judge each run.
     """
     from ..store import queries as q
 
@@ -186,12 +192,20 @@ def series_context(
     history_labels: dict[tuple[str, str, MetricKey], list[str]] = {}
     later_labels: dict[tuple[str, str, MetricKey], list[str]] = {}
     tails: dict[tuple[str, str, MetricKey], tuple[list[Measurement], list[str]]] = {}
-    for case in cases:
+    skipped = set(skipped) if same_series else set()
+    before_labels: dict[tuple[str, str, MetricKey], str] = {}
+    for case in [*cases, *sorted(skipped)]:
         bench, params, metric = case
         pts = q.series(store, SeriesKey(before.machine, before.environment, bench, params, metric))
-        idx = max((i for i, p in enumerate(pts) if p.commit.sha == before.commit.sha), default=None)
+        if case in skipped:
+            idx = _own_before(pts, before.commit, after.commit)  # type: ignore[arg-type]
+            if idx is not None:
+                out.stand_ins[case] = (pts[idx].measurement, pts[idx].commit)
+        else:
+            idx = max((i for i, p in enumerate(pts) if p.commit.sha == before.commit.sha), default=None)
         if idx is None:
             continue
+        before_labels[case] = pts[idx].commit.sha
         measurements = [p.measurement for p in pts]
         out.history[case] = series_history(measurements, idx, window)
         history_labels[case] = [pts[i].commit.sha for i in series_history_at(measurements, idx, window)]
@@ -212,8 +226,19 @@ def series_context(
     # Decided across the run, so that a runner change confirmed in every series is no regression of each.
     out.decided.extend(decided_in_run(tails, policy, window))
     if same_series:
-        out.labels = RunLabels(before.commit.sha, after.commit.sha, history_labels, later_labels)  # type: ignore[union-attr]
+        before_of = before_labels if out.stand_ins else before.commit.sha
+        out.labels = RunLabels(before_of, after.commit.sha, history_labels, later_labels)  # type: ignore[union-attr]
     return out
+
+
+def _own_before(points: list[Any], a: CommitInfo, b: CommitInfo) -> int | None:
+    """The index of the series' point just before B, when it is not newer than A: the series skipped A
+    (the run at A did not measure it) and compares with its own commit before, as the pages do."""
+    at = max((i for i, p in enumerate(points) if p.commit.sha == b.sha), default=None)
+    if not at or a.date is None:
+        return None
+    prev = points[at - 1].commit
+    return at - 1 if prev.date is not None and prev.date <= a.date and prev.sha != a.sha else None
 
 
 # --------------------------------------------------------------------------- entry point
@@ -264,12 +289,13 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
         bm = [m for m in before.measurements if metric_matches(m.metric, request.metrics)]
         am = [m for m in after.measurements if metric_matches(m.metric, request.metrics)]
         cases = {m.case for m in bm} & {m.case for m in am}
-        context = series_context(store, before, after, cases, request.history, policy)
+        skipped = {m.case for m in am} - {m.case for m in bm}
+        context = series_context(store, before, after, cases, request.history, policy, skipped)
     finally:
         if own:
             store.close()
     comparison = compare_measurements(
-        bm,
+        [*bm, *(m for m, _ in context.stand_ins.values())],
         am,
         policy,
         history=context.history,
@@ -279,8 +305,22 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
         before_label=before.label,
         after_label=after.label,
     )
+    if context.stand_ins:
+        comparison = _with_stand_in_notes(comparison, context.stand_ins, before.label)
     failing = failing_rows(comparison, request.fail_on) if request.fail_on else []
     return CompareOutcome(comparison, before, after, failing)
+
+
+def _with_stand_in_notes(comparison: Comparison, stand_ins: dict[Any, tuple[Measurement, CommitInfo]], a: str) -> Comparison:
+    """Say on each row whose before value is a stand-in which commit it came from."""
+    rows = []
+    for row in comparison.rows:
+        own = stand_ins.get((row.benchmark, row.params, row.metric))
+        if own is not None:
+            said = f"before: {own[1].short} (not measured at {a})"
+            row = dataclasses.replace(row, note=f"{said}; {row.note}" if row.note else said)
+        rows.append(row)
+    return dataclasses.replace(comparison, rows=tuple(rows))
 
 
 def _side_json(side: Side) -> dict[str, Any]:
