@@ -238,6 +238,30 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
     return out
 
 
+def recall_by_runner_visits(steps: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
+    """Recall of the quiet series' steps, split by what drew their window (the model, which no gate knows):
+    every commit on the main runner type, or some on another one. A runner level the window visited near
+    the stepped value is what leaves a quiet step unflagged (docs/analysis.md)."""
+    groups: dict[str, list[tuple[bool, bool]]] = {"never another runner": [], "another runner, < 5%": [],
+                                                  "another runner, >= 5%": []}
+    for s in steps:
+        if s.tier != "quiet" or s.model is None or s.step_at is None:
+            continue
+        visited = float(np.mean(s.model.runners[max(0, s.step_at - HISTORY) : s.step_at] != 0))
+        name = "never another runner" if visited == 0 else ("another runner, < 5%" if visited < 0.05 else
+                                                              "another runner, >= 5%")
+        now, (final, state) = gate(s.measurements, s.medians, s.step_at)
+        groups[name].append((now == "regressed", final == "regressed" and state == "confirmed"))
+    out = {}
+    print("quiet steps by the window's runners (from the model): series, recall as the newest commit, confirmed")
+    for name, judged in groups.items():
+        n = max(len(judged), 1)
+        out[name] = {"steps": len(judged), "flagged": sum(j[0] for j in judged) / n,
+                     "confirmed": sum(j[1] for j in judged) / n}
+        print(f"  {name:<24}{len(judged):>5}{out[name]['flagged']:>7.2f}{out[name]['confirmed']:>7.2f}")
+    return out
+
+
 # --------------------------------------------------------------------------- the bound: an oracle
 
 
@@ -453,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         aa = ci_population(rng, args.series, args.length, None)
         steps = ci_population(rng, args.series, args.length, 0.20)
         results["ci"] = evaluate("CI-runner noise (scripts/ci_noise.py)", aa, steps, gates)
+        results["ci"]["quiet_by_runners"] = recall_by_runner_visits(steps, gates["mmtrack"])
         rates = sorted({0.3, round(results["ci"]["mmtrack"]["false_alarms_per_100"]["any"], 2)})
         results["ci"]["bound"] = oracle_bound(aa, steps, rates, 0.20)
         print_bound(results["ci"]["bound"])
