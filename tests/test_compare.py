@@ -23,6 +23,7 @@ from mmtrack.analysis.compare import (
     should_fail,
     significance,
 )
+from mmtrack.analysis.detect import find_steps
 from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line
 from mmtrack.measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from mmtrack.results import Measurement, MetricKey
@@ -291,6 +292,21 @@ def test_a_level_few_commits_reached_is_confirmed_once_the_next_commits_hold_it(
     for i in range(5, 100, 10):
         visited[i] = 1.25
     assert compare_pair(before, after, history=visited, later=held).verdict == "ambiguous"
+
+
+def test_a_step_that_landed_on_a_slower_runner_is_confirmed_by_the_level_held_after_it():
+    """The step commit ran on a slower runner (+60%); the next four hold +21%. No later commit is past half
+    the commit's own deviation, so they do not agree with it one by one, and detect sets the +60% commit apart,
+    starting the level one commit later: the held level still confirms the change at this commit."""
+    history = _quiet_history(100, seed=4, cv=0.03)
+    before, after = meas(noisy(history[-1], cv=0.005, seed=1)), meas(noisy(1.6, cv=0.005, seed=2))
+    held = [1.23, 1.21, 1.22, 1.19]
+    assert [s.index for s in find_steps([*history, 1.6, *held]) if s.index >= 90] == [101]
+    assert (compare_pair(before, after, history=history, later=held[:3]).state) == "suspected"
+    row = compare_pair(before, after, history=history, later=held)
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    # two of the four back at the old level: no level held
+    assert compare_pair(before, after, history=history, later=[1.23, 1.0, 1.01, 1.19]).state == "refuted"
 
 
 def test_back_to_the_level_before_a_runner_phase_is_not_a_change():
