@@ -17,6 +17,8 @@ Figures, per gate:
 * recall of +20% steps: the step commit flagged regressed as the newest commit, overall, on
   quiet series (commit-to-commit robust CV < 3%), mid and noisy; for mmtrack also the share the
   next commits confirm (``confirm_window`` of them).
+* on the CI model, the quiet series' recall split by the runner types their window visited (from
+  the model, which no gate knows: :func:`recall_by_runner_visits`).
 
 A third scenario, **suites** (``scripts/ci_noise.py`` with ``suite_runners``): suites of 20 series
 whose runs share their runner, as the benchmarks of one CI job do, judged run by run as
@@ -31,7 +33,9 @@ Gates side by side, on the same series:
 
 * ``mmtrack``: the gate of this checkout (:func:`mmtrack.analysis.compare.compare_pair`
   with ``window`` commits of history and the next commits for confirmation);
-* ``mmtrack@REV``: the same function as it was at git revision ``--baseline`` (today's gate);
+* ``mmtrack@REV``: the same function as it was at git revision ``--baseline`` (today's gate).
+  The harness puts its own checkout first on ``sys.path``: to score another tree's gate, run that
+  tree's copy of this script (``PYTHONPATH`` does not switch it);
 * ``asv compare``: asv's rule, factor 1.1 plus ``asv._stats.is_different`` on the two
   commits' samples (what ``asv compare`` does).
 
