@@ -202,7 +202,7 @@ def series_context(
             if idx is not None:
                 out.stand_ins[case] = (pts[idx].measurement, pts[idx].commit)
         else:
-            idx = max((i for i, p in enumerate(pts) if p.commit.sha == before.commit.sha), default=None)
+            idx = _index_of(pts, before.commit.sha)
         if idx is None:
             continue
         before_labels[case] = pts[idx].commit.sha
@@ -211,7 +211,7 @@ def series_context(
         history_labels[case] = [pts[i].commit.sha for i in series_history_at(measurements, idx, window)]
         if not same_series:
             continue
-        at = max((i for i, p in enumerate(pts) if p.commit.sha == after.commit.sha), default=None)  # type: ignore[union-attr]
+        at = _index_of(pts, after.commit.sha)  # type: ignore[union-attr]
         if at is None:
             continue
         version = pts[at].measurement.version
@@ -231,10 +231,15 @@ def series_context(
     return out
 
 
+def _index_of(points: list[Any], sha: str) -> int | None:
+    """The index of the series' last point at commit ``sha``; None when the series has none there."""
+    return max((i for i, p in enumerate(points) if p.commit.sha == sha), default=None)
+
+
 def _own_before(points: list[Any], a: CommitInfo, b: CommitInfo) -> int | None:
     """The index of the series' point just before B, when it is not newer than A: the series skipped A
     (the run at A did not measure it) and compares with its own commit before, as the pages do."""
-    at = max((i for i, p in enumerate(points) if p.commit.sha == b.sha), default=None)
+    at = _index_of(points, b.sha)
     if not at or a.date is None:
         return None
     prev = points[at - 1].commit
