@@ -159,6 +159,12 @@ class H_Slow:
 '''
 
 
+def _ctrl_c_as_from_a_terminal() -> None:
+    """SIGINT back to its default in the child: a test run started in the background (``pytest &`` from a
+    script, nohup) inherits it ignored, and Python then never turns Ctrl-C into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("signum", "name"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
 def test_sigterm_or_ctrl_c_halfway_keeps_the_finished_cases(tmp_path, signum, name):
     project = make_project(tmp_path / "proj", SLOW_SUITE)
@@ -166,6 +172,7 @@ def test_sigterm_or_ctrl_c_halfway_keeps_the_finished_cases(tmp_path, signum, na
     proc = subprocess.Popen(
         [sys.executable, "-m", "mmtrack", "bench", "benchmarks", *FAST, "--duration", "5"],
         cwd=project, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_ctrl_c_as_from_a_terminal,
     )
     journal = project / ".mmtrack" / "journal"
     deadline = time.monotonic() + 120
