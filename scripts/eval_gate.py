@@ -25,7 +25,8 @@ whose runs share their runner, as the benchmarks of one CI job do, judged run by
 ``mmtrack run`` judges them (every series of the run in one ``compare_measurements``): the gate as a
 lone series sees it (``min_suite=0``), with the run's common shift (:func:`mmtrack.analysis.compare.run_shift`)
 explaining the changes it made, and the default, which also takes the runner levels the suite shares out of
-each series' history (:mod:`mmtrack.analysis.frames`). Its "fails" column counts what actually fails ``mmtrack run
+each series' history (:mod:`mmtrack.analysis.frames`); under each gate, its missed steps by tier and why,
+and its false alarms by where the commit ran (from the model). Its "fails" column counts what actually fails ``mmtrack run
 --fail-on regression``: the A/A commits whose regression a later run confirms (``decided``, read across
 that run by :func:`mmtrack.analysis.compare.decided_in_run`), per 100 commits.
 
@@ -143,6 +144,7 @@ class Series:
     step_at: int | None = None
     _ms: list[Measurement] = field(default_factory=list)
     model: SeriesModel | None = None  # what drew it (the CI model's lone series): the oracle's knowledge
+    runners: np.ndarray | None = None  # the runner type of each commit, shared by its suite (suites only)
 
     @property
     def measurements(self) -> list[Measurement]:
@@ -365,7 +367,7 @@ def ci_suites(rng: np.random.Generator, n_suites: int, size: int, length: int, s
             if i < stepped:
                 at = int(rng.integers(WINDOW, length - LATER))
                 values, samples = inject_step(values, samples, at, 0.20)
-            s = Series(values, samples, tier, at)
+            s = Series(values, samples, tier, at, runners=runners.runners)
             s._ms = [dataclasses.replace(m, benchmark=f"bench_{i}") for m in s.measurements]
             members.append(s)
         suites.append(members)
@@ -398,9 +400,34 @@ def gate_failures(module: ModuleType, policy, suite: list[Series], t: int) -> li
     return [r for r in rows if r.verdict == "regressed" and r.state == "confirmed"]
 
 
+def miss_kind(row) -> str:
+    """Why a step commit was not flagged regressed: its verdict, and for an ambiguous one the kind of note."""
+    note = row.note or ""
+    for kind in ("within the series' own noise", "the whole run moved", "not significant", "back to the level"):
+        if note.startswith(kind):
+            return f"{row.verdict} ({kind})"
+    return row.verdict
+
+
+def runner_kind(runners: np.ndarray, t: int) -> str:
+    """Where commit ``t`` of a suite ran (from the model, which no gate knows): on the main runner type (after
+    a commit on it, or not), or on another type, by how often the window of history before it visited that type."""
+    if runners[t] == 0:
+        return "main runner, after main" if runners[t - 1] == 0 else "main runner, after another"
+    visits = int(np.count_nonzero(runners[max(0, t - HISTORY) : t] == runners[t]))
+    return "another, window never" if visits == 0 else (
+        "another, window 1-4 times" if visits < 5 else "another, window >= 5 times")
+
+
+def print_breakdown(title: str, counts: dict[str, int]) -> None:
+    print(f"  {title}: " + "; ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+
+
 def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
     """False alarms on the A/A series and recall of the stepped ones, judged run by run: the gate as a
-    lone series sees it (``min_suite=0``) and with the run's common shift (the default)."""
+    lone series sees it (``min_suite=0``), with the run's common shift, and with its frames too (the default).
+    Under each: the missed steps by tier and why (:func:`miss_kind`), the flagged A/A commits by where they
+    ran (:func:`runner_kind`)."""
     n_series = sum(len(s) for s in suites)
     stepped = sum(x.step_at is not None for s in suites for x in s)
     print(f"\n== CI-runner suites: {len(suites)} suites of {len(suites[0])} series sharing their runners, "
@@ -412,6 +439,8 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                          ("mmtrack, shift + frames", gate_now.ComparePolicy())):
         commits = flagged = regressions = confirmed = failures = 0
         hits: list[tuple[str, bool, bool]] = []
+        misses: dict[str, int] = {}  # by tier and why
+        alarms: dict[str, int] = {}  # by where the flagged A/A commit ran
         for suite in suites:
             aa_cases = {s.measurements[0].case for s in suite if s.step_at is None}
             for t in range(WINDOW + LATER, length):  # the runs whose gate settles commits WINDOW..length-LATER-1
@@ -425,8 +454,14 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                         flagged += r.verdict in FLAGS
                         regressions += r.verdict == "regressed"
                         confirmed += f.verdict in FLAGS and f.state == "confirmed"
+                        if r.verdict in FLAGS and s.runners is not None:
+                            where = runner_kind(s.runners, t)
+                            alarms[where] = alarms.get(where, 0) + 1
                     elif s.step_at == t:
                         hits.append((s.tier, r.verdict == "regressed", f.verdict == "regressed" and f.state == "confirmed"))
+                        if r.verdict != "regressed":
+                            why = f"{s.tier}: {miss_kind(r)}"
+                            misses[why] = misses.get(why, 0) + 1
         per = 100.0 / max(commits, 1)
         rec = {tier: [h for h in hits if tier == "all" or h[0] == tier] for tier in ("all", "quiet", "mid", "noisy")}
         share = {tier: (sum(h[1] for h in v) / len(v) if v else float("nan"),
@@ -434,11 +469,13 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
         print(f"{name:<26}{flagged * per:>9.2f}{regressions * per:>7.2f}{confirmed * per:>7.2f}{failures * per:>7.2f} | "
               f"{share['all'][0]:>7.2f}{share['all'][1]:>6.2f} | {share['quiet'][0]:>6.2f}{share['mid'][0]:>6.2f}"
               f"{share['noisy'][0]:>6.2f}")
+        print_breakdown("steps missed as the newest commit", misses)
+        print_breakdown("A/A commits flagged, by where they ran", alarms)
         out[name] = {"false_alarms_per_100": {"any": flagged * per, "regressions": regressions * per,
                                               "confirmed": confirmed * per, "gate_failures": failures * per,
                                               "commits": commits},
                      "recall_20pct": {t: {"steps": len(rec[t]), "flagged": share[t][0], "confirmed": share[t][1]}
-                                      for t in rec}, "series": n_series}
+                                      for t in rec}, "series": n_series, "misses": misses, "false_alarms_by_runner": alarms}
     return out
 
 
