@@ -15,13 +15,23 @@ ASV_DATA = REPO / "tests" / "data" / "asv-results"
 METPY_DIR = ASV_DATA / "metpy"
 METPY_RESULTS = METPY_DIR / "results"
 CONDA_RESULTS = ASV_DATA / "conda" / "results"
+#: What makes rich colour a pipe or treat it as a terminal. A CI job or shell may export them (FORCE_COLOR is
+#: common on hosted CI); the tests read the CLI's plain text, so none of them reaches a test or its subprocesses.
+FORCED_TERMINAL = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+
+
+@pytest.fixture(autouse=True)
+def _plain_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in FORCED_TERMINAL:
+        monkeypatch.delenv(name, raising=False)
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """Environment for subprocesses: this checkout first on sys.path, wide tables."""
+    """Environment for subprocesses: this checkout first on sys.path, wide tables (whatever width the
+    terminal that started the tests exported)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    env.setdefault("COLUMNS", "160")
+    env["COLUMNS"] = "160"
     env.update(extra)
     return env
 

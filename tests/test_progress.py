@@ -9,7 +9,8 @@ from rich.console import Console
 from mmtrack.commands.progress import progress_bar
 
 
-def test_the_bar_draws_on_a_terminal_with_what_it_is_on():
+def test_the_bar_draws_on_a_terminal_with_what_it_is_on(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")  # rich draws no live bar on a dumb terminal (TERM=dumb)
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=100)
     with progress_bar(console, "importing", detail=True) as tick:
