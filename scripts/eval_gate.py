@@ -28,7 +28,9 @@ explaining the changes it made, and the default, which also takes the runner lev
 each series' history (:mod:`mmtrack.analysis.frames`); under each gate, its missed steps by tier and why,
 and its false alarms by where the commit ran (from the model). Its "fails" column counts what actually fails ``mmtrack run
 --fail-on regression``: the A/A commits whose regression a later run confirms (``decided``, read across
-that run by :func:`mmtrack.analysis.compare.decided_in_run`), per 100 commits.
+that run by :func:`mmtrack.analysis.compare.decided_in_run`), per 100 commits. Its "after" column: the
+stepped series' commits after their step flagged as the newest commit, per 100 such commits (the new level
+is the series' own by then: every flag there is a false one, the step flagged again).
 
 Gates side by side, on the same series:
 
@@ -432,12 +434,13 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
     stepped = sum(x.step_at is not None for s in suites for x in s)
     print(f"\n== CI-runner suites: {len(suites)} suites of {len(suites[0])} series sharing their runners, "
           f"{stepped} of them with a +20% step")
-    print(f"{'gate':<26}{'A/A flag':>9}{'regr':>7}{'conf':>7}{'fails':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'mid':>6}{'noisy':>6}")
+    print(f"{'gate':<26}{'A/A flag':>9}{'regr':>7}{'conf':>7}{'fails':>7}{'after':>7} | {'recall':>7}{'conf':>6} | "
+          f"{'quiet':>6}{'mid':>6}{'noisy':>6}")
     out = {}
     for name, policy in (("mmtrack, series alone", gate_now.ComparePolicy(min_suite=0)),
                          ("mmtrack, run shift", gate_now.ComparePolicy(run_frames=False)),
                          ("mmtrack, shift + frames", gate_now.ComparePolicy())):
-        commits = flagged = regressions = confirmed = failures = 0
+        commits = flagged = regressions = confirmed = failures = after_commits = after_flags = 0
         hits: list[tuple[str, bool, bool]] = []
         misses: dict[str, int] = {}  # by tier and why
         alarms: dict[str, int] = {}  # by where the flagged A/A commit ran
@@ -457,6 +460,9 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                         if r.verdict in FLAGS and s.runners is not None:
                             where = runner_kind(s.runners, t)
                             alarms[where] = alarms.get(where, 0) + 1
+                    elif t > s.step_at:  # the level after the step, seen already: a flag is a false one
+                        after_commits += 1
+                        after_flags += r.verdict in FLAGS
                     elif s.step_at == t:
                         hits.append((s.tier, r.verdict == "regressed", f.verdict == "regressed" and f.state == "confirmed"))
                         if r.verdict != "regressed":
@@ -466,14 +472,17 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
         rec = {tier: [h for h in hits if tier == "all" or h[0] == tier] for tier in ("all", "quiet", "mid", "noisy")}
         share = {tier: (sum(h[1] for h in v) / len(v) if v else float("nan"),
                         sum(h[2] for h in v) / len(v) if v else float("nan")) for tier, v in rec.items()}
-        print(f"{name:<26}{flagged * per:>9.2f}{regressions * per:>7.2f}{confirmed * per:>7.2f}{failures * per:>7.2f} | "
+        after = 100.0 * after_flags / max(after_commits, 1)
+        print(f"{name:<26}{flagged * per:>9.2f}{regressions * per:>7.2f}{confirmed * per:>7.2f}{failures * per:>7.2f}"
+              f"{after:>7.2f} | "
               f"{share['all'][0]:>7.2f}{share['all'][1]:>6.2f} | {share['quiet'][0]:>6.2f}{share['mid'][0]:>6.2f}"
               f"{share['noisy'][0]:>6.2f}")
         print_breakdown("steps missed as the newest commit", misses)
         print_breakdown("A/A commits flagged, by where they ran", alarms)
         out[name] = {"false_alarms_per_100": {"any": flagged * per, "regressions": regressions * per,
                                               "confirmed": confirmed * per, "gate_failures": failures * per,
-                                              "commits": commits},
+                                              "commits": commits, "after_step": after,
+                                              "after_step_commits": after_commits},
                      "recall_20pct": {t: {"steps": len(rec[t]), "flagged": share[t][0], "confirmed": share[t][1]}
                                       for t in rec}, "series": n_series, "misses": misses, "false_alarms_by_runner": alarms}
     return out

@@ -625,20 +625,28 @@ def run_shift(
 
 
 def _explained_by_run(row: Row, history: Sequence[float] | None, shift: RunShift | None,
-                      later: Sequence[RunShift | None]) -> Row:
+                      later: Sequence[RunShift | None], by_frame: bool = False) -> Row:
     """A change the whole run made too: ambiguous. Suspected, until later commits decide; confirmed,
     unless the later runs moved with it as well (a runner pool that changed, or a change to everything:
-    the same-machine A/B re-measurement tells them apart)."""
+    the same-machine A/B re-measurement tells them apart).
+
+    ``by_frame``: the run's frame (a runner type the history knows) already found the row's move to be what
+    that runner does to this series: a run that moved the same way explains it, however much further the
+    series moved than the run's median (a series twice as sensitive to its runner as most)."""
     if shift is None or history is None or row.verdict not in ("regressed", "improved") or row.state not in (
             "suspected", "confirmed"):
         return row
     slowdown = _slowdown(row.direction, history, _ok_median(row.after) if row.after else None)
-    if slowdown is None or not shift.explains(slowdown):
+
+    def explains(s: RunShift | None) -> bool:
+        return s is not None and (s.explains(slowdown) or (by_frame and s.shift * slowdown > 0))
+
+    if slowdown is None or not explains(shift):
         return row
     moved = f"the whole run moved ×{math.exp(shift.shift):.3f} (median of {shift.cases} series)"
     if row.state == "suspected":
         return dataclasses.replace(row, verdict="ambiguous", state=None, note=f"{moved}: a runner change? later commits decide")
-    if later and all(s is not None and s.explains(slowdown) for s in later):
+    if later and all(explains(s) for s in later):
         return dataclasses.replace(row, verdict="ambiguous", state=None, note=(
             f"{moved}, and the next {len(later)} runs too: a runner change or a change to everything "
             "(mmtrack run --confirm tells them apart)"))
@@ -765,13 +773,15 @@ def judge_in_run(
 
     On the usual runner the case is judged in the run's frame. On a runner type the history knows, a flag
     in its frame (the series moved beyond what that runner does to it) stands; any other verdict is the
-    plain one, which the run's shift makes ambiguous: a change to everything looks like that runner, and
-    must stay in sight. A change the whole run made too is ambiguous (:func:`_explained_by_run`)."""
+    plain one, which a run that moved the same way makes ambiguous, however much further the series moved
+    (the frame found it that runner's doing): a change to everything looks like that runner, and must stay
+    in sight. A change the whole run made too is ambiguous (:func:`_explained_by_run`)."""
     def plain() -> Row:
         return compare_pair(before, after, policy, history, later, p_value=p_value)
 
     if run is None:
         return plain()
+    by_frame = False
     if run.framed is None:
         row = plain()
     else:
@@ -780,8 +790,8 @@ def judge_in_run(
         if not run.usual:
             if _flagged(row):
                 return row  # the series' own move beyond its runner's level: the run's shift is already out
-            row = plain()
-    return _explained_by_run(row, history, run.shift, run.later_shifts)
+            row, by_frame = plain(), True
+    return _explained_by_run(row, history, run.shift, run.later_shifts, by_frame)
 
 
 def compare_measurements(
@@ -821,10 +831,12 @@ def compare_measurements(
 def _decisions(
     points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy, window: int,
     frames: "SuiteFrames | None" = None,
-) -> list[tuple[int, Row, list[float], bool]]:
-    """(index, row, history as measured, judged in a known runner type's frame) of each earlier commit of one
+) -> list[tuple[int, Row, list[float], str | None]]:
+    """(index, row, history as measured, what a known runner type's frame said) of each earlier commit of one
     series whose suspicion its last commit settles; with ``frames`` (the run's, :mod:`.frames`), judged in the
-    frame of that commit's run as :func:`compare_measurements` judges the newest commit."""
+    frame of that commit's run as :func:`compare_measurements` judges the newest commit. What the frame said, on
+    a runner type other than the usual one: ``"own"``, a flag in its frame (the row); ``"runner"``, nothing
+    beyond what that runner does to the series (the row is the plain one); None elsewhere."""
     medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
     last = len(points) - 1
     case = points[-1].case
@@ -847,18 +859,18 @@ def _decisions(
                 return dataclasses.replace(row, note=f"at {labels[j]}")  # where it was suspected
         return None
 
-    out: list[tuple[int, Row, list[float], bool]] = []
+    out: list[tuple[int, Row, list[float], str | None]] = []
     for j in range(max(1, last - policy.confirm_window), last):
-        row, own = None, False
+        row, said = None, None
         if frames is not None and frames.known(labels[j]):  # as compare_measurements judges the newest commit
             row = decision(j, True)
             if not frames.settled(labels[j]):
-                own = row is not None and _flagged(row)
-                row = row if own else decision(j, False)
+                said = "own" if row is not None and _flagged(row) else "runner"
+                row = row if said == "own" else decision(j, False)
         else:
             row = decision(j, False)
         if row is not None:
-            out.append((j, row, [v for v in medians[max(0, j - window) : j] if math.isfinite(v)], own))
+            out.append((j, row, [v for v in medians[max(0, j - window) : j] if math.isfinite(v)], said))
     return out
 
 
@@ -913,12 +925,12 @@ def decided_in_run(
 
     out: list[Row] = []
     for case, (points, labels) in tails.items():
-        for j, row, history, own in _decisions(points, labels, policy, window, frames):
-            if own:  # the series' own move beyond its runner's level: that run's shift is already out
+        for j, row, history, said in _decisions(points, labels, policy, window, frames):
+            if said == "own":  # the series' own move beyond its runner's level: that run's shift is already out
                 out.append(row)
                 continue
             later = [shift(label, labels[j]) for label in labels[j + 1 :][: policy.confirm_window]]
-            judged = _explained_by_run(row, history, shift(labels[j], labels[j]), later)
+            judged = _explained_by_run(row, history, shift(labels[j], labels[j]), later, by_frame=said == "runner")
             out.append(judged if judged is row else dataclasses.replace(judged, note=f"{row.note}: {judged.note}"))
     return out
 
