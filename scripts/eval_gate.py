@@ -14,6 +14,8 @@ Figures, per gate:
 * false alarms per 100 commits per series on A/A series: commits flagged (regressed or
   improved) when they are the newest commit, regressions among them, and for mmtrack the
   commits the next commits confirm (whether or not the newest-commit verdict flagged them);
+* after a step: the stepped series' later commits flagged as the newest commit, per 100 of them (the step
+  flagged again, a false alarm; ``after``);
 * recall of +20% steps: the step commit flagged regressed as the newest commit, overall, on
   quiet series (commit-to-commit robust CV < 3%), mid and noisy; for mmtrack also the share the
   next commits confirm (``confirm_window`` of them).
@@ -221,11 +223,24 @@ def recall(series: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
     return out
 
 
+def after_step(series: list[Series], gate: Gate) -> dict[str, float]:
+    """Per 100 commits after the step of the stepped series: commits flagged as the newest commit. The new level
+    is the series' own by then (a step flagged again), so every one is a false alarm, and a kind that A/A series
+    never show: a young segment that has not seen the series' runner levels yet."""
+    commits = flagged = 0
+    for s in series:
+        assert s.step_at is not None
+        for t in range(s.step_at + 1, len(s.medians) - LATER):
+            commits += 1
+            flagged += gate(s.measurements, s.medians, t)[0] in FLAGS
+    return {"commits": commits, "any": 100.0 * flagged / max(commits, 1)}
+
+
 def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, Gate]) -> dict:
     tiers = {t: sum(s.tier == t for s in aa) for t in ("quiet", "mid", "noisy")}
     print(f"\n== {name}: {len(aa)} A/A series, {len(steps)} series with a +20% step; A/A tiers {tiers}")
     print(
-        f"{'gate':<18}{'A/A flag':>9}{'regr':>7}{'conf':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'conf':>6}"
+        f"{'gate':<18}{'A/A flag':>9}{'regr':>7}{'conf':>7}{'after':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'conf':>6}"
         f" | {'mid':>5}{'noisy':>6} | {'s/series':>8}"
     )
     out = {}
@@ -234,10 +249,11 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
         fa = false_alarms(aa, gate)
         rec = recall(steps, gate)
         secs = (time.perf_counter() - t0) / (len(aa) + len(steps))
+        fa["after_step"] = after_step(steps, gate)["any"]
         has_states = gname == "mmtrack"
         conf = lambda v: f"{v:.2f}" if has_states else "-"  # noqa: E731
         print(
-            f"{gname:<18}{fa['any']:>9.2f}{fa['regressions']:>7.2f}{conf(fa['confirmed']):>7} | "
+            f"{gname:<18}{fa['any']:>9.2f}{fa['regressions']:>7.2f}{conf(fa['confirmed']):>7}{fa['after_step']:>7.2f} | "
             f"{rec['all']['flagged']:>7.2f}{conf(rec['all']['confirmed']):>6} | "
             f"{rec['quiet']['flagged']:>6.2f}{conf(rec['quiet']['confirmed']):>6} | "
             f"{rec['mid']['flagged']:>5.2f}{rec['noisy']['flagged']:>6.2f} | {secs:>8.3f}"

@@ -182,13 +182,30 @@ def test_segment_noise_uses_the_current_level_and_keeps_the_tail():
     noise = segment_noise(hist)
     assert noise is not None and noise.points == 12
     assert noise.deviation(1.3) / noise.sd > 10  # 1.3 vs a level of 1.0 +- 1%
-    assert noise.near(1.3, 0.1) == 0 and noise.near(1.0, 0.1) == 12
+    assert noise.near(1.3, 0.1) == 0
+    assert noise.near(1.0, 0.1) == 24  # the segment's 12, and the old level's 12 on their own level
     assert segment_noise([1.0, 1.0], 5) is None  # too short
     # a runner level the series visited before is near commits of the segment
     runners = [1.0] * 20 + [1.5] + [1.2] * 3
     noise = segment_noise(runners)
     assert noise is not None and noise.points == 24
     assert noise.near(1.21, 0.02) == 3 and noise.near(1.49, 0.02) == 1 and noise.near(1.35, 0.02) == 0
+
+
+def test_a_step_keeps_the_runner_levels_the_series_visited_before_it():
+    """Before a step to 1.2 the series visited a runner 30% slower now and then; the level since has not. A
+    visit now lands at 1.2 × 1.3: near the earlier visits, each read from the level of its time, so it is the
+    runner again, not a second step."""
+    before = [1.0 + 0.005 * ((-1) ** i) for i in range(40)]
+    for i in (5, 14, 23, 32):
+        before[i] *= 1.3
+    after = [1.2 + 0.006 * ((-1) ** i) for i in range(12)]
+    noise = segment_noise(before + after)
+    assert noise is not None and noise.points == 12  # the level since the step
+    assert noise.near(1.2 * 1.3, 2.25 * noise.sd) == 4
+    row = compare_pair(meas(noisy(1.2, cv=0.005, seed=1)), meas(noisy(1.2 * 1.3, cv=0.005, seed=2)),
+                       history=before + after)
+    assert row.verdict == "ambiguous" and row.note == "within the series' own noise"
 
 
 def _quiet_history(n=30, seed=3, level=1.0, cv=0.01):

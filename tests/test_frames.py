@@ -137,11 +137,12 @@ def twice_as_sensitive(i: int) -> float:
 
 
 def test_a_series_that_stepped_earlier_is_not_flagged_again_on_a_known_slow_runner():
-    """Series 0 stepped at c50 (its own change, long flagged); c60 runs on the slow runner type the history
-    visited eight times. Alone, its young segment has seen that runner once and the run's shift explains at most
-    half of its move: a regression again. In that runner's frame (its own moves on the eight visits) it moved as
-    that runner always moves it: ambiguous with the whole run, as every other series."""
-    series = suite(61, step_from=50, slow=SLOW_RUNS | {60}, follow=twice_as_sensitive)
+    """Series 0 stepped at c57 (its own change, flagged there); c60 runs on the slow runner type the history
+    visited eight times. Alone, three commits are too young a level to judge from, the slow runner on top of the
+    step is a level the series never reached, and the run's shift explains at most half of its move: a
+    regression again. In that runner's frame (its own moves on the eight visits) it moved as that runner always
+    moves it: ambiguous with the whole run, as every other series."""
+    series = suite(61, step_from=57, slow=SLOW_RUNS | {60}, follow=twice_as_sensitive)
     alone = judge(series, 60, ComparePolicy(run_frames=False))["suite.time_00"]
     assert (alone.verdict, alone.state) == ("regressed", "suspected")
     rows = judge(series, 60)

@@ -285,7 +285,10 @@ class SegmentNoise:
 
     level: float  # log of the current segment's median
     sd: float  # robust between-commit standard deviation of the segment
-    seen: tuple[float, ...]  # every commit's deviation from the level, ascending
+    # Every commit's deviation from its level, ascending: the segment's from the current level, and those of the
+    # window's earlier levels (of at least min_points commits) from their own, since a step moves the level and
+    # not the runner levels around it.
+    seen: tuple[float, ...]
     points: int  # commits in the segment
     # The deviations of the window's commits before the segment, ascending (empty when the segment is the window).
     earlier: tuple[float, ...] = ()
@@ -294,7 +297,7 @@ class SegmentNoise:
         return math.log(value) - self.level
 
     def near(self, value: float, radius: float) -> int:
-        """How many commits of the segment lie within ``radius`` (log) of ``value``."""
+        """How many commits seen (:attr:`seen`) lie within ``radius`` (log) of ``value``, as a deviation."""
         d = self.deviation(value)
         return sum(abs(d - x) < radius for x in self.seen)
 
@@ -323,8 +326,11 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     window when that level is shorter than ``min_points``). Its spread is the larger of
     the scaled MAD and IQR of the log values, so that a series which flips between a few
     discrete runner levels is not mistaken for a quiet one; the commits themselves are kept
-    for the runner levels and the heavy tail, which no single spread captures. None when the
-    history is too short.
+    for the runner levels and the heavy tail, which no single spread captures, with those of
+    the window's earlier levels, each against its own level: after a step the series still
+    visits the same runner types, and a young segment that has not seen them yet would flag
+    each first visit (on the CI model, 2.6 of every 100 commits after a step, against 1.1).
+    None when the history is too short.
     """
     from .detect import DetectPolicy, segment_levels
 
@@ -334,7 +340,8 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     # Only splits the whole sides prove: one proved on the main runner's level alone (detect's default) shortens
     # the segment to where the series' other runner levels are not in sight (suites on the CI model: false
     # alarms 0.45 -> 0.51 per 100 commits with it).
-    start, stop = segment_levels(list(h), DetectPolicy(min_points=max(8, min_points), main_level=False))[-1]
+    levels = segment_levels(list(h), DetectPolicy(min_points=max(8, min_points), main_level=False))
+    start, stop = levels[-1]
     all_x = np.log(h)
     own = stop - start >= min_points
     x = all_x[start:stop] if own else all_x
@@ -342,7 +349,11 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     q1, q3 = np.percentile(x, [25, 75])
     sd = max(1.4826 * float(np.median(np.abs(x - med))), float(q3 - q1) / 1.349, 1e-4)
     earlier = np.sort(all_x[:start] - med) if own else np.empty(0)
-    return SegmentNoise(med, sd, tuple(float(v) for v in np.sort(x - med)), int(x.size), tuple(float(v) for v in earlier))
+    seen = [x - med]
+    if own:  # a step moves the level, not the runners: the earlier levels' commits, each from its own level
+        seen += [all_x[a:b] - np.median(all_x[a:b]) for a, b in levels[:-1] if b - a >= min_points]
+    dev = np.sort(np.concatenate(seen))
+    return SegmentNoise(med, sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier))
 
 
 def follow_up(
@@ -394,8 +405,9 @@ def held_level(
     ``confirmed`` when all of: every one of those commits measured; :mod:`.detect`, run on the history, the
     commit and those commits, starts a level at this commit (or one beside it), beyond ``threshold`` the same
     way as ``value``; the median of the held commits lies beyond ``threshold`` from the segment's level; at most
-    :data:`NEW_LEVEL_SEEN` of the segment's commits lie within :data:`NEW_LEVEL_RADIUS` deviations of that
-    median, and it is not back at the level before the segment (:meth:`SegmentNoise.back_to_earlier`).
+    :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie within :data:`NEW_LEVEL_RADIUS`
+    deviations of that median, and it is not back at the level before the segment
+    (:meth:`SegmentNoise.back_to_earlier`).
     ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
     or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
     held level against the history, where :func:`follow_up` asks each commit to agree."""
@@ -414,7 +426,7 @@ def held_level(
     centre = float(np.median(np.log(held))) - noise.level
     held_value = math.exp(noise.level + centre)
     if centre * d <= 0 or abs(centre) <= bar or noise.near(held_value, NEW_LEVEL_RADIUS * noise.sd) > (
-            NEW_LEVEL_SEEN * noise.points) or noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
+            NEW_LEVEL_SEEN * len(noise.seen)) or noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase
     h = _positive(history)
     # At this commit or one beside it: detect sets a step landing on a slower runner (+60%, then +20% held)
