@@ -50,6 +50,7 @@ Usage: python scripts/eval_gate.py [--series N] [--suites N] [--seed S] [--basel
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import importlib.util
 import json
@@ -249,7 +250,8 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
         fa = false_alarms(aa, gate)
         rec = recall(steps, gate)
         secs = (time.perf_counter() - t0) / (len(aa) + len(steps))
-        fa["after_step"] = after_step(steps, gate)["any"]
+        after = after_step(steps, gate)
+        fa["after_step"], fa["after_step_commits"] = after["any"], after["commits"]
         has_states = gname == "mmtrack"
         conf = lambda v: f"{v:.2f}" if has_states else "-"  # noqa: E731
         print(
@@ -437,8 +439,8 @@ def runner_kind(runners: np.ndarray, t: int) -> str:
         "another, window 1-4 times" if visits < 5 else "another, window >= 5 times")
 
 
-def print_breakdown(title: str, counts: dict[str, int]) -> None:
-    print(f"  {title}: " + "; ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+def print_breakdown(title: str, counts: collections.Counter) -> None:
+    print(f"  {title}: " + "; ".join(f"{k} {v}" for k, v in counts.most_common()))
 
 
 def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
@@ -458,8 +460,8 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                          ("mmtrack, shift + frames", gate_now.ComparePolicy())):
         commits = flagged = regressions = confirmed = failures = after_commits = after_flags = 0
         hits: list[tuple[str, bool, bool]] = []
-        misses: dict[str, int] = {}  # by tier and why
-        alarms: dict[str, int] = {}  # by where the flagged A/A commit ran
+        misses: collections.Counter = collections.Counter()  # by tier and why
+        alarms: collections.Counter = collections.Counter()  # by where the flagged A/A commit ran
         for suite in suites:
             aa_cases = {s.measurements[0].case for s in suite if s.step_at is None}
             for t in range(WINDOW + LATER, length):  # the runs whose gate settles commits WINDOW..length-LATER-1
@@ -474,16 +476,14 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                         regressions += r.verdict == "regressed"
                         confirmed += f.verdict in FLAGS and f.state == "confirmed"
                         if r.verdict in FLAGS and s.runners is not None:
-                            where = runner_kind(s.runners, t)
-                            alarms[where] = alarms.get(where, 0) + 1
+                            alarms[runner_kind(s.runners, t)] += 1
                     elif t > s.step_at:  # the level after the step, seen already: a flag is a false one
                         after_commits += 1
                         after_flags += r.verdict in FLAGS
                     elif s.step_at == t:
                         hits.append((s.tier, r.verdict == "regressed", f.verdict == "regressed" and f.state == "confirmed"))
                         if r.verdict != "regressed":
-                            why = f"{s.tier}: {miss_kind(r)}"
-                            misses[why] = misses.get(why, 0) + 1
+                            misses[f"{s.tier}: {miss_kind(r)}"] += 1
         per = 100.0 / max(commits, 1)
         rec = {tier: [h for h in hits if tier == "all" or h[0] == tier] for tier in ("all", "quiet", "mid", "noisy")}
         share = {tier: (sum(h[1] for h in v) / len(v) if v else float("nan"),
@@ -500,7 +500,8 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                                               "commits": commits, "after_step": after,
                                               "after_step_commits": after_commits},
                      "recall_20pct": {t: {"steps": len(rec[t]), "flagged": share[t][0], "confirmed": share[t][1]}
-                                      for t in rec}, "series": n_series, "misses": misses, "false_alarms_by_runner": alarms}
+                                      for t in rec}, "series": n_series, "misses": dict(misses),
+                     "false_alarms_by_runner": dict(alarms)}
     return out
 
 

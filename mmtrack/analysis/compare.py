@@ -580,9 +580,9 @@ class RunShift:
     shift: float  # > 0: the run is slower (times up, rates down) than its series' recent levels
     cases: int  # series with history that it was read from
 
-    def explains(self, slowdown: float) -> bool:
-        """Whether the run moved, the same way, at least half as far as one series (``slowdown``, log)."""
-        return self.shift * slowdown > 0 and abs(self.shift) >= abs(slowdown) * RUN_SHARE
+    def explains(self, slowdown: float, share: float = RUN_SHARE) -> bool:
+        """Whether the run moved, the same way, at least ``share`` as far as one series (``slowdown``, log)."""
+        return self.shift * slowdown > 0 and abs(self.shift) >= abs(slowdown) * share
 
 
 def _slowdown(direction: Direction, history: Sequence[float], value: float | None) -> float | None:
@@ -649,16 +649,13 @@ def _explained_by_run(row: Row, history: Sequence[float] | None, shift: RunShift
             "suspected", "confirmed"):
         return row
     slowdown = _slowdown(row.direction, history, _ok_median(row.after) if row.after else None)
-
-    def explains(s: RunShift | None) -> bool:
-        return s is not None and (s.explains(slowdown) or (by_frame and s.shift * slowdown > 0))
-
-    if slowdown is None or not explains(shift):
+    share = 0.0 if by_frame else RUN_SHARE  # the frame already measured how far: the same way is enough
+    if slowdown is None or not shift.explains(slowdown, share):
         return row
     moved = f"the whole run moved ×{math.exp(shift.shift):.3f} (median of {shift.cases} series)"
     if row.state == "suspected":
         return dataclasses.replace(row, verdict="ambiguous", state=None, note=f"{moved}: a runner change? later commits decide")
-    if later and all(explains(s) for s in later):
+    if later and all(s is not None and s.explains(slowdown, share) for s in later):
         return dataclasses.replace(row, verdict="ambiguous", state=None, note=(
             f"{moved}, and the next {len(later)} runs too: a runner change or a change to everything "
             "(mmtrack run --confirm tells them apart)"))
