@@ -262,6 +262,19 @@ def test_gate_fails_on_confirmed_regressions_and_opts_in_to_suspected():
     assert not should_fail(refuted, ["regression"]) and not should_fail(refuted, ["suspected"])
 
 
+def test_summary_line_shows_each_verdicts_states_beside_it():
+    """A refuted regression is counted with the regressions but says so there, not in a tally after the list."""
+    history = _quiet_history()
+    before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.25, cv=0.005, seed=2))
+    faster = meas(noisy(0.8, cv=0.005, seed=3), bench="suite.Bench.time_y")
+    c = compare_measurements(
+        [before, meas(noisy(1.0, cv=0.005, seed=4), bench="suite.Bench.time_y")], [after, faster],
+        history={before.case: history, faster.case: history}, later={before.case: [1.0] * 3},
+    )
+    assert [(r.verdict, r.state) for r in c.rows] == [("regressed", "refuted"), ("improved", "suspected")]
+    assert "2 metrics; 1 regressed (1 refuted), 1 improved (1 suspected)" in summary_line(c)
+
+
 def test_one_old_spike_does_not_hide_a_real_step():
     # A quiet series with one +40% spike: today's "beyond every excursion" rule hid a 34% step.
     history = _quiet_history()

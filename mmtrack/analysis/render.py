@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from typing import Any
 
 from rich import box
@@ -15,7 +16,7 @@ from ..results import Measurement
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import md_code, md_text, term
 from ..units import format_spread
-from .compare import MARKS, Comparison, Row, failing_rows
+from .compare import EVIDENCE, MARKS, Comparison, Row, failing_rows
 
 SCHEMA_VERSION = 2  # of ``compare --format json``: 2 added machine, environment, full shas, summary
 SORTS = ("verdict", "ratio", "name")
@@ -95,13 +96,18 @@ def verdict_text(row: Row) -> str:
     return row.verdict + state + (f": {row.note}" if row.note else "")
 
 
+def _with_states(comparison: Comparison, verdict: str, n: int) -> str:
+    """``18 regressed (17 confirmed, 1 refuted)``: each verdict's evidence states beside it, so that a refuted
+    regression is not read as one of the regressions standing."""
+    states = Counter(r.state for r in comparison.by_verdict(verdict) if r.state is not None)
+    shown = ", ".join(f"{states[s]} {s}" for s in EVIDENCE if states[s])
+    return f"{n} {verdict}" + (f" ({shown})" if shown else "")
+
+
 def summary_line(comparison: Comparison) -> str:
     counts = comparison.counts()
-    parts = [f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: _ORDER.index(kv[0]))]
+    parts = [_with_states(comparison, v, n) for v, n in sorted(counts.items(), key=lambda kv: _ORDER.index(kv[0]))]
     line = f"{comparison.before_label} → {comparison.after_label}: {len(comparison.rows)} metrics; " + ", ".join(parts)
-    states = comparison.states()
-    if states:
-        line += " (" + ", ".join(f"{n} {s}" for s, n in states.items()) + ")"
     edge = comparison.near_threshold()
     if edge:
         line += f"; {edge} within ±1% of the threshold"
