@@ -353,6 +353,29 @@ def test_back_to_the_level_before_a_runner_phase_is_not_a_change():
     assert (beyond.verdict, beyond.state) == ("regressed", "suspected")
 
 
+def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_change():
+    """The phase on a 20% faster runner type ends through one commit on a third type (10% faster), then the
+    series is back where it always was. Against the phase, that commit is 12% slower, and the next commits,
+    slower still, agreed: a confirmed regression that failed the gate on unchanged code (suites on the CI model).
+    Back at the level before the phase, they refute it."""
+    history = _quiet_history(24) + _quiet_history(6, seed=4, level=0.8)
+    before, between = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(0.9, cv=0.005, seed=2))
+    assert compare_pair(before, between, history=history).state == "suspected"  # not back, on its own
+    row = compare_pair(before, between, history=history, later=[1.0, 1.01, 0.99, 1.0])
+    assert (row.verdict, row.state) == ("regressed", "refuted")
+    assert re.match(r"the next commits went back to the level of 2[0-4] commits before the last 6", row.note)
+    assert not should_fail(compare_measurements([before], [between], history={before.case: history},
+                                                later={before.case: [1.0, 1.01, 0.99, 1.0]}), ["suspected"])
+    # mmtrack run reports it settled once, at the commit that went back, as refuted
+    points = [meas(noisy(v, cv=0.005, seed=i)) for i, v in enumerate([*history, 0.9, 1.0, 1.01, 0.99, 1.0])]
+    labels = [f"c{i}" for i in range(len(points))]
+    assert decided_by_last(points[:-1], labels[:-1]) == []
+    assert [(r.verdict, r.state, r.note) for r in decided_by_last(points, labels)] == [("regressed", "refuted", "at c30")]
+    # Held beyond where it was before the phase: still this commit's change, confirmed.
+    held = compare_pair(before, meas(noisy(1.3, cv=0.005, seed=2)), history=history, later=[1.3, 1.31, 1.29, 1.3])
+    assert (held.verdict, held.state) == ("regressed", "confirmed")
+
+
 def test_decided_by_last_reports_each_settled_suspicion_once():
     rng = np.random.default_rng(5)
     levels = [1.0] * 30 + [1.3] * 6  # a step at index 30, then five commits at the new level

@@ -356,6 +356,10 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     return SegmentNoise(med, sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier))
 
 
+def _measured(value: float | None) -> bool:
+    return value is not None and value > 0 and math.isfinite(value)
+
+
 def follow_up(
     noise: SegmentNoise, value: float, later: Sequence[float], policy: ComparePolicy | None = None
 ) -> Evidence:
@@ -372,7 +376,7 @@ def follow_up(
     sign = 1.0 if d > 0 else -1.0
     agree = disagree = 0
     for w in later[: policy.confirm_window]:
-        if not (w is not None and w > 0 and math.isfinite(w)):
+        if not _measured(w):
             continue
         if sign * noise.deviation(w) >= abs(d) / 2:
             agree += 1
@@ -383,6 +387,14 @@ def follow_up(
         if disagree > policy.confirm_window - policy.confirm_agree:
             return "refuted"
     return "suspected"
+
+
+def _held_value(value: float, later: Sequence[float], policy: ComparePolicy) -> float | None:
+    """The level a commit and the next ``confirm_window`` commits hold (their median); None until all are measured."""
+    held = [value, *later[: policy.confirm_window]]
+    if len(held) <= policy.confirm_window or not all(_measured(v) for v in held):
+        return None
+    return math.exp(float(np.median(np.log(held))))
 
 
 #: The share of the current segment's commits that may lie at a new level held by the next commits
@@ -414,17 +426,17 @@ def held_level(
     from .detect import find_steps
 
     window = list(later[: policy.confirm_window])
-    if not all(v is not None and v > 0 and math.isfinite(v) for v in window):
+    if not all(_measured(v) for v in window):
         return "refuted"
     d, bar = noise.deviation(value), math.log1p(threshold)
     held = [value, *window]
     misses = sum(not (math.copysign(1.0, d) * noise.deviation(v) > bar) for v in window)
     if misses > policy.confirm_window - (policy.confirm_window + 1) // 2:  # the held median cannot clear the bar
         return "refuted"
-    if len(window) < policy.confirm_window:
+    held_value = _held_value(value, later, policy)
+    if held_value is None:
         return "suspected"
-    centre = float(np.median(np.log(held))) - noise.level
-    held_value = math.exp(noise.level + centre)
+    centre = noise.deviation(held_value)
     if centre * d <= 0 or abs(centre) <= bar or noise.near(held_value, NEW_LEVEL_RADIUS * noise.sd) > (
             NEW_LEVEL_SEEN * len(noise.seen)) or noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase
@@ -539,6 +551,7 @@ def compare_pair(
         return Row(**row, verdict="ambiguous", note=why)
     z = None
     state: Evidence | None = None
+    went_back = 0  # commits before the segment whose level the next commits went back to
     if history is not None:
         state = "suspected"
         if noise is None:  # too short a history for a noise model: the samples decided
@@ -559,6 +572,12 @@ def compare_pair(
                     state = "confirmed"
                 elif state == "refuted" and held == "suspected":
                     state = "suspected"  # one commit on a faster runner does not refute a level the rest may hold
+            # The next commits agreed on their way back to the level before the segment (a phase that ended through
+            # a commit on a third runner type, between the two): they refute it (held_level never confirms that).
+            held_value = _held_value(a, later, policy) if state == "confirmed" else None
+            went_back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
+            if went_back:
+                state = "refuted"
             # A level no commit visited: suspected. A level commits visited: only persistence tells.
             if near >= 1 and state != "confirmed":
                 if not beyond:
@@ -569,7 +588,11 @@ def compare_pair(
     worse = (a > b) if ref.direction is Direction.LOWER else (a < b)
     if noise is not None:  # the level, not the before commit, says which way it moved
         worse = (noise.deviation(a) > 0) == (ref.direction is Direction.LOWER)
-    note = f"×{ratio:.3f} with the before commit put in this run's frame (×{frame:.3f})" if abs(math.log(frame)) > 0.01 else ""
+    notes = [f"×{ratio:.3f} with the before commit put in this run's frame (×{frame:.3f})"] if abs(math.log(frame)) > 0.01 else []
+    if went_back:
+        notes.append(f"the next commits went back to the level of {went_back} commits before the last "
+                     f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
+    note = "; ".join(notes)
     return Row(**row, verdict="regressed" if worse else "improved", history_z=z, state=state, note=note)
 
 
