@@ -22,6 +22,7 @@ from mmtrack.analysis.compare import (
     segment_noise,
     should_fail,
     significance,
+    young_level,
 )
 from mmtrack.analysis.detect import find_steps
 from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line
@@ -374,6 +375,26 @@ def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_cha
     # Held beyond where it was before the phase: still this commit's change, confirmed.
     held = compare_pair(before, meas(noisy(1.3, cv=0.005, seed=2)), history=history, later=[1.3, 1.31, 1.29, 1.3])
     assert (held.verdict, held.state) == ("regressed", "confirmed")
+
+
+def test_a_step_is_not_flagged_again_by_a_commit_just_after_it():
+    """A quiet series steps +20%; the next commit moves 6% further (past half the threshold: a wiggle). The segment keeps
+    the old level until detect can split there, so that commit was a new +27% step: flagged, and confirmed by the
+    commits after it, a second gate failure for one change (about 1 per 100 commits after a step, CI model)."""
+    history = _quiet_history(100, cv=0.01) + [1.2]
+    before, wiggle = meas(noisy(1.2, cv=0.005, seed=1)), meas(noisy(1.27, cv=0.005, seed=2))
+    row = compare_pair(before, wiggle, history=history, later=[1.21, 1.2, 1.22, 1.19])
+    assert (row.verdict, row.state) == ("ambiguous", None)
+    assert row.note == "the before commit already reached this level: the change came with it"
+    two = compare_pair(before, wiggle, history=[*history, 1.21])
+    assert two.verdict == "ambiguous" and two.note.startswith("the last 2 commits already reached this level")
+    # A level the series visited before is a runner type's, not a young level: the usual rules judge it.
+    visited = _quiet_history(90, cv=0.01) + [1.2, 1.19, 1.21, 1.2] + _quiet_history(6, seed=5, cv=0.01) + [1.2]
+    assert young_level(segment_noise(visited), visited, 1.27, 0.10, 2.25) == 0
+    assert compare_pair(before, wiggle, history=visited).verdict == "regressed"
+    # Beyond the threshold from that young level: its own change, flagged.
+    beyond = compare_pair(before, meas(noisy(1.45, cv=0.005, seed=2)), history=history)
+    assert (beyond.verdict, beyond.state) == ("regressed", "suspected")
 
 
 def test_decided_by_last_reports_each_settled_suspicion_once():

@@ -397,6 +397,32 @@ def _held_value(value: float, later: Sequence[float], policy: ComparePolicy) -> 
     return math.exp(float(np.median(np.log(held))))
 
 
+#: The fewest newest commits of the history that, all beyond the threshold the same way, hold a level that began too
+#: recently for :mod:`.detect` to split there (:func:`young_level`).
+YOUNG_LEVEL_MIN = 1
+
+
+def young_level(noise: SegmentNoise, history: Sequence[float], value: float, threshold: float, gap: float) -> int:
+    """How many of the newest commits of ``history`` already hold ``value``'s level: all beyond ``threshold`` from the
+    segment's level the same way as ``value``, at least :data:`YOUNG_LEVEL_MIN` of them, at a level no earlier commit
+    came within ``gap`` deviations of (not a runner type's), with ``value`` within ``threshold`` of their median.
+    0 otherwise.
+
+    After a step the segment keeps the old level until :mod:`.detect` can split there (8 commits): a commit that then
+    moves half the threshold from its before commit (back from a faster runner, or one wiggle further) was the same
+    step again, flagged and confirmed a second time."""
+    bar, d = math.log1p(threshold), noise.deviation(value)
+    x = np.log(_positive(history))
+    n = 0
+    while n < x.size and math.copysign(1.0, d) * (x[-1 - n] - noise.level) > bar:
+        n += 1
+    if n < YOUNG_LEVEL_MIN:
+        return 0
+    centre = float(np.median(x[-n:]))
+    new = not np.any(np.abs(x[:-n] - centre) < gap * noise.sd)
+    return n if new and abs(math.log(value) - centre) <= bar else 0
+
+
 #: The share of the current segment's commits that may lie at a new level held by the next commits
 #: (within :data:`NEW_LEVEL_RADIUS` deviations of its median) for persistence to confirm it (:func:`held_level`):
 #: a level more of them reached is a runner type the series visits. Chosen on the CI model (docs/analysis.md):
@@ -565,6 +591,11 @@ def compare_pair(
                 return Row(**row, verdict="ambiguous", history_z=z, note=(
                     f"back to the level of {back} commits before the last {noise.points}: "
                     "a runner phase ended, or a change was reverted"))
+            young = young_level(noise, history, a, thr, policy.history_gap) if beyond else 0  # type: ignore[arg-type]
+            if young:
+                return Row(**row, verdict="ambiguous", history_z=z, note=(
+                    "the before commit already reached this level: the change came with it" if young == 1 else
+                    f"the last {young} commits already reached this level: the change came with the first of them"))
             state = follow_up(noise, a, later, policy) if near <= 1 else None
             if state != "confirmed" and beyond:  # the level the next commits hold may confirm it still
                 held = held_level(noise, history, a, later, thr, policy)  # type: ignore[arg-type]
