@@ -390,11 +390,17 @@ def test_a_step_is_not_flagged_again_by_a_commit_just_after_it():
     assert two.verdict == "ambiguous" and two.note.startswith("the last 2 commits already reached this level")
     # A level the series visited before is a runner type's, not a young level: the usual rules judge it.
     visited = _quiet_history(90, cv=0.01) + [1.2, 1.19, 1.21, 1.2] + _quiet_history(6, seed=5, cv=0.01) + [1.2]
-    assert young_level(segment_noise(visited), visited, 1.27, 0.10, 2.25) == 0
+    assert young_level(segment_noise(visited), visited, 0.10, 2.25) is None
     assert compare_pair(before, wiggle, history=visited).verdict == "regressed"
     # Beyond the threshold from that young level: its own change, flagged.
     beyond = compare_pair(before, meas(noisy(1.45, cv=0.005, seed=2)), history=history)
     assert (beyond.verdict, beyond.state) == ("regressed", "suspected")
+    # A faster runner type the series visits (0.7x), now on top of the step: from the old level alone a 16%
+    # improvement; from the young level, that runner's move as before.
+    fast = [v * (0.7 if i % 10 == 3 else 1.0) for i, v in enumerate(_quiet_history(100, cv=0.01))] + [1.2]
+    runner = compare_pair(before, meas(noisy(0.84, cv=0.005, seed=2)), history=fast)
+    assert (runner.verdict, runner.note) == ("ambiguous", "within the series' own noise")
+    assert compare_pair(before, meas(noisy(0.84, cv=0.005, seed=2)), history=fast[:-1] + [1.0]).verdict == "improved"
 
 
 def test_decided_by_last_reports_each_settled_suspicion_once():

@@ -397,30 +397,27 @@ def _held_value(value: float, later: Sequence[float], policy: ComparePolicy) -> 
     return math.exp(float(np.median(np.log(held))))
 
 
-#: The fewest newest commits of the history that, all beyond the threshold the same way, hold a level that began too
-#: recently for :mod:`.detect` to split there (:func:`young_level`).
-YOUNG_LEVEL_MIN = 1
+def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float, gap: float) -> tuple[int, float] | None:
+    """The level the newest commits of ``history`` reached since the segment began, if any: (how many, their median
+    log) when they all lie beyond ``threshold`` from the segment's level the same way (one is enough: two caught
+    fewer repeats on the CI model), at a level no earlier commit came within ``gap`` deviations of (not a runner
+    type's).
 
-
-def young_level(noise: SegmentNoise, history: Sequence[float], value: float, threshold: float, gap: float) -> int:
-    """How many of the newest commits of ``history`` already hold ``value``'s level: all beyond ``threshold`` from the
-    segment's level the same way as ``value``, at least :data:`YOUNG_LEVEL_MIN` of them, at a level no earlier commit
-    came within ``gap`` deviations of (not a runner type's), with ``value`` within ``threshold`` of their median.
-    0 otherwise.
-
-    After a step the segment keeps the old level until :mod:`.detect` can split there (8 commits): a commit that then
-    moves half the threshold from its before commit (back from a faster runner, or one wiggle further) was the same
-    step again, flagged and confirmed a second time."""
-    bar, d = math.log1p(threshold), noise.deviation(value)
+    After a step the segment keeps the old level until :mod:`.detect` can split there (8 commits). Judged against it
+    alone, a commit that moved half the threshold from its before commit (back from a faster runner, one wiggle
+    further, a runner type's visit at the new level) was the same step again, flagged and confirmed a second time."""
+    bar = math.log1p(threshold)
     x = np.log(_positive(history))
-    n = 0
-    while n < x.size and math.copysign(1.0, d) * (x[-1 - n] - noise.level) > bar:
+    if x.size == 0 or abs(x[-1] - noise.level) <= bar:
+        return None
+    way = math.copysign(1.0, x[-1] - noise.level)
+    n = 1
+    while n < x.size and way * (x[-1 - n] - noise.level) > bar:
         n += 1
-    if n < YOUNG_LEVEL_MIN:
-        return 0
     centre = float(np.median(x[-n:]))
-    new = not np.any(np.abs(x[:-n] - centre) < gap * noise.sd)
-    return n if new and abs(math.log(value) - centre) <= bar else 0
+    if np.any(np.abs(x[:-n] - centre) < gap * noise.sd):
+        return None
+    return n, centre
 
 
 #: The share of the current segment's commits that may lie at a new level held by the next commits
@@ -591,11 +588,20 @@ def compare_pair(
                 return Row(**row, verdict="ambiguous", history_z=z, note=(
                     f"back to the level of {back} commits before the last {noise.points}: "
                     "a runner phase ended, or a change was reverted"))
-            young = young_level(noise, history, a, thr, policy.history_gap) if beyond else 0  # type: ignore[arg-type]
-            if young:
-                return Row(**row, verdict="ambiguous", history_z=z, note=(
-                    "the before commit already reached this level: the change came with it" if young == 1 else
-                    f"the last {young} commits already reached this level: the change came with the first of them"))
+            young = young_level(noise, history, thr, policy.history_gap) if beyond else None  # type: ignore[arg-type]
+            if young is not None:
+                count, centre = young
+                if abs(math.log(a) - centre) <= math.log1p(thr):
+                    return Row(**row, verdict="ambiguous", history_z=z, note=(
+                        "the before commit already reached this level: the change came with it" if count == 1 else
+                        f"the last {count} commits already reached this level: the change came with the first of them"))
+                if z >= policy.history_z:  # ... and from that level, a runner type's move the series has made before
+                    radius, moved = policy.history_gap * noise.sd, math.log(a) - centre
+                    own = np.log(_positive(history)[-count:]) - noise.level  # type: ignore[arg-type]
+                    # the commits seen that far from their level, but for the young level's own (not a move from it)
+                    seen_there = noise.near(math.exp(noise.level + moved), radius) - int(np.count_nonzero(
+                        np.abs(own - moved) < radius))
+                    near = max(near, seen_there)
             state = follow_up(noise, a, later, policy) if near <= 1 else None
             if state != "confirmed" and beyond:  # the level the next commits hold may confirm it still
                 held = held_level(noise, history, a, later, thr, policy)  # type: ignore[arg-type]
