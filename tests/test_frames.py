@@ -8,6 +8,7 @@ visit to that runner; across the suite the runner shows itself.
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable
 
 import numpy as np
@@ -196,5 +197,6 @@ def test_a_step_right_after_a_slow_run_is_confirmed_in_its_frame_too():
     series = suite(65, step_from=60, slow=SLOW_RUNS | {59})
     tails = {k: (pts, [f"c{j}" for j in range(len(pts))]) for k, pts in series.items()}
     rows = decided_in_run(tails)
-    assert [(r.benchmark, r.verdict, r.state, r.note) for r in rows] == [
-        ("suite.time_00", "regressed", "confirmed", "at c60")]
+    assert [(r.benchmark, r.verdict, r.state) for r in rows] == [("suite.time_00", "regressed", "confirmed")]
+    # where it was suspected, and why so small a measured move is a step
+    assert re.fullmatch(r"at c60: ×1\.\d+ with the before commit put in this run's frame \(×0\.\d+\)", rows[0].note)

@@ -925,7 +925,8 @@ def _decisions(
         if row.state in ("confirmed", "refuted"):
             earlier = compare_pair(points[j - 1], points[j], policy, judged, later[:-1], frame=put[j - 1])
             if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
-                return dataclasses.replace(row, note=f"at {labels[j]}")  # where it was suspected
+                # where it was suspected, and why the later commits settled it so where the row says
+                return dataclasses.replace(row, note=f"at {labels[j]}" + (f": {row.note}" if row.note else ""))
         return None
 
     out: list[tuple[int, Row, list[float], str | None]] = []
