@@ -221,9 +221,10 @@ class Comparison:
         c = Counter(r.verdict for r in self.rows)
         return {v: c[v] for v in MARKS if c[v]}
 
-    def states(self) -> dict[str, int]:
-        """Flagged rows per evidence state (history verdicts only)."""
-        c = Counter(r.state for r in self.rows if r.state is not None and r.verdict in ("regressed", "improved"))
+    def states(self, *verdicts: str) -> dict[str, int]:
+        """Flagged rows (or those of ``verdicts``) per evidence state (history verdicts only)."""
+        c = Counter(r.state for r in self.by_verdict(*(verdicts or ("regressed", "improved")))
+                    if r.state is not None)
         return {s: c[s] for s in EVIDENCE if c[s]}
 
     def near_threshold(self) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from typing import Any
 
 from rich import box
@@ -16,7 +15,7 @@ from ..results import Measurement
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import md_code, md_text, term
 from ..units import format_spread
-from .compare import EVIDENCE, MARKS, Comparison, Row, failing_rows
+from .compare import MARKS, Comparison, Row, failing_rows
 
 SCHEMA_VERSION = 2  # of ``compare --format json``: 2 added machine, environment, full shas, summary
 SORTS = ("verdict", "ratio", "name")
@@ -99,8 +98,7 @@ def verdict_text(row: Row) -> str:
 def _with_states(comparison: Comparison, verdict: str, n: int) -> str:
     """``18 regressed (17 confirmed, 1 refuted)``: each verdict's evidence states beside it, so that a refuted
     regression is not read as one of the regressions standing."""
-    states = Counter(r.state for r in comparison.by_verdict(verdict) if r.state is not None)
-    shown = ", ".join(f"{states[s]} {s}" for s in EVIDENCE if states[s])
+    shown = ", ".join(f"{n_rows} {state}" for state, n_rows in comparison.states(verdict).items())
     return f"{n} {verdict}" + (f" ({shown})" if shown else "")
 
 
