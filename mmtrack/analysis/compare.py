@@ -398,11 +398,22 @@ def _held_value(value: float, later: Sequence[float], policy: ComparePolicy) -> 
     return math.exp(float(np.median(np.log(held))))
 
 
-def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float, gap: float) -> tuple[int, float] | None:
-    """The level the newest commits of ``history`` reached since the segment began, if any: (how many, their median
-    log) when they all lie beyond ``threshold`` from the segment's level the same way (one is enough: two caught
-    fewer repeats on the CI model), at a level no earlier commit came within ``gap`` deviations of (not a runner
-    type's).
+@dataclass(frozen=True, slots=True)
+class YoungLevel:
+    """The level the newest commits of a history reached since its segment began (:func:`young_level`)."""
+
+    centre: float  # the median log of those commits
+    own: np.ndarray  # their deviations from the segment's level
+
+    @property
+    def count(self) -> int:
+        return int(self.own.size)
+
+
+def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float, gap: float) -> YoungLevel | None:
+    """The level the newest commits of ``history`` reached since the segment began, if any: when they all lie beyond
+    ``threshold`` from the segment's level the same way (one is enough: two caught fewer repeats on the CI model), at
+    a level no earlier commit came within ``gap`` deviations of (not a runner type's).
 
     After a step the segment keeps the old level until :mod:`.detect` can split there (8 commits). Judged against it
     alone, a commit that moved half the threshold from its before commit (back from a faster runner, one wiggle
@@ -418,7 +429,7 @@ def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float,
     centre = float(np.median(x[-n:]))
     if np.any(np.abs(x[:-n] - centre) < gap * noise.sd):
         return None
-    return n, centre
+    return YoungLevel(centre, x[-n:] - noise.level)
 
 
 #: The share of the current segment's commits that may lie at a new level held by the next commits
@@ -591,17 +602,16 @@ def compare_pair(
                     "a runner phase ended, or a change was reverted"))
             young = young_level(noise, history, thr, policy.history_gap) if beyond else None  # type: ignore[arg-type]
             if young is not None:
-                count, centre = young
-                if abs(math.log(a) - centre) <= math.log1p(thr):
+                if abs(math.log(a) - young.centre) <= math.log1p(thr):
                     return Row(**row, verdict="ambiguous", history_z=z, note=(
-                        "the before commit already reached this level: the change came with it" if count == 1 else
-                        f"the last {count} commits already reached this level: the change came with the first of them"))
+                        "the before commit already reached this level: the change came with it" if young.count == 1
+                        else f"the last {young.count} commits already reached this level: the change came with the "
+                        "first of them"))
                 if z >= policy.history_z:  # ... and from that level, a runner type's move the series has made before
-                    radius, moved = policy.history_gap * noise.sd, math.log(a) - centre
-                    own = np.log(_positive(history)[-count:]) - noise.level  # type: ignore[arg-type]
+                    radius, moved = policy.history_gap * noise.sd, math.log(a) - young.centre
                     # the commits seen that far from their level, but for the young level's own (not a move from it)
                     seen_there = noise.near(math.exp(noise.level + moved), radius) - int(np.count_nonzero(
-                        np.abs(own - moved) < radius))
+                        np.abs(young.own - moved) < radius))
                     near = max(near, seen_there)
             state = follow_up(noise, a, later, policy) if near <= 1 else None
             if state != "confirmed" and beyond:  # the level the next commits hold may confirm it still
@@ -926,7 +936,7 @@ def _decisions(
         if row.state in ("confirmed", "refuted"):
             earlier = compare_pair(points[j - 1], points[j], policy, judged, later[:-1], frame=put[j - 1])
             if earlier.state == "suspected" or (row.state == "confirmed" and earlier.state is None):
-                # where it was suspected, and why the later commits settled it so where the row says
+                # where it was suspected, then the row's own note: why the later commits settled it so
                 return dataclasses.replace(row, note=f"at {labels[j]}" + (f": {row.note}" if row.note else ""))
         return None
 
