@@ -325,6 +325,25 @@ def test_a_level_few_commits_reached_is_confirmed_once_the_next_commits_hold_it(
     assert compare_pair(before, after, history=visited, later=held).verdict == "ambiguous"
 
 
+def test_a_held_level_on_a_series_that_flips_between_two_runners_is_read_against_its_usual_runner():
+    """A quiet series that runs on a faster runner type (0.72x) a third of the time: the IQR spans both levels, a
+    spread of about 24% that a +20% step lies within, so the commit is ambiguous. Five commits at +20%, a level
+    no commit ever reached, are a new level on the usual runner's spread (2%): confirmed. The faster type's own
+    level, held as long, is still the series' noise."""
+    history = _quiet_history(100)
+    for i in range(0, 100, 3):
+        history[i] *= 0.72
+    noise = segment_noise(history)
+    assert noise.sd > 0.2 and noise.usual_sd < 0.03
+    before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.2, cv=0.005, seed=2))
+    assert compare_pair(before, after, history=history).verdict == "ambiguous"
+    row = compare_pair(before, after, history=history, later=[1.21, 1.19, 1.2, 1.2])
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    faster = meas(noisy(0.72, cv=0.005, seed=2))
+    row = compare_pair(before, faster, history=history, later=[0.72, 0.71, 0.72, 0.73])
+    assert row.verdict != "improved"
+
+
 def test_a_step_that_landed_on_a_slower_runner_is_confirmed_by_the_level_held_after_it():
     """The step commit ran on a slower runner (+60%); the next four hold +21%. No later commit is past half
     the commit's own deviation, so they do not agree with it one by one, and detect sets the +60% commit apart,

@@ -293,6 +293,13 @@ class SegmentNoise:
     points: int  # commits in the segment
     # The deviations of the window's commits before the segment, ascending (empty when the segment is the window).
     earlier: tuple[float, ...] = ()
+    # The spread by the scaled MAD alone: the series' usual runner's. ``sd`` also takes the IQR, which spans the
+    # level of a runner type that a quarter of the commits or more visit (None: ``sd``).
+    main_sd: float | None = None
+
+    @property
+    def usual_sd(self) -> float:
+        return self.sd if self.main_sd is None else self.main_sd
 
     def deviation(self, value: float) -> float:
         return math.log(value) - self.level
@@ -348,13 +355,14 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     x = all_x[start:stop] if own else all_x
     med = float(np.median(x))
     q1, q3 = np.percentile(x, [25, 75])
-    sd = max(1.4826 * float(np.median(np.abs(x - med))), float(q3 - q1) / 1.349, 1e-4)
+    main_sd = max(1.4826 * float(np.median(np.abs(x - med))), 1e-4)
+    sd = max(main_sd, float(q3 - q1) / 1.349)
     earlier = np.sort(all_x[:start] - med) if own else np.empty(0)
     seen = [x - med]
     if own:  # a step moves the level, not the runners: the earlier levels' commits, each from its own level
         seen += [all_x[a:b] - np.median(all_x[a:b]) for a, b in levels[:-1] if b - a >= min_points]
     dev = np.sort(np.concatenate(seen))
-    return SegmentNoise(med, sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier))
+    return SegmentNoise(med, sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier), main_sd)
 
 
 def _measured(value: float | None) -> bool:
@@ -436,7 +444,9 @@ def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float,
 #: (within :data:`NEW_LEVEL_RADIUS` deviations of its median) for persistence to confirm it (:func:`held_level`):
 #: a level more of them reached is a runner type the series visits. Chosen on the CI model (docs/analysis.md):
 #: within 2 deviations, 5% confirmed 0.01-0.03 false alarms per 100 commits, 8% up to 0.05; within 1, 3% kept
-#: the false alarms and confirmed 0.06 more of the 20% steps, most of them on mid-noise series.
+#: the false alarms and confirmed 0.06 more of the 20% steps, most of them on mid-noise series. The deviation is
+#: the usual runner's (the MAD's): the IQR's, as wide as a +20% step on a series that flips between two runner types,
+#: counted the whole usual level as "visited" (0.01-0.03 more of the steps confirmed, the same false alarms).
 NEW_LEVEL_SEEN = 0.03
 NEW_LEVEL_RADIUS = 1.0
 
@@ -453,7 +463,8 @@ def held_level(
     commit and those commits, starts a level at this commit (or one beside it), beyond ``threshold`` the same
     way as ``value``; the median of the held commits lies beyond ``threshold`` from the segment's level; at most
     :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie within :data:`NEW_LEVEL_RADIUS`
-    deviations of that median, and it is not back at the level before the segment
+    deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that median, and it is not back at the level
+    before the segment
     (:meth:`SegmentNoise.back_to_earlier`).
     ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
     or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
@@ -472,7 +483,7 @@ def held_level(
     if held_value is None:
         return "suspected"
     centre = noise.deviation(held_value)
-    if centre * d <= 0 or abs(centre) <= bar or noise.near(held_value, NEW_LEVEL_RADIUS * noise.sd) > (
+    if centre * d <= 0 or abs(centre) <= bar or noise.near(held_value, NEW_LEVEL_RADIUS * noise.usual_sd) > (
             NEW_LEVEL_SEEN * len(noise.seen)) or noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase
     h = _positive(history)
