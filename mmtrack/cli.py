@@ -263,17 +263,20 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
               help="Minimum effect for benchmarks or metrics matching a glob; repeatable.")
 @click.option("--history", type=int, default=100, show_default=True,  # analysis.compare.HISTORY_WINDOW
               help="Commits of A's series that judge a change against its own noise (0: off).")
+@click.option("--alpha", type=float, metavar="P",
+              help="Significance the two commits' samples must reach (default 0.002, asv's; 0.01 with history, "
+                   "where the series' noise model must agree too).")
 @click.option("--only-changed", is_flag=True, help="Table: leave out unchanged rows.")
 @click.option("--sort", type=click.Choice(["verdict", "ratio", "name"]), default="verdict", show_default=True,
               help="Row order: what needs attention first, the worst ratio first, or by name.")
-def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, only_changed,
+def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, alpha, only_changed,
             sort) -> None:
     """Compare every metric of A (before) and B (after): commits (sha, branch, tag) or run ids (run:ID)."""
     from .commands.compare import CompareRequest, parse_threshold_for, render, run_compare
 
     request = CompareRequest(a=a, b=b, db=db, machine=machine, env=env, metrics=tuple(metrics), fmt=fmt,
                              fail_on=tuple(fail_on), threshold=threshold, thresholds=parse_threshold_for(threshold_for),
-                             history=history, only_changed=only_changed)
+                             history=history, alpha=alpha, only_changed=only_changed)
     outcome = run_compare(request)
     out = render(outcome, fmt, only_changed, sort)
     _emit(out)

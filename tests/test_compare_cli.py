@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from conftest import METPY_RESULTS, run_cli
-from mmtrack.commands.compare import CompareRequest, run_compare
+from mmtrack.commands.compare import CompareRequest, policy_for, run_compare
 from mmtrack.commands.detect import DetectRequest, run_detect
 from mmtrack.errors import UserError
 from mmtrack.store import queries as q
@@ -231,6 +231,12 @@ def test_bad_input_lists_nearest_names_and_exits_2(metpy_store):
     proc = run_cli("compare", a, b, "--db", s["db"], "--history", "-1")
     assert proc.returncode == 2 and "--history -1 is not a number of commits" in proc.stderr
     assert "Traceback" not in proc.stderr
+    proc = run_cli("compare", a, b, "--db", s["db"], "--alpha", "-1")
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: --alpha -1 is not a significance level; give one between 0 and 1, e.g. 0.002")
+    # a valid one sets the samples' test with history and without
+    policy = policy_for(CompareRequest(a=a, b=b, alpha=0.05))
+    assert (policy.alpha, policy.history_alpha) == (0.05, 0.05)
     with pytest.raises(UserError, match="unknown environment"):
         run_compare(CompareRequest(a=a, b=b, db=s["db"], env="virtualenv-py3.11"))
 

@@ -50,6 +50,7 @@ class CompareRequest:
     threshold: float | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
     history: int = HISTORY  # 0: judge on the two commits' samples alone
+    alpha: float | None = None  # the samples' significance, with and without history (None: the policy's)
     only_changed: bool = False
     cwd: Path | None = None
     sort: str = "verdict"  # verdict | ratio | name
@@ -256,9 +257,14 @@ def policy_for(request: CompareRequest) -> ComparePolicy:
         )
     if request.threshold is not None and not (0 <= request.threshold < 10):
         raise UserError(f"--threshold {request.threshold} is not a relative effect; give e.g. 0.1 for 10%", EXIT_USAGE)
+    if request.alpha is not None and not (0 < request.alpha < 1):
+        raise UserError(f"--alpha {request.alpha:g} is not a significance level; give one between 0 and 1, "
+                        "e.g. 0.002", EXIT_USAGE)
     kw: dict[str, Any] = {"thresholds": dict(request.thresholds)}
     if request.threshold is not None:
         kw["threshold"] = request.threshold
+    if request.alpha is not None:
+        kw["alpha"] = kw["history_alpha"] = request.alpha
     return ComparePolicy(**kw)
 
 
