@@ -295,6 +295,23 @@ def test_one_old_spike_does_not_hide_a_real_step():
     assert (row.verdict, row.state) == ("ambiguous", None)
 
 
+def test_a_young_history_needs_a_larger_deviation_to_suspect_a_change():
+    """30 commits measure a series' spread, and hardly its tail: a +12% commit 4.5 deviations out is
+    ambiguous there (5.7 needed, ``history_points``), and suspected against the 100 commits it came from.
+    The next commits holding it still confirm it; a larger step is suspected at once."""
+    history = _quiet_history(100, seed=4, cv=0.02)
+    before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.12, cv=0.005, seed=2))
+    row = compare_pair(before, after, history=history[-30:])
+    assert (row.verdict, row.state) == ("ambiguous", None)
+    assert row.note == "a young history (30 commits) needs 5.7 deviations, 4.5 here"
+    row = compare_pair(before, after, history=history)
+    assert (row.verdict, row.state) == ("regressed", "suspected")
+    held = [1.12, 1.11, 1.12, 1.13]
+    assert compare_pair(before, after, history=history[-30:], later=held).state == "confirmed"
+    step = compare_pair(before, meas(noisy(1.25, cv=0.005, seed=2)), history=history[-30:])
+    assert (step.verdict, step.state) == ("regressed", "suspected")
+
+
 def test_a_level_few_commits_reached_is_confirmed_once_the_next_commits_hold_it():
     """Two one-off spikes in 100 commits reached +25%: one commit there is no evidence (ambiguous), but that
     commit and the next four holding the level are (``held_level``); a level 10 of the 100 reached is a

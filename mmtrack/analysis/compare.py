@@ -23,7 +23,8 @@ CI runners differ far more than one commit's samples suggest. The effect is meas
 from the segment's level (and must move away from the before commit the same way by half
 the threshold, so that a step is this commit's); it must also be significant on the two commits'
 samples (at ``history_alpha``), at least ``history_z`` robust between-commit deviations from
-the level, and at least ``history_gap`` of them from *every* commit of the segment: the level
+the level (more with fewer than ``history_points`` commits of history), and at least
+``history_gap`` of them from *every* commit of the segment: the level
 of a runner type the series has visited before is its own noise, while one old spike no
 longer hides a real step of another size (the old "beyond every excursion" rule did). A level
 visited by one earlier commit only (a one-off spike, a change reverted and re-landed) is
@@ -140,6 +141,11 @@ class ComparePolicy:
     alpha: float = 0.002
     # The history gate, calibrated with scripts/eval_gate.py on the CI noise model (docs/analysis.md).
     history_z: float = 4.0  # robust between-commit deviations from the segment's level
+    # ... given at least this many commits seen (SegmentNoise.seen); a young history has shown its tail hardly at
+    # all, and a commit needs history_z * sqrt(history_points / n) to be suspected (30 commits: 5.7); persistence
+    # still confirms it. On the CI model, 30 commits of history: false alarms 0.97 -> 0.87 per 100 commits, suites
+    # with run frames 0.47 -> 0.32, for 0.03 of recall and none of confirmed recall (docs/analysis.md).
+    history_points: int = 60
     # ... and from the nearest commit of the segment (runner levels seen before). 2.25, not 2, since the held
     # level confirms what this leaves ambiguous: on 6 seeds of the CI model, false alarms 0.24-0.31 -> 0.18-0.29
     # per 100 commits, newest-commit recall of 20% steps 0.00-0.02 lower, confirmed recall unchanged.
@@ -161,6 +167,10 @@ class ComparePolicy:
     # Same-machine A/B: the significance its round test must reach (None: the A/B default,
     # mmtrack.ab.interleave.ROUND_ALPHA); `continuous --round-alpha`.
     round_alpha: float | None = None
+
+    def z_needed(self, seen: int) -> float:
+        """The robust deviations from the level that make a commit suspected, given ``seen`` commits of history."""
+        return self.history_z * math.sqrt(max(1.0, self.history_points / max(seen, 1)))
 
     def threshold_for(self, benchmark: str, metric: MetricKey) -> float:
         names = (benchmark, metric.name, str(metric), f"{benchmark}:{metric.name}")
@@ -604,7 +614,7 @@ def compare_pair(
             if b > 0:  # later commits still settle it, against the before commit's level
                 state = follow_up(SegmentNoise(math.log(b), 0.0, (0.0,), 1), a, later, policy)
         else:
-            z = abs(noise.deviation(a)) / noise.sd
+            z, z_bar = abs(noise.deviation(a)) / noise.sd, policy.z_needed(len(noise.seen))
             near = noise.near(a, policy.history_gap * noise.sd) if z >= policy.history_z else len(noise.seen)
             back = noise.back_to_earlier(a, policy.history_gap, policy.min_history) if near <= 1 else 0
             if back and beyond:
@@ -637,11 +647,13 @@ def compare_pair(
             went_back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
             if went_back:
                 state = "refuted"
-            # A level no commit visited: suspected. A level commits visited: only persistence tells.
-            if near >= 1 and state != "confirmed":
+            # A level no commit visited: suspected. A level commits visited, or a move a young history may not have
+            # shown yet: only persistence tells.
+            if (near >= 1 or z < z_bar) and state != "confirmed":
                 if not beyond:
                     return Row(**row, verdict="unchanged", history_z=z)
-                return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise")
+                return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise" if near else (
+                    f"a young history ({len(noise.seen)} commits) needs {z_bar:.1f} deviations, {z:.1f} here"))
     if not beyond:
         return Row(**row, verdict="ambiguous", history_z=z, note=f"at the threshold edge ({effect:.1%} vs {thr:.0%})")
     worse = (a > b) if ref.direction is Direction.LOWER else (a < b)

@@ -233,6 +233,7 @@ def to_json(comparison: Comparison, sides: dict[str, dict[str, Any]] | None = No
             "thresholds": dict(comparison.policy.thresholds),
             "alpha": comparison.policy.alpha,
             "history_z": comparison.policy.history_z,
+            "history_points": comparison.policy.history_points,
             "history_gap": comparison.policy.history_gap,
             "history_alpha": comparison.policy.history_alpha,
             "confirm_window": comparison.policy.confirm_window,
