@@ -185,6 +185,13 @@ def test_import_asv_on_a_project_root_names_the_results_folder(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert_one_line(mmtrack("import-asv", "empty", "--db", "s.db", cwd=tmp_path), 2, "holds no asv results")
+    # A root whose results/ holds benchmarks.json (as MetPy's does): that file is not the results of a
+    # machine called "results"; the root is refused the same way, nothing imported.
+    rooted = tmp_path / "rooted"
+    write_result(rooted / "results", "b" * 40, {"suite.T.time_a": 1e-3})
+    (rooted / "results" / "benchmarks.json").write_text('{"version": 2}')
+    line = assert_one_line(mmtrack("import-asv", "rooted", "--db", "r.db", cwd=tmp_path), 2, "project")
+    assert line.endswith(str(Path("rooted") / "results"))
 
 
 def test_import_unreadable_entries_each_fail_in_one_line(tmp_path):

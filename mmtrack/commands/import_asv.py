@@ -31,9 +31,16 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
     return EXIT_FAILURES if summary.failed else EXIT_OK
 
 
+def _holds_results(folder: Path) -> bool:
+    """Whether ``folder`` is an asv results folder: its benchmarks.json, or results files in its machine folders.
+    A project root's ``results/benchmarks.json`` is not a results file of a machine called "results"."""
+    return (folder / "benchmarks.json").is_file() or any(
+        f.name != "benchmarks.json" for f, _ in find_results_files(folder))
+
+
 def check_results_folder(folder: Path) -> None:
     """Refuse, in one line, a folder that holds no asv results, naming the results folder of a project root."""
-    if find_results_files(folder) or (folder / "benchmarks.json").is_file():
+    if _holds_results(folder):
         return
     candidates = [folder / "results", folder / ".asv" / "results"]
     conf = folder / "asv.conf.json"
@@ -46,8 +53,7 @@ def check_results_folder(folder: Path) -> None:
                 candidates.insert(0, folder / configured)
         except Exception:  # noqa: BLE001 - an unreadable config only loses a hint
             pass
-    found = next((c for c in candidates if c.is_dir() and (find_results_files(c) or (c / "benchmarks.json").is_file())),
-                 None)
+    found = next((c for c in candidates if c.is_dir() and _holds_results(c)), None)
     if found is not None:
         raise UserError(f"{folder} is a project, not an asv results folder; pass its results folder: "
                         f"mmtrack import-asv {found}")
