@@ -262,7 +262,8 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
 @click.option("--threshold-for", "threshold_for", multiple=True, metavar="PATTERN=VALUE",
               help="Minimum effect for benchmarks or metrics matching a glob; repeatable.")
 @click.option("--history", type=int, default=100, show_default=True,  # analysis.compare.HISTORY_WINDOW
-              help="Commits of A's series that judge a change against its own noise (0: off).")
+              help="Commits of A's series that judge a change against its own noise (0: off; with fewer than 60, "
+                   "a change must stand further out to be suspected).")
 @click.option("--alpha", type=float, metavar="P",
               help="Significance the two commits' samples must reach (default 0.002, asv's; 0.01 with history, "
                    "where the series' noise model must agree too).")
