@@ -12,7 +12,7 @@ SCRIPT = ROOT / "scripts" / "eval_real.py"
 METPY = ROOT / "tests" / "data" / "asv-results" / "metpy"
 
 
-def test_it_judges_every_commit_of_a_real_history_and_tallies_what_the_next_commits_say(tmp_path):
+def test_it_judges_every_commit_of_a_real_history_and_tallies_what_the_next_commits_say():
     proc = subprocess.run([sys.executable, str(SCRIPT), str(METPY / "results"), "--start", "20"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -297,6 +297,9 @@ class SegmentNoise:
 
     level: float  # log of the current segment's median
     sd: float  # robust between-commit standard deviation of the segment
+    # The spread by the scaled MAD alone: the series' usual runner's. ``sd`` also takes the IQR, which spans the
+    # level of a runner type that a quarter of the commits or more visit.
+    usual_sd: float
     # Every commit's deviation from its level, ascending: the segment's from the current level, and those of the
     # window's earlier levels (of at least min_points commits) from their own, since a step moves the level and
     # not the runner levels around it.
@@ -304,13 +307,6 @@ class SegmentNoise:
     points: int  # commits in the segment
     # The deviations of the window's commits before the segment, ascending (empty when the segment is the window).
     earlier: tuple[float, ...] = ()
-    # The spread by the scaled MAD alone: the series' usual runner's. ``sd`` also takes the IQR, which spans the
-    # level of a runner type that a quarter of the commits or more visit (None: ``sd``).
-    main_sd: float | None = None
-
-    @property
-    def usual_sd(self) -> float:
-        return self.sd if self.main_sd is None else self.main_sd
 
     def deviation(self, value: float) -> float:
         return math.log(value) - self.level
@@ -366,14 +362,14 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     x = all_x[start:stop] if own else all_x
     med = float(np.median(x))
     q1, q3 = np.percentile(x, [25, 75])
-    main_sd = max(1.4826 * float(np.median(np.abs(x - med))), 1e-4)
-    sd = max(main_sd, float(q3 - q1) / 1.349)
+    usual_sd = max(1.4826 * float(np.median(np.abs(x - med))), 1e-4)
+    sd = max(usual_sd, float(q3 - q1) / 1.349)
     earlier = np.sort(all_x[:start] - med) if own else np.empty(0)
     seen = [x - med]
     if own:  # a step moves the level, not the runners: the earlier levels' commits, each from its own level
         seen += [all_x[a:b] - np.median(all_x[a:b]) for a, b in levels[:-1] if b - a >= min_points]
     dev = np.sort(np.concatenate(seen))
-    return SegmentNoise(med, sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier), main_sd)
+    return SegmentNoise(med, sd, usual_sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier))
 
 
 def _measured(value: float | None) -> bool:
@@ -613,7 +609,7 @@ def compare_pair(
         state = "suspected"
         if noise is None:  # too short a history for a noise model: the samples decided
             if b > 0:  # later commits still settle it, against the before commit's level
-                state = follow_up(SegmentNoise(math.log(b), 0.0, (0.0,), 1), a, later, policy)
+                state = follow_up(SegmentNoise(math.log(b), 0.0, 0.0, (0.0,), 1), a, later, policy)
         else:
             z, z_bar = abs(noise.deviation(a)) / noise.sd, policy.z_needed(len(noise.seen))
             near = noise.near(a, policy.history_gap * noise.sd) if z >= policy.history_z else len(noise.seen)
