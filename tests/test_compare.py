@@ -18,13 +18,11 @@ from mmtrack.analysis.compare import (
     decided_by_last,
     decided_in_run,
     failing_rows,
-    follow_up,
-    segment_noise,
     should_fail,
     significance,
-    young_level,
 )
 from mmtrack.analysis.detect import find_steps
+from mmtrack.analysis.noise import follow_up, segment_noise, young_level
 from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line
 from mmtrack.measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from mmtrack.results import Measurement, MetricKey

@@ -17,7 +17,7 @@ flagged (improved / regressed) when
    does); with neither samples nor intervals, the effect alone decides.
 
 **With the series' history** (``mmtrack run``, ``compare``): the newest commit is judged
-against a noise model of the series' current segment (:func:`segment_noise`), not only
+against a noise model of the series' current segment (:func:`.noise.segment_noise`), not only
 against the before commit's samples, because consecutive commits of unchanged code on
 CI runners differ far more than one commit's samples suggest. The effect is measured
 from the segment's level (and must move away from the before commit the same way by half
@@ -33,8 +33,8 @@ A value back at the level of most commits before the current segment is ambiguou
 segment was a phase (a run of commits on another runner type, or a change since reverted), and
 against it a return to the usual level looked like a step that later commits would "confirm".
 Such a verdict is only **suspected**: later commits **confirm** or **refute** it
-(:func:`follow_up`), and the gate fails on confirmed regressions by default. The level that the
-commit and the next ones hold confirms too, where one commit could not prove it (:func:`held_level`):
+(:func:`.noise.follow_up`), and the gate fails on confirmed regressions by default. The level that the
+commit and the next ones hold confirms too, where one commit could not prove it (:func:`.noise.held_level`):
 a level a few commits of the segment had reached, or one later commit on a faster runner.
 
 **The whole run** (:func:`run_shift`): with at least ``min_suite`` series with history, the median
@@ -56,7 +56,6 @@ choices) are never flagged. A changed benchmark code version: **not comparable**
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import functools
 import hashlib
 import math
@@ -68,6 +67,8 @@ import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
+from .noise import SegmentNoise, finite, follow_up, held_level, held_median, positive, segment_noise, young_level
+from .policy import EVIDENCE, HISTORY_WINDOW, ComparePolicy, Evidence
 
 if TYPE_CHECKING:
     from .frames import SuiteFrames
@@ -90,12 +91,6 @@ MARKS: dict[str, str] = {
     "removed": "r",
 }
 
-#: How far a history verdict has got. ``suspected``: the commit's history alone flags it;
-#: ``confirmed``: later commits (or a same-machine A/B re-measurement) agree; ``refuted``: they
-#: do not. ``Row.state`` is None for a two-sample comparison without history.
-Evidence = Literal["suspected", "confirmed", "refuted"]
-EVIDENCE: tuple[Evidence, ...] = ("suspected", "confirmed", "refuted")
-
 #: What ``--fail-on`` accepts, and the verdicts each one gates on. Regressions gate only when
 #: confirmed (or judged without history); ``suspected`` opts in to the history's first word.
 FAIL_ON: dict[str, frozenset[str]] = {
@@ -112,75 +107,7 @@ EDGE_BAND = 0.01
 #: The share of a series' move that its whole run must have made, the same way, to explain it (:class:`RunShift`).
 RUN_SHARE = 0.5
 
-#: Commits of a series' history that judge a change against its own noise (``compare --history``).
-#: Most false alarms of a 30-commit window were a commit on a runner type the window never showed; in
-#: 100 commits such a type has shown itself: on the CI model, false alarms per 100 commits fell from
-#: 0.85-1.23 to 0.24-0.26, recall of 20% steps from 0.53-0.55 to 0.44-0.47 (docs/analysis.md).
-HISTORY_WINDOW = 100
-
 Case = tuple[str, str, MetricKey]  # (benchmark, canonical params, metric): Measurement.case
-
-
-@dataclass(frozen=True, slots=True)
-class ComparePolicy:
-    """How strict the comparison is.
-
-    ``thresholds`` maps fnmatch patterns to a minimum effect; a pattern is tried
-    against the benchmark name, the metric name, ``str(MetricKey)`` and
-    ``"benchmark:metric name"``; the first matching pattern wins, before the
-    deterministic-counter and default thresholds.
-    """
-
-    threshold: float = 0.10
-    counter_threshold: float = 0.01
-    counter_sections: tuple[str, ...] = ("counters",)
-    # Counters that do not depend on timing: same code, same count. Cycles, task-clock,
-    # cache and branch misses vary from run to run and keep the default threshold.
-    deterministic_counters: tuple[str, ...] = ("instructions", "branches")
-    thresholds: Mapping[str, float] = field(default_factory=dict)
-    alpha: float = 0.002
-    # The history gate, calibrated with scripts/eval_gate.py on the CI noise model (docs/analysis.md).
-    history_z: float = 4.0  # robust between-commit deviations from the segment's level
-    # ... given at least this many commits seen (SegmentNoise.seen); a young history has shown its tail hardly at
-    # all, and a commit needs history_z * sqrt(history_points / n) to be suspected (30 commits: 5.7); persistence
-    # still confirms it. On the CI model, 30 commits of history: false alarms 0.97 -> 0.87 per 100 commits, suites
-    # with run frames 0.47 -> 0.32, for 0.03 of recall and none of confirmed recall (docs/analysis.md).
-    history_points: int = 60
-    # ... and from the nearest commit of the segment (runner levels seen before). Wide, since the held level
-    # confirms what this leaves ambiguous. On 6 seeds of the CI model, 2 -> 2.25: false alarms 0.24-0.31 ->
-    # 0.18-0.29 per 100 commits; 2.25 -> 2.5: 0.17-0.38 -> 0.15-0.31 (a seventh seed, 3, had 0.38), newest-commit
-    # recall of 20% steps 0.01-0.03 lower each time, confirmed recall unchanged (docs/analysis.md).
-    history_gap: float = 2.5
-    history_alpha: float = 0.01  # the two commits' samples, with history (one outlier sample cost 0.002)
-    min_history: int = 5
-    # Persistence: ``confirm_agree`` of the first ``confirm_window`` later commits must stay on the
-    # new side (past half the deviation) to confirm; once that can no longer happen, refuted.
-    # 4 of 4: 2 of 3 let runner phases of a few commits through, and 3 of 3 confirmed 0.06-0.08
-    # false alarms per 100 commits on the CI model, against 0.04 with 4 of 4 (docs/analysis.md).
-    confirm_window: int = 4
-    confirm_agree: int = 4
-    # A run whose series moved together (a runner change) explains the suspected changes that moved
-    # with it, given at least this many series with history (0: off); :func:`run_shift`.
-    min_suite: int = 10
-    # ... and, given the commit of each history value, the runner levels the suite shares are taken out
-    # of each series' history before the newest commit is judged (:mod:`.frames`).
-    run_frames: bool = True
-    # Same-machine A/B: the significance its round test must reach (None: the A/B default,
-    # mmtrack.ab.interleave.ROUND_ALPHA); `continuous --round-alpha`.
-    round_alpha: float | None = None
-
-    def z_needed(self, seen: int) -> float:
-        """The robust deviations from the level that make a commit suspected, given ``seen`` commits of history."""
-        return self.history_z * math.sqrt(max(1.0, self.history_points / max(seen, 1)))
-
-    def threshold_for(self, benchmark: str, metric: MetricKey) -> float:
-        names = (benchmark, metric.name, str(metric), f"{benchmark}:{metric.name}")
-        for pattern, value in self.thresholds.items():
-            if any(fnmatch.fnmatchcase(n, pattern) for n in names):
-                return float(value)
-        if metric.section in self.counter_sections and metric.name in self.deterministic_counters:
-            return self.counter_threshold
-        return self.threshold
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,23 +182,12 @@ class Comparison:
 # --------------------------------------------------------------------------- statistics
 
 
-def _finite(values: Iterable[float]) -> np.ndarray:
-    a = np.asarray(list(values), dtype=float)
-    return a[np.isfinite(a)]
-
-
-def _positive(history: Iterable[float]) -> np.ndarray:
-    """The values of a history that a noise model reads (log space): finite and above 0."""
-    h = _finite(history)
-    return h[h > 0]
-
-
 def significance(before: Measurement, after: Measurement, alpha: float) -> tuple[bool, float | None, str]:
     """(significant, p-value, test name) for two measurements of one metric."""
     from scipy import stats as sps  # a second to import: only once a test is run (pages mostly need none)
     from scipy.special import comb
 
-    a, b = _finite(before.samples), _finite(after.samples)
+    a, b = finite(before.samples), finite(after.samples)
     if a.size and b.size and 1.0 / comb(a.size + b.size, min(a.size, b.size)) < alpha:
         if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic on both sides
             return bool(a[0] != b[0]), (0.0 if a[0] != b[0] else 1.0), "mann-whitney"
@@ -285,221 +201,6 @@ def significance(before: Measurement, after: Measurement, alpha: float) -> tuple
     if a.size >= 2 and b.size >= 2:
         return not (a.max() >= b.min() and a.min() <= b.max()), None, "range-overlap"
     return True, None, "effect-only"
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentNoise:
-    """The current level of a series and how far its commits stray from it, in log space.
-
-    Between-commit spread, not within-commit samples: on CI each commit runs on another
-    runner on another day, so the level moves much more than one commit's samples do.
-    """
-
-    level: float  # log of the current segment's median
-    sd: float  # robust between-commit standard deviation of the segment
-    # The spread by the scaled MAD alone: the series' usual runner's. ``sd`` also takes the IQR, which spans the
-    # level of a runner type that a quarter of the commits or more visit.
-    usual_sd: float
-    # Every commit's deviation from its level, ascending: the segment's from the current level, and those of the
-    # window's earlier levels (of at least min_points commits) from their own, since a step moves the level and
-    # not the runner levels around it.
-    seen: tuple[float, ...]
-    points: int  # commits in the segment
-    # The deviations of the window's commits before the segment, ascending (empty when the segment is the window).
-    earlier: tuple[float, ...] = ()
-
-    def deviation(self, value: float) -> float:
-        return math.log(value) - self.level
-
-    def near(self, value: float, radius: float) -> int:
-        """How many commits seen (:attr:`seen`) lie within ``radius`` (log) of ``value``, as a deviation."""
-        d = self.deviation(value)
-        return sum(abs(d - x) < radius for x in self.seen)
-
-    def back_to_earlier(self, value: float, gap: float, min_points: int) -> int:
-        """How many commits before the segment ``value`` went back to, when it went back to their level.
-
-        A value within ``gap`` deviations (the larger of the segment's and the earlier commits' own) of
-        the earlier commits' median, with at least ``min_points`` and half of them that near: the current
-        segment was a phase (a run of commits on another runner type, or a change since reverted) and the
-        series returned to where it was. 0 otherwise.
-        """
-        e = np.asarray(self.earlier)
-        if e.size < min_points:
-            return 0
-        centre = float(np.median(e))
-        spread = max(self.sd, 1.4826 * float(np.median(np.abs(e - centre))))
-        d = self.deviation(value)
-        near = int(np.count_nonzero(np.abs(e - d) < gap * spread))
-        return near if abs(d - centre) < gap * spread and near >= max(min_points, e.size / 2) else 0
-
-
-def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise | None:
-    """The noise model of the current segment of ``history`` (medians, oldest first).
-
-    The current segment is the last level :mod:`.detect` finds in the history (the whole
-    window when that level is shorter than ``min_points``). Its spread is the larger of
-    the scaled MAD and IQR of the log values, so that a series which flips between a few
-    discrete runner levels is not mistaken for a quiet one; the commits themselves are kept
-    for the runner levels and the heavy tail, which no single spread captures, with those of
-    the window's earlier levels, each against its own level: after a step the series still
-    visits the same runner types, and a young segment that has not seen them yet would flag
-    each first visit (on the CI model, 2.6 of every 100 commits after a step, against 1.1).
-    None when the history is too short.
-    """
-    from .detect import DetectPolicy, segment_levels
-
-    h = _positive(history)
-    if h.size < min_points:
-        return None
-    # Only splits the whole sides prove: one proved on the main runner's level alone (detect's default) shortens
-    # the segment to where the series' other runner levels are not in sight (suites on the CI model: false
-    # alarms 0.45 -> 0.51 per 100 commits with it).
-    levels = segment_levels(list(h), DetectPolicy(min_points=max(8, min_points), main_level=False))
-    start, stop = levels[-1]
-    all_x = np.log(h)
-    own = stop - start >= min_points
-    x = all_x[start:stop] if own else all_x
-    med = float(np.median(x))
-    q1, q3 = np.percentile(x, [25, 75])
-    usual_sd = max(1.4826 * float(np.median(np.abs(x - med))), 1e-4)
-    sd = max(usual_sd, float(q3 - q1) / 1.349)
-    earlier = np.sort(all_x[:start] - med) if own else np.empty(0)
-    seen = [x - med]
-    if own:  # a step moves the level, not the runners: the earlier levels' commits, each from its own level
-        seen += [all_x[a:b] - np.median(all_x[a:b]) for a, b in levels[:-1] if b - a >= min_points]
-    dev = np.sort(np.concatenate(seen))
-    return SegmentNoise(med, sd, usual_sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier))
-
-
-def _measured(value: float | None) -> bool:
-    return value is not None and value > 0 and math.isfinite(value)
-
-
-def follow_up(
-    noise: SegmentNoise, value: float, later: Sequence[float], policy: ComparePolicy | None = None
-) -> Evidence:
-    """Whether the commits after a suspected one (``later``, oldest first) confirm or refute it.
-
-    A later commit agrees when it lies on the suspected commit's side of the old level by
-    at least half the suspected deviation, i.e. nearer the new value than the old level.
-    ``confirm_agree`` agreeing commits among the first ``confirm_window`` confirm; once
-    too many disagree for that to happen, refuted; until then the change stays suspected.
-    A missing value (a failed run) counts as neither.
-    """
-    policy = policy or ComparePolicy()
-    d = noise.deviation(value)
-    sign = 1.0 if d > 0 else -1.0
-    agree = disagree = 0
-    for w in later[: policy.confirm_window]:
-        if not _measured(w):
-            continue
-        if sign * noise.deviation(w) >= abs(d) / 2:
-            agree += 1
-        else:
-            disagree += 1
-        if agree >= policy.confirm_agree:
-            return "confirmed"
-        if disagree > policy.confirm_window - policy.confirm_agree:
-            return "refuted"
-    return "suspected"
-
-
-def _held_value(value: float, later: Sequence[float], policy: ComparePolicy) -> float | None:
-    """The level a commit and the next ``confirm_window`` commits hold (their median); None until all are measured."""
-    held = [value, *later[: policy.confirm_window]]
-    if len(held) <= policy.confirm_window or not all(_measured(v) for v in held):
-        return None
-    return math.exp(float(np.median(np.log(held))))
-
-
-@dataclass(frozen=True, slots=True)
-class YoungLevel:
-    """The level the newest commits of a history reached since its segment began (:func:`young_level`)."""
-
-    centre: float  # the median log of those commits
-    own: np.ndarray  # their deviations from the segment's level
-
-    @property
-    def count(self) -> int:
-        return int(self.own.size)
-
-
-def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float, gap: float) -> YoungLevel | None:
-    """The level the newest commits of ``history`` reached since the segment began, if any: when they all lie beyond
-    ``threshold`` from the segment's level the same way (one is enough: two caught fewer repeats on the CI model), at
-    a level no earlier commit came within ``gap`` deviations of (not a runner type's).
-
-    After a step the segment keeps the old level until :mod:`.detect` can split there (8 commits). Judged against it
-    alone, a commit that moved half the threshold from its before commit (back from a faster runner, one wiggle
-    further, a runner type's visit at the new level) was the same step again, flagged and confirmed a second time."""
-    bar = math.log1p(threshold)
-    x = np.log(_positive(history))
-    if x.size == 0 or abs(x[-1] - noise.level) <= bar:
-        return None
-    way = math.copysign(1.0, x[-1] - noise.level)
-    n = 1
-    while n < x.size and way * (x[-1 - n] - noise.level) > bar:
-        n += 1
-    centre = float(np.median(x[-n:]))
-    if np.any(np.abs(x[:-n] - centre) < gap * noise.sd):
-        return None
-    return YoungLevel(centre, x[-n:] - noise.level)
-
-
-#: The share of the current segment's commits that may lie at a new level held by the next commits
-#: (within :data:`NEW_LEVEL_RADIUS` deviations of its median) for persistence to confirm it (:func:`held_level`):
-#: a level more of them reached is a runner type the series visits. Chosen on the CI model (docs/analysis.md):
-#: within 2 deviations, 5% confirmed 0.01-0.03 false alarms per 100 commits, 8% up to 0.05; within 1, 3% kept
-#: the false alarms and confirmed 0.06 more of the 20% steps, most of them on mid-noise series. The deviation is
-#: the usual runner's (the MAD's): the IQR's, as wide as a +20% step on a series that flips between two runner types,
-#: counted the whole usual level as "visited" (0.01-0.03 more of the steps confirmed, the same false alarms).
-NEW_LEVEL_SEEN = 0.03
-NEW_LEVEL_RADIUS = 1.0
-
-
-def held_level(
-    noise: SegmentNoise, history: Sequence[float], value: float, later: Sequence[float], threshold: float,
-    policy: ComparePolicy,
-) -> Evidence:
-    """Whether ``value`` and the next ``confirm_window`` commits (``later``) hold a new level: what confirms a
-    change that the one commit could not prove (a level a few commits of the segment had reached, a commit
-    within the segment's own spread), or that one later commit on a faster runner did not agree with.
-
-    ``confirmed`` when all of: every one of those commits measured; :mod:`.detect`, run on the history, the
-    commit and those commits, starts a level at this commit (or one beside it), beyond ``threshold`` the same
-    way as ``value``; the median of the held commits lies beyond ``threshold`` from the segment's level; at most
-    :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie within :data:`NEW_LEVEL_RADIUS`
-    deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that median, and it is not back at the level
-    before the segment
-    (:meth:`SegmentNoise.back_to_earlier`).
-    ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
-    or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
-    held level against the history, where :func:`follow_up` asks each commit to agree."""
-    from .detect import find_steps
-
-    window = list(later[: policy.confirm_window])
-    if not all(_measured(v) for v in window):
-        return "refuted"
-    d, bar = noise.deviation(value), math.log1p(threshold)
-    held = [value, *window]
-    misses = sum(not (math.copysign(1.0, d) * noise.deviation(v) > bar) for v in window)
-    if misses > policy.confirm_window - (policy.confirm_window + 1) // 2:  # the held median cannot clear the bar
-        return "refuted"
-    held_value = _held_value(value, later, policy)
-    if held_value is None:
-        return "suspected"
-    centre = noise.deviation(held_value)
-    if centre * d <= 0 or abs(centre) <= bar or noise.near(held_value, NEW_LEVEL_RADIUS * noise.usual_sd) > (
-            NEW_LEVEL_SEEN * len(noise.seen)) or noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
-        return "refuted"  # a runner level the series visits, or back where it was before a phase
-    h = _positive(history)
-    # At this commit or one beside it: detect sets a step landing on a slower runner (+60%, then +20% held)
-    # apart as a spike, one commit early; ±1 confirmed 0.00-0.02 more of the 20% steps on every seed and
-    # scenario of the CI model and the bootstrap, at the same confirmed false alarms (docs/analysis.md).
-    starts = any(abs(s.index - h.size) <= 1 and abs(math.log(s.ratio)) > bar and math.log(s.ratio) * d > 0
-                 for s in find_steps([*h, *held]))
-    return "confirmed" if starts else "refuted"
 
 
 # --------------------------------------------------------------------------- comparison
@@ -520,8 +221,8 @@ def _is_step(ratio: float, threshold: float) -> bool:
 
 
 def _enough_history(history: Sequence[float], min_points: int) -> bool:
-    """Whether :func:`segment_noise` would build a noise model from ``history``."""
-    return _positive(history).size >= min_points
+    """Whether :func:`.noise.segment_noise` would build a noise model from ``history``."""
+    return positive(history).size >= min_points
 
 
 def compare_pair(
@@ -640,7 +341,7 @@ def compare_pair(
                     state = "suspected"  # one commit on a faster runner does not refute a level the rest may hold
             # The next commits agreed on their way back to the level before the segment (a phase that ended through
             # a commit on a third runner type, between the two): they refute it (held_level never confirms that).
-            held_value = _held_value(a, later, policy) if state == "confirmed" else None
+            held_value = held_median(a, later, policy) if state == "confirmed" else None
             went_back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
             if went_back:
                 state = "refuted"
@@ -910,7 +611,7 @@ def compare_measurements(
 
     ``history`` optionally maps a case (``Measurement.case``) to the medians of its
     series' recent commits, oldest first, ending with the before commit; ``later`` to the
-    medians of the commits measured after the after commit (see :func:`follow_up`).
+    medians of the commits measured after the after commit (see :func:`.noise.follow_up`).
     ``labels``: the commit of each of those values; with them, and a run on its usual runner,
     every case is judged in the after run's frame (:mod:`.frames`, ``policy.run_frames``).
     ``decided`` carries the rows of earlier commits that the after commit decides
@@ -982,7 +683,7 @@ def decided_by_last(
 
     ``points`` are the series' measurements, oldest first, ending with the newest commit;
     ``labels`` name their commits. A commit suspected of a change is confirmed or refuted
-    by the commits after it (:func:`follow_up`); the row is returned when the last commit
+    by the commits after it (:func:`.noise.follow_up`); the row is returned when the last commit
     is the one that settles it, so a per-commit gate reports each decision once (a refutal
     only of what was suspected; a confirmation also of what the history alone left ambiguous).
     One series alone: :func:`decided_in_run` also reads the whole run's shift.
@@ -1068,7 +769,7 @@ def _history_at(medians: Sequence[float | None], versions: Sequence[str | None],
 
 
 def series_later(points: Sequence[Measurement], at: int, policy: ComparePolicy) -> list[float]:
-    """The medians of the commits after ``points[at]`` that confirm or refute its verdict (:func:`follow_up`):
+    """The medians of the commits after ``points[at]`` that confirm or refute its verdict (:func:`.noise.follow_up`):
     up to ``confirm_window`` of them, until the benchmark code version changes; NaN for a failed run."""
     return _later(*history_columns(points[at : at + 1 + policy.confirm_window]), 0, policy.confirm_window)
 
@@ -1184,9 +885,7 @@ __all__ = [
     "EVIDENCE",
     "EDGE_BAND",
     "ComparePolicy",
-    "SegmentNoise",
-    "segment_noise",
-    "follow_up",
+    "HISTORY_WINDOW",
     "RunShift",
     "RunLabels",
     "run_shift",

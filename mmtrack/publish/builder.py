@@ -401,7 +401,7 @@ def _analysis_stamp() -> str:
     """A hash of the code behind the compare page's verdicts: the pages of a site built by other
     verdict code are rebuilt (a carried-on benchmark keeps its older steps' verdicts)."""
     h = hashlib.sha256()
-    for name in ("compare.py", "detect.py", "frames.py"):
+    for name in ("compare.py", "detect.py", "frames.py", "noise.py", "policy.py"):
         h.update((resources.files("mmtrack.analysis") / name).read_bytes())
     return h.hexdigest()
 

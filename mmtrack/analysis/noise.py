@@ -1,0 +1,259 @@
+"""The noise model of a series' recent history, and what the commits after a suspected change say about it.
+
+Pure functions over medians, oldest first (log space inside). :mod:`.compare` judges the newest commit against
+:func:`segment_noise`; the commits after it confirm or refute that verdict (:func:`follow_up`, :func:`held_level`),
+and :func:`young_level` keeps a step from being found again in the commits just after it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .policy import ComparePolicy, Evidence
+
+
+def finite(values: Iterable[float]) -> np.ndarray:
+    """The finite values, as an array."""
+    a = np.asarray(list(values), dtype=float)
+    return a[np.isfinite(a)]
+
+
+def positive(history: Iterable[float]) -> np.ndarray:
+    """The values of a history that a noise model reads (log space): finite and above 0."""
+    h = finite(history)
+    return h[h > 0]
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentNoise:
+    """The current level of a series and how far its commits stray from it, in log space.
+
+    Between-commit spread, not within-commit samples: on CI each commit runs on another
+    runner on another day, so the level moves much more than one commit's samples do.
+    """
+
+    level: float  # log of the current segment's median
+    sd: float  # robust between-commit standard deviation of the segment
+    # The spread by the scaled MAD alone: the series' usual runner's. ``sd`` also takes the IQR, which spans the
+    # level of a runner type that a quarter of the commits or more visit.
+    usual_sd: float
+    # Every commit's deviation from its level, ascending: the segment's from the current level, and those of the
+    # window's earlier levels (of at least min_points commits) from their own, since a step moves the level and
+    # not the runner levels around it.
+    seen: tuple[float, ...]
+    points: int  # commits in the segment
+    # The deviations of the window's commits before the segment, ascending (empty when the segment is the window).
+    earlier: tuple[float, ...] = ()
+
+    def deviation(self, value: float) -> float:
+        return math.log(value) - self.level
+
+    def near(self, value: float, radius: float) -> int:
+        """How many commits seen (:attr:`seen`) lie within ``radius`` (log) of ``value``, as a deviation."""
+        d = self.deviation(value)
+        return sum(abs(d - x) < radius for x in self.seen)
+
+    def back_to_earlier(self, value: float, gap: float, min_points: int) -> int:
+        """How many commits before the segment ``value`` went back to, when it went back to their level.
+
+        A value within ``gap`` deviations (the larger of the segment's and the earlier commits' own) of
+        the earlier commits' median, with at least ``min_points`` and half of them that near: the current
+        segment was a phase (a run of commits on another runner type, or a change since reverted) and the
+        series returned to where it was. 0 otherwise.
+        """
+        e = np.asarray(self.earlier)
+        if e.size < min_points:
+            return 0
+        centre = float(np.median(e))
+        spread = max(self.sd, 1.4826 * float(np.median(np.abs(e - centre))))
+        d = self.deviation(value)
+        near = int(np.count_nonzero(np.abs(e - d) < gap * spread))
+        return near if abs(d - centre) < gap * spread and near >= max(min_points, e.size / 2) else 0
+
+
+def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise | None:
+    """The noise model of the current segment of ``history`` (medians, oldest first).
+
+    The current segment is the last level :mod:`.detect` finds in the history (the whole
+    window when that level is shorter than ``min_points``). Its spread is the larger of
+    the scaled MAD and IQR of the log values, so that a series which flips between a few
+    discrete runner levels is not mistaken for a quiet one; the commits themselves are kept
+    for the runner levels and the heavy tail, which no single spread captures, with those of
+    the window's earlier levels, each against its own level: after a step the series still
+    visits the same runner types, and a young segment that has not seen them yet would flag
+    each first visit (on the CI model, 2.6 of every 100 commits after a step, against 1.1).
+    None when the history is too short.
+    """
+    from .detect import DetectPolicy, segment_levels
+
+    h = positive(history)
+    if h.size < min_points:
+        return None
+    # Only splits the whole sides prove: one proved on the main runner's level alone (detect's default) shortens
+    # the segment to where the series' other runner levels are not in sight (suites on the CI model: false
+    # alarms 0.45 -> 0.51 per 100 commits with it).
+    levels = segment_levels(list(h), DetectPolicy(min_points=max(8, min_points), main_level=False))
+    start, stop = levels[-1]
+    all_x = np.log(h)
+    own = stop - start >= min_points
+    x = all_x[start:stop] if own else all_x
+    med = float(np.median(x))
+    q1, q3 = np.percentile(x, [25, 75])
+    usual_sd = max(1.4826 * float(np.median(np.abs(x - med))), 1e-4)
+    sd = max(usual_sd, float(q3 - q1) / 1.349)
+    earlier = np.sort(all_x[:start] - med) if own else np.empty(0)
+    seen = [x - med]
+    if own:  # a step moves the level, not the runners: the earlier levels' commits, each from its own level
+        seen += [all_x[a:b] - np.median(all_x[a:b]) for a, b in levels[:-1] if b - a >= min_points]
+    dev = np.sort(np.concatenate(seen))
+    return SegmentNoise(med, sd, usual_sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier))
+
+
+def measured(value: float | None) -> bool:
+    return value is not None and value > 0 and math.isfinite(value)
+
+
+def follow_up(
+    noise: SegmentNoise, value: float, later: Sequence[float], policy: ComparePolicy | None = None
+) -> Evidence:
+    """Whether the commits after a suspected one (``later``, oldest first) confirm or refute it.
+
+    A later commit agrees when it lies on the suspected commit's side of the old level by
+    at least half the suspected deviation, i.e. nearer the new value than the old level.
+    ``confirm_agree`` agreeing commits among the first ``confirm_window`` confirm; once
+    too many disagree for that to happen, refuted; until then the change stays suspected.
+    A missing value (a failed run) counts as neither.
+    """
+    policy = policy or ComparePolicy()
+    d = noise.deviation(value)
+    sign = 1.0 if d > 0 else -1.0
+    agree = disagree = 0
+    for w in later[: policy.confirm_window]:
+        if not measured(w):
+            continue
+        if sign * noise.deviation(w) >= abs(d) / 2:
+            agree += 1
+        else:
+            disagree += 1
+        if agree >= policy.confirm_agree:
+            return "confirmed"
+        if disagree > policy.confirm_window - policy.confirm_agree:
+            return "refuted"
+    return "suspected"
+
+
+def held_median(value: float, later: Sequence[float], policy: ComparePolicy) -> float | None:
+    """The level a commit and the next ``confirm_window`` commits hold (their median); None until all are measured."""
+    held = [value, *later[: policy.confirm_window]]
+    if len(held) <= policy.confirm_window or not all(measured(v) for v in held):
+        return None
+    return math.exp(float(np.median(np.log(held))))
+
+
+@dataclass(frozen=True, slots=True)
+class YoungLevel:
+    """The level the newest commits of a history reached since its segment began (:func:`young_level`)."""
+
+    centre: float  # the median log of those commits
+    own: np.ndarray  # their deviations from the segment's level
+
+    @property
+    def count(self) -> int:
+        return int(self.own.size)
+
+
+def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float, gap: float) -> YoungLevel | None:
+    """The level the newest commits of ``history`` reached since the segment began, if any: when they all lie beyond
+    ``threshold`` from the segment's level the same way (one is enough: two caught fewer repeats on the CI model), at
+    a level no earlier commit came within ``gap`` deviations of (not a runner type's).
+
+    After a step the segment keeps the old level until :mod:`.detect` can split there (8 commits). Judged against it
+    alone, a commit that moved half the threshold from its before commit (back from a faster runner, one wiggle
+    further, a runner type's visit at the new level) was the same step again, flagged and confirmed a second time."""
+    bar = math.log1p(threshold)
+    x = np.log(positive(history))
+    if x.size == 0 or abs(x[-1] - noise.level) <= bar:
+        return None
+    way = math.copysign(1.0, x[-1] - noise.level)
+    n = 1
+    while n < x.size and way * (x[-1 - n] - noise.level) > bar:
+        n += 1
+    centre = float(np.median(x[-n:]))
+    if np.any(np.abs(x[:-n] - centre) < gap * noise.sd):
+        return None
+    return YoungLevel(centre, x[-n:] - noise.level)
+
+
+#: The share of the current segment's commits that may lie at a new level held by the next commits
+#: (within :data:`NEW_LEVEL_RADIUS` deviations of its median) for persistence to confirm it (:func:`held_level`):
+#: a level more of them reached is a runner type the series visits. Chosen on the CI model (docs/analysis.md):
+#: within 2 deviations, 5% confirmed 0.01-0.03 false alarms per 100 commits, 8% up to 0.05; within 1, 3% kept
+#: the false alarms and confirmed 0.06 more of the 20% steps, most of them on mid-noise series. The deviation is
+#: the usual runner's (the MAD's): the IQR's, as wide as a +20% step on a series that flips between two runner types,
+#: counted the whole usual level as "visited" (0.01-0.03 more of the steps confirmed, the same false alarms).
+NEW_LEVEL_SEEN = 0.03
+NEW_LEVEL_RADIUS = 1.0
+
+
+def held_level(
+    noise: SegmentNoise, history: Sequence[float], value: float, later: Sequence[float], threshold: float,
+    policy: ComparePolicy,
+) -> Evidence:
+    """Whether ``value`` and the next ``confirm_window`` commits (``later``) hold a new level: what confirms a
+    change that the one commit could not prove (a level a few commits of the segment had reached, a commit
+    within the segment's own spread), or that one later commit on a faster runner did not agree with.
+
+    ``confirmed`` when all of: every one of those commits measured; :mod:`.detect`, run on the history, the
+    commit and those commits, starts a level at this commit (or one beside it), beyond ``threshold`` the same
+    way as ``value``; the median of the held commits lies beyond ``threshold`` from the segment's level; at most
+    :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie within :data:`NEW_LEVEL_RADIUS`
+    deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that median, and it is not back at the level
+    before the segment
+    (:meth:`SegmentNoise.back_to_earlier`).
+    ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
+    or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
+    held level against the history, where :func:`follow_up` asks each commit to agree."""
+    from .detect import find_steps
+
+    window = list(later[: policy.confirm_window])
+    if not all(measured(v) for v in window):
+        return "refuted"
+    d, bar = noise.deviation(value), math.log1p(threshold)
+    held = [value, *window]
+    misses = sum(not (math.copysign(1.0, d) * noise.deviation(v) > bar) for v in window)
+    if misses > policy.confirm_window - (policy.confirm_window + 1) // 2:  # the held median cannot clear the bar
+        return "refuted"
+    held_value = held_median(value, later, policy)
+    if held_value is None:
+        return "suspected"
+    centre = noise.deviation(held_value)
+    if centre * d <= 0 or abs(centre) <= bar or noise.near(held_value, NEW_LEVEL_RADIUS * noise.usual_sd) > (
+            NEW_LEVEL_SEEN * len(noise.seen)) or noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
+        return "refuted"  # a runner level the series visits, or back where it was before a phase
+    h = positive(history)
+    # At this commit or one beside it: detect sets a step landing on a slower runner (+60%, then +20% held)
+    # apart as a spike, one commit early; ±1 confirmed 0.00-0.02 more of the 20% steps on every seed and
+    # scenario of the CI model and the bootstrap, at the same confirmed false alarms (docs/analysis.md).
+    starts = any(abs(s.index - h.size) <= 1 and abs(math.log(s.ratio)) > bar and math.log(s.ratio) * d > 0
+                 for s in find_steps([*h, *held]))
+    return "confirmed" if starts else "refuted"
+
+
+__all__ = [
+    "finite",
+    "positive",
+    "measured",
+    "SegmentNoise",
+    "segment_noise",
+    "follow_up",
+    "held_median",
+    "YoungLevel",
+    "young_level",
+    "NEW_LEVEL_SEEN",
+    "NEW_LEVEL_RADIUS",
+    "held_level",
+]
