@@ -1,7 +1,7 @@
 """How strict a comparison is (:class:`ComparePolicy`), and the states a verdict with history goes through.
 
-The knobs of :mod:`.compare` and of the series' noise model (:mod:`.noise`), in one place, so that both read
-the same policy and ``compare``, ``run``, ``continuous`` and the pages validate and show the same values.
+The knobs of :mod:`.compare` and of the series' noise model (:mod:`.noise`) in one place, apart from both, since
+both read them (the JSON report shows the policy that judged it).
 """
 
 from __future__ import annotations
