@@ -42,7 +42,7 @@ def _build(work: Path, url: str, args: argparse.Namespace):
     from mmtrack.publish import SiteConfig
     from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
     from mmtrack.store.db import open_store
-    from mmtrack.store.ingest import import_asv_results
+    from mmtrack.store.asv_import import import_asv_results
 
     commits = synthetic_commits(args.commits, seed=1)
     shas = _git_history(work / "asv" / "repo", commits)

@@ -58,7 +58,7 @@ class StoreImport:
     param_names = ["history"]
 
     def setup(self, history):
-        from mmtrack.store.ingest import find_results_files
+        from mmtrack.store.asv_import import find_results_files
 
         self.results = _shared() / "data" / "asv-results" / HISTORIES[history]
         if not self.results.is_dir():
@@ -71,7 +71,7 @@ class StoreImport:
         throughput=mmtrack.Throughput.per_operation(1, "files"),
     )
     def track_import_asv(self, store, chunk_size, chunk_num):
-        from mmtrack.store.ingest import import_asv_results
+        from mmtrack.store.asv_import import import_asv_results
 
         summary = import_asv_results(store, self.results)
         assert summary.imported == self.files and not summary.failed

@@ -41,7 +41,7 @@ from mmtrack.errors import UserError  # noqa: E402
 from mmtrack.results import Measurement  # noqa: E402
 from mmtrack.store import queries as q  # noqa: E402
 from mmtrack.store.db import open_store  # noqa: E402
-from mmtrack.store.ingest import import_asv_results  # noqa: E402
+from mmtrack.store.asv_import import import_asv_results  # noqa: E402
 
 FLAGS = ("regressed", "improved")
 

@@ -14,7 +14,7 @@ import pytest
 from mmtrack.results import PRIMARY, MetricKey, SeriesKey, canonical_params
 from mmtrack.store import queries as q
 from mmtrack.measure.stats import sample_stats
-from mmtrack.store.ingest import import_asv_results
+from mmtrack.store.asv_import import import_asv_results
 from test_store_support import count_asv_results, store, store_url  # noqa: F401
 
 BENCH = '''

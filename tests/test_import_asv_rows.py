@@ -20,8 +20,8 @@ from sqlalchemy import select
 from mmtrack.measure.stats import sample_stats, sample_stats_rows
 from mmtrack.results import canonical_params
 from mmtrack.store import models as m
-from mmtrack.store import ingest
-from mmtrack.store.ingest import import_asv_results, parse_results_file, read_benchmarks_json
+from mmtrack.store import asv_import
+from mmtrack.store.asv_import import import_asv_results, parse_results_file, read_benchmarks_json
 from test_store_support import METPY, store, store_url  # noqa: F401
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300)
@@ -182,11 +182,11 @@ def test_usual_shape_and_case_by_case_give_the_same_columns(results, monkeypatch
     del doc["results"]["suite.Grid.time_grid"]
     plain.write_text(json.dumps(doc))
     calls = []
-    real = ingest._AsvTable.add_all
-    monkeypatch.setattr(ingest._AsvTable, "add_all",
+    real = asv_import._AsvTable.add_all
+    monkeypatch.setattr(asv_import._AsvTable, "add_all",
                         lambda self, *a: calls.append(real(self, *a)) or calls[-1])
     fast = [parse_results_file(f, benchmarks).rows for f in [*files, plain]]
-    monkeypatch.setattr(ingest._AsvTable, "add_all", lambda self, *a: False)
+    monkeypatch.setattr(asv_import._AsvTable, "add_all", lambda self, *a: False)
     slow = [parse_results_file(f, benchmarks).rows for f in [*files, plain]]
     assert calls == [True] * 7  # MetPy's files (some benchmarks failed) and the plain one: a column at a time
     for a, b in zip(fast, slow):
@@ -241,8 +241,8 @@ def test_a_parse_worker_that_dies_costs_only_its_speed(tmp_path, monkeypatch):
     for sha in shas:
         (box / f"{sha[-8:]}-virtualenv-py3.12.json").write_text(json.dumps(_odd_file(sha)))
     here = []
-    real = ingest._read_and_parse
-    monkeypatch.setattr(ingest, "_read_and_parse", lambda item, b: here.append(item) or real(item, b))
+    real = asv_import._read_and_parse
+    monkeypatch.setattr(asv_import, "_read_and_parse", lambda item, b: here.append(item) or real(item, b))
     killed = []
 
     def progress(done, total, path):

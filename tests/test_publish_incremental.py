@@ -16,7 +16,7 @@ from mmtrack.publish import SiteConfig, bench_id
 from mmtrack.publish.synthetic import asv_benchmark_name, synthetic_model, write_asv_results
 from mmtrack.publish.writer import MANIFEST
 from mmtrack.store.db import open_store
-from mmtrack.store.ingest import import_asv_results
+from mmtrack.store.asv_import import import_asv_results
 from test_store_support import store_url  # noqa: F401
 
 N_COMMITS = 24

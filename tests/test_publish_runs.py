@@ -24,7 +24,7 @@ from mmtrack.publish.builder import STEP_COMMITS, _old_call
 from mmtrack.publish.synthetic import synthetic_model, write_asv_results
 from mmtrack.publish.writer import SiteWriter
 from mmtrack.store.db import open_store
-from mmtrack.store.ingest import import_asv_results
+from mmtrack.store.asv_import import import_asv_results
 
 N, SERIES = 40, 12
 SLOW_RUNS = {8, 15, 22, 29}  # runs on a slower runner type the history visits

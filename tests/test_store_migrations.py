@@ -21,7 +21,8 @@ from mmtrack.measure.metrics import Direction
 from mmtrack.results import PRIMARY, ChangePoint, SeriesKey
 from mmtrack.store import queries as q
 from mmtrack.store.db import alembic_config, head_revision, open_store
-from mmtrack.store.ingest import EngineCaseRecord, RunRecord, import_asv_results, record_engine_run
+from mmtrack.store.asv_import import import_asv_results
+from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
 from test_store_support import (  # noqa: F401
     CONDA,
     STORE_FIXTURE_REVISION,

@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 
 from mmtrack.store import models as m
 from mmtrack.store.db import open_store
-from mmtrack.store.ingest import import_asv_results
+from mmtrack.store.asv_import import import_asv_results
 from test_store_support import WRITER, CONDA, METPY, ROOT, count_asv_results, mmtrack_cmd, subprocess_env
 
 

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..store.db import open_store, redact
-from ..store.ingest import ImportSummary, find_results_files, import_asv_results
+from ..store.asv_import import ImportSummary, find_results_files, import_asv_results
 from .progress import progress_bar
 
 

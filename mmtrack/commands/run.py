@@ -761,7 +761,7 @@ def _record(store: Any, *, commit: CommitInfo, machine: str, environment: str, r
 
 
 def _ingest_into(store: Any, outcome: RunOutcome) -> None:
-    from ..store.ingest import import_asv_results
+    from ..store.asv_import import import_asv_results
 
     prepared, collected = outcome.prepared, outcome.collected
     suite = str(prepared.config.get("project") or prepared.project.name)

@@ -48,7 +48,7 @@ def update(request: UpdateRequest) -> UpdateOutcome:
     """Import, detect on the touched series, republish; each step's seconds in ``outcome.seconds``."""
     from ..store import queries as q
     from ..store.db import open_store, redact
-    from ..store.ingest import import_asv_results
+    from ..store.asv_import import import_asv_results
 
     url = request.publish.db
     if url is None:

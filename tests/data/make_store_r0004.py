@@ -28,7 +28,8 @@ from mmtrack.results import PRIMARY, ChangePoint, SeriesKey  # noqa: E402
 from mmtrack.store import models as m  # noqa: E402
 from mmtrack.store import queries as q  # noqa: E402
 from mmtrack.store.db import open_store  # noqa: E402
-from mmtrack.store.ingest import EngineCaseRecord, RunRecord, import_asv_results, record_engine_run  # noqa: E402
+from mmtrack.store.asv_import import import_asv_results  # noqa: E402
+from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run  # noqa: E402
 from test_store_support import CONDA, METPY, commit_info, engine_stats, snapshot  # noqa: E402
 
 
