@@ -234,6 +234,10 @@ def test_bad_input_lists_nearest_names_and_exits_2(metpy_store):
     proc = run_cli("compare", a, b, "--db", s["db"], "--alpha", "-1")
     assert proc.returncode == 2 and proc.stderr.strip() == (
         "error: --alpha -1 is not a significance level; give one between 0 and 1, e.g. 0.002")
+    for bad in ("x=-1", "x=nan", "x=inf"):  # every threshold, the per-benchmark ones too
+        proc = run_cli("compare", a, b, "--db", s["db"], "--threshold-for", bad)
+        assert proc.returncode == 2 and proc.stderr.strip() == (
+            f"error: --threshold-for '{bad}': {bad[2:]} is not a relative effect; give e.g. 'x=0.02' for 2%")
     # a valid one sets the samples' test with history and without
     policy = policy_for(CompareRequest(a=a, b=b, alpha=0.05))
     assert (policy.alpha, policy.history_alpha) == (0.05, 0.05)
