@@ -308,3 +308,25 @@ def test_a_bad_confirm_knob_is_refused_before_anything_runs(tmp_path, option, ne
 def test_round_alpha_without_confirm_is_refused(tmp_path):
     """`run --round-alpha` sets what the --confirm rounds must reach: without --confirm it would do nothing."""
     assert_one_line(mmtrack("run", "--round-alpha", "0.005", cwd=tmp_path), 2, "--round-alpha 0.005", "add --confirm")
+
+
+@pytest.mark.parametrize("option, needle", [(("--warm-up", "-1"), "warm_up must be a finite number of seconds above 0"),
+                                            (("--duration", "inf"), "duration must be a finite number of seconds above 0"),
+                                            (("--warm-up", "nan"), "got nan"),
+                                            (("--cooldown", "-1"), "cooldown must be a finite number of seconds, 0 or more"),
+                                            (("--min-samples", "50", "--max-samples", "10"), "got 50 and 10")])
+def test_a_bad_bench_knob_is_refused_before_anything_runs(tmp_path, option, needle):
+    """One line, exit 2, before any case runs: an infinite duration failed every case with an OverflowError, and a
+    negative cooldown was taken silently."""
+    from test_bench_history import SUITE
+
+    (tmp_path / "timed.py").write_text(SUITE)
+    proc = mmtrack("bench", str(tmp_path / "timed.py"), "--no-save", *option, cwd=tmp_path)
+    assert_one_line(proc, 2, "bad run option", needle)
+    assert not proc.stdout.strip()  # no case ran
+
+
+def test_continuous_max_rounds_is_refused_before_the_project_is_read(tmp_path):
+    """The knobs first: from a folder without asv.conf.json, --max-rounds is the error, not the missing config."""
+    assert_one_line(mmtrack("continuous", "HEAD~1", "--max-rounds", "-1", cwd=tmp_path), 2,
+                    "--max-rounds -1: below --rounds 6")

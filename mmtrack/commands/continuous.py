@@ -97,11 +97,12 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     from ..analysis.compare import failing_rows
 
     policy = policy_for(request.factor, request.round_alpha)
+    max_rounds = request.max_rounds if request.max_rounds is not None else 2 * request.rounds
+    if max_rounds < 0 or 0 < max_rounds < request.rounds:  # the knobs first, before the project is read
+        raise UserError(f"--max-rounds {max_rounds}: below --rounds {request.rounds} (0 turns the extra rounds off)")
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds,
                            request.quick, request.asv_args)
-    plan.max_rounds = request.max_rounds if request.max_rounds is not None else 2 * request.rounds
-    if plan.max_rounds < 0 or 0 < plan.max_rounds < plan.rounds:
-        raise UserError(f"--max-rounds {plan.max_rounds}: below --rounds {plan.rounds} (0 turns the extra rounds off)")
+    plan.max_rounds = max_rounds
     refuse_dirty(repo)
     base_sha = resolve_commit(repo, request.base)
     head_sha = resolve_commit(repo, request.head)

@@ -72,8 +72,8 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         for name in ("warm_up", "duration", "target_chunk"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+            if not 0 < getattr(self, name) < math.inf:  # NaN fails too
+                raise ValueError(f"{name} must be a finite number of seconds above 0, got {getattr(self, name)!r}")
         if not 0 < self.sample_share <= 1:
             raise ValueError(f"sample_share must be in (0, 1], got {self.sample_share!r}")
         if self.chunk_size is not None and self.chunk_size < 1:
