@@ -137,19 +137,28 @@ def exit_without_teardown(code: int) -> NoReturn:
     os._exit(code)
 
 
+def _error_line(message: str) -> None:
+    """``error: MESSAGE`` on stderr, one line (control characters escaped: a message may quote a benchmark name)."""
+    from rich.text import Text
+
+    from .textsafe import term
+
+    err_console.print(Text.assemble(("error:", "bold red"), " ", term(message)), highlight=False, soft_wrap=True)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except UserError as exc:
-        from rich.text import Text
-
-        from .textsafe import term
-
-        err_console.print(Text.assemble(("error:", "bold red"), " ", term(exc)), highlight=False, soft_wrap=True)
+        _error_line(str(exc))
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         err_console.print("aborted")
         sys.exit(130)
+    except click.UsageError as exc:  # click's usage lines, as one line of ours
+        where = exc.ctx.command_path if exc.ctx is not None else "mmtrack"
+        _error_line(f"{exc.format_message().rstrip('.')}; see {where} --help")
+        sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)

@@ -330,3 +330,13 @@ def test_continuous_max_rounds_is_refused_before_the_project_is_read(tmp_path):
     """The knobs first: from a folder without asv.conf.json, --max-rounds is the error, not the missing config."""
     assert_one_line(mmtrack("continuous", "HEAD~1", "--max-rounds", "-1", cwd=tmp_path), 2,
                     "--max-rounds -1: below --rounds 6")
+
+
+@pytest.mark.parametrize("args, needle", [(["bench", "--processes", "0"], "'--processes': 0 is not in the range"),
+                                          (["compare"], "Missing argument 'A'"),
+                                          (["detect", "--method", "foo"], "'foo' is not one of 'rankseg'"),
+                                          (["nosuch"], "No such command 'nosuch'")])
+def test_a_usage_mistake_that_click_catches_is_one_line_too(tmp_path, args, needle):
+    """click's own checks (ranges, choices, arguments) answer as ours do: one line naming the help to read."""
+    line = assert_one_line(mmtrack(*args, cwd=tmp_path), 2, needle)
+    assert line.endswith(" --help") and "; see " in line
