@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 
 from . import __distribution__, __version__
-from .errors import EXIT_OK, EXIT_USAGE, UserError
+from .errors import EXIT_OK, EXIT_USAGE, UserError, user_regex
 
 # Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
 console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else Console(width=140)
@@ -37,6 +37,13 @@ def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
         expose_value=True,
         help="Store URL or SQLite file (default: $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).",
     )(f)
+
+
+def _asv_regex(value: str | None) -> str | None:
+    """An asv ``-b`` regex, checked here: asv would only refuse it after the environments are built."""
+    if value:
+        user_regex(value, "-b")
+    return value
 
 
 def _emit(out) -> None:  # noqa: ANN001 - a rendered text (markdown, JSON) or a rich renderable (table)
@@ -215,7 +222,8 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 
 @cli.command()
 @click.option("--quick", is_flag=True, help="asv --quick: a short engine budget; smoke runs, not numbers to trust.")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", help="Run only benchmarks matching REGEX (asv -b).")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", callback=lambda _c, _p, v: _asv_regex(v),
+              help="Run only benchmarks matching REGEX (asv -b).")
 @db_option
 @click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
@@ -393,7 +401,8 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
 @cli.command()
 @click.argument("base")
 @click.argument("head", default="HEAD")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", help="Run only benchmarks matching REGEX (asv -b).")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", callback=lambda _c, _p, v: _asv_regex(v),
+              help="Run only benchmarks matching REGEX (asv -b).")
 @click.option("--rounds", type=int, default=6, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
 @click.option("--max-rounds", type=int, metavar="N",
               help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; 0: never).")
@@ -427,7 +436,8 @@ def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha,
 @cli.command()
 @click.argument("good")
 @click.argument("bad")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, help="The benchmark (asv -b regex).")
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, callback=lambda _c, _p, v: _asv_regex(v),
+              help="The benchmark (asv -b regex).")
 @click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
 @click.option("--rounds", type=int, default=4, show_default=True,
               help="Interleaved rounds per step (doubled on noise).")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 EXIT_OK = 0
 EXIT_FAILURES = 1  # a regression with --fail-on, or some inputs failed
 EXIT_USAGE = 2  # a usage error or a failed benchmark
@@ -17,3 +19,12 @@ class UserError(Exception):
 
 class StoreError(UserError):
     """The store cannot be opened, created or written (a bad --db, a read-only file, a newer schema)."""
+
+
+def user_regex(pattern: str, option: str) -> re.Pattern[str]:
+    """``pattern`` (given with ``option``, e.g. ``-b``) compiled, or one line saying why it is not a regex."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UserError(f"{option} {pattern!r} is not a regular expression ({exc}); give a Python regex, "
+                        "e.g. 'time_.*'", EXIT_USAGE) from None

@@ -340,3 +340,16 @@ def test_a_usage_mistake_that_click_catches_is_one_line_too(tmp_path, args, need
     """click's own checks (ranges, choices, arguments) answer as ours do: one line naming the help to read."""
     line = assert_one_line(mmtrack(*args, cwd=tmp_path), 2, needle)
     assert line.endswith(" --help") and "; see " in line
+
+
+@pytest.mark.parametrize("args", [["bench", "timed.py", "-k", "("], ["run", "-b", "("], ["continuous", "HEAD~1", "-b", "("],
+                                  ["bisect", "a", "b", "-b", "("], ["detect", "-b", "("], ["list", "benchmarks", "-b", "("],
+                                  ["publish", "-o", "site", "-b", "("]])
+def test_a_bad_regex_is_one_line_in_every_verb(store, tmp_path, args):
+    """The same line wherever a regex is taken; `bench -k (` was a traceback, and `run -b (` reached asv."""
+    from test_bench_history import SUITE
+
+    (tmp_path / "timed.py").write_text(SUITE)
+    line = assert_one_line(mmtrack(*args, cwd=tmp_path, env=cli_env(HOME=str(tmp_path), MMTRACK_DB=str(store))), 2,
+                           "'(' is not a regular expression")
+    assert line.endswith("give a Python regex, e.g. 'time_.*'")

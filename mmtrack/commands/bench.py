@@ -40,7 +40,7 @@ from ..host import host_info
 from ..results import BenchContext
 from ..vcs import GitError, commit_info, project_root
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
-from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, user_regex
 from ..measure import conditions
 from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
 from ..measure.processes import pool
@@ -138,6 +138,8 @@ def _plan(request: BenchRequest) -> tuple[Suite, list[Any], list[Case]]:
         suite = discover(request.path)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
+    if request.pattern:
+        user_regex(request.pattern, "-k")
     selected = suite.select(request.pattern)
     if not selected and not suite.failures:
         raise UserError(

@@ -14,7 +14,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import EXIT_USAGE, UserError
+from ..errors import EXIT_USAGE, UserError, user_regex
 from ..tables import Name
 from ..textsafe import term
 
@@ -72,10 +72,9 @@ def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, An
                 for mi in q.list_machines(store)
                 if request.machine is None or mi.name == request.machine
             ]
-        try:
-            found = q.list_benchmarks(store, request.benchmark)
-        except Exception as exc:  # re.error: a bad -b pattern
-            raise UserError(f"-b {request.benchmark!r} is not a regular expression ({exc})", EXIT_USAGE) from None
+        if request.benchmark:
+            user_regex(request.benchmark, "-b")
+        found = q.list_benchmarks(store, request.benchmark)
         return [
             {"name": b.name, "params": dict(b.params), "type": b.type, "unit": b.unit, "versions": list(b.versions)}
             for b in found

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import re
 from typing import Any, Iterable, Sequence
 
-from ..errors import EXIT_USAGE, UserError
+from ..errors import EXIT_USAGE, UserError, user_regex
 from ..results import MetricKey, SeriesKey
 
 
@@ -77,10 +76,9 @@ def series_keys(
     ``benchmark`` is a regular expression searched in the name."""
     from ..store import queries as q
 
-    try:
-        keys = q.list_series(store, machine=machine, environment=env, benchmark=benchmark)
-    except re.error as exc:
-        raise UserError(f"--benchmark {benchmark!r} is not a valid regex: {exc}", EXIT_USAGE) from None
+    if benchmark:
+        user_regex(benchmark, "--benchmark")
+    keys = q.list_series(store, machine=machine, environment=env, benchmark=benchmark)
     if benchmark and not keys:
         raise unknown("benchmark", benchmark, [c.name for c in q.list_benchmarks(store)])
     return [k for k in keys if metric_matches(k.metric, metrics)]
