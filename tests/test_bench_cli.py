@@ -185,3 +185,27 @@ def test_unknown_path_and_empty_filter_are_one_line_errors(tmp_path):
     proc = run_cli("bench", "benchmarks/examples", "-k", "no_such_benchmark_anywhere")
     assert proc.returncode == 2 and "no engine benchmark matches" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_decorators_declare_a_benchmark_bare_too():
+    """`@mmtrack.bench` without parentheses was "bench() takes 0 positional arguments", and the file did not import."""
+    import mmtrack
+    from mmtrack.asvbridge.declare import declaration_of
+
+    class Bare:
+        @mmtrack.bench
+        def track_plain(self, ctx, chunk_size, chunk_num):
+            pass
+
+        @mmtrack.bench_sample
+        def track_sample(self, ctx, chunk_size, chunk_num):
+            return mmtrack.BenchSampleResult(chunk_size)
+
+        @mmtrack.bench(chunk_size=3)
+        def track_options(self, ctx, chunk_size, chunk_num):
+            pass
+
+    plain, sample, options = (declaration_of(f) for f in (Bare.track_plain, Bare.track_sample, Bare.track_options))
+    assert (plain.returns_sample, plain.chunk_size, plain.fn.__name__) == (False, None, "track_plain")
+    assert (sample.returns_sample, sample.fn.__name__) == (True, "track_sample")
+    assert (options.returns_sample, options.chunk_size) == (False, 3)

@@ -254,6 +254,15 @@ def test_wrong_return_type_is_a_clear_error(fake_clock, returns_sample, value, f
         run_benchmark(BenchSpec("wrong", fn, returns_sample=returns_sample, chunk_size=1), FAST, clock=fake_clock)
 
 
+@pytest.mark.parametrize("backend", [42, lambda: None, object])
+def test_a_backend_that_is_not_one_is_a_clear_error(fake_clock, backend):
+    """backend=42 was "'int' object is not callable"; a factory returning None failed later, on an attribute."""
+    spec = BenchSpec("wrong_backend", lambda ctx, n, i: None, chunk_size=1, backend=backend)
+    with pytest.raises(BenchmarkDefinitionError, match=r"'wrong_backend': backend= takes a MeasurementBackend, its "
+                                                       r"class or a function returning one; got (int|NoneType|object)"):
+        run_benchmark(spec, FAST, clock=fake_clock)
+
+
 def test_backend_end_runs_even_when_bench_raises(fake_clock):
     calls = []
 

@@ -140,6 +140,8 @@ def _asv_entry(fn: Callable[..., Any], decl: EngineDeclaration, *, is_method: bo
 
 
 def bench(
+    fn: Callable[..., Any] | None = None,
+    /,
     *,
     throughput: Throughput | Callable[..., Throughput] | None = None,
     domain: MeasurementDomain | str = MeasurementDomain.CPU,
@@ -150,12 +152,18 @@ def bench(
     operations_per_chunk: int | Callable[[int], int] | None = None,
     diagnostic: Callable[..., DiagnosticResult] | None = None,
     diagnostic_samples: int = 3,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare ``f(self, ctx, chunk_size, chunk_num) -> None`` as an engine benchmark."""
-    return _decorator(False, _options(locals()))
+) -> Any:  # the decorator, or with ``fn`` the declared benchmark
+    """Declare ``f(self, ctx, chunk_size, chunk_num) -> None`` as an engine benchmark.
+
+    ``@bench`` bare or ``@bench(...)`` with options.
+    """
+    decorate = _decorator(False, _options({k: v for k, v in locals().items() if k != "fn"}))
+    return decorate if fn is None else decorate(fn)
 
 
 def bench_sample(
+    fn: Callable[..., Any] | None = None,
+    /,
     *,
     throughput: Throughput | Callable[..., Throughput] | None = None,
     domain: MeasurementDomain | str = MeasurementDomain.CPU,
@@ -166,9 +174,13 @@ def bench_sample(
     operations_per_chunk: int | Callable[[int], int] | None = None,
     diagnostic: Callable[..., DiagnosticResult] | None = None,
     diagnostic_samples: int = 3,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Like :func:`bench`, but ``f`` returns a BenchSampleResult with custom metrics."""
-    return _decorator(True, _options(locals()))
+) -> Any:  # the decorator, or with ``fn`` the declared benchmark
+    """Like :func:`bench`, but ``f`` returns a BenchSampleResult with custom metrics.
+
+    ``@bench_sample`` bare or ``@bench_sample(...)`` with options.
+    """
+    decorate = _decorator(True, _options({k: v for k, v in locals().items() if k != "fn"}))
+    return decorate if fn is None else decorate(fn)
 
 
 def bench_concurrent(

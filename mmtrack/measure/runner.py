@@ -137,7 +137,13 @@ class Runner:
         self.clock = clock
         self.progress = progress
         # Looked up at call time so the platform default can change without touching specs.
-        self.backend = (spec.backend or default_backend or _backend.default_backend)()
+        make = spec.backend or default_backend or _backend.default_backend
+        self.backend = make() if callable(make) else make
+        if not isinstance(self.backend, MeasurementBackend):
+            raise BenchmarkDefinitionError(
+                f"benchmark {spec.name!r}: backend= takes a MeasurementBackend, its class or a function returning "
+                f"one; got {type(self.backend).__name__}"
+            )
         kind = type(self.backend)
         self._hooks = kind.begin is not MeasurementBackend.begin or kind.end is not MeasurementBackend.end
         self._zero_is_host = self.backend.zero_means_host_time
