@@ -87,7 +87,8 @@ class BenchRequest:
         base = RunOptions.quick() if self.quick else RunOptions()
         given = {k: v for k, v in self.overrides.items() if v is not None}
         if not 0 <= self.cooldown < math.inf:
-            raise UserError(f"bad run option: cooldown must be a finite number of seconds, 0 or more, got {self.cooldown!r}")
+            raise UserError(
+                f"bad run option: cooldown must be a finite number of seconds, 0 or more, got {self.cooldown!r}")
         try:
             return dataclasses.replace(base, **given, process_model=PROCESS_MODELS[self.in_process])
         except ValueError as exc:

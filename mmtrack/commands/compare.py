@@ -286,7 +286,7 @@ def parse_threshold_for(items: Iterable[str]) -> dict[str, float]:
 
 
 def _relative_effect(value: float) -> bool:
-    """A minimum effect ``--threshold`` and ``--threshold-for`` accept: 0 up to 10 (x11), not NaN."""
+    """A minimum effect that ``--threshold`` and ``--threshold-for`` accept: from 0 up to 10 (x11), not NaN or inf."""
     return 0 <= value < 10
 
 
