@@ -230,8 +230,8 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 @click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
 @click.option("--confirm", is_flag=True, help="Re-measure suspected regressions A/B against the previous commit.")
 @click.option("--confirm-budget", type=float, metavar="SECONDS", help="Time bound of the --confirm rounds.")
-@click.option("--confirm-rounds", type=int, default=4, show_default=True,
-              help="Interleaved A/B rounds per side for --confirm (undecided benchmarks: up to twice as many).")
+@click.option("--confirm-rounds", type=int, metavar="N",
+              help="Interleaved A/B rounds per side for --confirm (default 4; undecided benchmarks: up to twice as many).")
 @click.option("--round-alpha", type=float, metavar="P",
               help="Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)

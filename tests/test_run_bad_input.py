@@ -207,3 +207,14 @@ def test_a_selection_that_matches_nothing(bad_run):
     proc = run_cli("run", "--quick", "-b", "no_such_benchmark", cwd=bad_run["repo"], env=bad_run["env"])
     assert proc.returncode == 2
     assert "wrote no result" in proc.stderr and "-b 'no_such_benchmark' may match no benchmark" in proc.stderr
+
+
+def test_a_store_that_cannot_be_opened_is_refused_before_asv_runs(bad_run, tmp_path):
+    """A --db that is not a database is one line, before the suite runs: it was found only at the ingest, after it."""
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("not a database\n")
+    proc = run_cli("run", "--quick", "--db", str(not_a_db), cwd=bad_run["repo"], env=bad_run["env"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: cannot open the store at sqlite:///{not_a_db}: file is not a database; check --db / MMTRACK_DB"]
+    assert "Discovering benchmarks" not in proc.stdout + proc.stderr  # asv never started

@@ -305,9 +305,11 @@ def test_a_bad_confirm_knob_is_refused_before_anything_runs(tmp_path, option, ne
     assert_one_line(proc, 2, needle)
 
 
-def test_round_alpha_without_confirm_is_refused(tmp_path):
-    """`run --round-alpha` sets what the --confirm rounds must reach: without --confirm it would do nothing."""
-    assert_one_line(mmtrack("run", "--round-alpha", "0.005", cwd=tmp_path), 2, "--round-alpha 0.005", "add --confirm")
+@pytest.mark.parametrize("option", [("--round-alpha", "0.005"), ("--confirm-rounds", "3"), ("--confirm-budget", "10")])
+def test_a_confirm_knob_without_confirm_is_refused(tmp_path, option):
+    """They set what the --confirm rounds do: without --confirm they would do nothing (--confirm-rounds and
+    --confirm-budget were taken silently)."""
+    assert_one_line(mmtrack("run", *option, cwd=tmp_path), 2, " ".join(option), "add --confirm")
 
 
 @pytest.mark.parametrize("option, needle", [(("--warm-up", "-1"), "warm_up must be a finite number of seconds above 0"),

@@ -47,6 +47,7 @@ from ..vcs import GitError, commit_info, git_output, resolve_rev
 
 PREFLIGHT = Path(__file__).resolve().parents[1] / "asvbridge" / "preflight.py"
 CONFIG_NAMES = ("asv.conf.json", "asv.conf.jsonc")
+CONFIRM_ROUNDS = 4  # A/B rounds per side of --confirm, unless --confirm-rounds says
 
 
 @dataclass(slots=True)
@@ -62,7 +63,7 @@ class RunRequest:
     python: str | None = None  # a built commit's interpreter (A/B runs); None: the running one
     confirm: bool = False  # re-measure suspected regressions A/B against the previous commit
     confirm_budget: float | None = None  # seconds for the A/B rounds of --confirm
-    confirm_rounds: int = 4  # A/B rounds of --confirm; undecided benchmarks get up to twice as many
+    confirm_rounds: int | None = None  # A/B rounds of --confirm (None: CONFIRM_ROUNDS); the undecided get up to twice
     round_alpha: float | None = None  # significance the --confirm rounds must reach (None: ab.interleave.ROUND_ALPHA)
 
 
@@ -266,17 +267,21 @@ def _filtered_suite(suite: Path, failures: Sequence[ImportFailure], dest: Path) 
 
 
 def check_confirm_options(request: RunRequest) -> None:
-    """``--confirm-rounds`` and ``--confirm-budget`` are refused before anything runs, not after the suite."""
-    if request.confirm_rounds < 1:
+    """``--confirm-rounds``, ``--confirm-budget`` and ``--round-alpha`` are refused before anything runs, not after
+    the suite: a bad value, or any of them without ``--confirm`` (where it would do nothing)."""
+    if request.confirm_rounds is not None and request.confirm_rounds < 1:
         raise UserError(f"--confirm-rounds {request.confirm_rounds}: need at least 1 round per side", EXIT_USAGE)
     if request.confirm_budget is not None and not (request.confirm_budget > 0 and math.isfinite(request.confirm_budget)):
         raise UserError(f"--confirm-budget {request.confirm_budget:g}: give a time in seconds above 0", EXIT_USAGE)
     from .continuous import round_alpha_for
 
     round_alpha_for(request.round_alpha)
-    if request.round_alpha is not None and not request.confirm:
-        raise UserError(f"--round-alpha {request.round_alpha:g}: it sets what the --confirm rounds must reach; "
-                        "add --confirm, or leave it out", EXIT_USAGE)
+    given = {"--confirm-rounds": request.confirm_rounds, "--confirm-budget": request.confirm_budget,
+             "--round-alpha": request.round_alpha}
+    for option, value in given.items():
+        if value is not None and not request.confirm:
+            raise UserError(f"{option} {value:g}: it sets what the --confirm rounds do; add --confirm, or leave it out",
+                            EXIT_USAGE)
 
 
 def prepare(request: RunRequest) -> Prepared:
@@ -570,6 +575,7 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
         for f in prepared.import_failures:
             console.print(f"[bold red]error:[/] could not import {f.path}: {f.message}", highlight=False, soft_wrap=True)
         ensure_machine(prepared)
+        open_store_or_refuse(request.db)
         started = datetime.now(timezone.utc)
         console.print(
             f"mmtrack run: commit {prepared.commit.sha[:12]} on machine {prepared.machine!r}, "
@@ -615,7 +621,7 @@ def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console
     console.print(f"--confirm: re-measuring {len(rows)} suspected row(s) A/B: {before[:8]} against {after[:8]}",
                   highlight=False)
     report, result = ab.confirm(outcome.prepared.project, request.config, outcome.prepared.machine, before, after,
-                                rows, request.confirm_rounds, request.confirm_budget, request.round_alpha,
+                                rows, request.confirm_rounds or CONFIRM_ROUNDS, request.confirm_budget, request.round_alpha,
                                 progress=lambda line: console.print(line, highlight=False, style="dim"))
     from ..store.db import open_store, resolve_url
 
@@ -697,6 +703,14 @@ def _render_comparison(outcome: Any, console: Console) -> None:
 
 # -- 5. the store: the one place that talks to it ---------------------------------------------
 ENGINE_RUN_KIND = "asv-engine"  # engine metrics of benchmarks asv ran (asv's own files: kind "asv")
+
+
+def open_store_or_refuse(db: str | None) -> None:
+    """The store opened (created or upgraded) once before asv runs: a --db that is not a database, unreachable or
+    read-only is one line then, not after the whole suite has run."""
+    from ..store.db import open_store, resolve_url
+
+    open_store(resolve_url(db)).close()
 
 
 def ingest(outcome: RunOutcome, db: str | None) -> None:
