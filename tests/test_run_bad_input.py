@@ -218,3 +218,14 @@ def test_a_store_that_cannot_be_opened_is_refused_before_asv_runs(bad_run, tmp_p
     assert proc.stderr.strip().splitlines() == [
         f"error: cannot open the store at sqlite:///{not_a_db}: file is not a database; check --db / MMTRACK_DB"]
     assert "Discovering benchmarks" not in proc.stdout + proc.stderr  # asv never started
+
+
+@pytest.mark.parametrize("verb", [["run", "--quick"], ["continuous", "HEAD"]])
+@pytest.mark.parametrize("name", ["../evil", "a/b", " padded"])
+def test_a_machine_name_that_is_not_a_folder_name_is_refused(bad_run, verb, name):
+    """The machine names a folder of asv's results: '../evil' wrote them outside it."""
+    proc = run_cli(*verb, "--machine", name, cwd=bad_run["repo"], env=bad_run["env"])
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"error: machine name {name!r} (--machine or MMTRACK_MACHINE) is not a plain folder name; give one without "
+        "'/', '..', control characters or spaces at either end, e.g. 'ci-linux-x64-1'"]
+    assert not (bad_run["repo"] / ".asv" / "evil").exists()

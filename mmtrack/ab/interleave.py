@@ -368,10 +368,8 @@ def _run_quiet(cmd: Sequence[str], prepared: asvrun.Prepared) -> Any:
 def make_plan(project: Path, config: Path | None, machine: str | None, bench: str | None, rounds: int,
               quick: bool = False, asv_args: tuple[str, ...] = ()) -> tuple[ABPlan, Path]:
     """The plan for ``project`` and the git top level its commits come from."""
-    import os
-
     from ..errors import UserError
-    from ..host import host_name
+    from ..host import asv_machine
     from ..vcs import git_output
 
     if rounds < 1:
@@ -383,7 +381,7 @@ def make_plan(project: Path, config: Path | None, machine: str | None, bench: st
     top = git_output(repo_dir if repo_dir.is_dir() else project, "rev-parse", "--show-toplevel")
     if not top:
         raise UserError(f"{project}: not a git repository; A/B runs build commits, so run in a git checkout")
-    machine = machine or os.environ.get(spool.ENV_MACHINE) or host_name()
+    machine = asv_machine(machine)
     return ABPlan(project, config_path, cfg, machine, bench, rounds, quick, asv_args), Path(top)
 
 

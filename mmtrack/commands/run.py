@@ -40,7 +40,7 @@ from rich.text import Text
 
 from ..asvbridge import spool
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
-from ..host import host_name
+from ..host import asv_machine
 from ..measure.metrics import MetricSummary
 from ..results import CommitInfo, canonical_params
 from ..vcs import GitError, commit_info, git_output, resolve_rev
@@ -293,7 +293,7 @@ def prepare(request: RunRequest) -> Prepared:
         repo = project  # a URL: asv would clone it; we record the checkout we are in
     repo = Path(git_output(repo, "rev-parse", "--show-toplevel") or repo)
     commit = resolve_commit(repo, request.commit)
-    machine = request.machine or os.environ.get(spool.ENV_MACHINE) or host_name()
+    machine = asv_machine(request.machine)
     spool_dir = Path(os.environ.get(spool.ENV_SPOOL) or project / spool.DEFAULT_SPOOL).resolve()
     results_dir = (project / str(config.get("results_dir", "results"))).resolve()
     suite = (project / str(config.get("benchmark_dir", "benchmarks"))).resolve()
