@@ -309,7 +309,7 @@ def compare_pair(
     if history is not None:
         state = "suspected"
         if noise is None:  # too short a history for a noise model: the samples decided
-            if b > 0:  # later commits still settle it, against the before commit's level
+            if b > 0 and a > 0:  # later commits still settle it, against the before commit's level (log space)
                 state = follow_up(SegmentNoise(math.log(b), 0.0, 0.0, (0.0,), 1), a, later, policy)
         else:
             z, z_bar = abs(noise.deviation(a)) / noise.sd, policy.z_needed(len(noise.seen))
