@@ -321,6 +321,9 @@ def test_detect_reports_too_short(tmp_path):
     out = run_detect(DetectRequest(db=str(db)))
     assert out.reports and all(r.status == "too_short" for r in out.reports)
     assert out.changes == [] and out.exit_code == 0
+    proc = run_cli("detect", "--db", str(db), "--dry-run")
+    assert proc.returncode == 0 and "too short for rankseg+mannwhitney: fewer than 8 commits" in " ".join(proc.stdout.split())
+    assert "benchmark / metric" not in proc.stdout  # no change point: the summary, not an empty table
 
 
 # --------------------------------------------------------------------------- git-resolved commits

@@ -152,7 +152,8 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     rows = [c for c in outcome.changes if show_all or c.kind == "regression"]
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
     title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
-    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left")
+    # No change point to show: the title alone, not an empty table under it.
+    t = Table(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows))
     # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
     many = len(places) > 1  # then each row names its machine/env under its metric
     name_header = "benchmark / metric" + (" / machine/env" if many else "")
