@@ -39,8 +39,8 @@ def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
     )(f)
 
 
-def _asv_regex(value: str | None) -> str | None:
-    """An asv ``-b`` regex, checked here: asv would only refuse it after the environments are built."""
+def _asv_regex(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: an asv ``-b`` regex, checked here; asv would only refuse it after the environments are built."""
     if value:
         user_regex(value, "-b")
     return value
@@ -222,7 +222,7 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 
 @cli.command()
 @click.option("--quick", is_flag=True, help="asv --quick: a short engine budget; smoke runs, not numbers to trust.")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", callback=lambda _c, _p, v: _asv_regex(v),
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", callback=_asv_regex,
               help="Run only benchmarks matching REGEX (asv -b).")
 @db_option
 @click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
@@ -401,7 +401,7 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
 @cli.command()
 @click.argument("base")
 @click.argument("head", default="HEAD")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", callback=lambda _c, _p, v: _asv_regex(v),
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", callback=_asv_regex,
               help="Run only benchmarks matching REGEX (asv -b).")
 @click.option("--rounds", type=int, default=6, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
 @click.option("--max-rounds", type=int, metavar="N",
@@ -436,7 +436,7 @@ def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha,
 @cli.command()
 @click.argument("good")
 @click.argument("bad")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, callback=lambda _c, _p, v: _asv_regex(v),
+@click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, callback=_asv_regex,
               help="The benchmark (asv -b regex).")
 @click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
 @click.option("--rounds", type=int, default=4, show_default=True,
