@@ -59,9 +59,13 @@ def judge_folder(results: Path, window: int, start: int, wide: float) -> dict:
     tally: collections.Counter = collections.Counter()
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(str(Path(tmp) / "real.db"))
-        import_asv_results(store, results)
-        keys = q.list_series(store)
-        for points in q.series_many(store, keys).values():
+        try:
+            import_asv_results(store, results)
+            keys = q.list_series(store)
+            series = q.series_many(store, keys)
+        finally:
+            store.close()  # before the folder goes
+        for points in series.values():
             ms = [p.measurement for p in points]
             spreads = [relative_spread(m) for m in ms]
             for j in range(start, len(ms) - policy.confirm_window):
