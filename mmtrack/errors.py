@@ -28,3 +28,10 @@ def user_regex(pattern: str, option: str) -> re.Pattern[str]:
     except re.error as exc:
         raise UserError(f"{option} {pattern!r} is not a regular expression ({exc}); give a Python regex, "
                         "e.g. 'time_.*'", EXIT_USAGE) from None
+
+
+def is_relative_effect(value: float) -> bool:
+    """A minimum relative effect a user may give (``compare --threshold``/``--threshold-for``, ``detect --min-effect``):
+    from 0 up to 10 (x11); NaN and inf are not."""
+    return 0 <= value < 10
+

@@ -27,7 +27,7 @@ from ..analysis.compare import (
     series_history_at,
     series_later,
 )
-from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..results import CommitInfo, Measurement, MetricKey, SeriesKey
 from .select import check_machine_env, check_metrics, metric_matches, unknown
 
@@ -255,7 +255,7 @@ def policy_for(request: CompareRequest) -> ComparePolicy:
         raise UserError(
             f"--history {request.history} is not a number of commits; give 0 (off) or more, e.g. 100", EXIT_USAGE
         )
-    if request.threshold is not None and not _relative_effect(request.threshold):
+    if request.threshold is not None and not is_relative_effect(request.threshold):
         raise UserError(f"--threshold {request.threshold} is not a relative effect; give e.g. 0.1 for 10%", EXIT_USAGE)
     if request.alpha is not None and not (0 < request.alpha < 1):
         raise UserError(f"--alpha {request.alpha:g} is not a significance level; give one between 0 and 1, "
@@ -279,15 +279,10 @@ def parse_threshold_for(items: Iterable[str]) -> dict[str, float]:
             out[pattern] = float(value)
         except ValueError:
             raise UserError(f"--threshold-for {item!r}: give PATTERN=VALUE, e.g. 'suite.Strict.*=0.02'", EXIT_USAGE) from None
-        if not _relative_effect(out[pattern]):
+        if not is_relative_effect(out[pattern]):
             raise UserError(f"--threshold-for {item!r}: {value} is not a relative effect; give e.g. "
                             f"'{pattern}=0.02' for 2%", EXIT_USAGE)
     return out
-
-
-def _relative_effect(value: float) -> bool:
-    """A minimum effect that ``--threshold`` and ``--threshold-for`` accept: from 0 up to 10 (x11), not NaN or inf."""
-    return 0 <= value < 10
 
 
 def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOutcome:

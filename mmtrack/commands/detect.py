@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
-from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..forked import map_split
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import term
@@ -74,7 +74,7 @@ def policy_for(request: DetectRequest) -> DetectPolicy:
         raise UserError(f"unknown --method {request.method!r}; choose one of {', '.join(METHODS)}", EXIT_USAGE)
     kw: dict[str, Any] = {"method": request.method}
     if request.min_effect is not None:
-        if not (math.isfinite(request.min_effect) and 0 <= request.min_effect < 10):
+        if not is_relative_effect(request.min_effect):
             raise UserError(f"--min-effect {request.min_effect:g} is out of range; give a relative step such as "
                             "0.02 (2%), from 0 up to 10", EXIT_USAGE)
         kw["min_effect"] = request.min_effect
