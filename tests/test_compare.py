@@ -597,12 +597,20 @@ def test_a_run_wide_move_is_not_confirmed_four_commits_later_either():
         ("suite.time_00", "regressed", "confirmed", "at c30"), ("suite.time_01", "regressed", "confirmed", "at c30")]
 
 
-@pytest.mark.parametrize("before, after", [(2.0, 0.0), (2.0, -1.0), (0.0, 2.0), (-1.0, 2.0)])
+@pytest.mark.parametrize("before, after", [(2.0, 0.0), (2.0, -1.0), (0.0, 2.0), (-1.0, 2.0), (-1.0, 1.0), (1.0, -1.0)])
 def test_a_value_at_or_below_zero_is_judged_without_the_log_space_model(before, after):
     """A track_ benchmark may return 0 or a negative number. With a history too short for a noise model, a 2 -> 0
-    step went to follow_up's log and crashed compare (math domain error), and with it publish's compare page."""
-    b, a = meas([before] * 10, name="value", unit="unit"), meas([after] * 10, name="value", unit="unit")
-    for history in ([before], [before] * 3, [before] * 30):
-        row = compare_pair(b, a, None, history, [after] * 4)
-        assert row.verdict in ("regressed", "improved", "unchanged", "ambiguous")
-        assert row.state in (None, "suspected")  # nothing in log space can confirm it
+    step went to follow_up's log and crashed compare (math domain error), and with it publish's compare page. A sign
+    flip read as a ratio of -1.00, "unchanged"."""
+    for direction, worse in ((Direction.HIGHER, after < before), (Direction.LOWER, after > before)):
+        b = meas([before] * 10, name="value", unit="unit", direction=direction)
+        a = meas([after + 0.01 * i for i in range(10)], name="value", unit="unit", direction=direction)
+        for history in (None, [before], [before] * 3, [before] * 30):
+            row = compare_pair(b, a, None, history, [after] * 4)
+            assert row.verdict == ("regressed" if worse else "improved"), (history, row)
+            assert row.state == (None if history is None else "suspected")  # nothing in log space can confirm it
+
+
+def test_a_value_that_stays_at_zero_is_unchanged():
+    b, a = meas([0.0] * 10, name="value", unit="unit"), meas([0.0] * 10, name="value", unit="unit")
+    assert compare_pair(b, a, None, [0.0] * 30).verdict == "unchanged"

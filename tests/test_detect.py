@@ -117,6 +117,21 @@ def test_fixed_regression_does_not_persist():
     assert kinds == [("regression", False), ("improvement", True)]
 
 
+@pytest.mark.parametrize("low, high", [(0.0, 5.0), (-2.0, 3.0), (-4.0, -1.0)])
+def test_a_change_at_or_below_zero_persists_the_way_it_went(low, high):
+    """track_ values may be 0 or negative: a step up from exactly 0 read as "does not persist" (its ratio to 0 was
+    taken as no move), and a level below 0 read the latest value's move the wrong way round."""
+    rng = np.random.default_rng(3)
+    for before, after, kind in ((low, high, "regression"), (high, low, "improvement")):
+        vals = [before] * 20 + [after] * 20
+        vals = [v + 0.01 * rng.standard_normal() for v in vals]
+        key, pts = series(vals, unit="unit")
+        (cp,) = detect_series(key, pts).changes
+        assert (cp.kind, cp.persists) == (kind, True)
+        key, pts = series(vals + [before] * 20, unit="unit")  # ... and went back: it no longer persists
+        assert [(c.kind, c.persists) for c in detect_series(key, pts).changes][0] == (kind, False)
+
+
 def test_direction_higher_is_better():
     vals = noisy_level([100.0] * 20 + [70.0] * 20, seed=8)
     key, pts = series(vals, unit="GiB/s", direction=Direction.HIGHER)

@@ -270,7 +270,9 @@ def compare_pair(
     # A step from the before commit of at most half the threshold is never this commit's change
     # (below), so the noise model, the costly part, is skipped: the row is unchanged either way.
     no_step = history is not None and a > 0 and b > 0 and thr > 0 and not _is_step(ratio, thr)
-    noise = None if no_step else segment_noise(history, policy.min_history) if history is not None and a > 0 else None
+    # The noise model lives in log space: a value at or below 0 on either side (a track_ benchmark's) has none.
+    logs = a > 0 and b > 0
+    noise = None if no_step else segment_noise(history, policy.min_history) if history is not None and logs else None
     if no_step and _enough_history(history, policy.min_history):  # type: ignore[arg-type]
         effect = 0.0  # what the noise model below would give
     # The effect: from the segment's level with history, from the before commit without.
@@ -278,9 +280,9 @@ def compare_pair(
         effect = math.expm1(abs(noise.deviation(a)))
         # ... and the step must be this commit's: away from the before commit, the same way,
         # by half the threshold, or every commit after a step would be flagged again.
-        if b > 0 and not (math.log(ratio) * noise.deviation(a) > 0 and _is_step(ratio, thr)):
+        if not (math.log(ratio) * noise.deviation(a) > 0 and _is_step(ratio, thr)):
             effect = 0.0
-    elif b == 0 or a == 0:
+    elif a * b <= 0:  # to or from 0, or a sign flip: no ratio says how far (-1 -> +1 is not "x-1.00, unchanged")
         effect = math.inf if a != b else 0.0
     else:
         effect = max(ratio, 1 / ratio) - 1
@@ -309,7 +311,7 @@ def compare_pair(
     if history is not None:
         state = "suspected"
         if noise is None:  # too short a history for a noise model: the samples decided
-            if b > 0 and a > 0:  # later commits still settle it, against the before commit's level (log space)
+            if logs:  # later commits still settle it, against the before commit's level (log space)
                 state = follow_up(SegmentNoise(math.log(b), 0.0, 0.0, (0.0,), 1), a, later, policy)
         else:
             z, z_bar = abs(noise.deviation(a)) / noise.sd, policy.z_needed(len(noise.seen))

@@ -616,6 +616,18 @@ def detect_series(key: SeriesKey, points: Sequence[SeriesPoint], policy: DetectP
     )
 
 
+def _persists(step: Step, latest: float, min_effect: float) -> bool:
+    """Whether the latest value is still beyond ``min_effect`` from the level before, the way the step went.
+
+    A ratio means nothing at or below 0 (a track_ benchmark's values): there the latest value must lie nearer the new
+    level than the old one (a step up from exactly 0 did not "persist" as a ratio to 0).
+    """
+    if step.before > 0:
+        rel = latest / step.before - 1
+        return math.copysign(1, rel) == math.copysign(1, step.after - step.before) and abs(rel) >= min_effect
+    return step.after != step.before and (latest - step.before) / (step.after - step.before) > 0.5
+
+
 def detect_values(
     key: SeriesKey,
     shas: Sequence[str],
@@ -642,12 +654,7 @@ def detect_values(
         for s in find_steps(values if len(run) == len(values) else [values[i] for i in run], policy):
             worse = is_worse(direction, s.before, s.after)
             kind = "change" if worse is None else ("regression" if worse else "improvement")
-            # It persists if the latest level is still beyond min_effect the same way.
-            rel_latest = latest / s.before - 1 if s.before else 0.0
-            persists = run is runs[-1] and (
-                math.copysign(1, rel_latest) == math.copysign(1, s.after - s.before)
-                and abs(rel_latest) >= policy.min_effect
-            )
+            persists = run is runs[-1] and _persists(s, latest, policy.min_effect)
             at = run.start + s.index
             changes.append(
                 ChangePoint(
