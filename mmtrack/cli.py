@@ -203,7 +203,10 @@ def db_current(db: str) -> None:
 
     r = run(db)
     state = "head" if r.up_to_date else f"behind head {r.head}; run `mmtrack db upgrade`"
-    console.print(f"{r.url}: revision {r.current or '<empty>'} ({state})", highlight=False, soft_wrap=True)
+    # A missing file is said so: "<empty>" read as a store there, and a mistyped --db then got upgraded into one.
+    line = (f"{r.url}: no store there (check --db / MMTRACK_DB; `mmtrack db upgrade` creates one at {r.head})"
+            if not r.exists else f"{r.url}: revision {r.current or '<empty>'} ({state})")
+    console.print(line, highlight=False, soft_wrap=True)
 
 
 @cli.command("import-asv")

@@ -65,6 +65,10 @@ def test_cli_db_upgrade_and_current(tmp_path):
     db = tmp_path / "cli.db"
     env = subprocess_env()
     run = lambda *a: subprocess.run(mmtrack_cmd(*a), capture_output=True, text=True, env=env, cwd=tmp_path)  # noqa: E731
+    cur = run("db", "current", "--db", str(db))  # no file: said so, and nothing is created
+    assert cur.returncode == 0 and "no store there" in cur.stdout and "mmtrack db upgrade" in cur.stdout
+    assert not db.exists()
+    db.touch()  # an empty file: a store with no schema yet
     cur = run("db", "current", "--db", str(db))
     assert cur.returncode == 0 and "revision <empty>" in cur.stdout and "mmtrack db upgrade" in cur.stdout
     up = run("db", "upgrade", "--db", str(db))
@@ -92,7 +96,7 @@ def test_db_current_does_not_create_a_store(tmp_path):
     from mmtrack.commands.db import db_current
 
     r = db_current(f"sqlite:///{tmp_path / 'none' / 'x.db'}")
-    assert r.current is None and not r.up_to_date and not (tmp_path / "none").exists()
+    assert r.current is None and not r.up_to_date and not r.exists and not (tmp_path / "none").exists()
 
 
 def test_sqlite_reads_through_a_memory_map(tmp_path):

@@ -16,6 +16,7 @@ class RevisionReport:
     before: str | None
     current: str | None
     head: str
+    exists: bool = True  # False: no SQLite file there (db current creates nothing)
 
     @property
     def up_to_date(self) -> bool:
@@ -37,7 +38,7 @@ def db_current(url: str) -> RevisionReport:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         if not Path(parsed.database).exists():
-            return RevisionReport(redact(url), None, None, head_revision())
+            return RevisionReport(redact(url), None, None, head_revision(), exists=False)
     store = open_store(url, upgrade_schema=False)
     try:
         current = store.current_revision()
