@@ -392,7 +392,7 @@ def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(
         git(repo, env, "checkout", "-q", "main")
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
-    assert f"re-measuring" in out and "confirmed: " in out
+    assert "re-measuring" in out and "confirmed: " in out
     with sqlite3.connect(db) as con:
         states = con.execute("select benchmark, metric, state, ratio, rounds from ab_verdict").fetchall()
         (purpose,) = con.execute("select purpose from ab_pair").fetchone()

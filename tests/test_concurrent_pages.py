@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
 
 from mmtrack.measure.metrics import Direction
 from mmtrack.publish import SiteConfig, bench_id, build_site

@@ -319,7 +319,7 @@ def test_the_pages_show_what_run_reported_though_detect_has_too_few_commits(hist
     from_run = [x for x in rows if x.get("source") == "run"]
     assert len(from_run) == len(stored) and len(rows) == len(stored)
     assert {(x["params"]["scale"], x["metric"]) for x in from_run if x["after_sha"] == shas[2] and x["kind"] == "regression"} >= {
-        (s, f"timing/time_per_op [s]") for s in ("1", "2")}
+        (s, "timing/time_per_op [s]") for s in ("1", "2")}
     chromium = Path("/usr/bin/chromium")
     if not chromium.exists():
         pytest.skip("needs Debian's chromium for the page check")

@@ -459,7 +459,6 @@ def _render_comparison(result: BaselineResult, console: Console) -> None:
 def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
-    selected = plan[1]
     project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
     url = normalize_url(request.db) if request.db else resolve_url(None)
     journal = None
