@@ -67,6 +67,13 @@ def test_aggregation_summaries():
     assert s.values == (5.0, 1.0, 3.0, 2.0, 4.0)
 
 
+def test_a_metric_pushed_twice_in_a_sample_or_in_some_samples_counts_values():
+    """As the README says: each value counts (a latency per request), and samples without the metric add none."""
+    samples = [[MetricValue("lat", 1.0, "ms"), MetricValue("lat", 3.0, "ms")], [], [MetricValue("lat", 2.0, "ms")]]
+    (s,) = aggregate_metrics(samples)
+    assert (s.count, s.median, s.values) == (3, 2.0, (1.0, 3.0, 2.0))
+
+
 def test_distribution_statistics_and_tukey_outliers():
     values = [10.0] * 18 + [10.5, 30.0]
     d = Distribution.of(values)
