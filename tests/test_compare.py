@@ -611,6 +611,16 @@ def test_a_value_at_or_below_zero_is_judged_without_the_log_space_model(before, 
             assert row.state == (None if history is None else "suspected")  # nothing in log space can confirm it
 
 
+def test_values_whose_ratio_leaves_the_float_range_are_judged_without_a_crash():
+    """1e-300 against 1e300 (asv results may hold any float): the ratio underflowed to 0, and compare died in a
+    logarithm or a division by zero; a young level 1e300 times away overflowed exp()."""
+    for before, after in ((1e300, 1e-300), (1e-300, 1e300)):
+        b, a = meas([before] * 10, name="value", unit="unit"), meas([after] * 10, name="value", unit="unit")
+        for history in (None, [before] * 30, [1.0] * 28 + [1e300, before]):
+            row = compare_pair(b, a, None, history, [after] * 4)
+            assert row.verdict == ("regressed" if after > before else "improved"), (history, row)
+
+
 def test_a_value_that_stays_at_zero_is_unchanged():
     b, a = meas([0.0] * 10, name="value", unit="unit"), meas([0.0] * 10, name="value", unit="unit")
     assert compare_pair(b, a, None, [0.0] * 30).verdict == "unchanged"

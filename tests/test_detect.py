@@ -132,6 +132,12 @@ def test_a_change_at_or_below_zero_persists_the_way_it_went(low, high):
         assert [(c.kind, c.persists) for c in detect_series(key, pts).changes][0] == (kind, False)
 
 
+def test_a_step_beyond_the_float_range_is_found_without_an_overflow():
+    key, pts = series([1e-300] * 15 + [1e300] * 15, unit="unit")
+    (cp,) = detect_series(key, pts).changes
+    assert cp.kind == "regression" and cp.persists
+
+
 def test_direction_higher_is_better():
     vals = noisy_level([100.0] * 20 + [70.0] * 20, seed=8)
     key, pts = series(vals, unit="GiB/s", direction=Direction.HIGHER)

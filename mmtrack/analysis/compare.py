@@ -269,9 +269,10 @@ def compare_pair(
     shown = a / float(measured.median) if frame != 1.0 and measured.median else ratio  # type: ignore[arg-type]
     # A step from the before commit of at most half the threshold is never this commit's change
     # (below), so the noise model, the costly part, is skipped: the row is unchanged either way.
-    no_step = history is not None and a > 0 and b > 0 and thr > 0 and not _is_step(ratio, thr)
-    # The noise model lives in log space: a value at or below 0 on either side (a track_ benchmark's) has none.
-    logs = a > 0 and b > 0
+    # The noise model lives in log space: a value at or below 0 on either side (a track_ benchmark's) has none,
+    # nor a ratio beyond a float's range (1e-300 against 1e300).
+    logs = a > 0 and b > 0 and 0 < ratio < math.inf
+    no_step = history is not None and logs and thr > 0 and not _is_step(ratio, thr)
     noise = None if no_step else segment_noise(history, policy.min_history) if history is not None and logs else None
     if no_step and _enough_history(history, policy.min_history):  # type: ignore[arg-type]
         effect = 0.0  # what the noise model below would give
@@ -285,7 +286,7 @@ def compare_pair(
     elif a * b <= 0:  # to or from 0, or a sign flip: no ratio says how far (-1 -> +1 is not "x-1.00, unchanged")
         effect = math.inf if a != b else 0.0
     else:
-        effect = max(ratio, 1 / ratio) - 1
+        effect = max(ratio, 1 / ratio) - 1 if 0 < ratio < math.inf else math.inf
     beyond = effect > thr
     edge = _edge(effect, thr)
     decides = ref.direction is not Direction.NEUTRAL and (beyond or edge)  # see the returns below
@@ -331,7 +332,7 @@ def compare_pair(
                 if z >= policy.history_z:  # ... and from that level, a runner type's move the series has made before
                     radius, moved = policy.history_gap * noise.sd, math.log(a) - young.centre
                     # the commits seen that far from their level, but for the young level's own (not a move from it)
-                    seen_there = noise.near(math.exp(noise.level + moved), radius) - int(np.count_nonzero(
+                    seen_there = noise.near_deviation(moved, radius) - int(np.count_nonzero(
                         np.abs(young.own - moved) < radius))
                     near = max(near, seen_there)
             state = follow_up(noise, a, later, policy) if near <= 1 else None

@@ -298,7 +298,7 @@ def _effect(a: np.ndarray, b: np.ndarray, logged: bool) -> tuple[float, float, f
     """(level before, level after, relative size of the step) in original units."""
     ma, mb = _median(a), _median(b)
     if logged:
-        return math.exp(ma), math.exp(mb), abs(math.expm1(mb - ma))
+        return math.exp(ma), math.exp(mb), abs(math.expm1(min(mb - ma, 700.0)))  # 700: no overflow past 1e304
     scale = max(abs(ma), abs(mb)) or 1.0
     return ma, mb, abs(mb - ma) / scale
 

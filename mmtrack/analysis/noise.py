@@ -54,7 +54,10 @@ class SegmentNoise:
 
     def near(self, value: float, radius: float) -> int:
         """How many commits seen (:attr:`seen`) lie within ``radius`` (log) of ``value``, as a deviation."""
-        d = self.deviation(value)
+        return self.near_deviation(self.deviation(value), radius)
+
+    def near_deviation(self, d: float, radius: float) -> int:
+        """:meth:`near` for a value given as its deviation from the level (log)."""
         return sum(abs(d - x) < radius for x in self.seen)
 
     def back_to_earlier(self, value: float, gap: float, min_points: int) -> int:
