@@ -6,7 +6,7 @@ noise. Here the previous commit and this one are built and measured interleaved,
 this machine, for the suspected benchmarks only, and every suspected row becomes:
 
 - ``confirmed``: the A/B comparison regresses the same metric too;
-- ``refuted``: the A/B comparison finds it unchanged or improved;
+- ``refuted``: the A/B comparison finds it unchanged, or changed the other way;
 - ``suspected`` (kept): the A/B comparison cannot tell (ambiguous, failed, missing).
 
 Each verdict is stored with its evidence (A/B ratio, p-value, rounds) in ``ab_verdict``,
@@ -56,11 +56,14 @@ def suspected_rows(comparison: Any) -> list[Any]:
 
 
 def state_for(history_row: Any, ab_row: Any | None) -> str:
+    """The A/B verdict decides: the same change confirms, none or the opposite one refutes (a suspected
+    improvement that the A/B run measures as a regression was the history's noise: the before commit read
+    slow), anything else (ambiguous, failed) leaves it suspected."""
     if ab_row is None:
         return SUSPECTED
     if ab_row.verdict == history_row.verdict:
         return CONFIRMED
-    if ab_row.verdict in ("unchanged", "improved"):
+    if ab_row.verdict in ("unchanged", "improved", "regressed"):
         return REFUTED
     return SUSPECTED
 
@@ -83,10 +86,11 @@ def confirm(project: Path, config: Path | None, machine: str, before: str, after
     for row in rows:
         ab = by_case.get((row.benchmark, row.params, row.metric))
         state = state_for(row, ab)
+        note = ab.note if ab else "not measured in the A/B run"
+        if ab is not None and {ab.verdict, row.verdict} == {"regressed", "improved"}:  # the other way: say so
+            note = "; ".join(filter(None, [f"the A/B run measured it {ab.verdict}, history {row.verdict}", note]))
         report.confirmations.append(Confirmation(
-            row, state, ab.ratio if ab else None, ab.p_value if ab else None, len(result.order) // 2,
-            note=(ab.note if ab else "not measured in the A/B run"),
-        ))
+            row, state, ab.ratio if ab else None, ab.p_value if ab else None, len(result.order) // 2, note=note))
     report.seconds = result.seconds
     return report, result
 

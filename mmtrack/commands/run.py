@@ -615,7 +615,7 @@ def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console
     found = outcome.comparison
     rows = ab.suspected_rows(found.comparison) if found is not None and found.before.commit is not None else []
     if not rows:
-        console.print("--confirm: no suspected regression to re-measure", highlight=False)
+        console.print("--confirm: no suspected change to re-measure", highlight=False)
         return
     before, after = found.before.commit.sha, outcome.prepared.commit.sha
     console.print(f"--confirm: re-measuring {len(rows)} suspected row(s) A/B: {before[:8]} against {after[:8]}",
