@@ -220,6 +220,13 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
     sys.exit(run_import(db, results_dir, console, err_console, progress=not no_progress))
 
 
+# The gate of a verdict judged with history (compare, run): confirmed regressions by default.
+history_fail_on = click.option(
+    "--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "suspected", "failed", "ambiguous"]),
+    help="Exit 1 when a row has this verdict (regression: a confirmed regression or a newly failing "
+         "benchmark; suspected: also a regression the history only suspects so far).")
+
+
 # -- mmtrack run: one commit under the real asv, into the store ---------------------------------------
 
 
@@ -237,9 +244,10 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
               help="Interleaved A/B rounds per side for --confirm (default 4; undecided benchmarks: up to twice as many).")
 @click.option("--round-alpha", type=float, metavar="P",
               help="Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
+@history_fail_on
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
 def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget, confirm_rounds, round_alpha,
-        asv_args) -> None:
+        fail_on, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -259,6 +267,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
         confirm_budget=confirm_budget,
         confirm_rounds=confirm_rounds,
         round_alpha=round_alpha,
+        fail_on=tuple(fail_on),
     )
     sys.exit(run_command(request, console=console))
 
@@ -274,10 +283,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
 @click.option("--env", help="Environment of both sides (needed when a commit ran in several).")
 @click.option("--metric", "metrics", multiple=True, help="Only these metrics (name, section/name or glob); repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
-@click.option("--fail-on", "fail_on", multiple=True,
-              type=click.Choice(["regression", "suspected", "failed", "ambiguous"]),
-              help="Exit 1 when a row has this verdict (regression: a confirmed regression or a newly failing "
-                   "benchmark; suspected: also a regression the history only suspects so far).")
+@history_fail_on
 @click.option("--threshold", type=float, help="Minimum effect, relative (default 0.1; counters 0.01).")
 @click.option("--threshold-for", "threshold_for", multiple=True, metavar="PATTERN=VALUE",
               help="Minimum effect for benchmarks or metrics matching a glob; repeatable.")

@@ -387,12 +387,12 @@ def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(
         first = run_cli("run", "--quick", "-b", "time_crunch", cwd=repo, env=env, timeout=600)
         assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
         git(repo, env, "checkout", "-q", shas[2])
-        proc = run_cli("run", "--quick", "-b", "crunch", "--confirm", "--confirm-budget", "300", cwd=repo, env=env,
-                       timeout=900)
+        proc = run_cli("run", "--quick", "-b", "crunch", "--confirm", "--confirm-budget", "300", "--fail-on", "regression",
+                       cwd=repo, env=env, timeout=900)
     finally:
         git(repo, env, "checkout", "-q", "main")
     out = proc.stdout
-    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode in (0, 1), out[-3000:] + proc.stderr[-3000:]
     with sqlite3.connect(db) as con:
         states = con.execute("select benchmark, metric, state, ratio, rounds from ab_verdict").fetchall()
         pairs = con.execute("select purpose from ab_pair").fetchall()
@@ -406,6 +406,7 @@ def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(
     if "no suspected change to re-measure" in out:
         # Load can make one --quick sample of the first commit read about 3x slow: then history sees nothing.
         assert abs(math.log(history)) < math.log(1.25) and states == [] and pairs == [], (history, out[-2000:])
+        assert proc.returncode == 0
         return
     assert "re-measuring" in out and pairs == [("confirm",)]
     # Only the suspected rows: time_crunch's metric (the engine benchmark ran first here, nothing to compare).
@@ -414,7 +415,40 @@ def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(
     expected = "confirmed" if history > 1 else "refuted"
     assert [s[:3] for s in states] == [("bench_ab.Crunch.time_crunch", "time_per_op", expected)], (history, out)
     assert states[0][3] > 1.5 and states[0][4] >= 1
-    assert f"{expected}: " in out
+    assert f"{expected}: bench_ab.Crunch.time_crunch time_per_op [s]: A/B ×" in out  # "[s]" was read as markup
+    # --fail-on regression: the regression A/B confirmed fails the commit (history alone only suspected it).
+    assert proc.returncode == (1 if expected == "confirmed" else 0), out[-2000:]
+    assert ("--fail-on regression: 1 row(s) fail this commit: bench_ab.Crunch.time_crunch" in out) == (
+        expected == "confirmed")
+
+
+def test_run_fails_on_what_history_confirms_and_what_a_b_confirms():
+    """`mmtrack run --fail-on regression`: a confirmed regression fails the commit, a suspected one only once
+    --confirm's A/B run confirms it, never one A/B refutes; --fail-on suspected also fails on suspicions."""
+    from types import SimpleNamespace
+
+    from mmtrack.ab.confirm import Confirmation
+    from mmtrack.analysis.compare import Comparison, Row
+    from mmtrack.commands.run import gate
+    from mmtrack.measure.metrics import Direction
+    from mmtrack.results import MetricKey
+
+    def row(name, state, verdict="regressed"):
+        return Row(f"s.{name}", "{}", MetricKey("timing", "time_per_op", "s"), Direction.LOWER, verdict, None, None,
+                   state=state)
+
+    earlier = row("earlier", "confirmed")  # a suspicion of an earlier commit that this one confirms
+    rows = (row("a", "suspected"), row("b", "suspected"), row("c", "suspected"), row("d", "refuted"),
+            row("e", "suspected", "improved"))
+    outcome = SimpleNamespace(comparison=SimpleNamespace(comparison=Comparison(rows, decided=(earlier,))))
+    names = lambda failing: sorted(r.benchmark for r in failing)  # noqa: E731
+    assert names(gate(outcome, [], ("regression",))) == ["s.earlier"]
+    assert names(gate(outcome, [], ("suspected",))) == ["s.a", "s.b", "s.c", "s.earlier"]
+    ab = [Confirmation(rows[0], "confirmed", 3.0, 0.002, 6), Confirmation(rows[1], "refuted", 1.0, 0.5, 6),
+          Confirmation(rows[2], "suspected", 1.2, 0.2, 6)]
+    assert names(gate(outcome, ab, ("regression",))) == ["s.a", "s.earlier"]
+    assert names(gate(outcome, ab, ("suspected",))) == ["s.a", "s.c", "s.earlier"]
+    assert gate(SimpleNamespace(comparison=None), [], ("regression",)) == []  # the first commit: nothing to fail
 
 
 def test_the_a_b_verdict_decides_a_suspected_change_either_way():

@@ -61,7 +61,7 @@ def test_workflow_declares_what_the_docs_say():
         "Save the history",
         "Build the pages",
     ]
-    assert steps()["Run the benchmarks of this commit"].strip() == "mmtrack run"
+    assert steps()["Run the benchmarks of this commit"].strip() == "mmtrack run --fail-on regression"
     assert steps()["Build the pages"].strip() == "mmtrack publish -o site"
     assert data["env"]["MMTRACK_MACHINE"]  # one machine name across hosted runners
 

@@ -39,10 +39,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..asvbridge import spool
-from ..errors import EXIT_OK, EXIT_USAGE, UserError
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..host import asv_machine
 from ..measure.metrics import MetricSummary
 from ..results import CommitInfo, canonical_params
+from ..textsafe import term
 from ..vcs import GitError, commit_info, git_output, resolve_rev
 
 PREFLIGHT = Path(__file__).resolve().parents[1] / "asvbridge" / "preflight.py"
@@ -65,6 +66,7 @@ class RunRequest:
     confirm_budget: float | None = None  # seconds for the A/B rounds of --confirm
     confirm_rounds: int | None = None  # A/B rounds of --confirm (None: CONFIRM_ROUNDS); the undecided get up to twice
     round_alpha: float | None = None  # significance the --confirm rounds must reach (None: ab.interleave.ROUND_ALPHA)
+    fail_on: tuple[str, ...] = ()  # compare's --fail-on, on the comparison with the previous commit (see gate())
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,9 +573,10 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
     prepared = prepare(request)
     try:
         for note in prepared.notes:
-            console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+            console.print(Text.assemble(("note:", "yellow"), " ", term(note)), highlight=False, soft_wrap=True)
         for f in prepared.import_failures:
-            console.print(f"[bold red]error:[/] could not import {f.path}: {f.message}", highlight=False, soft_wrap=True)
+            console.print(Text.assemble(("error:", "bold red"), f" could not import {term(str(f.path))}: {term(f.message)}"),
+                          highlight=False, soft_wrap=True)
         ensure_machine(prepared)
         open_store_or_refuse(request.db)
         started = datetime.now(timezone.utc)
@@ -603,20 +606,46 @@ def run_command(request: RunRequest, console: Console) -> int:
     check_confirm_options(request)
     outcome = execute(request, console)
     render(outcome, console)
-    if request.confirm:
-        confirm_suspected(outcome, request, console)
-    return outcome.exit_code
+    confirmations = confirm_suspected(outcome, request, console) if request.confirm else []
+    failing = gate(outcome, confirmations, request.fail_on) if request.fail_on else []
+    if failing:
+        names = ", ".join(f"{r.name} {r.metric_label} {r.verdict}" + (f" ({r.state})" if r.state else "") for r in failing)
+        console.print(Text(term(f"--fail-on {','.join(request.fail_on)}: {len(failing)} row(s) fail this commit: {names}"),
+                           style="bold red"), highlight=False, soft_wrap=True)
+    # A failed benchmark exits 2 whatever the gate says, as in `mmtrack bench`.
+    return outcome.exit_code if outcome.exit_code != EXIT_OK or not failing else EXIT_FAILURES
 
 
-def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console) -> None:
-    """``--confirm``: the suspected rows of the summary re-measured A/B (see :mod:`mmtrack.ab.confirm`)."""
+def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[str]) -> list[Any]:
+    """The rows that fail ``--fail-on`` (compare's :func:`failing_rows`) on the comparison with the previous commit,
+    with earlier commits' suspicions this one confirms, and the states a ``--confirm`` A/B run gave: a suspected
+    regression that A/B confirms fails ``regression``; one it refutes fails nothing."""
+    import dataclasses
+
+    from ..analysis.compare import failing_rows
+
+    if outcome.comparison is None:
+        return []
+    comparison = outcome.comparison.comparison
+    by_ab = {(c.row.benchmark, c.row.params, c.row.metric): c.state for c in confirmations
+             if c.state in ("confirmed", "refuted")}
+    if by_ab:
+        rows = tuple(dataclasses.replace(r, state=by_ab.get((r.benchmark, r.params, r.metric), r.state))
+                     for r in comparison.rows)
+        comparison = dataclasses.replace(comparison, rows=rows)
+    return failing_rows(comparison, fail_on)
+
+
+def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console) -> list[Any]:
+    """``--confirm``: the suspected rows of the summary re-measured A/B (see :mod:`mmtrack.ab.confirm`); their
+    confirmations."""
     from ..ab import confirm as ab
 
     found = outcome.comparison
     rows = ab.suspected_rows(found.comparison) if found is not None and found.before.commit is not None else []
     if not rows:
         console.print("--confirm: no suspected change to re-measure", highlight=False)
-        return
+        return []
     before, after = found.before.commit.sha, outcome.prepared.commit.sha
     console.print(f"--confirm: re-measuring {len(rows)} suspected row(s) A/B: {before[:8]} against {after[:8]}",
                   highlight=False)
@@ -632,15 +661,15 @@ def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console
     finally:
         store.close()
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("warning:", "yellow"), " ", term(w)), highlight=False, soft_wrap=True)
     for c in report.confirmations:
-        console.print(ab.describe(c), highlight=False, soft_wrap=True)
+        console.print(Text(term(ab.describe(c))), highlight=False, soft_wrap=True)  # Text: "[s]" is no markup
+    return report.confirmations
 
 
 def render(outcome: RunOutcome, console: Console) -> None:
     c = outcome.collected
     from ..tables import Name
-    from ..textsafe import term
     from ..units import format_quantity
 
     for w in c.warnings + outcome.reports:
@@ -682,7 +711,6 @@ def _render_comparison(outcome: Any, console: Console) -> None:
     from ..analysis.render import render_table, summary_line
 
     full = outcome.comparison
-    from ..textsafe import term
 
     console.print(
         Text(term(f"compared with the previous commit on {outcome.before.machine} "
