@@ -609,7 +609,9 @@ def run_command(request: RunRequest, console: Console) -> int:
     confirmations = confirm_suspected(outcome, request, console) if request.confirm else []
     failing = gate(outcome, confirmations, request.fail_on) if request.fail_on else []
     if failing:
-        names = ", ".join(f"{r.name} {r.metric_label} {r.verdict}" + (f" ({r.state})" if r.state else "") for r in failing)
+        from ..analysis.render import verdict_text
+
+        names = ", ".join(f"{r.name} {r.metric_label} {verdict_text(r)}" for r in failing)
         console.print(Text(term(f"--fail-on {','.join(request.fail_on)}: {len(failing)} row(s) fail this commit: {names}"),
                            style="bold red"), highlight=False, soft_wrap=True)
     # A failed benchmark exits 2 whatever the gate says, as in `mmtrack bench`.
