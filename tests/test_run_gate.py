@@ -1,7 +1,7 @@
 """`mmtrack run --fail-on`: the per-commit gate, under the real asv, commit after commit.
 
 A `track_` benchmark returns a size fixed by the code (no timing, so no machine load can move it): 100 at
-two commits, then 200 from the third on. History suspects the third commit; `--fail-on regression` passes
+two commits, then 200 from the third to the eighth. History suspects the third commit; `--fail-on regression` passes
 until the next 4 commits have held the new level, then fails on the commit that confirms it, naming the
 commit it began at. `--fail-on suspected` fails at once.
 """
@@ -30,7 +30,7 @@ def gated(tmp_path_factory):
     env = asv_env(root / "home", MMTRACK_DB=f"sqlite:///{root / 'store.db'}")
     repo = make_repo(root, env)
     shas, runs = [], []
-    for day, size in enumerate([100, 100, 200, 200, 200, 200, 200], 1):
+    for day, size in enumerate([100, 100, 200, 200, 200, 200, 200, 200], 1):
         (repo / "benchmarks" / "bench_size.py").write_text(BENCH.format(size=size) + "\n" * day)  # source differs
         shas.append(commit_all(repo, env, f"size {size}", day))
         fail_on = ["--fail-on", "suspected"] if day == 3 else ["--fail-on", "regression"]
@@ -47,7 +47,7 @@ def test_the_gate_fails_on_the_commit_that_confirms_a_regression(gated):
     assert "--fail-on suspected: 1 row(s) fail this commit: bench_size.Sizes.track_size" in runs[2].stdout
     assert "regressed (suspected)" in runs[2].stdout
     # --fail-on regression: nothing before the 4 commits after it held the new level; then the 7th fails, once.
-    assert [p.returncode for p in runs[:2] + runs[3:]] == [0, 0, 0, 0, 0, 1], [p.stdout[-1500:] for p in runs]
-    last = runs[-1].stdout
+    assert [p.returncode for p in runs[:2] + runs[3:]] == [0, 0, 0, 0, 0, 1, 0], [p.stdout[-1500:] for p in runs]
+    last = runs[6].stdout
     assert ("--fail-on regression: 1 row(s) fail this commit: bench_size.Sizes.track_size value [unit] "
             f"regressed (confirmed): at {shas[2][:8]}") in last, last[-2000:]
