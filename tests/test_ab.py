@@ -387,8 +387,8 @@ def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(
         first = run_cli("run", "--quick", "-b", "time_crunch", cwd=repo, env=env, timeout=600)
         assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
         git(repo, env, "checkout", "-q", shas[2])
-        proc = run_cli("run", "--quick", "-b", "crunch", "--confirm", "--confirm-budget", "300", "--fail-on", "regression",
-                       cwd=repo, env=env, timeout=900)
+        proc = run_cli("run", "--quick", "-b", "crunch", "--confirm", "--confirm-budget", "300",
+                       "--fail-on", "regression", cwd=repo, env=env, timeout=900)
     finally:
         git(repo, env, "checkout", "-q", "main")
     out = proc.stdout
@@ -399,7 +399,8 @@ def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(
         # What history read: time_crunch at the two commits, one --quick sample each.
         read = dict(con.execute(
             'select c.sha, ms.median from measurement ms join result res on res.id = ms.result_id '
-            'join run r on r.id = res.run_id join "commit" c on c.id = r.commit_id join series s on s.id = ms.series_id '
+            'join run r on r.id = res.run_id join "commit" c on c.id = r.commit_id '
+            'join series s on s.id = ms.series_id '
             "join benchmark b on b.id = s.benchmark_id where r.kind = 'asv' and b.name = 'bench_ab.Crunch.time_crunch'"
         ).fetchall())
     history = read[shas[2]] / read[shas[1]]

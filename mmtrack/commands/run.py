@@ -575,8 +575,8 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
         for note in prepared.notes:
             console.print(Text.assemble(("note:", "yellow"), " ", term(note)), highlight=False, soft_wrap=True)
         for f in prepared.import_failures:
-            console.print(Text.assemble(("error:", "bold red"), f" could not import {term(str(f.path))}: {term(f.message)}"),
-                          highlight=False, soft_wrap=True)
+            why = f" could not import {term(str(f.path))}: {term(f.message)}"
+            console.print(Text.assemble(("error:", "bold red"), why), highlight=False, soft_wrap=True)
         ensure_machine(prepared)
         open_store_or_refuse(request.db)
         started = datetime.now(timezone.utc)
@@ -612,8 +612,8 @@ def run_command(request: RunRequest, console: Console) -> int:
         from ..analysis.render import verdict_text
 
         names = ", ".join(f"{r.name} {r.metric_label} {verdict_text(r)}" for r in failing)
-        console.print(Text(term(f"--fail-on {','.join(request.fail_on)}: {len(failing)} row(s) fail this commit: {names}"),
-                           style="bold red"), highlight=False, soft_wrap=True)
+        line = f"--fail-on {','.join(request.fail_on)}: {len(failing)} row(s) fail this commit: {names}"
+        console.print(Text(term(line), style="bold red"), highlight=False, soft_wrap=True)
     # A failed benchmark exits 2 whatever the gate says, as in `mmtrack bench`.
     return outcome.exit_code if outcome.exit_code != EXIT_OK or not failing else EXIT_FAILURES
 
