@@ -104,6 +104,8 @@ def format_duration(seconds: float) -> str:
     """Seconds as ``1.234 ms`` (3 decimals in the chosen unit)."""
     if not math.isfinite(seconds):
         return "n/a"
+    if seconds and not 1e-11 <= abs(seconds) < 1e7:  # beyond ns and 100 days: 1e300 s was 301 digits
+        return f"{seconds:.3e} s"
     for scale, unit in _TIME[:-1]:
         if abs(seconds) >= scale:
             return f"{seconds / scale:.3f} {unit}"

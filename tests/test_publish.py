@@ -269,3 +269,30 @@ def test_code_version_changes_are_marked(tmp_path: Path) -> None:
     build_site(SiteModel(series={key: pts}, commits=commits), tmp_path)
     _, (_, meta) = read_call(tmp_path / f"data/b/{bench_id('bench')}.meta.js")
     assert meta["series"][0]["versions"] == [[2, "v2"], [4, "v3"]]
+
+
+def test_values_at_or_below_zero_and_beyond_the_float_range_publish(tmp_path: Path) -> None:
+    """track_ values may step from 0, flip sign or span 1e-300 to 1e300: detect finds those changes (a sign flip's
+    ratio is -1), and the pages ranked a benchmark's changes by log(ratio), a math domain error that stopped
+    `mmtrack publish`. Every data file stays strict JSON (no NaN, no Infinity)."""
+    from mmtrack.analysis.detect import detect_series
+
+    commits = synthetic_commits(40, 0)
+    shapes = {"track_from_zero": lambda i: 0.0 if i < 20 else 5.0, "track_sign_flip": lambda i: -1.0 if i < 20 else 1.0,
+              "track_huge": lambda i: 1e-300 if i < 20 else 1e300, "track_negative": lambda i: -2.0 if i < 20 else -1.0}
+    series, changes = {}, []
+    for name, shape in shapes.items():
+        key = SeriesKey("m1", "env", f"suite.{name}", "{}", PRIMARY)
+        series[key] = [SeriesPoint(c, i, Measurement(key.benchmark, {}, PRIMARY, Direction.LOWER, median=shape(i)))
+                       for i, c in enumerate(commits)]
+        found = detect_series(key, series[key]).changes
+        assert [(c.kind, c.persists) for c in found] == [("regression", True)], name
+        changes.extend(found)
+    build_site(SiteModel(series=series, commits=commits, change_points=changes), tmp_path)
+    data = sorted((tmp_path / "data").rglob("*.js"))
+    assert data
+    for path in data:
+        text = path.read_text(encoding="utf-8")
+        m = CALL.match(text)
+        assert m, path
+        json.loads("[" + m.group(2) + "]", parse_constant=lambda c: pytest.fail(f"{path}: {c}"))

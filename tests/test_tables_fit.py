@@ -160,3 +160,11 @@ def test_cpu_time_counters_show_as_time():
     assert format_quantity(2.5e6, "task-clock/op") == "2.50 ms CPU/op"
     assert scale_for([1105.4, 1200.0], "task-clock/op").unit == "µs CPU/op"
     assert format_quantity(3.0, "page-faults/op").endswith(" page-faults/op")  # a count stays a count
+
+
+def test_durations_beyond_ns_and_days_read_in_scientific_notation():
+    """1e300 s printed as 301 digits in detect's table; 1e-300 s as "0.00 ns"."""
+    from mmtrack.units import format_duration
+
+    assert format_duration(1e300) == "1.000e+300 s" and format_duration(1e-300) == "1.000e-300 s"
+    assert format_duration(1.5) == "1.500 s" and format_duration(2e-9) == "2.00 ns" and format_duration(0.0) == "0.00 ns"

@@ -7,7 +7,6 @@ series, hands their points over and stores the findings (``ChangePoint``).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -166,7 +165,7 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
             no_wrap=col in ("", "ratio", "persists"),
             min_width=NAME_MIN_WIDTH if col.startswith("benchmark") else None,
         )
-    for c in sorted(rows, key=lambda c: (c.kind != "regression", not c.persists, -abs(math.log(c.ratio)) if c.ratio > 0 else 0)):
+    for c in sorted(rows, key=lambda c: (c.kind != "regression", not c.persists, -c.size)):
         style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
         mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
         params = json.loads(c.series.params) if c.series.params else {}

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import orjson
 
 from ..measure.metrics import Direction
-from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
+from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint, step_size
 from .model import HistoryColumns, SiteModel
 from .writer import SiteWriter, WriteReport
 
@@ -804,7 +804,7 @@ def _finish_benchmark(
     if cps_rows:
         last = max(
             cps_rows,
-            key=lambda r: (r["after"] if r["after"] is not None else -1, abs(math.log(r["ratio"])) if r["ratio"] else 0),
+            key=lambda r: (r["after"] if r["after"] is not None else -1, step_size(r["ratio"])),
         )
         sm = series_meta[last["s"]]
         latest = dict(last, metric=sm["metric"], machine=sm["machine"], env=sm["env"], params=sm["params"])

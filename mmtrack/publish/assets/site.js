@@ -180,7 +180,11 @@
         });
         var sort = $('sort').value;
         function recent(r) { return r.latest && r.latest.after != null ? r.latest.after : -1; }
-        function size(r) { return r.latest && r.latest.ratio ? Math.abs(Math.log(r.latest.ratio)) : -1; }
+        // As results.step_size: a ratio at or below 0 (to 0, or a track_ value's sign flip) has no log; it ranks first.
+        function size(r) {
+          var q = r.latest ? r.latest.ratio : null;
+          return q == null ? -1 : q > 0 ? Math.abs(Math.log(q)) : Infinity;
+        }
         if (sort === 'recent') shown.sort(function (a, b) { return recent(b) - recent(a); });
         else if (sort === 'size') shown.sort(function (a, b) { return size(b) - size(a); });
         table($('benchmarks'), ['Benchmark', 'Machines', 'Metrics', 'Series', 'Latest change', 'Since commit'], shown.map(function (r) {
