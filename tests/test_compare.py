@@ -601,14 +601,17 @@ def test_a_run_wide_move_is_not_confirmed_four_commits_later_either():
 def test_a_value_at_or_below_zero_is_judged_without_the_log_space_model(before, after):
     """A track_ benchmark may return 0 or a negative number. With a history too short for a noise model, a 2 -> 0
     step went to follow_up's log and crashed compare (math domain error), and with it publish's compare page. A sign
-    flip read as a ratio of -1.00, "unchanged"."""
+    flip read as a ratio of -1.00, "unchanged". With no log space, the next commits never confirmed such a step."""
     for direction, worse in ((Direction.HIGHER, after < before), (Direction.LOWER, after > before)):
         b = meas([before] * 10, name="value", unit="unit", direction=direction)
         a = meas([after + 0.01 * i for i in range(10)], name="value", unit="unit", direction=direction)
         for history in (None, [before], [before] * 3, [before] * 30):
-            row = compare_pair(b, a, None, history, [after] * 4)
+            row = compare_pair(b, a, None, history, [after] * 2)
             assert row.verdict == ("regressed" if worse else "improved"), (history, row)
-            assert row.state == (None if history is None else "suspected")  # nothing in log space can confirm it
+            assert row.state == (None if history is None else "suspected")
+            if history is not None:  # the next commits settle it as they do any other: held, or back
+                assert compare_pair(b, a, None, history, [after] * 4).state == "confirmed"
+                assert compare_pair(b, a, None, history, [before, after, after, after]).state == "refuted"
 
 
 def test_values_whose_ratio_leaves_the_float_range_are_judged_without_a_crash():

@@ -67,7 +67,9 @@ import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
-from .noise import SegmentNoise, finite, follow_up, held_level, held_median, positive, segment_noise, young_level
+from .noise import (
+    SegmentNoise, agreement, finite, follow_up, held_level, held_median, positive, segment_noise, young_level,
+)
 from .policy import EVIDENCE, HISTORY_WINDOW, ComparePolicy, Evidence
 
 if TYPE_CHECKING:
@@ -267,11 +269,12 @@ def compare_pair(
     b, a = float(before.median), float(after.median)  # type: ignore[arg-type]
     ratio = a / b if b else (1.0 if a == b else math.inf)
     shown = a / float(measured.median) if frame != 1.0 and measured.median else ratio  # type: ignore[arg-type]
+    # The noise model lives in log space: a value at or below 0 (a track_ benchmark's, the later commits' too: one
+    # at 0 would read as not measured there) has none, nor a ratio beyond a float's range (1e-300 against 1e300).
+    seen_later = [w if w is not None and math.isfinite(w) else None for w in later]
+    logs = a > 0 and b > 0 and 0 < ratio < math.inf and all(w is None or w > 0 for w in seen_later)
     # A step from the before commit of at most half the threshold is never this commit's change
     # (below), so the noise model, the costly part, is skipped: the row is unchanged either way.
-    # The noise model lives in log space: a value at or below 0 on either side (a track_ benchmark's) has none,
-    # nor a ratio beyond a float's range (1e-300 against 1e300).
-    logs = a > 0 and b > 0 and 0 < ratio < math.inf
     no_step = history is not None and logs and thr > 0 and not _is_step(ratio, thr)
     noise = None if no_step else segment_noise(history, policy.min_history) if history is not None and logs else None
     if no_step and _enough_history(history, policy.min_history):  # type: ignore[arg-type]
@@ -311,9 +314,10 @@ def compare_pair(
     went_back = 0  # commits before the segment whose level the next commits went back to
     if history is not None:
         state = "suspected"
-        if noise is None:  # too short a history for a noise model: the samples decided
-            if logs:  # later commits still settle it, against the before commit's level (log space)
-                state = follow_up(SegmentNoise(math.log(b), 0.0, 0.0, (0.0,), 1), a, later, policy)
+        if noise is None:  # too short a history for a noise model, or values at or below 0: the samples decided
+            # ... and later commits still settle it, against the before commit's level (plain differences without logs)
+            state = follow_up(SegmentNoise(math.log(b), 0.0, 0.0, (0.0,), 1), a, later, policy) if logs else agreement(
+                a - b, [None if w is None else w - b for w in seen_later], policy)
         else:
             z, z_bar = abs(noise.deviation(a)) / noise.sd, policy.z_needed(len(noise.seen))
             near = noise.near(a, policy.history_gap * noise.sd) if z >= policy.history_z else len(noise.seen)

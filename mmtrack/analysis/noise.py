@@ -131,14 +131,19 @@ def follow_up(
     too many disagree for that to happen, refuted; until then the change stays suspected.
     A missing value (a failed run) counts as neither.
     """
+    return agreement(noise.deviation(value), [noise.deviation(w) if measured(w) else None for w in later], policy)
+
+
+def agreement(d: float, later: Sequence[float | None], policy: ComparePolicy | None = None) -> Evidence:
+    """:func:`follow_up` on deviations from the old level: ``d`` the suspected commit's, ``later`` the next
+    commits' (None: not measured). Any space: log for a noise model, plain differences for values at or below 0."""
     policy = policy or ComparePolicy()
-    d = noise.deviation(value)
     sign = 1.0 if d > 0 else -1.0
     agree = disagree = 0
     for w in later[: policy.confirm_window]:
-        if not measured(w):
+        if w is None:
             continue
-        if sign * noise.deviation(w) >= abs(d) / 2:
+        if sign * w >= abs(d) / 2:
             agree += 1
         else:
             disagree += 1
