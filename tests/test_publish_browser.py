@@ -296,3 +296,39 @@ def test_y_axis_unit_is_the_hover_unit_and_x_is_the_series_position(site, page) 
     # seconds scaled (2e-4 s -> µs), bytes binary (6.4e7 B -> MiB), not raw SI
     assert "µs" in units and "MiB" in units and "s" not in units and "bytes" not in units
     assert page.problems == []
+
+
+def test_values_at_or_below_zero_and_beyond_the_float_range_draw(page, tmp_path) -> None:
+    """track_ values that step from 0, flip sign or span 1e-300 to 1e300: every page draws them without an error,
+    and the index ranks a change that no log can size (a sign flip) first by size."""
+    from mmtrack.analysis.detect import detect_series
+    from mmtrack.publish import SiteModel
+    from mmtrack.publish.synthetic import synthetic_commits
+
+    commits = synthetic_commits(40, 0)
+    shapes = {"track_from_zero": lambda i: 0.0 if i < 20 else 5.0, "track_sign_flip": lambda i: -1.0 if i < 20 else 1.0,
+              "track_huge": lambda i: 1e-300 if i < 20 else 1e300, "track_small_step": lambda i: 1.0 if i < 20 else 1.5}
+    metric = MetricKey("track", "value", "unit")
+    series, changes = {}, []
+    for name, shape in shapes.items():
+        key = SeriesKey("m1", "env", f"suite.{name}", "{}", metric)
+        series[key] = [SeriesPoint(c, i, Measurement(key.benchmark, {}, metric, Direction.LOWER, median=shape(i)))
+                       for i, c in enumerate(commits)]
+        changes.extend(detect_series(key, series[key]).changes)
+    assert len(changes) == 4
+    site = tmp_path / "site"
+    build_site(SiteModel(series=series, commits=commits, change_points=changes), site)
+    open_page(page, site, "index.html")
+    page.wait_for_selector("#benchmarks tbody tr")
+    page.select_option("#sort", "size")
+    names = page.eval_on_selector_all("#benchmarks tbody tr td:first-child", "tds => tds.map(t => t.textContent)")
+    assert names[-1] == "suite.track_small_step", names  # the only change a ratio sizes comes last
+    open_page(page, site, "regressions.html")
+    page.wait_for_selector("#regressions tbody tr")
+    assert page.eval_on_selector_all("#regressions tbody tr", "rs => rs.length") == 4
+    for name in shapes:
+        open_page(page, site, f"b/{bench_id('suite.' + name)}.html")
+        assert wait_charts(page, 1)[0]["points"] == 40
+    page.goto((site / "compare.html").as_uri() + f"?a={commits[19].sha[:10]}&b={commits[20].sha[:10]}")
+    page.wait_for_function("document.querySelectorAll('#compare tbody tr').length === 4", timeout=20000)
+    assert page.problems == []

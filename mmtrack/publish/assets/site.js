@@ -180,10 +180,12 @@
         });
         var sort = $('sort').value;
         function recent(r) { return r.latest && r.latest.after != null ? r.latest.after : -1; }
-        // As results.step_size: a ratio at or below 0 (to 0, or a track_ value's sign flip) has no log; it ranks first.
+        // As results.step_size: a ratio at or below 0 (a track_ value's sign flip) or infinite (from 0; JSON has it
+        // as null) has no log: it ranks first.
         function size(r) {
-          var q = r.latest ? r.latest.ratio : null;
-          return q == null ? -1 : q > 0 ? Math.abs(Math.log(q)) : Infinity;
+          if (!r.latest) return -1;
+          var q = r.latest.ratio;
+          return q != null && q > 0 ? Math.abs(Math.log(q)) : Infinity;
         }
         if (sort === 'recent') shown.sort(function (a, b) { return recent(b) - recent(a); });
         else if (sort === 'size') shown.sort(function (a, b) { return size(b) - size(a); });
