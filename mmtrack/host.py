@@ -44,11 +44,11 @@ def asv_machine(given: str | None) -> str:
 
     It names a folder of asv's results, so it must be one plain folder name: ``../x`` or ``a/b`` would write
     results outside that folder or where asv does not look."""
+    from .asvbridge.spool import ENV_MACHINE
     from .errors import UserError
 
-    name = given or os.environ.get("MMTRACK_MACHINE") or host_name()
+    name = given or os.environ.get(ENV_MACHINE) or host_name()
     if name in (".", "..") or any(c in name for c in "/\\") or not name.isprintable() or name != name.strip():
         raise UserError(f"machine name {name!r} (--machine or MMTRACK_MACHINE) is not a plain folder name; "
                         "give one without '/', '..', control characters or spaces at either end, e.g. 'ci-linux-x64-1'")
     return name
-

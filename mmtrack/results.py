@@ -170,15 +170,10 @@ class ChangePoint:
 
     @property
     def size(self) -> float:
-        return step_size(self.ratio)
-
-
-def step_size(ratio: float | None) -> float:
-    """How far a change moved, to rank changes by: |log ratio|; infinite when no ratio says how far (to or from
-    0, or a sign flip of a ``track_`` value: -1 -> +1 has the ratio -1); 0 without a ratio."""
-    if ratio is None or math.isnan(ratio):
-        return 0.0
-    return abs(math.log(ratio)) if 0 < ratio < math.inf else math.inf
+        """How far it moved, to rank changes by: |log ratio|; infinite when no ratio says how far (to or from 0, or
+        a sign flip of a ``track_`` value: -1 -> +1 has the ratio -1)."""
+        r = self.ratio
+        return abs(math.log(r)) if 0 < r < math.inf else 0.0 if math.isnan(r) else math.inf
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from mmtrack.publish import SiteConfig, SiteModel, bench_id, build_site
 from mmtrack.publish.builder import js_json
 from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
 from mmtrack.publish.writer import MANIFEST, safe_relpath
-from mmtrack.results import PRIMARY, CommitInfo, Measurement, SeriesKey, SeriesPoint
+from mmtrack.results import PRIMARY, CommitInfo, Measurement, SeriesKey, SeriesPoint, canonical_params
 
 EVIL = "<img src=x onerror=alert(1)>"
 CALL = re.compile(r"^MM\.(\w+)\((.*)\);\n$", re.S)
@@ -288,7 +288,17 @@ def test_values_at_or_below_zero_and_beyond_the_float_range_publish(tmp_path: Pa
         found = detect_series(key, series[key]).changes
         assert [(c.kind, c.persists) for c in found] == [("regression", True)], name
         changes.extend(found)
+    # One benchmark, two cases stepping at the same commit: its latest change is the one no ratio sizes (from 0),
+    # though JSON carries that ratio as null.
+    for n, shape in (("1", lambda i: 1.0 if i < 20 else 1.5), ("2", lambda i: 0.0 if i < 20 else 5.0)):
+        key = SeriesKey("m1", "env", "suite.track_pair", canonical_params({"n": n}), PRIMARY)
+        series[key] = [SeriesPoint(c, i, Measurement(key.benchmark, {"n": n}, PRIMARY, Direction.LOWER,
+                                                     median=shape(i))) for i, c in enumerate(commits)]
+        changes.extend(detect_series(key, series[key]).changes)
     build_site(SiteModel(series=series, commits=commits, change_points=changes), tmp_path)
+    _, (index,) = read_call(tmp_path / "data/index.js")
+    (pair,) = [e for e in index if e["name"] == "suite.track_pair"]
+    assert pair["latest"]["params"] == {"n": "2"} and pair["latest"]["ratio"] is None, pair["latest"]
     data = sorted((tmp_path / "data").rglob("*.js"))
     assert data
     for path in data:

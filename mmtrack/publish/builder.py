@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import orjson
 
 from ..measure.metrics import Direction
-from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint, step_size
+from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import HistoryColumns, SiteModel
 from .writer import SiteWriter, WriteReport
 
@@ -779,7 +779,7 @@ def _finish_benchmark(
     pos: dict[str, int],
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Write ``chunks`` and the meta file (listing ``chunk_ids``); return the index entry and regression rows."""
-    cps_rows: list[dict[str, Any]] = []
+    changes: list[tuple[dict[str, Any], ChangePoint]] = []
     key_index = {k: i for i, k in enumerate(keys)}
     for key in keys:
         for cp in cps_by_key.get(key, ()):
@@ -787,8 +787,9 @@ def _finish_benchmark(
             verdict = model.ab_verdicts.get((key, cp.after_sha))
             if verdict is not None:  # `mmtrack run --confirm` re-measured it A/B
                 row["ab"] = {k: _finite(v) if isinstance(v, float) else v for k, v in verdict.items()}
-            cps_rows.append(row)
-    cps_rows.sort(key=lambda r: (r["after"] if r["after"] is not None else -1))
+            changes.append((row, cp))
+    changes.sort(key=lambda rc: (rc[0]["after"] if rc[0]["after"] is not None else -1))
+    cps_rows = [row for row, _ in changes]
 
     for k in sorted(chunks):
         row = chunks[k]
@@ -801,11 +802,8 @@ def _finish_benchmark(
     machines = sorted({k.machine for k in keys})
     metrics = sorted({_metric_label(k) for k in keys})
     latest = None
-    if cps_rows:
-        last = max(
-            cps_rows,
-            key=lambda r: (r["after"] if r["after"] is not None else -1, step_size(r["ratio"])),
-        )
+    if changes:  # ranked by the change point's own size: the row's ratio is null for an infinite one
+        last, _ = max(changes, key=lambda rc: (rc[0]["after"] if rc[0]["after"] is not None else -1, rc[1].size))
         sm = series_meta[last["s"]]
         latest = dict(last, metric=sm["metric"], machine=sm["machine"], env=sm["env"], params=sm["params"])
     entry = {

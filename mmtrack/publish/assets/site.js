@@ -180,7 +180,7 @@
         });
         var sort = $('sort').value;
         function recent(r) { return r.latest && r.latest.after != null ? r.latest.after : -1; }
-        // As results.step_size: a ratio at or below 0 (a track_ value's sign flip) or infinite (from 0; JSON has it
+        // As ChangePoint.size: a ratio at or below 0 (a track_ value's sign flip) or infinite (from 0; JSON has it
         // as null) has no log: it ranks first.
         function size(r) {
           if (!r.latest) return -1;
