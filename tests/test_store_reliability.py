@@ -143,11 +143,15 @@ def _set(key, value):
     return lambda d: d.__setitem__(key, value)
 
 
-WRONG_TYPES = st.one_of(
+# What breaks the file as a whole, and what breaks one benchmark's entry (FIRST's): a benchmark that
+# cannot be read is left out, and the file's other benchmarks are imported.
+FILE_WRONG_TYPES = st.one_of(
     st.sampled_from([[], "x", 3, None]).map(lambda v: _set("results", v)),
     st.sampled_from([123, None, ["a"], "not-a-sha!", ""]).map(lambda v: _set("commit_hash", v)),
     st.sampled_from(["result", [1, 2], None]).map(lambda v: _set("result_columns", v)),
     st.sampled_from([[1], "x"]).map(lambda v: _set("params", v)),
+)
+ROW_WRONG_TYPES = st.one_of(
     st.sampled_from(["str", 5, {"a": 1}]).map(lambda v: (lambda d: d["results"].__setitem__(FIRST, v))),
     st.sampled_from(["fast", [[1]], {"a": 1}, True, [True]]).map(lambda v: (lambda d: _set_col(d, "result", v))),
     st.sampled_from([5, ["x"]]).map(lambda v: (lambda d: _set_col(d, "version", v))),
@@ -155,37 +159,41 @@ WRONG_TYPES = st.one_of(
     st.sampled_from(["x", {"a": 1}, [["a"]], [[[1.0]]], [7]]).map(lambda v: (lambda d: _set_col(d, "samples", v))),
     st.sampled_from([["ten"], [1.5], "x", [-3]]).map(lambda v: (lambda d: _set_col(d, "stats_number", v))),
 )
-NAN_PLACES = st.sampled_from([
+ROW_NAN_PLACES = st.sampled_from([
     lambda d: _set_col(d, "samples", [[1.0, float("nan")]]),
     lambda d: _set_col(d, "stats_number", [float("nan")]),
     lambda d: _set_col(d, "stats_repeat", [float("nan")]),
     lambda d: _set_col(d, "started_at", float("nan")),
     lambda d: _set_col(d, "duration", float("nan")),
-    lambda d: d.__setitem__("date", float("nan")),
 ])
 HUGE_VALUES = st.one_of(st.just(HUGE), st.just(float("inf")), st.integers(10**309, 10**320), st.just(-(10**400)))
-HUGE_PLACES = st.sampled_from([
+ROW_HUGE_PLACES = st.sampled_from([
     lambda v: (lambda d: _set_col(d, "result", [v])),
     lambda v: (lambda d: _set_col(d, "samples", [[1.0, v]])),
     lambda v: (lambda d: _set_col(d, "stats_number", [v])),
-    lambda v: (lambda d: d.__setitem__("date", v)),
 ])
 BAD_VERSIONS = st.one_of(
     st.integers().filter(lambda v: v not in (1, 2)), st.text(max_size=5), st.none(), st.just(True),
     st.floats(allow_nan=True).filter(lambda v: v not in (1.0, 2.0)),
 )
 
-MALFORMED = st.one_of(
+MALFORMED_FILE = st.one_of(
     st.integers(1, len(BASE_TEXT) - 2).map(lambda n: ("truncated", BASE_TEXT[:n].encode())),
-    WRONG_TYPES.map(lambda e: ("wrong type", _doc(e))),
+    FILE_WRONG_TYPES.map(lambda e: ("wrong type", _doc(e))),
     BAD_VERSIONS.map(lambda v: ("unknown version", _doc(_set("version", v)))),
-    NAN_PLACES.map(lambda e: ("NaN", _doc(e))),
-    st.tuples(HUGE_PLACES, HUGE_VALUES).map(lambda pv: ("huge number", _doc(pv[0](pv[1])))),
-    st.sampled_from(["\udcff", "\ud800x", "a\x00b"]).map(
-        lambda bad: ("bad name", _doc(lambda d: d["results"].__setitem__(FIRST + bad, d["results"].pop(FIRST))))),
+    st.just(("NaN date", _doc(lambda d: d.__setitem__("date", float("nan"))))),
+    HUGE_VALUES.map(lambda v: ("huge date", _doc(lambda d: d.__setitem__("date", v)))),
     st.binary(min_size=1, max_size=3).filter(lambda b: not _utf8(b)).map(
         lambda b: ("not UTF-8", BASE_TEXT.encode().replace(FIRST.encode(), FIRST.encode() + b, 1))),
 )
+MALFORMED_BENCHMARK = st.one_of(
+    ROW_WRONG_TYPES.map(lambda e: ("wrong type", _doc(e))),
+    ROW_NAN_PLACES.map(lambda e: ("NaN", _doc(e))),
+    st.tuples(ROW_HUGE_PLACES, HUGE_VALUES).map(lambda pv: ("huge number", _doc(pv[0](pv[1])))),
+    st.sampled_from(["\udcff", "\ud800x", "a\x00b"]).map(
+        lambda bad: ("bad name", _doc(lambda d: d["results"].__setitem__(FIRST + bad, d["results"].pop(FIRST))))),
+)
+MALFORMED = st.one_of(MALFORMED_FILE.map(lambda c: (*c, "file")), MALFORMED_BENCHMARK.map(lambda c: (*c, "benchmark")))
 
 
 def _utf8(b: bytes) -> bool:
@@ -199,10 +207,10 @@ def _utf8(b: bytes) -> bool:
 FILE_NAMES = st.sampled_from([b"ffffffff-bad.json", b"\xff\xfe-bad.json", b"0\xc3(-bad.json"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(MALFORMED, FILE_NAMES)
-def test_malformed_file_gets_one_line_and_the_others_are_imported(case, file_name):
-    kind, content = case
+def test_malformed_file_or_benchmark_gets_one_line_and_the_rest_is_imported(case, file_name):
+    kind, content, scope = case
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results"
         machine = results / "Docker_Container"
@@ -214,12 +222,18 @@ def test_malformed_file_gets_one_line_and_the_others_are_imported(case, file_nam
         store = open_store(f"sqlite:///{tmp}/s.db")
         summary = import_asv_results(store, results)
         store.close()
-    assert len(summary.failed) == 1, (kind, summary.failed)
-    [problem] = summary.failed
+    problems = summary.failed if scope == "file" else summary.left_out
+    assert len(problems) == 1 and len(summary.failed) + len(summary.left_out) == 1, (kind, summary)
+    [problem] = problems
     assert problem.path == os.fsencode(bad).decode("utf-8", "backslashreplace")
     line = str(problem)
-    assert "\n" not in line and line.startswith(problem.path + ": ") and len(line) < len(problem.path) + 320
-    assert summary.imported == 1 and summary.result_count == len(BASE["results"])
+    assert "\n" not in line and line.startswith(problem.path + ": ") and len(line) < len(problem.path) + 400
+    n = len(BASE["results"])
+    if scope == "file":  # only the good file is in
+        assert summary.imported == 1 and summary.result_count == n
+    else:  # both files are in, the bad one without its broken benchmark, which the line names
+        assert summary.imported == 2 and summary.result_count == 2 * n - 1, (kind, summary.results)
+        assert "benchmark" in line and f"other {n - 1} benchmark(s) imported" in line
 
 
 def test_cli_reports_each_bad_file_on_one_line_and_exits_1(tmp_path):
@@ -237,8 +251,10 @@ def test_cli_reports_each_bad_file_on_one_line_and_exits_1(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 3, r.stderr
     for name, why in (("aaaa-truncated.json", "not valid JSON"), ("bbbb-version.json", "unknown results format"),
-                      ("cccc-huge.json", "infinite")):
+                      ("cccc-huge.json", f"benchmark {FIRST!r} result is infinite")):
         [line] = [ln for ln in lines if name in ln]
         assert why in line and str(machine) in line
-    assert "imported 1 new run(s)" in r.stdout and "3 file(s) failed" in r.stdout
+    # the file with one broken benchmark is imported without it
+    assert "imported 2 new run(s)" in r.stdout and "2 file(s) failed, 1 benchmark(s) left out" in r.stdout
+    assert f"{2 * len(BASE['results']) - 1} results" in r.stdout
     assert "Traceback" not in r.stderr

@@ -25,10 +25,10 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
             summary = import_asv_results(store, results_dir, on_file)
     finally:
         store.close()
-    for problem in summary.failed:
+    for problem in [*summary.failed, *summary.left_out]:
         err_console.print(f"[red]error:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
     console.print(format_summary(summary, redact(url)), highlight=False, soft_wrap=True)
-    return EXIT_FAILURES if summary.failed else EXIT_OK
+    return EXIT_FAILURES if summary.failed or summary.left_out else EXIT_OK
 
 
 def _holds_results(folder: Path) -> bool:
@@ -65,7 +65,9 @@ def format_summary(s: ImportSummary, url: str) -> str:
     r = s.results
     lines = [
         f"imported {s.imported} new run(s), replaced {s.replaced}, skipped {s.unchanged} already imported, "
-        f"{len(s.failed)} file(s) failed, of {s.files} results file(s)",
+        f"{len(s.failed)} file(s) failed, "
+        + (f"{len(s.left_out)} benchmark(s) left out, " if s.left_out else "")
+        + f"of {s.files} results file(s)",
     ]
     if s.imported or s.replaced:
         lines.append(

@@ -30,7 +30,7 @@ class UpdateRequest:
 @dataclass(slots=True)
 class UpdateOutcome:
     import_lines: str
-    failed_files: list[str]
+    import_problems: list[str]
     touched: int  # series keys with new, replaced or removed points
     detected: int | None  # change points found on the touched series; None when detection was off
     open_regressions: int  # counted with fail_on=("regression",) only
@@ -41,7 +41,7 @@ class UpdateOutcome:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FAILURES if self.failed_files or self.open_regressions else EXIT_OK
+        return EXIT_FAILURES if self.import_problems or self.open_regressions else EXIT_OK
 
 
 def update(request: UpdateRequest) -> UpdateOutcome:
@@ -84,7 +84,7 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         store.close()
     return UpdateOutcome(
         import_lines=format_summary(summary, redact(url)),
-        failed_files=[str(p) for p in summary.failed],
+        import_problems=[str(p) for p in [*summary.failed, *summary.left_out]],
         touched=len(keys),
         detected=detected,
         open_regressions=open_regressions,
@@ -98,7 +98,7 @@ def update(request: UpdateRequest) -> UpdateOutcome:
 def run_update(request: UpdateRequest, console: Console, err_console: Console) -> int:
     """Update and print what each step did; returns the exit code."""
     outcome = update(request)
-    for problem in outcome.failed_files:
+    for problem in outcome.import_problems:
         err_console.print(f"[red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     s = outcome.seconds
     console.print(escape(outcome.import_lines), highlight=False, soft_wrap=True)

@@ -55,6 +55,7 @@ class ImportSummary:
     replaced: int = 0  # files that changed since the last import (their run was replaced)
     unchanged: int = 0  # already imported, identical
     failed: list[FileProblem] = field(default_factory=list)
+    left_out: list[FileProblem] = field(default_factory=list)  # benchmarks of imported files that could not be read
     results: dict[str, int] = field(default_factory=lambda: {"ok": 0, "failed": 0, "skipped": 0})
     measurements: int = 0
     machines: set[str] = field(default_factory=set)
@@ -240,13 +241,15 @@ class AsvResultsFile:
     started_at: datetime
     format_version: int
     rows: RunRows
+    left_out: tuple[str, ...] = ()  # why malformed benchmark entries were left out, one line each
 
 
 def parse_results_file(
     path: Path, benchmarks: Mapping[str, AsvBenchmark], machine_dir: str | None = None, raw: bytes | None = None
 ) -> AsvResultsFile:
     """Read one asv results file (format 1 or 2; ``raw``: its bytes, when already read) into store rows;
-    raises ResultsFileError."""
+    raises ResultsFileError. A malformed benchmark entry is left out (``left_out`` says why) when
+    others of the file can be read."""
     data = _load_json(path, raw)
     if not isinstance(data, dict):
         raise ResultsFileError(f"top level is {type(data).__name__}, expected an object")
@@ -295,14 +298,7 @@ def parse_results_file(
     if not isinstance(results, dict):
         raise ResultsFileError("'results' is not an object")
 
-    table = _AsvTable(columns)
-    if not table.add_all(results, benchmarks):
-        for name, values in results.items():
-            name = _text(name, "benchmark name")
-            if not name:
-                raise ResultsFileError("empty benchmark name")
-            table.add(name, values, benchmarks.get(name) or _from_name(name))
-    rows = table.rows()
+    table, rows, left_out = _read_benchmarks(columns, results, benchmarks)
     started = min(table.starts) if table.starts else (date or datetime.now(timezone.utc))
     return AsvResultsFile(
         machine=machine,
@@ -312,7 +308,49 @@ def parse_results_file(
         started_at=started,
         format_version=int(version),
         rows=rows,
+        left_out=left_out,
     )
+
+
+def _table_of(columns: list[str], results: dict[str, Any], benchmarks: Mapping[str, AsvBenchmark]) -> tuple[_AsvTable, RunRows]:
+    table = _AsvTable(columns)
+    if not table.add_all(results, benchmarks):
+        for name, values in results.items():
+            name = _text(name, "benchmark name")
+            if not name:
+                raise ResultsFileError("empty benchmark name")
+            table.add(name, values, benchmarks.get(name) or _from_name(name))
+    return table, table.rows()
+
+
+def _read_benchmarks(
+    columns: list[str], results: dict[str, Any], benchmarks: Mapping[str, AsvBenchmark]
+) -> tuple[_AsvTable, RunRows, tuple[str, ...]]:
+    """The file's benchmarks as store rows, and why any were left out (one line each).
+
+    One malformed benchmark entry (a hand edit, a plugin's odd value) loses that benchmark only,
+    as asv itself still reads and publishes the rest of such a file. The whole file is refused only
+    when no benchmark of it can be read. Costs nothing on a good file: the benchmarks are checked
+    one by one only after the file as a whole failed."""
+    try:
+        table, rows = _table_of(columns, results, benchmarks)
+        return table, rows, ()
+    except ResultsFileError:
+        if len(results) < 2:
+            raise
+    readable: dict[str, Any] = {}
+    left_out: list[str] = []
+    for name, values in results.items():
+        try:
+            _table_of(columns, {name: values}, benchmarks)
+        except ResultsFileError as exc:
+            left_out.append(str(exc))
+        else:
+            readable[name] = values
+    if not readable:
+        raise ResultsFileError(f"{left_out[0]} (and no other benchmark of the file can be read either)")
+    table, rows = _table_of(columns, readable, benchmarks)
+    return table, rows, tuple(left_out)
 
 
 _STAT_COLUMNS = (
@@ -636,7 +674,8 @@ def import_asv_results(
     """Import an asv results folder, idempotent: each file's run is written whole or not at all.
 
     A file that cannot be read is reported in ``summary.failed`` (one line each)
-    and the others are still imported. Files whose size and mtime match their import
+    and the others are still imported; a malformed benchmark of a file whose other benchmarks
+    can be read, in ``summary.left_out``. Files whose size and mtime match their import
     are skipped unread; the others are written many per transaction (see :class:`_Batches`).
     ``parse_ahead``: parse the next files in a worker process while this one writes (see
     :class:`_ParseAhead`); by default on Linux, for 16 files or more and two CPUs to run on.
@@ -691,6 +730,10 @@ def import_asv_results(
                 summary.unchanged += 1
                 batches.restat(item)
                 continue
+            kept = len({b[0] for b in result.rows.benchmark})
+            summary.left_out.extend(
+                FileProblem(item.shown, f"{_one_line(why)}; left out, the file's other {kept} benchmark(s) imported")
+                for why in result.left_out)
             batches.write(
                 item.shown,
                 result,
