@@ -189,6 +189,9 @@ def test_segment_noise_uses_the_current_level_and_keeps_the_tail():
     noise = segment_noise(runners)
     assert noise is not None and noise.points == 24
     assert noise.near(1.21, 0.02) == 3 and noise.near(1.49, 0.02) == 1 and noise.near(1.35, 0.02) == 0
+    # ... in the order they came: the 1.2 level was held 3 commits in a row, the 1.5 one visited once
+    assert noise.longest_run_near(1.21, 0.02) == 3 and noise.longest_run_near(1.49, 0.02) == 1
+    assert noise.longest_run_near(1.35, 0.02) == 0
 
 
 def test_a_step_keeps_the_runner_levels_the_series_visited_before_it():
@@ -202,6 +205,8 @@ def test_a_step_keeps_the_runner_levels_the_series_visited_before_it():
     noise = segment_noise(before + after)
     assert noise is not None and noise.points == 12  # the level since the step
     assert noise.near(1.2 * 1.3, 2.25 * noise.sd) == 4
+    assert noise.longest_run_near(1.2 * 1.3, 2.25 * noise.sd) == 1  # each earlier visit read from its own level
+    assert len(noise.in_order) == 52 and sorted(noise.in_order) == list(noise.seen)
     row = compare_pair(meas(noisy(1.2, cv=0.005, seed=1)), meas(noisy(1.2 * 1.3, cv=0.005, seed=2)),
                        history=before + after)
     assert row.verdict == "ambiguous" and row.note == "within the series' own noise"
@@ -286,9 +291,13 @@ def test_one_old_spike_does_not_hide_a_real_step():
     assert (row.verdict, row.state, row.note) == ("ambiguous", None, "within the series' own noise")
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("regressed", "confirmed")
-    # A runner level visited twice in 30 commits (over NEW_LEVEL_SEEN of them) is the series' own noise,
-    # whatever follows.
+    # A level visited twice in 30 commits (over NEW_LEVEL_SEEN of them), one at a time: strays of the series' tail,
+    # not a level it holds; five commits holding it confirm the change.
     history[25] = 1.338
+    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    # ... but held by two commits in a row, it is a runner level the series visits: its own noise, whatever follows.
+    history[21], history[25] = 1.342, history[24]
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("ambiguous", None)
 
@@ -333,7 +342,8 @@ def test_a_level_few_commits_reached_is_confirmed_once_the_next_commits_hold_it(
     assert decided_by_last(points[:-1], labels[:-1]) == []
     rows = decided_by_last(points, labels)
     assert [(r.verdict, r.state, r.note) for r in rows] == [("regressed", "confirmed", "at c101")]
-    # a runner level 10 of the 100 commits visited: the series' own noise, whatever follows
+    # a runner level 10 of the 100 commits visited (over NEW_LEVEL_OFTEN), even one at a time: a runner type drawn
+    # afresh each time, the series' own noise, whatever follows
     visited = list(history)
     for i in range(5, 100, 10):
         visited[i] = 1.25

@@ -48,6 +48,9 @@ class SegmentNoise:
     points: int  # commits in the segment
     # The deviations of the window's commits before the segment, ascending (empty when the segment is the window).
     earlier: tuple[float, ...] = ()
+    # :attr:`seen` in the order the commits came, NaN for a commit not seen (one of a level too short to have its own):
+    # whether the series held a level for commits in a row or only strayed there now and then.
+    in_order: tuple[float, ...] = ()
 
     def deviation(self, value: float) -> float:
         return math.log(value) - self.level
@@ -59,6 +62,14 @@ class SegmentNoise:
     def near_deviation(self, d: float, radius: float) -> int:
         """:meth:`near` for a value given as its deviation from the level (log)."""
         return sum(abs(d - x) < radius for x in self.seen)
+
+    def longest_run_near(self, value: float, radius: float) -> int:
+        """The most commits in a row (:attr:`in_order`) that lay within ``radius`` (log) of ``value``, as a deviation."""
+        d, best, run = self.deviation(value), 0, 0
+        for x in self.in_order:
+            run = run + 1 if abs(d - x) < radius else 0  # NaN: never near, so a gap breaks the run
+            best = max(best, run)
+        return best
 
     def back_to_earlier(self, value: float, gap: float, min_points: int) -> int:
         """How many commits before the segment ``value`` went back to, when it went back to their level.
@@ -109,11 +120,17 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     usual_sd = max(1.4826 * float(np.median(np.abs(x - med))), 1e-4)
     sd = max(usual_sd, float(q3 - q1) / 1.349)
     earlier = np.sort(all_x[:start] - med) if own else np.empty(0)
-    seen = [x - med]
     if own:  # a step moves the level, not the runners: the earlier levels' commits, each from its own level
-        seen += [all_x[a:b] - np.median(all_x[a:b]) for a, b in levels[:-1] if b - a >= min_points]
-    dev = np.sort(np.concatenate(seen))
-    return SegmentNoise(med, sd, usual_sd, tuple(float(v) for v in dev), int(x.size), tuple(float(v) for v in earlier))
+        in_order = np.full(all_x.size, np.nan)
+        for a, b in levels[:-1]:
+            if b - a >= min_points:
+                in_order[a:b] = all_x[a:b] - np.median(all_x[a:b])
+        in_order[start:stop] = x - med
+    else:
+        in_order = x - med
+    dev = np.sort(in_order[~np.isnan(in_order)])
+    return SegmentNoise(med, sd, usual_sd, tuple(dev.tolist()), int(x.size), tuple(earlier.tolist()),
+                        tuple(in_order.tolist()))
 
 
 def measured(value: float | None) -> bool:
@@ -205,6 +222,12 @@ def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float,
 #: counted the whole usual level as "visited" (0.01-0.03 more of the steps confirmed, the same false alarms).
 NEW_LEVEL_SEEN = 0.03
 NEW_LEVEL_RADIUS = 1.0
+#: ... and, unless more than NEW_LEVEL_OFTEN of them did (a runner type however it is drawn), that the series held
+#: for NEW_LEVEL_RUN commits in a row at least: a level its commits strayed to only one at a time (the usual runner's
+#: heavy tail) is not one it holds for five commits. On the CI model, 0.02-0.04 more of the 20% steps confirmed, most
+#: on mid-noise series (docs/analysis.md).
+NEW_LEVEL_OFTEN = 0.09
+NEW_LEVEL_RUN = 2
 
 
 def held_level(
@@ -219,8 +242,8 @@ def held_level(
     commit and those commits, starts a level at this commit (or one beside it), beyond ``threshold`` the same
     way as ``value``; the median of the held commits lies beyond ``threshold`` from the segment's level; at most
     :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie within :data:`NEW_LEVEL_RADIUS`
-    deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that median, and it is not back at the level
-    before the segment
+    deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that median, or at most
+    :data:`NEW_LEVEL_OFTEN` and never :data:`NEW_LEVEL_RUN` commits in a row; and it is not back at the level before the segment
     (:meth:`SegmentNoise.back_to_earlier`).
     ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
     or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
@@ -238,9 +261,11 @@ def held_level(
     held_value = held_median(value, later, policy)
     if held_value is None:
         return "suspected"
-    centre = noise.deviation(held_value)
-    if centre * d <= 0 or abs(centre) <= bar or noise.near(held_value, NEW_LEVEL_RADIUS * noise.usual_sd) > (
-            NEW_LEVEL_SEEN * len(noise.seen)) or noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
+    centre, radius = noise.deviation(held_value), NEW_LEVEL_RADIUS * noise.usual_sd
+    near = noise.near(held_value, radius) / len(noise.seen)
+    visited = near > NEW_LEVEL_SEEN and (near > NEW_LEVEL_OFTEN or noise.longest_run_near(held_value, radius) >= NEW_LEVEL_RUN)
+    if centre * d <= 0 or abs(centre) <= bar or visited or noise.back_to_earlier(
+            held_value, policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase
     h = positive(history)
     # At this commit or one beside it: detect sets a step landing on a slower runner (+60%, then +20% held)
@@ -263,5 +288,7 @@ __all__ = [
     "young_level",
     "NEW_LEVEL_SEEN",
     "NEW_LEVEL_RADIUS",
+    "NEW_LEVEL_OFTEN",
+    "NEW_LEVEL_RUN",
     "held_level",
 ]
