@@ -239,6 +239,8 @@ history_fail_on = click.option(
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
 @click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
 @click.option("--confirm", is_flag=True, help="Re-measure suspected regressions A/B against the previous commit.")
+@click.option("--confirm-ambiguous", is_flag=True,
+              help="With --confirm, also re-measure the rows history could not decide (ambiguous).")
 @click.option("--confirm-budget", type=float, metavar="SECONDS", help="Time bound of the --confirm rounds.")
 @click.option("--confirm-rounds", type=int, metavar="N",
               help="Interleaved A/B rounds per side for --confirm (default 4; undecided benchmarks: up to twice as many).")
@@ -246,8 +248,8 @@ history_fail_on = click.option(
               help="Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
 @history_fail_on
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
-def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget, confirm_rounds, round_alpha,
-        fail_on, asv_args) -> None:
+def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_rounds,
+        round_alpha, fail_on, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -264,6 +266,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_budget
         commit=commit,
         asv_args=tuple(asv_args),
         confirm=confirm,
+        confirm_ambiguous=confirm_ambiguous,
         confirm_budget=confirm_budget,
         confirm_rounds=confirm_rounds,
         round_alpha=round_alpha,

@@ -462,6 +462,42 @@ def test_the_a_b_verdict_decides_a_suspected_change_either_way():
         "confirmed", "refuted", "refuted", "suspected", "suspected"]
     # A suspected improvement that A/B measures as a regression stayed suspected; it is refuted.
     assert [state_for(improved, ab) for ab in (improved, unchanged, regressed)] == ["confirmed", "refuted", "refuted"]
+    # A row history left ambiguous (--confirm-ambiguous): any change A/B measures confirms it, none refutes it.
+    ambiguous = Row(verdict="ambiguous")
+    assert [state_for(ambiguous, ab) for ab in (regressed, improved, unchanged, ambiguous, None)] == [
+        "confirmed", "confirmed", "refuted", "ambiguous", "ambiguous"]
+
+
+def test_confirm_ambiguous_adds_the_rows_history_could_not_decide_and_the_gate_reads_what_a_b_measured():
+    from types import SimpleNamespace
+
+    from mmtrack.ab.confirm import Confirmation, rows_to_confirm
+    from mmtrack.analysis.compare import Comparison, Row
+    from mmtrack.commands.run import gate
+    from mmtrack.measure.metrics import Direction
+    from mmtrack.results import MetricKey
+
+    def row(name, verdict, state=None):
+        return Row(f"s.{name}", "{}", MetricKey("timing", "time_per_op", "s"), Direction.LOWER, verdict, None, None,
+                   state=state, note="within the series' own noise" if verdict == "ambiguous" else "")
+
+    rows = (row("suspect", "regressed", "suspected"), row("a", "ambiguous"), row("b", "ambiguous"),
+            row("c", "ambiguous"), row("same", "unchanged"), row("old", "regressed", "confirmed"))
+    comparison = Comparison(rows)
+    assert [r.benchmark for r in rows_to_confirm(comparison)] == ["s.suspect"]
+    assert [r.benchmark for r in rows_to_confirm(comparison, ambiguous=True)] == ["s.suspect", "s.a", "s.b", "s.c"]
+    outcome = SimpleNamespace(comparison=SimpleNamespace(comparison=comparison))
+    ab = [Confirmation(rows[1], "confirmed", 1.3, 0.001, 6, ab_verdict="regressed"),
+          Confirmation(rows[2], "refuted", 1.0, 0.6, 6, ab_verdict="unchanged"),
+          Confirmation(rows[3], "ambiguous", 1.1, 0.05, 6, ab_verdict="ambiguous")]
+    assert [c.settled() for c in ab] == [("regressed", "confirmed"), ("unchanged", "refuted"), None]
+    names = lambda failing: sorted(r.benchmark for r in failing)  # noqa: E731
+    # A/B measured a regression where history could not tell: it fails the commit as a confirmed regression ...
+    assert names(gate(outcome, ab, ("regression",))) == ["s.a", "s.old"]
+    # ... and --fail-on ambiguous (which gates on regressions too) no longer fails on the rows A/B settled as
+    # unchanged, only on the one it could not settle.
+    assert names(gate(outcome, ab, ("ambiguous",))) == ["s.a", "s.c", "s.old"]
+    assert names(gate(outcome, [], ("ambiguous",))) == ["s.a", "s.b", "s.c", "s.old"]
 
 
 def test_the_regressions_page_shows_the_ab_verdict_of_a_change_point(tmp_path):

@@ -305,7 +305,8 @@ def test_a_bad_confirm_knob_is_refused_before_anything_runs(tmp_path, option, ne
     assert_one_line(proc, 2, needle)
 
 
-@pytest.mark.parametrize("option", [("--round-alpha", "0.005"), ("--confirm-rounds", "3"), ("--confirm-budget", "10")])
+@pytest.mark.parametrize("option", [("--round-alpha", "0.005"), ("--confirm-rounds", "3"), ("--confirm-budget", "10"),
+                                    ("--confirm-ambiguous",)])
 def test_a_confirm_knob_without_confirm_is_refused(tmp_path, option):
     """They set what the --confirm rounds do: without --confirm they would do nothing (--confirm-rounds and
     --confirm-budget were taken silently)."""

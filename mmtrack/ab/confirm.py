@@ -9,6 +9,11 @@ this machine, for the suspected benchmarks only, and every suspected row becomes
 - ``refuted``: the A/B comparison finds it unchanged, or changed the other way;
 - ``suspected`` (kept): the A/B comparison cannot tell (ambiguous, failed, missing).
 
+With ``--confirm-ambiguous`` the rows history could not decide (``ambiguous``: a move beyond the threshold to a
+level the series has visited, a young history, samples that do not differ) are re-measured too, and become
+``confirmed`` (the A/B run measures a change: the row now reads as that change), ``refuted`` (it measures none)
+or stay ``ambiguous``.
+
 Each verdict is stored with its evidence (A/B ratio, p-value, rounds) in ``ab_verdict``,
 tied to the stored A/B pair, for the pages. The rounds stop once ``budget`` seconds
 are spent (at least one round per side always runs).
@@ -21,17 +26,28 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-SUSPECTED, CONFIRMED, REFUTED = "suspected", "confirmed", "refuted"
+SUSPECTED, CONFIRMED, REFUTED, AMBIGUOUS = "suspected", "confirmed", "refuted", "ambiguous"
+CHANGES = ("regressed", "improved")
 
 
 @dataclass(frozen=True, slots=True)
 class Confirmation:
-    row: Any  # the history row that raised the suspicion (analysis.compare.Row)
+    row: Any  # the history row re-measured (analysis.compare.Row): suspected, or ambiguous
     state: str
     ratio: float | None
     p_value: float | None
     rounds: int
     note: str = ""
+    ab_verdict: str | None = None  # the A/B run's verdict on the row's metric (None: not measured)
+
+    def settled(self) -> tuple[str, str] | None:
+        """(verdict, state) the row reads once the A/B run settled it; None while it is undecided. A row history left
+        ambiguous reads as the change the A/B run measured, or as unchanged when it measured none."""
+        if self.state not in (CONFIRMED, REFUTED):
+            return None
+        if self.row.verdict != AMBIGUOUS:
+            return self.row.verdict, self.state
+        return (self.ab_verdict if self.state == CONFIRMED else "unchanged"), self.state  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
@@ -44,13 +60,13 @@ class ConfirmReport:
     skipped: str = ""  # why nothing was re-measured
 
 
-def suspected_rows(comparison: Any) -> list[Any]:
-    """Rows that history alone flagged: ``state == "suspected"`` where compare sets states,
-    else the regressed rows of a history comparison."""
+def rows_to_confirm(comparison: Any, *, ambiguous: bool = False) -> list[Any]:
+    """Rows that history alone flagged: ``state == "suspected"`` where compare sets states, else the regressed rows
+    of a history comparison; with ``ambiguous``, also the rows it could not decide (verdict ``ambiguous``)."""
     rows = []
     for r in comparison.rows:
         state = getattr(r, "state", None)
-        if state == SUSPECTED or (state is None and r.verdict == "regressed"):
+        if state == SUSPECTED or (state is None and r.verdict == "regressed") or (ambiguous and r.verdict == AMBIGUOUS):
             rows.append(r)
     return rows
 
@@ -58,12 +74,16 @@ def suspected_rows(comparison: Any) -> list[Any]:
 def state_for(history_row: Any, ab_row: Any | None) -> str:
     """The A/B verdict decides: the same change confirms, none or the opposite one refutes (a suspected
     improvement that the A/B run measures as a regression was the history's noise: the before commit read
-    slow), anything else (ambiguous, failed) leaves it suspected."""
+    slow), anything else (ambiguous, failed) leaves it suspected. A row history left ambiguous is confirmed
+    by any change the A/B run measures, refuted by none, and stays ambiguous otherwise."""
+    undecided = AMBIGUOUS if history_row.verdict == AMBIGUOUS else SUSPECTED
     if ab_row is None:
-        return SUSPECTED
+        return undecided
+    if history_row.verdict == AMBIGUOUS:
+        return CONFIRMED if ab_row.verdict in CHANGES else REFUTED if ab_row.verdict == "unchanged" else undecided
     if ab_row.verdict == history_row.verdict:
         return CONFIRMED
-    if ab_row.verdict in ("unchanged", "improved", "regressed"):
+    if ab_row.verdict in ("unchanged", *CHANGES):
         return REFUTED
     return SUSPECTED
 
@@ -87,17 +107,21 @@ def confirm(project: Path, config: Path | None, machine: str, before: str, after
         ab = by_case.get((row.benchmark, row.params, row.metric))
         state = state_for(row, ab)
         note = ab.note if ab else "not measured in the A/B run"
-        if ab is not None and {ab.verdict, row.verdict} == {"regressed", "improved"}:  # the other way: say so
+        if ab is not None and {ab.verdict, row.verdict} == set(CHANGES):  # the other way: say so
             note = "; ".join(filter(None, [f"the A/B run measured it {ab.verdict}, history {row.verdict}", note]))
+        elif row.verdict == AMBIGUOUS:
+            why = f"history left it ambiguous ({row.note})" if row.note else "history left it ambiguous"
+            note = "; ".join(filter(None, [f"the A/B run measured it {ab.verdict}" if ab else "", why, note]))
         report.confirmations.append(Confirmation(
-            row, state, ab.ratio if ab else None, ab.p_value if ab else None, len(result.order) // 2, note=note))
+            row, state, ab.ratio if ab else None, ab.p_value if ab else None, len(result.order) // 2, note=note,
+            ab_verdict=ab.verdict if ab else None))
     report.seconds = result.seconds
     return report, result
 
 
 def store_report(store: Any, report: ConfirmReport, result: Any, machine: str, environment: str,
                  suite: str = "") -> None:
-    """The A/B pair and one ``ab_verdict`` per suspected row, with its evidence."""
+    """The A/B pair and one ``ab_verdict`` per re-measured row, with its evidence."""
     from ..store.models import ABVerdict
     from .record import record_pair
 

@@ -63,6 +63,7 @@ class RunRequest:
     asv_args: tuple[str, ...] = ()
     python: str | None = None  # a built commit's interpreter (A/B runs); None: the running one
     confirm: bool = False  # re-measure suspected regressions A/B against the previous commit
+    confirm_ambiguous: bool = False  # ... and the rows history could not decide (ambiguous)
     confirm_budget: float | None = None  # seconds for the A/B rounds of --confirm
     confirm_rounds: int | None = None  # A/B rounds of --confirm (None: CONFIRM_ROUNDS); the undecided get up to twice
     round_alpha: float | None = None  # significance the --confirm rounds must reach (None: ab.interleave.ROUND_ALPHA)
@@ -284,6 +285,9 @@ def check_confirm_options(request: RunRequest) -> None:
         if value is not None and not request.confirm:
             raise UserError(f"{option} {value:g}: it sets what the --confirm rounds do; add --confirm, or leave it out",
                             EXIT_USAGE)
+    if request.confirm_ambiguous and not request.confirm:
+        raise UserError("--confirm-ambiguous: it adds the ambiguous rows to what --confirm re-measures; add --confirm, "
+                        "or leave it out", EXIT_USAGE)
 
 
 def prepare(request: RunRequest) -> Prepared:
@@ -621,7 +625,8 @@ def run_command(request: RunRequest, console: Console) -> int:
 def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[str]) -> list[Any]:
     """The rows that fail ``--fail-on`` (compare's :func:`failing_rows`) on the comparison with the previous commit,
     with earlier commits' suspicions this one confirms, and the states a ``--confirm`` A/B run gave: a suspected
-    regression that A/B confirms fails ``regression``; one it refutes fails nothing."""
+    regression that A/B confirms fails ``regression``; one it refutes fails nothing; a row history left ambiguous fails
+    as the change A/B measured (``--confirm-ambiguous``)."""
     import dataclasses
 
     from ..analysis.compare import failing_rows
@@ -629,12 +634,17 @@ def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[st
     if outcome.comparison is None:
         return []
     comparison = outcome.comparison.comparison
-    by_ab = {(c.row.benchmark, c.row.params, c.row.metric): c.state for c in confirmations
-             if c.state in ("confirmed", "refuted")}
+    by_ab = {(c.row.benchmark, c.row.params, c.row.metric): c for c in confirmations if c.settled() is not None}
     if by_ab:
-        rows = tuple(dataclasses.replace(r, state=by_ab.get((r.benchmark, r.params, r.metric), r.state))
-                     for r in comparison.rows)
-        comparison = dataclasses.replace(comparison, rows=rows)
+        def settle(r: Any) -> Any:
+            c = by_ab.get((r.benchmark, r.params, r.metric))
+            if c is None:
+                return r
+            verdict, state = c.settled()  # type: ignore[misc]
+            note = f"A/B ×{c.ratio:.3f}" if c.ratio else r.note  # the evidence now, not history's doubt
+            return dataclasses.replace(r, verdict=verdict, state=state, note=note)
+
+        comparison = dataclasses.replace(comparison, rows=tuple(settle(r) for r in comparison.rows))
     return failing_rows(comparison, fail_on)
 
 
@@ -644,13 +654,16 @@ def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console
     from ..ab import confirm as ab
 
     found = outcome.comparison
-    rows = ab.suspected_rows(found.comparison) if found is not None and found.before.commit is not None else []
+    rows = ab.rows_to_confirm(found.comparison, ambiguous=request.confirm_ambiguous) if (
+        found is not None and found.before.commit is not None) else []
     if not rows:
-        console.print("--confirm: no suspected change to re-measure", highlight=False)
+        what = "suspected or ambiguous" if request.confirm_ambiguous else "suspected"
+        console.print(f"--confirm: no {what} change to re-measure", highlight=False)
         return []
     before, after = found.before.commit.sha, outcome.prepared.commit.sha
-    console.print(f"--confirm: re-measuring {len(rows)} suspected row(s) A/B: {before[:8]} against {after[:8]}",
-                  highlight=False)
+    unsure = sum(r.verdict == ab.AMBIGUOUS for r in rows)
+    what = f"{len(rows) - unsure} suspected" + (f" and {unsure} ambiguous" if request.confirm_ambiguous else "")
+    console.print(f"--confirm: re-measuring {what} row(s) A/B: {before[:8]} against {after[:8]}", highlight=False)
     report, result = ab.confirm(outcome.prepared.project, request.config, outcome.prepared.machine, before, after,
                                 rows, request.confirm_rounds or CONFIRM_ROUNDS, request.confirm_budget, request.round_alpha,
                                 progress=lambda line: console.print(line, highlight=False, style="dim"))

@@ -343,7 +343,8 @@ class ABPair(Base):
 
 
 class ABVerdict(Base):
-    """A suspected regression re-measured A/B: confirmed or refuted, with its evidence."""
+    """A row history flagged (suspected) or could not decide (ambiguous), re-measured A/B: confirmed or refuted,
+    with its evidence."""
 
     __tablename__ = "ab_verdict"
 
@@ -358,7 +359,7 @@ class ABVerdict(Base):
     unit: Mapped[str] = mapped_column(String(64))
     before_sha: Mapped[str] = mapped_column(String(64))
     after_sha: Mapped[str] = mapped_column(String(64))
-    state: Mapped[str] = mapped_column(String(16))  # suspected, confirmed, refuted
+    state: Mapped[str] = mapped_column(String(16))  # confirmed, refuted; suspected or ambiguous: A/B could not tell
     ratio: Mapped[float | None] = mapped_column(Float)
     p_value: Mapped[float | None] = mapped_column(Float)
     rounds: Mapped[int] = mapped_column(Integer, default=0)
