@@ -291,15 +291,34 @@ def test_one_old_spike_does_not_hide_a_real_step():
     assert (row.verdict, row.state, row.note) == ("ambiguous", None, "within the series' own noise")
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("regressed", "confirmed")
-    # A level visited twice in 30 commits (over NEW_LEVEL_SEEN of them), one at a time: strays of the series' tail,
-    # not a level it holds; five commits holding it confirm the change.
+    # A runner level visited twice in 30 commits (over NEW_LEVEL_SEEN of them), both tightly there, is the series'
+    # own noise, whatever follows.
     history[25] = 1.338
     row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
-    assert (row.verdict, row.state) == ("regressed", "confirmed")
-    # ... but held by two commits in a row, it is a runner level the series visits: its own noise, whatever follows.
-    history[21], history[25] = 1.342, history[24]
-    row = compare_pair(before, after, history=history, later=[1.33, 1.35, 1.34, 1.34])
     assert (row.verdict, row.state) == ("ambiguous", None)
+
+
+def test_strays_of_the_tail_one_at_a_time_do_not_stop_a_held_level_from_confirming():
+    """A mid-noise series (±2.5% from commit to commit) whose tail strayed six times, one commit at a time, anywhere
+    from +11% to +26%: five of them lie within a deviation of +20%, more than NEW_LEVEL_SEEN, and as the newest commit
+    a +20% step is within the series' own noise. But strays spread evenly and come alone, where a runner type the
+    series visits comes often, tightly or in runs: five commits holding +20% confirm the step. Two of those strays in
+    a row are a level the series held once already: ambiguous, whatever follows."""
+    history = [1.0 + 0.025 * (-1) ** i for i in range(100)]
+    for i, v in zip(range(5, 100, 13), [1.14, 1.17, 1.20, 1.23, 1.26, 1.11]):
+        history[i] = v
+    noise = segment_noise(history)
+    assert noise.near(1.2, noise.usual_sd) == 5 and noise.longest_run_near(1.2, noise.usual_sd) == 1
+    before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.2, cv=0.005, seed=2))
+    held = [1.21, 1.19, 1.2, 1.22]
+    row = compare_pair(before, after, history=history)
+    assert (row.verdict, row.note) == ("ambiguous", "within the series' own noise")
+    row = compare_pair(before, after, history=history, later=held)
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    in_a_row = list(history)
+    in_a_row[6], in_a_row[18] = history[18], history[17]  # the +17% stray next to the +14% one
+    assert segment_noise(in_a_row).longest_run_near(1.2, noise.usual_sd) == 2
+    assert compare_pair(before, after, history=in_a_row, later=held).verdict == "ambiguous"
 
 
 def test_a_young_history_needs_a_larger_deviation_to_suspect_a_change():

@@ -161,6 +161,10 @@ def test_a_phase_on_a_known_slow_runner_fails_no_gate_for_a_series_that_follows_
     tails = {k: (pts, [f"c{j}" for j in range(len(pts))]) for k, pts in series.items()}
     alone = decided_in_run(tails, ComparePolicy(run_frames=False))
     assert [(r.benchmark, r.verdict, r.state) for r in alone] == [("suite.time_00", "regressed", "confirmed")]
+    # Each series wholly alone (no run shift either): the slow runner's eight visits, one at a time but tightly at
+    # its level, make it a level the series visits, and five runs there confirm nothing but series 0's own step.
+    lone = decided_in_run(tails, ComparePolicy(min_suite=0))
+    assert [(r.benchmark, r.verdict, r.state) for r in lone] == [("suite.time_00", "regressed", "confirmed")]
     rows = decided_in_run(tails)
     assert [(r.benchmark, r.verdict) for r in rows] == [("suite.time_00", "ambiguous")]
     assert "and the next 4 runs too" in rows[0].note

@@ -222,11 +222,15 @@ def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float,
 #: counted the whole usual level as "visited" (0.01-0.03 more of the steps confirmed, the same false alarms).
 NEW_LEVEL_SEEN = 0.03
 NEW_LEVEL_RADIUS = 1.0
-#: ... and, unless more than NEW_LEVEL_OFTEN of them did (a runner type however it is drawn), that the series held
-#: for NEW_LEVEL_RUN commits in a row at least: a level its commits strayed to only one at a time (the usual runner's
-#: heavy tail) is not one it holds for five commits. On the CI model, 0.02-0.04 more of the 20% steps confirmed, most
-#: on mid-noise series (docs/analysis.md).
+#: ... and that they show a runner type: more than NEW_LEVEL_OFTEN of them; or a tight level, at least NEW_LEVEL_TIGHT
+#: of the commits within NEW_LEVEL_SPREAD deviations lying within NEW_LEVEL_RADIUS (a runner's visits cluster as
+#: tightly as the usual runner's commits, 0.7 of them; the usual runner's heavy tail spreads its strays evenly, 0.4);
+#: or a level held NEW_LEVEL_RUN commits in a row. Strays of the tail, one at a time, are not a level the series holds
+#: for five commits: on the CI model, 0.01-0.03 more of the 20% steps confirmed, most on mid-noise series
+#: (docs/analysis.md).
 NEW_LEVEL_OFTEN = 0.09
+NEW_LEVEL_TIGHT = 0.5
+NEW_LEVEL_SPREAD = 2.5
 NEW_LEVEL_RUN = 2
 
 
@@ -242,8 +246,8 @@ def held_level(
     commit and those commits, starts a level at this commit (or one beside it), beyond ``threshold`` the same
     way as ``value``; the median of the held commits lies beyond ``threshold`` from the segment's level; at most
     :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie within :data:`NEW_LEVEL_RADIUS`
-    deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that median, or at most
-    :data:`NEW_LEVEL_OFTEN` and never :data:`NEW_LEVEL_RUN` commits in a row; and it is not back at the level before the segment
+    deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that median, or more but strays of the tail
+    (neither often, tight nor held: :data:`NEW_LEVEL_OFTEN`); and it is not back at the level before the segment
     (:meth:`SegmentNoise.back_to_earlier`).
     ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
     or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
@@ -262,8 +266,11 @@ def held_level(
     if held_value is None:
         return "suspected"
     centre, radius = noise.deviation(held_value), NEW_LEVEL_RADIUS * noise.usual_sd
-    near = noise.near(held_value, radius) / len(noise.seen)
-    visited = near > NEW_LEVEL_SEEN and (near > NEW_LEVEL_OFTEN or noise.longest_run_near(held_value, radius) >= NEW_LEVEL_RUN)
+    near = noise.near(held_value, radius)
+    visited = near > NEW_LEVEL_SEEN * len(noise.seen) and (
+        near > NEW_LEVEL_OFTEN * len(noise.seen)  # a runner type, however it is drawn
+        or near >= NEW_LEVEL_TIGHT * noise.near(held_value, NEW_LEVEL_SPREAD * noise.usual_sd)  # its tight level
+        or noise.longest_run_near(held_value, radius) >= NEW_LEVEL_RUN)  # or held: a sticky runner, a phase
     if centre * d <= 0 or abs(centre) <= bar or visited or noise.back_to_earlier(
             held_value, policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase
@@ -289,6 +296,8 @@ __all__ = [
     "NEW_LEVEL_SEEN",
     "NEW_LEVEL_RADIUS",
     "NEW_LEVEL_OFTEN",
+    "NEW_LEVEL_TIGHT",
+    "NEW_LEVEL_SPREAD",
     "NEW_LEVEL_RUN",
     "held_level",
 ]
