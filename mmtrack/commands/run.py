@@ -610,7 +610,7 @@ def run_command(request: RunRequest, console: Console) -> int:
     check_confirm_options(request)
     outcome = execute(request, console)
     render(outcome, console)
-    confirmations = confirm_suspected(outcome, request, console) if request.confirm else []
+    confirmations = confirm_rows(outcome, request, console) if request.confirm else []
     failing = gate(outcome, confirmations, request.fail_on) if request.fail_on else []
     if failing:
         from ..analysis.render import verdict_text
@@ -648,9 +648,9 @@ def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[st
     return failing_rows(comparison, fail_on)
 
 
-def confirm_suspected(outcome: RunOutcome, request: RunRequest, console: Console) -> list[Any]:
-    """``--confirm``: the suspected rows of the summary re-measured A/B (see :mod:`mmtrack.ab.confirm`); their
-    confirmations."""
+def confirm_rows(outcome: RunOutcome, request: RunRequest, console: Console) -> list[Any]:
+    """``--confirm``: the suspected rows of the summary (with ``--confirm-ambiguous``, the ambiguous ones too)
+    re-measured A/B (see :mod:`mmtrack.ab.confirm`); their confirmations."""
     from ..ab import confirm as ab
 
     found = outcome.comparison
