@@ -42,10 +42,27 @@ class Crunch:
             abpkg.crunch()
         return BenchSampleResult(chunk_size).push_metric(MetricValue.integer("work", abpkg.WORK, "count"))
 '''
-CONF = {"version": 1, "project": "abpkg", "repo": ".", "branches": ["main"], "environment_type": "existing",
-        "benchmark_dir": "benchmarks", "results_dir": ".asv/results", "html_dir": ".asv/html", "env_dir": ".asv/env"}
-PYPROJECT = ('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n'
-             '[project]\nname = "abpkg"\nversion = "0.1"\n')
+
+
+def package_project(root: Path, env: dict, package: str, suite: dict[str, str]) -> Path:
+    """``root/proj``: a git repository (no commit yet) holding the setuptools package ``package`` (its folder, empty)
+    and an asv suite over it (``suite``: benchmark file name -> source), asv set to run in the environment it is
+    started from. What an A/B run builds: each commit's package into its own environment."""
+    conf = {"version": 1, "project": package, "repo": ".", "branches": ["main"], "environment_type": "existing",
+            "benchmark_dir": "benchmarks", "results_dir": ".asv/results", "html_dir": ".asv/html",
+            "env_dir": ".asv/env"}
+    repo = root / "proj"
+    (repo / package).mkdir(parents=True)
+    (repo / "benchmarks").mkdir()
+    (repo / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\nbuild-backend = '
+                                         f'"setuptools.build_meta"\n\n[project]\nname = "{package}"\nversion = "0.1"\n')
+    (repo / "asv.conf.json").write_text(json.dumps(conf))
+    (repo / ".gitignore").write_text(".asv/\n.mmtrack/\n__pycache__/\n*.egg-info/\nbuild/\n")
+    (repo / "benchmarks" / "__init__.py").write_text("")
+    for name, source in suite.items():
+        (repo / "benchmarks" / name).write_text(source)
+    git(repo, env, "init", "-q", "-b", "main")
+    return repo
 
 
 def commit(repo: Path, env: dict, message: str, day: int = 1) -> str:
@@ -63,15 +80,7 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("ab")
     (root / "home").mkdir()
     env = asv_env(root / "home", MMTRACK_DB=f"sqlite:///{root / 'store.db'}")
-    repo = root / "proj"
-    (repo / "abpkg").mkdir(parents=True)
-    (repo / "benchmarks").mkdir()
-    (repo / "pyproject.toml").write_text(PYPROJECT)
-    (repo / "asv.conf.json").write_text(json.dumps(CONF))
-    (repo / ".gitignore").write_text(".asv/\n.mmtrack/\n__pycache__/\n*.egg-info/\nbuild/\n")
-    (repo / "benchmarks" / "__init__.py").write_text("")
-    (repo / "benchmarks" / "bench_ab.py").write_text(SUITE)
-    git(repo, env, "init", "-q", "-b", "main")
+    repo = package_project(root, env, "abpkg", {"bench_ab.py": SUITE})
     shas = []
     # The slow commit's source differs in size too: a .pyc cached within the same second stays valid otherwise.
     for work, message in [(20000, "base"), (20000, "same code"), ("60000  # three times", "three times the work")]:
@@ -360,7 +369,7 @@ def test_bad_input_is_one_line_and_exit_2(project, case):
             "round alpha": ["continuous", shas[0], "--round-alpha", "0"],
             "bisect round alpha": ["bisect", shas[0], shas[1], "-b", "crunch", "--round-alpha", "1"]}[case]
     if case == "dirty":
-        (repo / "pyproject.toml").write_text(PYPROJECT + "\n# edited\n")
+        (repo / "pyproject.toml").write_text((repo / "pyproject.toml").read_text() + "\n# edited\n")
     try:
         proc = run_cli(*args, cwd=repo, env=env)
     finally:

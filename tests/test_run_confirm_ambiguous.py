@@ -10,20 +10,15 @@ fails the commit on it.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import pytest
 
 from conftest import run_cli
-from test_ab import commit
+from test_ab import commit, package_project
 from test_run_acceptance import asv_env, git
 
 BENCH = "import sizepkg\n\n\nclass Sizes:\n    def track_size(self):\n        return sizepkg.SIZE\n"
-CONF = {"version": 1, "project": "sizepkg", "repo": ".", "branches": ["main"], "environment_type": "existing",
-        "benchmark_dir": "benchmarks", "results_dir": ".asv/results", "html_dir": ".asv/html", "env_dir": ".asv/env"}
-PYPROJECT = ('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n'
-             '[project]\nname = "sizepkg"\nversion = "0.1"\n')
 SIZES = [100, 100, 100, 100, 100, 125, 100, 100, 125]
 
 
@@ -34,17 +29,9 @@ def history(tmp_path_factory):
     (root / "home").mkdir()
     db = root / "store.db"
     env = asv_env(root / "home", MMTRACK_DB=f"sqlite:///{db}")
-    repo = root / "proj"
+    repo = package_project(root, env, "sizepkg", {"bench_size.py": BENCH})
     env["ASV_PYTHONPATH"] = env["ASV_PYTHONPATH"] + ":" + str(repo)  # `mmtrack run` imports the checked-out tree
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # same-second checkouts of same-size sources: no stale .pyc
-    (repo / "sizepkg").mkdir(parents=True)
-    (repo / "benchmarks").mkdir()
-    (repo / "pyproject.toml").write_text(PYPROJECT)
-    (repo / "asv.conf.json").write_text(json.dumps(CONF))
-    (repo / ".gitignore").write_text(".asv/\n.mmtrack/\n__pycache__/\n*.egg-info/\nbuild/\n")
-    (repo / "benchmarks" / "__init__.py").write_text("")
-    (repo / "benchmarks" / "bench_size.py").write_text(BENCH)
-    git(repo, env, "init", "-q", "-b", "main")
     shas = []
     for day, size in enumerate(SIZES, 1):
         (repo / "sizepkg" / "__init__.py").write_text(f"SIZE = {size}\n" + "\n" * day)  # each source differs
