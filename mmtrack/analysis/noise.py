@@ -64,7 +64,7 @@ class SegmentNoise:
         return sum(abs(d - x) < radius for x in self.seen)
 
     def longest_run_near(self, value: float, radius: float) -> int:
-        """The most commits in a row (:attr:`in_order`) that lay within ``radius`` (log) of ``value``, as a deviation."""
+        """The most commits in a row (:attr:`in_order`) that lay within ``radius`` (log) of ``value``."""
         d, best, run = self.deviation(value), 0, 0
         for x in self.in_order:
             run = run + 1 if abs(d - x) < radius else 0  # NaN: never near, so a gap breaks the run

@@ -312,7 +312,10 @@ def parse_results_file(
     )
 
 
-def _table_of(columns: list[str], results: dict[str, Any], benchmarks: Mapping[str, AsvBenchmark]) -> tuple[_AsvTable, RunRows]:
+def _table_of(
+    columns: list[str], results: dict[str, Any], benchmarks: Mapping[str, AsvBenchmark]
+) -> tuple[_AsvTable, RunRows]:
+    """``results``' benchmarks read into one table: at once when they have the usual shape, else one by one."""
     table = _AsvTable(columns)
     if not table.add_all(results, benchmarks):
         for name, values in results.items():
