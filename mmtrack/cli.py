@@ -242,14 +242,17 @@ history_fail_on = click.option(
 @click.option("--confirm-ambiguous", is_flag=True,
               help="With --confirm, also re-measure the rows history could not decide (ambiguous).")
 @click.option("--confirm-budget", type=float, metavar="SECONDS", help="Time bound of the --confirm rounds.")
+@click.option("--confirm-max", type=int, metavar="N",
+              help="At most N benchmarks re-measured by --confirm: suspected before ambiguous, regressions before "
+                   "improvements, larger moves first.")
 @click.option("--confirm-rounds", type=int, metavar="N",
               help="Interleaved A/B rounds per side for --confirm (default 4; undecided benchmarks: up to twice as many).")
 @click.option("--round-alpha", type=float, metavar="P",
               help="Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
 @history_fail_on
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
-def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_rounds,
-        round_alpha, fail_on, asv_args) -> None:
+def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_max,
+        confirm_rounds, round_alpha, fail_on, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -268,6 +271,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambigu
         confirm=confirm,
         confirm_ambiguous=confirm_ambiguous,
         confirm_budget=confirm_budget,
+        confirm_max=confirm_max,
         confirm_rounds=confirm_rounds,
         round_alpha=round_alpha,
         fail_on=tuple(fail_on),

@@ -509,6 +509,38 @@ def test_confirm_ambiguous_adds_the_rows_history_could_not_decide_and_the_gate_r
     assert names(gate(outcome, [], ("ambiguous",))) == ["s.a", "s.b", "s.c", "s.old"]
 
 
+def test_confirm_max_keeps_the_benchmarks_most_worth_an_a_b_run():
+    """Suspected before ambiguous, a move the worse way before one the better way (as the metric's direction
+    reads it), the larger move first; a benchmark's rows go together, and nothing is left out without a cap."""
+    from mmtrack.ab.confirm import by_priority, within_cap
+    from mmtrack.analysis.compare import Row
+    from mmtrack.measure.metrics import Direction
+    from mmtrack.results import MetricKey
+
+    time, rate = MetricKey("timing", "time_per_op", "s"), MetricKey("custom", "bandwidth", "GiB/s")
+
+    def row(name, verdict, ratio, metric=time, direction=Direction.LOWER):
+        return Row(f"s.{name}", "{}", metric, direction, verdict, None, None, ratio=ratio,
+                   state="suspected" if verdict != "ambiguous" else None)
+
+    rows = [row("amb_small", "ambiguous", 1.12), row("amb_better", "ambiguous", 0.5),
+            row("amb_big", "ambiguous", 1.4), row("amb_slower_rate", "ambiguous", 0.8, rate, Direction.HIGHER),
+            row("amb_no_ratio", "ambiguous", None), row("suspect", "regressed", 1.15),
+            row("amb_big", "ambiguous", 1.3, rate, Direction.HIGHER)]
+    ordered = [(r.benchmark, r.ratio) for r in by_priority(rows)]
+    assert ordered == [("s.suspect", 1.15), ("s.amb_big", 1.4), ("s.amb_slower_rate", 0.8), ("s.amb_small", 1.12),
+                       ("s.amb_better", 0.5), ("s.amb_big", 1.3), ("s.amb_no_ratio", None)]
+    kept, left = within_cap(by_priority(rows), 2)
+    assert [(r.benchmark, r.ratio) for r in kept] == [("s.suspect", 1.15), ("s.amb_big", 1.4), ("s.amb_big", 1.3)]
+    assert {r.benchmark for r in left} == {"s.amb_slower_rate", "s.amb_small", "s.amb_better", "s.amb_no_ratio"}
+    assert within_cap(rows, None) == (rows, [])
+    from mmtrack.commands.run import describe_left
+
+    many = [row(f"b{i}", "ambiguous", 1.2) for i in range(10)] + [row("b0", "regressed", 1.2)]
+    assert describe_left(many) == ("1 suspected and 10 ambiguous row(s) of 10 benchmark(s), "
+                                   "s.b0, s.b1, s.b2, s.b3, s.b4, s.b5, s.b6, s.b7 and 2 more,")
+
+
 def test_the_regressions_page_shows_the_ab_verdict_of_a_change_point(tmp_path):
     import dataclasses
 

@@ -5,7 +5,8 @@ no machine load can move it. Judged as the newest commit, the 9th moves +25% to 
 visited: history leaves it `ambiguous` ("within the series' own noise"), and `--confirm` alone re-measures
 nothing. `--confirm-ambiguous` builds the 8th and 9th commits into their own environments, measures them A/B under
 the real asv, and the A/B run finds +25%: the row is confirmed, stored in `ab_verdict`, and `--fail-on regression`
-fails the commit on it.
+fails the commit on it. `sizepkg.COUNT` makes the same visit by +15%: with `--confirm-max 1` only the larger move is
+re-measured, and the run says which benchmark it left out.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from conftest import run_cli
 from test_ab import commit, package_project
 from test_run_acceptance import asv_env, git
 
-BENCH = "import sizepkg\n\n\nclass Sizes:\n    def track_size(self):\n        return sizepkg.SIZE\n"
+BENCH = ("import sizepkg\n\n\nclass Sizes:\n    def track_size(self):\n        return sizepkg.SIZE\n\n"
+         "    def track_count(self):\n        return sizepkg.COUNT\n")
 SIZES = [100, 100, 100, 100, 100, 125, 100, 100, 125]
+COUNTS = [100, 100, 100, 100, 100, 115, 100, 100, 115]  # the same visit, a smaller move
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +36,9 @@ def history(tmp_path_factory):
     env["ASV_PYTHONPATH"] = env["ASV_PYTHONPATH"] + ":" + str(repo)  # `mmtrack run` imports the checked-out tree
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # same-second checkouts of same-size sources: no stale .pyc
     shas = []
-    for day, size in enumerate(SIZES, 1):
-        (repo / "sizepkg" / "__init__.py").write_text(f"SIZE = {size}\n" + "\n" * day)  # each source differs
+    for day, (size, count) in enumerate(zip(SIZES, COUNTS), 1):
+        source = f"SIZE = {size}\nCOUNT = {count}\n" + "\n" * day  # each source differs
+        (repo / "sizepkg" / "__init__.py").write_text(source)
         shas.append(commit(repo, env, f"size {size}", day))
     for sha in shas[:-1]:
         git(repo, env, "checkout", "-q", sha)
@@ -49,17 +53,19 @@ def test_history_leaves_it_ambiguous_and_confirm_alone_re_measures_nothing(histo
                    timeout=600)
     out = proc.stdout
     assert proc.returncode == 0, out[-2000:] + proc.stderr[-2000:]
-    assert "1 metrics; 1 ambiguous" in out and "series' own noise" in out, out[-2000:]  # the table wraps the note
+    assert "2 metrics; 2 ambiguous" in out and "series' own noise" in out, out[-2000:]  # the table wraps the note
     assert "--confirm: no suspected change to re-measure" in out
     with sqlite3.connect(history["db"]) as con:
         assert con.execute("select count(*) from ab_verdict").fetchone() == (0,)
 
 
-def test_confirm_ambiguous_measures_it_a_b_and_the_gate_fails_on_what_a_b_confirmed(history):
-    proc = run_cli("run", "--quick", "--confirm", "--confirm-ambiguous", "--fail-on", "regression",
-                   cwd=history["repo"], env=history["env"], timeout=900)
+def test_confirm_ambiguous_measures_the_larger_move_a_b_and_the_gate_fails_on_what_a_b_confirmed(history):
+    proc = run_cli("run", "--quick", "--confirm", "--confirm-ambiguous", "--confirm-max", "1", "--fail-on",
+                   "regression", cwd=history["repo"], env=history["env"], timeout=900)
     out = proc.stdout
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert ("--confirm-max 1: 1 ambiguous row(s) of 1 benchmark(s), bench_size.Sizes.track_count, not re-measured"
+            in out), out[-3000:]
     assert "--confirm: re-measuring 0 suspected and 1 ambiguous row(s) A/B" in out, out[-3000:]
     assert ("confirmed: bench_size.Sizes.track_size value [unit]: A/B ×1.250" in out
             and "the A/B run measured it regressed; history left it ambiguous (within the series' own noise)" in out), \

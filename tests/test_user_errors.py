@@ -298,6 +298,7 @@ def test_db_current_reads_and_db_upgrade_refuses_a_read_only_store(tmp_path):
 @pytest.mark.parametrize("option, needle", [(("--confirm-rounds", "0"), "--confirm-rounds 0"),
                                             (("--confirm-budget", "-5"), "--confirm-budget -5"),
                                             (("--confirm-budget", "nan"), "--confirm-budget nan"),
+                                            (("--confirm-max", "0"), "--confirm-max 0"),
                                             (("--round-alpha", "1.5"), "--round-alpha 1.5")])
 def test_a_bad_confirm_knob_is_refused_before_anything_runs(tmp_path, option, needle):
     """Refused up front (no asv config is even looked for), not after the whole suite has run."""
@@ -306,7 +307,7 @@ def test_a_bad_confirm_knob_is_refused_before_anything_runs(tmp_path, option, ne
 
 
 @pytest.mark.parametrize("option", [("--round-alpha", "0.005"), ("--confirm-rounds", "3"), ("--confirm-budget", "10"),
-                                    ("--confirm-ambiguous",)])
+                                    ("--confirm-max", "5"), ("--confirm-ambiguous",)])
 def test_a_confirm_knob_without_confirm_is_refused(tmp_path, option):
     """They set what the --confirm rounds do: without --confirm they would do nothing (--confirm-rounds and
     --confirm-budget were taken silently)."""

@@ -14,6 +14,11 @@ level the series has visited, a young history, samples that do not differ) are r
 ``confirmed`` (the A/B run measures a change: the row now reads as that change), ``refuted`` (it measures none)
 or stay ``ambiguous``.
 
+The rows go in order of what an A/B run is most worth: suspected before ambiguous, a move the worse way before one
+the better way, the larger move first. ``--confirm-max N`` keeps the first N benchmarks of that order, so a large
+suite's many ambiguous rows cost a bounded run (the time of one round grows with the benchmarks in it; the
+budget bounds only the rounds).
+
 Each verdict is stored with its evidence (A/B ratio, p-value, rounds) in ``ab_verdict``,
 tied to the stored A/B pair, for the pages. The rounds stop once ``budget`` seconds
 are spent (at least one round per side always runs).
@@ -21,6 +26,7 @@ are spent (at least one round per side always runs).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,6 +75,34 @@ def rows_to_confirm(comparison: Any, *, ambiguous: bool = False) -> list[Any]:
         if state == SUSPECTED or (state is None and r.verdict == "regressed") or (ambiguous and r.verdict == AMBIGUOUS):
             rows.append(r)
     return rows
+
+
+def by_priority(rows: Sequence[Any]) -> list[Any]:
+    """``rows`` most worth an A/B run first: suspected before ambiguous (a suspected row is what the gate may
+    fail on), a move the worse way before one the better way, then the larger move; rows without a ratio last."""
+    from ..measure.metrics import Direction
+
+    def key(r: Any) -> tuple[int, int, float]:
+        ratio = r.ratio if r.ratio and r.ratio > 0 and math.isfinite(r.ratio) else None
+        worse = ratio is not None and ((r.direction == Direction.LOWER and ratio > 1)
+                                       or (r.direction == Direction.HIGHER and ratio < 1))
+        return int(r.verdict == AMBIGUOUS), int(not worse), -abs(math.log(ratio)) if ratio else math.inf
+
+    return sorted(rows, key=key)
+
+
+def within_cap(rows: Sequence[Any], max_benchmarks: int | None) -> tuple[list[Any], list[Any]]:
+    """(kept, left out): the rows of the first ``max_benchmarks`` benchmarks in ``rows``' order (a benchmark's rows
+    are measured together, so they go together); None keeps them all."""
+    if max_benchmarks is None:
+        return list(rows), []
+    chosen: set[str] = set()
+    kept, left = [], []
+    for r in rows:
+        if r.benchmark not in chosen and len(chosen) < max_benchmarks:
+            chosen.add(r.benchmark)
+        (kept if r.benchmark in chosen else left).append(r)
+    return kept, left
 
 
 def state_for(history_row: Any, ab_row: Any | None) -> str:

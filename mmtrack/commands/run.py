@@ -48,6 +48,7 @@ from ..vcs import GitError, commit_info, git_output, resolve_rev
 
 PREFLIGHT = Path(__file__).resolve().parents[1] / "asvbridge" / "preflight.py"
 CONFIG_NAMES = ("asv.conf.json", "asv.conf.jsonc")
+SHOWN_LEFT_OUT = 8  # benchmarks named in --confirm-max's line; the rest counted
 CONFIRM_ROUNDS = 4  # A/B rounds per side of --confirm, unless --confirm-rounds says
 
 
@@ -65,6 +66,7 @@ class RunRequest:
     confirm: bool = False  # re-measure suspected regressions A/B against the previous commit
     confirm_ambiguous: bool = False  # ... and the rows history could not decide (ambiguous)
     confirm_budget: float | None = None  # seconds for the A/B rounds of --confirm
+    confirm_max: int | None = None  # at most this many benchmarks re-measured by --confirm, the most worth it first
     confirm_rounds: int | None = None  # A/B rounds of --confirm (None: CONFIRM_ROUNDS); the undecided get up to twice
     round_alpha: float | None = None  # significance the --confirm rounds must reach (None: ab.interleave.ROUND_ALPHA)
     fail_on: tuple[str, ...] = ()  # compare's --fail-on, on the comparison with the previous commit (see gate())
@@ -270,17 +272,19 @@ def _filtered_suite(suite: Path, failures: Sequence[ImportFailure], dest: Path) 
 
 
 def check_confirm_options(request: RunRequest) -> None:
-    """``--confirm-rounds``, ``--confirm-budget`` and ``--round-alpha`` are refused before anything runs, not after
-    the suite: a bad value, or any of them without ``--confirm`` (where it would do nothing)."""
+    """``--confirm-rounds``, ``--confirm-budget``, ``--confirm-max`` and ``--round-alpha`` are refused before anything
+    runs, not after the suite: a bad value, or any of them without ``--confirm`` (where it would do nothing)."""
     if request.confirm_rounds is not None and request.confirm_rounds < 1:
         raise UserError(f"--confirm-rounds {request.confirm_rounds}: need at least 1 round per side", EXIT_USAGE)
     if request.confirm_budget is not None and not (request.confirm_budget > 0 and math.isfinite(request.confirm_budget)):
         raise UserError(f"--confirm-budget {request.confirm_budget:g}: give a time in seconds above 0", EXIT_USAGE)
+    if request.confirm_max is not None and request.confirm_max < 1:
+        raise UserError(f"--confirm-max {request.confirm_max}: need at least 1 benchmark", EXIT_USAGE)
     from .continuous import round_alpha_for
 
     round_alpha_for(request.round_alpha)
     given = {"--confirm-rounds": request.confirm_rounds, "--confirm-budget": request.confirm_budget,
-             "--round-alpha": request.round_alpha}
+             "--confirm-max": request.confirm_max, "--round-alpha": request.round_alpha}
     for option, value in given.items():
         if value is not None and not request.confirm:
             raise UserError(f"{option} {value:g}: it sets what the --confirm rounds do; add --confirm, or leave it out",
@@ -661,6 +665,10 @@ def confirm_rows(outcome: RunOutcome, request: RunRequest, console: Console) -> 
         console.print(f"--confirm: no {what} change to re-measure", highlight=False)
         return []
     before, after = found.before.commit.sha, outcome.prepared.commit.sha
+    rows, left = ab.within_cap(ab.by_priority(rows), request.confirm_max)
+    if left:
+        console.print(Text(term(f"--confirm-max {request.confirm_max}: {describe_left(left)} not re-measured (the "
+                                f"suspected and the larger moves go first)")), highlight=False, soft_wrap=True)
     unsure = sum(r.verdict == ab.AMBIGUOUS for r in rows)
     what = f"{len(rows) - unsure} suspected" + (f" and {unsure} ambiguous" if request.confirm_ambiguous else "")
     console.print(f"--confirm: re-measuring {what} row(s) A/B: {before[:8]} against {after[:8]}", highlight=False)
@@ -680,6 +688,17 @@ def confirm_rows(outcome: RunOutcome, request: RunRequest, console: Console) -> 
     for c in report.confirmations:
         console.print(Text(term(ab.describe(c))), highlight=False, soft_wrap=True)  # Text: "[s]" is no markup
     return report.confirmations
+
+
+def describe_left(rows: Sequence[Any]) -> str:
+    """What ``--confirm-max`` left out: "2 suspected and 5 ambiguous row(s) of 4 benchmark(s), a, b, c, d," (the
+    first :data:`SHOWN_LEFT_OUT` benchmarks named, in priority order, the rest counted)."""
+    unsure = sum(r.verdict == "ambiguous" for r in rows)
+    parts = [f"{len(rows) - unsure} suspected" if len(rows) > unsure else "", f"{unsure} ambiguous" if unsure else ""]
+    names = list(dict.fromkeys(r.benchmark for r in rows))
+    more = len(names) - SHOWN_LEFT_OUT
+    shown = ", ".join(names[:SHOWN_LEFT_OUT]) + (f" and {more} more" if more > 0 else "")
+    return f"{' and '.join(filter(None, parts))} row(s) of {len(names)} benchmark(s), {shown},"
 
 
 def render(outcome: RunOutcome, console: Console) -> None:
