@@ -171,7 +171,17 @@ def main() -> None:
         sys.exit(EXIT_USAGE)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except OSError as exc:  # the last resort for what the commands' own checks could not foresee (a full disk, /proc)
+        _error_line(os_error_line(exc))
+        sys.exit(EXIT_USAGE)
     sys.exit(EXIT_OK)
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an operating-system error: what failed, on which path, what to check."""
+    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return f"{what}{f': {paths}' if paths else ''}; check that path, its permissions and the free space on its disk"
 
 
 # -- the history store ------------------------------------------------------------------------------

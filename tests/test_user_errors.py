@@ -176,6 +176,23 @@ def test_publish_output_in_a_read_only_folder(store, tmp_path):
     assert_one_line(run("publish", "--db", str(store), "-o", str(folder / "site")), 2, "not writable")
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_publish_output_the_folder_checks_cannot_foresee(store, tmp_path):
+    """/proc passes every check made before the store is read (no file in the way, writable for root) and then
+    refuses the folder: one line naming the output folder, not a traceback."""
+    assert_one_line(mmtrack("publish", "--db", str(store), "-o", "/proc/mmtrack-site", cwd=tmp_path), 2,
+                    "output folder /proc/mmtrack-site")
+
+
+def test_an_os_error_no_check_foresaw_is_one_line():
+    from mmtrack.cli import os_error_line
+
+    line = os_error_line(FileNotFoundError(2, "No such file or directory", "/proc/x", None))
+    assert line == ("No such file or directory: /proc/x; check that path, its permissions and the free space on "
+                    "its disk")
+    assert os_error_line(OSError(28, "No space left on device")).startswith("No space left on device; check")
+
+
 def test_import_asv_on_a_project_root_names_the_results_folder(tmp_path):
     project = tmp_path / "project"
     write_result(project / ".asv" / "results", "a" * 40, {"suite.T.time_a": 1e-3})

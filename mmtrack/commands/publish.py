@@ -77,7 +77,7 @@ def publish(
     if model is not None:
         model = SiteModel(series=model.series, commits=model.commits, change_points=model.change_points, config=config)
         _check_not_empty(model, request)
-        return model, build_site(model, request.out)
+        return model, _write_site(model, request.out)
     up_to_date = _nothing_new(request, config)
     if up_to_date is not None:
         return None, up_to_date
@@ -96,10 +96,21 @@ def publish(
                 columns=columns,
             )
             _check_not_empty(model, request)
-            return model, build_site(model, request.out)
+            return model, _write_site(model, request.out)
     finally:
         if own:
             store.close()
+
+
+def _write_site(model: SiteModel, out: Path | str) -> WriteReport:
+    """build_site, with what the folder checks up front cannot foresee (a full disk, a folder under /proc) as one
+    line naming the output folder."""
+    try:
+        return build_site(model, out)
+    except OSError as exc:
+        what = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+        raise UserError(f"output folder {out}: cannot write the site ({what}); pass -o with a writable folder that "
+                        "has room") from None
 
 
 def _nothing_new(request: PublishRequest, config: SiteConfig) -> WriteReport | None:
