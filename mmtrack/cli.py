@@ -25,9 +25,13 @@ def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
     """
 
     def resolve(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
-        from .store.url import resolve_url  # not store.db: no SQLAlchemy before sampling
+        from .store.url import is_in_memory, resolve_url  # not store.db: no SQLAlchemy before sampling
 
-        return resolve_url(value)
+        url = resolve_url(value)
+        if is_in_memory(url):  # a command's results would be gone when it exits
+            raise UserError(f"--db / MMTRACK_DB {url} is an in-memory store: nothing in it outlives this command; "
+                            "give a file, e.g. --db .mmtrack/mmtrack.db")
+        return url
 
     return click.option(
         "--db",

@@ -33,4 +33,4 @@ def user_regex(pattern: str, option: str) -> re.Pattern[str]:
 def is_relative_effect(value: float) -> bool:
     """A minimum relative effect a user may give (``compare --threshold``/``--threshold-for``, ``detect --min-effect``):
     from 0 up to 10 (x11); NaN and inf are not."""
-    return 0 <= value < 10
+    return 0 <= value <= 10

@@ -117,6 +117,23 @@ def test_mistyped_db_is_refused_not_created(tmp_path, verb):
     assert not (tmp_path / "typo").exists()
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:", "sqlite+pysqlite://"])
+def test_an_in_memory_store_is_refused(tmp_path, url):
+    """import-asv into one said `imported 59 new run(s) into sqlite:///` and kept nothing."""
+    write_result(tmp_path / "results", "a" * 40, {"suite.T.time_a": 1e-3})
+    assert_one_line(mmtrack("import-asv", "results", "--db", url, cwd=tmp_path), 2, "in-memory store", url)
+    env = cli_env(HOME=str(tmp_path), MMTRACK_DB=url)
+    assert_one_line(mmtrack("list", "runs", cwd=tmp_path, env=env), 2, "MMTRACK_DB", "in-memory")
+
+
+def test_in_memory_urls_are_told_from_files():
+    from mmtrack.store.url import is_in_memory
+
+    assert not any(map(is_in_memory, ["sqlite:///s.db", "sqlite:////tmp/s.db", "sqlite:///memory.db",
+                                      "postgresql+psycopg://u@h/db", "s.db"]))
+    assert is_in_memory("sqlite:///:memory:?cache=shared")
+
+
 def test_empty_store_is_refused(tmp_path):
     (tmp_path / "empty.db").touch()
     assert_one_line(mmtrack("publish", "-o", "site", "--db", "empty.db", cwd=tmp_path), 2, "holds no mmtrack store")

@@ -35,6 +35,13 @@ def normalize_url(value: str) -> str:
     return value
 
 
+def is_in_memory(url: str) -> bool:
+    """``sqlite://``, ``sqlite:///`` or ``...:memory:``: a SQLite store that is gone when the process exits."""
+    scheme, sep, rest = url.partition("://")
+    database = rest[1:] if rest.startswith("/") else rest
+    return bool(sep) and scheme.split("+")[0] == "sqlite" and database.split("?")[0] in ("", ":memory:")
+
+
 def redact(url: str) -> str:
     """The URL with its password hidden (``***``, as SQLAlchemy renders it), without importing SQLAlchemy."""
     scheme, sep, rest = url.partition("://")
