@@ -109,6 +109,18 @@ def test_changed_code_makes_the_previous_run_incompatible(project):
     assert "changed its benchmark code version" in after.stdout
 
 
+def test_bench_dot_at_the_top_level_is_keyed_by_its_own_repository(project):
+    """`mmtrack bench .` in the repository's top folder looked for git in the folder above it and refused to save
+    ("not a git repository")."""
+    opts = ["--quick", "--min-samples", "20", "--max-samples", "25", "--no-pin"]
+    proc = run_cli("bench", ".", *opts, cwd=project, env=cli_env())
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "saved as run #1" in proc.stdout
+    with open_store(f"sqlite:///{project / '.mmtrack' / 'mmtrack.db'}") as store:
+        (run,) = queries.runs(store, kind="bench")
+        assert run.commit.sha == git(project, "rev-parse", "HEAD").strip()
+
+
 def test_no_save_and_compare_none(project):
     proc = bench(project, "--no-save", "--compare", "none")
     assert proc.returncode == 0 and "saved as run" not in proc.stdout

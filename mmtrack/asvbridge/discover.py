@@ -35,7 +35,8 @@ class EngineBenchmark:
     owner: type | None  # the asv class; None for a module-level function
     attr: str
     declaration: EngineDeclaration
-    source: Path
+    source: Path  # the module's file
+    suite: Path  # the path discovery was given: it decides the name, so a worker discovers from it too
 
     def code_version(self) -> str:
         """The benchmark's code version exactly as asv computes it (asv's ``version``).
@@ -89,14 +90,15 @@ def _package_root(path: Path) -> Path:
     return root
 
 
-def _module_names(path: Path) -> Iterator[tuple[str, Path]]:
-    """(dotted module name, file) for every .py file under path, asv-style."""
+def _module_names(path: Path, only: Path | None = None) -> Iterator[tuple[str, Path]]:
+    """(dotted module name, file) for every .py file under path (or ``only`` that one), asv-style."""
     path = path.resolve()
-    if path.is_file():
-        base = path.parent
+    base = path.parent if path.is_file() else path
+    if only is not None:
+        files = [only.resolve()]  # no walk of the whole tree: a worker imports its one file
+    elif path.is_file():
         files = [path]
     else:
-        base = path
         files = sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
     is_pkg = (base / "__init__.py").exists()
     root = _package_root(base) if is_pkg else base
@@ -117,7 +119,9 @@ def _import(name: str, file: Path, sys_path_entry: Path) -> Any:
     return importlib.import_module(name)
 
 
-def discover(path: Path | str) -> Suite:
+def discover(path: Path | str, only: Path | None = None) -> Suite:
+    """The engine benchmarks under ``path`` (a file or a folder), named relative to it as asv names them; with
+    ``only``, just that file's, named as a discovery of all of ``path`` names them (what a worker needs)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such benchmark file or folder; pass the folder holding your asv benchmarks")
@@ -127,7 +131,7 @@ def discover(path: Path | str) -> Suite:
     root = _package_root(base) if is_pkg else base
     sys_path_entry = root.parent if is_pkg else root
     suite = Suite(root=root)
-    for modname, file in _module_names(resolved):
+    for modname, file in _module_names(resolved, only):
         try:
             module = _import(modname, file, sys_path_entry)
         except BaseException as exc:  # noqa: BLE001  (SyntaxError, SystemExit...: report, go on)
@@ -141,11 +145,11 @@ def discover(path: Path | str) -> Suite:
             continue
         # asv names benchmarks relative to the suite root package.
         rel = modname.split(".", 1)[1] if is_pkg and "." in modname else modname
-        suite.benchmarks.extend(_engine_benchmarks(module, rel, file))
+        suite.benchmarks.extend(_engine_benchmarks(module, rel, file, resolved))
     return suite
 
 
-def _engine_benchmarks(module: Any, rel: str, file: Path) -> Iterator[EngineBenchmark]:
+def _engine_benchmarks(module: Any, rel: str, file: Path, suite: Path) -> Iterator[EngineBenchmark]:
     for attr, obj in vars(module).items():
         if attr.startswith("_"):
             continue
@@ -153,8 +157,8 @@ def _engine_benchmarks(module: Any, rel: str, file: Path) -> Iterator[EngineBenc
             for mattr in dir(obj):
                 decl = declaration_of(getattr(obj, mattr, None))
                 if decl is not None:
-                    yield EngineBenchmark(f"{rel}.{obj.__name__}.{mattr}", obj, mattr, decl, file)
+                    yield EngineBenchmark(f"{rel}.{obj.__name__}.{mattr}", obj, mattr, decl, file, suite)
         elif inspect.isfunction(obj) and obj.__module__ == module.__name__:
             decl = declaration_of(obj)
             if decl is not None:
-                yield EngineBenchmark(f"{rel}.{attr}", None, attr, decl, file)
+                yield EngineBenchmark(f"{rel}.{attr}", None, attr, decl, file, suite)

@@ -54,6 +54,7 @@ class CaseJob:
     """Which case to run, found again in the worker by module file, name and parameter index."""
 
     source: Path
+    suite: Path  # the path the parent discovered from: names are relative to it
     benchmark: str
     param_index: int
     options: RunOptions
@@ -65,6 +66,7 @@ class CacheJob:
     """Run ``setup_cache`` of the class that holds ``benchmark``; send back the pickled value."""
 
     source: Path
+    suite: Path
     benchmark: str
 
 
@@ -74,7 +76,8 @@ ProgressFn = Callable[[str, int, int], None]
 
 def case_job(case: Case, options: RunOptions, cache: bytes | None = None) -> CaseJob:
     names, combos = case.benchmark.param_grid()
-    return CaseJob(case.benchmark.source, case.benchmark.name, combos.index(case.params), options, cache)
+    b = case.benchmark
+    return CaseJob(b.source, b.suite, b.name, combos.index(case.params), options, cache)
 
 
 def timeout_of(case: Case, override: float | None = None) -> float:
@@ -219,11 +222,14 @@ class _ForwardLog(logging.Handler):
 
 
 
-def _find_case(source: Path, benchmark: str, param_index: int | None) -> Case:
+def _find_case(job: Job) -> Case:
+    """The job's case, found by discovering its file alone, named as the parent's discovery named it."""
     from .discover import discover
     from .session import expand
 
-    suite = discover(source)
+    source, benchmark = job.source, job.benchmark
+    param_index = job.param_index if isinstance(job, CaseJob) else None
+    suite = discover(job.suite, only=source)
     if suite.failures:
         raise ImportError(suite.failures[0].message)
     for b in suite.benchmarks:
@@ -239,7 +245,7 @@ def _worker_main(conn: Connection, job: Job) -> None:
     engine_log.addHandler(_ForwardLog(conn))
     engine_log.propagate = False
     try:
-        case = _find_case(job.source, job.benchmark, job.param_index if isinstance(job, CaseJob) else None)
+        case = _find_case(job)
     except Exception as exc:  # noqa: BLE001  (the module imported in the parent; say why not here)
         message = f"could not load the benchmark in its worker: {type(exc).__name__}: {exc}"
         conn.send(("outcome", Outcome(job.benchmark, {}, Status.FAILED, message=message)))

@@ -183,7 +183,7 @@ class _WorkerSession:
         cache = None
         if b.owner is not None and getattr(b.owner, "setup_cache", None) is not None:
             if b.owner not in self._caches:
-                self._caches[b.owner] = worker.run_in_worker(worker.CacheJob(b.source, b.name), timeout)
+                self._caches[b.owner] = worker.run_in_worker(worker.CacheJob(b.source, b.suite, b.name), timeout)
             got = self._caches[b.owner]
             if got.error:
                 return Outcome(b.name, case.param_labels, Status.FAILED, message=f"setup_cache {got.error}")
@@ -343,11 +343,12 @@ def render(run: BenchRun, console: Console) -> None:
 
 
 def _context(request: BenchRequest, code_versions: dict[str, str], started_at: datetime) -> tuple[Path, BenchContext]:
-    root = project_root(Path(request.path).resolve().parent)
+    path = Path(request.path).resolve()
+    root = project_root(path if path.is_dir() else path.parent)  # `bench .` at the top level: its own repository
     try:
-        suite = Path(request.path).resolve().relative_to(root).as_posix()
+        suite = path.relative_to(root).as_posix()
     except ValueError:
-        suite = Path(request.path).resolve().as_posix()
+        suite = path.as_posix()
     try:
         commit = commit_info(root)
     except GitError as exc:
