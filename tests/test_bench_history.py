@@ -121,6 +121,23 @@ def test_bench_dot_at_the_top_level_is_keyed_by_its_own_repository(project):
         assert run.commit.sha == git(project, "rev-parse", "HEAD").strip()
 
 
+def test_a_run_in_which_nothing_ran_is_not_saved(project):
+    """Every file failing to import saved a run of 0 results, which each later run then reported as not
+    comparable ("its benchmarks differ") on its way back to the real baseline."""
+    assert bench(project).returncode == 0
+    timed = project / "benchmarks" / "timed.py"
+    good = timed.read_text()
+    timed.write_text(good + "\nraise RuntimeError('broken')\n")
+    broken = bench(project)
+    assert broken.returncode == 2 and "not saved: no benchmark case ran" in broken.stdout, broken.stdout[-2000:]
+    timed.write_text(good)
+    again = bench(project)
+    assert "regression analysis against run #1" in again.stdout and "not compared" not in again.stdout, \
+        again.stdout[-2000:]
+    with open_store(f"sqlite:///{project / '.mmtrack' / 'mmtrack.db'}") as store:
+        assert [r.id for r in queries.runs(store, kind="bench")] == [2, 1]
+
+
 def test_no_save_and_compare_none(project):
     proc = bench(project, "--no-save", "--compare", "none")
     assert proc.returncode == 0 and "saved as run" not in proc.stdout

@@ -478,11 +478,14 @@ def run_bench(request: BenchRequest, console: Console) -> int:
                   code_versions=ctx.code_versions)
     if os.getpid() != owner_pid:  # a forked child that returned this far never reports or saves
         os._exit(0)
-    if request.save and journal is None:  # no case finished: the run is saved all the same
+    nothing_ran = not run.outcomes  # every file failed to import, or Ctrl-C came first
+    if request.save and journal is None and not nothing_ran:
         journal = bench_journal.Journal.create(project, ctx, url, redact(url))
     render(run, console)
     run_id = None
     not_saved = False
+    if request.save and nothing_ran:  # a run without results would only stand between later runs and their baseline
+        console.print("not saved: no benchmark case ran", highlight=False)
     if journal is not None:
         run_id, why = _save(url, ctx, run.outcomes, console)
         if run_id is not None:
@@ -501,7 +504,7 @@ def run_bench(request: BenchRequest, console: Console) -> int:
     from ..store.db import open_store
 
     result = BaselineResult(None, None, None)
-    if ctx.commit is not None and request.compare != "none" and not not_saved:
+    if ctx.commit is not None and request.compare != "none" and not not_saved and not nothing_ran:
         try:
             with open_store(url) as store:
                 result = compare_with_baseline(store, run_id or -1, ctx, run.outcomes, request.compare, Path.cwd())
