@@ -112,10 +112,12 @@
     if (sc.f === 1 && !ladder(s.unit)) return fmt(v, s.format) + ' ' + s.unit;
     return (v / sc.f).toPrecision(4) + ' ' + sc.unit;
   }
-  // Before → after in one scale for both (1.52 ms → 1.69 ms, never 0.002 → 0.002).
+  // Before → after in one scale for both (1.52 ms → 1.69 ms, never 0.002 → 0.002); a value never wraps from
+  // its unit, and the line breaks before the arrow only.
   function pair(before, after, s) {
     var sc = scaleFor([before, after], s.unit);
-    return scaled(before, sc, s) + ' → ' + scaled(after, sc, s);
+    return el('span', null, [el('span', { cls: 'nowrap', text: scaled(before, sc, s) }), ' ',
+                             el('span', { cls: 'nowrap', text: '→ ' + scaled(after, sc, s) })]);
   }
   function pct(ratio) {
     if (ratio == null || !isFinite(ratio)) return 'n/a';
@@ -154,11 +156,18 @@
   }
   function uniq(xs) { var s = {}, out = []; xs.forEach(function (x) { if (!s[x]) { s[x] = 1; out.push(x); } }); return out.sort(); }
   function status(msg) { var s = $('status'); if (s) { s.textContent = msg; s.hidden = !msg; } }
+  // Columns that only some sites fill (params, the A/B verdict): left out where every row is empty, so the
+  // others keep the width.
+  var OPTIONAL = ['Params', 'A/B'];
   function table(t, head, rows) {
     clear(t);
-    t.appendChild(el('thead', null, [el('tr', null, head.map(function (h) { return el('th', { text: h }); }))]));
+    var keep = head.map(function (h, j) {
+      return OPTIONAL.indexOf(h) < 0 || rows.some(function (r) { var c = r.cells[j]; return c instanceof Node || (c != null && c !== ''); });
+    });
+    var kept = function (xs) { return xs.filter(function (x, j) { return keep[j]; }); };
+    t.appendChild(el('thead', null, [el('tr', null, kept(head).map(function (h) { return el('th', { text: h }); }))]));
     var tb = el('tbody');
-    rows.forEach(function (r) { tb.appendChild(el('tr', r.cls ? { cls: r.cls } : null, r.cells.map(function (c) {
+    rows.forEach(function (r) { tb.appendChild(el('tr', r.cls ? { cls: r.cls } : null, kept(r.cells).map(function (c) {
       return c instanceof Node ? el('td', null, [c]) : el('td', { text: c == null ? '' : String(c) });
     }))); });
     t.appendChild(tb);
@@ -247,7 +256,7 @@
               r.metric,
               el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
               pair(r.before_value, r.after_value, r),
-              el('span', null, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
+              el('span', { cls: 'nowrap' }, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
               r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
               abText(r.ab),
               foundBy(r)
@@ -456,7 +465,7 @@
     table($('changes'), ['Metric', 'Machine', 'Params', 'Change', 'Started in', 'Persists'], rows.map(function (c) {
       var s = meta.series[c.s];
       return { cls: c.kind, cells: [s.metric, s.machine, paramsText(s.params), el('span', null, [badge(c.kind), ' ' + pct(c.ratio)]),
-        el('span', null, [shaLink(c.before_sha), ' … ', shaLink(c.after_sha)]), c.persists ? 'yes' : 'no'] };
+        el('span', { cls: 'nowrap' }, [shaLink(c.before_sha), ' … ', shaLink(c.after_sha)]), c.persists ? 'yes' : 'no'] };
     }));
   }
 
@@ -520,7 +529,8 @@
           table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change', 'Verdict'], rows.map(function (r) {
             var cls = r.verdict === 'regressed' ? 'regression' : r.verdict === 'improved' ? 'improvement' : '';
             return { cls: cls, cells: [el('a', { href: benchHref(r.x, r.s), text: r.meta.name, cls: 'bench-link' }), r.s.machine, paramsText(r.s.params), r.s.metric,
-              scaled(r.va, scaleFor([r.va, r.vb], r.s.unit), r.s), scaled(r.vb, scaleFor([r.va, r.vb], r.s.unit), r.s),
+              el('span', { cls: 'nowrap', text: scaled(r.va, scaleFor([r.va, r.vb], r.s.unit), r.s) }),
+              el('span', { cls: 'nowrap', text: scaled(r.vb, scaleFor([r.va, r.vb], r.s.unit), r.s) }),
               pct(r.ratio), r.verdict ? verdictText(r.verdict, r.state) : '']};
           }));
         }).catch(fail);
