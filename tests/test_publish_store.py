@@ -251,3 +251,9 @@ def test_compare_page_gives_the_verdicts_of_mmtrack_compare(store_url: str, tmp_
     n = sum(cli["counts"].get(v, 0) for v in colours)
     assert f"{cli['counts'].get('regressed', 0)} regressed, {cli['counts'].get('improved', 0)} improved" in summary, summary
     assert n == len(flagged)
+    # Listed as the CLI lists them: by verdict (regressed, ambiguous, improved, ..., unchanged), then worst first.
+    from mmtrack.analysis.policy import VERDICT_ORDER
+
+    order = [VERDICT_ORDER.index(c["Verdict"].split(" (")[0] or "unchanged") for _cls, c in cells]
+    assert order == sorted(order) and len(set(order)) > 1, order
+    assert "by verdict, then worst change first" in summary

@@ -19,6 +19,9 @@ from ..results import MetricKey
 Evidence = Literal["suspected", "confirmed", "refuted"]
 EVIDENCE: tuple[Evidence, ...] = ("suspected", "confirmed", "refuted")
 
+#: The order in which ``mmtrack compare`` lists verdicts, worst first (its tables and the pages' compare view).
+VERDICT_ORDER = ("failed", "regressed", "ambiguous", "improved", "fixed", "not comparable", "new", "removed", "unchanged")
+
 #: Commits of a series' history that judge a change against its own noise (``compare --history``).
 #: Most false alarms of a 30-commit window were a commit on a runner type the window never showed; in
 #: 100 commits such a type has shown itself: on the CI model, false alarms per 100 commits fell from

@@ -16,6 +16,7 @@ from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import md_code, md_text, term
 from ..units import format_spread
 from .compare import MARKS, Comparison, Row, failing_rows
+from .policy import VERDICT_ORDER
 
 SCHEMA_VERSION = 2  # of ``compare --format json``: 2 added machine, environment, full shas, summary
 SORTS = ("verdict", "ratio", "name")
@@ -35,7 +36,7 @@ _STYLE = {
 }
 
 # Order of the sections in markdown and of the rows in the table: what needs attention first.
-_ORDER = ("failed", "regressed", "ambiguous", "improved", "fixed", "not comparable", "new", "removed", "unchanged")
+_ORDER = VERDICT_ORDER
 
 
 def format_measurement(m: Measurement | None, with_unit: bool = True) -> str:

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import orjson
 
+from ..analysis.policy import VERDICT_ORDER
 from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import HistoryColumns, SiteModel
@@ -465,7 +466,8 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
         "data/site.js",
         js_call(
             "site",
-            {"title": cfg.title, "commit_url": cfg.safe_commit_url, "n_commits": len(commits), "chunk": size},
+            {"title": cfg.title, "commit_url": cfg.safe_commit_url, "n_commits": len(commits), "chunk": size,
+             "verdict_order": list(VERDICT_ORDER)},
         ),
     )
     for k in range(n_chunks):

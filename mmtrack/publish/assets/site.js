@@ -518,10 +518,15 @@
                           verdict: v ? v[2] : null, state: v ? v[3] : null });
             });
           });
-          rows.sort(function (r1, r2) { return r2.worse - r1.worse; });
+          // As mmtrack compare lists them (store.site.verdict_order, analysis.policy.VERDICT_ORDER): by verdict, then
+          // worst change first; a row without a verdict goes with the unchanged.
+          var order = store.site.verdict_order || [];
+          var rank = function (r) { var i = order.indexOf(r.verdict || 'unchanged'); return i < 0 ? order.length : i; };
+          rows.sort(function (r1, r2) { return rank(r1) - rank(r2) || r2.worse - r1.worse; });
           var judged = rows.filter(function (r) { return r.verdict; });
           var count = function (v) { return judged.filter(function (r) { return r.verdict === v; }).length; };
-          $('summary').textContent = rows.length + ' series measured at both commits, worst change first; ' + (judged.length ?
+          $('summary').textContent = rows.length + ' series measured at both commits, ' +
+            (judged.length ? 'by verdict, then ' : '') + 'worst change first; ' + (judged.length ?
             'verdicts of mmtrack compare ' + shortSha(store.commits[pa][0]) + ' ' + shortSha(store.commits[pb][0]) + ': ' +
             count('regressed') + ' regressed, ' + count('improved') + ' improved, ' + (judged.length - count('regressed') - count('improved')) + ' other' :
             'no verdicts for this pair (the pages judge each series\' newest commits against the commit before; run mmtrack compare ' +
