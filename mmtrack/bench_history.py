@@ -28,6 +28,7 @@ from .vcs import resolve_rev
 
 # How many earlier runs to inspect for a compatible baseline before giving up.
 BASELINE_SEARCH_DEPTH = 50
+MIN_SHA = 7  # git's shortest default abbreviation: a shorter number given to --compare is always a run id
 
 
 def environment_name() -> str:
@@ -135,12 +136,15 @@ def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compa
         if choice.baseline is None:
             return None, note or "no earlier run of this suite on this host to compare with"
         return by_id[choice.baseline.run_id], note
-    if compare.isdigit():
-        found = queries.runs(store, run_id=int(compare))
+    run_id = compare.removeprefix("run:")
+    sha = resolve_rev(cwd, compare) if not compare.startswith("run:") else None
+    # Digits are a run id, unless git knows them as a commit: 7 or more hex digits can be a sha prefix ("0512763887").
+    if run_id.isdigit() and (compare.startswith("run:") or len(compare) < MIN_SHA or sha is None):
+        found = queries.runs(store, run_id=int(run_id))
         if not found:
-            raise UserError(f"--compare {compare}: no run with that id in the store; see `mmtrack db current` and earlier output")
+            raise UserError(f"--compare {compare}: no run with that id in the store; `mmtrack list runs` lists them "
+                            "(run:ID is always a run id, a 7-digit or longer number also a commit)")
         return found[0], None
-    sha = resolve_rev(cwd, compare)
     commit = queries.resolve_commit(store, sha or compare)
     candidates = [r for r in queries.runs(store, kind="bench", machine=ctx.machine, commit=commit.sha)
                   if r.id != current.run_id]

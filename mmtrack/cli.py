@@ -93,7 +93,8 @@ def cli() -> None:
     default="latest",
     show_default=True,
     metavar="none|latest|RUN|COMMIT",
-    help="Baseline for the regression analysis: none, the latest compatible run, a run id or a commit.",
+    help="Baseline for the regression analysis: none, the latest compatible run, a run id (N or run:N; a number "
+         "of 7 digits or more that git knows as a commit is that commit) or a commit.",
 )
 @click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
               help="Exit 1 when the end-of-run comparison has a row with this verdict (as `mmtrack compare`).")

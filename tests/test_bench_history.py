@@ -153,6 +153,34 @@ def test_compare_with_an_explicit_commit(project):
     assert proc.returncode == 2 and "deadbeef" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_compare_with_a_commit_whose_prefix_is_all_digits(project):
+    """A sha prefix of digits alone ("0512763887", about 1 commit in 100 at 10 digits) was read as a run id and
+    refused: 'no run with that id'. Git knows it as a commit, so it is one; run:N and short numbers are run ids."""
+    import hashlib
+
+    first = git(project, "rev-parse", "HEAD").strip()
+    tree = git(project, "rev-parse", "HEAD^{tree}").strip()
+    for attempt in range(100_000):  # a child commit (same tree) whose sha starts with 10 digits: ~110 tries
+        body = (f"tree {tree}\nparent {first}\nauthor t <t@t> 1700000000 +0000\n"
+                f"committer t <t@t> 1700000000 +0000\n\ntry {attempt}\n").encode()
+        digits = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        if digits[:10].isdigit():
+            break
+    written = subprocess.run(["git", "hash-object", "-w", "-t", "commit", "--stdin"], cwd=project, input=body,
+                             capture_output=True, check=True).stdout.decode().strip()
+    assert written == digits
+    assert bench(project).returncode == 0  # run #1, at the fixture's commit
+    git(project, "checkout", "-q", digits)
+    assert bench(project).returncode == 0  # run #2, at the all-digits commit
+    git(project, "checkout", "-q", first)
+    proc = bench(project, "--compare", digits[:10])
+    assert proc.returncode == 0 and "regression analysis against run #2" in proc.stdout, proc.stdout[-1500:] + proc.stderr
+    proc = bench(project, "--compare", "run:1")
+    assert proc.returncode == 0 and "regression analysis against run #1" in proc.stdout, proc.stdout[-1500:] + proc.stderr
+    proc = bench(project, "--compare", "999")
+    assert proc.returncode == 2 and "no run with that id" in proc.stderr
+
+
 def test_compare_with_an_explicit_run_id(project):
     assert bench(project).returncode == 0
     assert bench(project).returncode == 0
