@@ -401,7 +401,8 @@ def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
                  progress: Callable[[str], None] | None = None) -> ABResult:
     """Build (or reuse) both commits and run the interleaved rounds."""
     if progress:
-        progress(f"building {base_sha[:8]} and {head_sha[:8]}")
+        same = " (the same commit: an A/A run, which measures this machine's noise)" if base_sha == head_sha else ""
+        progress(f"building {base_sha[:8]} and {head_sha[:8]}{same}")
     base = build_side(plan, repo, base_sha, "A")
     head = build_side(plan, repo, head_sha, "B")
     return run_interleaved(plan, base, head, progress)

@@ -35,7 +35,7 @@ _STYLE = {
     "unchanged": "",
 }
 
-# Order of the sections in markdown and of the rows in the table: what needs attention first.
+# Order of the sections in markdown and of the rows in the table: what needs attention first (the pages share it).
 _ORDER = VERDICT_ORDER
 
 
