@@ -139,6 +139,9 @@ def test_index_lists_filters_and_searches(site, page, tmp_path) -> None:
     page.wait_for_selector("#benchmarks tbody tr")
     names = page.eval_on_selector_all("#benchmarks tbody a.bench-link", "as => as.map(a => a.textContent)")
     assert names == sorted(model.benchmarks())
+    # A name may break after each dot and underscore (one <wbr> per break), and reads as itself.
+    breaks = page.eval_on_selector_all("#benchmarks tbody a.bench-link", "as => as.map(a => a.querySelectorAll('wbr').length)")
+    assert breaks == [sum(name[:-1].count(c) for c in "._") for name in names]
     page.fill("#search", "linalg")
     assert page.eval_on_selector_all("#benchmarks tbody tr", "rs => rs.length") == sum("linalg" in b for b in model.benchmarks())
     page.fill("#search", "")

@@ -154,6 +154,14 @@
     while (sel.options.length > (keepFirst ? 1 : 0)) sel.remove(sel.options.length - 1);
     values.forEach(function (v) { sel.appendChild(el('option', { value: v, text: v })); });
   }
+  // A benchmark's name as a link that may break after each dot and underscore (<wbr>, no text of its own), so a
+  // narrow column breaks "TimeSuite.time_|absolute_|momentum", not "time_a|bsolute"; its textContent is the name.
+  function benchLink(href, name) {
+    var parts = (String(name).match(/[^._]*[._]?/g) || []).filter(function (x) { return x; });  // no lookbehind: old Safari
+    var children = [];
+    parts.forEach(function (part, i) { if (i) children.push(el('wbr')); children.push(part); });
+    return el('a', { href: href, cls: 'bench-link' }, children);
+  }
   function uniq(xs) { var s = {}, out = []; xs.forEach(function (x) { if (!s[x]) { s[x] = 1; out.push(x); } }); return out.sort(); }
   function status(msg) { var s = $('status'); if (s) { s.textContent = msg; s.hidden = !msg; } }
   // Columns that only some sites fill (params, the A/B verdict): left out where every row is empty, so the
@@ -202,7 +210,7 @@
           var l = r.latest;
           return {
             cells: [
-              el('a', { href: benchHref(r.id), text: r.name, cls: 'bench-link' }),
+              benchLink(benchHref(r.id), r.name),
               r.machines.join(', '),
               el('span', { title: r.metrics.join('\n'), text: r.metrics.length === 1 ? r.metrics[0] : r.metrics.length + ' metrics' }),
               String(r.series),
@@ -250,7 +258,7 @@
           return {
             cls: r.kind + (r.source === 'run' ? ' from-run' : ''),
             cells: [
-              el('a', { href: benchHref(r.id, r), text: r.bench, cls: 'bench-link' }),
+              benchLink(benchHref(r.id, r), r.bench),
               r.machine,
               paramsText(r.params),
               r.metric,
@@ -533,7 +541,7 @@
             shortSha(store.commits[pa][0]) + ' ' + shortSha(store.commits[pb][0]) + ')');
           table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change', 'Verdict'], rows.map(function (r) {
             var cls = r.verdict === 'regressed' ? 'regression' : r.verdict === 'improved' ? 'improvement' : '';
-            return { cls: cls, cells: [el('a', { href: benchHref(r.x, r.s), text: r.meta.name, cls: 'bench-link' }), r.s.machine, paramsText(r.s.params), r.s.metric,
+            return { cls: cls, cells: [benchLink(benchHref(r.x, r.s), r.meta.name), r.s.machine, paramsText(r.s.params), r.s.metric,
               el('span', { cls: 'nowrap', text: scaled(r.va, scaleFor([r.va, r.vb], r.s.unit), r.s) }),
               el('span', { cls: 'nowrap', text: scaled(r.vb, scaleFor([r.va, r.vb], r.s.unit), r.s) }),
               pct(r.ratio), r.verdict ? verdictText(r.verdict, r.state) : '']};
