@@ -137,9 +137,10 @@ def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compa
             return None, note or "no earlier run of this suite on this host to compare with"
         return by_id[choice.baseline.run_id], note
     run_id = compare.removeprefix("run:")
-    sha = resolve_rev(cwd, compare) if not compare.startswith("run:") else None
-    # Digits are a run id, unless git knows them as a commit: 7 or more hex digits can be a sha prefix ("0512763887").
-    if run_id.isdigit() and (compare.startswith("run:") or len(compare) < MIN_SHA or sha is None):
+    # Digits are a run id, unless MIN_SHA or more of them name a commit git knows (a sha prefix such as "0512763887").
+    short_id = run_id != compare or (run_id.isdigit() and len(run_id) < MIN_SHA)
+    sha = None if short_id else resolve_rev(cwd, compare)
+    if run_id.isdigit() and sha is None:
         found = queries.runs(store, run_id=int(run_id))
         if not found:
             raise UserError(f"--compare {compare}: no run with that id in the store; `mmtrack list runs` lists them "

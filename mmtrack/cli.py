@@ -184,9 +184,9 @@ def main() -> None:
 
 def os_error_line(exc: OSError) -> str:
     """One line for an operating-system error: what failed, on which path, what to check."""
-    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
-    what = exc.strerror or str(exc) or type(exc).__name__
-    return f"{what}{f': {paths}' if paths else ''}; check that path, its permissions and the free space on its disk"
+    from .errors import os_reason
+
+    return f"{os_reason(exc)}; check that path, its permissions and the free space on its disk"
 
 
 # -- the history store ------------------------------------------------------------------------------

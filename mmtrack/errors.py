@@ -30,6 +30,13 @@ def user_regex(pattern: str, option: str) -> re.Pattern[str]:
                         "e.g. 'time_.*'", EXIT_USAGE) from None
 
 
+def os_reason(exc: OSError) -> str:
+    """What the system said and on which path(s): "No such file or directory: /proc/x"."""
+    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return f"{what}: {paths}" if paths else what
+
+
 def is_relative_effect(value: float) -> bool:
     """A minimum relative effect a user may give (``compare --threshold``/``--threshold-for``, ``detect --min-effect``):
     from 0 up to 10 (x11); NaN and inf are not."""

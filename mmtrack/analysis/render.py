@@ -35,8 +35,6 @@ _STYLE = {
     "unchanged": "",
 }
 
-# Order of the sections in markdown and of the rows in the table: what needs attention first (the pages share it).
-_ORDER = VERDICT_ORDER
 
 
 def format_measurement(m: Measurement | None, with_unit: bool = True) -> str:
@@ -66,7 +64,7 @@ def _sorted(comparison: Comparison, sort: str = "verdict") -> list[Row]:
         return sorted(comparison.rows, key=lambda r: (r.name, str(r.metric)))
     if sort == "ratio":  # the worst change first, whatever the metric's direction
         return sorted(comparison.rows, key=lambda r: (-(worse_factor(r) or 0.0), r.name))
-    rank = {v: i for i, v in enumerate(_ORDER)}
+    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
     return sorted(
         comparison.rows,
         key=lambda r: rank["removed"] + 0.5 if r.verdict == "failed" and r.note == "still failing" else rank[r.verdict],
@@ -105,7 +103,8 @@ def _with_states(comparison: Comparison, verdict: str, n: int) -> str:
 
 def summary_line(comparison: Comparison) -> str:
     counts = comparison.counts()
-    parts = [_with_states(comparison, v, n) for v, n in sorted(counts.items(), key=lambda kv: _ORDER.index(kv[0]))]
+    parts = [_with_states(comparison, v, n)
+             for v, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER.index(kv[0]))]
     line = f"{comparison.before_label} → {comparison.after_label}: {len(comparison.rows)} metrics; " + ", ".join(parts)
     edge = comparison.near_threshold()
     if edge:
@@ -118,7 +117,7 @@ def summary_line(comparison: Comparison) -> str:
 def overall_line(comparison: Comparison, where: str = "") -> str:
     """``on m/env: 1.043x slower (geometric mean of 12 comparable metrics); 1 regressed, 11 unchanged``."""
     gm, n = geometric_mean(comparison)
-    counts = sorted(comparison.counts().items(), key=lambda kv: _ORDER.index(kv[0]))
+    counts = sorted(comparison.counts().items(), key=lambda kv: VERDICT_ORDER.index(kv[0]))
     parts = ", ".join(f"{n_rows} {verdict}" for verdict, n_rows in counts)
     if gm is None:
         mean = "no comparable metrics"

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
-from ..store.db import head_revision, open_store, redact, upgrade
+from ..store.db import head_revision, open_store, redact, sqlite_path, upgrade
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +32,9 @@ def db_upgrade(url: str) -> RevisionReport:
 
 def db_current(url: str) -> RevisionReport:
     """The store's schema revision, without changing anything (not even creating it)."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        if not Path(parsed.database).exists():
-            return RevisionReport(redact(url), None, None, head_revision(), exists=False)
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return RevisionReport(redact(url), None, None, head_revision(), exists=False)
     store = open_store(url, upgrade_schema=False)
     try:
         current = store.current_revision()

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import EXIT_OK, UserError
+from ..errors import EXIT_OK, UserError, os_reason
 from ..publish import SiteConfig, SiteModel, WriteReport, build_site
 from ..publish.writer import check_tree
 from .progress import progress_bar
@@ -108,9 +108,8 @@ def _write_site(model: SiteModel, out: Path | str) -> WriteReport:
     try:
         return build_site(model, out)
     except OSError as exc:
-        what = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-        raise UserError(f"output folder {out}: cannot write the site ({what}); pass -o with a writable folder that "
-                        "has room") from None
+        raise UserError(f"output folder {out}: cannot write the site ({os_reason(exc)}); pass -o with a writable "
+                        "folder that has room") from None
 
 
 def _nothing_new(request: PublishRequest, config: SiteConfig) -> WriteReport | None:

@@ -21,6 +21,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..store.url import is_in_memory
 from .model import SiteConfig
 
 # (table, order): read whole; their rows are few (one per commit, run, series, name)
@@ -94,7 +95,7 @@ def _code_stamp() -> list[tuple[str, int, int]]:
 def sqlite_path(url: str) -> Path | None:
     """The file of a plain ``sqlite:///path`` URL; None for anything else (those take the full path)."""
     prefix = "sqlite:///"
-    if not url.startswith(prefix) or "?" in url or url == prefix or url.endswith(":memory:"):
+    if not url.startswith(prefix) or "?" in url or is_in_memory(url):
         return None
     return Path(url[len(prefix):]).expanduser()
 

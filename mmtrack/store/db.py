@@ -32,7 +32,7 @@ from sqlalchemy.pool import StaticPool
 
 from ..errors import StoreError, UserError
 from ..fsutil import folder_problem
-from .url import DEFAULT_RELATIVE, ENV_VAR, normalize_url, redact, resolve_url  # noqa: F401  (re-exported)
+from .url import DEFAULT_RELATIVE, ENV_VAR, is_in_memory, normalize_url, redact, resolve_url  # noqa: F401  (re-exported)
 
 BUSY_TIMEOUT_S = 120.0
 MMAP_BYTES = 256 * 1024 * 1024
@@ -133,7 +133,7 @@ def sqlite_path(url: str) -> Path | None:
         parsed = make_url(url)
     except ArgumentError:
         return None
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+    if parsed.get_backend_name() != "sqlite" or is_in_memory(url):
         return None
     return Path(parsed.database).expanduser()
 
@@ -179,7 +179,7 @@ def make_engine(url: str, read_only: bool = False) -> Engine:
                 f"database URL {redact(url)} is not valid ({exc}); mmtrack supports sqlite:/// and "
                 "postgresql:// URLs (--db or MMTRACK_DB)"
             ) from None
-    memory = parsed.database in (None, "", ":memory:")
+    memory = is_in_memory(url)
     if read_only and not memory:
         return _read_only_engine(Path(parsed.database).expanduser())
     if not memory:

@@ -541,9 +541,9 @@
             shortSha(store.commits[pa][0]) + ' ' + shortSha(store.commits[pb][0]) + ')');
           table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change', 'Verdict'], rows.map(function (r) {
             var cls = r.verdict === 'regressed' ? 'regression' : r.verdict === 'improved' ? 'improvement' : '';
+            var sc = scaleFor([r.va, r.vb], r.s.unit);  // one scale for both values
             return { cls: cls, cells: [benchLink(benchHref(r.x, r.s), r.meta.name), r.s.machine, paramsText(r.s.params), r.s.metric,
-              el('span', { cls: 'nowrap', text: scaled(r.va, scaleFor([r.va, r.vb], r.s.unit), r.s) }),
-              el('span', { cls: 'nowrap', text: scaled(r.vb, scaleFor([r.va, r.vb], r.s.unit), r.s) }),
+              el('span', { cls: 'nowrap', text: scaled(r.va, sc, r.s) }), el('span', { cls: 'nowrap', text: scaled(r.vb, sc, r.s) }),
               pct(r.ratio), r.verdict ? verdictText(r.verdict, r.state) : '']};
           }));
         }).catch(fail);
