@@ -80,6 +80,9 @@ from mmtrack.results import Measurement  # noqa: E402
 
 WINDOW = gate_now.HISTORY_WINDOW  # commits of history, as mmtrack compare's default; scoring starts there
 HISTORY = WINDOW  # commits of history each verdict reads (--history: fewer, as a shorter-lived store has)
+# Whether each commit keeps its samples (--no-samples: as asv writes results without --record-samples, a
+# median, quartiles, sample count and 99% interval only, which is what most real asv histories hold).
+RECORD_SAMPLES = True
 LATER = gate_now.ComparePolicy().confirm_window  # commits after the judged one that may confirm it
 
 # (verdict when the commit is the newest, (verdict, state) once the later commits are in);
@@ -126,10 +129,15 @@ def asv_gate(factor: float = 1.1) -> Gate:
     from asv import _stats
     from asv_runner.statistics import compute_stats
 
+    def stats(m: Measurement) -> tuple[list[float] | None, float, dict]:
+        """The samples, value and stats asv's results file holds for the commit (no samples: the rest alone)."""
+        if m.samples:
+            return list(m.samples), *compute_stats(list(m.samples), 1)
+        return None, m.median, {"ci_99_a": m.ci_low, "ci_99_b": m.ci_high, "q_25": m.q1, "q_75": m.q3,
+                                "repeat": m.count, "number": 1}
+
     def judge(ms: Sequence[Measurement], medians: Sequence[float], t: int) -> Judgement:
-        a, b = list(ms[t - 1].samples), list(ms[t].samples)
-        va, sa = compute_stats(a, 1)
-        vb, sb = compute_stats(b, 1)
+        (a, va, sa), (b, vb, sb) = stats(ms[t - 1]), stats(ms[t])
         verdict = "unchanged"
         if _stats.is_different(a, b, sa, sb):
             verdict = "regressed" if vb > va * factor else ("improved" if vb < va / factor else "unchanged")
@@ -154,7 +162,8 @@ class Series:
     @property
     def measurements(self) -> list[Measurement]:
         if not self._ms:
-            self._ms = [measurement(s) for s in self.samples]
+            self._ms = [measurement(s) if RECORD_SAMPLES else dataclasses.replace(measurement(s), samples=())
+                        for s in self.samples]
         return self._ms
 
 
@@ -519,9 +528,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", type=int, default=20, help="suites in the suites scenario (20 series each)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     ap.add_argument("--history", type=int, default=WINDOW, help=f"commits of history per verdict (default {WINDOW})")
+    ap.add_argument("--no-samples", action="store_true",
+                    help="commits keep no samples, only a median, quartiles, count and 99%% interval (asv's results "
+                         "without --record-samples)")
     args = ap.parse_args(argv)
-    global HISTORY
+    global HISTORY, RECORD_SAMPLES
     HISTORY = args.history
+    RECORD_SAMPLES = not args.no_samples
     if args.series < 1 or args.length < WINDOW + LATER + 2:
         ap.error(f"--series must be >= 1 and --length >= {WINDOW + LATER + 2}")
 

@@ -158,6 +158,43 @@ def test_ci_overlap_fallback_and_effect_only():
     assert row.test == "effect-only" and row.verdict == "regressed"
 
 
+def _as_asv_file(samples) -> Measurement:
+    """A commit as asv records it without --record-samples: median, quartiles, count and asv's own 99% interval."""
+    from asv_runner.statistics import compute_stats
+
+    m = meas(samples)
+    _, st = compute_stats(list(samples), 1)
+    return dataclasses.replace(m, samples=(), ci_low=st["ci_99_a"], ci_high=st["ci_99_b"], q1=st["q_25"],
+                               q3=st["q_75"])
+
+
+def test_without_samples_the_history_gate_tests_the_medians_on_their_quartiles():
+    # Ten samples, one of them an outlier: asv's 99% interval of the before commit's median reaches it (x1.35),
+    # so the interval hides a 20% step; the quartiles do not.
+    rng = np.random.default_rng(5)
+    before = _as_asv_file(np.append(rng.normal(1.0, 0.01, 9), 1.35))
+    after = _as_asv_file(rng.normal(1.2, 0.01, 10))
+    assert before.ci_high > after.median  # the intervals overlap
+    assert significance(before, after, 0.01)[::2] == (False, "ci-overlap")  # two sample sets alone: as asv
+    sig, p, test = significance(before, after, 0.01, quartiles=True)
+    assert sig and test == "quartiles" and p < 1e-6
+    history = _quiet_history(100)
+    row = compare_pair(before, after, history=history)
+    assert (row.verdict, row.state, row.test) == ("regressed", "suspected", "quartiles")
+    assert compare_pair(before, after).verdict == "ambiguous"  # without history, asv's rule: the CIs overlap
+    # unchanged code: the medians' difference is within their quartiles' error
+    same = _as_asv_file(rng.normal(1.0, 0.01, 10))
+    assert not significance(before, same, 0.01, quartiles=True)[0]
+    # too few samples to trust quartiles: the intervals decide, as before
+    few = dataclasses.replace(after, count=4)
+    assert significance(before, few, 0.01, quartiles=True)[2] == "ci-overlap"
+    # a coarse timer: every sample tied on both sides, so any difference of the medians is real
+    tied_a = dataclasses.replace(_as_asv_file([1.0] * 10), count=10)
+    tied_b = dataclasses.replace(_as_asv_file([1.2] * 10), count=10)
+    assert significance(tied_a, tied_b, 0.01, quartiles=True) == (True, 0.0, "quartiles")
+    assert significance(tied_a, tied_a, 0.01, quartiles=True) == (False, 1.0, "quartiles")
+
+
 def test_history_turns_a_normal_jump_into_ambiguous():
     # The series flips between two runner levels, 1.0 and 1.15: a 15% jump is its normal noise.
     history = [1.0, 1.15, 1.0, 1.0, 1.15, 1.15, 1.0, 1.15, 1.0, 1.0, 1.15, 1.0, 1.15, 1.0, 1.0, 1.0]

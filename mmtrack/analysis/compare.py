@@ -22,7 +22,8 @@ against the before commit's samples, because consecutive commits of unchanged co
 CI runners differ far more than one commit's samples suggest. The effect is measured
 from the segment's level (and must move away from the before commit the same way by half
 the threshold, so that a step is this commit's); it must also be significant on the two commits'
-samples (at ``history_alpha``), at least ``history_z`` robust between-commit deviations from
+samples (at ``history_alpha``; without samples, on their quartiles: :func:`quartile_test`), at least
+``history_z`` robust between-commit deviations from
 the level (more with fewer than ``history_points`` commits of history), and at least
 ``history_gap`` of them from *every* commit of the segment: the level
 of a runner type the series has visited before is its own noise, while one old spike no
@@ -184,8 +185,16 @@ class Comparison:
 # --------------------------------------------------------------------------- statistics
 
 
-def significance(before: Measurement, after: Measurement, alpha: float) -> tuple[bool, float | None, str]:
-    """(significant, p-value, test name) for two measurements of one metric."""
+#: Samples each side needs before its quartiles stand in for them (:func:`quartile_test`).
+QUARTILE_MIN_COUNT = 5
+
+
+def significance(before: Measurement, after: Measurement, alpha: float, *,
+                 quartiles: bool = False) -> tuple[bool, float | None, str]:
+    """(significant, p-value, test name) for two measurements of one metric.
+
+    ``quartiles``: without samples, test the medians on the quartiles (:func:`quartile_test`) before
+    falling back to the confidence intervals; the history gate asks for it (see there)."""
     from scipy import stats as sps  # a second to import: only once a test is run (pages mostly need none)
     from scipy.special import comb
 
@@ -196,6 +205,8 @@ def significance(before: Measurement, after: Measurement, alpha: float) -> tuple
         p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
         p = 1.0 if math.isnan(p) else p
         return p < alpha, p, "mann-whitney"
+    if quartiles and (p := quartile_test(before, after)) is not None:
+        return p < alpha, p, "quartiles"
     ci = [(m.ci_low, m.ci_high) for m in (before, after)]
     if all(lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi) for lo, hi in ci):
         (alo, ahi), (blo, bhi) = ci
@@ -203,6 +214,34 @@ def significance(before: Measurement, after: Measurement, alpha: float) -> tuple
     if a.size >= 2 and b.size >= 2:
         return not (a.max() >= b.min() and a.min() <= b.max()), None, "range-overlap"
     return True, None, "effect-only"
+
+
+def quartile_test(before: Measurement, after: Measurement) -> float | None:
+    """Two-sided p of the medians' difference, each median's standard error from its quartiles; None
+    unless both sides have the median, both quartiles and at least :data:`QUARTILE_MIN_COUNT` samples.
+
+    For asv results recorded without ``--record-samples``, which keep a commit's median, quartiles,
+    sample count and 99% interval only. asv's interval of a median over ~10 samples reaches from about
+    the smallest sample to the largest, so one outlier sample of the before commit hides a 20% step
+    (on the CI noise model, 7 of 300 steps; ``scripts/eval_gate.py --no-samples``). The quartiles ignore it:
+    each side's spread is (q3 - q1) / 1.349 and its median's error 1.2533 spread / sqrt(n), as for normal
+    samples, and the difference is read against Student's t with Welch's degrees of freedom, since ten samples
+    estimate a spread loosely (a disturbed run's wide quartiles then count for what they are)."""
+    from scipy import stats as sps
+
+    sides = []
+    for m in (before, after):
+        if m.median is None or m.q1 is None or m.q3 is None or m.count < QUARTILE_MIN_COUNT:
+            return None
+        if not all(math.isfinite(v) for v in (m.median, m.q1, m.q3)):
+            return None
+        sides.append((m.median, 1.2533 * abs(m.q3 - m.q1) / 1.349 / math.sqrt(m.count), m.count - 1))
+    (ma, ea, da), (mb, eb, db) = sides
+    error = math.hypot(ea, eb)
+    if error == 0:  # both sides tied at their median (a coarse timer): equal or not
+        return 0.0 if ma != mb else 1.0
+    df = error**4 / (ea**4 / da + eb**4 / db)
+    return float(2 * sps.t.sf(abs(mb - ma) / error, df))
 
 
 # --------------------------------------------------------------------------- comparison
@@ -294,7 +333,8 @@ def compare_pair(
     edge = _edge(effect, thr)
     decides = ref.direction is not Direction.NEUTRAL and (beyond or edge)  # see the returns below
     significant, p, test = (
-        significance(before, after, policy.alpha if history is None else policy.history_alpha)
+        significance(before, after, policy.alpha if history is None else policy.history_alpha,
+                     quartiles=history is not None)
         if decides or p_value else (False, None, "")
     )
     row = dict(base, before=measured, after=after, ratio=shown, p_value=p, test=test, threshold=thr, near_threshold=edge)
