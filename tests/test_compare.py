@@ -186,7 +186,7 @@ def test_without_samples_the_history_gate_tests_the_medians_on_their_quartiles()
     same = _as_asv_file(rng.normal(1.0, 0.01, 10))
     assert not significance(before, same, 0.01, quartiles=True)[0]
     # too few samples to trust quartiles: the intervals decide, as before
-    few = dataclasses.replace(after, count=4)
+    few = dataclasses.replace(after, count=2)
     assert significance(before, few, 0.01, quartiles=True)[2] == "ci-overlap"
     # a coarse timer: every sample tied on both sides, so any difference of the medians is real
     tied_a = dataclasses.replace(_as_asv_file([1.0] * 10), count=10)
