@@ -203,8 +203,10 @@ FLAGS = ("regressed", "improved")
 
 
 def false_alarms(series: list[Series], gate: Gate) -> dict[str, float]:
-    """Per 100 commits per series on A/A: flagged as the newest commit, regressions, confirmed later."""
-    commits = flagged = confirmed = regressions = 0
+    """Per 100 commits per series on A/A: flagged as the newest commit, regressions, confirmed later; and
+    ``settled``: flagged in any state once the next commits are in (what ``compare i-1 i`` says of an older
+    pair, from a store that holds the commits after it: a refuted suspicion still reads ``regressed (refuted)``)."""
+    commits = flagged = confirmed = regressions = settled = 0
     for s in series:
         for t in range(WINDOW, len(s.medians) - LATER):
             commits += 1
@@ -212,24 +214,26 @@ def false_alarms(series: list[Series], gate: Gate) -> dict[str, float]:
             flagged += now in FLAGS
             regressions += now == "regressed"
             confirmed += final in FLAGS and state == "confirmed"
+            settled += final in FLAGS
     per = 100.0 / max(commits, 1)
-    return {"commits": commits, "any": flagged * per, "regressions": regressions * per, "confirmed": confirmed * per}
+    return {"commits": commits, "any": flagged * per, "regressions": regressions * per, "confirmed": confirmed * per,
+            "settled": settled * per}
 
 
 def recall(series: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
     """Per tier (and "all"): the share of step commits flagged regressed as the newest commit,
-    and the share the next commits confirm."""
+    the share the next commits confirm, and the share read ``regressed`` in any state once they are in."""
     judged = []
     for s in series:
         assert s.step_at is not None
         now, (final, state) = gate(s.measurements, s.medians, s.step_at)
-        judged.append((s.tier, now == "regressed", final == "regressed" and state == "confirmed"))
+        judged.append((s.tier, now == "regressed", final == "regressed" and state == "confirmed", final == "regressed"))
     out = {}
     for tier in ("all", "quiet", "mid", "noisy"):
         picked = [j for j in judged if tier == "all" or j[0] == tier]
         n = max(len(picked), 1)
-        flagged, confirmed = sum(j[1] for j in picked) / n, sum(j[2] for j in picked) / n
-        out[tier] = {"steps": len(picked), "flagged": flagged, "confirmed": confirmed}
+        flagged, confirmed, settled = (sum(j[k] for j in picked) / n for k in (1, 2, 3))
+        out[tier] = {"steps": len(picked), "flagged": flagged, "confirmed": confirmed, "settled": settled}
     return out
 
 
@@ -270,6 +274,11 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
             f"{rec['mid']['flagged']:>5.2f}{rec['noisy']['flagged']:>6.2f} | {secs:>8.3f}"
         )
         out[gname] = {"false_alarms_per_100": fa, "recall_20pct": rec, "seconds_per_series": secs}
+    if "mmtrack" in out:
+        fa, rec = out["mmtrack"]["false_alarms_per_100"], out["mmtrack"]["recall_20pct"]
+        print(f"mmtrack, settled (compare i-1 i once the next {LATER} commits are stored; any state): "
+              f"A/A flagged {fa['settled']:.2f} per 100 commits, recall {rec['all']['settled']:.2f} "
+              f"(quiet {rec['quiet']['settled']:.2f}, mid {rec['mid']['settled']:.2f}, noisy {rec['noisy']['settled']:.2f})")
     return out
 
 

@@ -137,3 +137,31 @@ def test_the_oracle_bound_of_the_gate_harness():
     window = bound["window density (no model)"]
     assert 0.0 <= window["0.50"]["all"] <= window["5.00"]["all"] <= 1.0
     assert window["5.00"]["all"] <= known["5.00"]["all"] + 0.1
+
+
+def test_the_gate_harness_scores_results_without_samples_and_the_settled_reading(tmp_path):
+    """``eval_gate.py --no-samples`` judges commits that keep only what asv's files hold without
+    ``--record-samples``; its JSON has the settled reading (any state once the next commits are in) beside
+    the newest-commit one, and settling only adds: a confirmed flag was flagged in some state."""
+    _load("ci_noise")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        G = _load("eval_gate")
+        out = tmp_path / "gate.json"
+        assert G.main(["--series", "8", "--seed", "3", "--scenarios", "ci", "--baseline", "", "--no-samples",
+                       "--json", str(out)]) == 0
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+        G.RECORD_SAMPLES = True
+    figures = json.loads(out.read_text())["ci"]["mmtrack"]
+    fa, rec = figures["false_alarms_per_100"], figures["recall_20pct"]["all"]
+    assert fa["settled"] >= fa["confirmed"] >= 0 and rec["settled"] >= rec["confirmed"] >= 0
+    assert rec["steps"] == 8
+    rng = np.random.default_rng(1)
+    G.RECORD_SAMPLES = False
+    try:
+        series = G.ci_population(rng, 1, G.WINDOW + 12, None)[0]
+        m = series.measurements[0]
+    finally:
+        G.RECORD_SAMPLES = True
+    assert m.samples == () and m.count == 10 and m.q1 < m.median < m.q3 and m.ci_low <= m.median <= m.ci_high
