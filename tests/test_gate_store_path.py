@@ -5,8 +5,8 @@ history, the next commits and the commit labels that align a run's frames). A us
 asv results files, ``mmtrack import-asv`` into SQLite, then ``mmtrack compare A B``, which reads each series'
 history and later commits back from the store. Here one suite of the CI noise model (``scripts/ci_noise.py``:
 20 series sharing their runners, four of them stepped up 20%) is written as asv 0.6 results files without
-samples, as asv writes them unless run with ``--record-samples``, imported with the real importer, and judged
-both ways on every commit after the first 100: the rows must agree.
+samples, as asv writes them unless run with ``--record-samples``, imported with the real importer into SQLite and
+into PostgreSQL, and judged both ways on every commit after the first 100: the rows must agree.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from conftest import METPY_RESULTS
 from mmtrack.analysis.compare import ComparePolicy, RunLabels, compare_measurements
 from mmtrack.commands.compare import CompareRequest, run_compare
 from mmtrack.results import Measurement
+from test_store_support import BACKENDS, require_postgres, reset_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 HISTORY, LATER, COMMITS, SERIES = 100, 4, 110, 20
@@ -50,8 +51,8 @@ def _as_asv_writes(samples: np.ndarray) -> list:
     return [[value], [], "v1", 0, 1.0, [st["ci_99_a"]], [st["ci_99_b"]], [st["q_25"]], [st["q_75"]], [1], [st["repeat"]]]
 
 
-@pytest.fixture(scope="module")
-def suite(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def suite(request, tmp_path_factory):
     noise = _script("ci_noise")
     rng = np.random.default_rng(20261212)  # its runs change runner 12 times in the last 40
     runners = noise.suite_runners(rng, COMMITS)
@@ -76,7 +77,11 @@ def suite(tmp_path_factory):
         doc = {**template, "commit_hash": sha, "date": 1_700_000_000_000 + t * 86_400_000, "result_columns": COLUMNS,
                "results": {name: _as_asv_writes(series[i][t]) for i, name in enumerate(names)}, "durations": {}}
         (results / "Docker_Container" / f"{sha[:8]}-{template['env_name']}.json").write_text(json.dumps(doc))
-    db = str(tmp / "gate.db")
+    if request.param == "sqlite":
+        db = str(tmp / "gate.db")
+    else:  # a real PostgreSQL server (MMTRACK_TEST_PG)
+        db = require_postgres()
+        reset_postgres(db)
     from mmtrack.store.asv_import import import_asv_results
     from mmtrack.store.db import open_store
 
