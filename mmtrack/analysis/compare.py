@@ -126,7 +126,7 @@ class Row:
     after: Measurement | None
     ratio: float | None = None  # after / before (medians)
     p_value: float | None = None
-    test: str = ""  # "mann-whitney", "ci-overlap", "range-overlap", "effect-only", ""
+    test: str = ""  # "mann-whitney", "quartiles", "ci-overlap", "range-overlap", "effect-only", ""
     threshold: float = 0.0
     history_z: float | None = None  # |deviation| / robust sd of the recent history
     note: str = ""
