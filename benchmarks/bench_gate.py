@@ -5,7 +5,9 @@ the one before, each with 100 commits of history), the way ``mmtrack run`` and `
 run once its series are read. ``history="alone"`` judges each series alone (no commit labels: the run's
 shift only); ``history="frames"`` passes the commit labels, so the run's frames are fitted and each series
 is judged in the newest run's frame (:mod:`mmtrack.analysis.frames`). The two side by side give what the
-frames cost. One operation is one comparison of the whole run.
+frames cost. ``recorded="asv stats"``: the two commits keep no samples, as asv's results files without
+``--record-samples`` (an imported asv history), so each row's medians are tested on their quartiles instead of
+Mann-Whitney on the samples. One operation is one comparison of the whole run.
 
 The suite: 500 series of 101 commits whose runs share their runner; 15% of the runs landed on a runner
 type 20% slower (each series follows it by its own amount), samples with 1% spread.
@@ -64,13 +66,23 @@ def build_run(series: int = SERIES, commits: int = COMMITS, seed: int = 1):
     return before, after, history, RunLabels(labels[-2], labels[-1], history_labels)
 
 
-class RunGate:
-    params = ["alone", "frames"]
-    param_names = ["history"]
+def as_asv_stats(m):
+    """The measurement as an asv results file without ``--record-samples`` keeps it: no samples (the history
+    gate then tests the medians on their quartiles)."""
+    import dataclasses
 
-    def setup(self, history):
+    return dataclasses.replace(m, samples=())
+
+
+class RunGate:
+    params = (["alone", "frames"], ["samples", "asv stats"])
+    param_names = ["history", "recorded"]
+
+    def setup(self, history, recorded):
         self.before, self.after, self.history, labels = build_run()
         self.labels = labels if history == "frames" else None
+        if recorded == "asv stats":
+            self.before, self.after = [as_asv_stats(m) for m in self.before], [as_asv_stats(m) for m in self.after]
 
     @mmtrack.bench_sample(chunk_size=1, throughput=mmtrack.Throughput.per_operation(SERIES, "series"))
     def track_compare_run(self, ctx, chunk_size, chunk_num):

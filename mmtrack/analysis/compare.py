@@ -228,7 +228,7 @@ def quartile_test(before: Measurement, after: Measurement) -> float | None:
     each side's spread is (q3 - q1) / 1.349 and its median's error 1.2533 spread / sqrt(n), as for normal
     samples, and the difference is read against Student's t with Welch's degrees of freedom, since ten samples
     estimate a spread loosely (a disturbed run's wide quartiles then count for what they are)."""
-    from scipy import stats as sps
+    from scipy.special import stdtr  # Student's t distribution function: a ufunc, 30x as fast as stats.t.sf
 
     sides = []
     for m in (before, after):
@@ -242,7 +242,7 @@ def quartile_test(before: Measurement, after: Measurement) -> float | None:
     if error == 0:  # both sides tied at their median (a coarse timer): equal or not
         return 0.0 if ma != mb else 1.0
     df = error**4 / (ea**4 / da + eb**4 / db)
-    return float(2 * sps.t.sf(abs(mb - ma) / error, df))
+    return float(2 * stdtr(df, -abs(mb - ma) / error))
 
 
 # --------------------------------------------------------------------------- comparison
