@@ -178,6 +178,11 @@ def test_without_samples_the_history_gate_tests_the_medians_on_their_quartiles()
     assert significance(before, after, 0.01)[::2] == (False, "ci-overlap")  # two sample sets alone: as asv
     sig, p, test = significance(before, after, 0.01, quartiles=True)
     assert sig and test == "quartiles" and p < 1e-6
+
+    def scaled(m, k):
+        return dataclasses.replace(m, median=m.median * k, q1=m.q1 * k, q3=m.q3 * k)
+
+    assert significance(scaled(before, 1e-80), scaled(after, 1e-80), 0.01, quartiles=True)[1] == pytest.approx(p)
     history = _quiet_history(100)
     row = compare_pair(before, after, history=history)
     assert (row.verdict, row.state, row.test) == ("regressed", "suspected", "quartiles")

@@ -241,7 +241,7 @@ def quartile_test(before: Measurement, after: Measurement) -> float | None:
     error = math.hypot(ea, eb)
     if error == 0:  # both sides tied at their median (a coarse timer): equal or not
         return 0.0 if ma != mb else 1.0
-    df = error**4 / (ea**4 / da + eb**4 / db)
+    df = 1.0 / ((ea / error) ** 4 / da + (eb / error) ** 4 / db)  # Welch-Satterthwaite, scaled: no underflow
     return float(2 * stdtr(df, -abs(mb - ma) / error))
 
 
