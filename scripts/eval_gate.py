@@ -476,8 +476,8 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
     for name, policy in (("mmtrack, series alone", gate_now.ComparePolicy(min_suite=0)),
                          ("mmtrack, run shift", gate_now.ComparePolicy(run_frames=False)),
                          ("mmtrack, shift + frames", gate_now.ComparePolicy())):
-        commits = flagged = regressions = confirmed = failures = after_commits = after_flags = 0
-        hits: list[tuple[str, bool, bool]] = []
+        commits = flagged = regressions = confirmed = settled = failures = after_commits = after_flags = 0
+        hits: list[tuple[str, bool, bool, bool]] = []
         misses: collections.Counter = collections.Counter()  # by tier and why
         alarms: collections.Counter = collections.Counter()  # by where the flagged A/A commit ran
         for suite in suites:
@@ -493,32 +493,38 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                         flagged += r.verdict in FLAGS
                         regressions += r.verdict == "regressed"
                         confirmed += f.verdict in FLAGS and f.state == "confirmed"
+                        settled += f.verdict in FLAGS
                         if r.verdict in FLAGS and s.runners is not None:
                             alarms[runner_kind(s.runners, t)] += 1
                     elif t > s.step_at:  # the level after the step, seen already: a flag is a false one
                         after_commits += 1
                         after_flags += r.verdict in FLAGS
                     elif s.step_at == t:
-                        hits.append((s.tier, r.verdict == "regressed", f.verdict == "regressed" and f.state == "confirmed"))
+                        hits.append((s.tier, r.verdict == "regressed", f.verdict == "regressed" and f.state == "confirmed",
+                                     f.verdict == "regressed"))
                         if r.verdict != "regressed":
                             misses[f"{s.tier}: {miss_kind(r)}"] += 1
         per = 100.0 / max(commits, 1)
         rec = {tier: [h for h in hits if tier == "all" or h[0] == tier] for tier in ("all", "quiet", "mid", "noisy")}
-        share = {tier: (sum(h[1] for h in v) / len(v) if v else float("nan"),
-                        sum(h[2] for h in v) / len(v) if v else float("nan")) for tier, v in rec.items()}
+        share = {tier: tuple(sum(h[k] for h in v) / len(v) if v else float("nan") for k in (1, 2, 3))
+                 for tier, v in rec.items()}
         after = 100.0 * after_flags / max(after_commits, 1)
         print(f"{name:<26}{flagged * per:>9.2f}{regressions * per:>7.2f}{confirmed * per:>7.2f}{failures * per:>7.2f}"
               f"{after:>7.2f} | "
               f"{share['all'][0]:>7.2f}{share['all'][1]:>6.2f} | {share['quiet'][0]:>6.2f}{share['mid'][0]:>6.2f}"
               f"{share['noisy'][0]:>6.2f}")
+        print(f"  settled (the next {LATER} commits stored; any state): A/A flagged {settled * per:.2f} per 100 commits, "
+              f"recall {share['all'][2]:.2f} (quiet {share['quiet'][2]:.2f}, mid {share['mid'][2]:.2f}, "
+              f"noisy {share['noisy'][2]:.2f})")
         print_breakdown("steps missed as the newest commit", misses)
         print_breakdown("A/A commits flagged, by where they ran", alarms)
         out[name] = {"false_alarms_per_100": {"any": flagged * per, "regressions": regressions * per,
-                                              "confirmed": confirmed * per, "gate_failures": failures * per,
+                                              "confirmed": confirmed * per, "settled": settled * per,
+                                              "gate_failures": failures * per,
                                               "commits": commits, "after_step": after,
                                               "after_step_commits": after_commits},
-                     "recall_20pct": {t: {"steps": len(rec[t]), "flagged": share[t][0], "confirmed": share[t][1]}
-                                      for t in rec}, "series": n_series, "misses": dict(misses),
+                     "recall_20pct": {t: {"steps": len(rec[t]), "flagged": share[t][0], "confirmed": share[t][1],
+                                          "settled": share[t][2]} for t in rec}, "series": n_series, "misses": dict(misses),
                      "false_alarms_by_runner": dict(alarms)}
     return out
 
