@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 
 import numpy as np
@@ -18,6 +19,8 @@ from mmtrack.analysis.compare import (
     decided_by_last,
     decided_in_run,
     failing_rows,
+    series_history,
+    series_later,
     should_fail,
     significance,
 )
@@ -698,3 +701,17 @@ def test_values_whose_ratio_leaves_the_float_range_are_judged_without_a_crash():
 def test_a_value_that_stays_at_zero_is_unchanged():
     b, a = meas([0.0] * 10, name="value", unit="unit"), meas([0.0] * 10, name="value", unit="unit")
     assert compare_pair(b, a, None, [0.0] * 30).verdict == "unchanged"
+
+
+def test_later_commits_at_zero_read_from_a_series_confirm_a_drop_to_zero():
+    """A count that drops to 0 and stays there: the store's later commits (``series_later``) are zeros, not
+    failed runs, so they confirm it as the same values given directly do."""
+    rng = np.random.default_rng(4)
+    points = [meas(5 + rng.normal(0, 0.05, 10), name="errors", unit="count") for _ in range(40)]
+    points += [meas([0.0] * 10, name="errors", unit="count") for _ in range(5)]
+    later = series_later(points, 40, ComparePolicy())
+    assert later == [0.0, 0.0, 0.0, 0.0]
+    row = compare_pair(points[39], points[40], None, series_history(points, 39, 100), later)
+    assert (row.verdict, row.state) == ("improved", "confirmed")
+    failed = dataclasses.replace(points[41], status="failed", median=None)
+    assert math.isnan(series_later([*points[:41], failed, *points[42:]], 40, ComparePolicy())[0])  # a failed run: NaN

@@ -828,7 +828,7 @@ def _later(medians: Sequence[float | None], versions: Sequence[str | None], at: 
     for i in range(at + 1, min(len(medians), at + 1 + n)):
         if versions[i] != versions[at]:
             break
-        out.append(medians[i] or math.nan)
+        out.append(math.nan if medians[i] is None else medians[i])  # None: a failed run (0 is a value)
     return out
 
 
