@@ -618,6 +618,23 @@ def test_a_whole_run_that_moved_is_a_runner_change_not_twelve_regressions():
     assert {r.verdict for r in few.rows} == {"regressed"}
 
 
+def test_a_whole_run_that_moved_and_came_back_is_unchanged_once_the_next_commits_are_in():
+    """Read again once the next commits are stored (``compare`` of an older pair, the pages): the run that moved
+    as a whole and the next runs that went back were a runner. No series reads ``regressed (refuted)`` then; a
+    series' own refuted suspicion still does."""
+    back = [[1.0] * 12] * 4
+    before, after, history, later = _suite([1.2] * 12, later_moves=back)
+    alone = compare_measurements(before, after, ComparePolicy(min_suite=0), history=history, later=later)
+    assert {(r.verdict, r.state) for r in alone.rows} == {("regressed", "refuted")}
+    rows = compare_measurements(before, after, history=history, later=later).rows
+    assert {(r.verdict, r.state) for r in rows} == {("unchanged", None)}
+    assert all(r.note.startswith("the whole run moved ×1.2") and r.note.endswith("which the next commits left")
+               for r in rows)
+    before, after, history, later = _suite([1.25], later_moves=back)
+    row = compare_measurements(before, after, history=history, later=later).rows[0]
+    assert (row.verdict, row.state) == ("regressed", "refuted")
+
+
 def test_a_change_of_a_few_series_is_theirs_whatever_the_run():
     """Two series of twelve move: the run did not, so theirs are suspected regressions; a run 3% slower
     does not explain a 25% move either."""

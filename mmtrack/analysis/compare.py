@@ -480,13 +480,13 @@ def _explained_by_run(row: Row, history: Sequence[float] | None, shift: RunShift
                       later: Sequence[RunShift | None], by_frame: bool = False) -> Row:
     """A change the whole run made too: ambiguous. Suspected, until later commits decide; confirmed,
     unless the later runs moved with it as well (a runner pool that changed, or a change to everything:
-    the same-machine A/B re-measurement tells them apart).
+    the same-machine A/B re-measurement tells them apart); refuted: unchanged, a runner change that the next
+    commits left (read once they are stored, it was never a regression, and no longer says ``regressed``).
 
     ``by_frame``: the run's frame (a runner type the history knows) already found the row's move to be what
     that runner does to this series: a run that moved the same way explains it, however much further the
     series moved than the run's median (a series twice as sensitive to its runner as most)."""
-    if shift is None or history is None or row.verdict not in ("regressed", "improved") or row.state not in (
-            "suspected", "confirmed"):
+    if shift is None or history is None or row.verdict not in ("regressed", "improved") or row.state is None:
         return row
     slowdown = _slowdown(row.direction, history, _ok_median(row.after) if row.after else None)
     share = 0.0 if by_frame else RUN_SHARE  # the frame already measured how far: the same way is enough
@@ -495,6 +495,9 @@ def _explained_by_run(row: Row, history: Sequence[float] | None, shift: RunShift
     moved = f"the whole run moved ×{math.exp(shift.shift):.3f} (median of {shift.cases} series)"
     if row.state == "suspected":
         return dataclasses.replace(row, verdict="ambiguous", state=None, note=f"{moved}: a runner change? later commits decide")
+    if row.state == "refuted":
+        return dataclasses.replace(row, verdict="unchanged", state=None, note=f"{moved}: a runner change, which the next "
+                                   "commits left")
     if later and all(s is not None and s.explains(slowdown, share) for s in later):
         return dataclasses.replace(row, verdict="ambiguous", state=None, note=(
             f"{moved}, and the next {len(later)} runs too: a runner change or a change to everything "
