@@ -18,6 +18,8 @@ EXPECTED_IN_WHEEL = [
     "mmtrack/store/migrations/script.py.mako",
     "mmtrack/store/migrations/versions/0001_core_tables.py",
     "mmtrack/store/migrations/versions/0005_series_clustered.py",
+    "mmtrack/publish/assets/site.js",  # the pages' script and style: a folder, not a package, so package data
+    "mmtrack/publish/assets/site.css",
 ]
 
 
@@ -38,7 +40,7 @@ def installed_wheel(tmp_path_factory) -> Path:
     assert built.returncode == 0, built.stderr
     [wheel] = (tmp / "dist").glob("mmtrack_perf-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert all(n in names for n in EXPECTED_IN_WHEEL), sorted(n for n in names if "migrations" in n)
+    assert all(n in names for n in EXPECTED_IN_WHEEL), sorted(n for n in names if "migrations" in n or "assets" in n)
     target = tmp / "site"
     inst = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                            str(wheel)], capture_output=True, text=True, timeout=300)
