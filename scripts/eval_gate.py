@@ -276,10 +276,15 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
         out[gname] = {"false_alarms_per_100": fa, "recall_20pct": rec, "seconds_per_series": secs}
     if "mmtrack" in out:
         fa, rec = out["mmtrack"]["false_alarms_per_100"], out["mmtrack"]["recall_20pct"]
-        print(f"mmtrack, settled (compare i-1 i once the next {LATER} commits are stored; any state): "
-              f"A/A flagged {fa['settled']:.2f} per 100 commits, recall {rec['all']['settled']:.2f} "
-              f"(quiet {rec['quiet']['settled']:.2f}, mid {rec['mid']['settled']:.2f}, noisy {rec['noisy']['settled']:.2f})")
+        print("mmtrack, " + settled_line(fa["settled"], {t: r["settled"] for t, r in rec.items()}))
     return out
+
+
+def settled_line(false_alarms: float, recall_by_tier: dict[str, float]) -> str:
+    """The settled reading: ``compare i-1 i`` once the next commits are stored, a verdict in any state."""
+    r = recall_by_tier
+    return (f"settled (the next {LATER} commits stored; any state): A/A flagged {false_alarms:.2f} per 100 commits, "
+            f"recall {r['all']:.2f} (quiet {r['quiet']:.2f}, mid {r['mid']:.2f}, noisy {r['noisy']:.2f})")
 
 
 def recall_by_runner_visits(steps: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
@@ -513,9 +518,7 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
               f"{after:>7.2f} | "
               f"{share['all'][0]:>7.2f}{share['all'][1]:>6.2f} | {share['quiet'][0]:>6.2f}{share['mid'][0]:>6.2f}"
               f"{share['noisy'][0]:>6.2f}")
-        print(f"  settled (the next {LATER} commits stored; any state): A/A flagged {settled * per:.2f} per 100 commits, "
-              f"recall {share['all'][2]:.2f} (quiet {share['quiet'][2]:.2f}, mid {share['mid'][2]:.2f}, "
-              f"noisy {share['noisy'][2]:.2f})")
+        print("  " + settled_line(settled * per, {t: v[2] for t, v in share.items()}))
         print_breakdown("steps missed as the newest commit", misses)
         print_breakdown("A/A commits flagged, by where they ran", alarms)
         out[name] = {"false_alarms_per_100": {"any": flagged * per, "regressions": regressions * per,
