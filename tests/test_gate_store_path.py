@@ -13,34 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import METPY_RESULTS
-from mmtrack.analysis.compare import ComparePolicy, RunLabels, compare_measurements
-from mmtrack.commands.compare import CompareRequest, run_compare
-from mmtrack.results import Measurement
+from test_ci_noise import _load
 from test_store_support import BACKENDS, require_postgres, reset_postgres
 
-ROOT = Path(__file__).resolve().parents[1]
+from mmtrack.analysis.compare import ComparePolicy, RunLabels, compare_measurements
+from mmtrack.commands.compare import CompareRequest, run_compare
+
 HISTORY, LATER, COMMITS, SERIES = 100, 4, 110, 20
 COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
            "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
-
-
-def _script(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _as_asv_writes(samples: np.ndarray) -> list:
@@ -53,7 +39,7 @@ def _as_asv_writes(samples: np.ndarray) -> list:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def suite(request, tmp_path_factory):
-    noise = _script("ci_noise")
+    noise, harness = _load("ci_noise"), _load("eval_detect")
     rng = np.random.default_rng(20261212)  # its runs change runner 12 times in the last 40
     runners = noise.suite_runners(rng, COMMITS)
     series = []
@@ -90,24 +76,15 @@ def suite(request, tmp_path_factory):
         import_asv_results(store, results)
     finally:
         store.close()
-    return {"db": db, "shas": shas, "names": names, "samples": series}
+    # The same commits as the harness holds them (eval_gate --no-samples: eval_detect's measurement, no samples).
+    held = {name: [dataclasses.replace(harness.measurement(s), benchmark=name, samples=()) for s in series[i]]
+            for i, name in enumerate(names)}
+    return {"db": db, "shas": shas, "names": names, "measurements": held}
 
 
 def _in_memory(suite, t: int) -> dict:
     """The harness's judgement of run ``t`` (``eval_gate.judge_run``): the same commits held in memory."""
-    from mmtrack.measure.metrics import Direction, MetricSummary
-    from asv_runner.statistics import compute_stats
-
-    def measurement(name: str, samples: np.ndarray) -> Measurement:
-        value, st = compute_stats(list(samples), 1)
-        summ = MetricSummary.from_values("timing", "time_per_op", "s", [float(v) for v in samples],
-                                         direction=Direction.LOWER)
-        m = Measurement.from_summary(name, {}, summ, version="v1")
-        return dataclasses.replace(m, samples=(), median=value, ci_low=st["ci_99_a"], ci_high=st["ci_99_b"],
-                                   q1=st["q_25"], q3=st["q_75"], count=st["repeat"])
-
-    shas = suite["shas"]
-    ms = {name: [measurement(name, s) for s in suite["samples"][i]] for i, name in enumerate(suite["names"])}
+    shas, ms = suite["shas"], suite["measurements"]
     cases = {name: ms[name][t].case for name in ms}
     first, last = max(0, t - HISTORY), min(COMMITS, t + 1 + LATER)
     history = {cases[n]: [m.median for m in ms[n][first:t]] for n in ms}
