@@ -26,7 +26,7 @@ from mmtrack.analysis.compare import (
 )
 from mmtrack.analysis.detect import find_steps
 from mmtrack.analysis.noise import follow_up, segment_noise, young_level
-from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line
+from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line, verdict_text
 from mmtrack.measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from mmtrack.results import Measurement, MetricKey
 
@@ -312,7 +312,8 @@ def test_gate_fails_on_confirmed_regressions_and_opts_in_to_suspected():
 
 
 def test_summary_line_shows_each_verdicts_states_beside_it():
-    """A refuted regression is counted with the regressions but says so there, not in a tally after the list."""
+    """Each verdict's states beside it: a suspicion the next commits refuted is counted with the unchanged rows
+    and says so there (as an A/B run that refutes one reads), not with the regressions."""
     history = _quiet_history()
     before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.25, cv=0.005, seed=2))
     faster = meas(noisy(0.8, cv=0.005, seed=3), bench="suite.Bench.time_y")
@@ -320,8 +321,11 @@ def test_summary_line_shows_each_verdicts_states_beside_it():
         [before, meas(noisy(1.0, cv=0.005, seed=4), bench="suite.Bench.time_y")], [after, faster],
         history={before.case: history, faster.case: history}, later={before.case: [1.0] * 3},
     )
-    assert [(r.verdict, r.state) for r in c.rows] == [("regressed", "refuted"), ("improved", "suspected")]
-    assert "2 metrics; 1 regressed (1 refuted), 1 improved (1 suspected)" in summary_line(c)
+    assert [(r.verdict, r.state) for r in c.rows] == [("unchanged", "refuted"), ("improved", "suspected")]
+    assert c.rows[0].note == "suspected regressed; the next commits did not hold the level"
+    assert "2 metrics; 1 improved (1 suspected), 1 unchanged (1 refuted)" in summary_line(c)
+    assert c.states() == {"suspected": 1, "refuted": 1} and c.states("regressed") == {}
+    assert verdict_text(c.rows[0]) == "unchanged (refuted): suspected regressed; the next commits did not hold the level"
 
 
 def test_one_old_spike_does_not_hide_a_real_step():
@@ -471,8 +475,8 @@ def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_cha
     before, between = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(0.9, cv=0.005, seed=2))
     assert compare_pair(before, between, history=history).state == "suspected"  # not back, on its own
     row = compare_pair(before, between, history=history, later=[1.0, 1.01, 0.99, 1.0])
-    assert (row.verdict, row.state) == ("regressed", "refuted")
-    assert re.match(r"the next commits went back to the level of 2[0-4] commits before the last 6", row.note)
+    assert (row.verdict, row.state) == ("unchanged", "refuted")
+    assert re.match(r"suspected regressed; the next commits did not hold the level; the next commits went back to the level of 2[0-4] commits before the last 6", row.note)
     assert not should_fail(compare_measurements([before], [between], history={before.case: history},
                                                 later={before.case: [1.0, 1.01, 0.99, 1.0]}), ["suspected"])
     # mmtrack run reports it settled once, at the commit that went back, as refuted
@@ -480,8 +484,8 @@ def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_cha
     labels = [f"c{i}" for i in range(len(points))]
     assert decided_by_last(points[:-1], labels[:-1]) == []
     [settled] = decided_by_last(points, labels)
-    assert (settled.verdict, settled.state) == ("regressed", "refuted")
-    assert re.fullmatch(r"at c30: the next commits went back to the level of 2[0-4] commits before the last 6: "
+    assert (settled.verdict, settled.state) == ("unchanged", "refuted")
+    assert re.fullmatch(r"at c30: suspected regressed; the next commits did not hold the level; the next commits went back to the level of 2[0-4] commits before the last 6: "
                         r"a runner phase ended", settled.note)
     # Held beyond where it was before the phase: still this commit's change, confirmed.
     held = compare_pair(before, meas(noisy(1.3, cv=0.005, seed=2)), history=history, later=[1.3, 1.31, 1.29, 1.3])
@@ -620,19 +624,19 @@ def test_a_whole_run_that_moved_is_a_runner_change_not_twelve_regressions():
 
 def test_a_whole_run_that_moved_and_came_back_is_unchanged_once_the_next_commits_are_in():
     """Read again once the next commits are stored (``compare`` of an older pair, the pages): the run that moved
-    as a whole and the next runs that went back were a runner. No series reads ``regressed (refuted)`` then; a
-    series' own refuted suspicion still does."""
+    as a whole and the next runs that went back were a runner: every series reads ``unchanged``, and says so. A
+    series' own move, refuted by its next commits, reads ``unchanged (refuted)``."""
     back = [[1.0] * 12] * 4
     before, after, history, later = _suite([1.2] * 12, later_moves=back)
     alone = compare_measurements(before, after, ComparePolicy(min_suite=0), history=history, later=later)
-    assert {(r.verdict, r.state) for r in alone.rows} == {("regressed", "refuted")}
+    assert {(r.verdict, r.state) for r in alone.rows} == {("unchanged", "refuted")}
     rows = compare_measurements(before, after, history=history, later=later).rows
     assert {(r.verdict, r.state) for r in rows} == {("unchanged", None)}
     assert all(r.note.startswith("the whole run moved ×1.2") and r.note.endswith("which the next commits left")
                for r in rows)
     before, after, history, later = _suite([1.25], later_moves=back)
     row = compare_measurements(before, after, history=history, later=later).rows[0]
-    assert (row.verdict, row.state) == ("regressed", "refuted")
+    assert (row.verdict, row.state) == ("unchanged", "refuted")
 
 
 def test_a_change_of_a_few_series_is_theirs_whatever_the_run():

@@ -163,9 +163,8 @@ class Comparison:
         return {v: c[v] for v in MARKS if c[v]}
 
     def states(self, *verdicts: str) -> dict[str, int]:
-        """Flagged rows (or those of ``verdicts``) per evidence state (history verdicts only)."""
-        c = Counter(r.state for r in self.by_verdict(*(verdicts or ("regressed", "improved")))
-                    if r.state is not None)
+        """Rows (or those of ``verdicts``) per evidence state (history verdicts only): a refuted row is unchanged."""
+        c = Counter(r.state for r in (self.by_verdict(*verdicts) if verdicts else self.rows) if r.state is not None)
         return {s: c[s] for s in EVIDENCE if c[s]}
 
     def near_threshold(self) -> int:
@@ -409,8 +408,12 @@ def compare_pair(
     if went_back:
         notes.append(f"the next commits went back to the level of {went_back} commits before the last "
                      f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
+    changed = "regressed" if worse else "improved"
+    if state == "refuted":  # the next commits left the level: never a change, as an A/B run that refutes it reads
+        notes.insert(0, f"suspected {changed}; the next commits did not hold the level")
+        changed = "unchanged"
     note = "; ".join(notes)
-    return Row(**row, verdict="regressed" if worse else "improved", history_z=z, state=state, note=note)
+    return Row(**row, verdict=changed, history_z=z, state=state, note=note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,7 +489,8 @@ def _explained_by_run(row: Row, history: Sequence[float] | None, shift: RunShift
     ``by_frame``: the run's frame (a runner type the history knows) already found the row's move to be what
     that runner does to this series: a run that moved the same way explains it, however much further the
     series moved than the run's median (a series twice as sensitive to its runner as most)."""
-    if shift is None or history is None or row.verdict not in ("regressed", "improved") or row.state is None:
+    flagged = row.verdict in ("regressed", "improved") or row.state == "refuted"
+    if shift is None or history is None or not flagged or row.state is None:
         return row
     slowdown = _slowdown(row.direction, history, _ok_median(row.after) if row.after else None)
     share = 0.0 if by_frame else RUN_SHARE  # the frame already measured how far: the same way is enough

@@ -90,13 +90,13 @@ def geometric_mean(comparison: Comparison) -> tuple[float | None, int]:
 
 def verdict_text(row: Row) -> str:
     """The verdict, its evidence state where the history judged it, and the note."""
-    state = f" ({row.state})" if row.state and row.verdict in ("regressed", "improved") else ""
+    state = f" ({row.state})" if row.state else ""  # unchanged (refuted): history or A/B took a suspicion back
     return row.verdict + state + (f": {row.note}" if row.note else "")
 
 
 def _with_states(comparison: Comparison, verdict: str, n: int) -> str:
-    """``18 regressed (17 confirmed, 1 refuted)``: each verdict's evidence states beside it, so that a refuted
-    regression is not read as one of the regressions standing."""
+    """``18 regressed (17 confirmed, 1 suspected), 40 unchanged (2 refuted)``: each verdict's evidence states beside
+    it, so that a suspicion is not read as a regression confirmed, and a refuted one shows where it went."""
     shown = ", ".join(f"{n_rows} {state}" for state, n_rows in comparison.states(verdict).items())
     return f"{n} {verdict}" + (f" ({shown})" if shown else "")
 

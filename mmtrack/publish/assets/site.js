@@ -239,7 +239,7 @@
       text: 'mmtrack run (per-commit comparison): ' + verdictText(r.verdict, r.state) + (r.note ? ': ' + r.note : '') });
   }
   function verdictText(verdict, state) {
-    return verdict + (state && (verdict === 'regressed' || verdict === 'improved') ? ' (' + state + ')' : '');
+    return verdict + (state ? ' (' + state + ')' : '');  // unchanged (refuted): a suspicion taken back
   }
   function pageRegressions() {
     load('data/regressions.js').then(function () {
