@@ -205,7 +205,8 @@ FLAGS = ("regressed", "improved")
 def false_alarms(series: list[Series], gate: Gate) -> dict[str, float]:
     """Per 100 commits per series on A/A: flagged as the newest commit, regressions, confirmed later; and
     ``settled``: flagged, suspected or confirmed, once the next commits are in (what ``compare i-1 i`` says of an
-    older pair, from a store that holds the commits after it: a suspicion they refuted reads ``unchanged (refuted)``)."""
+    older pair, from a store that holds the commits after it: a suspicion they refuted reads
+    ``unchanged (refuted)``)."""
     commits = flagged = confirmed = regressions = settled = 0
     for s in series:
         for t in range(WINDOW, len(s.medians) - LATER):
@@ -283,8 +284,8 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
 def settled_line(false_alarms: float, recall_by_tier: dict[str, float]) -> str:
     """The settled reading: ``compare i-1 i`` once the next commits are stored, flagged suspected or confirmed."""
     r = recall_by_tier
-    return (f"settled (the next {LATER} commits stored; suspected or confirmed): A/A flagged {false_alarms:.2f} per 100 commits, "
-            f"recall {r['all']:.2f} (quiet {r['quiet']:.2f}, mid {r['mid']:.2f}, noisy {r['noisy']:.2f})")
+    return (f"settled (the next {LATER} commits stored; suspected or confirmed): A/A flagged {false_alarms:.2f} "
+            f"per 100 commits, recall {r['all']:.2f} (quiet {r['quiet']:.2f}, mid {r['mid']:.2f}, noisy {r['noisy']:.2f})")
 
 
 def recall_by_runner_visits(steps: list[Series], gate: Gate) -> dict[str, dict[str, float]]:

@@ -331,7 +331,8 @@ def test_summary_line_shows_each_verdicts_states_beside_it():
     assert c.rows[0].note == "suspected regressed; the next commits did not hold the level"
     assert "2 metrics; 1 improved (1 suspected), 1 unchanged (1 refuted)" in summary_line(c)
     assert c.states() == {"suspected": 1, "refuted": 1} and c.states("regressed") == {}
-    assert verdict_text(c.rows[0]) == "unchanged (refuted): suspected regressed; the next commits did not hold the level"
+    assert verdict_text(c.rows[0]) == (
+        "unchanged (refuted): suspected regressed; the next commits did not hold the level")
 
 
 def test_one_old_spike_does_not_hide_a_real_step():
@@ -482,7 +483,8 @@ def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_cha
     assert compare_pair(before, between, history=history).state == "suspected"  # not back, on its own
     row = compare_pair(before, between, history=history, later=[1.0, 1.01, 0.99, 1.0])
     assert (row.verdict, row.state) == ("unchanged", "refuted")
-    assert re.match(r"suspected regressed; the next commits did not hold the level; the next commits went back to the level of 2[0-4] commits before the last 6", row.note)
+    assert re.match(r"suspected regressed; the next commits did not hold the level; the next commits went back "
+                    r"to the level of 2[0-4] commits before the last 6", row.note)
     assert not should_fail(compare_measurements([before], [between], history={before.case: history},
                                                 later={before.case: [1.0, 1.01, 0.99, 1.0]}), ["suspected"])
     # mmtrack run reports it settled once, at the commit that went back, as refuted
@@ -491,7 +493,8 @@ def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_cha
     assert decided_by_last(points[:-1], labels[:-1]) == []
     [settled] = decided_by_last(points, labels)
     assert (settled.verdict, settled.state) == ("unchanged", "refuted")
-    assert re.fullmatch(r"at c30: suspected regressed; the next commits did not hold the level; the next commits went back to the level of 2[0-4] commits before the last 6: "
+    assert re.fullmatch(r"at c30: suspected regressed; the next commits did not hold the level; "
+                        r"the next commits went back to the level of 2[0-4] commits before the last 6: "
                         r"a runner phase ended", settled.note)
     # Held beyond where it was before the phase: still this commit's change, confirmed.
     held = compare_pair(before, meas(noisy(1.3, cv=0.005, seed=2)), history=history, later=[1.3, 1.31, 1.29, 1.3])

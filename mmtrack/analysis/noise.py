@@ -252,11 +252,11 @@ def held_level(
     commit and those commits, starts a level at this commit (or one beside it), beyond ``threshold`` the same
     way as ``value`` (or, in a window of ``history_points`` commits or more, no commit seen lies within
     :data:`NEW_LEVEL_SPREAD` deviations of the held level and at most :data:`NEW_LEVEL_UNSEEN_MISSES` of the
-    next commits fall short of ``threshold``); the median of the held commits lies beyond ``threshold`` from the segment's level; at most
-    :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie within :data:`NEW_LEVEL_RADIUS`
-    deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that median, or more but strays of the tail
-    (neither often, tight nor held: :data:`NEW_LEVEL_OFTEN`); and it is not back at the level before the segment
-    (:meth:`SegmentNoise.back_to_earlier`).
+    next commits fall short of ``threshold``); the median of the held commits lies beyond ``threshold`` from
+    the segment's level; at most :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie
+    within :data:`NEW_LEVEL_RADIUS` deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that
+    median, or more but strays of the tail (neither often, tight nor held: :data:`NEW_LEVEL_OFTEN`); and it is
+    not back at the level before the segment (:meth:`SegmentNoise.back_to_earlier`).
     ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
     or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
     held level against the history, where :func:`follow_up` asks each commit to agree."""
