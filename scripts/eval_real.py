@@ -77,7 +77,7 @@ def judge_folder(results: Path, window: int, start: int, wide: float) -> dict:
                 if newest.verdict not in FLAGS:
                     continue
                 final = compare_pair(ms[j - 1], ms[j], policy, history, series_later(ms, j, policy), p_value=False)
-                state = final.state if final.verdict in FLAGS or final.state == "refuted" else "left ambiguous"
+                state = final.state or "left ambiguous"  # confirmed, refuted (unchanged) or still suspected
                 usual = [s for s in spreads[max(0, j - window) : j] if s is not None]
                 own = spreads[j]
                 disturbed = bool(usual) and own is not None and own > wide * max(float(np.median(usual)), 1e-6)

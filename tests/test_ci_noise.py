@@ -141,7 +141,7 @@ def test_the_oracle_bound_of_the_gate_harness():
 
 def test_the_gate_harness_scores_results_without_samples_and_the_settled_reading(tmp_path):
     """``eval_gate.py --no-samples`` judges commits that keep only what asv's files hold without
-    ``--record-samples``; its JSON has the settled reading (any state once the next commits are in) beside
+    ``--record-samples``; its JSON has the settled reading (suspected or confirmed once the next commits are in) beside
     the newest-commit one, and settling only adds: a confirmed flag was flagged in some state."""
     _load("ci_noise")
     sys.path.insert(0, str(ROOT / "scripts"))

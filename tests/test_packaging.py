@@ -18,7 +18,7 @@ EXPECTED_IN_WHEEL = [
     "mmtrack/store/migrations/script.py.mako",
     "mmtrack/store/migrations/versions/0001_core_tables.py",
     "mmtrack/store/migrations/versions/0005_series_clustered.py",
-    "mmtrack/publish/assets/site.js",  # the pages' script and style: a folder, not a package, so package data
+    "mmtrack/publish/assets/site.js",  # the pages' script and style: a data folder without __init__.py
     "mmtrack/publish/assets/site.css",
 ]
 

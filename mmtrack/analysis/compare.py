@@ -489,8 +489,7 @@ def _explained_by_run(row: Row, history: Sequence[float] | None, shift: RunShift
     ``by_frame``: the run's frame (a runner type the history knows) already found the row's move to be what
     that runner does to this series: a run that moved the same way explains it, however much further the
     series moved than the run's median (a series twice as sensitive to its runner as most)."""
-    flagged = row.verdict in ("regressed", "improved") or row.state == "refuted"
-    if shift is None or history is None or not flagged or row.state is None:
+    if shift is None or history is None or row.state is None:  # a state: history flagged it (refuted: at first)
         return row
     slowdown = _slowdown(row.direction, history, _ok_median(row.after) if row.after else None)
     share = 0.0 if by_frame else RUN_SHARE  # the frame already measured how far: the same way is enough

@@ -275,9 +275,10 @@ def held_level(
         return "suspected"
     centre, radius = noise.deviation(held_value), NEW_LEVEL_RADIUS * noise.usual_sd
     near = noise.near(held_value, radius)
+    around = noise.near(held_value, NEW_LEVEL_SPREAD * noise.usual_sd)  # the commits seen in its wider band
     visited = near > NEW_LEVEL_SEEN * len(noise.seen) and (
         near > NEW_LEVEL_OFTEN * len(noise.seen)  # a runner type, however it is drawn
-        or near >= NEW_LEVEL_TIGHT * noise.near(held_value, NEW_LEVEL_SPREAD * noise.usual_sd)  # its tight level
+        or near >= NEW_LEVEL_TIGHT * around  # its tight level
         or noise.longest_run_near(held_value, radius) >= NEW_LEVEL_RUN)  # or held: a sticky runner, a phase
     if centre * d <= 0 or abs(centre) <= bar or visited or noise.back_to_earlier(
             held_value, policy.history_gap, policy.min_history):
@@ -285,8 +286,7 @@ def held_level(
     # A level no commit of a full window came near, held by all but NEW_LEVEL_UNSEEN_MISSES of the next commits:
     # detect's tail rule (below) asks every one of them to lie 4 sigmas out, so one commit on a faster runner kept it
     # from starting a level that nothing in 60 commits or more had shown (docs/analysis.md, "An unseen level").
-    if misses <= NEW_LEVEL_UNSEEN_MISSES and len(noise.seen) >= policy.history_points and noise.near(
-            held_value, NEW_LEVEL_SPREAD * noise.usual_sd) == 0:
+    if misses <= NEW_LEVEL_UNSEEN_MISSES and len(noise.seen) >= policy.history_points and around == 0:
         return "confirmed"
     h = positive(history)
     # At this commit or one beside it: detect sets a step landing on a slower runner (+60%, then +20% held)
