@@ -202,53 +202,78 @@ def bootstrap_population(
 FLAGS = ("regressed", "improved")
 
 
-def false_alarms(series: list[Series], gate: Gate) -> dict[str, float]:
-    """Per 100 commits per series on A/A: flagged as the newest commit, regressions, confirmed later; and
+@dataclass
+class Tally:
+    """The gate's verdicts over a population, counted one way for lone series and suites alike.
+
+    A/A commits: flagged as the newest commit, of which regressions; confirmed by the next commits; and
     ``settled``: flagged, suspected or confirmed, once the next commits are in (what ``compare i-1 i`` says of an
-    older pair, from a store that holds the commits after it: a suspicion they refuted reads
-    ``unchanged (refuted)``)."""
-    commits = flagged = confirmed = regressions = settled = 0
-    for s in series:
+    older pair, from a store that holds the commits after it: a suspicion they refuted reads ``unchanged
+    (refuted)``). Step commits, per tier: flagged regressed as the newest commit, confirmed, and read ``regressed``
+    once the next commits are in. Commits after a step: the new level is the series' own by then (a step flagged
+    again), so every flag there is a false one, and a kind that A/A series never show: a young segment that has
+    not seen the series' runner levels yet."""
+
+    commits: int = 0
+    flagged: int = 0
+    regressions: int = 0
+    confirmed: int = 0
+    settled: int = 0
+    after_commits: int = 0
+    after_flags: int = 0
+    steps: list[tuple[str, bool, bool, bool]] = field(default_factory=list)  # tier, flagged, confirmed, settled
+    seconds: float = 0.0  # judging the A/A commits and the step commits (:func:`tally_lone`)
+
+    def aa(self, now: str, final: str, state: str | None) -> None:
+        self.commits += 1
+        self.flagged += now in FLAGS
+        self.regressions += now == "regressed"
+        self.confirmed += final in FLAGS and state == "confirmed"
+        self.settled += final in FLAGS
+
+    def step(self, tier: str, now: str, final: str, state: str | None) -> None:
+        self.steps.append((tier, now == "regressed", final == "regressed" and state == "confirmed",
+                           final == "regressed"))
+
+    def after(self, now: str) -> None:
+        self.after_commits += 1
+        self.after_flags += now in FLAGS
+
+    def false_alarms(self) -> dict[str, float]:
+        """Per 100 A/A commits (and per 100 commits after a step)."""
+        per = 100.0 / max(self.commits, 1)
+        return {"commits": self.commits, "any": self.flagged * per, "regressions": self.regressions * per,
+                "confirmed": self.confirmed * per, "settled": self.settled * per,
+                "after_step": 100.0 * self.after_flags / max(self.after_commits, 1),
+                "after_step_commits": self.after_commits}
+
+    def recall(self) -> dict[str, dict[str, float]]:
+        """Per tier (and "all"): the shares of step commits flagged, confirmed and settled (NaN: no step there)."""
+        out = {}
+        for tier in ("all", "quiet", "mid", "noisy"):
+            picked = [j for j in self.steps if tier == "all" or j[0] == tier]
+            flagged, confirmed, settled = (
+                sum(j[k] for j in picked) / len(picked) if picked else float("nan") for k in (1, 2, 3))
+            out[tier] = {"steps": len(picked), "flagged": flagged, "confirmed": confirmed, "settled": settled}
+        return out
+
+
+def tally_lone(aa: list[Series], steps: list[Series], gate: Gate) -> Tally:
+    """Every judged commit of the A/A series, each stepped series' step commit, and the commits after it."""
+    tally, t0 = Tally(), time.perf_counter()
+    for s in aa:
         for t in range(WINDOW, len(s.medians) - LATER):
-            commits += 1
             now, (final, state) = gate(s.measurements, s.medians, t)
-            flagged += now in FLAGS
-            regressions += now == "regressed"
-            confirmed += final in FLAGS and state == "confirmed"
-            settled += final in FLAGS
-    per = 100.0 / max(commits, 1)
-    return {"commits": commits, "any": flagged * per, "regressions": regressions * per, "confirmed": confirmed * per,
-            "settled": settled * per}
-
-
-def recall(series: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
-    """Per tier (and "all"): the share of step commits flagged regressed as the newest commit,
-    the share the next commits confirm, and the share read ``regressed`` once they are in (suspected or confirmed)."""
-    judged = []
-    for s in series:
+            tally.aa(now, final, state)
+    for s in steps:
         assert s.step_at is not None
         now, (final, state) = gate(s.measurements, s.medians, s.step_at)
-        judged.append((s.tier, now == "regressed", final == "regressed" and state == "confirmed", final == "regressed"))
-    out = {}
-    for tier in ("all", "quiet", "mid", "noisy"):
-        picked = [j for j in judged if tier == "all" or j[0] == tier]
-        n = max(len(picked), 1)
-        flagged, confirmed, settled = (sum(j[k] for j in picked) / n for k in (1, 2, 3))
-        out[tier] = {"steps": len(picked), "flagged": flagged, "confirmed": confirmed, "settled": settled}
-    return out
-
-
-def after_step(series: list[Series], gate: Gate) -> dict[str, float]:
-    """Per 100 commits after the step of the stepped series: commits flagged as the newest commit. The new level
-    is the series' own by then (a step flagged again), so every one is a false alarm, and a kind that A/A series
-    never show: a young segment that has not seen the series' runner levels yet."""
-    commits = flagged = 0
-    for s in series:
-        assert s.step_at is not None
-        for t in range(s.step_at + 1, len(s.medians) - LATER):
-            commits += 1
-            flagged += gate(s.measurements, s.medians, t)[0] in FLAGS
-    return {"commits": commits, "any": 100.0 * flagged / max(commits, 1)}
+        tally.step(s.tier, now, final, state)
+    tally.seconds = time.perf_counter() - t0
+    for s in steps:
+        for t in range(s.step_at + 1, len(s.medians) - LATER):  # type: ignore[operator]
+            tally.after(gate(s.measurements, s.medians, t)[0])
+    return tally
 
 
 def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, Gate]) -> dict:
@@ -260,12 +285,9 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
     )
     out = {}
     for gname, gate in gates.items():
-        t0 = time.perf_counter()
-        fa = false_alarms(aa, gate)
-        rec = recall(steps, gate)
-        secs = (time.perf_counter() - t0) / (len(aa) + len(steps))
-        after = after_step(steps, gate)
-        fa["after_step"], fa["after_step_commits"] = after["any"], after["commits"]
+        tally = tally_lone(aa, steps, gate)
+        secs = tally.seconds / (len(aa) + len(steps))
+        fa, rec = tally.false_alarms(), tally.recall()
         has_states = gname == "mmtrack"
         conf = lambda v: f"{v:.2f}" if has_states else "-"  # noqa: E731
         print(
@@ -482,8 +504,7 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
     for name, policy in (("mmtrack, series alone", gate_now.ComparePolicy(min_suite=0)),
                          ("mmtrack, run shift", gate_now.ComparePolicy(run_frames=False)),
                          ("mmtrack, shift + frames", gate_now.ComparePolicy())):
-        commits = flagged = regressions = confirmed = settled = failures = after_commits = after_flags = 0
-        hits: list[tuple[str, bool, bool, bool]] = []
+        tally, failures = Tally(), 0
         misses: collections.Counter = collections.Counter()  # by tier and why
         alarms: collections.Counter = collections.Counter()  # by where the flagged A/A commit ran
         for suite in suites:
@@ -495,40 +516,25 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                 final = judge_run(gate_now, policy, suite, t, later=True)
                 for s, r, f in zip(suite, now, final):
                     if s.step_at is None:
-                        commits += 1
-                        flagged += r.verdict in FLAGS
-                        regressions += r.verdict == "regressed"
-                        confirmed += f.verdict in FLAGS and f.state == "confirmed"
-                        settled += f.verdict in FLAGS
+                        tally.aa(r.verdict, f.verdict, f.state)
                         if r.verdict in FLAGS and s.runners is not None:
                             alarms[runner_kind(s.runners, t)] += 1
                     elif t > s.step_at:  # the level after the step, seen already: a flag is a false one
-                        after_commits += 1
-                        after_flags += r.verdict in FLAGS
+                        tally.after(r.verdict)
                     elif s.step_at == t:
-                        hits.append((s.tier, r.verdict == "regressed", f.verdict == "regressed" and f.state == "confirmed",
-                                     f.verdict == "regressed"))
+                        tally.step(s.tier, r.verdict, f.verdict, f.state)
                         if r.verdict != "regressed":
                             misses[f"{s.tier}: {miss_kind(r)}"] += 1
-        per = 100.0 / max(commits, 1)
-        rec = {tier: [h for h in hits if tier == "all" or h[0] == tier] for tier in ("all", "quiet", "mid", "noisy")}
-        share = {tier: tuple(sum(h[k] for h in v) / len(v) if v else float("nan") for k in (1, 2, 3))
-                 for tier, v in rec.items()}
-        after = 100.0 * after_flags / max(after_commits, 1)
-        print(f"{name:<26}{flagged * per:>9.2f}{regressions * per:>7.2f}{confirmed * per:>7.2f}{failures * per:>7.2f}"
-              f"{after:>7.2f} | "
-              f"{share['all'][0]:>7.2f}{share['all'][1]:>6.2f} | {share['quiet'][0]:>6.2f}{share['mid'][0]:>6.2f}"
-              f"{share['noisy'][0]:>6.2f}")
-        print("  " + settled_line(settled * per, {t: v[2] for t, v in share.items()}))
+        fa, rec = tally.false_alarms(), tally.recall()
+        fa["gate_failures"] = failures * 100.0 / max(tally.commits, 1)
+        print(f"{name:<26}{fa['any']:>9.2f}{fa['regressions']:>7.2f}{fa['confirmed']:>7.2f}{fa['gate_failures']:>7.2f}"
+              f"{fa['after_step']:>7.2f} | "
+              f"{rec['all']['flagged']:>7.2f}{rec['all']['confirmed']:>6.2f} | {rec['quiet']['flagged']:>6.2f}"
+              f"{rec['mid']['flagged']:>6.2f}{rec['noisy']['flagged']:>6.2f}")
+        print("  " + settled_line(fa["settled"], {t: r["settled"] for t, r in rec.items()}))
         print_breakdown("steps missed as the newest commit", misses)
         print_breakdown("A/A commits flagged, by where they ran", alarms)
-        out[name] = {"false_alarms_per_100": {"any": flagged * per, "regressions": regressions * per,
-                                              "confirmed": confirmed * per, "settled": settled * per,
-                                              "gate_failures": failures * per,
-                                              "commits": commits, "after_step": after,
-                                              "after_step_commits": after_commits},
-                     "recall_20pct": {t: {"steps": len(rec[t]), "flagged": share[t][0], "confirmed": share[t][1],
-                                          "settled": share[t][2]} for t in rec}, "series": n_series, "misses": dict(misses),
+        out[name] = {"false_alarms_per_100": fa, "recall_20pct": rec, "series": n_series, "misses": dict(misses),
                      "false_alarms_by_runner": dict(alarms)}
     return out
 
