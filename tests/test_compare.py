@@ -444,6 +444,29 @@ def test_a_held_level_on_a_series_that_flips_between_two_runners_is_read_against
     assert row.verdict != "improved"
 
 
+def test_a_step_beyond_every_runner_level_a_full_window_visited_is_suspected_at_once():
+    """A quiet series on a slower runner type (+25%) a third of the time, two commits at a time: the IQR spans both
+    levels (a spread of about 16%), so z reads a +45% commit as 2.2 deviations. The window's density reads the two
+    levels and nothing near +45%: a step from where its commits lie, suspected as the newest commit. The slower
+    runner's own level is not; nor is the same commit with 50 commits of history, or just after the slower runner."""
+    history = _quiet_history(100)
+    for i in range(100):
+        if i % 6 in (4, 5):
+            history[i] *= 1.25
+    noise = segment_noise(history)
+    assert noise.sd > 0.12 and noise.commit_sd < 0.03
+    before, step = meas(noisy(history[-1], cv=0.005, seed=1)), meas(noisy(1.45, cv=0.005, seed=2))
+    row = compare_pair(before, step, history=history)
+    assert (row.verdict, row.state) == ("regressed", "suspected") and row.history_z < 4
+    assert "beyond every level the last 100 commits visited" in row.note
+    assert compare_pair(before, step, history=history, later=[1.45] * 4).state == "confirmed"
+    assert compare_pair(before, meas(noisy(0.8, cv=0.005, seed=2)), history=history).verdict == "improved"
+    assert compare_pair(before, meas(noisy(1.25, cv=0.005, seed=2)), history=history).verdict == "ambiguous"
+    assert compare_pair(before, step, history=history[-50:]).verdict == "ambiguous"
+    after_slower = [*history[:-1], 1.26]
+    assert compare_pair(meas(noisy(1.26, cv=0.005, seed=1)), step, history=after_slower).verdict == "ambiguous"
+
+
 def test_a_step_that_landed_on_a_slower_runner_is_confirmed_by_the_level_held_after_it():
     """The step commit ran on a slower runner (+60%); the next four hold +21%. No later commit is past half
     the commit's own deviation, so they do not agree with it one by one, and detect sets the +60% commit apart,

@@ -29,7 +29,10 @@ the level (more with fewer than ``history_points`` commits of history), and at l
 of a runner type the series has visited before is its own noise, while one old spike no
 longer hides a real step of another size (the old "beyond every excursion" rule did). A level
 visited by one earlier commit only (a one-off spike, a change reverted and re-landed) is
-ambiguous until persistence confirms it.
+ambiguous until persistence confirms it. With a full window, a commit that z and the gap leave
+ambiguous is suspected still where the window's density puts no commit near it, a step from where
+they lie (:func:`.noise.unseen_step`): on a series that flips between runner types, the spread spans
+them, and z read a step beyond both as a few deviations.
 A value back at the level of most commits before the current segment is ambiguous too: that
 segment was a phase (a run of commits on another runner type, or a change since reverted), and
 against it a return to the usual level looked like a step that later commits would "confirm".
@@ -69,7 +72,8 @@ import numpy as np
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 from .noise import (
-    SegmentNoise, agreement, finite, follow_up, held_level, held_median, positive, segment_noise, young_level,
+    SegmentNoise, agreement, finite, follow_up, held_level, held_median, positive, segment_noise, unseen_step,
+    young_level,
 )
 from .policy import EVIDENCE, HISTORY_WINDOW, ComparePolicy, Evidence
 
@@ -352,6 +356,7 @@ def compare_pair(
     z = None
     state: Evidence | None = None
     went_back = 0  # commits before the segment whose level the next commits went back to
+    by_density = False  # suspected through the window's density alone (:func:`.noise.unseen_step`)
     if history is not None:
         state = "suspected"
         if noise is None:  # too short a history for a noise model, or values at or below 0: the samples decided
@@ -379,7 +384,11 @@ def compare_pair(
                     seen_there = noise.near_deviation(moved, radius) - int(np.count_nonzero(
                         np.abs(young.own - moved) < radius))
                     near = max(near, seen_there)
-            state = follow_up(noise, a, later, policy) if near <= 1 else None
+            # z and the gap read a series that flips between runner types as one wide level; the window's density
+            # reads its levels, and a step beyond all of them (docs/analysis.md, "Beyond every level visited").
+            by_density = (near >= 1 or z < z_bar) and beyond and young is None and unseen_step(
+                noise, history, a, thr, policy)  # type: ignore[arg-type]
+            state = follow_up(noise, a, later, policy) if near <= 1 or by_density else None
             if state != "confirmed" and beyond:  # the level the next commits hold may confirm it still
                 held = held_level(noise, history, a, later, thr, policy)  # type: ignore[arg-type]
                 if held == "confirmed":
@@ -394,7 +403,7 @@ def compare_pair(
                 state = "refuted"
             # A level no commit visited: suspected. A level commits visited, or a move a young history may not have
             # shown yet: only persistence tells.
-            if (near >= 1 or z < z_bar) and state != "confirmed":
+            if (near >= 1 or z < z_bar) and state != "confirmed" and not by_density:
                 if not beyond:
                     return Row(**row, verdict="unchanged", history_z=z)
                 return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise" if near else (
@@ -405,6 +414,10 @@ def compare_pair(
     if noise is not None:  # the level, not the before commit, says which way it moved
         worse = (noise.deviation(a) > 0) == (ref.direction is Direction.LOWER)
     notes = [f"×{ratio:.3f} with the before commit put in this run's frame (×{frame:.3f})"] if abs(math.log(frame)) > 0.01 else []
+    if by_density:
+        seen = len(noise.seen)  # type: ignore[union-attr]
+        notes.append(f"beyond every level the last {seen} commits visited ({z:.1f} deviations of a series spread "
+                     "over several runner levels)")
     if went_back:
         notes.append(f"the next commits went back to the level of {went_back} commits before the last "
                      f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
