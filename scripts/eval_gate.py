@@ -221,6 +221,7 @@ class Tally:
     settled: int = 0
     after_commits: int = 0
     after_flags: int = 0
+    after_confirmed: int = 0  # ... confirmed once the next commits are in: the step confirmed again, failing twice
     steps: list[tuple[str, bool, bool, bool]] = field(default_factory=list)  # tier, flagged, confirmed, settled
     seconds: float = 0.0  # judging the A/A commits and the step commits (:func:`tally_lone`)
 
@@ -235,9 +236,10 @@ class Tally:
         self.steps.append((tier, now == "regressed", final == "regressed" and state == "confirmed",
                            final == "regressed"))
 
-    def after(self, now: str) -> None:
+    def after(self, now: str, final: str, state: str | None) -> None:
         self.after_commits += 1
         self.after_flags += now in FLAGS
+        self.after_confirmed += final in FLAGS and state == "confirmed"
 
     def false_alarms(self) -> dict[str, float]:
         """Per 100 A/A commits (and per 100 commits after a step)."""
@@ -245,6 +247,7 @@ class Tally:
         return {"commits": self.commits, "any": self.flagged * per, "regressions": self.regressions * per,
                 "confirmed": self.confirmed * per, "settled": self.settled * per,
                 "after_step": 100.0 * self.after_flags / max(self.after_commits, 1),
+                "after_step_confirmed": 100.0 * self.after_confirmed / max(self.after_commits, 1),
                 "after_step_commits": self.after_commits}
 
     def recall(self) -> dict[str, dict[str, float]]:
@@ -272,7 +275,8 @@ def tally_lone(aa: list[Series], steps: list[Series], gate: Gate) -> Tally:
     tally.seconds = time.perf_counter() - t0
     for s in steps:
         for t in range(s.step_at + 1, len(s.medians) - LATER):  # type: ignore[operator]
-            tally.after(gate(s.measurements, s.medians, t)[0])
+            now, (final, state) = gate(s.measurements, s.medians, t)
+            tally.after(now, final, state)
     return tally
 
 
@@ -299,15 +303,17 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
         out[gname] = {"false_alarms_per_100": fa, "recall_20pct": rec, "seconds_per_series": secs}
     if "mmtrack" in out:
         fa, rec = out["mmtrack"]["false_alarms_per_100"], out["mmtrack"]["recall_20pct"]
-        print("mmtrack, " + settled_line(fa["settled"], {t: r["settled"] for t, r in rec.items()}))
+        print("mmtrack, " + settled_line(fa, {t: r["settled"] for t, r in rec.items()}))
     return out
 
 
-def settled_line(false_alarms: float, recall_by_tier: dict[str, float]) -> str:
-    """The settled reading: ``compare i-1 i`` once the next commits are stored, flagged suspected or confirmed."""
+def settled_line(fa: dict[str, float], recall_by_tier: dict[str, float]) -> str:
+    """The settled reading: ``compare i-1 i`` once the next commits are stored, flagged suspected or confirmed; and the
+    commits after a step confirmed there (the step confirmed a second time)."""
     r = recall_by_tier
-    return (f"settled (the next {LATER} commits stored; suspected or confirmed): A/A flagged {false_alarms:.2f} "
-            f"per 100 commits, recall {r['all']:.2f} (quiet {r['quiet']:.2f}, mid {r['mid']:.2f}, noisy {r['noisy']:.2f})")
+    return (f"settled (the next {LATER} commits stored; suspected or confirmed): A/A flagged {fa['settled']:.2f} "
+            f"per 100 commits, recall {r['all']:.2f} (quiet {r['quiet']:.2f}, mid {r['mid']:.2f}, "
+            f"noisy {r['noisy']:.2f}); after a step, confirmed again {fa['after_step_confirmed']:.2f} per 100 commits")
 
 
 def recall_by_runner_visits(steps: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
@@ -520,7 +526,7 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                         if r.verdict in FLAGS and s.runners is not None:
                             alarms[runner_kind(s.runners, t)] += 1
                     elif t > s.step_at:  # the level after the step, seen already: a flag is a false one
-                        tally.after(r.verdict)
+                        tally.after(r.verdict, f.verdict, f.state)
                     elif s.step_at == t:
                         tally.step(s.tier, r.verdict, f.verdict, f.state)
                         if r.verdict != "regressed":
@@ -531,7 +537,7 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
               f"{fa['after_step']:>7.2f} | "
               f"{rec['all']['flagged']:>7.2f}{rec['all']['confirmed']:>6.2f} | {rec['quiet']['flagged']:>6.2f}"
               f"{rec['mid']['flagged']:>6.2f}{rec['noisy']['flagged']:>6.2f}")
-        print("  " + settled_line(fa["settled"], {t: r["settled"] for t, r in rec.items()}))
+        print("  " + settled_line(fa, {t: r["settled"] for t, r in rec.items()}))
         print_breakdown("steps missed as the newest commit", misses)
         print_breakdown("A/A commits flagged, by where they ran", alarms)
         out[name] = {"false_alarms_per_100": fa, "recall_20pct": rec, "series": n_series, "misses": dict(misses),
