@@ -550,6 +550,27 @@ def test_a_step_is_not_flagged_again_by_a_commit_just_after_it():
     assert compare_pair(before, meas(noisy(0.84, cv=0.005, seed=2)), history=fast[:-1] + [1.0]).verdict == "improved"
 
 
+def test_a_step_is_confirmed_once_not_again_by_a_slower_runner_just_after_it():
+    """A step to +20% at c100, then one commit on a slower runner (+45%) and the level held. Against a segment that
+    still holds the old level, c101 was the step again: confirmed, and the gate failed a second time, a run later.
+    The level c101 and the next commits hold began one commit before it, confirmed there: c101 is ambiguous."""
+    values = [*_quiet_history(100), 1.2, 1.45, 1.21, 1.19, 1.2, 1.2, 1.21]
+    points = [meas(noisy(v, n=10, cv=0.005, seed=i)) for i, v in enumerate(values)]
+    labels = [f"c{i}" for i in range(len(values))]
+
+    def settled(t):
+        return compare_pair(points[t - 1], points[t], history=values[t - 100 : t], later=values[t + 1 : t + 5])
+
+    assert (settled(100).verdict, settled(100).state) == ("regressed", "confirmed")
+    row = settled(101)
+    assert row.verdict == "ambiguous" and row.note.startswith("the level the next commits hold began 1 commit before")
+    # as the newest commit, before the next ones are in, it is still suspected: nothing says yet where the level began
+    assert compare_pair(points[100], points[101], history=values[1:101]).state == "suspected"
+    failed = [(last, r.note) for last in range(104, len(values))
+              for r in decided_by_last(points[: last + 1], labels[: last + 1])]
+    assert failed == [(104, "at c100")]
+
+
 def test_decided_by_last_reports_each_settled_suspicion_once():
     rng = np.random.default_rng(5)
     levels = [1.0] * 30 + [1.3] * 6  # a step at index 30, then five commits at the new level

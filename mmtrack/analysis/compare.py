@@ -72,8 +72,8 @@ import numpy as np
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 from .noise import (
-    SegmentNoise, agreement, finite, follow_up, held_level, held_median, positive, segment_noise, unseen_step,
-    young_level,
+    SegmentNoise, agreement, finite, follow_up, held_level, held_median, measured, positive, segment_noise,
+    unseen_step, young_level,
 )
 from .policy import EVIDENCE, HISTORY_WINDOW, ComparePolicy, Evidence
 
@@ -401,6 +401,11 @@ def compare_pair(
             went_back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
             if went_back:
                 state = "refuted"
+            elif held_value and (came := _confirmed_earlier(  # type: ignore[arg-type]
+                    after, history, a, later, policy, _changed(noise.deviation(a), ref.direction))):
+                return Row(**row, verdict="ambiguous", history_z=z, note=(
+                    f"the level the next commits hold began {came} commit{'s' if came > 1 else ''} before this one: "
+                    "the change came with it"))
             # A level no commit visited: suspected. A level commits visited, or a move a young history may not have
             # shown yet: only persistence tells.
             if (near >= 1 or z < z_bar) and state != "confirmed" and not by_density:
@@ -427,6 +432,43 @@ def compare_pair(
         changed = "unchanged"
     note = "; ".join(notes)
     return Row(**row, verdict=changed, history_z=z, state=state, note=note)
+
+
+def _started_before(history: Sequence[float], value: float, later: Sequence[float], threshold: float, back: int) -> int:
+    """How many commits before ``value`` the level it and the ``later`` commits hold began, when :mod:`.detect`
+    starts it at one of the newest ``back`` commits of ``history`` (beyond ``threshold``, the way ``value`` moved)
+    and not at ``value``; 0 otherwise."""
+    from .detect import find_steps
+
+    h = positive(history)
+    way = math.log(value) - float(np.median(np.log(h)))
+    starts = [h.size - s.index for s in find_steps([*h, value, *later])
+              if abs(math.log(s.ratio)) > math.log1p(threshold) and math.log(s.ratio) * way > 0]
+    return 0 if 0 in starts else min((k for k in starts if 1 <= k <= back), default=0)
+
+
+def _changed(deviation: float, direction: Direction) -> Verdict:
+    """The verdict on a move of ``deviation`` (log) from the series' level, for a metric of ``direction``."""
+    return "regressed" if (deviation > 0) == (direction is Direction.LOWER) else "improved"
+
+
+def _confirmed_earlier(after: Measurement, history: Sequence[float], value: float, later: Sequence[float],
+                       policy: ComparePolicy, verdict: Verdict) -> int:
+    """How many commits before ``value`` (at most ``confirm_window``) the level it and the ``later`` commits hold
+    began, when that commit, judged on the medians as this one is judged, was confirmed ``verdict`` there
+    (:func:`_started_before`); 0 otherwise. Against a segment that still holds the old level (detect splits after 8
+    commits), a commit on a slower runner just after a step was that step again, confirmed and failing the gate a
+    second time; a step whose first commit was left unconfirmed (a faster runner there) is still confirmed here, one
+    commit late."""
+    threshold = policy.threshold_for(after.benchmark, after.metric)
+    k = _started_before(history, value, later, threshold, policy.confirm_window)
+    if not k or len(history) <= k or not all(measured(v) for v in history[-k - 1:]):
+        return 0
+    bare = functools.partial(dataclasses.replace, after, samples=(), q1=None, q3=None, ci_low=None, ci_high=None,
+                             count=0, mean=None, p95=None, min=None, max=None)
+    earlier = compare_pair(bare(median=history[-k - 1]), bare(median=history[-k]), policy, history[:-k],
+                           [*history[len(history) - k + 1:], value, *later])
+    return k if (earlier.verdict, earlier.state) == (verdict, "confirmed") else 0
 
 
 @dataclass(frozen=True, slots=True)
