@@ -307,11 +307,11 @@ def compare_pair(
     if _failed(before):
         return Row(**base, verdict="fixed", before=before, after=after, threshold=thr)
 
-    measured = before
+    as_measured = before
     before = before.scaled(frame)
     b, a = float(before.median), float(after.median)  # type: ignore[arg-type]
     ratio = a / b if b else (1.0 if a == b else math.inf)
-    shown = a / float(measured.median) if frame != 1.0 and measured.median else ratio  # type: ignore[arg-type]
+    shown = a / float(as_measured.median) if frame != 1.0 and as_measured.median else ratio  # type: ignore[arg-type]
     # The noise model lives in log space: a value at or below 0 (a track_ benchmark's, the later commits' too: one
     # at 0 would read as not measured there) has none, nor a ratio beyond a float's range (1e-300 against 1e300).
     seen_later = [w if w is not None and math.isfinite(w) else None for w in later]
@@ -341,7 +341,7 @@ def compare_pair(
                      quartiles=history is not None)
         if decides or p_value else (False, None, "")
     )
-    row = dict(base, before=measured, after=after, ratio=shown, p_value=p, test=test, threshold=thr, near_threshold=edge)
+    row = dict(base, before=as_measured, after=after, ratio=shown, p_value=p, test=test, threshold=thr, near_threshold=edge)
     if ref.direction is Direction.NEUTRAL:
         return Row(**row, verdict="unchanged", note="neutral metric: never flagged" if beyond else "")
     if not beyond and not edge:
@@ -415,9 +415,10 @@ def compare_pair(
                     f"a young history ({len(noise.seen)} commits) needs {z_bar:.1f} deviations, {z:.1f} here"))
     if not beyond:
         return Row(**row, verdict="ambiguous", history_z=z, note=f"at the threshold edge ({effect:.1%} vs {thr:.0%})")
-    worse = (a > b) if ref.direction is Direction.LOWER else (a < b)
     if noise is not None:  # the level, not the before commit, says which way it moved
-        worse = (noise.deviation(a) > 0) == (ref.direction is Direction.LOWER)
+        changed = _changed(noise.deviation(a), ref.direction)
+    else:
+        changed = "regressed" if ((a > b) if ref.direction is Direction.LOWER else (a < b)) else "improved"
     notes = [f"×{ratio:.3f} with the before commit put in this run's frame (×{frame:.3f})"] if abs(math.log(frame)) > 0.01 else []
     if by_density:
         seen = len(noise.seen)  # type: ignore[union-attr]
@@ -426,7 +427,6 @@ def compare_pair(
     if went_back:
         notes.append(f"the next commits went back to the level of {went_back} commits before the last "
                      f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
-    changed = "regressed" if worse else "improved"
     if state == "refuted":  # the next commits left the level: never a change, as an A/B run that refutes it reads
         notes.insert(0, f"suspected {changed}; the next commits did not hold the level")
         changed = "unchanged"
