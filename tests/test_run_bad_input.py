@@ -124,6 +124,28 @@ def test_engine_cases_follow_asv_semantics(bad_run):
     assert cases[("broken", "{}")]["status"] == "failed"
 
 
+def test_a_run_reports_only_the_cases_it_started(bad_run):
+    """asv's file of a commit keeps the cases of earlier runs; a run's own are those asv started after it began,
+    however soon after the earlier run ended (a second of slack once took an earlier run's cases as this one's)."""
+    from datetime import datetime, timezone
+
+    from mmtrack.commands.run import _iter_asv_cases
+
+    (path,) = (bad_run["repo"] / ".asv" / "results" / MACHINE).glob(f"{bad_run['sha'][:8]}-*.json")
+    data = json.loads(path.read_text())
+    column = data["result_columns"].index("started_at")
+    started = {name: row[column] for name, row in data["results"].items()}
+    last = max(started, key=started.get)
+
+    def reported(since_ms: float) -> set[str]:
+        since = datetime.fromtimestamp(since_ms / 1000, timezone.utc)
+        return {case.benchmark for case in _iter_asv_cases(path, {}, since)}
+
+    assert reported(started[last] + 300) == set()
+    assert reported(started[last]) == {last}
+    assert reported(min(started.values())) == set(started)
+
+
 def test_leftovers_of_a_crashed_run_are_ingested_once_or_reported(bad_run):
     repo, env, sha, out = bad_run["repo"], bad_run["env"], bad_run["sha"], bad_run["proc"].stdout
     assert "half-written spool file" in out

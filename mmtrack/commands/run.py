@@ -493,7 +493,9 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterat
     from asv.results import Results
 
     res = Results.load(str(path))
-    since_ms = since.timestamp() * 1000 - 1000
+    # asv stamps each case when it starts, after this run began, rounded to the millisecond; a second of
+    # slack here once counted the cases of a run that ended under a second before this one started.
+    since_ms = since.timestamp() * 1000 - 1
     for key in sorted(res.get_all_result_keys()):
         if (res.started_at.get(key) or 0) < since_ms:
             continue
