@@ -26,7 +26,9 @@ for i in 0 1; do
     echo "fresh clone check: \$ ${commands[$i]}"
     start=$(date +%s)
     if ! quick_start "${commands[$i]}" > "$work/out$i.log" 2>&1; then
-        tail -n 40 "$work/out$i.log" >&2
+        # pytest's first failure (what was asserted), then the end of the log (which tests failed).
+        sed -n '/^=* FAILURES =*$/,/^=* short test summary/p' "$work/out$i.log" | head -n 60 >&2
+        grep -v '^SKIPPED' "$work/out$i.log" | tail -n 20 >&2
         echo "fresh clone check: FAILED: ${commands[$i]}" >&2
         exit 1
     fi

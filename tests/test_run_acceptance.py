@@ -142,7 +142,7 @@ def history(tmp_path_factory):
     env = asv_env(home, MMTRACK_DB=f"sqlite:///{root / 'store.db'}")
     repo = make_repo(root, env)
     shas, runs = [], []
-    for day, (work, message) in enumerate([(3000, "first"), (3000, "second, same code"), (6000, "twice the work")], 1):
+    for day, (work, message) in enumerate([(20000, "first"), (20000, "second, same code"), (40000, "twice the work")], 1):
         (repo / "benchmarks" / "bench_work.py").write_text(BENCH.format(work=work))
         shas.append(commit_all(repo, env, message, day))
         runs.append(run_cli("run", "--quick", cwd=repo, env=env))
