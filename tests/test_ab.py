@@ -361,13 +361,16 @@ def test_continuous_markdown_for_a_pr_comment(project):
     assert re.search(rf"A/B on testbox: A {shas[0][:8]} {env_note}, B {shas[1][:8]} {env_note}", proc.stdout)
 
 
-@pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds", "round alpha", "bisect round alpha"])
+@pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds", "round alpha", "bisect round alpha",
+                                  "bench selects nothing", "bisect bench selects nothing"])
 def test_bad_input_is_one_line_and_exit_2(project, case):
     repo, shas, env = project["repo"], project["shas"], project["env"]
     args = {"dirty": ["continuous", shas[0]], "missing base": ["continuous", "no-such-branch"],
             "max rounds": ["continuous", shas[0], "--max-rounds", "3"],
             "round alpha": ["continuous", shas[0], "--round-alpha", "0"],
-            "bisect round alpha": ["bisect", shas[0], shas[1], "-b", "crunch", "--round-alpha", "1"]}[case]
+            "bisect round alpha": ["bisect", shas[0], shas[1], "-b", "crunch", "--round-alpha", "1"],
+            "bench selects nothing": ["continuous", shas[0], shas[1], "-b", "crnch"],
+            "bisect bench selects nothing": ["bisect", shas[0], shas[2], "-b", "crnch"]}[case]
     if case == "dirty":
         (repo / "pyproject.toml").write_text((repo / "pyproject.toml").read_text() + "\n# edited\n")
     try:
@@ -375,12 +378,33 @@ def test_bad_input_is_one_line_and_exit_2(project, case):
     finally:
         git(repo, env, "checkout", "--", "pyproject.toml")
     assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
+    # One line, after the progress lines of the work done before the refusal (the first build, for -b).
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("building ")]
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert {"dirty": "uncommitted changes", "missing base": "git does not know 'no-such-branch'",
             "max rounds": "--max-rounds 3: below --rounds 6",
             "round alpha": "--round-alpha 0.0: a significance level between 0 and 1 (default 0.01)",
-            "bisect round alpha": "--round-alpha 1.0: a significance level between 0 and 1"}[case] in lines[0]
+            "bisect round alpha": "--round-alpha 1.0: a significance level between 0 and 1",
+            "bench selects nothing": "-b 'crnch' selects none of the 2 benchmark(s) asv discovers in the suite",
+            "bisect bench selects nothing": "-b 'crnch' selects none of the 2 benchmark(s)"}[case] in lines[0]
+
+
+def test_the_selection_is_read_by_asvs_own_discovery_in_the_first_build(project):
+    """-b is checked once the first commit is built (asv's rule: a parameterised benchmark's name with its
+    parameters matches too), so a typo costs one build, not every build and a round."""
+    from mmtrack.ab.interleave import build_side, discovered, make_plan
+
+    repo, shas = project["repo"], project["shas"]
+    suite = ["bench_ab.Crunch.time_crunch", "bench_ab.Crunch.track_crunch_engine"]
+
+    def selected(bench):
+        plan, top = make_plan(repo, None, "testbox", bench, 1)
+        side = build_side(plan, top, shas[0], "A")
+        return discovered(plan, side)
+
+    assert selected("engine") == (suite, suite[1:])
+    assert selected("crnch") == (suite, [])
+    assert selected(None) == (suite, suite)
 
 
 def test_run_confirm_re_measures_only_the_suspected_rows_and_stores_the_verdict(project, tmp_path):

@@ -33,7 +33,8 @@ from typing import Any, Callable
 from ..errors import UserError
 from ..results import MetricKey
 from ..vcs import git_output
-from .interleave import ROUND_ALPHA, ABPlan, ABResult, CaseKey, build_side, judge, round_ratios, run_interleaved
+from .interleave import (ROUND_ALPHA, ABPlan, ABResult, CaseKey, build_side, judge, refuse_empty_selection,
+                         round_ratios, run_interleaved)
 
 
 MIN_EFFECT = 0.02  # smallest GOOD → BAD change bisect looks for
@@ -117,6 +118,8 @@ class Bisector:
 
         if sha not in self.sides:
             s = build_side(self.plan, self.repo, sha, label)
+            if not self.sides:
+                refuse_empty_selection(self.plan, s)
             self.new_builds += 0 if s.env.cached else 1
             self.sides[sha] = s
         base = self.sides[sha]

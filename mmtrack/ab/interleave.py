@@ -397,6 +397,54 @@ def build_side(plan: ABPlan, repo: Path, sha: str, label: str) -> Side:
     return Side(label, commit, build_env(repo, sha, env_cache(plan), plan.config))
 
 
+def discovered(plan: ABPlan, side: Side) -> tuple[list[str], list[str]] | None:
+    """(all, selected): the working tree's benchmarks as asv's discovery finds them in ``side``'s build, and
+    those ``plan.bench`` selects by asv's own rule (a parameterised benchmark's name with its parameters
+    counts too); None when discovery fails there, whose error the rounds then report as asv's."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from asv.benchmarks import Benchmarks
+    from asv.runner import BENCHMARK_RUN_SCRIPT
+
+    bench_dir = (plan.config_path.parent / str(plan.config.get("benchmark_dir", "benchmarks"))).resolve()
+    with tempfile.TemporaryDirectory(prefix="mmtrack-discover-") as tmp:
+        prepared = prepared_for(plan, side, Path(tmp))
+        env = side_environ(prepared, prepared.config_path.parent)
+        # What asv's environments do before running anything in them.
+        path = env.pop("ASV_PYTHONPATH", None)
+        env.pop("PYTHONPATH", None)
+        if path:
+            env["PYTHONPATH"] = path
+        out = Path(tmp) / "benchmarks.json"
+        cmd = [str(side.env.python), BENCHMARK_RUN_SCRIPT, "discover", str(bench_dir), str(out)]
+        try:
+            subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, timeout=600, check=True)
+            found = json.loads(out.read_text())
+            chosen = Benchmarks(SimpleNamespace(benchmark_dir=str(bench_dir)), found, regex=plan.bench)
+        except (OSError, ValueError, TypeError, KeyError, subprocess.SubprocessError):
+            return None
+    return sorted(b["name"] for b in found), sorted(chosen.keys())
+
+
+def refuse_empty_selection(plan: ABPlan, side: Side) -> None:
+    """A ``-b`` that selects nothing is refused after the first build, not after every build and a round."""
+    from ..errors import UserError
+
+    if not plan.bench:
+        return
+    names = discovered(plan, side)
+    if names is None or names[1]:
+        return
+    suite, _ = names
+    some = ", ".join(suite[:3]) + (", ..." if len(suite) > 3 else "")
+    raise UserError(
+        f"-b {plan.bench!r} selects none of the {len(suite)} benchmark(s) asv discovers in the suite"
+        + (f" ({some})" if suite else "")
+        + "; it is a regular expression searched in each benchmark's full name, so pick one that matches"
+    )
+
+
 def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
                  progress: Callable[[str], None] | None = None) -> ABResult:
     """Build (or reuse) both commits and run the interleaved rounds."""
@@ -404,6 +452,7 @@ def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
         same = " (the same commit: an A/A run, which measures this machine's noise)" if base_sha == head_sha else ""
         progress(f"building {base_sha[:8]} and {head_sha[:8]}{same}")
     base = build_side(plan, repo, base_sha, "A")
+    refuse_empty_selection(plan, base)
     head = build_side(plan, repo, head_sha, "B")
     return run_interleaved(plan, base, head, progress)
 
