@@ -285,10 +285,15 @@ def bench_regex(rows: Sequence[Any]) -> str:
     return "^(" + "|".join(sorted({re.escape(r.benchmark) for r in rows})) + ")$"
 
 
+def _suite_dir(plan: ABPlan) -> Path:
+    """The working tree's benchmark folder: the suite both sides run, as asv does for every commit."""
+    return (plan.config_path.parent / str(plan.config.get("benchmark_dir", "benchmarks"))).resolve()
+
+
 def _derived_config(plan: ABPlan, folder: Path) -> Path:
     derived = dict(plan.config)
     root = plan.config_path.parent
-    derived["benchmark_dir"] = str((root / str(plan.config.get("benchmark_dir", "benchmarks"))).resolve())
+    derived["benchmark_dir"] = str(_suite_dir(plan))
     derived["results_dir"] = str(folder / "results")
     derived["html_dir"] = str(folder / "html")
     derived["env_dir"] = str(folder / "env")
@@ -407,7 +412,7 @@ def discovered(plan: ABPlan, side: Side) -> tuple[list[str], list[str]] | None:
     from asv.benchmarks import Benchmarks
     from asv.runner import BENCHMARK_RUN_SCRIPT
 
-    bench_dir = (plan.config_path.parent / str(plan.config.get("benchmark_dir", "benchmarks"))).resolve()
+    bench_dir = _suite_dir(plan)
     with tempfile.TemporaryDirectory(prefix="mmtrack-discover-") as tmp:
         prepared = prepared_for(plan, side, Path(tmp))
         env = side_environ(prepared, prepared.config_path.parent)
