@@ -26,9 +26,11 @@ for i in 0 1; do
     echo "fresh clone check: \$ ${commands[$i]}"
     start=$(date +%s)
     if ! quick_start "${commands[$i]}" > "$work/out$i.log" 2>&1; then
-        # pytest's first failure (what was asserted), then the end of the log (which tests failed).
-        sed -n '/^=* FAILURES =*$/,/^=* short test summary/p' "$work/out$i.log" | head -n 60 >&2
-        grep -v '^SKIPPED' "$work/out$i.log" | tail -n 20 >&2
+        # The end of the log (which tests failed), then the end of pytest's first failure (what it asserted):
+        # last, so that a CI summary that keeps only the last lines still shows why.
+        grep -v '^SKIPPED' "$work/out$i.log" | tail -n 25 >&2
+        awk '/^___+ .* ___+$/ { n++ } n == 1 && !/^=+ short test summary/ { print } /^=+ short test summary/ { exit }' \
+            "$work/out$i.log" | tail -n 30 >&2
         echo "fresh clone check: FAILED: ${commands[$i]}" >&2
         exit 1
     fi
