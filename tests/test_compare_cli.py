@@ -134,6 +134,40 @@ def test_later_commits_confirm_and_the_gate_fails_once_confirmed(metpy_store):
     assert not [r for r in out.comparison.decided if r.benchmark == s["b"]]
 
 
+def test_a_commit_an_ab_run_settled_fails_the_gate_once_not_again_when_history_decides_it(metpy_store):
+    """History alone only suspects; `mmtrack run --confirm` measured the pair A/B on the machine and confirmed it
+    there (the gate failed at that commit). Four commits later history confirms the same step: that commit is
+    not decided again, so the gate does not fail a second time, on a commit that did not cause it."""
+    from sqlalchemy import delete
+
+    from mmtrack.store.models import ABVerdict
+
+    s = metpy_store
+    step = run_compare(CompareRequest(a=s["shas"][-13][:10], b=s["shas"][-12][:10], db=s["db"]))
+    row = next(r for r in step.comparison.rows if r.benchmark == s["b"])
+    store = open_store(s["db"])
+    try:
+        with store.session() as session:
+            session.add(ABVerdict(
+                machine=step.before.machine, environment=step.before.environment, benchmark=row.benchmark,
+                params=row.params, section=row.metric.section, metric=row.metric.name, unit=row.metric.unit,
+                before_sha=s["shas"][-13], after_sha=s["shas"][-12], state="confirmed", ratio=1.5, p_value=1e-6,
+                rounds=6, note="", created_at=datetime.now(timezone.utc)))
+            session.commit()
+        out = run_compare(CompareRequest(a=s["shas"][-9][:10], b=s["shas"][-8][:10], db=s["db"],
+                                         fail_on=("regression",)), store=store)
+        assert not [r for r in out.comparison.decided if r.benchmark == s["b"]]
+        assert s["b"] not in [r.benchmark for r in out.failing]
+    finally:
+        with store.session() as session:
+            session.execute(delete(ABVerdict))
+            session.commit()
+        store.close()
+    # Without it, history decides it there, as before (test_later_commits_confirm_and_the_gate_fails_once_confirmed).
+    out = run_compare(CompareRequest(a=s["shas"][-9][:10], b=s["shas"][-8][:10], db=s["db"], fail_on=("regression",)))
+    assert [(r.verdict, r.state) for r in out.comparison.decided if r.benchmark == s["b"]] == [("regressed", "confirmed")]
+
+
 @pytest.fixture(scope="module")
 def runner_store(tmp_path_factory):
     """The real MetPy history as if measured on CI runners: seven of its commits ran on a runner type that

@@ -65,7 +65,7 @@ import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -740,13 +740,14 @@ def compare_measurements(
 
 def _decisions(
     points: Sequence[Measurement], labels: Sequence[str], policy: ComparePolicy, window: int,
-    frames: "SuiteFrames | None" = None,
+    frames: "SuiteFrames | None" = None, settled: Collection[str] = (),
 ) -> list[tuple[int, Row, list[float], str | None]]:
     """(index, row, history as measured, what a known runner type's frame said) of each earlier commit of one
     series whose suspicion its last commit settles; with ``frames`` (the run's, :mod:`.frames`), judged in the
     frame of that commit's run as :func:`compare_measurements` judges the newest commit. What the frame said, on
     a runner type other than the usual one: ``"own"``, a flag in its frame (the row); ``"runner"``, nothing
-    beyond what that runner does to the series (the row is the plain one); None elsewhere."""
+    beyond what that runner does to the series (the row is the plain one); None elsewhere. The commits labelled
+    in ``settled`` are left out: a same-machine A/B run settled them already."""
     medians = [m.median if m.status == "ok" and m.median is not None else math.nan for m in points]
     last = len(points) - 1
     case = points[-1].case
@@ -772,6 +773,8 @@ def _decisions(
 
     out: list[tuple[int, Row, list[float], str | None]] = []
     for j in range(max(1, last - policy.confirm_window), last):
+        if labels[j] in settled:
+            continue
         row, said = None, None
         if frames is not None and frames.known(labels[j]):  # as compare_measurements judges the newest commit
             row = decision(j, True)
@@ -804,13 +807,17 @@ def decided_in_run(
     tails: Mapping[Case, tuple[Sequence[Measurement], Sequence[str]]],
     policy: ComparePolicy | None = None,
     window: int = HISTORY_WINDOW,
+    settled: Mapping[Case, Collection[str]] | None = None,
 ) -> list[Row]:
     """:func:`decided_by_last` over every series of one run, each decision read against the run's shift.
 
     ``tails`` maps each case to its measurements and commit labels, oldest first, all ending with the
     run's commit. A confirmation that the whole run made at the commit it was suspected at, and every
     run after it too, is ambiguous (:func:`_explained_by_run`), as :func:`compare_measurements` judges
-    the newest commit: a runner pool that changed fails no gate four commits later.
+    the newest commit: a runner pool that changed fails no gate four commits later. ``settled``: per case,
+    the labels of the commits a same-machine A/B run confirmed or refuted at their own run (``mmtrack run
+    --confirm``); history does not decide them again, so that what A/B confirmed fails the gate once, at its
+    commit, and what it refuted never fails it.
     """
     from .frames import fit_frames
 
@@ -836,7 +843,7 @@ def decided_in_run(
 
     out: list[Row] = []
     for case, (points, labels) in tails.items():
-        for j, row, history, said in _decisions(points, labels, policy, window, frames):
+        for j, row, history, said in _decisions(points, labels, policy, window, frames, (settled or {}).get(case, ())):
             if said == "own":  # the series' own move beyond its runner's level: that run's shift is already out
                 out.append(row)
                 continue

@@ -195,6 +195,11 @@ def series_context(
     tails: dict[tuple[str, str, MetricKey], tuple[list[Measurement], list[str]]] = {}
     skipped = set(skipped) if same_series else set()
     before_labels: dict[tuple[str, str, MetricKey], str] = {}
+    # What same-machine A/B runs (mmtrack run --confirm) settled, per (series, after sha): history does not
+    # decide those commits again.
+    by_ab = {k for k, v in q.load_ab_verdicts(store, machine=before.machine).items()
+             if v["state"] in ("confirmed", "refuted")} if same_series else set()
+    settled: dict[tuple[str, str, MetricKey], set[str]] = {}
     for case in [*cases, *sorted(skipped)]:
         bench, params, metric = case
         pts = q.series(store, SeriesKey(before.machine, before.environment, bench, params, metric))
@@ -224,8 +229,11 @@ def series_context(
             tail = tail[1:]
         if len(tail) > 2:
             tails[case] = ([p.measurement for p in tail], [p.commit.short for p in tail])
+            key = SeriesKey(before.machine, before.environment, bench, params, metric)
+            if done := {p.commit.short for p in tail if (key, p.commit.sha) in by_ab}:
+                settled[case] = done
     # Decided across the run, so that a runner change confirmed in every series is no regression of each.
-    out.decided.extend(decided_in_run(tails, policy, window))
+    out.decided.extend(decided_in_run(tails, policy, window, settled))
     if same_series:
         before_of = before_labels if out.stand_ins else before.commit.sha
         out.labels = RunLabels(before_of, after.commit.sha, history_labels, later_labels)  # type: ignore[union-attr]
