@@ -134,37 +134,58 @@ def test_later_commits_confirm_and_the_gate_fails_once_confirmed(metpy_store):
     assert not [r for r in out.comparison.decided if r.benchmark == s["b"]]
 
 
-def test_a_commit_an_ab_run_settled_fails_the_gate_once_not_again_when_history_decides_it(metpy_store):
-    """History alone only suspects; `mmtrack run --confirm` measured the pair A/B on the machine and confirmed it
-    there (the gate failed at that commit). Four commits later history confirms the same step: that commit is
-    not decided again, so the gate does not fail a second time, on a commit that did not cause it."""
+def test_a_pair_an_ab_run_settled_reads_as_it_did_and_fails_the_gate_once(metpy_store):
+    """History alone only suspects; `mmtrack run --confirm` measured the pair A/B on the machine and stored its
+    verdict. compare of that pair reads the A/B verdict (its evidence as the note). Four commits later history
+    confirms the same step: that commit is not decided again, so the gate does not fail a second time, on a
+    commit that did not cause it. A suspicion A/B refuted fails nothing, even with --fail-on suspected."""
     from sqlalchemy import delete
 
     from mmtrack.store.models import ABVerdict
 
     s = metpy_store
-    step = run_compare(CompareRequest(a=s["shas"][-13][:10], b=s["shas"][-12][:10], db=s["db"]))
-    row = next(r for r in step.comparison.rows if r.benchmark == s["b"])
+    shas = s["shas"]
+    step = run_compare(CompareRequest(a=shas[-13][:10], b=shas[-12][:10], db=s["db"]))
+    newest = run_compare(CompareRequest(a=shas[-2][:10], b=shas[-1][:10], db=s["db"]))
+    b_row = next(r for r in step.comparison.rows if r.benchmark == s["b"])
+    a_row = next(r for r in newest.comparison.rows if r.benchmark == s["a"])
+    assert (a_row.verdict, a_row.state) == ("regressed", "suspected")
+
+    def verdict(row, before, after, state, ratio):
+        return ABVerdict(machine=step.before.machine, environment=step.before.environment, benchmark=row.benchmark,
+                         params=row.params, section=row.metric.section, metric=row.metric.name, unit=row.metric.unit,
+                         before_sha=before, after_sha=after, state=state, ratio=ratio, p_value=1e-6, rounds=6,
+                         note="", created_at=datetime.now(timezone.utc))
+
     store = open_store(s["db"])
     try:
         with store.session() as session:
-            session.add(ABVerdict(
-                machine=step.before.machine, environment=step.before.environment, benchmark=row.benchmark,
-                params=row.params, section=row.metric.section, metric=row.metric.name, unit=row.metric.unit,
-                before_sha=s["shas"][-13], after_sha=s["shas"][-12], state="confirmed", ratio=1.5, p_value=1e-6,
-                rounds=6, note="", created_at=datetime.now(timezone.utc)))
+            session.add(verdict(b_row, shas[-13], shas[-12], "confirmed", 1.5))
+            session.add(verdict(a_row, shas[-2], shas[-1], "refuted", 1.01))
             session.commit()
-        out = run_compare(CompareRequest(a=s["shas"][-9][:10], b=s["shas"][-8][:10], db=s["db"],
-                                         fail_on=("regression",)), store=store)
+        out = run_compare(CompareRequest(a=shas[-13][:10], b=shas[-12][:10], db=s["db"]), store=store)
+        row = next(r for r in out.comparison.rows if r.benchmark == s["b"])
+        assert (row.verdict, row.state, row.note) == ("regressed", "confirmed", "A/B ×1.500, p=1e-06, 6 rounds")
+        out = run_compare(CompareRequest(a=shas[-9][:10], b=shas[-8][:10], db=s["db"], fail_on=("regression",)),
+                          store=store)
         assert not [r for r in out.comparison.decided if r.benchmark == s["b"]]
         assert s["b"] not in [r.benchmark for r in out.failing]
+        out = run_compare(CompareRequest(a=shas[-2][:10], b=shas[-1][:10], db=s["db"], fail_on=("suspected",)),
+                          store=store)
+        row = next(r for r in out.comparison.rows if r.benchmark == s["a"])
+        assert (row.verdict, row.state) == ("unchanged", "refuted")
+        assert row.note == "suspected regressed; A/B ×1.010, p=1e-06, 6 rounds refuted it"
+        assert s["a"] not in [r.benchmark for r in out.failing]
+        # A verdict on another pair (A/B of the commit before A, say) is not this pair's.
+        out = run_compare(CompareRequest(a=shas[-14][:10], b=shas[-12][:10], db=s["db"]), store=store)
+        assert next(r for r in out.comparison.rows if r.benchmark == s["b"]).note != "A/B ×1.500, p=1e-06, 6 rounds"
     finally:
         with store.session() as session:
             session.execute(delete(ABVerdict))
             session.commit()
         store.close()
-    # Without it, history decides it there, as before (test_later_commits_confirm_and_the_gate_fails_once_confirmed).
-    out = run_compare(CompareRequest(a=s["shas"][-9][:10], b=s["shas"][-8][:10], db=s["db"], fail_on=("regression",)))
+    # Without them, history decides the step there, as before (test_later_commits_confirm_and_the_gate_fails_once_confirmed).
+    out = run_compare(CompareRequest(a=shas[-9][:10], b=shas[-8][:10], db=s["db"], fail_on=("regression",)))
     assert [(r.verdict, r.state) for r in out.comparison.decided if r.benchmark == s["b"]] == [("regressed", "confirmed")]
 
 

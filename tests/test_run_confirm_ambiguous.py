@@ -11,6 +11,8 @@ re-measured, and the run says which benchmark it left out.
 
 from __future__ import annotations
 
+import re
+
 import sqlite3
 
 import pytest
@@ -71,8 +73,11 @@ def test_confirm_ambiguous_measures_the_larger_move_a_b_and_the_gate_fails_on_wh
             and "the A/B run measured it regressed; history left it ambiguous (within the series' own noise)" in out), \
         out[-3000:]
     assert proc.returncode == 1, out[-2000:]
+    # The failing line gives the same A/B evidence as the confirmed line: ratio, p-value, rounds.
+    evidence = re.search(r"confirmed: bench_size\.Sizes\.track_size value \[unit\]: (A/B ×1\.250, p=\S+, \d+ rounds)", out)
+    assert evidence, out[-3000:]
     assert ("--fail-on regression: 1 row(s) fail this commit: bench_size.Sizes.track_size value [unit] regressed "
-            "(confirmed): A/B ×1.250") in out
+            f"(confirmed): {evidence.group(1)}") in out, out[-3000:]
     with sqlite3.connect(history["db"]) as con:
         rows = con.execute("select benchmark, state, ratio, before_sha, after_sha from ab_verdict").fetchall()
     shas = history["shas"]

@@ -967,6 +967,27 @@ def series_steps(
     return out
 
 
+def settled_by_ab(row: Row, state: str, ratio: float | None, p_value: float | None = None, rounds: int = 0) -> Row:
+    """``row`` as a same-machine A/B run of its pair settled it (``mmtrack run --confirm``): ``confirmed``, the change
+    it measured (a row history left ambiguous reads as that change); ``refuted``, unchanged. The A/B evidence is the
+    note now, not history's doubt; any other state leaves the row as history read it."""
+    if state == "refuted":
+        verdict: Verdict = "unchanged"
+    elif state != "confirmed":
+        return row
+    elif row.verdict in ("regressed", "improved"):
+        verdict = row.verdict
+    elif ratio and ratio > 0 and ratio != 1:
+        verdict = _changed(math.log(ratio), row.direction)
+    else:
+        return row
+    evidence = (f"A/B ×{ratio:.3f}" if ratio else "A/B") + (f", p={p_value:.2g}" if p_value is not None else "") + (
+        f", {rounds} rounds" if rounds else "")
+    if state == "refuted" and row.verdict in ("regressed", "improved"):
+        evidence = f"suspected {row.verdict}; {evidence} refuted it"
+    return dataclasses.replace(row, verdict=verdict, state=state, note=evidence)  # type: ignore[arg-type]
+
+
 def failing_rows(comparison: Comparison, fail_on: Iterable[str] = ("regression",)) -> list[Row]:
     """The rows that make ``--fail-on`` fail; "failed" gates only newly failing rows.
 
@@ -1007,6 +1028,7 @@ __all__ = [
     "run_shift",
     "decided_by_last",
     "decided_in_run",
+    "settled_by_ab",
     "series_history",
     "series_history_at",
     "series_later",

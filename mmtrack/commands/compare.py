@@ -26,6 +26,7 @@ from ..analysis.compare import (
     series_history,
     series_history_at,
     series_later,
+    settled_by_ab,
 )
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..results import CommitInfo, Measurement, MetricKey, SeriesKey
@@ -160,6 +161,8 @@ class SeriesContext:
     history: dict[tuple[str, str, MetricKey], list[float]] = field(default_factory=dict)
     later: dict[tuple[str, str, MetricKey], list[float]] = field(default_factory=dict)
     decided: list[Row] = field(default_factory=list)
+    # B's cases that a same-machine A/B run of A against B settled (mmtrack run --confirm): the stored verdict
+    ab: dict[tuple[str, str, MetricKey], dict[str, Any]] = field(default_factory=dict)
     labels: RunLabels | None = None  # the commit of each history and later value, when A and B share a series
     # A case measured at B whose series skipped A: its own commit before B (older than A), as the pages judge it.
     stand_ins: dict[tuple[str, str, MetricKey], tuple[Measurement, CommitInfo]] = field(default_factory=dict)
@@ -197,8 +200,8 @@ def series_context(
     before_labels: dict[tuple[str, str, MetricKey], str] = {}
     # What same-machine A/B runs (mmtrack run --confirm) settled, per (series, after sha): history does not
     # decide those commits again.
-    by_ab = {k for k, v in q.load_ab_verdicts(store, machine=before.machine).items()
-             if v["state"] in ("confirmed", "refuted")} if same_series else set()
+    by_ab = {k: v for k, v in q.load_ab_verdicts(store, machine=before.machine).items()
+             if v["state"] in ("confirmed", "refuted")} if same_series else {}
     settled: dict[tuple[str, str, MetricKey], set[str]] = {}
     for case in [*cases, *sorted(skipped)]:
         bench, params, metric = case
@@ -221,6 +224,10 @@ def series_context(
         if at is None:
             continue
         version = pts[at].measurement.version
+        key = SeriesKey(before.machine, before.environment, bench, params, metric)
+        verdict = by_ab.get((key, after.commit.sha))  # type: ignore[union-attr]
+        if verdict is not None and verdict["before_sha"] == before.commit.sha:
+            out.ab[case] = verdict
         out.later[case] = series_later(measurements, at, policy)
         later_labels[case] = [p.commit.sha for p in pts[at + 1 : at + 1 + len(out.later[case])]]
         # B's own series up to B, same code version: the commits whose suspicion B may settle.
@@ -229,7 +236,6 @@ def series_context(
             tail = tail[1:]
         if len(tail) > 2:
             tails[case] = ([p.measurement for p in tail], [p.commit.short for p in tail])
-            key = SeriesKey(before.machine, before.environment, bench, params, metric)
             if done := {p.commit.short for p in tail if (key, p.commit.sha) in by_ab}:
                 settled[case] = done
     # Decided across the run, so that a runner change confirmed in every series is no regression of each.
@@ -329,6 +335,10 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
     )
     if context.stand_ins:
         comparison = _with_stand_in_notes(comparison, context.stand_ins, before.label)
+    if context.ab:  # the pair measured A/B on the machine: its verdict, not history's suspicion
+        comparison = dataclasses.replace(comparison, rows=tuple(
+            r if (v := context.ab.get((r.benchmark, r.params, r.metric))) is None
+            else settled_by_ab(r, v["state"], v["ratio"], v["p_value"], v["rounds"]) for r in comparison.rows))
     failing = failing_rows(comparison, request.fail_on) if request.fail_on else []
     return CompareOutcome(comparison, before, after, failing)
 

@@ -635,7 +635,7 @@ def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[st
     as the change A/B measured (``--confirm-ambiguous``)."""
     import dataclasses
 
-    from ..analysis.compare import failing_rows
+    from ..analysis.compare import failing_rows, settled_by_ab
 
     if outcome.comparison is None:
         return []
@@ -644,11 +644,7 @@ def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[st
     if by_ab:
         def settle(r: Any) -> Any:
             c = by_ab.get((r.benchmark, r.params, r.metric))
-            if c is None:
-                return r
-            verdict, state = c.settled()  # type: ignore[misc]
-            note = f"A/B ×{c.ratio:.3f}" if c.ratio else r.note  # the evidence now, not history's doubt
-            return dataclasses.replace(r, verdict=verdict, state=state, note=note)
+            return r if c is None else settled_by_ab(r, c.state, c.ratio, c.p_value, c.rounds)
 
         comparison = dataclasses.replace(comparison, rows=tuple(settle(r) for r in comparison.rows))
     return failing_rows(comparison, fail_on)
