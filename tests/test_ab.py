@@ -520,9 +520,9 @@ def test_confirm_ambiguous_adds_the_rows_history_could_not_decide_and_the_gate_r
     assert [r.benchmark for r in rows_to_confirm(comparison)] == ["s.suspect"]
     assert [r.benchmark for r in rows_to_confirm(comparison, ambiguous=True)] == ["s.suspect", "s.a", "s.b", "s.c"]
     outcome = SimpleNamespace(comparison=SimpleNamespace(comparison=comparison))
-    ab = [Confirmation(rows[1], "confirmed", 1.3, 0.001, 6, ab_verdict="regressed"),
-          Confirmation(rows[2], "refuted", 1.0, 0.6, 6, ab_verdict="unchanged"),
-          Confirmation(rows[3], "ambiguous", 1.1, 0.05, 6, ab_verdict="ambiguous")]
+    ab = [Confirmation(rows[1], "confirmed", 1.3, 0.001, 6),
+          Confirmation(rows[2], "refuted", 1.0, 0.6, 6),
+          Confirmation(rows[3], "ambiguous", 1.1, 0.05, 6)]
     assert [c.settled() for c in ab] == [("regressed", "confirmed"), ("unchanged", "refuted"), None]
     names = lambda failing: sorted(r.benchmark for r in failing)  # noqa: E731
     # A/B measured a regression where history could not tell: it fails the commit as a confirmed regression ...

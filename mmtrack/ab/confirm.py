@@ -44,16 +44,16 @@ class Confirmation:
     p_value: float | None
     rounds: int
     note: str = ""
-    ab_verdict: str | None = None  # the A/B run's verdict on the row's metric (None: not measured)
 
     def settled(self) -> tuple[str, str] | None:
-        """(verdict, state) the row reads once the A/B run settled it; None while it is undecided. A row history left
-        ambiguous reads as the change the A/B run measured, or as unchanged when it measured none."""
+        """(verdict, state) the row reads once the A/B run settled it (:func:`..analysis.compare.settled_by_ab`, as
+        the gate and ``compare`` read it); None while it is undecided."""
+        from ..analysis.compare import settled_by_ab
+
         if self.state not in (CONFIRMED, REFUTED):
             return None
-        if self.row.verdict != AMBIGUOUS:
-            return self.row.verdict, self.state
-        return (self.ab_verdict if self.state == CONFIRMED else "unchanged"), self.state  # type: ignore[return-value]
+        row = settled_by_ab(self.row, self.state, self.ratio, self.p_value, self.rounds)
+        return row.verdict, row.state  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
@@ -147,8 +147,7 @@ def confirm(project: Path, config: Path | None, machine: str, before: str, after
             why = f"history left it ambiguous ({row.note})" if row.note else "history left it ambiguous"
             note = "; ".join(filter(None, [f"the A/B run measured it {ab.verdict}" if ab else "", why, note]))
         report.confirmations.append(Confirmation(
-            row, state, ab.ratio if ab else None, ab.p_value if ab else None, len(result.order) // 2, note=note,
-            ab_verdict=ab.verdict if ab else None))
+            row, state, ab.ratio if ab else None, ab.p_value if ab else None, len(result.order) // 2, note=note))
     report.seconds = result.seconds
     return report, result
 

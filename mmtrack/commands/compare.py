@@ -205,7 +205,8 @@ def series_context(
     settled: dict[tuple[str, str, MetricKey], set[str]] = {}
     for case in [*cases, *sorted(skipped)]:
         bench, params, metric = case
-        pts = q.series(store, SeriesKey(before.machine, before.environment, bench, params, metric))
+        key = SeriesKey(before.machine, before.environment, bench, params, metric)
+        pts = q.series(store, key)
         if case in skipped:
             idx = _own_before(pts, before.commit, after.commit)  # type: ignore[arg-type]
             if idx is not None:
@@ -224,7 +225,6 @@ def series_context(
         if at is None:
             continue
         version = pts[at].measurement.version
-        key = SeriesKey(before.machine, before.environment, bench, params, metric)
         verdict = by_ab.get((key, after.commit.sha))  # type: ignore[union-attr]
         if verdict is not None and verdict["before_sha"] == before.commit.sha:
             out.ab[case] = verdict
