@@ -52,12 +52,12 @@ def test_bench_reports_the_cuda_examples_as_skipped_without_a_gpu():
     if cuda.cuda_unavailable_reason() is None:
         pytest.skip("a GPU is present: the examples run instead of skipping")
     out = subprocess.run(
-        [sys.executable, "-m", "mmtrack", "bench", "benchmarks/examples", "-k", "cuda", "--quick", "--no-save", "--compare", "none"],
+        [sys.executable, "-m", "mmtrack", "bench", "examples", "-k", "cuda", "--quick", "--no-save", "--compare", "none"],
         env=_env(), capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     skipped = [line for line in out.stdout.splitlines() if line.startswith("skipped ")]
     assert len(skipped) == 4
     assert all(line.endswith(": CuPy is not installed (see docs/cuda.md)") or "CUDA" in line for line in skipped)
-    assert {line.split(":")[0].split(".")[1] for line in skipped} == {"cuda_event_backend", "cuda_gemm"}
+    assert {line.split(":")[0].split()[1].split(".")[0] for line in skipped} == {"cuda_event_backend", "cuda_gemm"}
     assert "4 benchmark cases: 0 ok, 0 failed, 4 skipped" in out.stdout

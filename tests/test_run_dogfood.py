@@ -1,4 +1,5 @@
-"""The project's own asv.conf.json and benchmarks/ run under `mmtrack run`.
+"""The project's own asv.conf.json and benchmarks/ (mmtrack's own suite; the user examples are in examples/)
+run under `mmtrack run`.
 
 The suite is copied into a fresh git repo (the developer's tree may be dirty,
 and a dirty tree is refused), with the project's config unchanged.
@@ -23,11 +24,11 @@ def test_project_suite_runs_under_mmtrack_run(tmp_path):
     (repo / ".gitignore").write_text(".asv/\n.mmtrack/\n__pycache__/\n")
     git(repo, env, "init", "-q", "-b", "main")
     sha = commit_all(repo, env, "copy of the project's suite", 1)
-    proc = run_cli("run", "--quick", "-b", "import_mmtrack|track_crc32", cwd=repo, env=env)
+    proc = run_cli("run", "--quick", "-b", "import_mmtrack|Tiny.track_tiny", cwd=repo, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 benchmark cases: 2 ok" in proc.stdout
     rows = results_of(repo, sha)["results"]
-    assert set(rows) == {"bench_import.ImportTime.track_import_mmtrack", "examples.basic.Basic.track_crc32"}
+    assert set(rows) == {"bench_import.ImportTime.track_import_mmtrack", "bench_worker.Tiny.track_tiny"}
     imp = engine_cases(repo, sha)[("bench_import.ImportTime.track_import_mmtrack", "{}")]
     assert imp["status"] == "ok"
     assert imp["metrics"]["import_ms"] > 0 and imp["metrics"]["modules_loaded"] >= 1
