@@ -65,4 +65,4 @@ def test_without_a_gpu_it_exits_3_with_one_line():
     out = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 3
-    assert out.stdout == "gpu_check: no GPU to check: CuPy is not installed (see docs/cuda.md)\n"
+    assert out.stdout == "gpu_check: no GPU to check: CuPy is not installed (see docs/reference/cuda.md)\n"

@@ -43,7 +43,7 @@ def test_the_lazy_export_is_the_class_and_unknown_names_still_fail():
 def test_without_cupy_the_reason_is_one_line_and_building_the_backend_says_why(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` raise ImportError
     reason = cuda.cuda_unavailable_reason()
-    assert reason == "CuPy is not installed (see docs/cuda.md)"
+    assert reason == "CuPy is not installed (see docs/reference/cuda.md)"
     with pytest.raises(cuda.CudaUnavailableError, match="needs CuPy and a CUDA device: CuPy is not installed"):
         cuda.CudaEventBackend()
 
@@ -58,6 +58,6 @@ def test_bench_reports_the_cuda_examples_as_skipped_without_a_gpu():
     assert out.returncode == 0, out.stdout + out.stderr
     skipped = [line for line in out.stdout.splitlines() if line.startswith("skipped ")]
     assert len(skipped) == 4
-    assert all(line.endswith(": CuPy is not installed (see docs/cuda.md)") or "CUDA" in line for line in skipped)
+    assert all(line.endswith(": CuPy is not installed (see docs/reference/cuda.md)") or "CUDA" in line for line in skipped)
     assert {line.split(":")[0].split()[1].split(".")[0] for line in skipped} == {"cuda_event_backend", "cuda_gemm"}
     assert "4 benchmark cases: 0 ok, 0 failed, 4 skipped" in out.stdout

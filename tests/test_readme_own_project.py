@@ -2,7 +2,8 @@
 
 A tiny package with an asv suite in a temporary git repository, a fresh HOME and a virtual environment of
 its own (the user's): the README's commands run there unchanged, with real asv. The guide's page
-(docs/guide/own-project.md) shows the same commands, and a test here holds it to them.
+(docs/guide/own-project.md) shows the same commands, and a test here holds it to them; the A/B guide's
+commands (docs/guide/ab.md) run on the two commits this leaves.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from doccheck import REPO, command_blocks
 
 README = REPO / "README.md"
 GUIDE = REPO / "docs" / "guide" / "own-project.md"
+AB_GUIDE = REPO / "docs" / "guide" / "ab.md"
 MARKER = "run by tests/test_readme_own_project.py"
 
 PYPROJECT = """\
@@ -145,3 +147,8 @@ def test_readme_own_project_commands_run_as_written(tmp_path):
     assert "compared with the previous commit" in run_output and "regressed" in run_output
     assert "bench_total.Total.track_total" in compare_output and "regressed" in compare_output
     assert (project / "site" / "index.html").exists()
+
+    (continuous, bisect), = own_project_blocks(AB_GUIDE)  # the A/B guide: the same two commits, on this machine
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, env=env, capture_output=True, text=True).stdout
+    assert "regressed" in run_as_written(continuous, project, env)
+    assert head[:8] in run_as_written(bisect, project, env)

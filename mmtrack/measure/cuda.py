@@ -89,7 +89,7 @@ def cuda_unavailable_reason() -> str | None:
     try:
         import cupy
     except ImportError:
-        return "CuPy is not installed (see docs/cuda.md)"
+        return "CuPy is not installed (see docs/reference/cuda.md)"
     except Exception as exc:  # noqa: BLE001  (a broken CUDA install can fail at import)
         return f"CuPy failed to import: {type(exc).__name__}: {exc}"
     try:
