@@ -2,6 +2,8 @@
 # The README's quick start, exactly as a new user runs it: clone this repository into an empty folder
 # (no ../shared beside it), make a fresh virtual environment and a fresh HOME (no ~/.asv-machine.json),
 # then run the two commands. Fails if either fails. .ci/run runs it; usage: scripts/fresh_clone_check.sh [REPO]
+# The second command's test suite runs the README's own-project commands as written, on a fresh temporary
+# project (tests/test_readme_own_project.py), and every command the docs show (tests/test_docs.py).
 set -euo pipefail
 repo=$(cd "${1:-$(dirname "$0")/..}" && pwd)
 work=$(mktemp -d /tmp/mmtrack-fresh.XXXXXX)
