@@ -4,7 +4,6 @@ README, the guide and the reference show runs (here, or in the test the page nam
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import click
 import pytest
@@ -54,10 +53,10 @@ def reference_section(full_name: str) -> str:
     page = REFERENCE / f"{full_name.split()[1]}.md"
     assert page.exists(), f"{full_name} has no reference page {page.relative_to(REPO)}"
     text = page.read_text(encoding="utf-8")
-    heading = re.search(rf"^#+ `{re.escape(full_name)}`\s*$", text, re.M)
+    heading = re.search(rf"^#+ `{re.escape(full_name)}`\s*$", text, re.MULTILINE)
     assert heading, f"{page.relative_to(REPO)} has no heading `{full_name}`"
     rest = text[heading.end():]
-    following = re.search(r"^#+ `mmtrack ", rest, re.M)
+    following = re.search(r"^#+ `mmtrack ", rest, re.MULTILINE)
     return rest[: following.start()] if following else rest
 
 
