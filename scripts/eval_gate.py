@@ -319,7 +319,7 @@ def settled_line(fa: dict[str, float], recall_by_tier: dict[str, float]) -> str:
 def recall_by_runner_visits(steps: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
     """Recall of the quiet series' steps, split by what drew their window (the model, which no gate knows):
     every commit on the main runner type, or some on another one. A runner level the window visited near
-    the stepped value is what leaves a quiet step unflagged (docs/analysis.md)."""
+    the stepped value is what leaves a quiet step unflagged (docs/design/analysis.md)."""
     groups: dict[str, list[tuple[bool, bool]]] = {"never another runner": [], "another runner, < 5%": [],
                                                   "another runner, >= 5%": []}
     for s in steps:
@@ -373,7 +373,7 @@ def window_density_scores(series: list[Series]) -> tuple[np.ndarray, np.ndarray]
     """:func:`oracle_scores` for :data:`ANY_STEP` from what a gate can know: the density of the ``HISTORY``
     commits before the judged one, a Gaussian kernel on their log medians (bandwidth: their robust
     commit-to-commit spread; 0.1% of the mass spread flat over one unit of log). No model: a reference for
-    how far a rule reading only the window can go, between the gate and the oracle (docs/analysis.md)."""
+    how far a rule reading only the window can go, between the gate and the oracle (docs/design/analysis.md)."""
     def log_density(h: np.ndarray, x: np.ndarray, bw: float) -> np.ndarray:
         z = (x[:, None] - h[None, :]) / bw
         return np.log(0.999 * np.exp(-0.5 * z * z).mean(axis=1) / (bw * math.sqrt(2 * math.pi)) + 0.001)

@@ -348,7 +348,7 @@ def test_continuous_markdown_for_a_pr_comment(project):
     comparison`, exit 0. Not always: twice (CI, and once locally with other work on the machine) a
     load burst fell on B's rounds only and the pair read 1.13x and 1.81x, `regressed`. How often
     A/B flags identical code under load is measured (scripts/eval_ab.py --neighbour,
-    scripts/eval_ab_resample.py; docs/ab.md), not asserted on whatever load this test meets.
+    scripts/eval_ab_resample.py; docs/design/ab.md), not asserted on whatever load this test meets.
     """
     repo, shas, env = project["repo"], project["shas"], project["env"]
     proc = run_cli("continuous", shas[0], shas[1], "-b", "time_crunch", "--rounds", "2", "--format", "markdown",

@@ -1,5 +1,5 @@
 """scripts/peer_stability.py's pure parts: the like-for-like ratio's interval and --agree's input checks
-(the peer runs themselves need pyperf and a quiet machine: docs/measurement.md)."""
+(the peer runs themselves need pyperf and a quiet machine: docs/design/measurement.md)."""
 
 from __future__ import annotations
 

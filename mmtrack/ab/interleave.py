@@ -179,7 +179,7 @@ class ABPlan:
 #: by a neighbour there. A second, not half of one: the machine's slow spells last a second or more,
 #: and the best sample of a longer window more often reaches a fast stretch. On the 10%-slower
 #: kernel of ``scripts/eval_ab.py``, side by side: 6 of 6 flagged and nothing else, against 4 of 6,
-#: one unrelated benchmark flagged and one run read x0.667 with half a second (docs/ab.md).
+#: one unrelated benchmark flagged and one run read x0.667 with half a second (docs/design/ab.md).
 #: ``asv_args`` given later win.
 ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
 
@@ -568,7 +568,7 @@ def slower_side_stray(a: Sequence[float], b: Sequence[float], fa: Sequence[float
     that round bounds the side's own cost: within the threshold of the faster side's level, it
     refutes the change. Under a bursty neighbour (``scripts/eval_ab.py --neighbour``), the rounds of
     identical code split at random 4 + 4 (``scripts/eval_ab_resample.py``) were flagged 1.4% of the
-    time without this and 0.6% with it; 10% changes were confirmed as often (docs/ab.md).
+    time without this and 0.6% with it; 10% changes were confirmed as often (docs/design/ab.md).
     """
     if direction is Direction.NEUTRAL:
         return ""

@@ -394,7 +394,7 @@ def compare_pair(
                         np.abs(young.own - moved) < radius))
                     near = max(near, seen_there)
             # z and the gap read a series that flips between runner types as one wide level; the window's density
-            # reads its levels, and a step beyond all of them (docs/analysis.md, "Beyond every level visited").
+            # reads its levels, and a step beyond all of them (docs/design/analysis.md, "Beyond every level visited").
             by_density = (near >= 1 or z < z_bar) and beyond and young is None and unseen_step(
                 noise, history, a, thr, policy)  # type: ignore[arg-type]
             state = follow_up(noise, a, later, policy) if near <= 1 or by_density else None

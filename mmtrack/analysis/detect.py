@@ -4,7 +4,7 @@ Pure functions over the plain records of :mod:`mmtrack.results`; nothing here
 touches the store.
 
 Method (chosen by measurement with ``scripts/eval_detect.py`` on the CI-runner noise model of
-``scripts/ci_noise.py``; see docs/analysis.md), ``rankseg``, over the per-commit medians in log space
+``scripts/ci_noise.py``; see docs/design/analysis.md), ``rankseg``, over the per-commit medians in log space
 so that a step is a ratio:
 
 1. *Candidates.* Binary segmentation on ranks: each segment is split where the standardised
@@ -47,7 +47,7 @@ Test = Literal["ttest", "mannwhitney"]
 #: A side's commits beyond this many robust sigmas of its median are left out of the second rank test
 #: (:func:`_test`), and ...
 MAIN_LEVEL_Z = 4.0
-#: ... its p-value is multiplied by this. Both were chosen on the CI noise model (docs/analysis.md: on 6 fresh
+#: ... its p-value is multiplied by this. Both were chosen on the CI noise model (docs/design/analysis.md: on 6 fresh
 #: seeds, F1 0.877 -> 0.888, quiet series 0.949 -> 0.958, A/A false regressions 0.010 -> 0.018 per 100 commits).
 MAIN_LEVEL_PRICE = 30.0
 
@@ -429,7 +429,7 @@ def _refine_pass(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int
     robust commit-to-commit spread) of the commits within :data:`REFINE_CONTEXT` of the window.
     The absolute deviation from the two medians, used before, let a run of commits on an odd runner
     next to a step pull the point to the run's start: on the CI model, 17 of 26 false points on quiet
-    series were right-sized steps placed 4-20 commits off (docs/analysis.md).
+    series were right-sized steps placed 4-20 commits off (docs/design/analysis.md).
     """
     bounds = [0, *cps, x.size]
     out: list[int] = []

@@ -3,7 +3,7 @@
 On CI each run lands on one runner, and a runner of another type moves every benchmark of the run at
 once, each by its own amount. A lone series cannot tell a commit on such a runner from a change: both
 are a value off its usual level, and the runner levels it has visited hide real steps of the same size
-(many of the per-commit gate's misses on CI noise, docs/analysis.md). Across a suite the runner shows
+(many of the per-commit gate's misses on CI noise, docs/design/analysis.md). Across a suite the runner shows
 itself: the median move of a run's series against their own levels is the run's **shift**.
 
 Each series' **offset** in a run is how far that run's runner moves it: where the series' history holds

@@ -35,7 +35,7 @@ UNSEEN_SIZES = 25
 #: :func:`unseen_step`: the log likelihood ratio that suspects a commit whatever z and the gap say. The floor caps the
 #: ratio near 7.4, so this asks that the commit lie where no commit of the window came near, a step from where they
 #: lie. On the CI model (5 seeds), 6.5 recalled 0.00-0.04 more 20% steps as the newest commit for 0.00-0.01 more
-#: false alarms per 100 A/A commits; 7.0 0.003-0.007 less of that recall for the same false alarms (docs/analysis.md).
+#: false alarms per 100 A/A commits; 7.0 0.003-0.007 less of that recall for the same false alarms (docs/design/analysis.md).
 UNSEEN_BAR = 6.5
 #: ... and none of the newest this many commits of the history beyond the threshold the same way: a step among them
 #: moved the series, and the segment keeps the old level until detect can split there. Flags after a step, seeds
@@ -269,7 +269,7 @@ def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float,
 
 #: The share of the current segment's commits that may lie at a new level held by the next commits
 #: (within :data:`NEW_LEVEL_RADIUS` deviations of its median) for persistence to confirm it (:func:`held_level`):
-#: a level more of them reached is a runner type the series visits. Chosen on the CI model (docs/analysis.md):
+#: a level more of them reached is a runner type the series visits. Chosen on the CI model (docs/design/analysis.md):
 #: within 2 deviations, 5% confirmed 0.01-0.03 false alarms per 100 commits, 8% up to 0.05; within 1, 3% kept
 #: the false alarms and confirmed 0.06 more of the 20% steps, most of them on mid-noise series. The deviation is
 #: the usual runner's (the MAD's): the IQR's, as wide as a +20% step on a series that flips between two runner types,
@@ -281,7 +281,7 @@ NEW_LEVEL_RADIUS = 1.0
 #: tightly as the usual runner's commits, 0.7 of them; the usual runner's heavy tail spreads its strays evenly, 0.4);
 #: or a level held NEW_LEVEL_RUN commits in a row. Strays of the tail, one at a time, are not a level the series holds
 #: for five commits: on the CI model, 0.01-0.03 more of the 20% steps confirmed, most on mid-noise series
-#: (docs/analysis.md).
+#: (docs/design/analysis.md).
 NEW_LEVEL_OFTEN = 0.09
 NEW_LEVEL_TIGHT = 0.5
 NEW_LEVEL_SPREAD = 2.5
@@ -339,13 +339,13 @@ def held_level(
         return "refuted"  # a runner level the series visits, or back where it was before a phase
     # A level no commit of a full window came near, held by all but NEW_LEVEL_UNSEEN_MISSES of the next commits:
     # detect's tail rule (below) asks every one of them to lie 4 sigmas out, so one commit on a faster runner kept it
-    # from starting a level that nothing in 60 commits or more had shown (docs/analysis.md, "An unseen level").
+    # from starting a level that nothing in 60 commits or more had shown (docs/design/analysis.md, "An unseen level").
     if misses <= NEW_LEVEL_UNSEEN_MISSES and len(noise.seen) >= policy.history_points and around == 0:
         return "confirmed"
     h = positive(history)
     # At this commit or one beside it: detect sets a step landing on a slower runner (+60%, then +20% held)
     # apart as a spike, one commit early; ±1 confirmed 0.00-0.02 more of the 20% steps on every seed and
-    # scenario of the CI model and the bootstrap, at the same confirmed false alarms (docs/analysis.md).
+    # scenario of the CI model and the bootstrap, at the same confirmed false alarms (docs/design/analysis.md).
     starts = any(abs(s.index - h.size) <= 1 and abs(math.log(s.ratio)) > bar and math.log(s.ratio) * d > 0
                  for s in find_steps([*h, *held]))
     return "confirmed" if starts else "refuted"

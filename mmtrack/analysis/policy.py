@@ -25,7 +25,7 @@ VERDICT_ORDER = ("failed", "regressed", "ambiguous", "improved", "fixed", "not c
 #: Commits of a series' history that judge a change against its own noise (``compare --history``).
 #: Most false alarms of a 30-commit window were a commit on a runner type the window never showed; in
 #: 100 commits such a type has shown itself: on the CI model, false alarms per 100 commits fell from
-#: 0.85-1.23 to 0.24-0.26, recall of 20% steps from 0.53-0.55 to 0.44-0.47 (docs/analysis.md).
+#: 0.85-1.23 to 0.24-0.26, recall of 20% steps from 0.53-0.55 to 0.44-0.47 (docs/design/analysis.md).
 HISTORY_WINDOW = 100
 
 
@@ -47,24 +47,24 @@ class ComparePolicy:
     deterministic_counters: tuple[str, ...] = ("instructions", "branches")
     thresholds: Mapping[str, float] = field(default_factory=dict)
     alpha: float = 0.002
-    # The history gate, calibrated with scripts/eval_gate.py on the CI noise model (docs/analysis.md).
+    # The history gate, calibrated with scripts/eval_gate.py on the CI noise model (docs/design/analysis.md).
     history_z: float = 4.0  # robust between-commit deviations from the segment's level
     # ... given at least this many commits seen (SegmentNoise.seen); a young history has shown its tail hardly at
     # all, and a commit needs history_z * sqrt(history_points / n) to be suspected (30 commits: 5.7); persistence
     # still confirms it. On the CI model, 30 commits of history: false alarms 0.97 -> 0.87 per 100 commits, suites
-    # with run frames 0.47 -> 0.32, for 0.03 of recall and none of confirmed recall (docs/analysis.md).
+    # with run frames 0.47 -> 0.32, for 0.03 of recall and none of confirmed recall (docs/design/analysis.md).
     history_points: int = 60
     # ... and from the nearest commit of the segment (runner levels seen before). Wide, since the held level
     # confirms what this leaves ambiguous. On 6 seeds of the CI model, 2 -> 2.25: false alarms 0.24-0.31 ->
     # 0.18-0.29 per 100 commits; 2.25 -> 2.5: 0.17-0.38 -> 0.15-0.31 (a seventh seed, 3, had 0.38), newest-commit
-    # recall of 20% steps 0.01-0.03 lower each time, confirmed recall unchanged (docs/analysis.md).
+    # recall of 20% steps 0.01-0.03 lower each time, confirmed recall unchanged (docs/design/analysis.md).
     history_gap: float = 2.5
     history_alpha: float = 0.01  # the two commits' samples, with history (one outlier sample cost 0.002)
     min_history: int = 5
     # Persistence: ``confirm_agree`` of the first ``confirm_window`` later commits must stay on the
     # new side (past half the deviation) to confirm; once that can no longer happen, refuted.
     # 4 of 4: 2 of 3 let runner phases of a few commits through, and 3 of 3 confirmed 0.06-0.08
-    # false alarms per 100 commits on the CI model, against 0.04 with 4 of 4 (docs/analysis.md).
+    # false alarms per 100 commits on the CI model, against 0.04 with 4 of 4 (docs/design/analysis.md).
     confirm_window: int = 4
     confirm_agree: int = 4
     # A run whose series moved together (a runner change) explains the suspected changes that moved

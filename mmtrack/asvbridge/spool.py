@@ -39,7 +39,7 @@ from ..results import canonical_params
 FORMAT = "mmtrack-spool/1"
 DEFAULT_SPOOL = Path(".mmtrack") / "spool"
 
-# Environment variables that key a spool file (documented in docs/asv.md).
+# Environment variables that key a spool file (documented in docs/design/asv.md).
 ENV_SPOOL = "MMTRACK_SPOOL"
 ENV_COMMIT = "MMTRACK_COMMIT"
 ENV_MACHINE = "MMTRACK_MACHINE"

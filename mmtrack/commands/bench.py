@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 
 # Worker processes per case, each taking a share of the samples (measure/processes.py). Four: in two
-# interleaved peer runs (docs/measurement.md, section 7) they kept the memory-bound sum's run-to-run
+# interleaved peer runs (docs/design/measurement.md, section 7) they kept the memory-bound sum's run-to-run
 # CV at or below pyperf's where one process did not, for about 1.2 s more per case. A --quick smoke
 # run keeps one: its numbers are not to be trusted anyway.
 DEFAULT_PROCESSES = 4

@@ -5,7 +5,7 @@ host PMU counters and only make sense when the CPU is what is measured: they
 are suppressed for the GPU and IO domains and for backends that opt out
 (``emits_cpu_diagnostics`` false), and prefixed ``[host]`` for MIXED.
 
-Thresholds (documented in docs/perf.md, chosen as common rules of thumb from
+Thresholds (documented in docs/reference/perf.md, chosen as common rules of thumb from
 Intel's top-down method and micromeasure's defaults):
 
 =============================  ==========================================  ==========

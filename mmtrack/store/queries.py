@@ -563,11 +563,11 @@ def series(
     ``last`` keeps only the newest points (records are built for those alone).
     Points of every benchmark code version are returned; ``Measurement.version``
     tells where comparability breaks. This is the hot query of detect and the
-    pages, hence the hand-tuned row handling (see docs/store.md for its cost).
+    pages, hence the hand-tuned row handling (see docs/design/store.md for its cost).
     """
     # No collections while the rows and records are made. The young collection that then
     # examines the new records (~5 ms for 10,000 points) is paid once, when the collector is
-    # back on: usually still inside this call (docs/store.md counts it in the fetch time).
+    # back on: usually still inside this call (docs/design/store.md counts it in the fetch time).
     with gc_paused():
         with store.read() as conn:
             series_rows = _series_rows(conn, key)
