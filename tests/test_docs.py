@@ -87,6 +87,12 @@ def test_every_reference_page_is_a_command():
     assert pages <= names, f"docs/reference pages for no command: {sorted(pages - names)}"
 
 
+def test_the_reference_index_links_every_command():
+    index = (REFERENCE / "README.md").read_text(encoding="utf-8")
+    missing = [name for name, _ in commands() if len(name.split()) == 2 and f"({name.split()[1]}.md)" not in index]
+    assert not missing, f"docs/reference/README.md does not link {missing}"
+
+
 def test_every_command_block_runs_somewhere():
     """A command block is run by this test (no marker), by the file its marker names, or is listed in NOT_RUN."""
     for page in USER_DOCS:
