@@ -8,7 +8,7 @@ import re
 import click
 import pytest
 
-from doccheck import REPO, USER_DOCS, blocks_run_here, command_blocks, is_slow, run_page
+from doccheck import REPO, USER_DOCS, blocks_run_here, command_blocks, fenced_blocks, is_slow, run_page
 from mmtrack.cli import cli
 
 REFERENCE = REPO / "docs" / "reference"
@@ -119,6 +119,13 @@ PAGES_WITH_COMMANDS = [page for page in USER_DOCS if blocks_run_here(page)]
 def test_page_commands_print_what_the_page_shows(page, tmp_path):
     problems = run_page(page, tmp_path / "clone")
     assert not problems, "\n\n".join(problems)
+
+
+@pytest.mark.parametrize("page", USER_DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_python_the_docs_show_compiles(page):
+    for block in fenced_blocks(page):
+        if block.language == "python":
+            compile("\n".join(block.body), block.where, "exec")
 
 
 def test_readme_is_short():
