@@ -38,7 +38,7 @@ def _holds_results(folder: Path) -> bool:
         f.name != "benchmarks.json" for f, _ in find_results_files(folder))
 
 
-def check_results_folder(folder: Path) -> None:
+def check_results_folder(folder: Path, verb: str = "mmtrack import-asv") -> None:
     """Refuse, in one line, a folder that holds no asv results, naming the results folder of a project root."""
     if _holds_results(folder):
         return
@@ -56,7 +56,7 @@ def check_results_folder(folder: Path) -> None:
     found = next((c for c in candidates if c.is_dir() and _holds_results(c)), None)
     if found is not None:
         raise UserError(f"{folder} is a project, not an asv results folder; pass its results folder: "
-                        f"mmtrack import-asv {found}")
+                        f"{verb} {found}")
     raise UserError(f"{folder} holds no asv results (no benchmarks.json, no <machine>/*.json); give the folder "
                     "`asv run` writes to (asv.conf.json's results_dir, default .asv/results)")
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
-from .import_asv import format_summary
+from .import_asv import check_results_folder, format_summary
 from .publish import PublishRequest, publish
 
 
@@ -57,6 +57,7 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         raise UserError(
             f"{request.results_dir}: not a directory; give an asv results folder (the one with benchmarks.json)"
         )
+    check_results_folder(request.results_dir, verb="mmtrack update")  # before the store: nothing to import, no store
     seconds: dict[str, float] = {}
     t = time.perf_counter()
     store = open_store(url)
