@@ -40,7 +40,7 @@ from ..host import host_info
 from ..results import BenchContext
 from ..vcs import GitError, commit_info, project_root
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
-from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, user_regex
+from ..errors import EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError, user_regex
 from ..measure import conditions
 from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
 from ..measure.processes import pool
@@ -110,6 +110,8 @@ class BenchRun:
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted == "Ctrl-C":
+            return EXIT_INTERRUPTED
         failed = self.suite.failures or any(o.status is Status.FAILED for o in self.outcomes)
         return EXIT_USAGE if failed or self.interrupted or len(self.outcomes) < self.total else EXIT_OK
 
@@ -457,11 +459,26 @@ def _render_comparison(result: BaselineResult, console: Console) -> None:
         console.print(render_table(result.comparison, only_changed=True))
 
 
+def check_named_baseline(request: BenchRequest, ctx: BenchContext, url: str) -> None:
+    """``--compare RUN|COMMIT`` names a stored bench run: refused in one line before the suite runs, not after."""
+    if request.compare in ("none", "latest") or ctx.commit is None:
+        return
+    from ..bench_history import named_baseline
+    from ..store.db import open_store
+
+    try:
+        with open_store(url, existing=True) as store:
+            named_baseline(store, ctx.machine, request.compare, Path.cwd())
+    except UserError as exc:
+        raise UserError(f"{exc}; nothing was run", exc.exit_code) from None
+
+
 def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
     project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
     url = normalize_url(request.db) if request.db else resolve_url(None)
+    check_named_baseline(request, ctx, url)
     journal = None
 
     def keep(outcome: Outcome) -> None:
