@@ -92,5 +92,4 @@ def render(outcome: Any, console: Any) -> None:
         f"({outcome.verdict}{p}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
         f"{outcome.seconds:.0f} s",
         highlight=False,
-        soft_wrap=True,
     )

@@ -18,7 +18,7 @@ from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..forked import map_split
 from ..results import ChangePoint, SeriesKey
-from ..tables import NAME_MIN_WIDTH, stacked
+from ..tables import NAME_MIN_WIDTH, FitTable, stacked
 from ..textsafe import term
 from ..measure.units import format_quantity
 from ..store.selection import check_machine_env, check_metrics, series_keys
@@ -152,7 +152,7 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
     title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
     # No change point to show: the title alone, not an empty table under it.
-    t = Table(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows))
+    t = FitTable(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows))
     # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
     many = len(places) > 1  # then each row names its machine/env under its metric
     name_header = "benchmark / metric" + (" / machine/env" if many else "")

@@ -27,7 +27,7 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
         store.close()
     for problem in [*summary.failed, *summary.left_out]:
         err_console.print(f"[red]error:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
-    console.print(format_summary(summary, redact(url)), highlight=False, soft_wrap=True)
+    console.print(format_summary(summary, redact(url)), highlight=False)
     return EXIT_FAILURES if summary.failed or summary.left_out else EXIT_OK
 
 

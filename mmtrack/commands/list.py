@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import EXIT_USAGE, UserError, user_regex
-from ..tables import Name
+from ..tables import FitTable, Name
 from ..textsafe import term
 
 WHATS = ("runs", "commits", "machines", "benchmarks")
@@ -134,7 +134,7 @@ def _row(what: str, r: dict[str, Any]) -> list[Any]:
 
 
 def render_table(what: str, records: list[dict[str, Any]]) -> Table:
-    t = Table(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
+    t = FitTable(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
     for col in _COLUMNS[what]:
         t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
                      no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))

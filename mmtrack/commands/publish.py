@@ -160,7 +160,6 @@ def run_publish(request: PublishRequest, console: Console, err_console: Console 
         f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
         f"{len(report.removed)} removed",
         highlight=False,
-        soft_wrap=True,
     )
-    console.print(f"open {escape(str(Path(request.out).resolve() / 'index.html'))}", highlight=False, soft_wrap=True)
+    console.print(f"open {escape(str(Path(request.out).resolve() / 'index.html'))}", highlight=False)
     return EXIT_OK
