@@ -134,7 +134,17 @@ def _sigterm_stops_the_run() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def refuse_options_that_cannot_apply(request: BenchRequest) -> None:
+    """Options that would do nothing with the others given: one line before anything is run or written."""
+    if request.seed is not None and request.order != "random":
+        raise UserError(f"--seed {request.seed} shuffles --order random only; add --order random or drop --seed")
+    if request.fail_on and request.compare == "none":
+        raise UserError(f"--fail-on {' '.join(request.fail_on)} reads the comparison that --compare none turns off; "
+                        "give --compare latest|RUN|COMMIT or drop --fail-on")
+
+
 def _plan(request: BenchRequest) -> tuple[Suite, list[Any], list[Case]]:
+    refuse_options_that_cannot_apply(request)
     try:
         suite = discover(request.path)
     except FileNotFoundError as exc:
