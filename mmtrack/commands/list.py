@@ -46,7 +46,7 @@ def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, An
     if request.limit is not None and request.limit < 1:
         raise UserError(f"--limit {request.limit} must be 1 or more", EXIT_USAGE)
     if request.benchmark is not None and request.what != "benchmarks":
-        raise UserError(f"-b/--benchmark selects benchmarks: it does not apply to `list {request.what}`; drop it, "
+        raise UserError(f"-b/--bench selects benchmarks: it does not apply to `list {request.what}`; drop it, "
                         "or run `mmtrack list benchmarks -b REGEX`", EXIT_USAGE)
     if request.benchmark:
         user_regex(request.benchmark, "-b")
