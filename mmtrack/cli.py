@@ -352,9 +352,10 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
-    from .commands.detect import DetectRequest, render_table, run_detect, to_json
+    from .commands.detect import DetectRequest, check_output_options, render_table, run_detect, to_json
     from .commands.progress import progress_bar
 
+    check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
                             fail_on=tuple(fail_on))

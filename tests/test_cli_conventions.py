@@ -131,3 +131,16 @@ def test_bench_refuses_what_cannot_apply_before_the_suite_runs(project, args, sa
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not mark.exists() and "track_marks" not in proc.stdout
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["compare", "HEAD~1", "HEAD", "--only-changed", "--format", "json"], "--only-changed leaves unchanged rows out"),
+    (["compare", "HEAD~1", "HEAD", "--only-changed", "--format", "markdown"], "--format markdown lists every row"),
+    (["detect", "--all", "--format", "json"], "--all adds improvements to the table"),
+], ids=["compare-json", "compare-markdown", "detect-json"])
+def test_table_only_options_are_refused_with_another_format_before_any_work(store, args, says):
+    root, db = store
+    before = db.stat().st_mtime_ns
+    proc = run_cli(*args, "--db", str(db), cwd=root)
+    assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert db.stat().st_mtime_ns == before  # detect stored nothing

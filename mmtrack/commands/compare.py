@@ -308,6 +308,9 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
     for name in request.fail_on:
         if name not in FAIL_ON:
             raise UserError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}", EXIT_USAGE)
+    if request.only_changed and request.fmt != "table":
+        raise UserError(f"--only-changed leaves unchanged rows out of the table; --format {request.fmt} lists every "
+                        "row (markdown folds the unchanged away): drop one of them", EXIT_USAGE)
     policy = policy_for(request)
     own = store is None
     store = store or open_store(request.db, existing=True)

@@ -137,6 +137,13 @@ def run_detect(
 # --------------------------------------------------------------------------- output
 
 
+def check_output_options(show_all: bool, fmt: str) -> None:
+    """``--all`` widens the table; JSON lists every change point already: refused before any work."""
+    if show_all and fmt != "table":
+        raise UserError(f"--all adds improvements to the table; --format {fmt} lists every change point already: "
+                        "drop --all", EXIT_USAGE)
+
+
 def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     n_ok = sum(r.status == "ok" for r in outcome.reports)
     title = (
