@@ -144,3 +144,47 @@ def test_table_only_options_are_refused_with_another_format_before_any_work(stor
     proc = run_cli(*args, "--db", str(db), cwd=root)
     assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert db.stat().st_mtime_ns == before  # detect stored nothing
+
+
+def _ctrl_c_as_from_a_terminal() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a test started in the background inherits SIGINT ignored
+
+
+def test_ctrl_c_during_an_import_exits_130_and_keeps_what_was_imported(tmp_path):
+    """As `bench` (tests/test_bench_isolation.py) and `run`: Ctrl-C is exit 130, and the finished part stays."""
+    import signal
+    import sqlite3
+    import sys
+    import time
+
+    from conftest import CONDA_RESULTS
+
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(CONDA_RESULTS / "benchmarks.json", results)
+    for i in range(6):  # 2,076 files: several seconds of import to interrupt
+        shutil.copytree(CONDA_RESULTS / "benchmarkers-MacBook-Pro.local", results / f"machine{i}")
+    db = tmp_path / "store.db"
+    proc = subprocess.Popen([sys.executable, "-m", "mmtrack", "import-asv", str(results), "--db", str(db),
+                             "--no-progress"], cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_from_a_terminal)
+
+    def runs() -> int:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2) as con:
+                return con.execute("select count(*) from run").fetchone()[0]
+        except sqlite3.Error:
+            return 0
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and runs() == 0 and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    kept = runs()
+    assert 0 < kept < 2076
+    again = run_cli("import-asv", str(results), "--db", str(db), "--no-progress", cwd=tmp_path)
+    assert again.returncode == 0 and f"skipped {kept} already imported" in again.stdout, again.stdout
