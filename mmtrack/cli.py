@@ -25,6 +25,7 @@ from .cli_options import (
     round_alpha_option,
 )
 from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+from .tables import unwrapped
 
 # Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
 console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else Console(width=140)
@@ -217,9 +218,10 @@ def db_upgrade(db: str) -> None:
 
     r = run(db)
     if r.before == r.current:
-        console.print(f"{r.url}: already at revision {r.current} (head)", highlight=False)
+        console.print(f"{r.url}: already at revision {r.current} (head)", highlight=False, soft_wrap=unwrapped(console))
     else:
-        console.print(f"{r.url}: upgraded {r.before or '<empty>'} -> {r.current} (head)", highlight=False)
+        console.print(f"{r.url}: upgraded {r.before or '<empty>'} -> {r.current} (head)", highlight=False,
+                      soft_wrap=unwrapped(console))
 
 
 @db.command("current")
@@ -233,7 +235,7 @@ def db_current(db: str) -> None:
     # A missing file is said so: "<empty>" read as a store there, and a mistyped --db then got upgraded into one.
     line = (f"{r.url}: no store there (check --db / MMTRACK_DB; `mmtrack db upgrade` creates one at {r.head})"
             if not r.exists else f"{r.url}: revision {r.current or '<empty>'} ({state})")
-    console.print(line, highlight=False)
+    console.print(line, highlight=False, soft_wrap=unwrapped(console))
 
 
 @cli.command("import-asv")

@@ -7,6 +7,7 @@ still too wide folds: no character is cut (:class:`FitTable` keeps tables inside
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Iterable
 
@@ -76,6 +77,12 @@ def _share(lows: list[int], highs: list[int], room: int) -> list[int]:
     for i in sorted(range(len(wants)), key=lambda i: wants[i] - given[i], reverse=True)[: spare - sum(given)]:
         given[i] += 1
     return [lo + g for lo, g in zip(lows, given)]
+
+
+def unwrapped(console: Console) -> bool:
+    """A summary line's ``soft_wrap``: on a terminal, or where COLUMNS gives the width, it wraps on words (nothing cut,
+    nothing past the edge); in a pipe of unknown width it stays one line, whole for grep."""
+    return not (console.is_terminal or os.environ.get("COLUMNS", "").isdigit())
 
 
 class Name:

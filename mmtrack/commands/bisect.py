@@ -99,7 +99,7 @@ def to_json(outcome: Any) -> str:
 
 
 def render(outcome: Any, console: Any) -> None:
-    from ..tables import FitTable
+    from ..tables import FitTable, unwrapped
 
     table = FitTable(title=f"bisect {outcome.case[0]} {outcome.metric} (GOOD→BAD ×{outcome.total_ratio:.3f})")
     for col in ("step", "good", "bad", "tested", "tested/good", "z", "rounds", "decided"):
@@ -117,6 +117,7 @@ def render(outcome: Any, console: Any) -> None:
         f"({outcome.verdict}{p}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
         f"{outcome.seconds:.0f} s",
         highlight=False,
+        soft_wrap=unwrapped(console),
     )
     if outcome.pair_ids:
         console.print(f"stored {len(outcome.pair_ids)} A/B measurements (pairs #{outcome.pair_ids[0]} to "

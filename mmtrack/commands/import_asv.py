@@ -10,6 +10,7 @@ from rich.markup import escape
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..store.asv_import import ImportSummary, find_results_files, import_asv_results
 from ..store.db import open_store, redact
+from ..tables import unwrapped
 from .progress import progress_bar
 
 
@@ -27,7 +28,7 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
         store.close()
     for problem in [*summary.failed, *summary.left_out]:
         err_console.print(f"[red]error:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
-    console.print(format_summary(summary, redact(url)), highlight=False)
+    console.print(format_summary(summary, redact(url)), highlight=False, soft_wrap=unwrapped(console))
     return EXIT_FAILURES if summary.failed or summary.left_out else EXIT_OK
 
 

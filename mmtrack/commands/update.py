@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
+from ..tables import unwrapped
 from .import_asv import check_results_folder, format_summary
 from .publish import PublishRequest, publish
 
@@ -102,13 +103,14 @@ def run_update(request: UpdateRequest, console: Console, err_console: Console) -
     for problem in outcome.import_problems:
         err_console.print(f"[red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     s = outcome.seconds
-    console.print(escape(outcome.import_lines), highlight=False)
+    console.print(escape(outcome.import_lines), highlight=False, soft_wrap=unwrapped(console))
     detected = "detection off" if outcome.detected is None else f"{outcome.detected} change points"
     console.print(
         f"detect on {outcome.touched} touched series: {detected} ({s['detect']:.2f} s); "
         f"publish: {outcome.written} files written, {outcome.unchanged} unchanged, {outcome.removed} removed "
         f"({s['publish']:.2f} s) to {escape(str(request.publish.out))}; import {s['import']:.2f} s",
         highlight=False,
+        soft_wrap=unwrapped(console),
     )
     if outcome.open_regressions:
         console.print(f"{outcome.open_regressions} regression(s) persist to the latest commit", highlight=False)
