@@ -107,13 +107,9 @@ class Marks:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "benchmarks").mkdir(parents=True)
-    (root / "benchmarks" / "__init__.py").write_text("")
-    (root / "benchmarks" / "marks.py").write_text(MARKING_SUITE)
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
-                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "suite"]):
-        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    from test_bench_isolation import make_project
+
+    root = make_project(tmp_path / "proj", MARKING_SUITE)
     assert run_cli("db", "upgrade", cwd=root).returncode == 0
     return root
 
