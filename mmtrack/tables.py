@@ -21,7 +21,8 @@ from rich.text import Text
 from .textsafe import term
 
 NAME_MIN_WIDTH = 20  # a name column never gets narrower than this (or the name itself)
-_PARTS = re.compile(r"[^.( /]+[.( /]?|[.( /]")  # "a.b.c(1, 2)" -> "a." "b." "c(" "1, " "2)"; "m/n [u]" -> "m/" "n " "[u]"
+# "a.b.c(1, 2)" -> "a." "b." "c(" "1, " "2)"; "m/n [u]" -> "m/" "n " "[u]"
+_PARTS = re.compile(r"[^.( /]+[.( /]?|[.( /]")
 
 
 def left_ellipsis(text: str, width: int) -> str:

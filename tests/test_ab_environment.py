@@ -11,7 +11,6 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from conftest import run_cli
 from test_store_support import commit_info, engine_stats
 
@@ -46,7 +45,8 @@ def test_plain_compare_reads_the_per_commit_history(store_with_ab, tmp_path):
     proc = run_cli("compare", a, b, "--db", str(store_with_ab), "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert {data["sides"]["before"]["environment"], data["sides"]["after"]["environment"]} == {HISTORY_ENV}, data["sides"]
+    sides = data["sides"]
+    assert {sides["before"]["environment"], sides["after"]["environment"]} == {HISTORY_ENV}, sides
 
 
 def test_compare_reads_the_ab_runs_when_asked_by_name(store_with_ab, tmp_path):
@@ -68,7 +68,8 @@ def test_a_commit_measured_only_a_b_is_still_compared(tmp_path):
         for i in (2, 3):  # `continuous` on two commits `mmtrack run` never measured
             run = RunRecord("box", ab_environment(), commit_info(i), T0, kind=AB_RUN_KIND, suite="benchmarks")
             record_engine_run(store, run, [EngineCaseRecord(stats.name, stats.params, version="v1", stats=stats)])
-    proc = run_cli("compare", commit_info(2).sha, commit_info(3).sha, "--db", str(path), "--format", "json", cwd=tmp_path)
+    proc = run_cli("compare", commit_info(2).sha, commit_info(3).sha, "--db", str(path), "--format", "json",
+                   cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["sides"]["before"]["environment"] == ab_environment()
 

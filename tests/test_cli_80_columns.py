@@ -11,7 +11,6 @@ import shutil
 from collections import Counter
 
 import pytest
-
 from conftest import METPY_RESULTS, cli_env, run_cli
 
 RULES = {chr(c) for c in range(0x2500, 0x2580)}  # box drawing: a table rule is as long as the table is wide

@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import METPY_RESULTS, cli_env, run_cli
 
 

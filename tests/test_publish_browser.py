@@ -219,7 +219,8 @@ def test_regressions_page(site, page, tmp_path) -> None:
     # Cells by their column's name: an Environment column joins where the rows come from several (issue 45).
     head = page.eval_on_selector_all("#regressions thead th", "ths => ths.map(t => t.textContent)")
     assert "Environment" in head  # this site's rows come from two environments
-    first = dict(zip(head, page.eval_on_selector_all("#regressions tbody tr:first-child td", "tds => tds.map(t => t.textContent)")))
+    cells = page.eval_on_selector_all("#regressions tbody tr:first-child td", "tds => tds.map(t => t.textContent)")
+    first = dict(zip(head, cells))
     assert re.fullmatch(r"regression [+-]\d+\.\d%", first["Change"]) and first["Persists"] in ("yes", "no")
     # Before → after in one scaled unit with 4 significant digits, not seconds rounded to 3 decimals.
     cells = page.eval_on_selector_all(f"#regressions tbody tr td:nth-child({head.index('Before → after') + 1})",

@@ -5,10 +5,8 @@ install the project, before asv's traceback."""
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
-
 from conftest import REPO, run_cli
 from test_run_acceptance import ASV_CONF, asv_env, commit_all, make_repo
 

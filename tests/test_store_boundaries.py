@@ -7,7 +7,6 @@ import shutil
 import sqlite3
 
 import pytest
-
 from conftest import METPY_RESULTS, run_cli
 
 

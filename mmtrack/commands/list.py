@@ -37,7 +37,6 @@ def _iso(value: Any) -> str | None:
 
 def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, Any]]:
     """The records asked for, as plain JSON-ready dicts (full shas, ISO dates)."""
-    from ..store import queries as q
     from ..store.db import open_store
     from ..store.selection import check_machine_env
 
