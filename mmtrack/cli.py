@@ -88,6 +88,9 @@ def cli() -> None:
               help="Worker processes per case, one after the other, each taking a share of its samples "
                    "(default 4, 1 with --quick); the report says when processes differ more than samples "
                    "within one.")
+@click.option("--instrument", type=click.Choice(["wall", "callgrind"]), default="wall", show_default=True,
+              help="wall: time each case with the engine's backend; callgrind: count its instructions and simulated "
+                   "cache misses under Valgrind, deterministic on any machine (docs/instruments.md).")
 @click.option(
     "--compare",
     default="latest",
@@ -100,7 +103,7 @@ def cli() -> None:
               help="Exit 1 when the end-of-run comparison has a row with this verdict (as `mmtrack compare`).")
 @db_option
 def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
-          no_save, timeout, in_process, processes, compare, fail_on, db) -> None:
+          no_save, timeout, in_process, processes, instrument, compare, fail_on, db) -> None:
     """Run the engine benchmarks under PATH on the working tree, print the report, save the
     run and compare it with the latest compatible one.
 
@@ -108,7 +111,9 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
     """
     if in_process and processes not in (None, 1):
         raise UserError(f"--processes {processes} needs worker processes; drop --in-process")
-    if not in_process:
+    if in_process and instrument == "callgrind":
+        raise UserError("--instrument callgrind runs its cases in a worker under Valgrind; drop --in-process")
+    if not in_process and instrument == "wall":
         from .asvbridge.worker import start_fork_server
 
         start_fork_server(path)  # it imports the engine while this process imports the rest and discovers
@@ -136,6 +141,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
         in_process=in_process,
         fail_on=tuple(fail_on),
         processes=processes,
+        instrument=instrument,
     )
     sys.exit(run_bench(request, console=console))
 

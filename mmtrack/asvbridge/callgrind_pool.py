@@ -1,0 +1,182 @@
+"""The parent side of ``--instrument callgrind``: one worker under Valgrind serves the run's cases.
+
+Valgrind's start-up (an interpreter and mmtrack's imports, simulated) is paid once per worker, not once
+per case. A case that crashes the worker or runs past its time budget fails alone: the worker is ended
+and a fresh one serves the cases after it. The worker's environment and working directory are fixed
+(:func:`worker_environment`), so two runs of one commit read the same counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Callable
+
+from ..errors import UserError
+from ..measure import callgrind
+from ..measure.runner import RunOptions
+from .callgrind_worker import CallgrindJob
+from .session import Case, Outcome, Status
+from .worker import case_job, timeout_of
+
+START_TIMEOUT_S = 120.0  # an interpreter and mmtrack's imports under Valgrind: about 5 s on a loaded 2-core VM
+FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
+ProgressFn = Callable[[Case, str, int, int], None]
+
+
+def require_valgrind() -> str:
+    """Valgrind's version line, or one line saying which package to install."""
+    version = callgrind.valgrind_version()
+    if version is None:
+        raise UserError(
+            f"--instrument callgrind needs valgrind, which is not on PATH; install the Debian package "
+            f"'{callgrind.PACKAGE}' (apt-get install {callgrind.PACKAGE}) or your system's equivalent")
+    return version
+
+
+def worker_environment() -> dict[str, str]:
+    """The worker's whole environment: the same variables and values on every run, whatever the shell had.
+
+    The environment sits on the process stack, so its length moves every stack address and with them the
+    simulated cache sets. PYTHONPATH keeps the parent's import path for mmtrack and the project.
+    """
+    roots = [str(Path(__file__).resolve().parents[2])]  # the folder that holds this mmtrack
+    roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in roots]
+    return {
+        "PATH": FIXED_PATH,
+        "PYTHONHASHSEED": callgrind.HASH_SEED,
+        "PYTHONPATH": os.pathsep.join(roots),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LC_ALL": "C.UTF-8",
+    }
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", name)[:150]
+
+
+class _Worker:
+    """One ``valgrind python -m mmtrack.asvbridge.callgrind_worker`` process and its pipes."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = scratch
+        self.profiles = scratch / "callgrind.out"
+        self.log = open(scratch / "worker.log", "ab")
+        command = [*callgrind.valgrind_args(self.profiles), sys.executable, "-m", "mmtrack.asvbridge.callgrind_worker"]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+            env=worker_environment(), cwd=scratch / "cwd", start_new_session=True)
+        assert self.process.stdout is not None and self.process.stdin is not None
+        self.replies: IO[bytes] = self.process.stdout
+        self.jobs: IO[bytes] = self.process.stdin
+
+    def receive(self, timeout: float) -> tuple | None:
+        """The next message, or None when the worker died or stayed silent for ``timeout`` seconds."""
+        ready, _, _ = select.select([self.replies], [], [], max(timeout, 0.0))
+        if not ready:
+            return None
+        try:
+            return pickle.load(self.replies)
+        except (EOFError, pickle.UnpicklingError, OSError):
+            return None
+
+    def send(self, job: CallgrindJob) -> bool:
+        try:
+            pickle.dump(job, self.jobs, protocol=pickle.HIGHEST_PROTOCOL)
+            self.jobs.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def why_down(self) -> str:
+        code = self.process.poll()
+        tail = (self.scratch / "worker.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        said = f": {tail[0][-200:]}" if tail[0] else ""
+        if code is None:
+            return f"the worker under valgrind stopped answering{said}"
+        if code < 0:
+            return f"the worker under valgrind was killed by {signal.Signals(-code).name}{said}"
+        return f"the worker under valgrind exited with status {code}{said}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # valgrind and any process the benchmark started
+            except ProcessLookupError:
+                pass
+        self.process.wait()
+        for stream in (self.jobs, self.replies, self.log):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+class CallgrindSession:
+    """Runs cases in a worker under Valgrind; the run's profiles kept under ``keep`` (None: not kept)."""
+
+    def __init__(self, options: RunOptions, timeout: float | None, progress: ProgressFn,
+                 keep: Path | None = None) -> None:
+        require_valgrind()
+        self.options = dataclasses.replace(options, pin_cpu=False, process_model=callgrind.PROCESS_MODEL)
+        self.timeout = timeout
+        self.progress = progress
+        self.keep = keep
+        self.scratch = Path(tempfile.mkdtemp(prefix="mmtrack-callgrind-"))
+        (self.scratch / "cwd").mkdir()
+        self.worker: _Worker | None = None
+        self.profiles: dict[str, Path] = {}  # case full name -> its kept profile
+
+    def _started(self) -> _Worker | str:
+        if self.worker is not None and self.worker.process.poll() is None:
+            return self.worker
+        self.worker = _Worker(self.scratch)
+        if self.worker.receive(START_TIMEOUT_S) != ("ready",):
+            why = self.worker.why_down()
+            self._drop()
+            return f"could not start the worker under valgrind: {why}"
+        return self.worker
+
+    def _drop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+    def run_case(self, case: Case) -> Outcome:
+        b = case.benchmark
+        fail = lambda message: Outcome(b.name, case.param_labels, Status.FAILED, message=message)  # noqa: E731
+        self.progress(case, "starting valgrind", 0, 1)
+        worker = self._started()
+        if isinstance(worker, str):
+            return fail(worker)
+        self.progress(case, "under callgrind", 0, 1)
+        budget = timeout_of(case, self.timeout)
+        label = _safe(f"{b.name}-{'-'.join(case.param_labels.values())}" if case.params else b.name)
+        keep = self.keep / f"{label}.callgrind.out" if self.keep is not None else None
+        job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", keep)
+        started = time.monotonic()
+        reply = worker.receive(0) if not worker.send(job) else worker.receive(budget)
+        if reply is None:
+            over = time.monotonic() - started >= budget
+            why = (f"over its time budget under valgrind ({budget:g} s); raise the benchmark's timeout or "
+                   "--timeout, or make the case smaller" if over else worker.why_down())
+            self._drop()
+            return fail(why)
+        _, outcome, profile = reply
+        if profile is not None:
+            self.profiles[outcome.full_name] = Path(profile)
+        return dataclasses.replace(outcome, name=b.name, params=case.param_labels)
+
+    def close(self) -> None:
+        self._drop()
+        shutil.rmtree(self.scratch, ignore_errors=True)

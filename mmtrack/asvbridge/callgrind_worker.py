@@ -1,0 +1,69 @@
+"""The worker that runs under ``valgrind --tool=callgrind``: many cases, one Valgrind start-up.
+
+Started by :mod:`.callgrind_pool` as ``valgrind ... python -m mmtrack.asvbridge.callgrind_worker``. It reads
+pickled :class:`CallgrindJob` records from stdin and writes ``("ready",)`` once, then one
+``("outcome", Outcome, profile)`` per job to what was stdout; the benchmark's own prints go to stderr.
+Each case is sampled by :class:`~mmtrack.measure.callgrind.CallgrindRunner`.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ..measure import callgrind
+from .session import Outcome, Status, SuiteSession
+from .worker import CaseJob, _find_case
+
+
+@dataclass(frozen=True, slots=True)
+class CallgrindJob:
+    case: CaseJob
+    profiles: Path  # valgrind's --callgrind-out-file, without its ".%p"
+    keep_profile: Path | None  # where to keep the profile of the case's measured chunk
+
+
+def _send(channel: BinaryIO, message: tuple) -> None:
+    pickle.dump(message, channel, protocol=pickle.HIGHEST_PROTOCOL)
+    channel.flush()
+
+
+def _run(session: SuiteSession, job: CallgrindJob) -> tuple[Outcome, str | None]:
+    callgrind.profiles_at(job.profiles)
+    try:
+        case = _find_case(job.case)
+    except Exception as exc:  # noqa: BLE001  (one case's import failure fails that case)
+        message = f"could not load the benchmark in its worker: {type(exc).__name__}: {exc}"
+        return Outcome(job.case.benchmark, {}, Status.FAILED, message=message), None
+    session.options = job.case.options
+    outcome = session.run_case(case)
+    profile = callgrind.last_profile()
+    if outcome.status is not Status.OK or profile is None or job.keep_profile is None:
+        return outcome, None
+    job.keep_profile.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(profile, job.keep_profile)
+    return outcome, str(job.keep_profile)
+
+
+def main() -> None:
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # the benchmark's prints must not mix with the pickles
+    jobs = sys.stdin.buffer
+    session = SuiteSession(callgrind.default_options(), runner=callgrind.CallgrindRunner)
+    _send(channel, ("ready",))
+    while True:
+        try:
+            job = pickle.load(jobs)
+        except EOFError:
+            return
+        outcome, profile = _run(session, job)
+        _send(channel, ("outcome", outcome, profile))
+
+
+if __name__ == "__main__":
+    main()
