@@ -139,3 +139,29 @@ def test_read_summary_rejects_a_file_that_is_no_profile(tmp_path):
     bad.write_text("hello\n")
     with pytest.raises(ValueError, match="not a callgrind profile"):
         read_summary(bad)
+
+
+def _m(name: str, value: float, unit: str = "instr/op"):
+    from mmtrack.measure.metrics import Direction
+    from mmtrack.results import Measurement, MetricKey
+
+    return Measurement("b.track", {}, MetricKey("callgrind", name, unit), Direction.LOWER, median=value,
+                       count=1, samples=(value,))
+
+
+def test_a_deterministic_count_beyond_the_tolerance_is_confirmed_without_history():
+    from mmtrack.analysis.compare import compare_pair
+
+    row = compare_pair(_m("instructions", 10_000), _m("instructions", 10_100))
+    assert (row.verdict, row.state, row.test) == ("regressed", "confirmed", "deterministic")
+    with_history = compare_pair(_m("est_cycles", 10_000, "cycles/op"), _m("est_cycles", 9_900, "cycles/op"),
+                                history=[10_000.0] * 3)
+    assert (with_history.verdict, with_history.state) == ("improved", "confirmed")
+    assert compare_pair(_m("instructions", 10_000), _m("instructions", 10_001)).verdict == "unchanged"
+
+
+def test_a_fraction_of_a_miss_per_op_is_never_a_verdict():
+    from mmtrack.analysis.compare import compare_pair
+
+    assert compare_pair(_m("l1d_misses", 0.004, "misses/op"), _m("l1d_misses", 0.008, "misses/op")).verdict == "unchanged"
+    assert compare_pair(_m("l1d_misses", 20, "misses/op"), _m("l1d_misses", 30, "misses/op")).verdict == "regressed"

@@ -73,6 +73,13 @@ class ComparePolicy:
     # ... and, given the commit of each history value, the runner levels the suite shares are taken out
     # of each series' history before the newest commit is judged (:mod:`.frames`).
     run_frames: bool = True
+    # Deterministic counts under callgrind (analysis/deterministic.py): a change beyond this share is real at once.
+    # A/A runs of one commit read identical counts; builds of one commit in other folders moved them by up to
+    # TODO (docs/design/callgrind.md).
+    deterministic_tolerance: float = 0.002
+    # ... simulated misses per op: beyond this share and this many misses per op (est_cycles weighs them).
+    miss_tolerance: float = 0.05
+    miss_floor: float = 1.0
     # Same-machine A/B: the significance its round test must reach (None: the A/B default,
     # mmtrack.ab.interleave.ROUND_ALPHA); `continuous --round-alpha`.
     round_alpha: float | None = None

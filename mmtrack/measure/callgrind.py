@@ -28,7 +28,7 @@ from .metrics import Direction, MetricValue, aggregate_metrics
 from .runner import BenchmarkDefinitionError, RunOptions, Runner
 
 #: The process model a callgrind run records (measure/conditions.py): never compared with wall-clock runs.
-PROCESS_MODEL = "under callgrind"
+PROCESS_MODEL = conditions.UNDER_CALLGRIND
 SECTION = "callgrind"
 #: The Debian package that brings valgrind, callgrind_annotate and callgrind.h.
 PACKAGE = "valgrind"

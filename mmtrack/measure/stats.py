@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 
 from .backend import MeasurementDomain
-from .conditions import SamplingConditions
+from .conditions import UNDER_CALLGRIND, SamplingConditions
 from .metrics import Direction, MetricSummary
 from .quantiles import percentile
 from .throughput import Throughput
@@ -137,10 +137,13 @@ class BenchmarkStats:
         """
         per_op = [d / o if o else math.nan for d, o in zip(self.durations, self.operations)]
         rates = [self.throughput.rate(o, d) for d, o in zip(self.durations, self.operations)]
+        timed = self.conditions is None or self.conditions.process_model != UNDER_CALLGRIND
         out = [
-            MetricSummary.from_values("timing", "time_per_op", "s", per_op, direction=Direction.LOWER),
+            MetricSummary.from_values("timing", "time_per_op", "s", per_op,
+                                      direction=Direction.LOWER if timed else Direction.NEUTRAL),
             MetricSummary.from_values(
-                "timing", "throughput", self.throughput.rate_unit, rates, direction=Direction.HIGHER
+                "timing", "throughput", self.throughput.rate_unit, rates,
+                direction=Direction.HIGHER if timed else Direction.NEUTRAL
             ),
         ]
         for c in self.counters:
