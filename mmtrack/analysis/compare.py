@@ -73,8 +73,17 @@ from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 from . import deterministic
 from .noise import (
-    SegmentNoise, agreement, finite, follow_up, held_level, held_median, measured, positive, segment_noise,
-    unseen_step, young_level,
+    SegmentNoise,
+    agreement,
+    finite,
+    follow_up,
+    held_level,
+    held_median,
+    measured,
+    positive,
+    segment_noise,
+    unseen_step,
+    young_level,
 )
 from .policy import EVIDENCE, HISTORY_WINDOW, ComparePolicy, Evidence
 
