@@ -66,6 +66,13 @@ def cli() -> None:
     """Per-commit performance tracking, compatible with asv."""
 
 
+# What measures each case: one spelling for bench, run, continuous and bisect.
+instrument_option = click.option(
+    "--instrument", type=click.Choice(["wall", "callgrind"]), default="wall", show_default=True,
+    help="wall: time each case; callgrind: count its instructions and simulated cache misses under Valgrind, "
+         "the same on any machine (docs/instruments.md).")
+
+
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path), default=Path("benchmarks"))
 @click.option("-k", "--filter", "pattern", help="Run only benchmarks whose name matches this regex.")
@@ -88,9 +95,7 @@ def cli() -> None:
               help="Worker processes per case, one after the other, each taking a share of its samples "
                    "(default 4, 1 with --quick); the report says when processes differ more than samples "
                    "within one.")
-@click.option("--instrument", type=click.Choice(["wall", "callgrind"]), default="wall", show_default=True,
-              help="wall: time each case with the engine's backend; callgrind: count its instructions and simulated "
-                   "cache misses under Valgrind, deterministic on any machine (docs/instruments.md).")
+@instrument_option
 @click.option(
     "--compare",
     default="latest",
@@ -271,9 +276,10 @@ history_fail_on = click.option(
 @click.option("--round-alpha", type=float, metavar="P",
               help="Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
 @history_fail_on
+@instrument_option
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
 def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_max,
-        confirm_rounds, round_alpha, fail_on, asv_args) -> None:
+        confirm_rounds, round_alpha, fail_on, instrument, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -296,6 +302,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambigu
         confirm_rounds=confirm_rounds,
         round_alpha=round_alpha,
         fail_on=tuple(fail_on),
+        instrument=instrument,
     )
     sys.exit(run_command(request, console=console))
 

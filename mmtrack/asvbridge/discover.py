@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .declaration import EngineDeclaration, declaration_of
+from .timed import time_benchmarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +120,7 @@ def _import(name: str, file: Path, sys_path_entry: Path) -> Any:
     return importlib.import_module(name)
 
 
-def discover(path: Path | str, only: Path | None = None) -> Suite:
+def discover(path: Path | str, only: Path | None = None, timed: bool = False) -> Suite:
     """The engine benchmarks under ``path`` (a file or a folder), named relative to it as asv names them; with
     ``only``, just that file's, named as a discovery of all of ``path`` names them (what a worker needs)."""
     path = Path(path)
@@ -146,6 +147,8 @@ def discover(path: Path | str, only: Path | None = None) -> Suite:
         # asv names benchmarks relative to the suite root package.
         rel = modname.split(".", 1)[1] if is_pkg and "." in modname else modname
         suite.benchmarks.extend(_engine_benchmarks(module, rel, file, resolved))
+        if timed:  # asv's time_ benchmarks too, for an instrument that counts (asvbridge/timed.py)
+            suite.benchmarks.extend(time_benchmarks(module, rel, file, resolved, EngineBenchmark))
     return suite
 
 
