@@ -461,16 +461,17 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
 @click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
 @click.option("--no-save", is_flag=True, help="Do not store the two runs.")
+@instrument_option
 @db_option
 def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
-               no_save, db) -> None:
+               no_save, instrument, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
     from .commands.continuous import ContinuousRequest, render, run_continuous
 
     request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench_regex,
                                 rounds=rounds, max_rounds=max_rounds, factor=factor, round_alpha=round_alpha,
                                 fail_on=tuple(fail_on), db=db,
-                                machine=machine, quick=quick, save=not no_save)
+                                machine=machine, quick=quick, save=not no_save, instrument=instrument)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
     out = render(outcome, fmt)
     _emit(out)
@@ -482,7 +483,8 @@ def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha,
 @click.argument("bad")
 @click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, callback=_asv_regex,
               help="The benchmark (asv -b regex).")
-@click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
+@click.option("--metric", default=None, help="The metric that moved (name; default time_per_op, or instructions "
+                                             "with --instrument callgrind).")
 @click.option("--rounds", type=int, default=4, show_default=True,
               help="Interleaved rounds per step (doubled on noise).")
 @click.option("--round-alpha", type=float, metavar="P",
@@ -490,12 +492,14 @@ def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha,
 @click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
 @click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def bisect(good, bad, bench_regex, metric, rounds, round_alpha, machine, config, fmt) -> None:
+@instrument_option
+def bisect(good, bad, bench_regex, metric, rounds, round_alpha, machine, config, fmt, instrument) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements."""
     from .commands.bisect import BisectRequest, render, run_bisect, to_json
 
-    request = BisectRequest(good=good, bad=bad, bench=bench_regex, metric=metric, project=Path.cwd(), config=config,
-                            rounds=rounds, machine=machine, round_alpha=round_alpha)
+    request = BisectRequest(good=good, bad=bad, bench=bench_regex, project=Path.cwd(), config=config,
+                            rounds=rounds, machine=machine, round_alpha=round_alpha, instrument=instrument,
+                            metric=metric or ("instructions" if instrument == "callgrind" else "time_per_op"))
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
         click.echo(to_json(outcome))

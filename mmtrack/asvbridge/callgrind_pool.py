@@ -44,14 +44,18 @@ def require_valgrind() -> str:
     return version
 
 
-def worker_environment() -> dict[str, str]:
+def worker_environment(without: Path | None = None) -> dict[str, str]:
     """The worker's whole environment: the same variables and values on every run, whatever the shell had.
 
     The environment sits on the process stack, so its length moves every stack address and with them the
-    simulated cache sets. PYTHONPATH keeps the parent's import path for mmtrack and the project.
+    simulated cache sets. PYTHONPATH keeps the parent's import path for mmtrack and the project, less the
+    entries inside ``without`` (a checkout that would shadow a built commit's package).
     """
     roots = [str(Path(__file__).resolve().parents[2])]  # the folder that holds this mmtrack
     roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in roots]
+    if without is not None:
+        inside = without.resolve()
+        roots = [p for p in roots if not (Path(p).resolve() == inside or inside in Path(p).resolve().parents)]
     return {
         "PATH": FIXED_PATH,
         "PYTHONHASHSEED": callgrind.HASH_SEED,
@@ -68,14 +72,15 @@ def _safe(name: str) -> str:
 class _Worker:
     """One ``valgrind python -m mmtrack.asvbridge.callgrind_worker`` process and its pipes."""
 
-    def __init__(self, scratch: Path) -> None:
+    def __init__(self, scratch: Path, python: Path | None, without: Path | None) -> None:
         self.scratch = scratch
         self.profiles = scratch / "callgrind.out"
         self.log = open(scratch / "worker.log", "ab")
-        command = [*callgrind.valgrind_args(self.profiles), sys.executable, "-m", "mmtrack.asvbridge.callgrind_worker"]
+        command = [*callgrind.valgrind_args(self.profiles), str(python or sys.executable), "-m",
+                   "mmtrack.asvbridge.callgrind_worker"]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            env=worker_environment(), cwd=scratch / "cwd", start_new_session=True)
+            env=worker_environment(without), cwd=scratch / "cwd", start_new_session=True)
         assert self.process.stdout is not None and self.process.stdin is not None
         self.replies: IO[bytes] = self.process.stdout
         self.jobs: IO[bytes] = self.process.stdin
@@ -123,11 +128,15 @@ class _Worker:
 
 
 class CallgrindSession:
-    """Runs cases in a worker under Valgrind; the run's profiles kept under ``keep`` (None: not kept)."""
+    """Runs cases in a worker under Valgrind; the run's profiles kept under ``keep`` (None: not kept).
+
+    ``python``: the interpreter of a built commit (A/B runs), else this one; ``without``: see
+    :func:`worker_environment`."""
 
     def __init__(self, options: RunOptions, timeout: float | None, progress: ProgressFn,
-                 keep: Path | None = None) -> None:
+                 keep: Path | None = None, python: Path | None = None, without: Path | None = None) -> None:
         require_valgrind()
+        self.python, self.without = python, without  # the interpreter the worker runs (a built commit's)
         self.options = dataclasses.replace(options, pin_cpu=False, process_model=callgrind.PROCESS_MODEL)
         self.timeout = timeout
         self.progress = progress
@@ -140,7 +149,7 @@ class CallgrindSession:
     def _started(self) -> _Worker | str:
         if self.worker is not None and self.worker.process.poll() is None:
             return self.worker
-        self.worker = _Worker(self.scratch)
+        self.worker = _Worker(self.scratch, self.python, self.without)
         if self.worker.receive(START_TIMEOUT_S) != ("ready",):
             why = self.worker.why_down()
             self._drop()

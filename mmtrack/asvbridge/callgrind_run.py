@@ -35,15 +35,18 @@ def suite_of(prepared: Prepared) -> Path:
 
 def measure(prepared: Prepared, bench: str | None, timeout: float | None,
             progress: Callable[[Case, str, int, int], None] = lambda *a: None,
-            profiles: Path | None = None) -> Collected:
-    """Count every selected case of the commit's suite; failed cases are kept as failed results."""
+            profiles: Path | None = None, python: Path | None = None, without: Path | None = None) -> Collected:
+    """Count every selected case of the commit's suite; failed cases are kept as failed results.
+
+    ``python``: a built commit's interpreter (A/B runs), and ``without``: the checkout whose import paths must not
+    shadow that build's package."""
     suite = discover(suite_of(prepared), timed=True)
     chosen = suite.select(bench and user_regex(bench, "-b").pattern)
     if not chosen:
         raise UserError(f"{suite_of(prepared)}: no benchmark" + (f" matches -b {bench!r}" if bench else "")
                         + "; check -b and benchmark_dir")
     environment = environment_name()
-    session = CallgrindSession(RunOptions(), timeout, progress, keep=profiles)
+    session = CallgrindSession(RunOptions(), timeout, progress, keep=profiles, python=python, without=without)
     cases: list[CaseResult] = []
     try:
         for case in expand(chosen):

@@ -29,6 +29,7 @@ class BisectRequest:
     z: float = 2.0
     retries: int = 2
     round_alpha: float | None = None  # significance the rounds must reach (None: ab.interleave.ROUND_ALPHA)
+    instrument: str = "wall"  # "callgrind": each commit counted once (ab/count_bisect.py)
 
 
 def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = None) -> Any:
@@ -43,6 +44,11 @@ def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = 
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds)
     refuse_dirty(repo)
     good, bad = resolve_commit(repo, request.good), resolve_commit(repo, request.bad)
+    if request.instrument == "callgrind":
+        from ..ab.count_bisect import CountBisector
+
+        plan.instrument = "callgrind"
+        return CountBisector(plan, repo, request.metric, progress).run(good, bad)
     return Bisector(plan, repo, request.metric, request.z, request.retries, progress, round_alpha=alpha).run(good, bad)
 
 
