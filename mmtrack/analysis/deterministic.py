@@ -39,7 +39,7 @@ def judge(before: Measurement, after: Measurement, policy: ComparePolicy) -> Set
     b, a = float(before.median), float(after.median)
     tolerance = policy.deterministic_tolerance
     ratio = a / b if b else (1.0 if a == b else float("inf"))
-    moved = abs(a - b) > tolerance * abs(b)
+    moved = abs(a - b) > max(tolerance * abs(b), policy.deterministic_floor)
     if after.metric.name in MISSES:  # a fraction of a miss per op is never worth a verdict: est_cycles weighs them
         tolerance = policy.miss_tolerance
         moved = abs(a - b) > max(tolerance * abs(b), policy.miss_floor)

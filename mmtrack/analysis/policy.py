@@ -73,10 +73,11 @@ class ComparePolicy:
     # ... and, given the commit of each history value, the runner levels the suite shares are taken out
     # of each series' history before the newest commit is judged (:mod:`.frames`).
     run_frames: bool = True
-    # Deterministic counts under callgrind (analysis/deterministic.py): a change beyond this share is real at once.
-    # A/A runs of one commit read identical counts; builds of one commit in other folders moved them by up to
-    # TODO (docs/design/callgrind.md).
+    # Deterministic counts under callgrind (analysis/deterministic.py): a change beyond this share and beyond this
+    # many instructions (or cycles) per op is real at once. A/A runs from one folder read identical counts; the
+    # suite moved to another folder moved them by up to 0.08%, or 38 instructions per op (docs/design/callgrind.md).
     deterministic_tolerance: float = 0.002
+    deterministic_floor: float = 64.0
     # ... simulated misses per op: beyond this share and this many misses per op (est_cycles weighs them).
     miss_tolerance: float = 0.05
     miss_floor: float = 1.0

@@ -9,6 +9,7 @@ and a fresh one serves the cases after it. The worker's environment and working 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import pickle
 import re
@@ -65,8 +66,18 @@ def worker_environment(without: Path | None = None) -> dict[str, str]:
     }
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", name)[:150]
+def profile_label(benchmark: str, param_values: list[str]) -> str:
+    """A case's profile file name stem: the benchmark and its parameter labels, file-name safe."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join([benchmark, *param_values]))[:150]
+
+
+def kept_profile(folder: Path, label: str) -> tuple[Path, int] | None:
+    """The profile kept for a case in ``folder`` and the ops its region ran, or None."""
+    for path in sorted(folder.glob(f"{glob.escape(label)}.*ops.callgrind.out")):
+        ops = path.name[len(label) + 1:].split("ops.", 1)[0]
+        if ops.isdigit():
+            return path, int(ops)
+    return None
 
 
 class _Worker:
@@ -170,9 +181,9 @@ class CallgrindSession:
             return fail(worker)
         self.progress(case, "under callgrind", 0, 1)
         budget = timeout_of(case, self.timeout)
-        label = _safe(f"{b.name}-{'-'.join(case.param_labels.values())}" if case.params else b.name)
+        label = profile_label(b.name, list(case.param_labels.values()))
         keep = self.keep / f"{label}.callgrind.out" if self.keep is not None else None
-        job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", keep)
+        job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", keep, self.without is not None)
         started = time.monotonic()
         reply = worker.receive(0) if not worker.send(job) else worker.receive(budget)
         if reply is None:
@@ -182,8 +193,10 @@ class CallgrindSession:
             self._drop()
             return fail(why)
         _, outcome, profile = reply
-        if profile is not None:
-            self.profiles[outcome.full_name] = Path(profile)
+        if profile is not None and outcome.stats is not None:  # named with the ops its region ran, to compare per op
+            kept = Path(profile).with_name(f"{label}.{outcome.stats.operations[-1]}ops.callgrind.out")
+            Path(profile).replace(kept)
+            self.profiles[outcome.full_name] = kept
         return dataclasses.replace(outcome, name=b.name, params=case.param_labels)
 
     def close(self) -> None:

@@ -29,6 +29,11 @@ def environment_name() -> str:
     return ENVIRONMENT_PREFIX + conditions.python_build().replace(" ", "-")
 
 
+def profiles_of(project: Path, sha: str) -> Path:
+    """Where a commit's callgrind profiles are kept in a checkout, one per case (why a count changed)."""
+    return project / ".mmtrack" / "profiles" / sha
+
+
 def suite_of(prepared: Prepared) -> Path:
     return Path(prepared.project / str(prepared.config.get("benchmark_dir", "benchmarks"))).resolve()
 

@@ -26,6 +26,7 @@ class CallgrindJob:
     case: CaseJob
     profiles: Path  # valgrind's --callgrind-out-file, without its ".%p"
     keep_profile: Path | None  # where to keep the profile of the case's measured chunk
+    as_asv: bool = False  # import the suite as asv does (a built commit's package, not the checkout's)
 
 
 def _send(channel: BinaryIO, message: tuple) -> None:
@@ -36,7 +37,7 @@ def _send(channel: BinaryIO, message: tuple) -> None:
 def _run(session: SuiteSession, job: CallgrindJob) -> tuple[Outcome, str | None]:
     callgrind.profiles_at(job.profiles)
     try:
-        case = _find_case(job.case)
+        case = _find_case(job.case, job.as_asv)
     except Exception as exc:  # noqa: BLE001  (one case's import failure fails that case)
         message = f"could not load the benchmark in its worker: {type(exc).__name__}: {exc}"
         return Outcome(job.case.benchmark, {}, Status.FAILED, message=message), None

@@ -224,14 +224,14 @@ class _ForwardLog(logging.Handler):
 
 
 
-def _find_case(job: Job) -> Case:
+def _find_case(job: Job, as_asv: bool = False) -> Case:
     """The job's case, found by discovering its file alone, named as the parent's discovery named it."""
     from .discover import discover
     from .session import expand
 
     source, benchmark = job.source, job.benchmark
     param_index = job.param_index if isinstance(job, CaseJob) else None
-    suite = discover(job.suite, only=source, timed=isinstance(job, CaseJob) and job.timed)
+    suite = discover(job.suite, only=source, timed=isinstance(job, CaseJob) and job.timed, as_asv=as_asv)
     if suite.failures:
         raise ImportError(suite.failures[0].message)
     for b in suite.benchmarks:

@@ -99,6 +99,7 @@ class RunOutcome:
     summary: list[str] = field(default_factory=list)  # what the comparison could not say
     reports: list[str] = field(default_factory=list)  # leftover spool files that could not be ingested
     notes: list[str] = field(default_factory=list)  # leftover spool files that were ingested
+    before: str | None = None  # the previous commit measured here, that the comparison read
 
     @property
     def exit_code(self) -> int:
@@ -123,7 +124,9 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
             soft_wrap=True,
         )
         if request.instrument == "callgrind":
-            outcome = RunOutcome(prepared, callgrind_run.measure(prepared, request.bench, None), None, started)
+            kept = callgrind_run.profiles_of(prepared.project, prepared.commit.sha)
+            outcome = RunOutcome(prepared, callgrind_run.measure(prepared, request.bench, None, profiles=kept), None,
+                                 started)
             ingest(outcome, request.db)
             return outcome
         asv_exit = run_asv(prepared, request)
@@ -146,6 +149,11 @@ def run_command(request: RunRequest, console: Console) -> int:
     check_confirm_options(request)
     outcome = execute(request, console)
     render(outcome, console)
+    if request.instrument == "callgrind" and outcome.before and outcome.comparison is not None:
+        from .why_counts import explain
+
+        explain(outcome.comparison.comparison, outcome.prepared.project, outcome.before, outcome.prepared.commit.sha,
+                console)
     confirmations = confirm_rows(outcome, request, console) if request.confirm else []
     failing = gate(outcome, confirmations, request.fail_on) if request.fail_on else []
     if failing:
@@ -466,7 +474,7 @@ def summarize(store: Any, outcome: RunOutcome) -> None:
     if commit.sha not in history or history.index(commit.sha) == 0:
         outcome.summary.append(f"first commit measured on {machine} ({environment}): nothing to compare with yet")
         return
-    before = history[history.index(commit.sha) - 1]
+    before = outcome.before = history[history.index(commit.sha) - 1]
     request = CompareRequest(a=before, b=commit.sha, machine=machine, env=environment, cwd=prepared.project)
     try:
         outcome.comparison = run_compare(request, store=store)
