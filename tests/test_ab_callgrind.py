@@ -10,7 +10,6 @@ import json
 import shutil
 
 import pytest
-
 from conftest import run_cli
 from test_ab import commit, package_project
 from test_run_acceptance import asv_env

@@ -1,12 +1,12 @@
 """`mmtrack run --instrument callgrind`: asv's own time_ benchmarks counted under real Valgrind, commit after
-commit, and the gate reads the deterministic count: a 1% slowdown fails its commit at once, confirmed."""
+commit, and the gate reads the deterministic count: a 1% slowdown fails its commit at once, confirmed, and the
+functions that moved are named."""
 
 from __future__ import annotations
 
 import shutil
 
 import pytest
-
 from conftest import run_cli
 from test_run_acceptance import asv_env, commit_all, make_repo
 
@@ -54,3 +54,6 @@ def test_a_one_percent_slowdown_fails_its_commit_confirmed(runs):
     assert "bench_lib.Suite.time_work" in last and "regressed (confirmed)" in last, last[-3000:]
     failing = [line for line in last.splitlines() if "--fail-on regression" in line]
     assert failing and "time_other" not in failing[0], failing
+    # Why: the functions whose instructions per op moved, from both commits' kept profiles.
+    why = last.split("why bench_lib.Suite.time_work changed", 1)
+    assert len(why) == 2 and "->" in why[1], last[-3000:]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..analysis.policy import ComparePolicy
 from ..errors import UserError

@@ -20,8 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO
 
 from ..errors import UserError
 from ..measure import callgrind
@@ -146,7 +147,7 @@ class CallgrindSession:
 
     def __init__(self, options: RunOptions, timeout: float | None, progress: ProgressFn,
                  keep: Path | None = None, python: Path | None = None, without: Path | None = None) -> None:
-        require_valgrind()
+        self.valgrind = require_valgrind()  # "valgrind-3.19.0": said under each case's Measurement row
         self.python, self.without = python, without  # the interpreter the worker runs (a built commit's)
         self.options = dataclasses.replace(options, pin_cpu=False, process_model=callgrind.PROCESS_MODEL)
         self.timeout = timeout
@@ -174,7 +175,7 @@ class CallgrindSession:
 
     def run_case(self, case: Case) -> Outcome:
         b = case.benchmark
-        fail = lambda message: Outcome(b.name, case.param_labels, Status.FAILED, message=message)  # noqa: E731
+        fail = lambda message: Outcome(b.name, case.param_labels, Status.FAILED, message=message)
         self.progress(case, "starting valgrind", 0, 1)
         worker = self._started()
         if isinstance(worker, str):
@@ -197,6 +198,8 @@ class CallgrindSession:
             kept = Path(profile).with_name(f"{label}.{outcome.stats.operations[-1]}ops.callgrind.out")
             Path(profile).replace(kept)
             self.profiles[outcome.full_name] = kept
+        if outcome.stats is not None:
+            outcome.stats.notes.append(f"counted under {self.valgrind}")
         return dataclasses.replace(outcome, name=b.name, params=case.param_labels)
 
     def close(self) -> None:

@@ -8,9 +8,9 @@ commit, one series each.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 from ..errors import UserError, user_regex
 from ..measure import conditions

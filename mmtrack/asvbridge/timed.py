@@ -9,9 +9,10 @@ sizes its own chunks.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..measure.runner import BenchSpec
 from .declaration import EngineDeclaration, declaration_of
@@ -53,7 +54,7 @@ def time_benchmarks(module: Any, rel: str, file: Path, suite: Path, make: Any) -
                 if mattr.startswith(PREFIX) and callable(method) and declaration_of(method) is None:
                     yield make(f"{rel}.{obj.__name__}.{mattr}", obj, mattr,
                                AsvTimeDeclaration(fn=method, returns_sample=False, attr=mattr), file, suite)
-        elif attr.startswith(PREFIX) and inspect.isfunction(obj) and obj.__module__ == module.__name__:
-            if declaration_of(obj) is None:
-                yield make(f"{rel}.{attr}", None, attr, AsvTimeDeclaration(
-                    fn=obj, returns_sample=False, attr=attr, extra={"function": obj}), file, suite)
+        elif (attr.startswith(PREFIX) and inspect.isfunction(obj) and obj.__module__ == module.__name__
+              and declaration_of(obj) is None):
+            yield make(f"{rel}.{attr}", None, attr, AsvTimeDeclaration(
+                fn=obj, returns_sample=False, attr=attr, extra={"function": obj}), file, suite)

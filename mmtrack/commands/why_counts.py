@@ -30,7 +30,8 @@ def explain(comparison, project: Path, before: str, after: str, console: Console
         try:
             deltas = top_deltas(old, old_ops, new, new_ops, SHOWN)
         except (OSError, subprocess.CalledProcessError) as exc:
-            console.print(f"why {term(row.name)} changed: callgrind_annotate failed ({term(str(exc))})", highlight=False)
+            console.print(f"why {term(row.name)} changed: callgrind_annotate failed ({term(str(exc))})",
+                          highlight=False)
             continue
         console.print(f"why {term(row.name)} changed (instructions per op, callgrind_annotate of {old} and {new}):",
                       highlight=False, soft_wrap=True)

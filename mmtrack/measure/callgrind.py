@@ -19,13 +19,13 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import conditions
 from .backend import MeasurementBackend, MeasurementDomain, Results
 from .metrics import Direction, MetricValue, aggregate_metrics
-from .runner import BenchmarkDefinitionError, RunOptions, Runner
+from .runner import BenchmarkDefinitionError, Runner, RunOptions
 
 #: The process model a callgrind run records (measure/conditions.py): never compared with wall-clock runs.
 PROCESS_MODEL = conditions.UNDER_CALLGRIND
@@ -88,7 +88,8 @@ def valgrind_version() -> str | None:
     if exe is None:
         return None
     try:
-        return subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip() or None
+        done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        return done.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -102,7 +103,7 @@ def read_summary(path: Path) -> dict[str, int]:
     """The event totals of one callgrind profile (its ``summary:`` line, what callgrind_annotate totals)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         header = f.read(HEADER_BYTES)
-    found = dict((k, v.split()) for k, v in _HEADER.findall(header))
+    found = {k: v.split() for k, v in _HEADER.findall(header)}
     if "events" not in found or "summary" not in found:
         raise ValueError(f"{path}: not a callgrind profile (no events:/summary: header)")
     values = [int(v) for v in found["summary"]]
@@ -123,14 +124,14 @@ class Counts:
     lld_misses: float
 
     @classmethod
-    def of(cls, events: dict[str, int]) -> "Counts":
+    def of(cls, events: dict[str, int]) -> Counts:
         e = {k: events.get(k, 0) for k in EVENTS}
         return cls(e["Ir"], e["Dr"], e["Dw"], e["I1mr"], e["D1mr"] + e["D1mw"], e["ILmr"], e["DLmr"] + e["DLmw"])
 
-    def minus(self, other: "Counts") -> "Counts":
+    def minus(self, other: Counts) -> Counts:
         return Counts(*(a - b for a, b in zip(_fields(self), _fields(other))))
 
-    def per(self, ops: int) -> "Counts":
+    def per(self, ops: int) -> Counts:
         return Counts(*(a / ops for a in _fields(self)))
 
     @property
@@ -258,14 +259,6 @@ def chunk_for(instructions_per_op: float, target: int = TARGET_INSTRUCTIONS) -> 
     return n
 
 
-@dataclass(slots=True)
-class Measured:
-    per_op: Counts
-    chunk: int
-    profile: Path  # the profile of the 2n chunk: kept to say why a count changed
-    notes: list[str] = field(default_factory=list)
-
-
 class CallgrindRunner(Runner):
     """Runs one BenchSpec under :class:`CallgrindBackend`: one warm-up chunk, then the chunks of n and 2n ops."""
 
@@ -299,7 +292,6 @@ class CallgrindRunner(Runner):
         stats.metrics = [*stats.metrics, *aggregate_metrics([per_op.metrics()])]
         stats.conditions = measured_under
         stats.calibrated = self.spec.chunk_size is None
-        self.profile = two.profile
         return stats
 
     def _probe(self) -> float:
