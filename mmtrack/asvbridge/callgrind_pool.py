@@ -31,7 +31,11 @@ from .callgrind_worker import CallgrindJob
 from .session import Case, Outcome, Status
 from .worker import case_job, timeout_of
 
-START_TIMEOUT_S = 120.0  # an interpreter and mmtrack's imports under Valgrind: about 5 s on a loaded 2-core VM
+START_TIMEOUT_S = 120.0  # CPU seconds for an interpreter and mmtrack's imports under Valgrind: about 8 s here
+# Budgets count the worker's CPU time: at a load of 14 on 2 cores a start-up of 8 CPU seconds took over 2 minutes
+# of wall time. A worker that waits without using the CPU (a sleep, a lock) is stopped after this many budgets.
+WALL_FACTOR = 10.0
+POLL_S = 0.5
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 ProgressFn = Callable[[Case, str, int, int], None]
 
@@ -96,12 +100,29 @@ class _Worker:
         assert self.process.stdout is not None and self.process.stdin is not None
         self.replies: IO[bytes] = self.process.stdout
         self.jobs: IO[bytes] = self.process.stdin
+        self.overran = False  # the last receive() gave up on its budget
 
-    def receive(self, timeout: float) -> tuple | None:
-        """The next message, or None when the worker died or stayed silent for ``timeout`` seconds."""
-        ready, _, _ = select.select([self.replies], [], [], max(timeout, 0.0))
-        if not ready:
+    def cpu_seconds(self) -> float | None:
+        """CPU time the worker (valgrind and the program it simulates) has used; None where /proc is unreadable."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+        except (OSError, ValueError, IndexError):
             return None
+
+    def receive(self, budget: float) -> tuple | None:
+        """The next message, or None when the worker died or used ``budget`` CPU seconds (wall seconds where CPU
+        time is unreadable, and ``WALL_FACTOR`` times as many wall seconds in any case) without answering."""
+        start_cpu, start_wall = self.cpu_seconds(), time.monotonic()
+        while True:
+            ready, _, _ = select.select([self.replies], [], [], POLL_S if budget > 0 else 0.0)
+            if ready:
+                break
+            cpu, wall = self.cpu_seconds(), time.monotonic() - start_wall
+            used = cpu - start_cpu if cpu is not None and start_cpu is not None else wall
+            if budget <= 0 or used >= budget or wall >= WALL_FACTOR * budget or self.process.poll() is not None:
+                self.overran = budget > 0 and (used >= budget or wall >= WALL_FACTOR * budget)
+                return None
         try:
             return pickle.load(self.replies)
         except (EOFError, pickle.UnpicklingError, OSError):
@@ -185,12 +206,10 @@ class CallgrindSession:
         label = profile_label(b.name, list(case.param_labels.values()))
         keep = self.keep / f"{label}.callgrind.out" if self.keep is not None else None
         job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", keep, self.without is not None)
-        started = time.monotonic()
         reply = worker.receive(0) if not worker.send(job) else worker.receive(budget)
         if reply is None:
-            over = time.monotonic() - started >= budget
-            why = (f"over its time budget under valgrind ({budget:g} s); raise the benchmark's timeout or "
-                   "--timeout, or make the case smaller" if over else worker.why_down())
+            why = (f"over its time budget under valgrind ({budget:g} s of CPU time); raise the benchmark's timeout "
+                   "or --timeout, or make the case smaller" if worker.overran else worker.why_down())
             self._drop()
             return fail(why)
         _, outcome, profile = reply
