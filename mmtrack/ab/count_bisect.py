@@ -49,8 +49,11 @@ class CountBisector:
                 for m in c.record.metrics if self.metric_name in (m.key[1], str(MetricKey(*m.key)))
             }
             if not self.counted[sha]:
-                raise UserError(f"no metric {self.metric_name!r} counted at {sha[:8]} in the selected benchmarks; "
-                                "pick it with --metric (e.g. instructions, est_cycles)")
+                failed = next((c for c in collected.cases if c.status == "failed"), None)
+                raise UserError(
+                    f"{failed.label} failed at {sha[:8]} under callgrind: {failed.message}" if failed else
+                    f"no metric {self.metric_name!r} counted at {sha[:8]} in the selected benchmarks; pick it with "
+                    "--metric (e.g. instructions, est_cycles)")
         return self.counted[sha]
 
     def moved(self, good: Counts, other: Counts) -> tuple[CaseKey, MetricKey, float] | None:

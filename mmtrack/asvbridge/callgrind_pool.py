@@ -203,9 +203,7 @@ class CallgrindSession:
             return fail(worker)
         self.progress(case, "under callgrind", 0, 1)
         budget = timeout_of(case, self.timeout)
-        label = profile_label(b.name, list(case.param_labels.values()))
-        keep = self.keep / f"{label}.callgrind.out" if self.keep is not None else None
-        job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", keep, self.without is not None)
+        job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", self.without is not None)
         reply = worker.receive(0) if not worker.send(job) else worker.receive(budget)
         if reply is None:
             why = (f"over its time budget under valgrind ({budget:g} s of CPU time); raise the benchmark's timeout "
@@ -213,13 +211,18 @@ class CallgrindSession:
             self._drop()
             return fail(why)
         _, outcome, profile = reply
-        if profile is not None and outcome.stats is not None:  # named with the ops its region ran, to compare per op
-            kept = Path(profile).with_name(f"{label}.{outcome.stats.operations[-1]}ops.callgrind.out")
-            Path(profile).replace(kept)
-            self.profiles[outcome.full_name] = kept
+        if profile is not None and outcome.stats is not None and self.keep is not None:
+            self.profiles[outcome.full_name] = self._kept(case, Path(profile), outcome.stats.operations[-1])
         if outcome.stats is not None:
             outcome.stats.notes.append(f"counted under {self.valgrind}")
         return dataclasses.replace(outcome, name=b.name, params=case.param_labels)
+
+    def _kept(self, case: Case, profile: Path, ops: int) -> Path:
+        """The case's profile moved under ``keep``, named with the ops its region ran (to compare per op)."""
+        assert self.keep is not None
+        self.keep.mkdir(parents=True, exist_ok=True)
+        label = profile_label(case.benchmark.name, list(case.param_labels.values()))
+        return Path(shutil.move(profile, self.keep / f"{label}.{ops}ops.callgrind.out"))
 
     def close(self) -> None:
         self._drop()

@@ -2,7 +2,7 @@
 
 Started by :mod:`.callgrind_pool` as ``valgrind ... python -m mmtrack.asvbridge.callgrind_worker``. It reads
 pickled :class:`CallgrindJob` records from stdin and writes ``("ready",)`` once, then one
-``("outcome", Outcome, profile)`` per job to what was stdout; the benchmark's own prints go to stderr.
+``("outcome", Outcome, profile path)`` per job to what was stdout; the benchmark's own prints go to stderr.
 Each case is sampled by :class:`~mmtrack.measure.callgrind.CallgrindRunner`.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,6 @@ from .worker import CaseJob, _find_case
 class CallgrindJob:
     case: CaseJob
     profiles: Path  # valgrind's --callgrind-out-file, without its ".%p"
-    keep_profile: Path | None  # where to keep the profile of the case's measured chunk
     as_asv: bool = False  # import the suite as asv does (a built commit's package, not the checkout's)
 
 
@@ -43,12 +41,8 @@ def _run(session: SuiteSession, job: CallgrindJob) -> tuple[Outcome, str | None]
         return Outcome(job.case.benchmark, {}, Status.FAILED, message=message), None
     session.options = job.case.options
     outcome = session.run_case(case)
-    profile = callgrind.last_profile()
-    if outcome.status is not Status.OK or profile is None or job.keep_profile is None:
-        return outcome, None
-    job.keep_profile.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(profile, job.keep_profile)
-    return outcome, str(job.keep_profile)
+    profile = callgrind.last_profile()  # the parent keeps it or not: no per-commit path reaches this process
+    return outcome, str(profile) if outcome.status is Status.OK and profile is not None else None
 
 
 def main() -> None:
