@@ -78,9 +78,9 @@ class ComparePolicy:
     # suite moved to another folder moved them by up to 0.08%, or 38 instructions per op (docs/design/callgrind.md).
     deterministic_tolerance: float = 0.002
     deterministic_floor: float = 64.0
-    # ... est_cycles and simulated misses per op: beyond this share (and misses beyond this many per op) they are
-    # suspected only: in continuous, two builds of one commit moved est_cycles and L1 data misses of 3 of 10
-    # sortedcontainers benchmarks while their instructions held (docs/design/callgrind.md).
+    # ... est_cycles: beyond this share it is suspected only: in continuous, two builds of one commit moved
+    # est_cycles and L1 data misses of unchanged sortedcontainers benchmarks while their instructions held
+    # (docs/design/callgrind.md). Misses within this many per op are not worth a note.
     layout_tolerance: float = 0.05
     miss_floor: float = 1.0
     # Same-machine A/B: the significance its round test must reach (None: the A/B default,
