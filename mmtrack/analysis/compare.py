@@ -71,6 +71,7 @@ import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
+from . import deterministic
 from .noise import (
     SegmentNoise,
     agreement,
@@ -315,6 +316,9 @@ def compare_pair(
         return Row(**base, verdict="failed", before=before, after=after, threshold=thr, note=note)
     if _failed(before):
         return Row(**base, verdict="fixed", before=before, after=after, threshold=thr)
+    if (settled := deterministic.judge(before, after, policy)) is not None:  # no history, no test needed
+        return Row(**base, verdict=settled.verdict, before=before, after=after, ratio=settled.ratio,  # type: ignore[arg-type]
+                   test="deterministic", threshold=settled.tolerance, state=settled.state, note=settled.note)
 
     as_measured = before
     before = before.scaled(frame)

@@ -73,6 +73,16 @@ class ComparePolicy:
     # ... and, given the commit of each history value, the runner levels the suite shares are taken out
     # of each series' history before the newest commit is judged (:mod:`.frames`).
     run_frames: bool = True
+    # Deterministic counts under callgrind (analysis/deterministic.py): a change beyond this share and beyond this
+    # many instructions (or cycles) per op is real at once. A/A runs from one folder read identical counts; the
+    # suite moved to another folder moved them by up to 0.08%, or 38 instructions per op (docs/design/callgrind.md).
+    deterministic_tolerance: float = 0.002
+    deterministic_floor: float = 64.0
+    # ... est_cycles: beyond this share it is suspected only: in continuous, two builds of one commit moved
+    # est_cycles and L1 data misses of unchanged sortedcontainers benchmarks while their instructions held
+    # (docs/design/callgrind.md). Misses within this many per op are not worth a note.
+    layout_tolerance: float = 0.05
+    miss_floor: float = 1.0
     # Same-machine A/B: the significance its round test must reach (None: the A/B default,
     # mmtrack.ab.interleave.ROUND_ALPHA); `continuous --round-alpha`.
     round_alpha: float | None = None
