@@ -1,0 +1,295 @@
+"""Environment events: change points that follow the run (its date, machine, environment), not the code.
+
+Every point of a series has a commit *and* a run. A runner image or a dependency set that changes on a
+date moves every series of a machine or environment from that date on, old commits measured after it
+included. A lone series' change point cannot tell the two apart when commits are measured in order, but
+the run factor shows itself in two ways, each read here:
+
+* **Run date.** Over all runs of a change point's two segments (earlier runs of re-measured commits
+  included), each point is labelled by the level it is nearer to. The best split in commit order and the
+  best split in run-date order are compared: where the date order explains the labels with fewer misplaced
+  points (old commits re-measured after the date read the new level; commits measured out of order follow
+  their run), the step follows the run date. Pooled over the change points of one environment at one place
+  in its history, since each series holds only a few such runs.
+* **Environment-wide.** Most series of one environment step at one place while the same benchmarks in the
+  sibling environments and machines, which measured the same commits, do not: a code change would move them
+  too.
+
+Such a group is reported once as an :class:`EnvironmentEvent`; its change points keep their place in their
+series but carry ``extra["cause"] = "environment"`` and never count as regressions to fail on.
+Pure functions over plain columns; the store reads them (``queries.series_run_points``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..results import ChangePoint, SeriesKey
+from .detect import SeriesReport
+from .policy import EVENT_DATE_MARGIN, EVENT_MIN_SERIES, EVENT_REACH, EVENT_SHARE, SIBLING_SHARE
+
+
+@dataclass(frozen=True, slots=True)
+class RunPoints:
+    """Every clean, usable run of one series: its commit, its run day (days since 1970, UTC) and value."""
+
+    shas: Sequence[str]
+    days: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class DateEvidence:
+    """What one change point's runs say: the misplaced points of the best split in commit order and in
+    run-date order, the first day of the new level by date, and the old commits measured from that day on."""
+
+    commit_errors: int
+    date_errors: int
+    day: float
+    old_late: int  # runs of commits before the change point measured on or after ``day``
+    old_late_new: int  # ... of which read the new level
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentEvent:
+    """One shift of a machine's environments that their series share, reported once."""
+
+    id: str
+    machine: str
+    environments: tuple[str, ...]
+    day: float  # first run day of the new level
+    series: int
+    slower: int  # series that moved the worse way
+    faster: int
+    old_commits: int  # runs of older commits, measured from ``day`` on, that read the new level
+    evidence: str  # "run date" or "environment-wide"
+    before_sha: str  # the commit range where the series show it
+    after_sha: str
+    median_ratio: float
+
+    @property
+    def date(self) -> str:
+        return datetime.fromtimestamp(self.day * 86400.0, tz=timezone.utc).strftime("%Y-%m-%d")
+
+    def describe(self) -> str:
+        """One line, e.g. "ubuntu/py3.12 and py3.13: 43 series slower from runs of 2026-08-05 on, old commits included"."""
+        envs = self.environments
+        where = f"{self.machine}/{envs[0]}" + (f" and {', '.join(envs[1:])}" if len(envs) > 1 else "")
+        moved = " and ".join(
+            part for part in (f"{self.slower} series slower" if self.slower else "",
+                              f"{self.faster} series faster" if self.faster else "") if part)
+        tail = ", old commits included" if self.old_commits else ""
+        why = "follows the run date" if self.evidence == "run date" else "environment-wide, not in its siblings"
+        return f"{where}: {moved} (median x{self.median_ratio:.2f}) from runs of {self.date} on{tail}; {why}"
+
+
+# --------------------------------------------------------------------------- one change point
+
+
+def _labels(values: np.ndarray, before: float, after: float) -> np.ndarray:
+    """True where a value lies nearer the new level than the old one (in log space where both are positive)."""
+    if before > 0 and after > 0 and np.all(values > 0):
+        x, a, b = np.log(values), math.log(before), math.log(after)
+    else:
+        x, a, b = values, before, after
+    return np.abs(x - b) < np.abs(x - a)
+
+
+def _best_split(order: np.ndarray, new: np.ndarray) -> tuple[int, float]:
+    """Fewest misplaced points of a split of ``new`` (old level first) along ``order``, and the first order value
+    of its new side; splits fall only between distinct order values."""
+    idx = np.argsort(order, kind="stable")
+    o, lab = order[idx], new[idx].astype(int)
+    new_before = np.concatenate([[0], np.cumsum(lab)])
+    old_after = np.concatenate([np.cumsum((1 - lab)[::-1])[::-1], [0]])
+    errors = new_before + old_after
+    cuts = np.flatnonzero(np.diff(o) > 0) + 1  # a cut k puts o[:k] before, o[k:] after
+    if cuts.size == 0:
+        return int(errors[0]), float(o[0])
+    k = int(cuts[int(np.argmin(errors[cuts]))])
+    return int(errors[k]), float(o[k])
+
+
+def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int], lo: int, hi: int) -> DateEvidence | None:
+    """The run-date evidence of one change point, from its series' runs of commits at positions [lo, hi)."""
+    pos = np.array([position.get(s, -1) for s in runs.shas], dtype=np.int64)
+    inside = (pos >= lo) & (pos < hi)
+    if inside.sum() < 4:
+        return None
+    pos, days, values = pos[inside], runs.days[inside], runs.values[inside]
+    new = _labels(values, cp.before_value, cp.after_value)
+    commit_errors, _ = _best_split(pos.astype(float), new)
+    date_errors, day = _best_split(days, new)
+    at = position.get(cp.after_sha, hi)
+    late_old = (pos < at) & (days >= day)
+    return DateEvidence(commit_errors, date_errors, day, int(late_old.sum()), int((late_old & new).sum()))
+
+
+def follows_run_date(evidence: Iterable[DateEvidence]) -> bool:
+    """Whether pooled change points follow the run date: the date order misplaces at least
+    :data:`EVENT_DATE_MARGIN` fewer points than the commit order, and more of them favour the date than the commit."""
+    ev = list(evidence)
+    gain = sum(e.commit_errors - e.date_errors for e in ev)
+    for_date = sum(e.commit_errors > e.date_errors for e in ev)
+    for_commit = sum(e.commit_errors < e.date_errors for e in ev)
+    return gain >= EVENT_DATE_MARGIN and for_date > 2 * for_commit
+
+
+# --------------------------------------------------------------------------- groups of change points
+
+
+@dataclass(slots=True)
+class _Found:
+    cp: ChangePoint
+    lo: int  # position of the last commit of the old level
+    hi: int  # position of the first commit of the new level
+    evidence: DateEvidence | None
+
+
+def _place(key: SeriesKey) -> tuple[str, str]:
+    return key.machine, key.environment
+
+
+def _bench(key: SeriesKey) -> tuple[str, str, object]:
+    return key.benchmark, key.params, key.metric
+
+
+def _clusters(found: list[_Found], reach: int) -> list[list[_Found]]:
+    """Change points of one place whose commit ranges lie within ``reach`` positions of each other (single link)."""
+    out: list[list[_Found]] = []
+    for f in sorted(found, key=lambda f: f.hi):
+        if out and f.lo - max(g.hi for g in out[-1]) <= reach:
+            out[-1].append(f)
+        else:
+            out.append([f])
+    return out
+
+
+def _spans(shas: Sequence[str], position: Mapping[str, int]) -> tuple[int, int]:
+    ps = [position[s] for s in shas if s in position]
+    return (min(ps), max(ps)) if ps else (0, -1)
+
+
+def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[SeriesKey, tuple[int, int]],
+                    stepped: Mapping[SeriesKey, list[tuple[int, int]]], reach: int) -> bool:
+    """Whether the same benchmarks elsewhere (other environments and machines that measured commits on both sides
+    of the group) stayed put: at least :data:`EVENT_MIN_SERIES` of them, at most :data:`SIBLING_SHARE` stepped."""
+    lo, hi = min(f.lo for f in group), max(f.hi for f in group)
+    benches = {_bench(f.cp.series) for f in group}
+    seen = moved = 0
+    for key, (first, last) in spans.items():
+        if _place(key) == place or _bench(key) not in benches or first >= lo or last < hi:
+            continue
+        seen += 1
+        moved += any(a - reach <= hi and b + reach >= lo for a, b in stepped.get(key, ()))
+    return seen >= EVENT_MIN_SERIES and moved <= SIBLING_SHARE * seen
+
+
+def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> EnvironmentEvent:
+    place = _place(group[0].cp.series)
+    days = [f.evidence.day for f in group if f.evidence is not None]
+    ratios = [f.cp.ratio for f in group if 0 < f.cp.ratio < math.inf]
+    first = min(group, key=lambda f: f.hi)
+    slower = sum(worse[id(f)] for f in group)
+    return EnvironmentEvent(
+        id="", machine=place[0], environments=(place[1],), day=float(np.median(days)) if days else math.nan,
+        series=len({f.cp.series for f in group}), slower=slower, faster=len(group) - slower,
+        old_commits=sum(f.evidence.old_late_new for f in group if f.evidence is not None), evidence=evidence,
+        before_sha=first.cp.before_sha, after_sha=first.cp.after_sha,
+        median_ratio=float(np.median(ratios)) if ratios else math.nan,
+    )
+
+
+def _merged(events: list[EnvironmentEvent]) -> list[EnvironmentEvent]:
+    """Events of one machine on the same day (within a day) become one, naming all their environments."""
+    out: list[EnvironmentEvent] = []
+    for e in sorted(events, key=lambda e: (e.machine, e.day)):
+        last = out[-1] if out else None
+        if last is not None and last.machine == e.machine and abs(last.day - e.day) <= 1.0:
+            out[-1] = dataclasses.replace(
+                last, environments=tuple(sorted(set(last.environments) | set(e.environments))),
+                series=last.series + e.series, slower=last.slower + e.slower, faster=last.faster + e.faster,
+                old_commits=last.old_commits + e.old_commits,
+                evidence="run date" if "run date" in (last.evidence, e.evidence) else last.evidence)
+        else:
+            out.append(e)
+    return [dataclasses.replace(e, id=f"{e.machine}@{e.date}#{i + 1}") for i, e in enumerate(out)]
+
+
+def find_events(
+    reports: Sequence[SeriesReport], runs: Mapping[SeriesKey, RunPoints], position: Mapping[str, int],
+    commits_of: Mapping[SeriesKey, Sequence[str]],
+) -> tuple[list[EnvironmentEvent], dict[tuple[SeriesKey, str], str]]:
+    """The environment events among ``reports``' change points, and the event id of each change point they hold
+    (keyed by series and after sha). ``runs``: every run of each series with change points; ``position``: each
+    commit's place in commit order; ``commits_of``: the commits each analysed series measured."""
+    found_by_place: dict[tuple[str, str], list[_Found]] = defaultdict(list)
+    stepped: dict[SeriesKey, list[tuple[int, int]]] = defaultdict(list)
+    analysed: dict[tuple[str, str], int] = defaultdict(int)
+    worse: dict[int, bool] = {}
+    for r in reports:
+        if r.status != "ok":
+            continue
+        analysed[_place(r.series)] += 1
+        own = [position.get(c.after_sha, -1) for c in r.changes]
+        bounds = [0, *own, math.inf]
+        for i, c in enumerate(r.changes):
+            hi, lo = own[i], position.get(c.before_sha, own[i] - 1)
+            rp = runs.get(r.series)
+            ev = date_evidence(c, rp, position, bounds[i], bounds[i + 2]) if rp is not None else None
+            f = _Found(c, lo, hi, ev)
+            worse[id(f)] = c.kind == "regression" or (c.kind == "change" and c.ratio > 1)
+            found_by_place[_place(r.series)].append(f)
+            stepped[r.series].append((lo, hi))
+    spans = {k: _spans(v, position) for k, v in commits_of.items()}
+    events: list[tuple[EnvironmentEvent, list[_Found]]] = []
+    for place, found in found_by_place.items():
+        for group in _clusters(found, EVENT_REACH):
+            ev = [f.evidence for f in group if f.evidence is not None]
+            if follows_run_date(ev):
+                events.append((_event_of(group, "run date", worse), group))
+            elif (len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]
+                  and _siblings_quiet(group, place, spans, stepped, EVENT_REACH)):
+                events.append((_event_of(group, "environment-wide", worse), group))
+    merged = _merged([e for e, _ in events])
+    held: dict[tuple[SeriesKey, str], str] = {}
+    for e, group in events:
+        target = next(m for m in merged if m.machine == e.machine and e.environments[0] in m.environments
+                      and (abs(m.day - e.day) <= 1.0 or math.isnan(e.day)))
+        for f in group:
+            held[(f.cp.series, f.cp.after_sha)] = target.id
+    return merged, held
+
+
+def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, str], str],
+                events: Sequence[EnvironmentEvent]) -> list[SeriesReport]:
+    """``reports`` with each change point an event holds marked ``extra["cause"] = "environment"`` and its event's
+    id and line; every other change point ``extra["cause"] = "code"``."""
+    line = {e.id: e.describe() for e in events}
+    out = []
+    for r in reports:
+        changes = []
+        for c in r.changes:
+            event = held.get((c.series, c.after_sha))
+            extra = {**c.extra, "cause": "environment" if event else "code"}
+            if event:
+                extra.update(event=event, event_line=line[event])
+            changes.append(dataclasses.replace(c, extra=extra))
+        out.append(dataclasses.replace(r, changes=tuple(changes)))
+    return out
+
+
+def is_environment(cp: ChangePoint) -> bool:
+    """Whether a change point belongs to an environment event (not to the code)."""
+    return cp.extra.get("cause") == "environment"
+
+
+__all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "date_evidence", "follows_run_date", "find_events",
+           "mark_events", "is_environment"]

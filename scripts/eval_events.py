@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""detect on fleet histories (scripts/ci_noise.py: ci_fleet): change points that follow the run, not the code.
+
+Each fleet holds code steps (true regressions and improvements) and run-date shifts (a machine's environments
+moving from a date on, old commits re-measured after it included). detect runs on every series as
+``mmtrack detect`` does (the kept run of each commit, in commit order), then groups what follows the run into
+environment events (mmtrack.analysis.events). Scored per reported regression of 10% or more:
+``code`` (a code step of its benchmark within +-tol commits), ``date`` (a shift of its machine/environment near
+its start) or ``false``; "before" counts every reported regression, "after" only those no event holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import ci_noise  # noqa: E402
+
+from mmtrack.analysis.detect import DetectPolicy, detect_values  # noqa: E402
+from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events  # noqa: E402
+from mmtrack.measure.metrics import Direction  # noqa: E402
+from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
+
+METRIC = MetricKey("timing", "time", "s")
+
+
+def _sha(c: int) -> str:
+    return f"{c:040x}"
+
+
+def detect_fleet(fleet: ci_noise.Fleet, policy: DetectPolicy, events: bool = True):
+    reports, runs, commits_of = [], {}, {}
+    for (machine, env, bench), pts in fleet.runs.items():
+        key = SeriesKey(machine, env, bench, "{}", METRIC)
+        shas = [_sha(c) for c, _, _ in pts]
+        values = [v for _, _, v in pts]
+        reports.append(detect_values(key, shas, values, [None] * len(values), Direction.LOWER, policy))
+        runs[key] = RunPoints(shas, np.array([float(d) for _, d, _ in pts]), np.array(values))
+        commits_of[key] = shas
+    position = {_sha(c): c for c in range(fleet.commits)}
+    found = []
+    if events:
+        found, held = find_events(reports, runs, position, commits_of)
+        reports = mark_events(reports, held, found)
+    return reports, found
+
+
+def first_commit_after(fleet: ci_noise.Fleet, machine: str, env: str, day: int) -> int | None:
+    pts = next(p for (m, e, _), p in fleet.runs.items() if m == machine and e == env)
+    late = [c for c, d, _ in pts if d >= day]
+    return min(late) if late else None
+
+
+def classify(fleet: ci_noise.Fleet, cp, tol: int) -> str:
+    at = int(cp.extra["index"])
+    k = cp.series
+    for bench, c, size in fleet.steps:
+        if bench == k.benchmark and abs(at - c) <= tol and (size > 0) == (cp.ratio > 1):
+            return "code"
+    for sh in fleet.shifts:
+        if sh.machine == k.machine and k.environment in sh.environments:
+            first = first_commit_after(fleet, k.machine, k.environment, sh.day)
+            if first is not None and first - 15 <= at <= first + tol:
+                return "date"
+    return "false"
+
+
+def score(seeds: list[int], policy: DetectPolicy, tol: int, **fleet_args) -> dict[str, float]:
+    tally = {f"{when} {what}": 0 for when in ("before", "after") for what in ("code", "date", "false")}
+    true_steps = found_steps = found_steps_before = 0
+    shifts = shifts_found = events_total = 0
+    seconds = 0.0
+    for seed in seeds:
+        fleet = ci_noise.ci_fleet(np.random.default_rng(seed), **fleet_args)
+        t0 = time.perf_counter()
+        reports, events = detect_fleet(fleet, policy)
+        seconds += time.perf_counter() - t0
+        events_total += len(events)
+        cps = [c for r in reports for c in r.changes]
+        for c in cps:
+            if c.kind != "regression" or c.ratio < 1.10:
+                continue
+            what = classify(fleet, c, tol)
+            tally[f"before {what}"] += 1
+            if not is_environment(c):
+                tally[f"after {what}"] += 1
+        for bench, at, size in fleet.steps:
+            for r in reports:
+                if r.series.benchmark != bench:
+                    continue
+                true_steps += 1
+                near = [c for c in r.changes if abs(int(c.extra["index"]) - at) <= tol and (c.ratio > 1) == (size > 0)]
+                found_steps_before += bool(near)
+                found_steps += any(not is_environment(c) for c in near)
+        for sh in fleet.shifts:
+            shifts += 1
+            shifts_found += any(e.machine == sh.machine and set(sh.environments) & set(e.environments) for e in events)
+    out: dict[str, float] = {}
+    for when in ("before", "after"):
+        n = sum(tally[f"{when} {w}"] for w in ("code", "date", "false"))
+        out[f"{when}: regressions >= 10% reported"] = n
+        out[f"{when}: precision (code steps)"] = tally[f"{when} code"] / n if n else 1.0
+        out[f"{when}: share following the run date"] = tally[f"{when} date"] / n if n else 0.0
+    out["code steps found per series, before"] = found_steps_before / max(true_steps, 1)
+    out["code steps found per series, after (not put in an event)"] = found_steps / max(true_steps, 1)
+    out["run-date shifts reported as an event"] = shifts_found / max(shifts, 1)
+    out["events per fleet"] = events_total / len(seeds)
+    out["s per fleet (detect + events)"] = seconds / len(seeds)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=4300)
+    ap.add_argument("--tolerance", type=int, default=3)
+    ap.add_argument("--benchmarks", type=int, default=30)
+    ap.add_argument("--commits", type=int, default=120)
+    ap.add_argument("--rerun-rate", type=float, default=0.3)
+    ap.add_argument("--late-rate", type=float, default=0.05)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    out = score(seeds, DetectPolicy(), args.tolerance, benchmarks=args.benchmarks, commits=args.commits,
+                rerun_rate=args.rerun_rate, late_rate=args.late_rate)
+    print(f"fleets: {args.seeds} seeds from {args.seed}, 2 machines x 3 environments x {args.benchmarks} benchmarks, "
+          f"{args.commits} commits, re-run rate {args.rerun_rate}, late rate {args.late_rate}, +-{args.tolerance} commits")
+    for k, v in out.items():
+        print(f"{k:<58}{v:10.3f}" if isinstance(v, float) else f"{k:<58}{v:10d}")
+    if args.json:
+        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "figures": out}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
