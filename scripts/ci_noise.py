@@ -281,14 +281,14 @@ def _fleet_schedule(rng: np.random.Generator, n: int, rerun_rate: float, late_ra
         day_of[c] = c + (int(rng.integers(1, 6)) if rng.random() < late_rate else 0)
     for night in range(n):
         if rng.random() < rerun_rate and night > 10:
-            for c in rng.choice(night - 1, size=min(night - 1, int(rng.integers(1, 4))), replace=False):
+            for c in rng.choice(night - 1, size=min(night - 1, int(rng.integers(1, 3))), replace=False):
                 day_of[int(c)] = max(day_of[int(c)], night)
     return day_of
 
 
 def ci_fleet(
     rng: np.random.Generator, *, machines: int = 2, environments: int = 3, benchmarks: int = 30, commits: int = 120,
-    code_steps: int = 3, shifts: int = 2, rerun_rate: float = 0.3, late_rate: float = 0.05,
+    code_steps: int = 3, shifts: int = 2, rerun_rate: float = 0.15, late_rate: float = 0.05,
 ) -> Fleet:
     """A fleet history: ``code_steps`` benchmarks change at a commit on every machine and environment (sizes
     +-5-50%); ``shifts`` run-date shifts each move one machine's environments (one, some or all of them; 10-300%,

@@ -53,23 +53,15 @@ def detect_fleet(fleet: ci_noise.Fleet, policy: DetectPolicy, events: bool = Tru
     return reports, found
 
 
-def first_commit_after(fleet: ci_noise.Fleet, machine: str, env: str, day: int) -> int | None:
-    pts = next(p for (m, e, _), p in fleet.runs.items() if m == machine and e == env)
-    late = [c for c, d, _ in pts if d >= day]
-    return min(late) if late else None
-
-
 def classify(fleet: ci_noise.Fleet, cp, tol: int) -> str:
     at = int(cp.extra["index"])
     k = cp.series
     for bench, c, size in fleet.steps:
         if bench == k.benchmark and abs(at - c) <= tol and (size > 0) == (cp.ratio > 1):
             return "code"
-    for sh in fleet.shifts:
-        if sh.machine == k.machine and k.environment in sh.environments:
-            first = first_commit_after(fleet, k.machine, k.environment, sh.day)
-            if first is not None and first - 15 <= at <= first + tol:
-                return "date"
+    for sh in fleet.shifts:  # a shift of its place, the same way: detect may place it a few commits early
+        if sh.machine == k.machine and k.environment in sh.environments and (sh.size > 0) == (cp.ratio > 1):
+            return "date"
     return "false"
 
 
@@ -124,15 +116,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tolerance", type=int, default=3)
     ap.add_argument("--benchmarks", type=int, default=30)
     ap.add_argument("--commits", type=int, default=120)
-    ap.add_argument("--rerun-rate", type=float, default=0.3)
+    ap.add_argument("--rerun-rate", type=float, default=0.15)
     ap.add_argument("--late-rate", type=float, default=0.05)
+    ap.add_argument("--shifts", type=int, default=2, help="run-date shifts per fleet (0: code steps and noise only)")
+    ap.add_argument("--code-steps", type=int, default=3)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     seeds = list(range(args.seed, args.seed + args.seeds))
     out = score(seeds, DetectPolicy(), args.tolerance, benchmarks=args.benchmarks, commits=args.commits,
-                rerun_rate=args.rerun_rate, late_rate=args.late_rate)
+                rerun_rate=args.rerun_rate, late_rate=args.late_rate, shifts=args.shifts, code_steps=args.code_steps)
     print(f"fleets: {args.seeds} seeds from {args.seed}, 2 machines x 3 environments x {args.benchmarks} benchmarks, "
-          f"{args.commits} commits, re-run rate {args.rerun_rate}, late rate {args.late_rate}, +-{args.tolerance} commits")
+          f"{args.commits} commits, {args.shifts} shifts, {args.code_steps} code steps, re-run rate {args.rerun_rate}, late rate {args.late_rate}, +-{args.tolerance} commits")
     for k, v in out.items():
         print(f"{k:<58}{v:10.3f}" if isinstance(v, float) else f"{k:<58}{v:10d}")
     if args.json:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..results import ChangePoint, SeriesKey
 from .detect import SeriesReport
-from .policy import EVENT_DATE_MARGIN, EVENT_MIN_SERIES, EVENT_REACH, EVENT_SHARE, SIBLING_SHARE
+from .policy import EVENT_ATTACH_DAYS, EVENT_DATE_MARGIN, EVENT_DAYS, EVENT_MIN_SERIES, EVENT_REACH, EVENT_SHARE, SIBLING_SHARE
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,11 +161,13 @@ def _bench(key: SeriesKey) -> tuple[str, str, object]:
     return key.benchmark, key.params, key.metric
 
 
-def _clusters(found: list[_Found], reach: int) -> list[list[_Found]]:
-    """Change points of one place whose commit ranges lie within ``reach`` positions of each other (single link)."""
+def _clusters(found: list[_Found], reach: float) -> list[list[_Found]]:
+    """Change points of one place whose new levels begin on run days within ``reach`` days of each other (single
+    link): a shift of the machine begins on one date in every series, wherever each series' commit split fell."""
     out: list[list[_Found]] = []
-    for f in sorted(found, key=lambda f: f.hi):
-        if out and f.lo - max(g.hi for g in out[-1]) <= reach:
+    dated = sorted((f for f in found if f.evidence is not None), key=lambda f: f.evidence.day)  # type: ignore[union-attr]
+    for f in dated:
+        if out and f.evidence.day - out[-1][-1].evidence.day <= reach:  # type: ignore[union-attr]
             out[-1].append(f)
         else:
             out.append([f])
@@ -192,6 +194,27 @@ def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[
     return seen >= EVENT_MIN_SERIES and moved <= SIBLING_SHARE * seen
 
 
+def _own_commit(f: _Found) -> bool:
+    """Whether a change point's own runs favour the commit order: a code change that fell among an event's."""
+    return f.evidence is not None and f.evidence.commit_errors < f.evidence.date_errors
+
+
+def _elsewhere_too(f: _Found, found: Mapping[SeriesKey, list[_Found]], other_machine: bool) -> bool:
+    """Whether the same benchmark stepped the same way at the same commits elsewhere (another environment, or
+    another machine with ``other_machine``), in a change point whose own runs do not favour the run date: the
+    code's doing."""
+    me = f.cp.series
+    for key, theirs in found.items():
+        if key == me or _bench(key) != _bench(me) or (other_machine and key.machine == me.machine):
+            continue
+        for g in theirs:
+            dated = g.evidence is not None and g.evidence.date_errors < g.evidence.commit_errors
+            if (not dated and abs(g.hi - f.hi) <= EVENT_REACH and g.cp.kind == f.cp.kind
+                    and (g.cp.ratio > 1) == (f.cp.ratio > 1)):
+                return True
+    return False
+
+
 def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> EnvironmentEvent:
     place = _place(group[0].cp.series)
     days = [f.evidence.day for f in group if f.evidence is not None]
@@ -207,20 +230,37 @@ def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> 
     )
 
 
-def _merged(events: list[EnvironmentEvent]) -> list[EnvironmentEvent]:
-    """Events of one machine on the same day (within a day) become one, naming all their environments."""
+def _joins(big: EnvironmentEvent, e: EnvironmentEvent) -> bool:
+    """Whether ``e`` is part of ``big``: the same machine, and the same day, or a few series near it."""
+    if big.machine != e.machine:
+        return False
+    gap = abs(big.day - e.day)
+    return gap <= 1.0 or (min(big.series, e.series) < EVENT_MIN_SERIES and gap <= EVENT_ATTACH_DAYS)
+
+
+def _merged(events: list[EnvironmentEvent]) -> tuple[list[EnvironmentEvent], list[int]]:
+    """Events of one machine on the same day become one naming all their environments, and so do a few series
+    whose new level began some days off a larger event's; the index of each input's merged event."""
     out: list[EnvironmentEvent] = []
-    for e in sorted(events, key=lambda e: (e.machine, e.day)):
-        last = out[-1] if out else None
-        if last is not None and last.machine == e.machine and abs(last.day - e.day) <= 1.0:
-            out[-1] = dataclasses.replace(
-                last, environments=tuple(sorted(set(last.environments) | set(e.environments))),
-                series=last.series + e.series, slower=last.slower + e.slower, faster=last.faster + e.faster,
-                old_commits=last.old_commits + e.old_commits,
-                evidence="run date" if "run date" in (last.evidence, e.evidence) else last.evidence)
-        else:
+    into = [0] * len(events)
+    for i in sorted(range(len(events)), key=lambda i: -events[i].series):  # the largest first: it keeps its day
+        e = events[i]
+        j = next((j for j, big in enumerate(out) if _joins(big, e)), None)
+        if j is None:
             out.append(e)
-    return [dataclasses.replace(e, id=f"{e.machine}@{e.date}#{i + 1}") for i, e in enumerate(out)]
+            into[i] = len(out) - 1
+            continue
+        big = out[j]
+        out[j] = dataclasses.replace(
+            big, environments=tuple(sorted(set(big.environments) | set(e.environments))),
+            series=big.series + e.series, slower=big.slower + e.slower, faster=big.faster + e.faster,
+            old_commits=big.old_commits + e.old_commits,
+            evidence="run date" if "run date" in (big.evidence, e.evidence) else big.evidence)
+        into[i] = j
+    order = sorted(range(len(out)), key=lambda j: (out[j].machine, out[j].day))
+    rank = {j: k for k, j in enumerate(order)}
+    named = [dataclasses.replace(out[j], id=f"{out[j].machine}@{out[j].date}#{k + 1}") for k, j in enumerate(order)]
+    return named, [rank[j] for j in into]
 
 
 def find_events(
@@ -234,6 +274,7 @@ def find_events(
     stepped: dict[SeriesKey, list[tuple[int, int]]] = defaultdict(list)
     analysed: dict[tuple[str, str], int] = defaultdict(int)
     worse: dict[int, bool] = {}
+    by_series: dict[SeriesKey, list[_Found]] = defaultdict(list)
     for r in reports:
         if r.status != "ok":
             continue
@@ -247,24 +288,27 @@ def find_events(
             f = _Found(c, lo, hi, ev)
             worse[id(f)] = c.kind == "regression" or (c.kind == "change" and c.ratio > 1)
             found_by_place[_place(r.series)].append(f)
+            by_series[r.series].append(f)
             stepped[r.series].append((lo, hi))
     spans = {k: _spans(v, position) for k, v in commits_of.items()}
     events: list[tuple[EnvironmentEvent, list[_Found]]] = []
     for place, found in found_by_place.items():
-        for group in _clusters(found, EVENT_REACH):
+        for group in _clusters(found, EVENT_DAYS):
             ev = [f.evidence for f in group if f.evidence is not None]
             if follows_run_date(ev):
-                events.append((_event_of(group, "run date", worse), group))
+                members = [f for f in group if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
+                if members:
+                    events.append((_event_of(members, "run date", worse), members))
             elif (len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]
                   and _siblings_quiet(group, place, spans, stepped, EVENT_REACH)):
-                events.append((_event_of(group, "environment-wide", worse), group))
-    merged = _merged([e for e, _ in events])
+                members = [f for f in group if not _elsewhere_too(f, by_series, False)]
+                if members:
+                    events.append((_event_of(members, "environment-wide", worse), members))
+    merged, into = _merged([e for e, _ in events])
     held: dict[tuple[SeriesKey, str], str] = {}
-    for e, group in events:
-        target = next(m for m in merged if m.machine == e.machine and e.environments[0] in m.environments
-                      and (abs(m.day - e.day) <= 1.0 or math.isnan(e.day)))
+    for (_, group), j in zip(events, into):
         for f in group:
-            held[(f.cp.series, f.cp.after_sha)] = target.id
+            held[(f.cp.series, f.cp.after_sha)] = merged[j].id
     return merged, held
 
 

@@ -31,8 +31,12 @@ HISTORY_WINDOW = 100
 # Environment events (:mod:`.events`), calibrated on the CI model's suites (scripts/eval_events.py, docs/design/).
 #: Points the run-date order must misplace fewer than the commit order: one re-measured commit can be noise.
 EVENT_DATE_MARGIN = 3
-#: Commits apart (in commit order) that change points of one environment may lie and still be one step.
-EVENT_REACH = 5
+#: Days apart that the new levels of one environment's change points may begin and still be one shift.
+EVENT_DAYS = 2.0
+#: Days from a larger event within which a few series' shift joins it: their own date splits scatter more.
+EVENT_ATTACH_DAYS = 14.0
+#: Commits apart (in commit order) that change points of one benchmark elsewhere may lie and still be one step.
+EVENT_REACH = 3
 #: Change points an environment-wide group needs (and sibling series that must be seen): fewer is no pattern.
 EVENT_MIN_SERIES = 5
 #: Share of an environment's analysed series that must step together: a code change rarely moves most of them.
@@ -105,5 +109,5 @@ class ComparePolicy:
         return self.threshold
 
 
-__all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH",
+__all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH", "EVENT_DAYS", "EVENT_ATTACH_DAYS",
            "EVENT_MIN_SERIES", "EVENT_SHARE", "SIBLING_SHARE", "SIGNIFICANT_BELOW"]
