@@ -68,7 +68,7 @@ class EnvironmentEvent:
     series: int
     slower: int  # series that moved the worse way
     faster: int
-    old_commits: int  # runs of older commits, measured from ``day`` on, that read the new level
+    old_commits: int  # runs of older commits, measured from ``day`` on, that read the new level (0: too few to say)
     evidence: str  # "run date" or "environment-wide"
     before_sha: str  # the commit range where the series show it
     after_sha: str
@@ -180,18 +180,20 @@ def _spans(shas: Sequence[str], position: Mapping[str, int]) -> tuple[int, int]:
 
 
 def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[SeriesKey, tuple[int, int]],
-                    stepped: Mapping[SeriesKey, list[tuple[int, int]]], reach: int) -> bool:
-    """Whether the same benchmarks elsewhere (other environments and machines that measured commits on both sides
-    of the group) stayed put: at least :data:`EVENT_MIN_SERIES` of them, at most :data:`SIBLING_SHARE` stepped."""
+                    stepped: Mapping[SeriesKey, list[tuple[int, int]]], reach: int) -> tuple[bool, bool]:
+    """Whether the same benchmarks elsewhere, which measured commits on both sides of the group, stayed put: at least
+    :data:`EVENT_MIN_SERIES` of them, at most :data:`SIBLING_SHARE` stepped. Elsewhere is the other machines where
+    they measured enough (a code change moves a benchmark on every machine, a runner image only on its own), else
+    the sibling environments of the same machine (the same jobs, the same commits); and whether the other machines
+    were the ones read."""
     lo, hi = min(f.lo for f in group), max(f.hi for f in group)
     benches = {_bench(f.cp.series) for f in group}
-    seen = moved = 0
-    for key, (first, last) in spans.items():
-        if _place(key) == place or _bench(key) not in benches or first >= lo or last < hi:
-            continue
-        seen += 1
-        moved += any(a - reach <= hi and b + reach >= lo for a, b in stepped.get(key, ()))
-    return seen >= EVENT_MIN_SERIES and moved <= SIBLING_SHARE * seen
+    around = [k for k, (first, last) in spans.items()
+              if _place(k) != place and _bench(k) in benches and first < lo and last >= hi]
+    others = [k for k in around if k.machine != place[0]]
+    siblings = others if len(others) >= EVENT_MIN_SERIES else [k for k in around if k.machine == place[0]]
+    moved = sum(any(a - reach <= hi and b + reach >= lo for a, b in stepped.get(k, ())) for k in siblings)
+    return len(siblings) >= EVENT_MIN_SERIES and moved <= SIBLING_SHARE * len(siblings), siblings is others
 
 
 def _own_commit(f: _Found) -> bool:
@@ -215,6 +217,13 @@ def _elsewhere_too(f: _Found, found: Mapping[SeriesKey, list[_Found]], other_mac
     return False
 
 
+def _old_commits(evidence: list[DateEvidence]) -> int:
+    """Runs of old commits measured from the new level's first day on that read the new level, where they are at
+    least two and most of such runs (else 0: one misplaced commit is not "old commits included")."""
+    late, new = sum(e.old_late for e in evidence), sum(e.old_late_new for e in evidence)
+    return new if new >= 2 and 2 * new > late else 0
+
+
 def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> EnvironmentEvent:
     place = _place(group[0].cp.series)
     days = [f.evidence.day for f in group if f.evidence is not None]
@@ -224,7 +233,7 @@ def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> 
     return EnvironmentEvent(
         id="", machine=place[0], environments=(place[1],), day=float(np.median(days)) if days else math.nan,
         series=len({f.cp.series for f in group}), slower=slower, faster=len(group) - slower,
-        old_commits=sum(f.evidence.old_late_new for f in group if f.evidence is not None), evidence=evidence,
+        old_commits=_old_commits([f.evidence for f in group if f.evidence is not None]), evidence=evidence,
         before_sha=first.cp.before_sha, after_sha=first.cp.after_sha,
         median_ratio=float(np.median(ratios)) if ratios else math.nan,
     )
@@ -299,9 +308,9 @@ def find_events(
                 members = [f for f in group if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
                 if members:
                     events.append((_event_of(members, "run date", worse), members))
-            elif (len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]
-                  and _siblings_quiet(group, place, spans, stepped, EVENT_REACH)):
-                members = [f for f in group if not _elsewhere_too(f, by_series, False)]
+            elif len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
+                quiet, other_machines = _siblings_quiet(group, place, spans, stepped, EVENT_REACH)
+                members = [f for f in group if quiet and not _elsewhere_too(f, by_series, other_machines)]
                 if members:
                     events.append((_event_of(members, "environment-wide", worse), members))
     merged, into = _merged([e for e, _ in events])
