@@ -324,17 +324,15 @@ def find_events(
 def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, str], str],
                 events: Sequence[EnvironmentEvent]) -> list[SeriesReport]:
     """``reports`` with each change point an event holds marked ``extra["cause"] = "environment"`` and its event's
-    id and line; every other change point ``extra["cause"] = "code"``."""
+    id and line; the others are left as they are (the code's: no ``cause``)."""
     line = {e.id: e.describe() for e in events}
     out = []
     for r in reports:
         changes = []
         for c in r.changes:
             event = held.get((c.series, c.after_sha))
-            extra = {**c.extra, "cause": "environment" if event else "code"}
-            if event:
-                extra.update(event=event, event_line=line[event])
-            changes.append(dataclasses.replace(c, extra=extra))
+            extra = {**c.extra, "cause": "environment", "event": event, "event_line": line[event]} if event else None
+            changes.append(dataclasses.replace(c, extra=extra) if extra else c)
         out.append(dataclasses.replace(r, changes=tuple(changes)))
     return out
 

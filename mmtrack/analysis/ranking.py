@@ -24,7 +24,7 @@ AGREE_REACH = 3
 
 
 def with_confirmations(reports: Sequence[SeriesReport], position: Mapping[str, int]) -> list[SeriesReport]:
-    """``reports`` with ``extra["elsewhere"]`` on each change point: how many other places (machine/environment)
+    """``reports`` with ``extra["elsewhere"]`` on each change point confirmed elsewhere: how many other places (machine/environment)
     measuring the same benchmark stepped the same way within :data:`AGREE_REACH` commits of it."""
     by_bench: dict[tuple[object, ...], list[tuple[ChangePoint, int, int]]] = defaultdict(list)
     for r in reports:
@@ -41,7 +41,7 @@ def with_confirmations(reports: Sequence[SeriesReport], position: Mapping[str, i
             places = {(o.series.machine, o.series.environment) for o, lo, hi in mine
                       if (o.series.machine, o.series.environment) != (c.series.machine, c.series.environment)
                       and o.kind == c.kind and lo - AGREE_REACH <= me[2] and hi + AGREE_REACH >= me[1]}
-            changes.append(dataclasses.replace(c, extra={**c.extra, "elsewhere": len(places)}))
+            changes.append(dataclasses.replace(c, extra={**c.extra, "elsewhere": len(places)}) if places else c)
         out.append(dataclasses.replace(r, changes=tuple(changes)))
     return out
 

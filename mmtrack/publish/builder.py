@@ -252,6 +252,8 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
         "p": _finite(cp.p_value),
         "persists": bool(cp.persists),
         "method": cp.method,
+        # an environment event (analysis.events) holds it: the run moved, not the code
+        **({"event": str(cp.extra.get("event_line") or cp.extra.get("event"))} if cp.extra.get("cause") == "environment" else {}),
     }
 
 
@@ -860,7 +862,8 @@ _REGRESSIONS_BODY = """<h1>Regressions</h1>
 <section class="controls">
 <label>Search <input type="search" id="search" placeholder="benchmark name"></label>
 <label>Show <select id="kind"><option value="regression">regressions</option>
-<option value="improvement">improvements</option><option value="">all changes</option></select></label>
+<option value="improvement">improvements</option><option value="event">environment events (the run moved, not the code)</option>
+<option value="">all changes</option></select></label>
 <label>Machine <select id="machine"><option value="">all</option></select></label>
 <label><input type="checkbox" id="persisting"> persisting only</label>
 </section>

@@ -1,0 +1,81 @@
+"""Environment events: change points that follow the run date, or a whole environment, are grouped and reported once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mmtrack.analysis.detect import DetectPolicy, detect_values
+from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events
+from mmtrack.measure.metrics import Direction
+from mmtrack.results import MetricKey, SeriesKey
+
+METRIC = MetricKey("timing", "time", "s")
+N = 80
+
+
+def sha(c: int) -> str:
+    return f"{c:040x}"
+
+
+def fleet(seed: int, *, shift_day: int | None, code_step: tuple[int, int] | None, reruns: bool):
+    """Two machines x two environments x 12 benchmarks, one new commit a night; m0/py3.12 moves x1.5 from
+    ``shift_day`` on (old commits re-measured then included, with ``reruns``); benchmark ``code_step[0]`` slows
+    x1.3 at commit ``code_step[1]`` everywhere."""
+    rng = np.random.default_rng(seed)
+    days = {c: c for c in range(N)}
+    if reruns:
+        for c in rng.choice(40, size=8, replace=False):  # old commits measured again after the shift
+            days[int(c)] = int(rng.integers(50, N))
+    series = {}
+    for machine in ("m0", "m1"):
+        for env in ("py3.11", "py3.12"):
+            for b in range(12):
+                level = np.exp(rng.normal(0, 0.01, N)) * (1 + b)
+                if code_step and b == code_step[0]:
+                    level[code_step[1]:] *= 1.3
+                if shift_day is not None and machine == "m0" and env == "py3.12":
+                    level *= np.where(np.array([days[c] for c in range(N)]) >= shift_day, 1.5, 1.0)
+                series[SeriesKey(machine, env, f"b{b}", "{}", METRIC)] = (level, days)
+    return series
+
+
+def run(series):
+    reports, runs, commits = [], {}, {}
+    for key, (values, days) in series.items():
+        shas = [sha(c) for c in range(N)]
+        reports.append(detect_values(key, shas, list(values), [None] * N, Direction.LOWER, DetectPolicy()))
+        runs[key] = RunPoints(shas, np.array([float(days[c]) for c in range(N)]), np.asarray(values))
+        commits[key] = shas
+    events, held = find_events(reports, runs, {sha(c): c for c in range(N)}, commits)
+    return mark_events(reports, held, events), events
+
+
+def test_a_shift_on_a_run_date_with_old_commits_re_measured_is_one_event():
+    reports, events = run(fleet(1, shift_day=50, code_step=None, reruns=True))
+    assert len(events) == 1
+    e = events[0]
+    assert (e.machine, e.environments) == ("m0", ("py3.12",))
+    assert e.evidence == "run date" and e.old_commits >= 2 and e.slower >= 10
+    assert "old commits included" in e.describe() and "1970-02-20" in e.describe()
+    open_code = [c for r in reports for c in r.changes if c.kind == "regression" and not is_environment(c)]
+    assert not [c for c in open_code if c.series.environment == "py3.12" and c.series.machine == "m0"]
+
+
+def test_a_shift_of_one_environment_its_siblings_do_not_share_is_one_event_without_reruns():
+    reports, events = run(fleet(2, shift_day=50, code_step=None, reruns=False))
+    assert len(events) == 1 and events[0].evidence == "environment-wide"
+    assert sum(is_environment(c) for r in reports for c in r.changes) >= 10
+
+
+def test_a_code_step_on_every_machine_stays_a_regression_beside_an_event():
+    reports, events = run(fleet(3, shift_day=50, code_step=(4, 30), reruns=True))
+    steps = [c for r in reports for c in r.changes if c.series.benchmark == "b4" and abs(c.extra["index"] - 30) <= 2]
+    assert len(steps) == 4 and not any(is_environment(c) for c in steps)
+    assert all(c.extra.get("cause") is None for c in steps)
+    assert len(events) == 1
+
+
+def test_code_steps_alone_make_no_event():
+    reports, events = run(fleet(4, shift_day=None, code_step=(2, 40), reruns=True))
+    assert events == []
+    assert sum(c.kind == "regression" for r in reports for c in r.changes) >= 4
