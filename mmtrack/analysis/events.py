@@ -33,7 +33,7 @@ import numpy as np
 
 from ..results import ChangePoint, SeriesKey
 from .detect import SeriesReport
-from .policy import EVENT_ATTACH_DAYS, EVENT_DATE_MARGIN, EVENT_DAYS, EVENT_MIN_SERIES, EVENT_REACH, EVENT_SHARE, SIBLING_SHARE
+from .policy import EVENT_ATTACH_DAYS, EVENT_DATE_GAIN, EVENT_DATE_MARGIN, EVENT_DAYS, EVENT_MIN_SERIES, EVENT_REACH, EVENT_SHARE, SIBLING_SHARE
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +132,17 @@ def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int],
     return DateEvidence(commit_errors, date_errors, day, int(late_old.sum()), int((late_old & new).sum()))
 
 
-def follows_run_date(evidence: Iterable[DateEvidence]) -> bool:
+def follows_run_date(evidence: Iterable[DateEvidence], strict: bool = True) -> bool:
     """Whether pooled change points follow the run date: the date order misplaces at least
-    :data:`EVENT_DATE_MARGIN` fewer points than the commit order, and more of them favour the date than the commit."""
+    :data:`EVENT_DATE_MARGIN` fewer points than the commit order, more of them favour the date than the commit, and
+    (``strict``) the gain is :data:`EVENT_DATE_GAIN` of the points the commit order misplaces. A group that passes
+    only the loose test joins an event found strictly on its machine nearby, never makes one."""
     ev = list(evidence)
     gain = sum(e.commit_errors - e.date_errors for e in ev)
     for_date = sum(e.commit_errors > e.date_errors for e in ev)
     for_commit = sum(e.commit_errors < e.date_errors for e in ev)
-    return gain >= EVENT_DATE_MARGIN and for_date > 2 * for_commit
+    loose = gain >= EVENT_DATE_MARGIN and for_date > 2 * for_commit
+    return loose and (not strict or gain >= EVENT_DATE_GAIN * sum(e.commit_errors for e in ev))
 
 
 # --------------------------------------------------------------------------- groups of change points
@@ -272,6 +275,18 @@ def _merged(events: list[EnvironmentEvent]) -> tuple[list[EnvironmentEvent], lis
     return named, [rank[j] for j in into]
 
 
+def _joining(loose: list[tuple[EnvironmentEvent, list[_Found]]], found: list[EnvironmentEvent]
+             ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
+    """The loosely dated groups within :data:`EVENT_ATTACH_DAYS` of an event found on their machine, given its day
+    (so that they merge into it); the others are left out."""
+    out = []
+    for e, group in loose:
+        near = [f for f in found if f.machine == e.machine and abs(f.day - e.day) <= EVENT_ATTACH_DAYS]
+        if near:
+            out.append((dataclasses.replace(e, day=min(near, key=lambda f: abs(f.day - e.day)).day), group))
+    return out
+
+
 def find_events(
     reports: Sequence[SeriesReport], runs: Mapping[SeriesKey, RunPoints], position: Mapping[str, int],
     commits_of: Mapping[SeriesKey, Sequence[str]],
@@ -301,18 +316,20 @@ def find_events(
             stepped[r.series].append((lo, hi))
     spans = {k: _spans(v, position) for k, v in commits_of.items()}
     events: list[tuple[EnvironmentEvent, list[_Found]]] = []
+    nearby: list[tuple[EnvironmentEvent, list[_Found]]] = []  # passed the loose run-date test only
     for place, found in found_by_place.items():
         for group in _clusters(found, EVENT_DAYS):
             ev = [f.evidence for f in group if f.evidence is not None]
-            if follows_run_date(ev):
+            if follows_run_date(ev, strict=False):
                 members = [f for f in group if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
                 if members:
-                    events.append((_event_of(members, "run date", worse), members))
+                    (events if follows_run_date(ev) else nearby).append((_event_of(members, "run date", worse), members))
             elif len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
                 quiet, other_machines = _siblings_quiet(group, place, spans, stepped, EVENT_REACH)
                 members = [f for f in group if quiet and not _elsewhere_too(f, by_series, other_machines)]
                 if members:
                     events.append((_event_of(members, "environment-wide", worse), members))
+    events += _joining(nearby, [e for e, _ in events])
     merged, into = _merged([e for e, _ in events])
     held: dict[tuple[SeriesKey, str], str] = {}
     for (_, group), j in zip(events, into):

@@ -31,6 +31,8 @@ HISTORY_WINDOW = 100
 # Environment events (:mod:`.events`), calibrated on the CI model's suites (scripts/eval_events.py, docs/design/).
 #: Points the run-date order must misplace fewer than the commit order: one re-measured commit can be noise.
 EVENT_DATE_MARGIN = 3
+#: ... and this share of the points the commit order misplaces: on noisy labels both orders misplace many.
+EVENT_DATE_GAIN = 0.3
 #: Days apart that the new levels of one environment's change points may begin and still be one shift.
 EVENT_DAYS = 2.0
 #: Days from a larger event within which a few series' shift joins it: their own date splits scatter more.
@@ -109,5 +111,5 @@ class ComparePolicy:
         return self.threshold
 
 
-__all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH", "EVENT_DAYS", "EVENT_ATTACH_DAYS",
+__all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH", "EVENT_DAYS", "EVENT_DATE_GAIN", "EVENT_ATTACH_DAYS",
            "EVENT_MIN_SERIES", "EVENT_SHARE", "SIBLING_SHARE", "SIGNIFICANT_BELOW"]

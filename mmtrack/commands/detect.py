@@ -183,7 +183,7 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
     title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
     t = Table(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
-              caption=Text(term(summary_lines(outcome, len(listed) - len(rows)))), caption_justify="left")
+              caption=Text("\n".join(map(term, summary_lines(outcome, len(listed) - len(rows))))), caption_justify="left")
     # No change point to show: the title alone, not an empty table under it.
     # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
     many = len(places) > 1  # then each row names its machine/env under its metric
@@ -218,13 +218,13 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     return t
 
 
-def summary_lines(outcome: DetectOutcome, small_hidden: int) -> str:
+def summary_lines(outcome: DetectOutcome, small_hidden: int) -> list[str]:
     """One line per environment event, one for the small moves left out of the table, and the commit order used."""
     lines = [f"environment event (not a regression of the code): {e.describe()}" for e in outcome.events]
     if small_hidden:
         lines.append(f"{small_hidden} smaller regressions under {SMALL_MOVE:.0%} not listed (--all lists them)")
     lines.append(f"commit order: {outcome.commit_order}")
-    return "\n".join(lines)
+    return lines
 
 
 def to_json(outcome: DetectOutcome) -> str:
