@@ -75,7 +75,7 @@ from .noise import (
     SegmentNoise, agreement, finite, follow_up, held_level, held_median, measured, positive, segment_noise,
     unseen_step, young_level,
 )
-from .policy import EVIDENCE, HISTORY_WINDOW, ComparePolicy, Evidence
+from .policy import EVIDENCE, HISTORY_WINDOW, SIGNIFICANT_BELOW, ComparePolicy, Evidence
 
 if TYPE_CHECKING:
     from .frames import SuiteFrames
@@ -345,7 +345,7 @@ def compare_pair(
     if ref.direction is Direction.NEUTRAL:
         return Row(**row, verdict="unchanged", note="neutral metric: never flagged" if beyond else "")
     if not beyond and not edge:
-        return Row(**row, verdict="unchanged")
+        return Row(**row, verdict="unchanged", note=significant_below(shown, p, thr))
     if not significant:
         if not beyond:
             return Row(**row, verdict="unchanged")
@@ -410,7 +410,7 @@ def compare_pair(
             # shown yet: only persistence tells.
             if (near >= 1 or z < z_bar) and state != "confirmed" and not by_density:
                 if not beyond:
-                    return Row(**row, verdict="unchanged", history_z=z)
+                    return Row(**row, verdict="unchanged", history_z=z, note=significant_below(shown, p, thr))
                 return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise" if near else (
                     f"a young history ({len(noise.seen)} commits) needs {z_bar:.1f} deviations, {z:.1f} here"))
     if not beyond:
@@ -432,6 +432,15 @@ def compare_pair(
         changed = "unchanged"
     note = "; ".join(notes)
     return Row(**row, verdict=changed, history_z=z, state=state, note=note)
+
+
+def significant_below(ratio: float, p: float | None, threshold: float) -> str:
+    """What an unchanged row says of a move its two commits' samples call significant (p below
+    :data:`.policy.SIGNIFICANT_BELOW`) though it stays under the threshold, e.g. "×1.037, p < 0.001, below the 5%
+    threshold"; "" for any other. Reads only the ratio and the samples' p-value: a bare "unchanged" hid such moves."""
+    if p is None or p >= SIGNIFICANT_BELOW or not 0 < ratio < math.inf or ratio == 1.0:
+        return ""
+    return f"×{ratio:.3f}, p < {SIGNIFICANT_BELOW:g}, below the {threshold:.0%} threshold"
 
 
 def _started_before(history: Sequence[float], value: float, later: Sequence[float], threshold: float, back: int) -> int:

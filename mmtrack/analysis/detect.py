@@ -18,7 +18,9 @@ so that a step is a ratio:
    values get the exact test conditional on their ties (:func:`_exact_rank_sum_p`).
 3. *Refinement.* Each point moves, 10 commits at most per pass and until it settles, to where both sides'
    residuals share the same runner levels.
-4. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
+4. *Settling.* A clear step moves to where the fewest commits lie on the wrong side of it (:func:`_settle`), so
+   that the commits it names read the levels it shows.
+5. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
    every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
 
 The previous default, E-Divisive means with significance testing as Apache Otava / Hunter do it
@@ -458,6 +460,43 @@ def _refine_pass(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int
     return out
 
 
+#: A step is settled (:func:`_settle`) only when its size is this many robust sigmas of its sides' residuals:
+#: below that, which level a commit is nearer says little.
+SETTLE_Z = 3.0
+
+
+def _misplaced(x: np.ndarray, lo: int, hi: int, a: float, b: float) -> np.ndarray:
+    """For each split t of ``x[lo:hi]`` (index t - lo), the commits on the wrong side of it: before t yet nearer the
+    new level ``b``, or from t on yet nearer the old level ``a``."""
+    new = (np.abs(x[lo:hi] - b) < np.abs(x[lo:hi] - a)).astype(int)
+    return np.concatenate([[0], np.cumsum(new)]) + np.concatenate([np.cumsum((1 - new)[::-1])[::-1], [0]])
+
+
+def _settle(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 10) -> list[int]:
+    """Move each clear step whose named commits read the other side's level to the split, within ``reach`` commits,
+    that leaves the fewest commits on the wrong side of it (the nearest such to where it was): the rank
+    statistic and the runner-level fit can leave a commit of the new level before a large step (the issue's 1.9x
+    step named a "before" commit that read the new level)."""
+    bounds = [0, *cps, x.size]
+    out: list[int] = []
+    for i, c in enumerate(cps):
+        lo, hi = (out[-1] if out else 0), bounds[i + 2]
+        a, b = _median(x[lo:c]), _median(x[c:hi])
+        resid = np.concatenate([x[lo:c] - a, x[c:hi] - b])
+        sigma = _spread(resid, 0.0)[1]
+        ts = np.arange(max(lo + policy.min_segment, c - reach), min(hi - policy.min_segment, c + reach) + 1)
+        named = x[c - 1 : c + 1]
+        contradicted = abs(named[0] - b) < abs(named[0] - a) or abs(named[1] - a) < abs(named[1] - b)
+        if ts.size < 2 or not contradicted or abs(b - a) < SETTLE_Z * sigma:
+            out.append(c)
+            continue
+        wrong = _misplaced(x, lo, hi, a, b)[ts - lo]
+        best = ts[wrong == wrong.min()]
+        t = int(best[np.argmin(np.abs(best - c))])
+        out.append(t if wrong[ts == t][0] < wrong[ts == c][0] else c)
+    return out
+
+
 def _pelt_candidates(x: np.ndarray, logged: bool, policy: DetectPolicy) -> list[int]:
     """PELT (Killick et al. 2012) with a Gaussian mean cost and a robust noise scale."""
     n = x.size
@@ -533,6 +572,8 @@ def find_steps(values: Sequence[float], policy: DetectPolicy | None = None) -> l
     kept = _prune(x, cps, logged, policy)
     if policy.method == "rankseg" and kept:
         kept = _prune(x, _refine(x, [c for c, _ in kept], policy), logged, policy)
+    if kept:
+        kept = _prune(x, _settle(x, [c for c, _ in kept], policy), logged, policy)
     if policy.method == "rankseg":
         tail = _tail_change(x, kept[-1][0] if kept else 0, logged, policy)
         if tail is not None:
