@@ -434,6 +434,26 @@ def compare_pair(
     return Row(**row, verdict=changed, history_z=z, state=state, note=note)
 
 
+def reconciled_with_detect(row: Row, change: ChangePoint) -> Row:
+    """``row`` as detect's change point at the same pair of the same series bears on it (reads the stored change
+    point: its kind, ratio, persistence and, from :mod:`.events`, whether an environment event holds it).
+
+    A step an environment event holds is the run's, not the code's: a row that flagged it reads ambiguous, with the
+    event's line. A code step detect found where this row did not flag one keeps the row's verdict and says in one
+    line why the two differ."""
+    if change.extra.get("cause") == "environment":
+        line = f"detect: an environment event, not the code ({change.extra.get('event_line') or change.extra.get('event')})"
+        if row.verdict in ("regressed", "improved"):
+            return dataclasses.replace(row, verdict="ambiguous", state=None, note=f"{line}; compare alone: {row.verdict}")
+        return dataclasses.replace(row, note=f"{line}; {row.note}" if row.note else line)
+    flagged = {"regression": "regressed", "improvement": "improved"}.get(change.kind)
+    if flagged is None or row.verdict == flagged:
+        return row
+    step = f"detect: {'persisting ' if change.persists else ''}{change.kind} ×{change.ratio:.2f} at this pair"
+    why = row.note or "the two commits alone do not cross the threshold"
+    return dataclasses.replace(row, note=f"{step}; compare: {row.verdict} ({why})")
+
+
 def significant_below(ratio: float, p: float | None, threshold: float) -> str:
     """What an unchanged row says of a move its two commits' samples call significant (p below
     :data:`.policy.SIGNIFICANT_BELOW`) though it stays under the threshold, e.g. "×1.037, p < 0.001, below the 5%

@@ -460,9 +460,9 @@ def _refine_pass(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int
     return out
 
 
-#: A step is settled (:func:`_settle`) only when its size is this many robust sigmas of its sides' residuals:
-#: below that, which level a commit is nearer says little.
-SETTLE_Z = 3.0
+#: A step is settled (:func:`_settle`) only when it is this many times the 90th percentile of its sides' absolute
+#: residuals: below that, a commit on another runner level reads nearer the other side as often as not.
+SETTLE_Z = 2.0
 
 
 def _misplaced(x: np.ndarray, lo: int, hi: int, a: float, b: float) -> np.ndarray:
@@ -483,11 +483,11 @@ def _settle(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 10
         lo, hi = (out[-1] if out else 0), bounds[i + 2]
         a, b = _median(x[lo:c]), _median(x[c:hi])
         resid = np.concatenate([x[lo:c] - a, x[c:hi] - b])
-        sigma = _spread(resid, 0.0)[1]
+        spread = float(np.percentile(np.abs(resid), 90))  # the runner levels' jumps too, which the MAD ignores
         ts = np.arange(max(lo + policy.min_segment, c - reach), min(hi - policy.min_segment, c + reach) + 1)
         named = x[c - 1 : c + 1]
         contradicted = abs(named[0] - b) < abs(named[0] - a) or abs(named[1] - a) < abs(named[1] - b)
-        if ts.size < 2 or not contradicted or abs(b - a) < SETTLE_Z * sigma:
+        if ts.size < 2 or not contradicted or abs(b - a) < SETTLE_Z * spread:
             out.append(c)
             continue
         wrong = _misplaced(x, lo, hi, a, b)[ts - lo]
@@ -669,6 +669,27 @@ def _persists(step: Step, latest: float, min_effect: float) -> bool:
     return step.after != step.before and (latest - step.before) / (step.after - step.before) > 0.5
 
 
+def _nearer(value: float, level: float, other: float) -> bool:
+    """Whether ``value`` is nearer ``level`` than ``other`` (as ratios where all three are positive)."""
+    if value > 0 and level > 0 and other > 0:
+        value, level, other = math.log(value), math.log(level), math.log(other)
+    return abs(value - level) < abs(value - other)
+
+
+def named_range(values: Sequence[float], at: int, lo: int, hi: int, before: float, after: float) -> tuple[int, int]:
+    """The commits a change point names, (last of the old level, first of the new): the split's two neighbours, or,
+    where one of them reads the other side's level (a commit on another runner), the nearest commit beyond it that
+    reads its own side's, within the segments [lo, at) and [at, hi). The range then says where the change began
+    without a named commit contradicting the levels shown."""
+    first = at - 1
+    while first > lo and not _nearer(values[first], before, after):
+        first -= 1
+    last = at
+    while last < hi - 1 and not _nearer(values[last], after, before):
+        last += 1
+    return first, last
+
+
 def detect_values(
     key: SeriesKey,
     shas: Sequence[str],
@@ -692,18 +713,21 @@ def detect_values(
     latest = float(values[-1])
     changes: list[ChangePoint] = []
     for run in runs:
-        for s in find_steps(values if len(run) == len(values) else [values[i] for i in run], policy):
+        steps = find_steps(values if len(run) == len(values) else [values[i] for i in run], policy)
+        bounds = [run.start, *(run.start + s.index for s in steps), run.stop]
+        for k, s in enumerate(steps):
             worse = is_worse(direction, s.before, s.after)
             kind = "change" if worse is None else ("regression" if worse else "improvement")
             persists = run is runs[-1] and _persists(s, latest, policy.min_effect)
             at = run.start + s.index
+            first, last = named_range(values, at, bounds[k], bounds[k + 2], s.before, s.after)
             changes.append(
                 ChangePoint(
                     series=key,
                     direction=direction,
                     kind=kind,
-                    before_sha=shas[at - 1],
-                    after_sha=shas[at],
+                    before_sha=shas[first],
+                    after_sha=shas[last],
                     before_value=s.before,
                     after_value=s.after,
                     ratio=s.ratio,
