@@ -21,7 +21,8 @@ import pytest
 
 from mmtrack.measure import backend as backend_mod
 from mmtrack.measure import perf
-from mmtrack.measure.backend import WallClockBackend, default_backend
+from mmtrack.measure.backend import WallClockBackend
+from mmtrack.measure.default_backend import default_backend
 from mmtrack.measure.perf import LinuxPerfBackend, explain, has_cpu_pmu
 from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
 
@@ -130,7 +131,8 @@ def test_exhausted_file_descriptors_give_timing_only_with_a_message(preloaded):
         f"""
         import errno, os, resource
         {preload}
-        from mmtrack.measure.backend import WallClockBackend, default_backend
+        from mmtrack.measure.backend import WallClockBackend
+        from mmtrack.measure.default_backend import default_backend
         from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
         from mmtrack.measure.report import render_stats
         from rich.console import Console
@@ -175,7 +177,7 @@ def test_cli_with_perf_refused_prints_timing_and_one_line_no_traceback():
         perf.seccomp_filtered = lambda: False
         perf.in_container = lambda: False
         # --in-process: the refusal patched above lives in this process, not in fresh workers
-        sys.argv = ["mmtrack", "bench", "benchmarks/examples", "-k", "basic|factory", "--quick", "--no-save", "--compare", "none",
+        sys.argv = ["mmtrack", "bench", "benchmarks/examples", "-b", "basic|factory", "--quick", "--no-save", "--compare", "none",
                     "--in-process"]
         from mmtrack.cli import main
         main()
@@ -192,7 +194,7 @@ def test_cli_with_perf_refused_prints_timing_and_one_line_no_traceback():
 def test_cli_on_this_machine_shows_software_counters_and_the_hardware_line():
     """The issue's acceptance: ``mmtrack bench benchmarks/examples -k basic``."""
     proc = subprocess.run(
-        [sys.executable, "-m", "mmtrack", "bench", "benchmarks/examples", "-k", "basic", "--quick", "--no-save", "--compare", "none"],
+        [sys.executable, "-m", "mmtrack", "bench", "benchmarks/examples", "-b", "basic", "--quick", "--no-save", "--compare", "none"],
         capture_output=True, text=True, env=env(), cwd=ROOT, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .declare import EngineDeclaration, declaration_of
+from .declaration import EngineDeclaration, declaration_of
 
 
 @dataclass(frozen=True, slots=True)

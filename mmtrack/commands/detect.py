@@ -19,11 +19,11 @@ from ..analysis.events import EnvironmentEvent, RunPoints, find_events, is_envir
 from ..analysis.ranking import SMALL_MOVE, attention, is_small, with_confirmations
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..forked import map_split
+from ..measure.units import format_quantity
+from ..results import ChangePoint, SeriesKey
+from ..store.selection import check_machine_env, check_metrics, series_keys
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import term
-from ..units import format_quantity
-from ..results import ChangePoint, SeriesKey
-from .select import check_machine_env, check_metrics, series_keys
 
 
 #: How detect orders commits (it has no repository at hand): what the outputs say was used.

@@ -34,7 +34,7 @@ def asv_settings(path: Path | None) -> dict:
         if not path.is_file():
             return {}
     if not path.is_file():
-        raise UserError(f"{path}: no such asv config; pass --asv-config PATH or leave it out")
+        raise UserError(f"{path}: no such asv config; pass --config PATH or leave it out")
     from asv.util import load_json
 
     try:
