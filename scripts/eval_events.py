@@ -26,6 +26,7 @@ import ci_noise  # noqa: E402
 
 from mmtrack.analysis.detect import DetectPolicy, detect_values  # noqa: E402
 from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events  # noqa: E402
+from mmtrack.analysis.placement import align_to_agreement  # noqa: E402
 from mmtrack.measure.metrics import Direction  # noqa: E402
 from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
 
@@ -36,7 +37,7 @@ def _sha(c: int) -> str:
     return f"{c:040x}"
 
 
-def detect_fleet(fleet: ci_noise.Fleet, policy: DetectPolicy, events: bool = True):
+def detect_fleet(fleet: ci_noise.Fleet, policy: DetectPolicy, events: bool = True, align: bool = True):
     reports, runs, commits_of = [], {}, {}
     for (machine, env, bench), pts in fleet.runs.items():
         key = SeriesKey(machine, env, bench, "{}", METRIC)
@@ -47,6 +48,8 @@ def detect_fleet(fleet: ci_noise.Fleet, policy: DetectPolicy, events: bool = Tru
         commits_of[key] = shas
     position = {_sha(c): c for c in range(fleet.commits)}
     found = []
+    if align:
+        reports = align_to_agreement(reports, {k: (commits_of[k], list(runs[k].values)) for k in runs}, position)
     if events:
         found, held = find_events(reports, runs, position, commits_of)
         reports = mark_events(reports, held, found)
@@ -68,6 +71,7 @@ def classify(fleet: ci_noise.Fleet, cp, tol: int) -> str:
 def score(seeds: list[int], policy: DetectPolicy, tol: int, **fleet_args) -> dict[str, float]:
     tally = {f"{when} {what}": 0 for when in ("before", "after") for what in ("code", "date", "false")}
     true_steps = found_steps = found_steps_before = 0
+    exact = {"detect alone": 0, "aligned": 0}
     shifts = shifts_found = events_total = 0
     seconds = 0.0
     for seed in seeds:
@@ -75,23 +79,24 @@ def score(seeds: list[int], policy: DetectPolicy, tol: int, **fleet_args) -> dic
         t0 = time.perf_counter()
         reports, events = detect_fleet(fleet, policy)
         seconds += time.perf_counter() - t0
+        alone, _ = detect_fleet(fleet, policy, events=False, align=False)
+        for name, rs in (("detect alone", alone), ("aligned", reports)):
+            exact[name] += sum(int(c.extra["index"]) == at for bench, at, _ in fleet.steps for r in rs
+                               if r.series.benchmark == bench for c in r.changes)
         events_total += len(events)
-        cps = [c for r in reports for c in r.changes]
-        for c in cps:
-            if c.kind != "regression" or c.ratio < 1.10:
-                continue
-            what = classify(fleet, c, tol)
-            tally[f"before {what}"] += 1
-            if not is_environment(c):
-                tally[f"after {what}"] += 1
+        for when, rs in (("before", alone), ("after", reports)):  # before: detect as on main, each series alone
+            for c in (c for r in rs for c in r.changes):
+                if c.kind == "regression" and c.ratio >= 1.10 and not is_environment(c):
+                    tally[f"{when} {classify(fleet, c, tol)}"] += 1
         for bench, at, size in fleet.steps:
-            for r in reports:
+            for r, a in zip(reports, alone):
                 if r.series.benchmark != bench:
                     continue
                 true_steps += 1
-                near = [c for c in r.changes if abs(int(c.extra["index"]) - at) <= tol and (c.ratio > 1) == (size > 0)]
-                found_steps_before += bool(near)
-                found_steps += any(not is_environment(c) for c in near)
+                found_steps_before += any(abs(int(c.extra["index"]) - at) <= tol and (c.ratio > 1) == (size > 0)
+                                          for c in a.changes)
+                found_steps += any(abs(int(c.extra["index"]) - at) <= tol and (c.ratio > 1) == (size > 0)
+                                   and not is_environment(c) for c in r.changes)
         for sh in fleet.shifts:
             shifts += 1
             shifts_found += any(e.machine == sh.machine and set(sh.environments) & set(e.environments) for e in events)
@@ -103,6 +108,8 @@ def score(seeds: list[int], policy: DetectPolicy, tol: int, **fleet_args) -> dic
         out[f"{when}: share following the run date"] = tally[f"{when} date"] / n if n else 0.0
     out["code steps found per series, before"] = found_steps_before / max(true_steps, 1)
     out["code steps found per series, after (not put in an event)"] = found_steps / max(true_steps, 1)
+    for name, n in exact.items():
+        out[f"code steps placed on their own commit, {name}"] = n / max(true_steps, 1)
     out["run-date shifts reported as an event"] = shifts_found / max(shifts, 1)
     out["events per fleet"] = events_total / len(seeds)
     out["s per fleet (detect + events)"] = seconds / len(seeds)

@@ -79,3 +79,70 @@ def test_code_steps_alone_make_no_event():
     reports, events = run(fleet(4, shift_day=None, code_step=(2, 40), reruns=True))
     assert events == []
     assert sum(c.kind == "regression" for r in reports for c in r.changes) >= 4
+
+
+# --------------------------------------------------------------------------- one verdict per pair
+
+
+def _meas(values):
+    from mmtrack.measure.metrics import MetricSummary
+    from mmtrack.results import Measurement
+
+    return Measurement.from_summary("suite.time_x", {}, MetricSummary.from_values("timing", "time_per_op", "s", list(values)),
+                                    version="v1")
+
+
+def _change(kind="regression", ratio=1.88, **extra):
+    from mmtrack.results import ChangePoint
+
+    key = SeriesKey("m", "e", "suite.time_x", "{}", MetricKey("timing", "time_per_op", "s"))
+    return ChangePoint(key, Direction.LOWER, kind, "a" * 40, "b" * 40, 1.0, ratio, ratio, 1e-6, True, "rankseg", extra)
+
+
+def test_a_significant_move_below_the_threshold_says_so():
+    from mmtrack.analysis.compare import compare_pair
+
+    rng = np.random.default_rng(0)
+    row = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.037 + rng.normal(0, 0.002, 20)))
+    assert row.verdict == "unchanged"
+    assert row.note.startswith("×1.03") and "p < 0.001, below the 10% threshold" in row.note
+    same = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.0 + rng.normal(0, 0.002, 20)))
+    assert same.verdict == "unchanged" and same.note == ""
+
+
+def test_compare_reads_detects_verdict_on_the_same_pair():
+    from mmtrack.analysis.compare import compare_pair, reconciled_with_detect
+
+    rng = np.random.default_rng(1)
+    slower = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.5 + rng.normal(0, 0.002, 20)))
+    assert slower.verdict == "regressed"
+    event = reconciled_with_detect(slower, _change(cause="environment", event="m@2026-08-05#1",
+                                                   event_line="m/e: 43 series slower from runs of 2026-08-05 on"))
+    assert event.verdict == "ambiguous" and "environment event" in event.note and "2026-08-05" in event.note
+    flat = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.0 + rng.normal(0, 0.002, 20)))
+    said = reconciled_with_detect(flat, _change())
+    assert said.verdict == "unchanged" and said.note.startswith("detect: persisting regression ×1.88 at this pair; compare:")
+    assert reconciled_with_detect(slower, _change()) == slower  # they agree: nothing to add
+
+
+def test_a_change_point_off_the_commit_two_other_machines_agree_on_moves_there():
+    from mmtrack.analysis.detect import SeriesReport
+    from mmtrack.analysis.placement import align_to_agreement
+    from mmtrack.results import ChangePoint
+
+    rng = np.random.default_rng(5)
+    shas = [sha(c) for c in range(N)]
+    reports, columns = [], {}
+    for machine, at in (("m0", 40), ("m1", 40), ("m2", 35)):  # m2's detector named a pair five commits early
+        key = SeriesKey(machine, "py3.12", "b0", "{}", METRIC)
+        values = list(np.where(np.arange(N) >= 40, 1.9, 1.0) * np.exp(rng.normal(0, 0.01, N)))
+        values[37] = 1.9  # one commit on a slower runner before the step
+        cp = ChangePoint(key, Direction.LOWER, "regression", shas[at - 1], shas[at], 1.0, 1.9, 1.9, 1e-9, True,
+                         "rankseg", {"index": at, "points": N})
+        reports.append(SeriesReport(key, "ok", N, (cp,)))
+        columns[key] = (shas, values)
+    aligned = align_to_agreement(reports, columns, {s: i for i, s in enumerate(shas)})
+    moved = aligned[2].changes[0]
+    assert (moved.before_sha, moved.after_sha) == (shas[39], shas[40]) and moved.extra["aligned_from"] == shas[35]
+    assert 0.95 < moved.before_value < 1.05 and 1.8 < moved.after_value < 2.0
+    assert aligned[0].changes == reports[0].changes  # the agreeing ones stay

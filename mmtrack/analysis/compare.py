@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Collection, Iterable, Literal, Mapping, Sequen
 import numpy as np
 
 from ..measure.metrics import Direction
-from ..results import Measurement, MetricKey
+from ..results import ChangePoint, Measurement, MetricKey
 from .noise import (
     SegmentNoise,
     agreement,
@@ -1067,6 +1067,8 @@ __all__ = [
     "decided_by_last",
     "decided_in_run",
     "settled_by_ab",
+    "reconciled_with_detect",
+    "significant_below",
     "series_history",
     "series_history_at",
     "series_later",

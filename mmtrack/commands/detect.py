@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
 from ..analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
+from ..analysis.placement import align_to_agreement
 from ..analysis.ranking import SMALL_MOVE, attention, is_small, with_confirmations
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..forked import map_split
@@ -153,11 +154,13 @@ def run_detect(
 
 
 def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]) -> tuple[list[SeriesReport], list[EnvironmentEvent]]:
-    """``reports`` with the change points that follow the run marked, and the environment events holding them."""
+    """``reports`` with each change point moved to the commit other machines agree on where its values allow, those
+    that follow the run marked, and the environment events holding them."""
     from ..store import queries as q
 
     stepped = [r.series for r in reports if r.changes]
     runs, position = q.series_run_points(store, stepped)
+    reports = align_to_agreement(reports, {c.key: (c.shas, c.values) for c in analysed}, position)
     points = {k: RunPoints(v.shas, v.days, v.values) for k, v in runs.items()}
     events, held = find_events(reports, points, position, {c.key: c.shas for c in analysed})
     return with_confirmations(mark_events(reports, held, events), position), events
