@@ -62,8 +62,10 @@ def classify(fleet: ci_noise.Fleet, cp, tol: int) -> str:
     for bench, c, size in fleet.steps:
         if bench == k.benchmark and abs(at - c) <= tol and (size > 0) == (cp.ratio > 1):
             return "code"
-    for sh in fleet.shifts:  # a shift of its place, the same way: detect may place it a few commits early
-        if sh.machine == k.machine and k.environment in sh.environments and (sh.size > 0) == (cp.ratio > 1):
+    day = {c: d for c, d, _ in fleet.runs[(k.machine, k.environment, k.benchmark)]}
+    for sh in fleet.shifts:  # a shift of its place, the same way, in the run its first new commit kept
+        if (sh.machine == k.machine and k.environment in sh.environments and (sh.size > 0) == (cp.ratio > 1)
+                and day[at] >= sh.day):
             return "date"
     return "false"
 

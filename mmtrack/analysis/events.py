@@ -33,7 +33,8 @@ import numpy as np
 
 from ..results import ChangePoint, SeriesKey
 from .detect import SeriesReport
-from .policy import EVENT_ATTACH_DAYS, EVENT_DATE_GAIN, EVENT_DATE_MARGIN, EVENT_DAYS, EVENT_MIN_SERIES, EVENT_REACH, EVENT_SHARE, SIBLING_SHARE
+from .policy import (EVENT_ATTACH_DAYS, EVENT_DATE_GAIN, EVENT_DATE_MARGIN, EVENT_DAYS, EVENT_MIN_SERIES, EVENT_REACH,
+                     EVENT_SHARE, EVENT_SIGN_ALPHA, SIBLING_SHARE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,14 +136,23 @@ def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int],
 def follows_run_date(evidence: Iterable[DateEvidence], strict: bool = True) -> bool:
     """Whether pooled change points follow the run date: the date order misplaces at least
     :data:`EVENT_DATE_MARGIN` fewer points than the commit order, more of them favour the date than the commit, and
-    (``strict``) the gain is :data:`EVENT_DATE_GAIN` of the points the commit order misplaces. A group that passes
+    (``strict``) the gain is :data:`EVENT_DATE_GAIN` of the points the commit order misplaces, or the change points
+    that favour the date outnumber those that favour the commit beyond a sign test at :data:`EVENT_SIGN_ALPHA` (many
+    noisy series, each misplacing many points either way). A group that passes
     only the loose test joins an event found strictly on its machine nearby, never makes one."""
     ev = list(evidence)
     gain = sum(e.commit_errors - e.date_errors for e in ev)
     for_date = sum(e.commit_errors > e.date_errors for e in ev)
     for_commit = sum(e.commit_errors < e.date_errors for e in ev)
     loose = gain >= EVENT_DATE_MARGIN and for_date > 2 * for_commit
-    return loose and (not strict or gain >= EVENT_DATE_GAIN * sum(e.commit_errors for e in ev))
+    return loose and (not strict or gain >= EVENT_DATE_GAIN * sum(e.commit_errors for e in ev)
+                      or _sign_p(for_date, for_commit) < EVENT_SIGN_ALPHA)
+
+
+def _sign_p(wins: int, losses: int) -> float:
+    """One-sided sign test: the chance of ``wins`` or more of ``wins + losses`` fair coin tosses."""
+    n = wins + losses
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n if n else 1.0
 
 
 # --------------------------------------------------------------------------- groups of change points
@@ -243,15 +253,16 @@ def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> 
 
 
 def _joins(big: EnvironmentEvent, e: EnvironmentEvent) -> bool:
-    """Whether ``e`` is part of ``big``: the same machine, and the same day, or a few series near it."""
+    """Whether ``e`` is part of ``big``: the same machine, and within :data:`EVENT_DAYS` of its day, or a few series
+    near it."""
     if big.machine != e.machine:
         return False
     gap = abs(big.day - e.day)
-    return gap <= 1.0 or (min(big.series, e.series) < EVENT_MIN_SERIES and gap <= EVENT_ATTACH_DAYS)
+    return gap <= EVENT_DAYS or (min(big.series, e.series) < EVENT_MIN_SERIES and gap <= EVENT_ATTACH_DAYS)
 
 
 def _merged(events: list[EnvironmentEvent]) -> tuple[list[EnvironmentEvent], list[int]]:
-    """Events of one machine on the same day become one naming all their environments, and so do a few series
+    """Events of one machine on about the same day become one naming all their environments, and so do a few series
     whose new level began some days off a larger event's; the index of each input's merged event."""
     out: list[EnvironmentEvent] = []
     into = [0] * len(events)

@@ -33,6 +33,8 @@ HISTORY_WINDOW = 100
 EVENT_DATE_MARGIN = 3
 #: ... and this share of the points the commit order misplaces: on noisy labels both orders misplace many.
 EVENT_DATE_GAIN = 0.3
+#: ... or a sign test over the group's change points (date-favouring against commit-favouring) this strong.
+EVENT_SIGN_ALPHA = 0.001
 #: Days apart that the new levels of one environment's change points may begin and still be one shift.
 EVENT_DAYS = 2.0
 #: Days from a larger event within which a few series' shift joins it: their own date splits scatter more.
@@ -111,5 +113,5 @@ class ComparePolicy:
         return self.threshold
 
 
-__all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH", "EVENT_DAYS", "EVENT_DATE_GAIN", "EVENT_ATTACH_DAYS",
+__all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH", "EVENT_DAYS", "EVENT_DATE_GAIN", "EVENT_SIGN_ALPHA", "EVENT_ATTACH_DAYS",
            "EVENT_MIN_SERIES", "EVENT_SHARE", "SIBLING_SHARE", "SIGNIFICANT_BELOW"]
