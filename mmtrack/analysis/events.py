@@ -193,9 +193,10 @@ def _spans(shas: Sequence[str], position: Mapping[str, int]) -> tuple[int, int]:
 
 
 def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[SeriesKey, tuple[int, int]],
-                    stepped: Mapping[SeriesKey, list[tuple[int, int]]], reach: int) -> tuple[bool, bool]:
+                    stepped: Mapping[SeriesKey, list[tuple[int, int, bool]]], reach: int) -> tuple[bool, bool]:
     """Whether the same benchmarks elsewhere, which measured commits on both sides of the group, stayed put: at least
-    :data:`EVENT_MIN_SERIES` of them, at most :data:`SIBLING_SHARE` stepped. Elsewhere is the other machines where
+    :data:`EVENT_MIN_SERIES` of them, at most :data:`SIBLING_SHARE` stepped the group's way (a code change moves a
+    benchmark the same way everywhere; two runner images changed on one day need not). Elsewhere is the other machines where
     they measured enough (a code change moves a benchmark on every machine, a runner image only on its own), else
     the sibling environments of the same machine (the same jobs, the same commits); and whether the other machines
     were the ones read."""
@@ -205,7 +206,9 @@ def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[
               if _place(k) != place and _bench(k) in benches and first < lo and last >= hi]
     others = [k for k in around if k.machine != place[0]]
     siblings = others if len(others) >= EVENT_MIN_SERIES else [k for k in around if k.machine == place[0]]
-    moved = sum(any(a - reach <= hi and b + reach >= lo for a, b in stepped.get(k, ())) for k in siblings)
+    up = float(np.median([math.log(f.cp.ratio) if 0 < f.cp.ratio < math.inf else 0.0 for f in group])) > 0
+    moved = sum(any(a - reach <= hi and b + reach >= lo and rose == up for a, b, rose in stepped.get(k, ()))
+                for k in siblings)
     return len(siblings) >= EVENT_MIN_SERIES and moved <= SIBLING_SHARE * len(siblings), siblings is others
 
 
@@ -306,7 +309,7 @@ def find_events(
     (keyed by series and after sha). ``runs``: every run of each series with change points; ``position``: each
     commit's place in commit order; ``commits_of``: the commits each analysed series measured."""
     found_by_place: dict[tuple[str, str], list[_Found]] = defaultdict(list)
-    stepped: dict[SeriesKey, list[tuple[int, int]]] = defaultdict(list)
+    stepped: dict[SeriesKey, list[tuple[int, int, bool]]] = defaultdict(list)  # (lo, hi, rose) of each change point
     analysed: dict[tuple[str, str], int] = defaultdict(int)
     worse: dict[int, bool] = {}
     by_series: dict[SeriesKey, list[_Found]] = defaultdict(list)
@@ -324,7 +327,7 @@ def find_events(
             worse[id(f)] = c.kind == "regression" or (c.kind == "change" and c.ratio > 1)
             found_by_place[_place(r.series)].append(f)
             by_series[r.series].append(f)
-            stepped[r.series].append((lo, hi))
+            stepped[r.series].append((lo, hi, c.ratio > 1))
     spans = {k: _spans(v, position) for k, v in commits_of.items()}
     events: list[tuple[EnvironmentEvent, list[_Found]]] = []
     nearby: list[tuple[EnvironmentEvent, list[_Found]]] = []  # passed the loose run-date test only
