@@ -103,9 +103,10 @@ def _labels(values: np.ndarray, before: float, after: float) -> np.ndarray:
     return np.abs(x - b) < np.abs(x - a)
 
 
-def _best_split(order: np.ndarray, new: np.ndarray) -> tuple[int, float]:
+def _best_split(order: np.ndarray, new: np.ndarray, prefer: float) -> tuple[int, float]:
     """Fewest misplaced points of a split of ``new`` (old level first) along ``order``, and the first order value
-    of its new side; splits fall only between distinct order values."""
+    of its new side (of the splits that tie, the one nearest ``prefer``); splits fall only between distinct order
+    values."""
     idx = np.argsort(order, kind="stable")
     o, lab = order[idx], new[idx].astype(int)
     new_before = np.concatenate([[0], np.cumsum(lab)])
@@ -114,7 +115,8 @@ def _best_split(order: np.ndarray, new: np.ndarray) -> tuple[int, float]:
     cuts = np.flatnonzero(np.diff(o) > 0) + 1  # a cut k puts o[:k] before, o[k:] after
     if cuts.size == 0:
         return int(errors[0]), float(o[0])
-    k = int(cuts[int(np.argmin(errors[cuts]))])
+    best = cuts[errors[cuts] == errors[cuts].min()]
+    k = int(best[int(np.argmin(np.abs(o[best] - prefer)))])
     return int(errors[k]), float(o[k])
 
 
@@ -126,9 +128,13 @@ def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int],
         return None
     pos, days, values = pos[inside], runs.days[inside], runs.values[inside]
     new = _labels(values, cp.before_value, cp.after_value)
-    commit_errors, _ = _best_split(pos.astype(float), new)
-    date_errors, day = _best_split(days, new)
     at = position.get(cp.after_sha, hi)
+    commit_errors, _ = _best_split(pos.astype(float), new, float(at))
+    first_new = days[pos == at]
+    own_day = float(first_new.min()) if first_new.size else float(np.median(days))
+    date_errors, day = _best_split(days, new, own_day)  # a tie goes to the split nearest the change point's own run
+    if date_errors >= commit_errors:  # the dates say nothing the commits do not: the new level began with its run
+        day = own_day
     late_old = (pos < at) & (days >= day)
     return DateEvidence(commit_errors, date_errors, day, int(late_old.sum()), int((late_old & new).sum()))
 
