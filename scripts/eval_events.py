@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     out = score(seeds, DetectPolicy(), args.tolerance, benchmarks=args.benchmarks, commits=args.commits,
                 rerun_rate=args.rerun_rate, late_rate=args.late_rate, shifts=args.shifts, code_steps=args.code_steps)
     print(f"fleets: {args.seeds} seeds from {args.seed}, 2 machines x 3 environments x {args.benchmarks} benchmarks, "
-          f"{args.commits} commits, {args.shifts} shifts, {args.code_steps} code steps, re-run rate {args.rerun_rate}, late rate {args.late_rate}, +-{args.tolerance} commits")
+          f"{args.commits} commits, {args.shifts} shifts, {args.code_steps} code steps, re-run rate {args.rerun_rate}, "
+          f"late rate {args.late_rate}, +-{args.tolerance} commits")
     for k, v in out.items():
         print(f"{k:<58}{v:10.3f}" if isinstance(v, float) else f"{k:<58}{v:10d}")
     if args.json:

@@ -88,8 +88,8 @@ def _meas(values):
     from mmtrack.measure.metrics import MetricSummary
     from mmtrack.results import Measurement
 
-    return Measurement.from_summary("suite.time_x", {}, MetricSummary.from_values("timing", "time_per_op", "s", list(values)),
-                                    version="v1")
+    summary = MetricSummary.from_values("timing", "time_per_op", "s", list(values))
+    return Measurement.from_summary("suite.time_x", {}, summary, version="v1")
 
 
 def _change(kind="regression", ratio=1.88, **extra):
@@ -121,7 +121,8 @@ def test_compare_reads_detects_verdict_on_the_same_pair():
     assert event.verdict == "ambiguous" and "environment event" in event.note and "2026-08-05" in event.note
     flat = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.0 + rng.normal(0, 0.002, 20)))
     said = reconciled_with_detect(flat, _change())
-    assert said.verdict == "unchanged" and said.note.startswith("detect: persisting regression ×1.88 at this pair; compare:")
+    assert said.verdict == "unchanged"
+    assert said.note.startswith("detect: persisting regression ×1.88 at this pair; compare:")
     assert reconciled_with_detect(slower, _change()) == slower  # they agree: nothing to add
 
 

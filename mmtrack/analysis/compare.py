@@ -451,9 +451,11 @@ def reconciled_with_detect(row: Row, change: ChangePoint) -> Row:
     event's line. A code step detect found where this row did not flag one keeps the row's verdict and says in one
     line why the two differ."""
     if change.extra.get("cause") == "environment":
-        line = f"detect: an environment event, not the code ({change.extra.get('event_line') or change.extra.get('event')})"
+        event = change.extra.get("event_line") or change.extra.get("event")
+        line = f"detect: an environment event, not the code ({event})"
         if row.verdict in ("regressed", "improved"):
-            return dataclasses.replace(row, verdict="ambiguous", state=None, note=f"{line}; compare alone: {row.verdict}")
+            note = f"{line}; compare alone: {row.verdict}"
+            return dataclasses.replace(row, verdict="ambiguous", state=None, note=note)
         return dataclasses.replace(row, note=f"{line}; {row.note}" if row.note else line)
     flagged = {"regression": "regressed", "improvement": "improved"}.get(change.kind)
     if flagged is None or row.verdict == flagged:

@@ -33,8 +33,17 @@ import numpy as np
 
 from ..results import ChangePoint, SeriesKey
 from .detect import SeriesReport
-from .policy import (EVENT_ATTACH_DAYS, EVENT_DATE_GAIN, EVENT_DATE_MARGIN, EVENT_DAYS, EVENT_MIN_SERIES, EVENT_REACH,
-                     EVENT_SHARE, EVENT_SIGN_ALPHA, SIBLING_SHARE)
+from .policy import (
+    EVENT_ATTACH_DAYS,
+    EVENT_DATE_GAIN,
+    EVENT_DATE_MARGIN,
+    EVENT_DAYS,
+    EVENT_MIN_SERIES,
+    EVENT_REACH,
+    EVENT_SHARE,
+    EVENT_SIGN_ALPHA,
+    SIBLING_SHARE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +89,8 @@ class EnvironmentEvent:
         return datetime.fromtimestamp(self.day * 86400.0, tz=timezone.utc).strftime("%Y-%m-%d")
 
     def describe(self) -> str:
-        """One line, e.g. "ubuntu/py3.12 and py3.13: 43 series slower from runs of 2026-08-05 on, old commits included"."""
+        """One line, e.g. "ubuntu/py3.12 and py3.13: 43 series slower (median x1.52) from runs of 2026-08-05 on,
+        old commits included; follows the run date"."""
         envs = self.environments
         where = f"{self.machine}/{envs[0]}" + (f" and {', '.join(envs[1:])}" if len(envs) > 1 else "")
         moved = " and ".join(
@@ -120,7 +130,8 @@ def _best_split(order: np.ndarray, new: np.ndarray, prefer: float) -> tuple[int,
     return int(errors[k]), float(o[k])
 
 
-def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int], lo: int, hi: int) -> DateEvidence | None:
+def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int], lo: int, hi: int
+                  ) -> DateEvidence | None:
     """The run-date evidence of one change point, from its series' runs of commits at positions [lo, hi)."""
     pos = np.array([position.get(s, -1) for s in runs.shas], dtype=np.int64)
     inside = (pos >= lo) & (pos < hi)
@@ -202,10 +213,9 @@ def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[
                     stepped: Mapping[SeriesKey, list[tuple[int, int, bool]]], reach: int) -> tuple[bool, bool]:
     """Whether the same benchmarks elsewhere, which measured commits on both sides of the group, stayed put: at least
     :data:`EVENT_MIN_SERIES` of them, at most :data:`SIBLING_SHARE` stepped the group's way (a code change moves a
-    benchmark the same way everywhere; two runner images changed on one day need not). Elsewhere is the other machines where
-    they measured enough (a code change moves a benchmark on every machine, a runner image only on its own), else
-    the sibling environments of the same machine (the same jobs, the same commits); and whether the other machines
-    were the ones read."""
+    benchmark the same way everywhere; two runner images changed on one day need not). Elsewhere is the other
+    machines where they measured enough (a runner image moves only its own), else the sibling environments of the
+    same machine (the same jobs, the same commits); and whether the other machines were the ones read."""
     lo, hi = min(f.lo for f in group), max(f.hi for f in group)
     benches = {_bench(f.cp.series) for f in group}
     around = [k for k, (first, last) in spans.items()
@@ -343,7 +353,8 @@ def find_events(
             if follows_run_date(ev, strict=False):
                 members = [f for f in group if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
                 if members:
-                    (events if follows_run_date(ev) else nearby).append((_event_of(members, "run date", worse), members))
+                    strict = events if follows_run_date(ev) else nearby
+                    strict.append((_event_of(members, "run date", worse), members))
             elif len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
                 quiet, other_machines = _siblings_quiet(group, place, spans, stepped, EVENT_REACH)
                 members = [f for f in group if quiet and not _elsewhere_too(f, by_series, other_machines)]

@@ -37,7 +37,8 @@ def _wrong_side(x: np.ndarray, lo: int, t: int, hi: int) -> int:
 
 def _agreed(change: ChangePoint, others: Sequence[ChangePoint], position: Mapping[str, int]) -> str | None:
     """The after commit on which the other places' change points of the same step agree (the most named, by at least
-    :data:`ALIGN_PLACES` places), when it differs from ``change``'s and lies within :data:`ALIGN_REACH` commits of it."""
+    :data:`ALIGN_PLACES` places), when it differs from ``change``'s and lies within :data:`ALIGN_REACH` commits
+    of it."""
     mine = position.get(change.after_sha)
     near = [c.after_sha for c in others
             if c.kind == change.kind and mine is not None and c.after_sha in position
@@ -84,7 +85,8 @@ def align_to_agreement(reports: Sequence[SeriesReport], columns: Mapping[object,
             before, after = float(np.median(values[lo:t])), float(np.median(values[t:hi]))
             changes[k] = dataclasses.replace(
                 c, before_sha=shas[t - 1], after_sha=target, before_value=before, after_value=after,
-                ratio=after / before if before else math.inf, extra={**c.extra, "index": t, "aligned_from": c.after_sha})
+                ratio=after / before if before else math.inf,
+                extra={**c.extra, "index": t, "aligned_from": c.after_sha})
         out.append(dataclasses.replace(r, changes=tuple(changes)))
     return out
 

@@ -24,8 +24,8 @@ AGREE_REACH = 3
 
 
 def with_confirmations(reports: Sequence[SeriesReport], position: Mapping[str, int]) -> list[SeriesReport]:
-    """``reports`` with ``extra["elsewhere"]`` on each change point confirmed elsewhere: how many other places (machine/environment)
-    measuring the same benchmark stepped the same way within :data:`AGREE_REACH` commits of it."""
+    """``reports`` with ``extra["elsewhere"]`` on each change point confirmed elsewhere: how many other places
+    (machine/environment) measuring the same benchmark stepped the same way within :data:`AGREE_REACH` commits of it."""
     by_bench: dict[tuple[object, ...], list[tuple[ChangePoint, int, int]]] = defaultdict(list)
     for r in reports:
         for c in r.changes:

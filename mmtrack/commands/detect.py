@@ -26,7 +26,6 @@ from ..store.selection import check_machine_env, check_metrics, series_keys
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import term
 
-
 #: How detect orders commits (it has no repository at hand): what the outputs say was used.
 COMMIT_ORDER = "commit dates recorded in the results"
 
@@ -153,7 +152,8 @@ def run_detect(
     return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events)
 
 
-def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]) -> tuple[list[SeriesReport], list[EnvironmentEvent]]:
+def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
+                ) -> tuple[list[SeriesReport], list[EnvironmentEvent]]:
     """``reports`` with each change point moved to the commit other machines agree on where its values allow, those
     that follow the run marked, and the environment events holding them."""
     from ..store import queries as q
@@ -186,7 +186,8 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
     title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
     t = Table(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
-              caption=Text("\n".join(map(term, summary_lines(outcome, len(listed) - len(rows))))), caption_justify="left")
+              caption=Text("\n".join(map(term, summary_lines(outcome, len(listed) - len(rows))))),
+              caption_justify="left")
     # No change point to show: the title alone, not an empty table under it.
     # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
     many = len(places) > 1  # then each row names its machine/env under its metric

@@ -1437,8 +1437,8 @@ def series_run_points(store: Store, keys: Sequence[SeriesKey]) -> tuple[dict[Ser
                 key_of[r.id] = k
         committed, started = _day_sql(conn, 'coalesce("commit".date, run.started_at)'), _day_sql(conn, "run.started_at")
         commits = fetch_sql(conn, (
-            f'SELECT "commit".sha, min({committed}), min({started}) FROM run JOIN "commit" ON "commit".id = run.commit_id'
-            ' WHERE NOT run.dirty GROUP BY "commit".sha'
+            f'SELECT "commit".sha, min({committed}), min({started})'
+            ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty GROUP BY "commit".sha'
         ))  # fmt: skip
         rows: list[Any] = []
         ids = sorted(key_of)
