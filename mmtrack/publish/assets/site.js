@@ -257,7 +257,7 @@
           ' change points found by mmtrack detect, ' + runs + ' verdicts of mmtrack run\'s per-commit comparison';
         table($('regressions'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B', 'Found by'], shown.map(function (r) {
           return {
-            cls: r.kind + (r.source === 'run' ? ' from-run' : ''),
+            cls: (r.event ? 'event' : r.kind) + (r.source === 'run' ? ' from-run' : ''),  // an event is no regression
             cells: [
               benchLink(benchHref(r.id, r), r.bench),
               r.machine,
