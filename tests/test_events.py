@@ -169,3 +169,14 @@ def test_an_event_fails_no_gate_and_is_its_own_json_entry():
     console.print(render_table(outcome))
     text = console.export_text()
     assert "environment event (not a regression of the code)" in text and "m0/py3.12" in text
+
+
+def test_the_pages_run_verdict_of_a_pair_an_event_holds_says_so():
+    from mmtrack.publish.builder import _agreeing
+
+    row = {"verdict": "regressed", "state": "confirmed", "note": "", "kind": "regression", "after_sha": "b" * 40}
+    event = _change(cause="environment", event="m@2026-08-05#1", event_line="m/e: 43 series slower")
+    shown = _agreeing(row, [event])
+    assert (shown["verdict"], shown["state"], shown["kind"]) == ("ambiguous", None, "change")
+    assert "environment event" in shown["note"] and "43 series slower" in shown["note"]
+    assert _agreeing(row, [_change()]) == row  # detect agrees: the row stands

@@ -443,26 +443,35 @@ def compare_pair(
     return Row(**row, verdict=changed, history_z=z, state=state, note=note)
 
 
-def reconciled_with_detect(row: Row, change: ChangePoint) -> Row:
-    """``row`` as detect's change point at the same pair of the same series bears on it (reads the stored change
-    point: its kind, ratio, persistence and, from :mod:`.events`, whether an environment event holds it).
+def detect_says(verdict: str, note: str, change: ChangePoint) -> tuple[str, str] | None:
+    """The verdict and note a pair's row should read given detect's change point at the same pair of the same series
+    (reads the stored change point: its kind, ratio, persistence and, from :mod:`.events`, whether an environment
+    event holds it); None where the row stands as it is.
 
     A step an environment event holds is the run's, not the code's: a row that flagged it reads ambiguous, with the
-    event's line. A code step detect found where this row did not flag one keeps the row's verdict and says in one
-    line why the two differ."""
+    event's line. A code step detect found where the row did not flag one keeps the row's verdict and says in one line
+    why the two differ."""
     if change.extra.get("cause") == "environment":
         event = change.extra.get("event_line") or change.extra.get("event")
         line = f"detect: an environment event, not the code ({event})"
-        if row.verdict in ("regressed", "improved"):
-            note = f"{line}; compare alone: {row.verdict}"
-            return dataclasses.replace(row, verdict="ambiguous", state=None, note=note)
-        return dataclasses.replace(row, note=f"{line}; {row.note}" if row.note else line)
+        if verdict in ("regressed", "improved"):
+            return "ambiguous", f"{line}; compare alone: {verdict}"
+        return verdict, f"{line}; {note}" if note else line
     flagged = {"regression": "regressed", "improvement": "improved"}.get(change.kind)
-    if flagged is None or row.verdict == flagged:
-        return row
+    if flagged is None or verdict == flagged:
+        return None
     step = f"detect: {'persisting ' if change.persists else ''}{change.kind} ×{change.ratio:.2f} at this pair"
-    why = row.note or "the two commits alone do not cross the threshold"
-    return dataclasses.replace(row, note=f"{step}; compare: {row.verdict} ({why})")
+    return verdict, f"{step}; compare: {verdict} ({note or 'the two commits alone do not cross the threshold'})"
+
+
+def reconciled_with_detect(row: Row, change: ChangePoint) -> Row:
+    """``row`` as detect's change point at the same pair of the same series bears on it (:func:`detect_says`); an
+    environment event's row loses its evidence state, which history gave a change of the code."""
+    said = detect_says(row.verdict, row.note, change)
+    if said is None:
+        return row
+    verdict, note = said
+    return dataclasses.replace(row, verdict=verdict, note=note, state=None if verdict != row.verdict else row.state)
 
 
 def significant_below(ratio: float, p: float | None, threshold: float) -> str:
@@ -1070,6 +1079,7 @@ __all__ = [
     "decided_in_run",
     "settled_by_ab",
     "reconciled_with_detect",
+    "detect_says",
     "significant_below",
     "series_history",
     "series_history_at",

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import orjson
 
+from ..analysis.compare import detect_says
 from ..analysis.policy import VERDICT_ORDER
 from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
@@ -253,7 +254,8 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
         "persists": bool(cp.persists),
         "method": cp.method,
         # an environment event (analysis.events) holds it: the run moved, not the code
-        **({"event": str(cp.extra.get("event_line") or cp.extra.get("event"))} if cp.extra.get("cause") == "environment" else {}),
+        **({"event": str(cp.extra.get("event_line") or cp.extra.get("event"))}
+           if cp.extra.get("cause") == "environment" else {}),
     }
 
 
@@ -384,6 +386,18 @@ def _run_verdict_row(v: RunVerdict, pos: dict[str, int], series_index: int) -> d
         "persists": None,
         "method": "mmtrack run",
     }
+
+
+def _agreeing(row: dict[str, Any], changes: Sequence[ChangePoint]) -> dict[str, Any]:
+    """A run verdict's row as detect's change point at the same pair bears on it: one verdict per pair, or one line
+    saying why not (:func:`..analysis.compare.detect_says`)."""
+    change = next((c for c in changes if c.after_sha == row["after_sha"]), None)
+    said = detect_says(row["verdict"], row["note"] or "", change) if change is not None else None
+    if said is None:
+        return row
+    verdict, note = said
+    return dict(row, verdict=verdict, note=note, kind=_RUN_KINDS.get(verdict, "change"),
+                state=row["state"] if verdict == row["verdict"] else None)
 
 
 def _old_call(writer: SiteWriter, key: str, fn: str) -> list[Any] | None:
@@ -819,7 +833,8 @@ def _finish_benchmark(
         "latest": latest,
         "changes": len(cps_rows),
     }
-    run_rows = [_run_verdict_row(v, pos, key_index[key]) for key in keys for v in runs_by_key.get(key, ())]
+    run_rows = [_agreeing(_run_verdict_row(v, pos, key_index[key]), cps_by_key.get(key, ()))
+                for key in keys for v in runs_by_key.get(key, ())]
     rows = []
     for r in [*cps_rows, *run_rows]:
         s = series_meta[r["s"]]
@@ -862,7 +877,8 @@ _REGRESSIONS_BODY = """<h1>Regressions</h1>
 <section class="controls">
 <label>Search <input type="search" id="search" placeholder="benchmark name"></label>
 <label>Show <select id="kind"><option value="regression">regressions</option>
-<option value="improvement">improvements</option><option value="event">environment events (the run moved, not the code)</option>
+<option value="improvement">improvements</option>
+<option value="event">environment events (the run moved, not the code)</option>
 <option value="">all changes</option></select></label>
 <label>Machine <select id="machine"><option value="">all</option></select></label>
 <label><input type="checkbox" id="persisting"> persisting only</label>
