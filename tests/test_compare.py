@@ -469,13 +469,12 @@ def test_a_step_beyond_every_runner_level_a_full_window_visited_is_suspected_at_
 
 def test_a_step_that_landed_on_a_slower_runner_is_confirmed_by_the_level_held_after_it():
     """The step commit ran on a slower runner (+60%); the next four hold +21%. No later commit is past half
-    the commit's own deviation, so they do not agree with it one by one; the held level still confirms the change
-    at this commit, where detect now places the step too (the +60% commit reads nearer the new level than the old,
-    so naming it as the last commit of the old level would contradict the levels shown: issue 43)."""
+    the commit's own deviation, so they do not agree with it one by one, and detect sets the +60% commit apart,
+    starting the level one commit later: the held level still confirms the change at this commit."""
     history = _quiet_history(100, seed=4, cv=0.03)
     before, after = meas(noisy(history[-1], cv=0.005, seed=1)), meas(noisy(1.6, cv=0.005, seed=2))
     held = [1.23, 1.21, 1.22, 1.19]
-    assert [s.index for s in find_steps([*history, 1.6, *held]) if s.index >= 90] == [100]
+    assert [s.index for s in find_steps([*history, 1.6, *held]) if s.index >= 90] == [101]
     assert (compare_pair(before, after, history=history, later=held[:3]).state) == "suspected"
     row = compare_pair(before, after, history=history, later=held)
     assert (row.verdict, row.state) == ("regressed", "confirmed")
