@@ -23,7 +23,7 @@ from ..forked import map_split
 from ..measure.units import format_quantity
 from ..results import ChangePoint, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, series_keys
-from ..tables import NAME_MIN_WIDTH, stacked
+from ..tables import NAME_MIN_WIDTH, FitTable, stacked
 from ..textsafe import term
 
 #: How detect orders commits (it has no repository at hand): what the outputs say was used.
@@ -169,6 +169,13 @@ def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
 # --------------------------------------------------------------------------- output
 
 
+def check_output_options(show_all: bool, fmt: str) -> None:
+    """``--all`` widens the table; JSON lists every change point already: refused before any work."""
+    if show_all and fmt != "table":
+        raise UserError(f"--all adds improvements to the table; --format {fmt} lists every change point already: "
+                        "drop --all", EXIT_USAGE)
+
+
 def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     code = outcome.code_changes
     n_ok = sum(r.status == "ok" for r in outcome.reports)
@@ -185,10 +192,10 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     rows = [c for c in listed if show_all or not is_small(c)]
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
     title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
-    t = Table(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
-              caption=Text("\n".join(map(term, summary_lines(outcome, len(listed) - len(rows))))),
-              caption_justify="left")
     # No change point to show: the title alone, not an empty table under it.
+    t = FitTable(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
+                 caption=Text("\n".join(map(term, summary_lines(outcome, len(listed) - len(rows))))),
+                 caption_justify="left")
     # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
     many = len(places) > 1  # then each row names its machine/env under its metric
     name_header = "benchmark / metric" + (" / machine/env" if many else "")
