@@ -354,7 +354,7 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 @click.option("--min-effect", type=float, help="Smallest relative step reported (default 0.02).")
 @click.option("--alpha", type=float, help="Significance of each change point (default 0.0001).")
 @click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
-@click.option("--all", "show_all", is_flag=True, help="Also list improvements and neutral changes.")
+@click.option("--all", "show_all", is_flag=True, help="Also list improvements, neutral changes and moves under 5%.")
 @format_option("table", "json")
 @fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
 @no_progress_option()
