@@ -18,6 +18,7 @@ from .cli_options import (
     env_option,
     fail_on_option,
     format_option,
+    instrument_option,
     machine_option,
     metric_option,
     no_progress_option,
@@ -99,6 +100,7 @@ def cli() -> None:
               help="Worker processes per case, one after the other, each taking a share of its samples "
                    "(default 4, 1 with --quick); the report says when processes differ more than samples "
                    "within one.")
+@instrument_option()
 @click.option(
     "--compare",
     default="latest",
@@ -110,7 +112,7 @@ def cli() -> None:
 @fail_on_option(("regression", "ambiguous", "failed"), "Exit 1 when the end-of-run comparison has a row with this verdict")
 @db_option
 def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
-          no_save, timeout, in_process, processes, compare, fail_on, db) -> None:
+          no_save, timeout, in_process, processes, instrument, compare, fail_on, db) -> None:
     """Run the engine benchmarks under PATH on the working tree, print the report, save the
     run and compare it with the latest compatible one.
 
@@ -118,7 +120,9 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
     """
     if in_process and processes not in (None, 1):
         raise UserError(f"--processes {processes} needs worker processes; drop --in-process")
-    if not in_process:
+    if in_process and instrument == "callgrind":
+        raise UserError("--instrument callgrind runs its cases in a worker under Valgrind; drop --in-process")
+    if not in_process and instrument == "wall":
         from .asvbridge.worker import start_fork_server
 
         start_fork_server(path)  # it imports the engine while this process imports the rest and discovers
@@ -146,6 +150,7 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
         in_process=in_process,
         fail_on=tuple(fail_on),
         processes=processes,
+        instrument=instrument,
     )
     sys.exit(run_bench(request, console=console))
 
@@ -270,9 +275,10 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
               help="Interleaved A/B rounds per side for --confirm (default 4; undecided benchmarks: up to twice as many).")
 @round_alpha_option("Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
 @fail_on_option(FAIL_ON_CHOICES, "Exit 1 when the comparison with the previous commit has a row with this verdict")
+@instrument_option()
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
 def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_max,
-        confirm_rounds, round_alpha, fail_on, asv_args) -> None:
+        confirm_rounds, round_alpha, fail_on, instrument, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -295,6 +301,7 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
         confirm_rounds=confirm_rounds,
         round_alpha=round_alpha,
         fail_on=tuple(fail_on),
+        instrument=instrument,
     )
     sys.exit(run_command(request, console=console))
 
@@ -347,7 +354,7 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 @click.option("--min-effect", type=float, help="Smallest relative step reported (default 0.02).")
 @click.option("--alpha", type=float, help="Significance of each change point (default 0.0001).")
 @click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
-@click.option("--all", "show_all", is_flag=True, help="Also list improvements and neutral changes.")
+@click.option("--all", "show_all", is_flag=True, help="Also list improvements, neutral changes and moves under 5%.")
 @format_option("table", "json")
 @fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
 @no_progress_option()
@@ -449,16 +456,17 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 @machine_option(ASV_MACHINE_HELP)
 @config_option()
 @click.option("--no-save", is_flag=True, help="Do not store the two runs.")
+@instrument_option()
 @db_option
 def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
-               no_save, db) -> None:
+               no_save, instrument, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
     from .commands.continuous import ContinuousRequest, render, run_continuous
 
     request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench,
                                 rounds=rounds, max_rounds=max_rounds, factor=factor, round_alpha=round_alpha,
                                 fail_on=tuple(fail_on), db=db,
-                                machine=machine, quick=quick, save=not no_save)
+                                machine=machine, quick=quick, save=not no_save, instrument=instrument)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
     out = render(outcome, fmt)
     _emit(out)
@@ -469,7 +477,8 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 @click.argument("good")
 @click.argument("bad")
 @bench_option("The benchmark (asv -b regex).", required=True)
-@click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
+@click.option("--metric", default=None, help="The metric that moved (name; default time_per_op, or instructions "
+                                             "with --instrument callgrind).")
 @click.option("--rounds", type=int, default=4, show_default=True,
               help="Interleaved rounds per step (doubled on noise).")
 @round_alpha_option("Significance the rounds must reach to call the culprit's change confirmed (default 0.01).")
@@ -478,12 +487,15 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 @format_option("table", "json")
 @click.option("--no-save", is_flag=True, help="Do not store the A/B measurements.")
 @db_option
-def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db) -> None:
+@instrument_option()
+def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
     from .commands.bisect import BisectRequest, render, run_bisect, to_json
 
-    request = BisectRequest(good=good, bad=bad, bench=bench, metric=metric, project=Path.cwd(), config=config,
-                            rounds=rounds, machine=machine, round_alpha=round_alpha, db=db, save=not no_save)
+    request = BisectRequest(good=good, bad=bad, bench=bench, project=Path.cwd(), config=config,
+                            rounds=rounds, machine=machine, round_alpha=round_alpha, db=db, save=not no_save,
+                            instrument=instrument,
+                            metric=metric or ("instructions" if instrument == "callgrind" else "time_per_op"))
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
         click.echo(to_json(outcome))

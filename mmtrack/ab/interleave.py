@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..asvbridge import asvrun, spool
+from ..asvbridge import asvrun, callgrind_run, spool
 from ..measure.metrics import Direction, MetricSummary
 from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
 from .envs import CommitEnv
@@ -170,6 +170,7 @@ class ABPlan:
     asv_args: tuple[str, ...] = ()
     budget: float | None = None  # seconds of measuring; no new round starts that would overrun it
     max_rounds: int = 0  # :func:`settle` adds rounds for undecided benchmarks up to this (0: never)
+    instrument: str = "wall"  # "callgrind": each side counted once under Valgrind (asvbridge/callgrind_run.py)
 
 
 #: One round of one side: a single asv process round, up to a second per benchmark (engine
@@ -328,6 +329,9 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
     from ..errors import UserError
 
     prepared = prepared_for(plan, side, folder)
+    if plan.instrument == "callgrind":  # the side's build runs the working tree's suite under Valgrind
+        return callgrind_run.measure(prepared, plan.bench, None, python=side.env.python,
+                                     without=prepared.config_path.parent)
     asvrun.ensure_machine(prepared)
     request = asvrun.AsvInvocation(project=plan.project, quick=plan.quick, bench=plan.bench, machine=plan.machine,
                                 python=str(side.env.python), asv_args=(*ROUND_BUDGET, *plan.asv_args))
@@ -484,7 +488,8 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     )
     rows = []
     for row in comparison.rows:
-        if row.ratio is not None and row.verdict in ("regressed", "improved", "unchanged", "ambiguous"):
+        counted = row.test == "deterministic"  # a count needs no rounds (analysis/deterministic.py)
+        if not counted and row.ratio is not None and row.verdict in ("regressed", "improved", "unchanged", "ambiguous"):
             a, b = round_bests(result, (row.benchmark, row.params), row.metric)
             direction = result.base.cases[(row.benchmark, row.params)].directions.get(row.metric, row.direction)
             p, doubt = round_evidence(a, b, direction, row.ratio, row.threshold, alpha)  # p also on unchanged rows

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .declaration import EngineDeclaration, declaration_of
+from .timed import time_benchmarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +114,19 @@ def _module_names(path: Path, only: Path | None = None) -> Iterator[tuple[str, P
         yield ".".join(parts), f
 
 
-def _import(name: str, file: Path, sys_path_entry: Path) -> Any:
-    if str(sys_path_entry) not in sys.path:
+def _import(name: str, file: Path, sys_path_entry: Path, as_asv: bool = False) -> Any:
+    if as_asv:  # asv's way: the suite's package alone, so the checkout around it cannot shadow an installed build
+        from asv_runner._aux import update_sys_path
+
+        top = sys_path_entry / name.split(".", 1)[0]
+        if not any(getattr(f, "_name", None) == top.name for f in sys.meta_path):
+            update_sys_path(str(top))
+    elif str(sys_path_entry) not in sys.path:
         sys.path.insert(0, str(sys_path_entry))
     return importlib.import_module(name)
 
 
-def discover(path: Path | str, only: Path | None = None) -> Suite:
+def discover(path: Path | str, only: Path | None = None, timed: bool = False, as_asv: bool = False) -> Suite:
     """The engine benchmarks under ``path`` (a file or a folder), named relative to it as asv names them; with
     ``only``, just that file's, named as a discovery of all of ``path`` names them (what a worker needs)."""
     path = Path(path)
@@ -133,7 +140,7 @@ def discover(path: Path | str, only: Path | None = None) -> Suite:
     suite = Suite(root=root)
     for modname, file in _module_names(resolved, only):
         try:
-            module = _import(modname, file, sys_path_entry)
+            module = _import(modname, file, sys_path_entry, as_asv and is_pkg)
         except BaseException as exc:  # noqa: BLE001  (SyntaxError, SystemExit...: report, go on)
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -146,6 +153,8 @@ def discover(path: Path | str, only: Path | None = None) -> Suite:
         # asv names benchmarks relative to the suite root package.
         rel = modname.split(".", 1)[1] if is_pkg and "." in modname else modname
         suite.benchmarks.extend(_engine_benchmarks(module, rel, file, resolved))
+        if timed:  # asv's time_ benchmarks too, for an instrument that counts (asvbridge/timed.py)
+            suite.benchmarks.extend(time_benchmarks(module, rel, file, resolved, EngineBenchmark))
     return suite
 
 

@@ -34,6 +34,7 @@ from typing import Any, Callable
 from ..measure.backend import announce_once
 from ..measure.runner import RunOptions
 from .session import Case, Outcome, Status, SuiteSession
+from .timed import is_timed
 
 DEFAULT_TIMEOUT_S = 60.0  # asv's default ``timeout``
 PROGRESS_EVERY_S = 0.1  # the most often a worker reports progress: the parent redraws, not the worker
@@ -59,6 +60,7 @@ class CaseJob:
     param_index: int
     options: RunOptions
     cache: bytes | None = None  # the pickled setup_cache value of the case's class, if it has one
+    timed: bool = False  # an asv time_ benchmark (asvbridge/timed.py): discovered with timed=True
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,7 @@ ProgressFn = Callable[[str, int, int], None]
 def case_job(case: Case, options: RunOptions, cache: bytes | None = None) -> CaseJob:
     names, combos = case.benchmark.param_grid()
     b = case.benchmark
-    return CaseJob(b.source, b.suite, b.name, combos.index(case.params), options, cache)
+    return CaseJob(b.source, b.suite, b.name, combos.index(case.params), options, cache, is_timed(b.declaration))
 
 
 def timeout_of(case: Case, override: float | None = None) -> float:
@@ -222,14 +224,14 @@ class _ForwardLog(logging.Handler):
 
 
 
-def _find_case(job: Job) -> Case:
+def _find_case(job: Job, as_asv: bool = False) -> Case:
     """The job's case, found by discovering its file alone, named as the parent's discovery named it."""
     from .discover import discover
     from .session import expand
 
     source, benchmark = job.source, job.benchmark
     param_index = job.param_index if isinstance(job, CaseJob) else None
-    suite = discover(job.suite, only=source)
+    suite = discover(job.suite, only=source, timed=isinstance(job, CaseJob) and job.timed, as_asv=as_asv)
     if suite.failures:
         raise ImportError(suite.failures[0].message)
     for b in suite.benchmarks:

@@ -31,6 +31,7 @@ from rich.progress import (
 )
 
 from ..asvbridge import worker
+from ..asvbridge.callgrind_pool import CallgrindSession, require_valgrind
 from ..asvbridge.discover import Suite, discover
 from ..asvbridge.host import host_info
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
@@ -75,6 +76,7 @@ class BenchRequest:
     in_process: bool = False  # run cases in this process (debugging, profiling): no isolation
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
     processes: int | None = None  # worker processes per case, sharing its samples; None: the default
+    instrument: str = "wall"  # "wall": the engine's backend per case; "callgrind": instructions under Valgrind
 
     def worker_processes(self) -> int:
         if self.processes is not None:
@@ -286,10 +288,7 @@ def execute(request: BenchRequest, console: Console | None = None,
             bar.advance(overall)
             redraw(force=True)
 
-        if request.in_process:
-            session: SuiteSession | _WorkerSession = SuiteSession(options, progress=progress)
-        else:
-            session = _WorkerSession(options, request.timeout, progress, request.worker_processes())
+        session = _session(request, options, progress)
         try:
             with _sigterm_stops_the_run():
                 for i, case in enumerate(cases):
@@ -300,8 +299,19 @@ def execute(request: BenchRequest, console: Console | None = None,
             run.interrupted = "Ctrl-C"
         except Terminated:
             run.interrupted = "SIGTERM"
+        finally:
+            if isinstance(session, CallgrindSession):
+                session.close()
     know_code_versions()
     return run
+
+
+def _session(request: BenchRequest, options: RunOptions, progress: Callable[[Case, str, int, int], None]):
+    if request.instrument == "callgrind":
+        return CallgrindSession(options, request.timeout, progress)
+    if request.in_process:
+        return SuiteSession(options, progress=progress)
+    return _WorkerSession(options, request.timeout, progress, request.worker_processes())
 
 
 class _Redraw:
@@ -484,6 +494,8 @@ def check_named_baseline(request: BenchRequest, ctx: BenchContext, url: str) -> 
 def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
+    if request.instrument == "callgrind":
+        require_valgrind()
     project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
     url = normalize_url(request.db) if request.db else resolve_url(None)
     check_named_baseline(request, ctx, url)

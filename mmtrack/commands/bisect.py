@@ -31,6 +31,7 @@ class BisectRequest:
     round_alpha: float | None = None  # significance the rounds must reach (None: ab.interleave.ROUND_ALPHA)
     db: str | None = None  # the store its A/B measurements go to (None: MMTRACK_DB, else the project's)
     save: bool = True
+    instrument: str = "wall"  # "callgrind": each commit counted once (ab/count_bisect.py)
 
 
 def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = None) -> Any:
@@ -45,6 +46,11 @@ def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = 
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds)
     refuse_dirty(repo)
     good, bad = resolve_commit(repo, request.good), resolve_commit(repo, request.bad)
+    if request.instrument == "callgrind":
+        from ..ab.count_bisect import CountBisector
+
+        plan.instrument = "callgrind"
+        return CountBisector(plan, repo, request.metric, progress).run(good, bad)
     store = _open_store(request)  # a --db that cannot be written: one line now, not after the builds
     pair_ids: list[int] = []
 

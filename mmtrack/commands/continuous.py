@@ -41,6 +41,7 @@ class ContinuousRequest:
     quick: bool = False
     save: bool = True
     asv_args: tuple[str, ...] = ()
+    instrument: str = "wall"  # "callgrind": each side counted once under Valgrind, no rounds
 
 
 @dataclass(slots=True)
@@ -103,6 +104,8 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds,
                            request.quick, request.asv_args)
     plan.max_rounds = max_rounds
+    if request.instrument == "callgrind":  # a count is the same every time: one round, nothing to settle
+        plan.instrument, plan.rounds, plan.max_rounds = "callgrind", 1, 0
     refuse_dirty(repo)
     base_sha = resolve_commit(repo, request.base)
     head_sha = resolve_commit(repo, request.head)

@@ -250,7 +250,8 @@
       function render() {
         var q = $('search').value.toLowerCase(), kind = $('kind').value, m = $('machine').value, pers = $('persisting').checked;
         var shown = rows.filter(function (r) {
-          return (!kind || r.kind === kind) && (!m || r.machine === m) && (!pers || r.persists) &&
+          var isKind = kind === 'event' ? !!r.event : (!kind || (r.kind === kind && !r.event));  // events are not regressions
+          return isKind && (!m || r.machine === m) && (!pers || r.persists) &&
             (!q || r.bench.toLowerCase().indexOf(q) >= 0);
         });
         var runs = shown.filter(function (r) { return r.source === 'run'; }).length;
@@ -258,14 +259,15 @@
           ' change points found by mmtrack detect, ' + runs + ' verdicts of mmtrack run\'s per-commit comparison';
         table($('regressions'), ['Benchmark', 'Machine', 'Environment', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B', 'Found by'], shown.map(function (r) {
           return {
-            cls: r.kind + (r.source === 'run' ? ' from-run' : ''),
+            cls: (r.event ? 'event' : r.kind) + (r.source === 'run' ? ' from-run' : ''),  // an event is no regression
             cells: [
               benchLink(benchHref(r.id, r), r.bench),
               r.machine,
               r.env,
               paramsText(r.params),
               r.metric,
-              el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
+              r.event ? el('span', { cls: 'event', title: r.event }, [badge('environment event'), ' ' + pct(r.ratio) + ': ' + r.event])
+                : el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
               pair(r.before_value, r.after_value, r),
               el('span', { cls: 'nowrap' }, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
               r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
@@ -340,7 +342,7 @@
       shapes.push({ type: 'rect', xref: 'x', yref: 'paper', x0: X(x0), x1: X(c.after), y0: 0, y1: 1, fillcolor: col, opacity: 0.12, line: { width: 0 } });
       shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: X(c.after), x1: X(c.after), y0: 0, y1: 1, line: { color: col, width: 1.5, dash: 'dot' } });
       notes.push({ x: X(c.after), y: 0.04, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'right', showarrow: false,
-        text: pe(c.kind + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 },
+        text: pe((c.event ? 'environment event' : c.kind) + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 },
         bgcolor: 'rgba(255,255,255,0.85)', bordercolor: col, borderwidth: 1, borderpad: 2 });
     });
     (s.versions || []).forEach(function (v) {
@@ -490,7 +492,9 @@
     if (!rows.length) { $('changes-section').hidden = true; return; }
     table($('changes'), ['Metric', 'Machine', 'Environment', 'Params', 'Change', 'Started in', 'Persists'], rows.map(function (c) {
       var s = meta.series[c.s];
-      return { cls: c.kind, cells: [s.metric, s.machine, s.env, paramsText(s.params), el('span', null, [badge(c.kind), ' ' + pct(c.ratio)]),
+      return { cls: c.event ? 'event' : c.kind, cells: [s.metric, s.machine, s.env, paramsText(s.params),
+        c.event ? el('span', { title: c.event }, [badge('environment event'), ' ' + pct(c.ratio) + ': ' + c.event])
+          : el('span', null, [badge(c.kind), ' ' + pct(c.ratio)]),
         el('span', { cls: 'nowrap' }, [shaLink(c.before_sha), ' … ', shaLink(c.after_sha)]), c.persists ? 'yes' : 'no'] };
     }));
   }
