@@ -129,4 +129,4 @@ def instrument_option() -> Decorator:
     return click.option(
         "--instrument", type=click.Choice(["wall", "callgrind"]), default="wall", show_default=True,
         help="wall: time each case; callgrind: count its instructions and simulated cache misses under Valgrind, "
-             "the same on any machine (docs/instruments.md).")
+             "the same on any machine (docs/reference/instruments.md).")
