@@ -177,7 +177,8 @@ def main() -> None:
     root = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-eval-peer-"))
     root.mkdir(parents=True, exist_ok=True)
     (root / "home").mkdir(exist_ok=True)
-    env = base_env(root / "home")
+    # The mmtrack under test is this checkout's, whatever is installed.
+    env = {**base_env(root / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     repo, shas = make_repo(root, env)
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; sortedcontainers "
           f"repo in {repo}: base {shas['base'][:8]}, comment {shas['comment'][:8]}, slow {shas['slow'][:8]}", flush=True)
