@@ -68,7 +68,8 @@ class SortedContainers:
 '''
 
 SETUP = ('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n'
-         '[project]\nname = "sortedcontainers"\nversion = "2.4.0"\n\n[tool.setuptools]\npackages = ["sortedcontainers"]\n')
+         '[project]\nname = "sortedcontainers"\nversion = "2.4.0"\n\n'
+         '[tool.setuptools]\npackages = ["sortedcontainers"]\n')
 CONF = {"version": 1, "project": "sortedcontainers", "repo": ".", "branches": ["main"],
         "environment_type": "existing", "benchmark_dir": "benchmarks", "results_dir": ".asv/results",
         "html_dir": ".asv/html", "env_dir": ".asv/env"}
@@ -171,7 +172,8 @@ def main() -> None:
     ap.add_argument("experiments", nargs="+", choices=["aa", "peer"])
     ap.add_argument("--runs", type=int, default=10, help="A/A runs")
     ap.add_argument("--peer-runs", type=int, default=3, help="asv / mmtrack pairs")
-    ap.add_argument("--factor", type=float, default=1.05, help="factor of both tools in the peer experiment")
+    ap.add_argument("--factor", type=float, default=1.05,
+                    help="factor of both tools in the peer experiment")
     ap.add_argument("--keep", type=Path, help="keep the repo and each run's JSON under this folder")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-eval-peer-"))
@@ -181,7 +183,8 @@ def main() -> None:
     env = {**base_env(root / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     repo, shas = make_repo(root, env)
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; sortedcontainers "
-          f"repo in {repo}: base {shas['base'][:8]}, comment {shas['comment'][:8]}, slow {shas['slow'][:8]}", flush=True)
+          f"repo in {repo}: base {shas['base'][:8]}, comment {shas['comment'][:8]}, slow {shas['slow'][:8]}",
+          flush=True)
     try:
         for exp in args.experiments:
             if exp == "aa":

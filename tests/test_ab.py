@@ -297,7 +297,6 @@ def test_benchmarks_leave_the_rounds_once_decided_either_way(monkeypatch):
     difference inside the threshold stop; one whose rounds scatter too much to bound it runs on alone."""
     import random
     import re
-    from datetime import datetime, timezone
 
     from mmtrack.ab import interleave
     from mmtrack.asvbridge.asvrun import CaseResult, Collected
