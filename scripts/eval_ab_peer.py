@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eval_ab import MACHINE, _running_env_pth, base_env, continuous_runs, git, mmtrack  # noqa: E402
+from eval_ab import MACHINE, asv_virtualenv_config, base_env, continuous_runs, git, mmtrack  # noqa: E402
 
 SUITE = '''\
 import random
@@ -111,19 +111,6 @@ def make_repo(root: Path, env: dict) -> tuple[Path, dict[str, str]]:
     return repo, shas
 
 
-def asv_config(folder: Path, repo: Path) -> Path:
-    """asv's own virtualenv environments for ``asv continuous`` (its builds, its cache)."""
-    conf = dict(CONF, environment_type="virtualenv", pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"],
-                matrix={"req": {}}, build_command=["python -m pip wheel --no-deps --no-build-isolation "
-                                                    "-w {build_cache_dir} {build_dir}"],
-                install_command=["in-dir={env_dir} python -mpip install {wheel_file}", _running_env_pth()],
-                repo=str(repo), benchmark_dir=str(repo / "benchmarks"), results_dir=str(folder / "asv-results"),
-                html_dir=str(folder / "asv-html"), env_dir=str(folder / "asv-env"))
-    path = folder / "asv.virtualenv.json"
-    path.write_text(json.dumps(conf))
-    return path
-
-
 def asv_flags(stdout: str) -> list[str]:
     """The rows asv's compare table marks changed: "+" (slower) or "-" (faster) in the first column."""
     marked = []
@@ -135,7 +122,7 @@ def asv_flags(stdout: str) -> list[str]:
 
 
 def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, factor: float) -> None:
-    conf = asv_config(folder, repo)
+    conf = asv_virtualenv_config(folder, repo, CONF)
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
                    capture_output=True)
     asv_cmd = [sys.executable, "-m", "asv", "continuous", "--config", str(conf), "--machine", MACHINE,
