@@ -328,9 +328,10 @@ def test_benchmarks_leave_the_rounds_once_decided_either_way(monkeypatch):
     assert runs["b.time_scattered"] > 2 * 3 and 3 < result.rounds <= 12
 
 
-def test_a_flag_stands_only_beyond_what_two_builds_of_the_base_read(monkeypatch):
+def test_a_flag_stands_only_beyond_what_two_builds_of_the_base_read(monkeypatch, tmp_path):
     """Two builds of the base read 6% apart: a flagged 7% change is within that tolerance (not flagged, the row
-    says why), a 30% change is beyond it; an unflagged benchmark costs no A/A rounds."""
+    says why), a 30% change is beyond it; an unflagged benchmark costs no A/A rounds, and the next run against
+    the same base reads the A/A ratios kept beside the second build instead of measuring them again."""
     import re
     from datetime import datetime, timezone
 
@@ -338,7 +339,7 @@ def test_a_flag_stands_only_beyond_what_two_builds_of_the_base_read(monkeypatch)
     from mmtrack.ab.envs import CommitEnv
     from mmtrack.asvbridge.asvrun import CaseResult, Collected
 
-    twin = CommitEnv("a" * 40, Path("twin"), Path(sys.executable), 0.0, True)
+    twin = CommitEnv("a" * 40, tmp_path, Path(sys.executable), 0.0, True)
     level = {"A": 1.0, "B": None, "A2": 1.06}
     measured: list[str] = []
 
@@ -370,6 +371,8 @@ def test_a_flag_stands_only_beyond_what_two_builds_of_the_base_read(monkeypatch)
     assert rows["b.time_small"].verdict != "regressed" and "A/A-calibrated" in rows["b.time_small"].note
     assert rows["b.time_small"].threshold > 0.10 and "A2:b.time_same" not in measured
     assert sum(m.startswith("A2:") for m in measured) == 2 * calibrate.AA_ROUNDS
+    again = {r.benchmark: r for r in calibrate.calibrate(plan, Path("."), result, first, policy).rows}
+    assert again == rows and sum(m.startswith("A2:") for m in measured) == 2 * calibrate.AA_ROUNDS
 
 
 def test_env_is_built_once_and_holds_that_commits_code(project, tmp_path):
