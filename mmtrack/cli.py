@@ -24,7 +24,8 @@ from .cli_options import (
     quick_option,
     round_alpha_option,
 )
-from .errors import EXIT_OK, EXIT_USAGE, UserError
+from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+from .tables import unwrapped
 
 # Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
 console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else Console(width=140)
@@ -175,7 +176,10 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         err_console.print("aborted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.NoArgsIsHelpError as exc:  # a bare group (`mmtrack`, `mmtrack db`): its help, as git does
+        click.echo(exc.ctx.get_help())
+        sys.exit(EXIT_OK)
     except click.UsageError as exc:  # click's usage lines, as one line of ours
         where = exc.ctx.command_path if exc.ctx is not None else "mmtrack"
         _error_line(f"{exc.format_message().rstrip('.')}; see {where} --help")
@@ -214,9 +218,10 @@ def db_upgrade(db: str) -> None:
 
     r = run(db)
     if r.before == r.current:
-        console.print(f"{r.url}: already at revision {r.current} (head)", highlight=False, soft_wrap=True)
+        console.print(f"{r.url}: already at revision {r.current} (head)", highlight=False, soft_wrap=unwrapped(console))
     else:
-        console.print(f"{r.url}: upgraded {r.before or '<empty>'} -> {r.current} (head)", highlight=False, soft_wrap=True)
+        console.print(f"{r.url}: upgraded {r.before or '<empty>'} -> {r.current} (head)", highlight=False,
+                      soft_wrap=unwrapped(console))
 
 
 @db.command("current")
@@ -230,7 +235,7 @@ def db_current(db: str) -> None:
     # A missing file is said so: "<empty>" read as a store there, and a mistyped --db then got upgraded into one.
     line = (f"{r.url}: no store there (check --db / MMTRACK_DB; `mmtrack db upgrade` creates one at {r.head})"
             if not r.exists else f"{r.url}: revision {r.current or '<empty>'} ({state})")
-    console.print(line, highlight=False, soft_wrap=True)
+    console.print(line, highlight=False, soft_wrap=unwrapped(console))
 
 
 @cli.command("import-asv")
@@ -349,9 +354,10 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
-    from .commands.detect import DetectRequest, render_table, run_detect, to_json
+    from .commands.detect import DetectRequest, check_output_options, render_table, run_detect, to_json
     from .commands.progress import progress_bar
 
+    check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
                             fail_on=tuple(fail_on))
@@ -369,8 +375,8 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
 @db_option
 @machine_option("Only this machine.")
 @env_option("Only this environment.")
-@bench_option("benchmarks: only names matching this regex.", old=[("--benchmark",)])
-@click.option("--limit", type=int, help="runs: only the latest N.")
+@bench_option("Only benchmarks whose name matches this regex (list benchmarks only).", old=[("--benchmark",)])
+@click.option("--limit", type=int, help="Only the first N rows (runs and commits: the latest N).")
 @format_option("table", "json")
 def list_(what, db, machine, env, bench, limit, fmt) -> None:
     """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
@@ -472,12 +478,14 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 @machine_option(ASV_MACHINE_HELP)
 @config_option()
 @format_option("table", "json")
-def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt) -> None:
-    """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements."""
+@click.option("--no-save", is_flag=True, help="Do not store the A/B measurements.")
+@db_option
+def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db) -> None:
+    """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
     from .commands.bisect import BisectRequest, render, run_bisect, to_json
 
     request = BisectRequest(good=good, bad=bad, bench=bench, metric=metric, project=Path.cwd(), config=config,
-                            rounds=rounds, machine=machine, round_alpha=round_alpha)
+                            rounds=rounds, machine=machine, round_alpha=round_alpha, db=db, save=not no_save)
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
         click.echo(to_json(outcome))

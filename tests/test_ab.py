@@ -444,6 +444,23 @@ def test_continuous_markdown_for_a_pr_comment(project):
     assert re.search(rf"A/B on testbox: A {shas[0][:8]} {env_note}, B {shas[1][:8]} {env_note}", proc.stdout)
 
 
+def test_bisect_stores_each_measurement_in_the_store_given(project, tmp_path):
+    """bisect keeps its evidence as continuous does: every A/B measurement a pair of runs of kind ab (issue 45)."""
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    db = tmp_path / "bisect.db"
+    proc = run_cli("bisect", shas[0], shas[2], "-b", "time_crunch", "--rounds", "3", "--db", str(db),
+                   "--format", "json", cwd=repo, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads(proc.stdout)
+    assert data["culprit"] == shas[2]
+    with sqlite3.connect(db) as con:
+        pairs = con.execute("select id, purpose, base_run_id, head_run_id from ab_pair order by id").fetchall()
+        kinds = dict(con.execute("select id, kind from run").fetchall())
+    con.close()
+    assert [p[0] for p in pairs] == data["stored_pairs"] and len(pairs) >= 2  # GOOD-BAD, a step, the final pair
+    assert {p[1] for p in pairs} == {"bisect"} and {kinds[r] for p in pairs for r in p[2:]} == {"ab"}
+
+
 @pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds", "round alpha", "bisect round alpha",
                                   "bench selects nothing", "bisect bench selects nothing"])
 def test_bad_input_is_one_line_and_exit_2(project, case):

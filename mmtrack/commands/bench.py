@@ -35,7 +35,7 @@ from ..asvbridge.discover import Suite, discover
 from ..asvbridge.host import host_info
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..benchruns import journal as bench_journal
-from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, user_regex
+from ..errors import EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError, user_regex
 from ..measure import conditions
 from ..measure.processes import pool
 from ..measure.runner import RunOptions
@@ -108,6 +108,8 @@ class BenchRun:
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted == "Ctrl-C":
+            return EXIT_INTERRUPTED
         failed = self.suite.failures or any(o.status is Status.FAILED for o in self.outcomes)
         return EXIT_USAGE if failed or self.interrupted or len(self.outcomes) < self.total else EXIT_OK
 
@@ -132,7 +134,17 @@ def _sigterm_stops_the_run() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def refuse_options_that_cannot_apply(request: BenchRequest) -> None:
+    """Options that would do nothing with the others given: one line before anything is run or written."""
+    if request.seed is not None and request.order != "random":
+        raise UserError(f"--seed {request.seed} shuffles --order random only; add --order random or drop --seed")
+    if request.fail_on and request.compare == "none":
+        raise UserError(f"--fail-on {' '.join(request.fail_on)} reads the comparison that --compare none turns off; "
+                        "give --compare latest|RUN|COMMIT or drop --fail-on")
+
+
 def _plan(request: BenchRequest) -> tuple[Suite, list[Any], list[Case]]:
+    refuse_options_that_cannot_apply(request)
     try:
         suite = discover(request.path)
     except FileNotFoundError as exc:
@@ -455,11 +467,26 @@ def _render_comparison(result: BaselineResult, console: Console) -> None:
         console.print(render_table(result.comparison, only_changed=True))
 
 
+def check_named_baseline(request: BenchRequest, ctx: BenchContext, url: str) -> None:
+    """``--compare RUN|COMMIT`` names a stored bench run: refused in one line before the suite runs, not after."""
+    if request.compare in ("none", "latest") or ctx.commit is None:
+        return
+    from ..benchruns.history import named_baseline
+    from ..store.db import open_store
+
+    try:
+        with open_store(url, existing=True) as store:
+            named_baseline(store, ctx.machine, request.compare, Path.cwd())
+    except UserError as exc:
+        raise UserError(f"{exc}; nothing was run", exc.exit_code) from None
+
+
 def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
     project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
     url = normalize_url(request.db) if request.db else resolve_url(None)
+    check_named_baseline(request, ctx, url)
     journal = None
 
     def keep(outcome: Outcome) -> None:

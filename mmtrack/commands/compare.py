@@ -147,6 +147,8 @@ def resolve_side(store: Any, spec: str, machine: str | None, env: str | None, cw
     commit = resolve_commit(store, spec, cwd)
     measurements = q.measurements_for_commit(store, commit.sha, machine, env)
     runs = q.runs(store, machine=machine, environment=env, commit=commit.sha)
+    if env is None:  # the side's series are those measurements_for_commit read: per-commit history first
+        runs = q.prefer_history(runs, q.ab_environments(store), lambda r: r.environment)
     clean = [r for r in runs if not r.commit.dirty] or runs
     if not measurements or not clean:
         where = " and ".join(x for x in (f"machine {machine}" if machine else "", f"environment {env}" if env else "") if x)
@@ -306,6 +308,9 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
     for name in request.fail_on:
         if name not in FAIL_ON:
             raise UserError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}", EXIT_USAGE)
+    if request.only_changed and request.fmt != "table":
+        raise UserError(f"--only-changed leaves unchanged rows out of the table; --format {request.fmt} lists every "
+                        "row (markdown folds the unchanged away): drop one of them", EXIT_USAGE)
     policy = policy_for(request)
     own = store is None
     store = store or open_store(request.db, existing=True)

@@ -20,7 +20,7 @@ from ..forked import map_split
 from ..measure.units import format_quantity
 from ..results import ChangePoint, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, series_keys
-from ..tables import NAME_MIN_WIDTH, stacked
+from ..tables import NAME_MIN_WIDTH, FitTable, stacked
 from ..textsafe import term
 
 
@@ -137,6 +137,13 @@ def run_detect(
 # --------------------------------------------------------------------------- output
 
 
+def check_output_options(show_all: bool, fmt: str) -> None:
+    """``--all`` widens the table; JSON lists every change point already: refused before any work."""
+    if show_all and fmt != "table":
+        raise UserError(f"--all adds improvements to the table; --format {fmt} lists every change point already: "
+                        "drop --all", EXIT_USAGE)
+
+
 def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     n_ok = sum(r.status == "ok" for r in outcome.reports)
     title = (
@@ -152,7 +159,7 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
     title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
     # No change point to show: the title alone, not an empty table under it.
-    t = Table(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows))
+    t = FitTable(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows))
     # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
     many = len(places) > 1  # then each row names its machine/env under its metric
     name_header = "benchmark / metric" + (" / machine/env" if many else "")

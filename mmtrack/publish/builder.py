@@ -767,6 +767,14 @@ def _bench_page(bench: str, bid: str, model: SiteModel) -> str:
     )
 
 
+def _add_ab_verdict(row: dict[str, Any], model: SiteModel, key: SeriesKey, after_sha: str) -> None:
+    """The A/B verdict of ``row``'s change, when `mmtrack run --confirm` re-measured it (a change point of detect
+    or the per-commit comparison `mmtrack run` stored: on a new project the second comes long before the first)."""
+    verdict = model.ab_verdicts.get((key, after_sha))
+    if verdict is not None:
+        row["ab"] = {k: _finite(v) if isinstance(v, float) else v for k, v in verdict.items()}
+
+
 def _finish_benchmark(
     writer: SiteWriter,
     bench: str,
@@ -786,9 +794,7 @@ def _finish_benchmark(
     for key in keys:
         for cp in cps_by_key.get(key, ()):
             row = _change_row(cp, pos, key_index[key])
-            verdict = model.ab_verdicts.get((key, cp.after_sha))
-            if verdict is not None:  # `mmtrack run --confirm` re-measured it A/B
-                row["ab"] = {k: _finite(v) if isinstance(v, float) else v for k, v in verdict.items()}
+            _add_ab_verdict(row, model, key, cp.after_sha)
             changes.append((row, cp))
     changes.sort(key=lambda rc: (rc[0]["after"] if rc[0]["after"] is not None else -1))
     cps_rows = [row for row, _ in changes]
@@ -817,7 +823,12 @@ def _finish_benchmark(
         "latest": latest,
         "changes": len(cps_rows),
     }
-    run_rows = [_run_verdict_row(v, pos, key_index[key]) for key in keys for v in runs_by_key.get(key, ())]
+    run_rows = []
+    for key in keys:
+        for v in runs_by_key.get(key, ()):
+            row = _run_verdict_row(v, pos, key_index[key])
+            _add_ab_verdict(row, model, key, v.after_sha)
+            run_rows.append(row)
     rows = []
     for r in [*cps_rows, *run_rows]:
         s = series_meta[r["s"]]

@@ -15,7 +15,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar
 
 from sqlalchemy import (
     LargeBinary,
@@ -37,6 +37,8 @@ from ..measure.metrics import Direction, MetricFormat
 from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, RunVerdict, SeriesKey, SeriesPoint
 from . import models as m
 from .db import Store
+
+T = TypeVar("T")
 
 # -- records the store adds (what results.py has no record for) ----------------------------------
 
@@ -101,6 +103,26 @@ def list_environments(store: Store, machine: str | None = None) -> list[Environm
     return [EnvironmentInfo(r.name, r.info or {}) for r in rows]
 
 
+def ab_environments(store: Store) -> set[str]:
+    """Environments that hold same-machine A/B runs only (``continuous``, ``run --confirm``, ``bisect``), when
+    others hold per-commit history: the series that commands read unless an environment is named."""
+    per_env = (
+        select(m.Environment.name, func.min(m.Run.kind).label("lo"), func.max(m.Run.kind).label("hi"))
+        .join(m.Run, m.Run.environment_id == m.Environment.id)
+        .group_by(m.Environment.name)
+    )
+    with store.read() as conn:
+        rows = conn.execute(per_env).all()
+    ab_only = {r.name for r in rows if r.lo == r.hi == m.AB_RUN_KIND}
+    return ab_only if len(ab_only) < len(rows) else set()
+
+
+def prefer_history(items: Sequence[T], ab: set[str], env_of: Callable[[T], str]) -> list[T]:
+    """``items`` (runs) outside the A/B environments ``ab``, or all of them when every one is inside."""
+    history = [x for x in items if env_of(x) not in ab]
+    return history or list(items)
+
+
 def list_benchmarks(store: Store, pattern: str | None = None) -> list[BenchmarkInfo]:
     """Every benchmark case; ``pattern`` is a regular expression searched in the name."""
     with store.read() as conn:
@@ -163,7 +185,8 @@ def list_series(
 ) -> list[SeriesKey]:
     """Every series recorded, each key once (whatever its code versions), ordered by benchmark,
     params, metric, machine and environment; ``benchmark`` is a regular expression searched
-    in the name. Only combinations that were measured: no machine x benchmark cross product."""
+    in the name. Only combinations that were measured: no machine x benchmark cross product.
+    Without ``environment``, the A/B environments (:func:`ab_environments`) are left out."""
     import re
 
     q = _named_series(
@@ -174,6 +197,8 @@ def list_series(
         q = q.where(m.Machine.name == machine)
     if environment is not None:
         q = q.where(m.Environment.name == environment)
+    else:
+        q = q.where(m.Environment.name.not_in(ab_environments(store)))
     rx = re.compile(benchmark) if benchmark else None
     with store.read() as conn:
         rows = sorted(conn.execute(q).all())
@@ -359,7 +384,8 @@ def measurements_for_commit(
 
     When several runs measured the same case, the latest run's value is kept.
     Without ``machine``/``env`` the commit must have been measured on one
-    machine and environment only (a UserError says which to choose otherwise).
+    machine and environment only (a UserError says which to choose otherwise);
+    without ``env``, a commit's per-commit history is read before its A/B runs (:func:`prefer_history`).
     """
     commit = resolve_commit(store, sha) if len(sha) < 40 else None
     full = commit.sha if commit else sha.lower()
@@ -377,9 +403,10 @@ def measurements_for_commit(
         runs_q = runs_q.where(m.Environment.name == env)
     if not include_dirty:
         runs_q = runs_q.where(m.Run.dirty.is_(False))
+    ab = ab_environments(store) if env is None else set()
     build = _Builder()
     with store.read() as conn:
-        runs = conn.execute(runs_q).all()
+        runs = prefer_history(conn.execute(runs_q).all(), ab, lambda r: r.env)
         for what, attr, given in (("machines", "machine", machine), ("environments", "env", env)):
             names = sorted({getattr(r, attr) for r in runs})
             if given is None and len(names) > 1:
