@@ -85,7 +85,16 @@ from .noise import (
     unseen_step,
     young_level,
 )
-from .policy import EVIDENCE, HISTORY_WINDOW, SIGNIFICANT_BELOW, ComparePolicy, Evidence
+from .policy import (
+    EDGE_BAND,
+    EVIDENCE,
+    HISTORY_WINDOW,
+    QUARTILE_MIN_COUNT,
+    RUN_SHARE,
+    SIGNIFICANT_BELOW,
+    ComparePolicy,
+    Evidence,
+)
 
 if TYPE_CHECKING:
     from .frames import SuiteFrames
@@ -117,12 +126,7 @@ FAIL_ON: dict[str, frozenset[str]] = {
     "ambiguous": frozenset({"regressed", "failed", "ambiguous"}),
 }
 
-#: Rows whose effect lies within this many percentage points of their threshold sit "at the
-#: edge" (capped at half the threshold, so that a 1% counter threshold keeps a band of 0.5%).
-EDGE_BAND = 0.01
 
-#: The share of a series' move that its whole run must have made, the same way, to explain it (:class:`RunShift`).
-RUN_SHARE = 0.5
 
 Case = tuple[str, str, MetricKey]  # (benchmark, canonical params, metric): Measurement.case
 
@@ -198,9 +202,6 @@ class Comparison:
 # --------------------------------------------------------------------------- statistics
 
 
-#: Samples each side needs before its quartiles stand in for them (:func:`quartile_test`); Welch's degrees of
-#: freedom keep a few samples' loose spread honest (CI model, 3 samples a commit: recall 0.33 -> 0.38).
-QUARTILE_MIN_COUNT = 3
 
 
 def significance(before: Measurement, after: Measurement, alpha: float, *,

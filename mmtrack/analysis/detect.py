@@ -41,17 +41,12 @@ import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey, SeriesPoint
+from .policy import MAIN_LEVEL_PRICE, MAIN_LEVEL_Z, REFINE_CONTEXT, REFINE_PASSES, SETTLE_Z
 
 Method = Literal["rankseg", "edivisive", "pelt"]
 Test = Literal["ttest", "mannwhitney"]
 
 
-#: A side's commits beyond this many robust sigmas of its median are left out of the second rank test
-#: (:func:`_test`), and ...
-MAIN_LEVEL_Z = 4.0
-#: ... its p-value is multiplied by this. Both were chosen on the CI noise model (docs/design/analysis.md: on 6 fresh
-#: seeds, F1 0.877 -> 0.888, quiet series 0.949 -> 0.958, A/A false regressions 0.010 -> 0.018 per 100 commits).
-MAIN_LEVEL_PRICE = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,16 +397,11 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
     return None
 
 
-#: Commits on each side of a refinement window whose residuals take part in its fit (:func:`_refine`).
-REFINE_CONTEXT = 30
-#: Refinement passes at most: each moves a point up to ``reach`` commits (:func:`_refine`).
-REFINE_PASSES = 3
 
 
 def _refine(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int = 10) -> list[int]:
     """:func:`_refine_pass` until no point moves (at most :data:`REFINE_PASSES`): binary segmentation's
-    first split of a long segment can land more than ``reach`` commits from a small step (on the CI model, 3
-    passes instead of 1 took quiet series' F1 from 0.955 to 0.962 on 6 seeds and 0.958 to 0.962 on 6 others)."""
+    first split of a long segment can land more than ``reach`` commits from a small step."""
     for _ in range(REFINE_PASSES):
         moved = _refine_pass(x, cps, policy, reach)
         if moved == cps:
@@ -429,9 +419,8 @@ def _refine_pass(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int
     median fall on the same few levels; one commit off, the misplaced commits land between them.
     So the fit is the sum of a Gaussian kernel over every pair of residuals (bandwidth: the series'
     robust commit-to-commit spread) of the commits within :data:`REFINE_CONTEXT` of the window.
-    The absolute deviation from the two medians, used before, let a run of commits on an odd runner
-    next to a step pull the point to the run's start: on the CI model, 17 of 26 false points on quiet
-    series were right-sized steps placed 4-20 commits off (docs/design/analysis.md).
+    The absolute deviation from the two medians would let a run of commits on an odd runner next to a
+    step pull the point to the run's start.
     """
     bounds = [0, *cps, x.size]
     out: list[int] = []
@@ -460,9 +449,6 @@ def _refine_pass(x: np.ndarray, cps: list[int], policy: DetectPolicy, reach: int
     return out
 
 
-#: A step is settled (:func:`_settle`) only when it is this many times the 90th percentile of its sides' absolute
-#: residuals: below that, a commit on another runner level reads nearer the other side as often as not.
-SETTLE_Z = 2.0
 
 
 def _misplaced(x: np.ndarray, lo: int, hi: int, a: float, b: float) -> np.ndarray:

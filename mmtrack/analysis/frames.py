@@ -33,14 +33,7 @@ from typing import Hashable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-#: A run whose shift lies within this (log) of the history's median shift ran on the usual runner.
-RUN_SETTLED = 0.03
-#: Runs of another runner type that the history must hold before a run on that type is judged in its frame.
-KNOWN_VISITS = 2
-#: Sensitivities are kept within [0, BETA_MAX]: a series never moves against its runner.
-BETA_MAX = 3.0
-#: Below this spread (log) of the history's shifts the suite never changed runner: sensitivity 1.
-MIN_SHIFT_SPREAD = 0.01
+from .policy import BETA_MAX, KNOWN_VISITS, MIN_SHIFT_SPREAD, RUN_SETTLED
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,21 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .policy import ComparePolicy, Evidence
+from .policy import (
+    NEW_LEVEL_OFTEN,
+    NEW_LEVEL_RADIUS,
+    NEW_LEVEL_RUN,
+    NEW_LEVEL_SEEN,
+    NEW_LEVEL_SPREAD,
+    NEW_LEVEL_TIGHT,
+    NEW_LEVEL_UNSEEN_MISSES,
+    UNSEEN_BAR,
+    UNSEEN_FLOOR,
+    UNSEEN_QUIET,
+    UNSEEN_SIZES,
+    ComparePolicy,
+    Evidence,
+)
 
 
 def finite(values: Iterable[float]) -> np.ndarray:
@@ -28,20 +42,6 @@ def positive(history: Iterable[float]) -> np.ndarray:
     return h[h > 0]
 
 
-#: :meth:`SegmentNoise.step_evidence`: the share of the window's density spread flat (a level no commit reached is
-#: that unlikely, not impossible), and the step sizes weighed, log-evenly from the threshold to 100%.
-UNSEEN_FLOOR = 0.001
-UNSEEN_SIZES = 25
-#: :func:`unseen_step`: the log likelihood ratio that suspects a commit whatever z and the gap say. The floor caps the
-#: ratio near 7.4, so this asks that the commit lie where no commit of the window came near, a step from where they
-#: lie. On the CI model (5 seeds), 6.5 recalled 0.00-0.04 more 20% steps as the newest commit for 0.00-0.01 more
-#: false alarms per 100 A/A commits; 7.0 0.003-0.007 less of that recall for the same false alarms (docs/design/analysis.md).
-UNSEEN_BAR = 6.5
-#: ... and none of the newest this many commits of the history beyond the threshold the same way: a step among them
-#: moved the series, and the segment keeps the old level until detect can split there. Flags after a step, seeds
-#: 1616 / 7 / 3, per 100 commits: +0.24 / +0.09 / +0.19 without it, +0.12 / +0.07 / +0.07 with it; 8 commits: +0.10 /
-#: +0.02 / +0.03, for a quarter less of the recall gained.
-UNSEEN_QUIET = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +138,7 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     for the runner levels and the heavy tail, which no single spread captures, with those of
     the window's earlier levels, each against its own level: after a step the series still
     visits the same runner types, and a young segment that has not seen them yet would flag
-    each first visit (on the CI model, 2.6 of every 100 commits after a step, against 1.1).
+    each first visit.
     None when the history is too short.
     """
     from .detect import DetectPolicy, segment_levels
@@ -147,8 +147,7 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     if h.size < min_points:
         return None
     # Only splits the whole sides prove: one proved on the main runner's level alone (detect's default) shortens
-    # the segment to where the series' other runner levels are not in sight (suites on the CI model: false
-    # alarms 0.45 -> 0.51 per 100 commits with it).
+    # the segment to where the series' other runner levels are not in sight.
     levels = segment_levels(list(h), DetectPolicy(min_points=max(8, min_points), main_level=False))
     start, stop = levels[-1]
     all_x = np.log(h)
@@ -247,7 +246,7 @@ class YoungLevel:
 
 def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float, gap: float) -> YoungLevel | None:
     """The level the newest commits of ``history`` reached since the segment began, if any: when they all lie beyond
-    ``threshold`` from the segment's level the same way (one is enough: two caught fewer repeats on the CI model), at
+    ``threshold`` from the segment's level the same way (one is enough: two caught fewer repeats), at
     a level no earlier commit came within ``gap`` deviations of (not a runner type's).
 
     After a step the segment keeps the old level until :mod:`.detect` can split there (8 commits). Judged against it
@@ -267,31 +266,6 @@ def young_level(noise: SegmentNoise, history: Sequence[float], threshold: float,
     return YoungLevel(centre, x[-n:] - noise.level)
 
 
-#: The share of the current segment's commits that may lie at a new level held by the next commits
-#: (within :data:`NEW_LEVEL_RADIUS` deviations of its median) for persistence to confirm it (:func:`held_level`):
-#: a level more of them reached is a runner type the series visits. Chosen on the CI model (docs/design/analysis.md):
-#: within 2 deviations, 5% confirmed 0.01-0.03 false alarms per 100 commits, 8% up to 0.05; within 1, 3% kept
-#: the false alarms and confirmed 0.06 more of the 20% steps, most of them on mid-noise series. The deviation is
-#: the usual runner's (the MAD's): the IQR's, as wide as a +20% step on a series that flips between two runner types,
-#: counted the whole usual level as "visited" (0.01-0.03 more of the steps confirmed, the same false alarms).
-NEW_LEVEL_SEEN = 0.03
-NEW_LEVEL_RADIUS = 1.0
-#: ... and that they show a runner type: more than NEW_LEVEL_OFTEN of them; or a tight level, at least NEW_LEVEL_TIGHT
-#: of the commits within NEW_LEVEL_SPREAD deviations lying within NEW_LEVEL_RADIUS (a runner's visits cluster as
-#: tightly as the usual runner's commits, 0.7 of them; the usual runner's heavy tail spreads its strays evenly, 0.4);
-#: or a level held NEW_LEVEL_RUN commits in a row. Strays of the tail, one at a time, are not a level the series holds
-#: for five commits: on the CI model, 0.01-0.03 more of the 20% steps confirmed, most on mid-noise series
-#: (docs/design/analysis.md).
-NEW_LEVEL_OFTEN = 0.09
-NEW_LEVEL_TIGHT = 0.5
-NEW_LEVEL_SPREAD = 2.5
-NEW_LEVEL_RUN = 2
-#: ... and a level no commit of the window came near (within NEW_LEVEL_SPREAD) confirms without detect's start when
-#: at most this many of the next commits fall short of the threshold, given a window of at least ``history_points``
-#: commits: on the CI model, 0.01-0.03 more of the 20% steps confirmed at the same confirmed false alarms on five
-#: seeds. Within NEW_LEVEL_RADIUS it confirmed 0.01 more and 0.01-0.02 more false alarms; with a window of 30,
-#: 0.05 false alarms, so a young window waits for detect.
-NEW_LEVEL_UNSEEN_MISSES = 1
 
 
 def held_level(
@@ -344,8 +318,7 @@ def held_level(
         return "confirmed"
     h = positive(history)
     # At this commit or one beside it: detect sets a step landing on a slower runner (+60%, then +20% held)
-    # apart as a spike, one commit early; ±1 confirmed 0.00-0.02 more of the 20% steps on every seed and
-    # scenario of the CI model and the bootstrap, at the same confirmed false alarms (docs/design/analysis.md).
+    # apart as a spike, one commit early.
     starts = any(abs(s.index - h.size) <= 1 and abs(math.log(s.ratio)) > bar and math.log(s.ratio) * d > 0
                  for s in find_steps([*h, *held]))
     return "confirmed" if starts else "refuted"

@@ -18,13 +18,7 @@ import numpy as np
 
 from ..results import ChangePoint
 from .detect import SeriesReport
-
-#: Commits from the agreed commit within which a change point is taken for the same step, and may move.
-ALIGN_REACH = 8
-#: Commits on the wrong side of the split that the agreed commit may cost beyond the series' own split.
-ALIGN_SLACK = 1
-#: Other places that must name the agreed commit: one against one is a disagreement, not an agreement.
-ALIGN_PLACES = 2
+from .policy import ALIGN_PLACES, ALIGN_REACH, ALIGN_SLACK
 
 
 def _wrong_side(x: np.ndarray, lo: int, t: int, hi: int) -> int:

@@ -22,10 +22,8 @@ EVIDENCE: tuple[Evidence, ...] = ("suspected", "confirmed", "refuted")
 #: The order in which ``mmtrack compare`` lists verdicts, worst first (its tables and the pages' compare view).
 VERDICT_ORDER = ("failed", "regressed", "ambiguous", "improved", "fixed", "not comparable", "new", "removed", "unchanged")
 
-#: Commits of a series' history that judge a change against its own noise (``compare --history``).
-#: Most false alarms of a 30-commit window were a commit on a runner type the window never showed; in
-#: 100 commits such a type has shown itself: on the CI model, false alarms per 100 commits fell from
-#: 0.85-1.23 to 0.24-0.26, recall of 20% steps from 0.53-0.55 to 0.44-0.47 (docs/design/analysis.md).
+#: Commits of a series' history that judge a change against its own noise (``compare --history``): enough for a
+#: runner type the series visits to have shown itself.
 HISTORY_WINDOW = 100
 
 # Environment events (:mod:`.events`), calibrated on the CI model's suites (scripts/eval_events.py, docs/design/).
@@ -51,6 +49,71 @@ SIBLING_SHARE = 0.2
 SIGNIFICANT_BELOW = 0.001
 
 
+# The rules' tuning constants, one reason each; how each was chosen: docs/design/analysis.md.
+# compare
+#: Percentage points within which a missed threshold is 'at the edge' (ambiguous), capped at half the threshold.
+EDGE_BAND = 0.01
+#: Share of a series' move its whole run must have made the same way to explain it (RunShift).
+RUN_SHARE = 0.5
+#: Samples a side needs before its quartiles stand in for them in the significance test.
+QUARTILE_MIN_COUNT = 3
+# detect
+#: Robust sigmas beyond which a side's commits leave the second rank test (one-off levels).
+MAIN_LEVEL_Z = 4.0
+#: Factor on that second test's p-value: leaving commits out must pay for itself.
+MAIN_LEVEL_PRICE = 30.0
+#: Commits on each side of a refinement window whose residuals take part in its fit.
+REFINE_CONTEXT = 30
+#: Refinement passes at most; each moves a point up to ``reach`` commits.
+REFINE_PASSES = 3
+#: A step is settled only beyond this many 90th percentiles of its sides' absolute residuals.
+SETTLE_Z = 2.0
+# frames
+#: A run within this (log) of the history's median shift ran on the usual runner.
+RUN_SETTLED = 0.03
+#: Runs of another runner type the history must hold before a run of that type is judged in its frame.
+KNOWN_VISITS = 2
+#: Sensitivities stay within [0, BETA_MAX]: a series never moves against its runner.
+BETA_MAX = 3.0
+#: Below this spread (log) of the history's shifts the suite never changed runner: sensitivity 1.
+MIN_SHIFT_SPREAD = 0.01
+# noise
+#: Share of the window's density spread flat: a level no commit reached is unlikely, not impossible.
+UNSEEN_FLOOR = 0.001
+#: Step sizes weighed, log-evenly from the threshold to 100%, by the density's step evidence.
+UNSEEN_SIZES = 25
+#: Log likelihood ratio that suspects a commit whatever z and the gap say: where no commit came near.
+UNSEEN_BAR = 6.5
+#: Newest commits of the history that must not already lie beyond the threshold the same way.
+UNSEEN_QUIET = 3
+#: Share of the segment's commits that may lie at a held new level for persistence to confirm it.
+NEW_LEVEL_SEEN = 0.03
+#: Deviations (the usual runner's MAD) within which a commit lies at that level.
+NEW_LEVEL_RADIUS = 1.0
+#: More than this share at a level shows a runner type the series visits.
+NEW_LEVEL_OFTEN = 0.09
+#: ... or a tight level: this share of the commits within NEW_LEVEL_SPREAD lies within the radius.
+NEW_LEVEL_TIGHT = 0.5
+#: Deviations that bound the neighbourhood the tight-level test reads.
+NEW_LEVEL_SPREAD = 2.5
+#: ... or a level held this many commits in a row.
+NEW_LEVEL_RUN = 2
+#: Next commits that may fall short of the threshold when a level no commit came near confirms.
+NEW_LEVEL_UNSEEN_MISSES = 1
+# placement
+#: Commits from the agreed commit within which a change point is the same step, and may move.
+ALIGN_REACH = 8
+#: Commits on the wrong side of the split the agreed commit may cost beyond the series' own split.
+ALIGN_SLACK = 1
+#: Other places that must name the agreed commit: one against one is a disagreement.
+ALIGN_PLACES = 2
+# ranking
+#: A change point smaller than this (relative) is a small move: summarised, not listed first.
+SMALL_MOVE = 0.05
+#: Commits by which two places' change points of one benchmark may differ and still agree.
+AGREE_REACH = 3
+
+
 @dataclass(frozen=True, slots=True)
 class ComparePolicy:
     """How strict the comparison is.
@@ -71,22 +134,15 @@ class ComparePolicy:
     alpha: float = 0.002
     # The history gate, calibrated with scripts/eval_gate.py on the CI noise model (docs/design/analysis.md).
     history_z: float = 4.0  # robust between-commit deviations from the segment's level
-    # ... given at least this many commits seen (SegmentNoise.seen); a young history has shown its tail hardly at
-    # all, and a commit needs history_z * sqrt(history_points / n) to be suspected (30 commits: 5.7); persistence
-    # still confirms it. On the CI model, 30 commits of history: false alarms 0.97 -> 0.87 per 100 commits, suites
-    # with run frames 0.47 -> 0.32, for 0.03 of recall and none of confirmed recall (docs/design/analysis.md).
+    # ... given this many commits seen; a younger history needs history_z * sqrt(history_points / n): its tail is unseen.
     history_points: int = 60
-    # ... and from the nearest commit of the segment (runner levels seen before). Wide, since the held level
-    # confirms what this leaves ambiguous. On 6 seeds of the CI model, 2 -> 2.25: false alarms 0.24-0.31 ->
-    # 0.18-0.29 per 100 commits; 2.25 -> 2.5: 0.17-0.38 -> 0.15-0.31 (a seventh seed, 3, had 0.38), newest-commit
-    # recall of 20% steps 0.01-0.03 lower each time, confirmed recall unchanged (docs/design/analysis.md).
+    # ... and from the nearest commit of the segment (runner levels seen before): wide, as the held level confirms.
     history_gap: float = 2.5
     history_alpha: float = 0.01  # the two commits' samples, with history (one outlier sample cost 0.002)
     min_history: int = 5
     # Persistence: ``confirm_agree`` of the first ``confirm_window`` later commits must stay on the
-    # new side (past half the deviation) to confirm; once that can no longer happen, refuted.
-    # 4 of 4: 2 of 3 let runner phases of a few commits through, and 3 of 3 confirmed 0.06-0.08
-    # false alarms per 100 commits on the CI model, against 0.04 with 4 of 4 (docs/design/analysis.md).
+    # new side (past half the deviation) to confirm; once that can no longer happen, refuted. Fewer let
+    # runner phases of a few commits through.
     confirm_window: int = 4
     confirm_agree: int = 4
     # A run whose series moved together (a runner change) explains the suspected changes that moved

@@ -16,11 +16,7 @@ from typing import Mapping, Sequence
 from ..results import ChangePoint
 from .detect import SeriesReport
 from .events import is_environment
-
-#: A change point smaller than this (relative) is a small move: summarised, not listed first.
-SMALL_MOVE = 0.05
-#: Commits (in commit order) by which two places' change points of one benchmark may differ and still agree.
-AGREE_REACH = 3
+from .policy import AGREE_REACH, SMALL_MOVE
 
 
 def with_confirmations(reports: Sequence[SeriesReport], position: Mapping[str, int]) -> list[SeriesReport]:
