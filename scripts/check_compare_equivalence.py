@@ -65,13 +65,23 @@ def same(x: Any, y: Any) -> bool:
     return bool(x == y)
 
 
+def outcome(call: Any, *args: Any) -> Any:
+    """What ``call(*args)`` gives: its row, or the exception it raised (type and message), which must match too."""
+    try:
+        return call(*args)
+    except Exception as e:  # noqa: BLE001 - an input both versions fail on is the same behaviour
+        return ("raised", type(e).__name__, str(e))
+
+
 class Tally:
     def __init__(self) -> None:
         self.cases = 0
+        self.raised = 0
         self.differences: list[str] = []
 
     def check(self, what: str, a: Any, b: Any) -> None:
         self.cases += 1
+        self.raised += isinstance(a, tuple) and a[:1] == ("raised",)
         if not same(a, b):
             self.differences.append(f"{what}:\n  reference {a}\n  new       {b}")
 
@@ -125,7 +135,7 @@ def check_real(ref: Any, tally: Tally, policy: ComparePolicy) -> None:
                         for p_value in (True, False):
                             args = (ms[j - 1], ms[j], policy, h, later, p_value)
                             tally.check(f"{name} pair at {j} history={h is not None} p_value={p_value}",
-                                        ref.compare_pair(*args), new.compare_pair(*args))
+                                        outcome(ref.compare_pair, *args), outcome(new.compare_pair, *args))
 
 
 # --------------------------------------------------------------------------- randomised cases
@@ -210,7 +220,7 @@ def check_random(ref: Any, tally: Tally, n: int, seed: int) -> None:
     rng = random.Random(seed)
     for i in range(n):
         case = random_case(rng)
-        tally.check(f"random case {i} (seed {seed})", ref.compare_pair(*case), new.compare_pair(*case))
+        tally.check(f"random case {i} (seed {seed})", outcome(ref.compare_pair, *case), outcome(new.compare_pair, *case))
 
 
 def main() -> int:
@@ -226,7 +236,8 @@ def main() -> int:
         check_real(ref, real, ComparePolicy())
     check_random(ref, rand, args.random, args.seed)
     for label, tally in (("asv results", real), ("randomised", rand)):
-        print(f"{label}: {tally.cases} rows compared, {len(tally.differences)} differences")
+        print(f"{label}: {tally.cases} cases compared ({tally.raised} raised the same exception in both), "
+              f"{len(tally.differences)} differences")
         for line in tally.differences[:5]:
             print(line)
     return 1 if real.differences or rand.differences else 0

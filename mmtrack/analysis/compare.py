@@ -74,6 +74,7 @@ from ..results import ChangePoint, Measurement, MetricKey
 from . import deterministic
 from .noise import (
     SegmentNoise,
+    YoungLevel,
     agreement,
     finite,
     follow_up,
@@ -290,7 +291,7 @@ def compare_pair(
     p_value: bool = True,
     frame: float = 1.0,
 ) -> Row:
-    """The verdict on one case.
+    """The verdict on one case: the named rules below, in order; the first that decides gives the row.
 
     ``history``: the series' recent medians up to and including ``before`` (oldest first);
     ``later``: the medians of the commits after ``after``, which confirm or refute a verdict.
@@ -304,12 +305,28 @@ def compare_pair(
     assert ref is not None, "compare_pair needs at least one measurement"
     base = dict(benchmark=ref.benchmark, params=ref.params_key, metric=ref.metric, direction=ref.direction)
     thr = policy.threshold_for(ref.benchmark, ref.metric)
+    if (row := _without_numbers(base, before, after, thr) or _deterministic_row(base, before, after, policy)):
+        return row
+    pair = _pair_facts(before, after, policy, history, later, frame, thr)  # type: ignore[arg-type]
+    effect = _effect(pair)
+    significant, p, test = _two_sample_test(pair, effect, p_value)
+    fields = dict(base, before=before, after=after, ratio=pair.shown, p_value=p, test=test, threshold=thr,
+                  near_threshold=effect.edge)
+    judged = _on_two_samples(pair, effect, significant, p, test, fields) or _on_history(pair, effect, p, fields)
+    return judged if isinstance(judged, Row) else _direction_and_notes(pair, effect, judged, fields)
+
+
+def _without_numbers(base: dict, before: Measurement | None, after: Measurement | None, thr: float) -> Row | None:
+    """The verdicts no number decides: new, removed, not comparable (the benchmark code version changed, or a side
+    was skipped), failed (still / started failing) and fixed. Reads each side's presence, status, code version and
+    whether its median is a finite number; None where the medians must decide."""
     if before is None:
         return Row(**base, verdict="new", before=None, after=after, threshold=thr)
     if after is None:
         return Row(**base, verdict="removed", before=before, after=None, threshold=thr)
     if before.version is not None and after.version is not None and before.version != after.version:
-        return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr, note="benchmark code changed")
+        return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr,
+                   note="benchmark code changed")
     if "skipped" in (before.status, after.status):
         return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr, note="skipped")
     if _failed(after):
@@ -317,135 +334,320 @@ def compare_pair(
         return Row(**base, verdict="failed", before=before, after=after, threshold=thr, note=note)
     if _failed(before):
         return Row(**base, verdict="fixed", before=before, after=after, threshold=thr)
-    if (settled := deterministic.judge(before, after, policy)) is not None:  # no history, no test needed
-        return Row(**base, verdict=settled.verdict, before=before, after=after, ratio=settled.ratio,  # type: ignore[arg-type]
-                   test="deterministic", threshold=settled.tolerance, state=settled.state, note=settled.note)
+    return None
 
-    as_measured = before
-    before = before.scaled(frame)
-    b, a = float(before.median), float(after.median)  # type: ignore[arg-type]
+
+def _deterministic_row(base: dict, before: Measurement, after: Measurement, policy: ComparePolicy) -> Row | None:
+    """The verdict on a deterministic count (:func:`.deterministic.judge`): reads the two sides' counts alone, no
+    history and no test; None for any other metric."""
+    if (settled := deterministic.judge(before, after, policy)) is None:
+        return None
+    return Row(**base, verdict=settled.verdict, before=before, after=after, ratio=settled.ratio,  # type: ignore[arg-type]
+               test="deterministic", threshold=settled.tolerance, state=settled.state, note=settled.note)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """What the rules after the verdicts without numbers read: the two medians with the before commit put in the
+    after run's frame (``b``, ``a``) and their ratio (``shown``: as measured), the history and later commits, and
+    whether the noise model's log space holds them all (``logs``)."""
+
+    before: Measurement  # in the after run's frame
+    after: Measurement
+    direction: Direction
+    a: float
+    b: float
+    ratio: float
+    shown: float
+    frame: float
+    threshold: float
+    history: Sequence[float] | None
+    later: Sequence[float]
+    seen_later: list[float | None]  # the later medians, None where not finite
+    logs: bool
+    policy: ComparePolicy
+
+
+def _pair_facts(before: Measurement, after: Measurement, policy: ComparePolicy, history: Sequence[float] | None,
+                later: Sequence[float], frame: float, thr: float) -> _Pair:
+    """The pair's numbers (:class:`_Pair`): reads the two medians, the frame and the later commits' medians."""
+    scaled = before.scaled(frame)
+    b, a = float(scaled.median), float(after.median)  # type: ignore[arg-type]
     ratio = a / b if b else (1.0 if a == b else math.inf)
-    shown = a / float(as_measured.median) if frame != 1.0 and as_measured.median else ratio  # type: ignore[arg-type]
+    shown = a / float(before.median) if frame != 1.0 and before.median else ratio  # type: ignore[arg-type]
     # The noise model lives in log space: a value at or below 0 (a track_ benchmark's, the later commits' too: one
     # at 0 would read as not measured there) has none, nor a ratio beyond a float's range (1e-300 against 1e300).
     seen_later = [w if w is not None and math.isfinite(w) else None for w in later]
     logs = a > 0 and b > 0 and 0 < ratio < math.inf and all(w is None or w > 0 for w in seen_later)
-    # A step from the before commit of at most half the threshold is never this commit's change
-    # (below), so the noise model, the costly part, is skipped: the row is unchanged either way.
-    no_step = history is not None and logs and thr > 0 and not _is_step(ratio, thr)
-    noise = None if no_step else segment_noise(history, policy.min_history) if history is not None and logs else None
-    if no_step and _enough_history(history, policy.min_history):  # type: ignore[arg-type]
-        effect = 0.0  # what the noise model below would give
-    # The effect: from the segment's level with history, from the before commit without.
+    return _Pair(scaled, after, after.direction, a, b, ratio, shown, frame, thr, history, later, seen_later, logs,
+                 policy)
+
+
+@dataclass(frozen=True, slots=True)
+class _Effect:
+    """The size of the move (``max(r, 1/r) - 1``), the segment's noise model it was read against (None: the before
+    commit's median), and whether it lies beyond the threshold or within the edge band of it."""
+
+    noise: SegmentNoise | None
+    size: float
+    beyond: bool
+    edge: bool
+
+
+def _segment(pair: _Pair) -> tuple[SegmentNoise | None, bool]:
+    """The segment's noise model (:func:`.noise.segment_noise`) of the history, in log space, and whether the step
+    from the before commit is at most half the threshold (then never this commit's change, so the model, the costly
+    part, is skipped: the row is unchanged either way). No model without history or log space."""
+    no_step = pair.history is not None and pair.logs and pair.threshold > 0 and not _is_step(pair.ratio, pair.threshold)
+    if no_step or pair.history is None or not pair.logs:
+        return None, no_step
+    return segment_noise(pair.history, pair.policy.min_history), no_step
+
+
+def _effect(pair: _Pair) -> _Effect:
+    """The effect: from the segment's level with history (:func:`_effect_from_level`), from the before commit
+    without (:func:`_effect_from_before`)."""
+    noise, no_step = _segment(pair)
+    if no_step and _enough_history(pair.history, pair.policy.min_history):  # type: ignore[arg-type]
+        size = 0.0  # what the noise model would give
     elif noise is not None:
-        effect = math.expm1(abs(noise.deviation(a)))
-        # ... and the step must be this commit's: away from the before commit, the same way,
-        # by half the threshold, or every commit after a step would be flagged again.
-        if not (math.log(ratio) * noise.deviation(a) > 0 and _is_step(ratio, thr)):
-            effect = 0.0
-    elif a * b <= 0:  # to or from 0, or a sign flip: no ratio says how far (-1 -> +1 is not "x-1.00, unchanged")
-        effect = math.inf if a != b else 0.0
+        size = _effect_from_level(pair, noise)
     else:
-        effect = max(ratio, 1 / ratio) - 1 if 0 < ratio < math.inf else math.inf
-    beyond = effect > thr
-    edge = _edge(effect, thr)
-    decides = ref.direction is not Direction.NEUTRAL and (beyond or edge)  # see the returns below
-    significant, p, test = (
-        significance(before, after, policy.alpha if history is None else policy.history_alpha,
-                     quartiles=history is not None)
-        if decides or p_value else (False, None, "")
-    )
-    row = dict(base, before=as_measured, after=after, ratio=shown, p_value=p, test=test, threshold=thr, near_threshold=edge)
-    if ref.direction is Direction.NEUTRAL:
-        return Row(**row, verdict="unchanged", note="neutral metric: never flagged" if beyond else "")
-    if not beyond and not edge:
-        return Row(**row, verdict="unchanged", note=significant_below(shown, p, thr))
-    if not significant:
-        if not beyond:
-            return Row(**row, verdict="unchanged")
-        why = {"ci-overlap": "CIs overlap", "range-overlap": "ranges overlap"}.get(test, "not significant")
-        if p is not None:
-            why = f"not significant, p={p:.2g}"
-        return Row(**row, verdict="ambiguous", note=why)
-    z = None
+        size = _effect_from_before(pair)
+    return _Effect(noise, size, size > pair.threshold, _edge(size, pair.threshold))
+
+
+def _effect_from_level(pair: _Pair, noise: SegmentNoise) -> float:
+    """The move of the after median from the segment's level; 0 unless it also moves away from the before commit,
+    the same way, by half the threshold (the step must be this commit's, or every commit after a step is flagged
+    again)."""
+    deviation = noise.deviation(pair.a)
+    effect = math.expm1(abs(deviation))
+    return effect if math.log(pair.ratio) * deviation > 0 and _is_step(pair.ratio, pair.threshold) else 0.0
+
+
+def _effect_from_before(pair: _Pair) -> float:
+    """The move of the after median from the before one: infinite to or from 0 or across a sign (-1 -> +1 is not
+    "x-1.00, unchanged") and beyond a float's range."""
+    if pair.a * pair.b <= 0:
+        return math.inf if pair.a != pair.b else 0.0
+    return max(pair.ratio, 1 / pair.ratio) - 1 if 0 < pair.ratio < math.inf else math.inf
+
+
+def _two_sample_test(pair: _Pair, effect: _Effect, p_value: bool) -> tuple[bool, float | None, str]:
+    """The two commits' samples (:func:`significance`): at ``alpha`` alone, at ``history_alpha`` and with the quartile
+    test given history. Run only where it decides the verdict (a flagged metric beyond or near the threshold), or
+    where ``p_value`` asks for it."""
+    decides = pair.direction is not Direction.NEUTRAL and (effect.beyond or effect.edge)
+    if not (decides or p_value):
+        return False, None, ""
+    with_history = pair.history is not None
+    alpha = pair.policy.history_alpha if with_history else pair.policy.alpha
+    return significance(pair.before, pair.after, alpha, quartiles=with_history)
+
+
+def _on_two_samples(pair: _Pair, effect: _Effect, significant: bool, p: float | None, test: str,
+                    fields: dict) -> Row | None:
+    """The verdicts the effect and the two samples settle: a neutral metric, a move neither beyond the threshold nor
+    at its edge (unchanged), one the samples do not call significant (unchanged at the edge, ambiguous beyond it).
+    None where the move stands: history (or its absence) decides."""
+    if pair.direction is Direction.NEUTRAL:
+        return Row(**fields, verdict="unchanged", note="neutral metric: never flagged" if effect.beyond else "")
+    if not effect.beyond and not effect.edge:
+        return Row(**fields, verdict="unchanged", note=significant_below(pair.shown, p, pair.threshold))
+    if significant:
+        return None
+    if not effect.beyond:
+        return Row(**fields, verdict="unchanged")
+    why = {"ci-overlap": "CIs overlap", "range-overlap": "ranges overlap"}.get(test, "not significant")
+    if p is not None:
+        why = f"not significant, p={p:.2g}"
+    return Row(**fields, verdict="ambiguous", note=why)
+
+
+@dataclass(frozen=True, slots=True)
+class _Persistence:
+    """What history says of a move that stands: its robust deviations from the level (``z``), its evidence state
+    (None: judged on two samples alone), the commits before the segment the next commits went back to, and whether
+    the window's density alone made it suspected (:func:`.noise.unseen_step`)."""
+
+    z: float | None = None
     state: Evidence | None = None
-    went_back = 0  # commits before the segment whose level the next commits went back to
-    by_density = False  # suspected through the window's density alone (:func:`.noise.unseen_step`)
-    if history is not None:
-        state = "suspected"
-        if noise is None:  # too short a history for a noise model, or values at or below 0: the samples decided
-            # ... and later commits still settle it, against the before commit's level (plain differences without logs)
-            state = follow_up(SegmentNoise(math.log(b), 0.0, 0.0, (0.0,), 1), a, later, policy) if logs else agreement(
-                a - b, [None if w is None else w - b for w in seen_later], policy)
-        else:
-            z, z_bar = abs(noise.deviation(a)) / noise.sd, policy.z_needed(len(noise.seen))
-            near = noise.near(a, policy.history_gap * noise.sd) if z >= policy.history_z else len(noise.seen)
-            back = noise.back_to_earlier(a, policy.history_gap, policy.min_history) if near <= 1 else 0
-            if back and beyond:
-                return Row(**row, verdict="ambiguous", history_z=z, note=(
-                    f"back to the level of {back} commits before the last {noise.points}: "
-                    "a runner phase ended, or a change was reverted"))
-            young = young_level(noise, history, thr, policy.history_gap) if beyond else None  # type: ignore[arg-type]
-            if young is not None:
-                if abs(math.log(a) - young.centre) <= math.log1p(thr):
-                    return Row(**row, verdict="ambiguous", history_z=z, note=(
-                        "the before commit already reached this level: the change came with it" if young.count == 1
-                        else f"the last {young.count} commits already reached this level: the change came with the "
-                        "first of them"))
-                if z >= policy.history_z:  # ... and from that level, a runner type's move the series has made before
-                    radius, moved = policy.history_gap * noise.sd, math.log(a) - young.centre
-                    # the commits seen that far from their level, but for the young level's own (not a move from it)
-                    seen_there = noise.near_deviation(moved, radius) - int(np.count_nonzero(
-                        np.abs(young.own - moved) < radius))
-                    near = max(near, seen_there)
-            # z and the gap read a series that flips between runner types as one wide level; the window's density
-            # reads its levels, and a step beyond all of them (docs/design/analysis.md, "Beyond every level visited").
-            by_density = (near >= 1 or z < z_bar) and beyond and young is None and unseen_step(
-                noise, history, a, thr, policy)  # type: ignore[arg-type]
-            state = follow_up(noise, a, later, policy) if near <= 1 or by_density else None
-            if state != "confirmed" and beyond:  # the level the next commits hold may confirm it still
-                held = held_level(noise, history, a, later, thr, policy)  # type: ignore[arg-type]
-                if held == "confirmed":
-                    state = "confirmed"
-                elif state == "refuted" and held == "suspected":
-                    state = "suspected"  # one commit on a faster runner does not refute a level the rest may hold
-            # The next commits agreed on their way back to the level before the segment (a phase that ended through
-            # a commit on a third runner type, between the two): they refute it (held_level never confirms that).
-            held_value = held_median(a, later, policy) if state == "confirmed" else None
-            went_back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
-            if went_back:
-                state = "refuted"
-            elif held_value and (came := _confirmed_earlier(  # type: ignore[arg-type]
-                    after, history, a, later, policy, _changed(noise.deviation(a), ref.direction))):
-                return Row(**row, verdict="ambiguous", history_z=z, note=(
-                    f"the level the next commits hold began {came} commit{'s' if came > 1 else ''} before this one: "
-                    "the change came with it"))
-            # A level no commit visited: suspected. A level commits visited, or a move a young history may not have
-            # shown yet: only persistence tells.
-            if (near >= 1 or z < z_bar) and state != "confirmed" and not by_density:
-                if not beyond:
-                    return Row(**row, verdict="unchanged", history_z=z, note=significant_below(shown, p, thr))
-                return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise" if near else (
-                    f"a young history ({len(noise.seen)} commits) needs {z_bar:.1f} deviations, {z:.1f} here"))
+    went_back: int = 0
+    by_density: bool = False
+
+
+def _on_history(pair: _Pair, effect: _Effect, p: float | None, fields: dict) -> Row | _Persistence:
+    """History's word on a move that stands: nothing without history; without a noise model (too short a history,
+    values at or below 0), the later commits against the before commit (:func:`_settled_on_before`); else the
+    segment's noise and persistence (:func:`_on_segment_noise`)."""
+    if pair.history is None:
+        return _Persistence()
+    if effect.noise is None:
+        return _Persistence(state=_settled_on_before(pair))
+    return _on_segment_noise(pair, effect.noise, effect.beyond, p, fields)
+
+
+def _settled_on_before(pair: _Pair) -> Evidence:
+    """Suspected, confirmed or refuted by the later commits against the before commit's level (:func:`.noise.follow_up`
+    in log space, :func:`.noise.agreement` of plain differences without it): the samples decided the move."""
+    if pair.logs:
+        return follow_up(SegmentNoise(math.log(pair.b), 0.0, 0.0, (0.0,), 1), pair.a, pair.later, pair.policy)
+    return agreement(pair.a - pair.b, [None if w is None else w - pair.b for w in pair.seen_later], pair.policy)
+
+
+@dataclass(frozen=True, slots=True)
+class _Distance:
+    """How far the after median lies from the segment: robust deviations from the level (``z``), those a history
+    this young needs (``z_bar``), and the commits seen within ``history_gap`` deviations of it (``near``)."""
+
+    z: float
+    z_bar: float
+    near: int
+
+
+def _on_segment_noise(pair: _Pair, noise: SegmentNoise, beyond: bool, p: float | None,
+                      fields: dict) -> Row | _Persistence:
+    """The segment's noise, the earlier and young levels, the window's density and persistence, in that order."""
+    distance = _distance(pair, noise)
+    if (row := _back_to_earlier_row(pair, noise, distance, beyond, fields)) is not None:
+        return row
+    young = young_level(noise, pair.history, pair.threshold, pair.policy.history_gap) if beyond else None  # type: ignore[arg-type]
+    if young is not None:
+        if (row := _young_level_row(pair, young, distance.z, fields)) is not None:
+            return row
+        distance = _near_from_young_level(pair, noise, young, distance)
+    by_density = (distance.near >= 1 or distance.z < distance.z_bar) and beyond and young is None and unseen_step(
+        noise, pair.history, pair.a, pair.threshold, pair.policy)  # type: ignore[arg-type]
+    state, held_value, went_back = _persistence(pair, noise, distance.near, by_density, beyond)
+    if not went_back and held_value and (row := _came_earlier_row(pair, noise, distance.z, fields)) is not None:
+        return row
+    if (row := _within_noise_row(pair, noise, distance, state, by_density, beyond, p, fields)) is not None:
+        return row
+    return _Persistence(distance.z, state, went_back, by_density)
+
+
+def _distance(pair: _Pair, noise: SegmentNoise) -> _Distance:
+    """z and the gap (:class:`_Distance`): reads the segment's level, robust sd and the commits it has seen; the
+    commits near are counted only at ``history_z`` deviations or more (all of them otherwise)."""
+    policy = pair.policy
+    z, z_bar = abs(noise.deviation(pair.a)) / noise.sd, policy.z_needed(len(noise.seen))
+    near = noise.near(pair.a, policy.history_gap * noise.sd) if z >= policy.history_z else len(noise.seen)
+    return _Distance(z, z_bar, near)
+
+
+def _back_to_earlier_row(pair: _Pair, noise: SegmentNoise, distance: _Distance, beyond: bool,
+                         fields: dict) -> Row | None:
+    """Ambiguous: back at the level of most commits before the segment, which no more than one commit of it
+    visited (:meth:`.noise.SegmentNoise.back_to_earlier`): the segment was a phase, and a return looks like a step."""
+    policy = pair.policy
+    back = noise.back_to_earlier(pair.a, policy.history_gap, policy.min_history) if distance.near <= 1 else 0
+    if not (back and beyond):
+        return None
+    return Row(**fields, verdict="ambiguous", history_z=distance.z, note=(
+        f"back to the level of {back} commits before the last {noise.points}: "
+        "a runner phase ended, or a change was reverted"))
+
+
+def _young_level_row(pair: _Pair, young: YoungLevel, z: float, fields: dict) -> Row | None:
+    """Ambiguous: the after median lies within the threshold of a level the newest commits already reached
+    (:func:`.noise.young_level`): the change came with the first of them."""
+    if not abs(math.log(pair.a) - young.centre) <= math.log1p(pair.threshold):
+        return None
+    return Row(**fields, verdict="ambiguous", history_z=z, note=(
+        "the before commit already reached this level: the change came with it" if young.count == 1
+        else f"the last {young.count} commits already reached this level: the change came with the first of them"))
+
+
+def _near_from_young_level(pair: _Pair, noise: SegmentNoise, young: YoungLevel, distance: _Distance) -> _Distance:
+    """``distance`` with the commits seen as far from their level as the after median lies from the young level
+    (but for the young level's own, not a move from it): a runner type's move the series has made before."""
+    if not distance.z >= pair.policy.history_z:
+        return distance
+    radius, moved = pair.policy.history_gap * noise.sd, math.log(pair.a) - young.centre
+    seen_there = noise.near_deviation(moved, radius) - int(np.count_nonzero(np.abs(young.own - moved) < radius))
+    return dataclasses.replace(distance, near=max(distance.near, seen_there))
+
+
+def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
+                 beyond: bool) -> tuple[Evidence | None, float | None, int]:
+    """The evidence state from the later commits (:func:`.noise.follow_up`, where the level is one no more than one
+    commit visited or the density suspects it), the level they hold (:func:`.noise.held_level`, which may confirm
+    it still), and the commits before the segment whose level they went back to (those refute it): (state, the held
+    median where confirmed, the commits went back to)."""
+    policy, a, later = pair.policy, pair.a, pair.later
+    state: Evidence | None = follow_up(noise, a, later, policy) if near <= 1 or by_density else None
+    if state != "confirmed" and beyond:
+        held = held_level(noise, pair.history, a, later, pair.threshold, policy)  # type: ignore[arg-type]
+        if held == "confirmed":
+            state = "confirmed"
+        elif state == "refuted" and held == "suspected":
+            state = "suspected"  # one commit on a faster runner does not refute a level the rest may hold
+    # The next commits agreed on their way back to the level before the segment (a phase that ended through a commit
+    # on a third runner type, between the two): they refute it (held_level never confirms that).
+    held_value = held_median(a, later, policy) if state == "confirmed" else None
+    went_back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
+    return ("refuted" if went_back else state), held_value, went_back
+
+
+def _came_earlier_row(pair: _Pair, noise: SegmentNoise, z: float, fields: dict) -> Row | None:
+    """Ambiguous: the level the next commits hold began a few commits before this one, which was confirmed the same
+    change there (:func:`_confirmed_earlier`): the change came with it."""
+    came = _confirmed_earlier(pair.after, pair.history, pair.a, pair.later, pair.policy,  # type: ignore[arg-type]
+                              _changed(noise.deviation(pair.a), pair.direction))
+    if not came:
+        return None
+    return Row(**fields, verdict="ambiguous", history_z=z, note=(
+        f"the level the next commits hold began {came} commit{'s' if came > 1 else ''} before this one: "
+        "the change came with it"))
+
+
+def _within_noise_row(pair: _Pair, noise: SegmentNoise, distance: _Distance, state: Evidence | None,
+                      by_density: bool, beyond: bool, p: float | None, fields: dict) -> Row | None:
+    """Unchanged (at the edge) or ambiguous: a level commits visited, or a move a young history may not have shown
+    yet, that persistence did not confirm and the density did not suspect. A level no commit visited: None."""
+    z, z_bar, near = distance.z, distance.z_bar, distance.near
+    if not ((near >= 1 or z < z_bar) and state != "confirmed" and not by_density):
+        return None
     if not beyond:
-        return Row(**row, verdict="ambiguous", history_z=z, note=f"at the threshold edge ({effect:.1%} vs {thr:.0%})")
-    if noise is not None:  # the level, not the before commit, says which way it moved
-        changed = _changed(noise.deviation(a), ref.direction)
-    else:
-        changed = "regressed" if ((a > b) if ref.direction is Direction.LOWER else (a < b)) else "improved"
-    notes = [f"×{ratio:.3f} with the before commit put in this run's frame (×{frame:.3f})"] if abs(math.log(frame)) > 0.01 else []
-    if by_density:
-        seen = len(noise.seen)  # type: ignore[union-attr]
-        notes.append(f"beyond every level the last {seen} commits visited ({z:.1f} deviations of a series spread "
-                     "over several runner levels)")
-    if went_back:
-        notes.append(f"the next commits went back to the level of {went_back} commits before the last "
-                     f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
-    if state == "refuted":  # the next commits left the level: never a change, as an A/B run that refutes it reads
+        return Row(**fields, verdict="unchanged", history_z=z, note=significant_below(pair.shown, p, pair.threshold))
+    return Row(**fields, verdict="ambiguous", history_z=z, note="within the series' own noise" if near else (
+        f"a young history ({len(noise.seen)} commits) needs {z_bar:.1f} deviations, {z:.1f} here"))
+
+
+def _direction_and_notes(pair: _Pair, effect: _Effect, read: _Persistence, fields: dict) -> Row:
+    """The final row of a move that stands: ambiguous at the threshold's edge; else its direction (from the level
+    with a noise model, the before commit without), its notes, and unchanged where the next commits refuted it."""
+    if not effect.beyond:
+        return Row(**fields, verdict="ambiguous", history_z=read.z,
+                   note=f"at the threshold edge ({effect.size:.1%} vs {pair.threshold:.0%})")
+    changed = _direction(pair, effect.noise)
+    notes = _notes(pair, effect.noise, read)
+    if read.state == "refuted":  # the next commits left the level: never a change, as an A/B run that refutes it reads
         notes.insert(0, f"suspected {changed}; the next commits did not hold the level")
         changed = "unchanged"
-    note = "; ".join(notes)
-    return Row(**row, verdict=changed, history_z=z, state=state, note=note)
+    return Row(**fields, verdict=changed, history_z=read.z, state=read.state, note="; ".join(notes))
+
+
+def _direction(pair: _Pair, noise: SegmentNoise | None) -> Verdict:
+    """Regressed or improved: the level, not the before commit, says which way it moved, where there is one."""
+    if noise is not None:
+        return _changed(noise.deviation(pair.a), pair.direction)
+    worse = (pair.a > pair.b) if pair.direction is Direction.LOWER else (pair.a < pair.b)
+    return "regressed" if worse else "improved"
+
+
+def _notes(pair: _Pair, noise: SegmentNoise | None, read: _Persistence) -> list[str]:
+    """The frame the before commit was put in, the window's density, the earlier level the next commits went back to."""
+    notes = [f"×{pair.ratio:.3f} with the before commit put in this run's frame (×{pair.frame:.3f})"] if abs(
+        math.log(pair.frame)) > 0.01 else []
+    if read.by_density:
+        notes.append(f"beyond every level the last {len(noise.seen)} commits visited ({read.z:.1f} deviations of a "  # type: ignore[union-attr]
+                     "series spread over several runner levels)")
+    if read.went_back:
+        notes.append(f"the next commits went back to the level of {read.went_back} commits before the last "
+                     f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
+    return notes
 
 
 def detect_says(verdict: str, note: str, change: ChangePoint) -> tuple[str, str] | None:
