@@ -220,7 +220,8 @@ def check_random(ref: Any, tally: Tally, n: int, seed: int) -> None:
     rng = random.Random(seed)
     for i in range(n):
         case = random_case(rng)
-        tally.check(f"random case {i} (seed {seed})", outcome(ref.compare_pair, *case), outcome(new.compare_pair, *case))
+        tally.check(f"random case {i} (seed {seed})", outcome(ref.compare_pair, *case),
+                    outcome(new.compare_pair, *case))
 
 
 def main() -> int:
