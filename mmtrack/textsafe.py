@@ -55,6 +55,20 @@ def markup(text: object) -> str:
     return escape(term(text))
 
 
+MESSAGE_LIMIT = 1024  # characters of a message kept; a benchmark's exception text can be megabytes
+
+
+_CUT_NOTE = re.compile(r"\.\.\. \[[\d,]+ more characters\]\Z")
+
+
+def bounded(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut (``... [18,000,000 more characters]``).
+    A text cut already is kept as it is: the count stays that of the original."""
+    if len(text) <= limit or (len(text) <= limit + 40 and _CUT_NOTE.search(text)):
+        return text
+    return f"{text[:limit]}... [{len(text) - limit:,} more characters]"
+
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]#+~|])")
 
 
@@ -64,4 +78,4 @@ def md_text(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", s)
 
 
-__all__ = ["term", "markup", "md_code", "md_text"]
+__all__ = ["term", "markup", "md_code", "md_text", "bounded"]

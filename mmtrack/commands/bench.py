@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from ..asvbridge.discover import Suite, discover
+from ..asvbridge.discover_worker import discover_in_workers
 from .. import bench_journal
 from ..asvbridge import worker
 from ..store.url import normalize_url, redact, resolve_url
@@ -136,7 +137,10 @@ def _sigterm_stops_the_run() -> Iterator[None]:
 
 def _plan(request: BenchRequest) -> tuple[Suite, list[Any], list[Case]]:
     try:
-        suite = discover(request.path)
+        if request.in_process:
+            suite = discover(request.path)
+        else:  # a file that exits, crashes or hangs at import fails alone, as a case does
+            suite = discover_in_workers(request.path, request.timeout or worker.DEFAULT_TIMEOUT_S)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     if request.pattern:
@@ -175,23 +179,23 @@ class _WorkerSession:
         self.timeout = timeout
         self.progress = progress
         self.processes = processes
-        self._caches: dict[type, worker.WorkerResult] = {}
+        self._caches: dict[str, worker.WorkerResult] = {}
 
     def run_case(self, case: Case) -> Outcome:
         b = case.benchmark
         timeout = worker.timeout_of(case, self.timeout)
         cache = None
-        if b.owner is not None and getattr(b.owner, "setup_cache", None) is not None:
-            if b.owner not in self._caches:
-                self._caches[b.owner] = worker.run_in_worker(worker.CacheJob(b.source, b.suite, b.name), timeout)
-            got = self._caches[b.owner]
+        if b.cache_key is not None:
+            if b.cache_key not in self._caches:
+                self._caches[b.cache_key] = worker.run_in_worker(worker.CacheJob(b.source, b.suite, b.name), timeout)
+            got = self._caches[b.cache_key]
             if got.error:
                 return Outcome(b.name, case.param_labels, Status.FAILED, message=f"setup_cache {got.error}")
             if isinstance(got.value, Outcome):  # setup_cache raised: the same outcome for every case
                 return dataclasses.replace(got.value, name=b.name, params=case.param_labels)
             cache = got.value
         # A concurrent benchmark's sample is a time window over its own threads: one process.
-        processes = 1 if b.declaration.concurrent is not None else self.processes
+        processes = 1 if b.concurrent else self.processes
         if processes == 1:
             return self._run_one(case, self.options, cache, timeout, "")
         options = dataclasses.replace(self.options, sample_share=1 / processes)
@@ -323,14 +327,17 @@ def render(run: BenchRun, console: Console) -> None:
     from ..measure.report import render_stats
 
     for failure in run.suite.failures:
-        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}", highlight=False)
+        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}",
+                      highlight=False, soft_wrap=True)
     for o in run.outcomes:
         if o.status is Status.OK and o.stats is not None:
             console.print(render_stats(o.stats))
         elif o.status is Status.SKIPPED:
-            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False)
-        else:
-            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False)
+            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
+                          soft_wrap=True)
+        else:  # one line, however long: the terminal wraps it, rich does not break it
+            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
+                          soft_wrap=True)
     counts = {s: sum(1 for o in run.outcomes if o.status is s) for s in Status}
     if run.interrupted:
         console.print(f"[bold red]interrupted[/] by {run.interrupted}: {len(run.outcomes)} of {run.total} "
@@ -478,6 +485,9 @@ def run_bench(request: BenchRequest, console: Console) -> int:
                   code_versions=ctx.code_versions)
     if os.getpid() != owner_pid:  # a forked child that returned this far never reports or saves
         os._exit(0)
+    from ..bench_history import storable
+
+    run.outcomes = storable(run.outcomes, run.code_versions)  # a case the store cannot keep fails here, alone
     nothing_ran = not run.outcomes  # every file failed to import, or Ctrl-C came first
     if request.save and journal is None and not nothing_ran:
         journal = bench_journal.Journal.create(project, ctx, url, redact(url))
