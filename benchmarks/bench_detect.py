@@ -38,7 +38,7 @@ def _build(work: Path, url: str, args: argparse.Namespace):
     """The synthetic history as an asv results folder, imported into a SQLite store."""
     from bench_publish import _git_history, write_asv_folder
 
-    from mmtrack.commands.select import series_keys
+    from mmtrack.store.selection import series_keys
     from mmtrack.publish import SiteConfig
     from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
     from mmtrack.store.db import open_store
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from mmtrack.analysis.detect import detect_series
     from mmtrack.commands.detect import DetectRequest, policy_for, run_detect
-    from mmtrack.commands.select import series_keys
+    from mmtrack.store.selection import series_keys
     from mmtrack.store import queries as q
     from mmtrack.store.db import open_store
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .asvbridge.declare import bench, bench_concurrent, bench_sample
 from .measure.backend import MeasurementBackend, MeasurementDomain, Results, WallClockBackend
+from .measure.benchmark_stats import BenchmarkStats
 from .measure.metrics import (
     BenchSampleResult,
     DiagnosticError,
@@ -19,7 +20,6 @@ from .measure.metrics import (
     MetricValue,
 )
 from .measure.runner import BenchmarkDefinitionError, BenchSpec, RunOptions, run_benchmark
-from .measure.stats import BenchmarkStats
 from .measure.throughput import Throughput
 
 __version__ = "0.2.0"

@@ -99,7 +99,7 @@ def _side(label: str, rounds: list[list[float]]) -> Side:
 
     case = PooledCase("b.time_x", {}, unit="seconds")
     for values in rounds:
-        from mmtrack.commands.run import CaseResult
+        from mmtrack.asvbridge.asvrun import CaseResult
 
         case.add(CaseResult("b.time_x", {}, "ok", value=sorted(values)[len(values) // 2], samples=tuple(values),
                             unit="seconds"))
@@ -261,7 +261,7 @@ def test_undecided_benchmarks_alone_get_more_rounds(monkeypatch):
     from datetime import datetime, timezone
 
     from mmtrack.ab import interleave
-    from mmtrack.commands.run import CaseResult, Collected
+    from mmtrack.asvbridge.asvrun import CaseResult, Collected
 
     slow_state = itertools.cycle([1.0, 1.5, 1.5])  # a third of the rounds fast: 6 rounds leave 2 per side
     calls: list[str | None] = []

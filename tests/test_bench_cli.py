@@ -59,7 +59,8 @@ def test_every_example_runs(repo_root):
 
 
 def _stats_with_counters(domain: MeasurementDomain, emits: bool = True):
-    from mmtrack.measure.stats import BenchmarkStats, Distribution
+    from mmtrack.measure.benchmark_stats import BenchmarkStats
+    from mmtrack.measure.stats import Distribution
     from mmtrack.measure.throughput import Throughput
 
     counters = [
@@ -190,7 +191,7 @@ def test_unknown_path_and_empty_filter_are_one_line_errors(tmp_path):
 def test_the_decorators_declare_a_benchmark_bare_too():
     """`@mmtrack.bench` without parentheses was "bench() takes 0 positional arguments", and the file did not import."""
     import mmtrack
-    from mmtrack.asvbridge.declare import declaration_of
+    from mmtrack.asvbridge.declaration import declaration_of
 
     class Bare:
         @mmtrack.bench

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from conftest import cli_env, run_cli
-from mmtrack.bench_report import schema
+from mmtrack.benchruns.report import schema
 from mmtrack.store import queries
 from mmtrack.store.db import open_store
 

@@ -16,12 +16,12 @@ import mmtrack
 from conftest import cli_env, run_cli
 from mmtrack import ConcurrentSamplePhase, ConcurrentWorker, ConcurrentWorkerResult, MetricValue, RunOptions
 from mmtrack.analysis.baseline import CaseIdentity, RunIdentity, incompatibility
-from mmtrack.asvbridge.declare import declaration_of
+from mmtrack.asvbridge.declaration import declaration_of
 from mmtrack.measure.backend import MeasurementBackend, Results
 from mmtrack.measure.concurrent import ConcurrentWorkerError, _SampleRecord, role_stats
 from mmtrack.measure.report import render_stats
 from mmtrack.measure.serialize import stats_from_dict, stats_to_dict
-from mmtrack.measure.stats import BenchmarkStats
+from mmtrack.measure.benchmark_stats import BenchmarkStats
 
 FEW = RunOptions(warm_up=0.01, duration=0.1, min_samples=4, max_samples=4, pin_cpu=False)
 

@@ -16,7 +16,7 @@ from mmtrack.measure.backend import MeasurementDomain
 from mmtrack.measure.cuda import FLUSH_FACTOR, CudaEventBackend
 from mmtrack.measure.metrics import GIB, Direction, MetricFormat
 from mmtrack.measure.runner import BenchSpec, RunOptions, Runner
-from mmtrack.measure.stats import BenchmarkStats
+from mmtrack.measure.benchmark_stats import BenchmarkStats
 
 KERNEL_NS = 500_000  # 0.5 ms of device work per operation
 CHUNK = 4

@@ -14,7 +14,8 @@ from mmtrack.measure import diagnose
 from mmtrack.measure.backend import MeasurementDomain
 from mmtrack.measure.diagnose import Readings, bottlenecks, cpu_diagnostics, stability_warnings
 from mmtrack.measure.report import render_stats
-from mmtrack.measure.stats import BenchmarkStats, Distribution, summarize_counters
+from mmtrack.measure.benchmark_stats import BenchmarkStats
+from mmtrack.measure.stats import Distribution, summarize_counters
 from mmtrack.measure.throughput import Throughput
 
 HEALTHY = Readings(  # IPC 2.5, 1% branch misses, 2% cache misses, few stalls

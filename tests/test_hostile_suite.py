@@ -204,8 +204,8 @@ def test_values_the_schema_cannot_hold_fail_their_case_alone_on_both_backends(tm
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_too_many_metrics_in_one_case_fail_that_case_on_both_backends(tmp_path, backend):
     from mmtrack.asvbridge.session import Outcome, Status
-    from mmtrack.bench_history import save_run
-    from mmtrack.host import host_info
+    from mmtrack.benchruns.history import save_run
+    from mmtrack.asvbridge.host import host_info
     from mmtrack.measure.metrics import MetricSummary
     from mmtrack.results import BenchContext, CommitInfo
     from mmtrack.store import ingest

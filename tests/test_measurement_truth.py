@@ -126,7 +126,7 @@ def test_report_json_and_store_carry_the_conditions(tmp_path):
     import jsonschema
     from conftest import cli_env, run_cli
 
-    from mmtrack.bench_report import schema
+    from mmtrack.benchruns.report import schema
     from mmtrack.store import queries
     from mmtrack.store.db import open_store
 

@@ -21,7 +21,8 @@ import pytest
 
 from mmtrack.measure import backend as backend_mod
 from mmtrack.measure import perf
-from mmtrack.measure.backend import WallClockBackend, default_backend
+from mmtrack.measure.backend import WallClockBackend
+from mmtrack.measure.default_backend import default_backend
 from mmtrack.measure.perf import LinuxPerfBackend, explain, has_cpu_pmu
 from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
 
@@ -130,7 +131,8 @@ def test_exhausted_file_descriptors_give_timing_only_with_a_message(preloaded):
         f"""
         import errno, os, resource
         {preload}
-        from mmtrack.measure.backend import WallClockBackend, default_backend
+        from mmtrack.measure.backend import WallClockBackend
+        from mmtrack.measure.default_backend import default_backend
         from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
         from mmtrack.measure.report import render_stats
         from rich.console import Console

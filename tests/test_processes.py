@@ -156,7 +156,7 @@ def test_the_spread_reaches_the_json_report_and_the_stored_run(tmp_path: Path):
     import jsonschema
     from conftest import cli_env, run_cli
 
-    from mmtrack.bench_report import schema
+    from mmtrack.benchruns.report import schema
     from mmtrack.store import queries
     from mmtrack.store.db import open_store
 

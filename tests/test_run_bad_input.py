@@ -129,7 +129,7 @@ def test_a_run_reports_only_the_cases_it_started(bad_run):
     however soon after the earlier run ended (a second of slack once took an earlier run's cases as this one's)."""
     from datetime import datetime, timezone
 
-    from mmtrack.commands.run import _iter_asv_cases
+    from mmtrack.asvbridge.asvrun import _iter_asv_cases
 
     (path,) = (bad_run["repo"] / ".asv" / "results" / MACHINE).glob(f"{bad_run['sha'][:8]}-*.json")
     data = json.loads(path.read_text())

@@ -154,7 +154,7 @@ def test_bench_metric_table_fits(width):
 
 def test_cpu_time_counters_show_as_time():
     """perf's task-clock counts nanoseconds: per op it reads as CPU time, never a bare number."""
-    from mmtrack.units import format_quantity, scale_for
+    from mmtrack.measure.units import format_quantity, scale_for
 
     assert format_quantity(1105.4, "task-clock/op") == "1.11 µs CPU/op"
     assert format_quantity(2.5e6, "task-clock/op") == "2.50 ms CPU/op"
@@ -164,7 +164,7 @@ def test_cpu_time_counters_show_as_time():
 
 def test_durations_beyond_ns_and_days_read_in_scientific_notation():
     """1e300 s printed as 301 digits in detect's table; 1e-300 s as "0.00 ns"."""
-    from mmtrack.units import format_duration
+    from mmtrack.measure.units import format_duration
 
     assert format_duration(1e300) == "1.000e+300 s" and format_duration(1e-300) == "1.000e-300 s"
     assert format_duration(1.5) == "1.500 s" and format_duration(2e-9) == "2.00 ns" and format_duration(0.0) == "0.00 ns"

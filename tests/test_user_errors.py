@@ -302,7 +302,7 @@ def test_bench_fail_on_regression_exits_1(tmp_path):
 
 
 def test_run_progress_from_asv_percentages():
-    from mmtrack.commands.run import AsvProgress
+    from mmtrack.asvbridge.asvrun import AsvProgress
 
     now = [0.0]
     progress = AsvProgress(clock=lambda: now[0], every_s=30.0)

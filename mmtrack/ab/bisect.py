@@ -33,9 +33,17 @@ from typing import Any, Callable
 from ..errors import UserError
 from ..results import MetricKey
 from ..vcs import git_output
-from .interleave import (ROUND_ALPHA, ABPlan, ABResult, CaseKey, build_side, judge, refuse_empty_selection,
-                         round_ratios, run_interleaved)
-
+from .interleave import (
+    ROUND_ALPHA,
+    ABPlan,
+    ABResult,
+    CaseKey,
+    build_side,
+    judge,
+    refuse_empty_selection,
+    round_ratios,
+    run_interleaved,
+)
 
 MIN_EFFECT = 0.02  # smallest GOOD → BAD change bisect looks for
 

@@ -28,8 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..asvbridge import spool
-from ..commands import run as asvrun
+from ..asvbridge import asvrun, spool
 from ..measure.metrics import Direction, MetricSummary
 from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
 from .envs import CommitEnv
@@ -330,7 +329,7 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
 
     prepared = prepared_for(plan, side, folder)
     asvrun.ensure_machine(prepared)
-    request = asvrun.RunRequest(project=plan.project, quick=plan.quick, bench=plan.bench, machine=plan.machine,
+    request = asvrun.AsvInvocation(project=plan.project, quick=plan.quick, bench=plan.bench, machine=plan.machine,
                                 python=str(side.env.python), asv_args=(*ROUND_BUDGET, *plan.asv_args))
     since = time.time()
     started = datetime.now(timezone.utc)
@@ -374,7 +373,7 @@ def make_plan(project: Path, config: Path | None, machine: str | None, bench: st
               quick: bool = False, asv_args: tuple[str, ...] = ()) -> tuple[ABPlan, Path]:
     """The plan for ``project`` and the git top level its commits come from."""
     from ..errors import UserError
-    from ..host import asv_machine
+    from ..asvbridge.host import asv_machine
     from ..vcs import git_output
 
     if rounds < 1:

@@ -72,8 +72,17 @@ import numpy as np
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 from .noise import (
-    SegmentNoise, agreement, finite, follow_up, held_level, held_median, measured, positive, segment_noise,
-    unseen_step, young_level,
+    SegmentNoise,
+    agreement,
+    finite,
+    follow_up,
+    held_level,
+    held_median,
+    measured,
+    positive,
+    segment_noise,
+    unseen_step,
+    young_level,
 )
 from .policy import EVIDENCE, HISTORY_WINDOW, ComparePolicy, Evidence
 

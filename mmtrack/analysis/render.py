@@ -14,7 +14,7 @@ from ..measure.metrics import Direction, MetricFormat
 from ..results import Measurement
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import md_code, md_text, term
-from ..units import format_spread
+from ..measure.units import format_spread
 from .compare import MARKS, Comparison, Row, failing_rows
 from .policy import VERDICT_ORDER
 

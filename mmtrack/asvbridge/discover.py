@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..textsafe import bounded
-from .declare import EngineDeclaration, declaration_of
+from .declaration import EngineDeclaration, declaration_of
 
 
 @dataclass(frozen=True, slots=True)

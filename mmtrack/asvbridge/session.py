@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..measure.runner import BenchmarkDefinitionError, RunOptions, Runner
+from ..measure.benchmark_stats import BenchmarkStats
 from ..measure.metrics import InvalidMetricError
-from ..measure.stats import BenchmarkStats
+from ..measure.runner import BenchmarkDefinitionError, Runner, RunOptions
 from ..textsafe import bounded
 from .discover import EngineBenchmark
 

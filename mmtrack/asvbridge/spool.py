@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..fsutil import write_atomic
+from ..measure.benchmark_stats import BenchmarkStats
 from ..measure.metrics import MetricSummary, pool_metrics
 from ..measure.serialize import stats_from_dict, stats_to_dict, summary_from_dict, summary_to_dict
-from ..measure.stats import BenchmarkStats
 from ..results import canonical_params
 
 FORMAT = "mmtrack-spool/1"

@@ -16,8 +16,9 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from rich.console import Console
 from rich.progress import (
@@ -29,28 +30,25 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING
-
+from ..asvbridge import worker
 from ..asvbridge.discover import Suite, discover
 from ..asvbridge.discover_worker import discover_in_workers
-from .. import bench_journal
-from ..asvbridge import worker
-from ..store.url import normalize_url, redact, resolve_url
-from ..host import host_info
-from ..results import BenchContext
-from ..vcs import GitError, commit_info, project_root
+from ..asvbridge.host import host_info
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
+from ..benchruns import journal as bench_journal
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, user_regex
 from ..measure import conditions
-from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
 from ..measure.processes import pool
 from ..measure.runner import RunOptions
+from ..results import BenchContext
+from ..store.url import normalize_url, redact, resolve_url
+from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
+from ..vcs import GitError, commit_info, project_root
 
 # Measure sooner: scipy (analysis), SQLAlchemy (store) and rich tables (report) cost seconds to
 # import, so they are imported after sampling, in the functions that use them.
 if TYPE_CHECKING:
-    from ..bench_history import BaselineResult
+    from ..benchruns.history import BaselineResult
 
 
 # Worker processes per case, each taking a share of the samples (measure/processes.py). Four: in two
@@ -386,7 +384,7 @@ def _waiting_notice(console: Console, label: str) -> Iterator[None]:
 
 def _save(url: str, ctx: BenchContext, outcomes: list[Outcome], console: Console) -> tuple[int | None, str]:
     """Save one run; returns (run id, "") or (None, why it was not saved)."""
-    from ..bench_history import save_run
+    from ..benchruns.history import save_run
     from ..store.db import open_store
 
     with _waiting_notice(console, redact(url)):
@@ -447,7 +445,7 @@ def recover_journals(project: Path, url: str, console: Console) -> None:
 
 def _render_comparison(result: BaselineResult, console: Console) -> None:
     from ..analysis.render import render_table
-    from ..bench_history import benchmark_verdicts
+    from ..benchruns.history import benchmark_verdicts
 
     if result.note:
         console.print(escape(result.note), highlight=False)
@@ -485,7 +483,7 @@ def run_bench(request: BenchRequest, console: Console) -> int:
                   code_versions=ctx.code_versions)
     if os.getpid() != owner_pid:  # a forked child that returned this far never reports or saves
         os._exit(0)
-    from ..bench_history import storable
+    from ..benchruns.history import storable
 
     run.outcomes = storable(run.outcomes, run.code_versions)  # a case the store cannot keep fails here, alone
     nothing_ran = not run.outcomes  # every file failed to import, or Ctrl-C came first
@@ -509,8 +507,8 @@ def run_bench(request: BenchRequest, console: Console) -> int:
                           "next mmtrack bench on this store saves them", highlight=False)
     # Imported after sampling (measure sooner): scipy, SQLAlchemy and the report cost seconds.
     from ..analysis.render import to_json
-    from ..bench_history import BaselineResult, compare_with_baseline
-    from ..bench_report import build_report, write_report
+    from ..benchruns.history import BaselineResult, compare_with_baseline
+    from ..benchruns.report import build_report, write_report
     from ..store.db import open_store
 
     result = BaselineResult(None, None, None)

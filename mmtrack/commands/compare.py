@@ -30,7 +30,7 @@ from ..analysis.compare import (
 )
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..results import CommitInfo, Measurement, MetricKey, SeriesKey
-from .select import check_machine_env, check_metrics, metric_matches, unknown
+from ..store.selection import check_machine_env, check_metrics, metric_matches, unknown
 
 HISTORY = HISTORY_WINDOW  # commits of a series' history that judge a change against its own noise
 

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
-from ..store.db import open_store, redact
 from ..store.asv_import import ImportSummary, find_results_files, import_asv_results
+from ..store.db import open_store, redact
 from .progress import progress_bar
 
 

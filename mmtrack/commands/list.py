@@ -39,7 +39,7 @@ def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, An
     """The records asked for, as plain JSON-ready dicts (full shas, ISO dates)."""
     from ..store import queries as q
     from ..store.db import open_store
-    from .select import check_machine_env
+    from ..store.selection import check_machine_env
 
     if request.what not in WHATS:
         raise UserError(f"unknown list {request.what!r}; choose from {', '.join(WHATS)}", EXIT_USAGE)

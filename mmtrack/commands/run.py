@@ -19,50 +19,41 @@ gives exit status 2.
 
 from __future__ import annotations
 
-import itertools
-import json
 import math
-import os
-import re
-import shutil
-import subprocess
-import sys
-import tempfile
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from ..asvbridge import spool
+from ..asvbridge.asvrun import (
+    AsvInvocation,
+    CaseResult,
+    Collected,
+    Prepared,
+    collect,
+    ensure_machine,
+    prepare,
+    results_file,
+    run_asv,
+)
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
-from ..host import asv_machine
-from ..measure.metrics import MetricSummary
-from ..results import CommitInfo, canonical_params
+from ..results import CommitInfo
 from ..textsafe import term
-from ..vcs import GitError, commit_info, git_output, resolve_rev
+from ..vcs import GitError, commit_info
 
-PREFLIGHT = Path(__file__).resolve().parents[1] / "asvbridge" / "preflight.py"
-CONFIG_NAMES = ("asv.conf.json", "asv.conf.jsonc")
 SHOWN_LEFT_OUT = 8  # benchmarks named in --confirm-max's line; the rest counted
 CONFIRM_ROUNDS = 4  # A/B rounds per side of --confirm, unless --confirm-rounds says
 
 
 @dataclass(slots=True)
-class RunRequest:
-    project: Path = Path(".")  # the folder asv runs from (holds asv.conf.json)
-    config: Path | None = None  # asv config; default asv.conf.json in project
-    quick: bool = False
-    bench: str | None = None  # asv's -b regex
+class RunRequest(AsvInvocation):
+    """`mmtrack run`: one asv run, then the store, the comparison with the previous commit and the gate."""
+
     db: str | None = None  # store URL (else MMTRACK_DB, else the default)
-    machine: str | None = None  # else MMTRACK_MACHINE, else asv's default (the host name)
-    commit: str = "HEAD"
-    asv_args: tuple[str, ...] = ()
-    python: str | None = None  # a built commit's interpreter (A/B runs); None: the running one
     confirm: bool = False  # re-measure suspected regressions A/B against the previous commit
     confirm_ambiguous: bool = False  # ... and the rows history could not decide (ambiguous)
     confirm_budget: float | None = None  # seconds for the A/B rounds of --confirm
@@ -70,205 +61,6 @@ class RunRequest:
     confirm_rounds: int | None = None  # A/B rounds of --confirm (None: CONFIRM_ROUNDS); the undecided get up to twice
     round_alpha: float | None = None  # significance the --confirm rounds must reach (None: ab.interleave.ROUND_ALPHA)
     fail_on: tuple[str, ...] = ()  # compare's --fail-on, on the comparison with the previous commit (see gate())
-
-
-@dataclass(frozen=True, slots=True)
-class ImportFailure:
-    """A suite file that does not import: recorded as one failed case named after it."""
-
-    module: str  # asv-style, relative to the suite (e.g. "sub.broken")
-    path: str
-    message: str
-
-
-@dataclass(slots=True)
-class Prepared:
-    project: Path
-    config: dict[str, Any]  # the user's asv config, as read
-    config_path: Path
-    derived_config: Path  # what asv runs with
-    workdir: Path  # temporary; removed by cleanup()
-    commit: CommitInfo
-    machine: str
-    spool_dir: Path
-    run_id: str
-    results_dir: Path
-    import_failures: list[ImportFailure] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def environ(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            {
-                spool.ENV_COMMIT: self.commit.sha,
-                spool.ENV_MACHINE: self.machine,
-                spool.ENV_SPOOL: str(self.spool_dir),
-                spool.ENV_RUN_ID: self.run_id,
-            }
-        )
-        return env
-
-
-@dataclass(slots=True)
-class CaseResult:
-    """One benchmark case of this run: asv's verdict joined with the spool record."""
-
-    benchmark: str
-    params: dict[str, str]
-    status: str  # ok / failed / skipped
-    message: str = ""
-    version: str | None = None
-    value: float | None = None  # asv's result (the median of the samples for engine benchmarks)
-    samples: tuple[float, ...] = ()
-    unit: str = ""
-    record: spool.SpoolRecord | None = None  # engine benchmarks only
-
-    @property
-    def label(self) -> str:
-        return f"{self.benchmark}({', '.join(self.params.values())})" if self.params else self.benchmark
-
-    @property
-    def metrics(self) -> list[MetricSummary]:
-        return list(self.record.metrics) if self.record is not None else []
-
-
-@dataclass(slots=True)
-class Collected:
-    environment: str
-    results_file: Path
-    cases: list[CaseResult]
-    spool_files: list[Path]  # this run's, to remove once ingested
-    leftovers: list[spool.SpoolEntry]  # from other (crashed) runs
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def failed(self) -> list[CaseResult]:
-        return [c for c in self.cases if c.status == "failed"]
-
-
-# -- 1. prepare ------------------------------------------------------------------------------
-def find_config(project: Path, given: Path | None) -> Path:
-    if given is not None:
-        path = given if given.is_absolute() else project / given
-        if not path.is_file():
-            raise UserError(f"{path}: no such asv config file; pass --config PATH or run from the project root")
-        return path
-    for name in CONFIG_NAMES:
-        if (project / name).is_file():
-            return project / name
-    raise UserError(
-        f"{project.resolve()}: no asv.conf.json here; run mmtrack run from the folder that holds it "
-        "(or pass --config PATH); `asv quickstart` writes one"
-    )
-
-
-def load_config(path: Path) -> dict[str, Any]:
-    from asv import util as asv_util
-
-    try:
-        data = asv_util.load_json(str(path), js_comments=True)
-    except Exception as exc:  # noqa: BLE001  (asv raises its own UserError, json errors...)
-        raise UserError(f"{path}: cannot read the asv config: {exc}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: the asv config must be a JSON object")
-    return data
-
-
-def resolve_commit(repo: Path, rev: str) -> CommitInfo:
-    """The commit asv will record: it must be the checked-out one, and the tree clean."""
-    if not git_output(repo, "rev-parse", "--git-dir"):
-        raise UserError(f"{repo}: not a git repository; mmtrack run records a commit, so run it in a git checkout")
-    head = resolve_rev(repo, "HEAD")
-    if head is None:
-        raise UserError(f"{repo}: the repository has no commit yet; commit your code first")
-    sha = resolve_rev(repo, rev)
-    if sha is None:
-        hint = " (a shallow CI clone lacks it: fetch more history, e.g. fetch-depth: 0)" if _is_shallow(repo) else ""
-        raise UserError(f"{repo}: git does not know the commit {rev!r}{hint}")
-    if sha != head:
-        raise UserError(
-            f"{rev!r} is {sha[:12]}, but the working tree is at {head[:12]}; asv benchmarks the working tree, "
-            f"so check out {rev!r} first (git checkout {sha[:12]})"
-        )
-    try:
-        info = commit_info(repo, "HEAD")
-    except GitError as exc:
-        raise UserError(f"{repo}: cannot read the commit: {exc}") from None
-    if info.dirty:
-        changed = git_output(repo, "status", "--porcelain", "--untracked-files=no").splitlines()
-        raise UserError(
-            f"{repo}: the working tree has uncommitted changes ({len(changed)} files, e.g. "
-            f"{changed[0].split(maxsplit=1)[-1] if changed else '?'}), so its numbers are not those of {sha[:12]}; "
-            "commit or stash them, or use `mmtrack bench` for a look at uncommitted code"
-        )
-    return info
-
-
-def _is_shallow(repo: Path) -> bool:
-    return git_output(repo, "rev-parse", "--is-shallow-repository") == "true"
-
-
-def _resolvable_branches(repo: Path, branches: Sequence[str | None]) -> tuple[list[str | None], list[str]]:
-    keep, missing = [], []
-    for b in branches:
-        if b is None or resolve_rev(repo, b) is not None:
-            keep.append(b)
-        else:
-            missing.append(b)
-    return keep, missing
-
-
-def preflight(suite: Path, env: dict[str, str]) -> list[ImportFailure]:
-    """Import every suite module as asv will (same Python, same PYTHONPATH rule)."""
-    env = dict(env)
-    # asv drops PYTHONPATH for benchmark processes and uses ASV_PYTHONPATH instead.
-    env.pop("PYTHONPATH", None)
-    if env.get("ASV_PYTHONPATH"):
-        env["PYTHONPATH"] = env["ASV_PYTHONPATH"]
-    with tempfile.TemporaryDirectory(prefix="mmtrack-preflight-") as cwd:
-        proc = subprocess.run(
-            [sys.executable, str(PREFLIGHT), str(suite)], cwd=cwd, env=env, capture_output=True, text=True
-        )
-    try:
-        failures = json.loads(proc.stdout.strip().splitlines()[-1])["failures"]
-    except (IndexError, ValueError, KeyError, TypeError):
-        raise UserError(
-            f"{suite}: could not check which benchmark files import (exit {proc.returncode}): "
-            f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}"
-        ) from None
-    root = suite.name
-    out = []
-    for f in failures:
-        module = f["module"]
-        rel = module[len(root) + 1 :] if module.startswith(root + ".") else module
-        out.append(ImportFailure(rel, f["path"], f["message"]))
-    return out
-
-
-def _filtered_suite(suite: Path, failures: Sequence[ImportFailure], dest: Path) -> Path:
-    """A copy of the suite without its broken files (and broken packages), same folder name."""
-    broken = {Path(f.path).resolve() for f in failures if f.path}
-    broken_pkgs = {p.parent for p in broken if p.name == "__init__.py"}
-    target = dest / suite.name
-
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        here = Path(folder).resolve()
-        skip = {"__pycache__"}
-        for n in names:
-            p = (here / n).resolve()
-            if p in broken or p in broken_pkgs:
-                skip.add(n)
-        return skip
-
-    if suite.resolve() in broken_pkgs:
-        target.mkdir(parents=True)
-        (target / "__init__.py").write_text("")
-    else:
-        shutil.copytree(suite, target, ignore=ignore)
-    return target
 
 
 def check_confirm_options(request: RunRequest) -> None:
@@ -292,273 +84,6 @@ def check_confirm_options(request: RunRequest) -> None:
     if request.confirm_ambiguous and not request.confirm:
         raise UserError("--confirm-ambiguous: it adds the ambiguous rows to what --confirm re-measures; add --confirm, "
                         "or leave it out", EXIT_USAGE)
-
-
-def prepare(request: RunRequest) -> Prepared:
-    project = request.project.resolve()
-    config_path = find_config(project, request.config)
-    config = load_config(config_path)
-    repo = project / str(config.get("repo", "."))
-    if not repo.is_dir():
-        repo = project  # a URL: asv would clone it; we record the checkout we are in
-    repo = Path(git_output(repo, "rev-parse", "--show-toplevel") or repo)
-    commit = resolve_commit(repo, request.commit)
-    machine = asv_machine(request.machine)
-    spool_dir = Path(os.environ.get(spool.ENV_SPOOL) or project / spool.DEFAULT_SPOOL).resolve()
-    results_dir = (project / str(config.get("results_dir", "results"))).resolve()
-    suite = (project / str(config.get("benchmark_dir", "benchmarks"))).resolve()
-    if not suite.is_dir():
-        raise UserError(f"{suite}: no benchmark folder (benchmark_dir in {config_path.name}); create it or fix the config")
-    workdir = Path(tempfile.mkdtemp(prefix="mmtrack-run-"))
-    prepared = Prepared(
-        project=project,
-        config=config,
-        config_path=config_path,
-        derived_config=workdir / "asv.conf.json",
-        workdir=workdir,
-        commit=commit,
-        machine=machine,
-        spool_dir=spool_dir,
-        run_id=uuid.uuid4().hex,
-        results_dir=results_dir,
-    )
-    try:
-        derived = dict(config)
-        # asv reads paths relative to the config file's folder (it chdirs there): make them
-        # absolute in the derived config, which lives in a temporary folder.
-        defaults = {"results_dir": "results", "html_dir": "html", "env_dir": "env", "benchmark_dir": "benchmarks"}
-        for key, default in defaults.items():
-            derived[key] = str((project / str(config.get(key, default))).resolve())
-        # Offline and on this checkout: asv must not try to clone a repo URL.
-        derived["repo"] = str(repo)
-        branches = list(config.get("branches") or [None])
-        keep, missing = _resolvable_branches(repo, branches)
-        if missing:
-            shallow = " shallow" if _is_shallow(repo) else ""
-            prepared.notes.append(
-                f"branch {', '.join(map(repr, missing))} from {config_path.name} does not exist in this{shallow} "
-                "checkout; running without it (CI: check out with fetch-depth: 0, or `git fetch origin "
-                f"{missing[0]}:{missing[0]}`, so asv publish can draw that branch)"
-            )
-            derived["branches"] = keep or ["HEAD"]
-        prepared.import_failures = preflight(suite, prepared.environ())
-        if prepared.import_failures:
-            derived["benchmark_dir"] = str(_filtered_suite(suite, prepared.import_failures, workdir / "suite"))
-        prepared.derived_config.write_text(json.dumps(derived, indent=2))
-    except BaseException:
-        prepared.cleanup()
-        raise
-    return prepared
-
-
-# -- 2. machine ------------------------------------------------------------------------------
-def _asv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "asv", *args]
-
-
-def machine_known(machine: str) -> bool:
-    from asv.machine import MachineCollection
-
-    path = Path(MachineCollection.get_machine_file_path())
-    try:
-        return machine in json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-
-
-def ensure_machine(prepared: Prepared) -> None:
-    """Make sure ~/.asv-machine.json knows this machine (asv machine --yes)."""
-    if machine_known(prepared.machine):
-        return
-    proc = subprocess.run(
-        _asv("machine", "--yes", "--machine", prepared.machine, "--config", str(prepared.derived_config)),
-        cwd=prepared.project,
-        env=prepared.environ(),
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise UserError(
-            f"`asv machine --yes --machine {prepared.machine}` failed: {(proc.stderr or proc.stdout).strip()[-400:]}"
-        )
-
-
-# -- 3. asv run ------------------------------------------------------------------------------
-def asv_run_command(prepared: Prepared, request: RunRequest) -> list[str]:
-    cmd = _asv(
-        "run",
-        "--config",
-        str(prepared.derived_config),
-        f"--environment=existing:{request.python}" if request.python else "--python=same",
-        f"--set-commit-hash={prepared.commit.sha}",
-        "--record-samples",
-        "--machine",
-        prepared.machine,
-    )
-    if request.quick:
-        cmd.append("--quick")
-    if request.bench:
-        cmd += ["-b", request.bench]
-    return cmd + list(request.asv_args)
-
-
-def run_asv(prepared: Prepared, request: RunRequest) -> int:
-    """Run asv, its output passed through to ours line by line with mmtrack's overall progress
-    (steps done of the total and the time left) every so often; returns asv's exit status."""
-    sys.stdout.flush()
-    progress = AsvProgress()
-    with subprocess.Popen(asv_run_command(prepared, request), cwd=prepared.project, env=prepared.environ(),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                          bufsize=1) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            note = progress.update(line)
-            if note:
-                sys.stdout.write(note + "\n")
-            sys.stdout.flush()
-    return proc.returncode
-
-
-class AsvProgress:
-    """Overall progress of an asv run from the ``[ 12.50%]`` prefix asv puts on every line.
-
-    asv counts one step per benchmark per round (and environment), so the percentage is the share of
-    benchmark cases done; the time left extrapolates the elapsed time. A line every ``every_s`` seconds
-    at most, and one when a quarter more is done, so CI logs stay short.
-    """
-
-    _PREFIX = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
-
-    def __init__(self, clock: Any = None, every_s: float = 30.0) -> None:
-        import time
-
-        self.clock = clock or time.monotonic
-        self.every_s = every_s
-        self.started = self.clock()
-        self.last_note = self.started
-        self.last_pct = 0.0
-        self.noted_pct = 0.0
-
-    def update(self, line: str) -> str | None:
-        m = self._PREFIX.match(line)
-        if not m:
-            return None
-        pct = float(m.group(1))
-        if pct <= self.last_pct or pct >= 100.0:
-            return None
-        self.last_pct = pct
-        now = self.clock()
-        if now - self.last_note < self.every_s and pct - self.noted_pct < 25.0:
-            return None
-        self.last_note, self.noted_pct = now, pct
-        return self.describe(pct, now - self.started)
-
-    @staticmethod
-    def describe(pct: float, elapsed_s: float) -> str:
-        left = elapsed_s * (100.0 - pct) / pct
-        return (f"mmtrack run: {pct:.0f}% of asv's benchmark steps done in {_duration(elapsed_s)}, "
-                f"about {_duration(left)} left")
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, secs = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
-# -- 4. collect ------------------------------------------------------------------------------
-def results_file(prepared: Prepared, since: float) -> Path | None:
-    """asv's result file for this commit on this machine, written by this run."""
-    folder = prepared.results_dir / prepared.machine
-    prefix = prepared.commit.sha[:8] + "-"
-    found = [p for p in folder.glob(prefix + "*.json") if p.stat().st_mtime >= since - 1]
-    return max(found, key=lambda p: p.stat().st_mtime) if found else None
-
-
-def _benchmarks_json(results_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((results_dir / "benchmarks.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterator[CaseResult]:
-    """The cases asv ran in this run (its file keeps older results of benchmarks not selected)."""
-    from asv.results import Results
-
-    res = Results.load(str(path))
-    # asv stamps each case when it starts, after this run began, rounded to the millisecond; a second of
-    # slack here once counted the cases of a run that ended under a second before this one started.
-    since_ms = since.timestamp() * 1000 - 1
-    for key in sorted(res.get_all_result_keys()):
-        if (res.started_at.get(key) or 0) < since_ms:
-            continue
-        params = res.get_result_params(key)
-        values = res.get_result_value(key, params)
-        samples = res.get_result_samples(key, params)
-        info = meta.get(key, {})
-        names = list(info.get("param_names") or [])
-        combos = list(itertools.product(*params)) if params else [()]
-        names += [f"param{i + 1}" for i in range(len(names), len(params))]
-        for i, combo in enumerate(combos):
-            value = values[i] if i < len(values) else None
-            if value is None:
-                status, message = "failed", "failed under asv (run with -- -e to see its error)"
-            elif isinstance(value, float) and math.isnan(value):
-                status, message = "skipped", "skipped (setup raised NotImplementedError, or skip_params)"
-            else:
-                status, message = "ok", ""
-            yield CaseResult(
-                benchmark=key,
-                params=dict(zip(names, combo)),
-                status=status,
-                message=message,
-                version=res.benchmark_version.get(key),
-                value=value if status == "ok" else None,
-                samples=tuple(samples[i] or ()) if samples and i < len(samples) else (),
-                unit=str(info.get("unit", "")),
-            )
-
-
-def collect(prepared: Prepared, path: Path, since: datetime) -> Collected:
-    from asv.results import Results
-
-    env_name = Results.load(str(path)).env_name
-    cases = list(_iter_asv_cases(path, _benchmarks_json(prepared.results_dir), since))
-    ours: dict[tuple[str, str], spool.SpoolEntry] = {}
-    leftovers: list[spool.SpoolEntry] = []
-    warnings: list[str] = []
-    for entry in spool.scan(prepared.spool_dir):
-        rec = entry.record
-        if rec is not None and rec.run_id == prepared.run_id:
-            rec.environment = rec.environment or env_name
-            ours[(rec.benchmark, canonical_params(rec.params))] = entry
-        else:
-            leftovers.append(entry)
-    for tmp in spool.stale_temporaries(prepared.spool_dir):
-        warnings.append(f"removed {tmp.name}: a half-written spool file of a killed run (never a complete record)")
-        tmp.unlink(missing_ok=True)
-    seen = set()
-    for case in cases:
-        entry = ours.get((case.benchmark, canonical_params(case.params)))
-        if entry is None:
-            continue
-        seen.add((case.benchmark, canonical_params(case.params)))
-        case.record = entry.record
-        if entry.record.status == "failed":
-            case.status, case.message = "failed", entry.record.message
-    for key, entry in ours.items():
-        if key not in seen:
-            warnings.append(f"spool file {entry.path.name} has no asv result ({key[0]}); not ingested")
-    for f in prepared.import_failures:
-        cases.append(CaseResult(f.module, {}, "failed", f"could not import {f.path}: {f.message}"))
-    return Collected(env_name, path, cases, [e.path for e in ours.values()], leftovers, warnings)
 
 
 # -- the command -----------------------------------------------------------------------------
@@ -702,7 +227,7 @@ def describe_left(rows: Sequence[Any]) -> str:
 def render(outcome: RunOutcome, console: Console) -> None:
     c = outcome.collected
     from ..tables import Name
-    from ..units import format_quantity
+    from ..measure.units import format_quantity
 
     for w in c.warnings + outcome.reports:
         console.print(Text.assemble(("warning:", "yellow"), " ", term(w)), highlight=False, soft_wrap=True)

@@ -47,8 +47,8 @@ class UpdateOutcome:
 def update(request: UpdateRequest) -> UpdateOutcome:
     """Import, detect on the touched series, republish; each step's seconds in ``outcome.seconds``."""
     from ..store import queries as q
-    from ..store.db import open_store, redact
     from ..store.asv_import import import_asv_results
+    from ..store.db import open_store, redact
 
     url = request.publish.db
     if url is None:

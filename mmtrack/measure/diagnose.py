@@ -30,11 +30,11 @@ silences the signals that need it and nothing else.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 from .backend import MeasurementDomain
-from .stats import OUTLIER_RULE, BenchmarkStats
+from .benchmark_stats import BenchmarkStats
+from .stats import OUTLIER_RULE
 
 BACKEND_STALL_RATIO = 0.30
 CACHE_MISS_RATIO = 0.20

@@ -16,7 +16,6 @@ from typing import Iterable, Sequence
 
 from .quantiles import percentile
 
-
 GIB = 1024.0**3
 
 

@@ -10,12 +10,13 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..textsafe import term
+from .units import format_duration, format_number, format_si, format_value
+from .benchmark_stats import BenchmarkStats
 from .diagnose import cpu_diagnostics, stability_warnings
 from .metrics import MetricFormat, MetricSummary
-from .concurrent import EventCounterSummary, RoleStats
-from .stats import OUTLIER_RULE, BenchmarkStats, CounterSummary
-from ..textsafe import term
-from ..units import format_duration, format_number, format_si, format_value
+from .roles import EventCounterSummary, RoleStats
+from .stats import OUTLIER_RULE, CounterSummary
 
 
 def _kv_table(stats: BenchmarkStats, *, chunks: bool = True) -> Table:

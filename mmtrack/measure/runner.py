@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
 from . import affinity, conditions
-from . import backend as _backend
 from .backend import MeasurementBackend, MeasurementDomain, Results
+from .benchmark_stats import BenchmarkStats
+from .concurrent import ConcurrentRunner
+from .default_backend import default_backend as platform_default_backend
 from .metrics import (
     BenchSampleResult,
     DiagnosticError,
@@ -33,7 +35,7 @@ from .metrics import (
     MetricValue,
     aggregate_metrics,
 )
-from .stats import BenchmarkStats, Distribution, median, summarize_counters
+from .stats import Distribution, median, summarize_counters
 from .throughput import Throughput
 
 Clock = Callable[[], int]  # nanoseconds
@@ -137,7 +139,7 @@ class Runner:
         self.clock = clock
         self.progress = progress
         # Looked up at call time so the platform default can change without touching specs.
-        make = spec.backend or default_backend or _backend.default_backend
+        make = spec.backend or default_backend or platform_default_backend
         self.backend = make() if callable(make) else make
         if not isinstance(self.backend, MeasurementBackend):
             raise BenchmarkDefinitionError(
@@ -341,8 +343,6 @@ class Runner:
     def run(self) -> BenchmarkStats:
         spec, backend = self.spec, self.backend
         if spec.concurrent is not None:
-            from .concurrent import ConcurrentRunner  # imported here: concurrent.py builds on this module
-
             return ConcurrentRunner(self, spec.concurrent).run()
         pinned = affinity.pin_current_thread() if self.options.pin_cpu else None
         try:

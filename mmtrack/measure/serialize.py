@@ -11,11 +11,12 @@ import math
 from typing import Any
 
 from .backend import MeasurementDomain
-from .concurrent import EventCounterSummary, RoleStats, ScenarioInfo
+from .benchmark_stats import BenchmarkStats
 from .conditions import SamplingConditions
 from .metrics import Direction, MetricFormat, MetricSummary
-from .processes import ProcessSpread
-from .stats import BenchmarkStats, CounterSummary, Distribution
+from .roles import EventCounterSummary, RoleStats, ScenarioInfo
+from .spread import ProcessSpread
+from .stats import CounterSummary, Distribution
 from .throughput import Throughput
 
 

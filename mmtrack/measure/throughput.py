@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 
-
 @dataclass(frozen=True, slots=True)
 class Throughput:
     """``amount`` units per operation; the rate unit is ``<unit>/s``."""
@@ -40,6 +39,6 @@ class Throughput:
         return operations * self.amount / seconds if seconds > 0 else math.nan
 
     def format_rate(self, rate: float) -> str:
-        from ..units import format_si
+        from .units import format_si
 
         return format_si(rate, self.rate_unit)

@@ -16,25 +16,24 @@ import json
 import math
 import os
 import time
-from stat import S_ISREG
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, Callable, Mapping, Sequence
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy import Connection, select, update
+from sqlalchemy.exc import SQLAlchemyError
 
+from ..errors import UserError
+from ..forked import can_fork, die_with_parent
 from ..measure.metrics import Direction, MetricFormat, default_direction
 from ..measure.stats import sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, canonical_params
-from ..errors import UserError
 from . import models as m
-from ..forked import can_fork, die_with_parent
 from .db import Store
-from .queries import gc_paused
-
 from .ingest import BenchmarkIdentity, Dims, MetricIdentity, RunRows, write_run_in
+from .queries import gc_paused
 
 # -- what an import reports ----------------------------------------------------------------------
 

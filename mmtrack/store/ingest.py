@@ -17,8 +17,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, or_, select, update
 
+from ..measure.benchmark_stats import BenchmarkStats
 from ..measure.metrics import Direction, MetricFormat, MetricSummary
-from ..measure.stats import BenchmarkStats, sample_stats
+from ..measure.stats import sample_stats
 from ..results import PRIMARY, CommitInfo, Status, canonical_params
 from . import models as m
 from .db import Store

@@ -82,7 +82,7 @@
     }
     return fmt(v, s.format) + ' ' + s.unit;
   }
-  // One scale for a chart's axis and its hovers: the same ladders as mmtrack/units.py (scale_for).
+  // One scale for a chart's axis and its hovers: the same ladders as mmtrack/measure/units.py (scale_for).
   var BINARY = [[Math.pow(1024, 4), 'Ti'], [Math.pow(1024, 3), 'Gi'], [Math.pow(1024, 2), 'Mi'], [1024, 'Ki'], [1, '']];
   var SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, '']];
   function ladder(unit) {

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .asvbridge import spool
-from .asvbridge.session import Outcome, Status
-from .fsutil import write_atomic
-from .results import BenchContext, CommitInfo
+from ..asvbridge import spool
+from ..asvbridge.session import Outcome, Status
+from ..fsutil import write_atomic
+from ..results import BenchContext, CommitInfo
 
 FORMAT = "mmtrack-journal/1"
 JOURNAL_DIR = Path(".mmtrack") / "journal"

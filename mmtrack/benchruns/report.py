@@ -12,8 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .measure.serialize import stats_to_dict
-from .results import CommitInfo
+from ..measure.serialize import stats_to_dict
+from ..results import CommitInfo
 
 SCHEMA_VERSION = 1
 
@@ -34,7 +34,7 @@ def build_report(
     comparison: dict[str, Any] | None = None,
     import_failures: list[tuple[str, str]] = (),
 ) -> dict[str, Any]:
-    from . import __version__
+    from .. import __version__
 
     return {
         "schema_version": SCHEMA_VERSION,
@@ -69,6 +69,6 @@ def build_report(
 
 
 def write_report(path: Path | str, report: dict[str, Any]) -> Path:
-    from .fsutil import write_atomic
+    from ..fsutil import write_atomic
 
     return write_atomic(path, json.dumps(report, indent=2, allow_nan=False) + "\n")

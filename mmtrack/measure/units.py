@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from .measure.metrics import MetricFormat
+from .metrics import MetricFormat
 
 _TIME_UNITS = {"s", "sec", "seconds", "second"}
 _BYTE_UNITS = {"B", "bytes", "byte"}

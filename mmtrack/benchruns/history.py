@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .analysis.baseline import BaselineChoice, CaseIdentity, RunIdentity, latest_compatible
-from .analysis.compare import Comparison, ComparePolicy, compare_measurements
-from .asvbridge.session import Outcome, Status
-from .errors import UserError
-from .host import host_info
-from .measure.conditions import COMPARABLE
-from .measure.metrics import Direction
-from .results import PRIMARY, BenchContext, Measurement, canonical_params
-from .store import queries
-from .store.db import Store
-from .store.ingest import (
+from ..analysis.baseline import BaselineChoice, CaseIdentity, RunIdentity, latest_compatible
+from ..analysis.compare import ComparePolicy, Comparison, compare_measurements
+from ..asvbridge.host import host_info
+from ..asvbridge.session import Outcome, Status
+from ..errors import UserError
+from ..measure.conditions import COMPARABLE
+from ..measure.metrics import Direction
+from ..results import PRIMARY, BenchContext, Measurement, canonical_params
+from ..store import queries
+from ..store.db import Store
+from ..store.ingest import (
     EngineCaseRecord,
     RunRecord,
     case_problem,
@@ -31,7 +31,7 @@ from .store.ingest import (
     measurement_setup,
     record_engine_run,
 )
-from .vcs import resolve_rev
+from ..vcs import resolve_rev
 
 # How many earlier runs to inspect for a compatible baseline before giving up.
 BASELINE_SEARCH_DEPTH = 50
@@ -81,7 +81,7 @@ def describe_run(run: queries.RunInfo) -> str:
 
 
 def save_run(store: Store, ctx: BenchContext, outcomes: Sequence[Outcome]) -> int:
-    from . import __version__
+    from .. import __version__
 
     assert ctx.commit is not None
     record = RunRecord(

@@ -1,0 +1,1 @@
+"""`mmtrack bench`'s own records: the run journal, the saved report and the comparison with history."""
