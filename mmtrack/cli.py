@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import NoReturn
 
 import click
-from rich.console import Console
 
 from . import __distribution__, __version__
 from .errors import EXIT_OK, EXIT_USAGE, UserError, user_regex
+from .terminal import SafeConsole, echo
 
 # Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
-console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else Console(width=140)
-err_console = Console(stderr=True, soft_wrap=True)
+# Every command prints through these two or echo (terminal.py): no string from outside reaches the terminal raw.
+console = SafeConsole() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else SafeConsole(width=140)
+err_console = SafeConsole(stderr=True, soft_wrap=True)
 
 
 def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
@@ -52,7 +53,7 @@ def _asv_regex(_ctx: click.Context, _param: click.Parameter, value: str | None) 
 
 def _emit(out) -> None:  # noqa: ANN001 - a rendered text (markdown, JSON) or a rich renderable (table)
     if isinstance(out, str):
-        click.echo(out, nl=not out.endswith("\n"))
+        echo(out)
     else:
         console.print(out)
 
@@ -359,7 +360,7 @@ def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
-        click.echo(to_json(outcome))
+        echo(to_json(outcome))
     else:
         console.print(render_table(outcome, show_all=show_all))
     sys.exit(outcome.exit_code)
@@ -379,7 +380,7 @@ def list_(what, db, machine, env, benchmark, limit, fmt) -> None:
 
     records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=benchmark, limit=limit))
     if fmt == "json":
-        click.echo(to_json(records))
+        echo(to_json(records))
     else:
         console.print(render_table(what, records))
 
@@ -485,6 +486,6 @@ def bisect(good, bad, bench_regex, metric, rounds, round_alpha, machine, config,
                             rounds=rounds, machine=machine, round_alpha=round_alpha)
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
-        click.echo(to_json(outcome))
+        echo(to_json(outcome))
     else:
         render(outcome, console)

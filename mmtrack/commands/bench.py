@@ -364,22 +364,34 @@ def _context(request: BenchRequest, code_versions: dict[str, str], started_at: d
     return root, BenchContext(suite, host_info(), commit, started_at, code_versions)
 
 
-LOCK_NOTICE_S = 2.0  # a save that takes longer than this is waiting for another writer: say so
+LOCK_NOTICE_S = 2.0  # a wait for the write lock longer than this is worth a line: another writer holds it
+LOCK_POLL_S = 0.1
 
 
 @contextmanager
 def _waiting_notice(console: Console, label: str) -> Iterator[None]:
-    from ..store.db import BUSY_TIMEOUT_S
+    """One line once this process has waited for the store's lock LOCK_NOTICE_S on end; a save that is only
+    slow (a first migration, a loaded machine) says nothing, since no other writer is there to blame."""
+    from ..store.db import BUSY_TIMEOUT_S, waiting_for_lock
 
-    timer = threading.Timer(LOCK_NOTICE_S, lambda: console.print(
-        f"waiting for the write lock of {escape(label)} (another writer holds it); giving up after "
-        f"{BUSY_TIMEOUT_S:g} s", highlight=False))
-    timer.daemon = True
-    timer.start()
+    done = threading.Event()
+
+    def watch() -> None:
+        waited = 0.0
+        while not done.wait(LOCK_POLL_S):
+            waited = waited + LOCK_POLL_S if waiting_for_lock() else 0.0
+            if waited >= LOCK_NOTICE_S:
+                console.print(f"waiting for the write lock of {escape(label)} (another writer holds it); giving up "
+                              f"after {BUSY_TIMEOUT_S:g} s", highlight=False)
+                return
+
+    watcher = threading.Thread(target=watch, name="mmtrack-lock-notice", daemon=True)
+    watcher.start()
     try:
         yield
     finally:
-        timer.cancel()
+        done.set()
+        watcher.join()
 
 
 def _save(url: str, ctx: BenchContext, outcomes: list[Outcome], console: Console) -> tuple[int | None, str]:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
+from ..textsafe import markup as escape  # markup escaped, control characters too
 from .import_asv import format_summary
 from .publish import PublishRequest, publish
 

@@ -27,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ..errors import UserError
 from ..forked import can_fork, die_with_parent
+from ..fsutil import unreadable_entry
 from ..measure.metrics import Direction, MetricFormat, default_direction
 from ..measure.stats import sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, canonical_params
@@ -625,27 +626,6 @@ def find_results_files(results_dir: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def unreadable_entry(path: Path) -> str | None:
-    """Why ``path`` is not a regular file to read (dangling or looping link, folder, FIFO, ...), or None."""
-    import errno
-    import stat
-
-    try:
-        mode = path.stat().st_mode
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "cannot read: a symbolic link loop"
-        if exc.errno == errno.ENOENT and path.is_symlink():
-            return f"cannot read: a dangling symbolic link (to {os.readlink(path)})"
-        return f"cannot read: {exc.strerror or exc}"
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode) and not os.access(path, os.R_OK | os.X_OK):
-        return "cannot read the folder: permission denied"
-    kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
-    return f"cannot read: {kind}, not a results file"
-
-
 def _machine_info(machine_dir: Path, cache: dict[Path, dict[str, Any]]) -> dict[str, Any]:
     if machine_dir not in cache:
         info: dict[str, Any] = {}
@@ -688,7 +668,10 @@ def import_asv_results(
     summary = ImportSummary()
     benchmarks: dict[str, AsvBenchmark] = {}
     bj = results_dir / "benchmarks.json"
-    if bj.is_file():
+    unreadable = unreadable_entry(bj) if bj.exists() or bj.is_symlink() else None  # a loop, a dangling link, a FIFO
+    if unreadable is not None:
+        summary.failed.append(FileProblem(_display(bj), f"{unreadable}; benchmark types inferred from names"))
+    elif bj.is_file():
         try:
             benchmarks = read_benchmarks_json(bj)
         except (ResultsFileError, OSError) as exc:

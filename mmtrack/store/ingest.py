@@ -22,7 +22,7 @@ from ..measure.metrics import Direction, MetricFormat, MetricSummary
 from ..measure.stats import sample_stats
 from ..results import PRIMARY, CommitInfo, Status, canonical_params
 from . import models as m
-from .db import Store
+from .db import Store, taking_lock
 
 # -- what callers hand in ------------------------------------------------------------------------
 
@@ -401,7 +401,8 @@ def _touch_series(conn: Connection, ids: set[int], appended: Callable[[], bool] 
             # Lock the rows in id order first: an UPDATE locks them in whatever order its scan meets them, and
             # two writers touching the same series in different orders deadlock (seen with 8 writers). NO KEY
             # UPDATE, like the UPDATE itself: it must not wait on the key-share locks of measurement inserts.
-            conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
+            with taking_lock():
+                conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
     if not chunks:
         return
     both = appended()
