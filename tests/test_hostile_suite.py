@@ -9,6 +9,7 @@ megabyte-sized message. Each fails alone, in one line, and the rest is saved.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import signal
@@ -208,7 +209,6 @@ def test_too_many_metrics_in_one_case_fail_that_case_on_both_backends(tmp_path, 
     from mmtrack.asvbridge.host import host_info
     from mmtrack.measure.metrics import MetricSummary
     from mmtrack.results import BenchContext, CommitInfo
-    from mmtrack.store import ingest
     from test_store_support import engine_stats
 
     url = f"sqlite:///{tmp_path / 'store.db'}" if backend == "sqlite" else require_postgres()
@@ -216,7 +216,7 @@ def test_too_many_metrics_in_one_case_fail_that_case_on_both_backends(tmp_path, 
         reset_postgres(url)
     good = engine_stats("s.T.track_good")
     many = engine_stats("s.T.track_many")
-    extra = [MetricSummary.from_values("custom", f"m{i}", "B", [1.0]) for i in range(ingest.MAX_METRICS_PER_CASE)]
+    extra = [MetricSummary.from_values("custom", f"m{i}", "B", [1.0]) for i in range(2**15)]
     many = dataclasses.replace(many, metrics=extra)  # with time per op and throughput: one too many
     ctx = BenchContext("s", host_info(), CommitInfo("a" * 40, datetime.now(timezone.utc)), datetime.now(timezone.utc),
                        {})
@@ -246,3 +246,26 @@ def test_a_huge_message_is_capped_with_the_size_cut(tmp_path):
     assert re.search(r"ValueError: x+\.\.\. \[4,99\d,\d{3} more characters\]$", line), line[-200:]
     message = stored(sqlite_url(project))["suite.Huge.track_huge"][1]
     assert message is not None and len(message) < 1100 and "more characters]" in message
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_asv_import_of_names_the_schema_cannot_hold_fails_them_alone_on_both_backends(tmp_path, backend):
+    from test_user_errors import write_result
+
+    url = f"sqlite:///{tmp_path / 'store.db'}" if backend == "sqlite" else require_postgres()
+    if backend != "sqlite":
+        reset_postgres(url)
+    results = tmp_path / "results"
+    long_name = "suite.T.time_" + "x" * 600
+    write_result(results, "a" * 40, {"suite.T.time_a": 1e-3, long_name: 1e-3})
+    long_machine = write_result(results, "b" * 40, {"suite.T.time_a": 1e-3})
+    data = json.loads(long_machine.read_text())
+    data["params"]["machine"] = "m" * 300
+    long_machine.write_text(json.dumps(data))
+    proc = run_cli("import-asv", str(results), "--db", url, "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    errors = proc.stderr.strip().splitlines()
+    assert len(errors) == 2, proc.stderr
+    assert any("its benchmark is 613 characters long; the store keeps at most 512" in e for e in errors)
+    assert any("params.machine" in e and "the store keeps at most 255" in e for e in errors)
+    assert set(stored(url)) == {"suite.T.time_a"}
