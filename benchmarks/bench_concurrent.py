@@ -1,6 +1,6 @@
 """Contention, measured per role: what concurrent benchmarks are for.
 
-Run with ``python3 -m mmtrack bench benchmarks -k bench_concurrent``.
+Run with ``python3 -m mmtrack bench benchmarks -b bench_concurrent``.
 
 Three readers take a ``threading.Lock`` to read a value; one writer takes the same lock to bump it.
 Each 50 ms sample starts with the writer holding the lock for ``hold`` seconds (sleeping, so the GIL

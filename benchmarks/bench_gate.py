@@ -17,7 +17,7 @@ on: ``decided_in_run`` over the same kind of suite, every series' 4 commits befo
 the commits after them (``follow_up`` and ``held_level``); 5% of the series stepped up 20% four commits
 before the newest, which the newest commit confirms.
 
-Run with ``python3 -m mmtrack bench benchmarks -k gate``. Nothing runs at import.
+Run with ``python3 -m mmtrack bench benchmarks -b gate``. Nothing runs at import.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The engine measuring itself: harness overhead per sample, in ns.
 
-Run with ``python3 -m mmtrack bench benchmarks -k harness``.
+Run with ``python3 -m mmtrack bench benchmarks -b harness``.
 
 One operation is one round of three kinds of timing, interleaved in blocks
 of ``BLOCK`` iterations so that all three see the same machine state (the

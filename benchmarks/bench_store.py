@@ -10,7 +10,7 @@
   without the per-sample values. One operation is one fetch. Target: 50 ms or
   less.
 
-Run with ``python3 -m mmtrack bench benchmarks -k store``.
+Run with ``python3 -m mmtrack bench benchmarks -b store``.
 """
 
 from __future__ import annotations

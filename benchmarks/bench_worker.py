@@ -1,6 +1,6 @@
 """What a worker process per case costs: start-up time of one ``mmtrack bench`` case, in ms.
 
-Run with ``python3 -m mmtrack bench benchmarks -k worker``.
+Run with ``python3 -m mmtrack bench benchmarks -b worker``.
 
 One operation runs the same tiny case (``Tiny.track_tiny``: one sample of a no-op, no warm-up
 to speak of) twice, interleaved, so both see the same machine state:

@@ -10,7 +10,20 @@ from typing import NoReturn
 import click
 
 from . import __distribution__, __version__
-from .errors import EXIT_OK, EXIT_USAGE, UserError, user_regex
+from .cli_options import (
+    FAIL_ON_CHOICES,
+    bench_option,
+    config_option,
+    env_option,
+    fail_on_option,
+    format_option,
+    machine_option,
+    metric_option,
+    no_progress_option,
+    quick_option,
+    round_alpha_option,
+)
+from .errors import EXIT_OK, EXIT_USAGE, UserError
 from .terminal import SafeConsole, echo
 
 # Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
@@ -44,11 +57,8 @@ def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
     )(f)
 
 
-def _asv_regex(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """Click callback: an asv ``-b`` regex, checked here; asv would only refuse it after the environments are built."""
-    if value:
-        user_regex(value, "-b")
-    return value
+ASV_MACHINE_HELP = "asv machine name (default: MMTRACK_MACHINE, else the host name)."
+ASV_CONFIG_READ_HELP = "asv config to read the project's title and commit URL from (default: asv.conf.json here)."
 
 
 def _emit(out) -> None:  # noqa: ANN001 - a rendered text (markdown, JSON) or a rich renderable (table)
@@ -69,8 +79,8 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path), default=Path("benchmarks"))
-@click.option("-k", "--filter", "pattern", help="Run only benchmarks whose name matches this regex.")
-@click.option("--quick", is_flag=True, help="A short budget: smoke runs, not numbers to trust.")
+@bench_option("Run only benchmarks whose name matches this regex.", old=[("-k", "--filter")])
+@quick_option("A short budget: smoke runs, not numbers to trust.")
 @click.option("--warm-up", type=float, help="Warm-up seconds per benchmark (default 1).")
 @click.option("--duration", type=float, help="Target measured seconds per benchmark (default 5).")
 @click.option("--min-samples", type=int, help="Fewest samples per benchmark (default 20).")
@@ -97,10 +107,9 @@ def cli() -> None:
     help="Baseline for the regression analysis: none, the latest compatible run, a run id (N or run:N; a number "
          "of 7 digits or more that git knows as a commit is that commit) or a commit.",
 )
-@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
-              help="Exit 1 when the end-of-run comparison has a row with this verdict (as `mmtrack compare`).")
+@fail_on_option(("regression", "ambiguous", "failed"), "Exit 1 when the end-of-run comparison has a row with this verdict")
 @db_option
-def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
+def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
           no_save, timeout, in_process, processes, compare, fail_on, db) -> None:
     """Run the engine benchmarks under PATH on the working tree, print the report, save the
     run and compare it with the latest compatible one.
@@ -117,7 +126,7 @@ def bench(path, pattern, quick, warm_up, duration, min_samples, max_samples, ord
 
     request = BenchRequest(
         path=path,
-        pattern=pattern,
+        pattern=bench,
         quick=quick,
         overrides={
             "warm_up": warm_up,
@@ -236,23 +245,15 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
     sys.exit(run_import(db, results_dir, console, err_console, progress=not no_progress))
 
 
-# The gate of a verdict judged with history (compare, run): confirmed regressions by default.
-history_fail_on = click.option(
-    "--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "suspected", "failed", "ambiguous"]),
-    help="Exit 1 when a row has this verdict (regression: a confirmed regression or a newly failing "
-         "benchmark; suspected: also a regression the history only suspects so far).")
-
-
 # -- mmtrack run: one commit under the real asv, into the store ---------------------------------------
 
 
 @cli.command()
-@click.option("--quick", is_flag=True, help="asv --quick: a short engine budget; smoke runs, not numbers to trust.")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", callback=_asv_regex,
-              help="Run only benchmarks matching REGEX (asv -b).")
+@quick_option("asv --quick: a short engine budget; smoke runs, not numbers to trust.")
+@bench_option("Run only benchmarks matching REGEX (asv -b).")
 @db_option
-@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
-@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
+@machine_option(ASV_MACHINE_HELP)
+@config_option()
 @click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
 @click.option("--confirm", is_flag=True, help="Re-measure suspected regressions A/B against the previous commit.")
 @click.option("--confirm-ambiguous", is_flag=True,
@@ -263,11 +264,10 @@ history_fail_on = click.option(
                    "improvements, larger moves first.")
 @click.option("--confirm-rounds", type=int, metavar="N",
               help="Interleaved A/B rounds per side for --confirm (default 4; undecided benchmarks: up to twice as many).")
-@click.option("--round-alpha", type=float, metavar="P",
-              help="Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
-@history_fail_on
+@round_alpha_option("Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
+@fail_on_option(FAIL_ON_CHOICES, "Exit 1 when the comparison with the previous commit has a row with this verdict")
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
-def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_max,
+def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_max,
         confirm_rounds, round_alpha, fail_on, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
@@ -279,7 +279,7 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambigu
         project=Path.cwd(),
         config=config,
         quick=quick,
-        bench=bench_regex,
+        bench=bench,
         db=db,
         machine=machine,
         commit=commit,
@@ -302,11 +302,11 @@ def run(quick, bench_regex, db, machine, config, commit, confirm, confirm_ambigu
 @click.argument("a")
 @click.argument("b")
 @db_option
-@click.option("--machine", help="Machine of both sides (needed when a commit ran on several).")
-@click.option("--env", help="Environment of both sides (needed when a commit ran in several).")
-@click.option("--metric", "metrics", multiple=True, help="Only these metrics (name, section/name or glob); repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
-@history_fail_on
+@machine_option("Machine of both sides (needed when a commit ran on several).")
+@env_option("Environment of both sides (needed when a commit ran in several).")
+@metric_option()
+@format_option("table", "markdown", "json")
+@fail_on_option(FAIL_ON_CHOICES, "Exit 1 when a row has this verdict")
 @click.option("--threshold", type=float, help="Minimum effect, relative (default 0.1; counters 0.01).")
 @click.option("--threshold-for", "threshold_for", multiple=True, metavar="PATTERN=VALUE",
               help="Minimum effect for benchmarks or metrics matching a glob; repeatable.")
@@ -335,26 +335,25 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 
 @cli.command()
 @db_option
-@click.option("--machine", help="Only series of this machine.")
-@click.option("--env", help="Only series of this environment.")
-@click.option("-b", "--benchmark", help="Only benchmarks whose name matches this regex.")
-@click.option("--metric", "metrics", multiple=True, help="Only these metrics (name, section/name or glob); repeatable.")
+@machine_option("Only series of this machine.")
+@env_option("Only series of this environment.")
+@bench_option("Only benchmarks whose name matches this regex.", old=[("--benchmark",)])
+@metric_option()
 @click.option("--method", type=click.Choice(["rankseg", "edivisive", "pelt"]), default="rankseg", show_default=True)
 @click.option("--min-effect", type=float, help="Smallest relative step reported (default 0.02).")
 @click.option("--alpha", type=float, help="Significance of each change point (default 0.0001).")
 @click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
 @click.option("--all", "show_all", is_flag=True, help="Also list improvements and neutral changes.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression"]),
-              help="Exit 1 when a regression persists to the latest commit.")
-@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
-def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
+@format_option("table", "json")
+@fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
+@no_progress_option()
+def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
     from .commands.detect import DetectRequest, render_table, run_detect, to_json
     from .commands.progress import progress_bar
 
-    request = DetectRequest(db=db, machine=machine, env=env, benchmark=benchmark, metrics=tuple(metrics),
+    request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
                             fail_on=tuple(fail_on))
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
@@ -369,16 +368,16 @@ def detect(db, machine, env, benchmark, metrics, method, min_effect, alpha, dry_
 @cli.command("list")
 @click.argument("what", type=click.Choice(["runs", "commits", "machines", "benchmarks"]))
 @db_option
-@click.option("--machine", help="Only this machine.")
-@click.option("--env", help="Only this environment.")
-@click.option("-b", "--benchmark", help="benchmarks: only names matching this regex.")
+@machine_option("Only this machine.")
+@env_option("Only this environment.")
+@bench_option("benchmarks: only names matching this regex.", old=[("--benchmark",)])
 @click.option("--limit", type=int, help="runs: only the latest N.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def list_(what, db, machine, env, benchmark, limit, fmt) -> None:
+@format_option("table", "json")
+def list_(what, db, machine, env, bench, limit, fmt) -> None:
     """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
     from .commands.list import ListRequest, collect, render_table, to_json
 
-    records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=benchmark, limit=limit))
+    records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=bench, limit=limit))
     if fmt == "json":
         echo(to_json(records))
     else:
@@ -390,16 +389,16 @@ def list_(what, db, machine, env, benchmark, limit, fmt) -> None:
 @db_option
 @click.option("--title", help="Site title (default: asv.conf.json's project, else 'mmtrack').")
 @click.option("--commit-url", help="URL prefix a commit sha is appended to (default: asv's show_commit_url).")
-@click.option("--asv-config", type=click.Path(path_type=Path), help="asv.conf.json to read (default ./asv.conf.json).")
-@click.option("-b", "--benchmark", help="Publish only benchmarks whose name matches this regex.")
-@click.option("--machine", help="Publish only this machine.")
-@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
-def publish(out, db, title, commit_url, asv_config, benchmark, machine, no_progress) -> None:
+@config_option(ASV_CONFIG_READ_HELP)
+@bench_option("Publish only benchmarks whose name matches this regex.", old=[("--benchmark",)])
+@machine_option("Publish only this machine.")
+@no_progress_option()
+def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> None:
     """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
     from .commands.publish import PublishRequest, run_publish
 
-    request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=asv_config,
-                             benchmark=benchmark, machine=machine)
+    request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config,
+                             benchmark=bench, machine=machine)
     sys.exit(run_publish(request, console=console, err_console=None if no_progress else err_console))
 
 
@@ -409,11 +408,10 @@ def publish(out, db, title, commit_url, asv_config, benchmark, machine, no_progr
 @db_option
 @click.option("--title", help="Site title (default: asv.conf.json's project, else 'mmtrack').")
 @click.option("--commit-url", help="URL prefix a commit sha is appended to (default: asv's show_commit_url).")
-@click.option("--asv-config", type=click.Path(path_type=Path), help="asv.conf.json to read (default ./asv.conf.json).")
+@config_option(ASV_CONFIG_READ_HELP)
 @click.option("--no-detect", is_flag=True, help="Import and republish only.")
-@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression"]),
-              help="Exit 1 when a touched series has a regression that persists to the latest commit.")
-def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_on) -> None:
+@fail_on_option(("regression",), "Exit 1 when a touched series has a regression that persists to the latest commit")
+def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) -> None:
     """The per-commit CI step: import new asv results, detect on the series they touched, republish DIR."""
     import gc
 
@@ -423,7 +421,7 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
 
     request = UpdateRequest(
         results_dir=results_dir,
-        publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=asv_config),
+        publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config),
         detect=not no_detect, fail_on=tuple(fail_on),
     )
     exit_without_teardown(run_update(request, console=console, err_console=err_console))
@@ -433,29 +431,26 @@ def update(results_dir, out, db, title, commit_url, asv_config, no_detect, fail_
 @cli.command()
 @click.argument("base")
 @click.argument("head", default="HEAD")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", callback=_asv_regex,
-              help="Run only benchmarks matching REGEX (asv -b).")
+@bench_option("Run only benchmarks matching REGEX (asv -b).")
 @click.option("--rounds", type=int, default=6, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
 @click.option("--max-rounds", type=int, metavar="N",
               help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; 0: never).")
 @click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.05, both commits measured here; counters 1.01).")
-@click.option("--round-alpha", type=float, metavar="P",
-              help="Significance the rounds must reach to confirm a change (default 0.01; lower: fewer false "
-                   "flags on a busy machine, more undecided rows and rounds).")
-@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["regression", "failed", "ambiguous"]),
-              help="Exit 1 when a row has this verdict (regression: regressed or newly failing).")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
-@click.option("--quick", is_flag=True, help="asv --quick: smoke runs, not numbers to trust.")
-@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
-@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
+@round_alpha_option("Significance the rounds must reach to confirm a change (default 0.01; lower: fewer false "
+                    "flags on a busy machine, more undecided rows and rounds).")
+@fail_on_option(("regression", "ambiguous", "failed"), "Exit 1 when a row has this verdict")
+@format_option("table", "markdown", "json")
+@quick_option("asv --quick: smoke runs, not numbers to trust.")
+@machine_option(ASV_MACHINE_HELP)
+@config_option()
 @click.option("--no-save", is_flag=True, help="Do not store the two runs.")
 @db_option
-def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
+def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
                no_save, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
     from .commands.continuous import ContinuousRequest, render, run_continuous
 
-    request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench_regex,
+    request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench,
                                 rounds=rounds, max_rounds=max_rounds, factor=factor, round_alpha=round_alpha,
                                 fail_on=tuple(fail_on), db=db,
                                 machine=machine, quick=quick, save=not no_save)
@@ -468,21 +463,19 @@ def continuous(base, head, bench_regex, rounds, max_rounds, factor, round_alpha,
 @cli.command()
 @click.argument("good")
 @click.argument("bad")
-@click.option("-b", "--bench", "bench_regex", metavar="REGEX", required=True, callback=_asv_regex,
-              help="The benchmark (asv -b regex).")
+@bench_option("The benchmark (asv -b regex).", required=True)
 @click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
 @click.option("--rounds", type=int, default=4, show_default=True,
               help="Interleaved rounds per step (doubled on noise).")
-@click.option("--round-alpha", type=float, metavar="P",
-              help="Significance the rounds must reach to call the culprit's change confirmed (default 0.01).")
-@click.option("--machine", help="asv machine name (default: MMTRACK_MACHINE, else the host name).")
-@click.option("--config", "config", type=click.Path(path_type=Path), help="asv config file (default: asv.conf.json).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def bisect(good, bad, bench_regex, metric, rounds, round_alpha, machine, config, fmt) -> None:
+@round_alpha_option("Significance the rounds must reach to call the culprit's change confirmed (default 0.01).")
+@machine_option(ASV_MACHINE_HELP)
+@config_option()
+@format_option("table", "json")
+def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements."""
     from .commands.bisect import BisectRequest, render, run_bisect, to_json
 
-    request = BisectRequest(good=good, bad=bad, bench=bench_regex, metric=metric, project=Path.cwd(), config=config,
+    request = BisectRequest(good=good, bad=bad, bench=bench, metric=metric, project=Path.cwd(), config=config,
                             rounds=rounds, machine=machine, round_alpha=round_alpha)
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":

@@ -1,6 +1,6 @@
 """Per-sample harness overhead under each process model, side by side (issue 15).
 
-Runs ``mmtrack bench benchmarks -k harness`` in rounds, interleaving:
+Runs ``mmtrack bench benchmarks -b harness`` in rounds, interleaving:
 
 - ``baseline``: another mmtrack source tree (``--baseline DIR``, e.g. ``git archive main``), in-process:
   the runner as it was before worker processes;
@@ -31,7 +31,7 @@ METRICS = ("wallclock_overhead_ns", "perf_overhead_ns")
 
 def run_once(source: Path, extra: list[str], report: Path) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(source), MMTRACK_OUTPUT=str(report), COLUMNS="160")
-    cmd = [sys.executable, "-m", "mmtrack", "bench", str(HERE / "benchmarks"), "-k", "harness",
+    cmd = [sys.executable, "-m", "mmtrack", "bench", str(HERE / "benchmarks"), "-b", "harness",
            "--no-save", "--compare", "none", "--duration", "2", "--warm-up", "0.5", *extra]
     proc = subprocess.run(cmd, cwd=source, env=env, capture_output=True, text=True)
     if proc.returncode != 0:

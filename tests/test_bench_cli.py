@@ -33,7 +33,7 @@ def custom_metric_rows(output: str) -> list[str]:
 
 
 def test_custom_backend_acceptance():
-    proc = run_cli("bench", "benchmarks/examples", "-k", "custom_backend", *QUICK)
+    proc = run_cli("bench", "benchmarks/examples", "-b", "custom_backend", *QUICK)
     assert proc.returncode == 0, proc.stderr
     assert "timing + CUDA events" in proc.stdout
     assert sorted(custom_metric_rows(proc.stdout)) == ["cuda_event_ms", "host_overhead_ms", "tflops"]
@@ -41,7 +41,7 @@ def test_custom_backend_acceptance():
 
 
 def test_gpu_domain_prints_no_cpu_diagnostics():
-    proc = run_cli("bench", "benchmarks/examples", "-k", "gpu_domain", *QUICK)
+    proc = run_cli("bench", "benchmarks/examples", "-b", "gpu_domain", *QUICK)
     assert proc.returncode == 0, proc.stderr
     assert "Domain        gpu" in proc.stdout or re.search(r"Domain\s+gpu", proc.stdout)
     assert "possible bottlenecks" not in proc.stdout
@@ -183,7 +183,7 @@ def test_asv_class_semantics_in_process(suite_dir):
 def test_unknown_path_and_empty_filter_are_one_line_errors(tmp_path):
     proc = run_cli("bench", str(tmp_path / "nope"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no such benchmark" in proc.stderr
-    proc = run_cli("bench", "benchmarks/examples", "-k", "no_such_benchmark_anywhere")
+    proc = run_cli("bench", "benchmarks/examples", "-b", "no_such_benchmark_anywhere")
     assert proc.returncode == 2 and "no engine benchmark matches" in proc.stderr
     assert "Traceback" not in proc.stderr
 

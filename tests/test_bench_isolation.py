@@ -199,7 +199,7 @@ def test_a_killed_run_is_saved_by_the_next_one(tmp_path):
         time.sleep(0.1)
     proc.kill()  # no chance to save: the journal is all that is left
     proc.communicate(timeout=60)
-    again = run_cli("bench", "benchmarks", *FAST, "-k", "G0", cwd=project)
+    again = run_cli("bench", "benchmarks", *FAST, "-b", "G0", cwd=project)
     assert again.returncode == 0, again.stdout + again.stderr
     assert re.search(r"saved 2 finished cases of an earlier, unfinished run .* as run #1", again.stdout)
     assert "saved as run #2" in again.stdout
@@ -208,10 +208,10 @@ def test_a_killed_run_is_saved_by_the_next_one(tmp_path):
 
 def test_timeout_option_and_in_process_mode(tmp_path):
     project = make_project(tmp_path / "proj", SLOW_SUITE)
-    proc = run_cli("bench", "benchmarks", *FAST, "--no-save", "-k", "Slow", "--timeout", "1", cwd=project)
+    proc = run_cli("bench", "benchmarks", *FAST, "--no-save", "-b", "Slow", "--timeout", "1", cwd=project)
     assert proc.returncode == 2
     assert "failed suite.H_Slow.track_slow: worker timed out after 1 s" in proc.stdout
-    proc = run_cli("bench", "benchmarks", *FAST, "--no-save", "-k", "G0", "--in-process", cwd=project)
+    proc = run_cli("bench", "benchmarks", *FAST, "--no-save", "-b", "G0", "--in-process", cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 benchmark cases: 1 ok" in proc.stdout
 

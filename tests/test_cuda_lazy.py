@@ -52,7 +52,7 @@ def test_bench_reports_the_cuda_examples_as_skipped_without_a_gpu():
     if cuda.cuda_unavailable_reason() is None:
         pytest.skip("a GPU is present: the examples run instead of skipping")
     out = subprocess.run(
-        [sys.executable, "-m", "mmtrack", "bench", "benchmarks/examples", "-k", "cuda", "--quick", "--no-save", "--compare", "none"],
+        [sys.executable, "-m", "mmtrack", "bench", "benchmarks/examples", "-b", "cuda", "--quick", "--no-save", "--compare", "none"],
         env=_env(), capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr

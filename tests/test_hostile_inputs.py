@@ -139,7 +139,7 @@ def test_an_asv_config_that_is_not_an_object_or_not_a_file_is_one_line(tmp_path,
     args = ["publish", "-o", "site"] if command == "publish" else ["update", str(results), "-o", "site"]
     if command == "publish":
         assert run_cli("import-asv", str(results), "--db", "s.db", "--no-progress", cwd=tmp_path).returncode == 0
-    proc = run_cli(*args, "--db", "s.db", "--asv-config", str(conf), cwd=tmp_path, timeout=60)
+    proc = run_cli(*args, "--db", "s.db", "--config", str(conf), cwd=tmp_path, timeout=60)
     assert_one_line(proc, 2, "conf.json")
     assert ("a FIFO" if config == "fifo" else "must be a JSON object") in proc.stderr
 

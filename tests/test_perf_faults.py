@@ -177,7 +177,7 @@ def test_cli_with_perf_refused_prints_timing_and_one_line_no_traceback():
         perf.seccomp_filtered = lambda: False
         perf.in_container = lambda: False
         # --in-process: the refusal patched above lives in this process, not in fresh workers
-        sys.argv = ["mmtrack", "bench", "benchmarks/examples", "-k", "basic|factory", "--quick", "--no-save", "--compare", "none",
+        sys.argv = ["mmtrack", "bench", "benchmarks/examples", "-b", "basic|factory", "--quick", "--no-save", "--compare", "none",
                     "--in-process"]
         from mmtrack.cli import main
         main()
@@ -194,7 +194,7 @@ def test_cli_with_perf_refused_prints_timing_and_one_line_no_traceback():
 def test_cli_on_this_machine_shows_software_counters_and_the_hardware_line():
     """The issue's acceptance: ``mmtrack bench benchmarks/examples -k basic``."""
     proc = subprocess.run(
-        [sys.executable, "-m", "mmtrack", "bench", "benchmarks/examples", "-k", "basic", "--quick", "--no-save", "--compare", "none"],
+        [sys.executable, "-m", "mmtrack", "bench", "benchmarks/examples", "-b", "basic", "--quick", "--no-save", "--compare", "none"],
         capture_output=True, text=True, env=env(), cwd=ROOT, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

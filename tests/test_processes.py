@@ -167,7 +167,7 @@ def test_the_spread_reaches_the_json_report_and_the_stored_run(tmp_path: Path):
                  ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "suite"]):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
     out = tmp_path / "report.json"
-    done = run_cli("bench", "benchmarks", "-k", "per_process", "--quick", "--max-samples", "12", "--no-pin",
+    done = run_cli("bench", "benchmarks", "-b", "per_process", "--quick", "--max-samples", "12", "--no-pin",
                    "--processes", "2", cwd=root, env=cli_env(MMTRACK_OUTPUT=str(out)))
     assert done.returncode == 0, done.stderr
     assert "2 processes × 6 samples" in done.stdout

@@ -71,7 +71,7 @@ def test_publish_from_store_with_stored_change_points(store_url: str, tmp_path: 
         store.close()
 
     site = tmp_path / "site"
-    args = ("publish", "-o", str(site), "--db", store_url, "--asv-config", str(METPY / "asv.conf.json"))
+    args = ("publish", "-o", str(site), "--db", store_url, "--config", str(METPY / "asv.conf.json"))
     r = mmtrack(*args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert re.search(rf"published 128 benchmarks, {n_series} series \({n_series} read\), 1 change points", r.stdout), r.stdout
@@ -115,7 +115,7 @@ def test_detected_changes_on_the_real_history(store_url: str, tmp_path: Path) ->
     outcome = run_detect(DetectRequest(db=store_url))
     assert outcome.stored and outcome.stored == len(outcome.changes)
     site = tmp_path / "site"
-    r = mmtrack("publish", "-o", str(site), "--db", store_url, "--asv-config", str(METPY / "asv.conf.json"), cwd=tmp_path)
+    r = mmtrack("publish", "-o", str(site), "--db", store_url, "--config", str(METPY / "asv.conf.json"), cwd=tmp_path)
     assert r.returncode == 0 and f" {outcome.stored} change points" in r.stdout, r.stdout + r.stderr
     rows = read_call(site / "data/regressions.js")[0]
     assert sorted((x["bench"], x["after_sha"], x["kind"]) for x in rows) == sorted(

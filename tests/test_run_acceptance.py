@@ -194,12 +194,13 @@ def test_asv_publish_and_compare_work_on_the_results(history):
     lines = [ln for ln in cmp.stdout.splitlines() if "bench_work.Work.track_loop" in ln]
     assert len(lines) == 2
     # asv's own verdict: both cases got slower ('+' marks a significant increase). The work doubled, but on a
-    # busy machine the measured ratio lands anywhere from about 1.2 to 3.8 (both seen), so only the detection
-    # and the direction are checked.
+    # busy machine the measured ratio lands anywhere from about 1.2 to 7 (both seen), and a spread of several ms
+    # can leave asv undecided ('~' before the ratio), so the direction is checked, and '+' wherever asv decided.
     for ln in lines:
         cells = [c.strip() for c in ln.strip().strip("|").split("|")]
-        assert cells[0] == "+", cmp.stdout
-        assert float(cells[3]) > 1.0, cmp.stdout
+        undecided = cells[3].startswith("~")
+        assert cells[0] == "+" or (undecided and cells[0] == ""), cmp.stdout
+        assert float(cells[3].lstrip("~")) > 1.0, cmp.stdout
 
 
 # -- the store ---------------------------------------------------------------------------------

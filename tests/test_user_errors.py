@@ -380,7 +380,7 @@ def test_a_usage_mistake_that_click_catches_is_one_line_too(tmp_path, args, need
     assert line.endswith(" --help") and "; see " in line
 
 
-@pytest.mark.parametrize("args", [["bench", "timed.py", "-k", "("], ["run", "-b", "("], ["continuous", "HEAD~1", "-b", "("],
+@pytest.mark.parametrize("args", [["bench", "timed.py", "-b", "("], ["run", "-b", "("], ["continuous", "HEAD~1", "-b", "("],
                                   ["bisect", "a", "b", "-b", "("], ["detect", "-b", "("], ["list", "benchmarks", "-b", "("],
                                   ["publish", "-o", "site", "-b", "("]])
 def test_a_bad_regex_is_one_line_in_every_verb(store, tmp_path, args):

@@ -372,8 +372,8 @@ def _run_quiet(cmd: Sequence[str], prepared: asvrun.Prepared) -> Any:
 def make_plan(project: Path, config: Path | None, machine: str | None, bench: str | None, rounds: int,
               quick: bool = False, asv_args: tuple[str, ...] = ()) -> tuple[ABPlan, Path]:
     """The plan for ``project`` and the git top level its commits come from."""
-    from ..errors import UserError
     from ..asvbridge.host import asv_machine
+    from ..errors import UserError
     from ..vcs import git_output
 
     if rounds < 1:

@@ -31,12 +31,12 @@ from typing import Any, Iterator, Sequence
 
 from ..errors import UserError
 from ..fsutil import unreadable_entry
-from .host import asv_machine
 from ..measure.metrics import MetricSummary
 from ..results import CommitInfo, canonical_params
 from ..textsafe import visible
 from ..vcs import GitError, commit_info, git_output, resolve_rev
 from . import spool
+from .host import asv_machine
 
 PREFLIGHT = Path(__file__).resolve().parent / "preflight.py"
 CONFIG_NAMES = ("asv.conf.json", "asv.conf.jsonc")

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .host import host_name
 from ..measure.conditions import WORKER_PER_CASE
 from ..measure.runner import RunOptions, run_benchmark
 from . import spool
 from .declaration import EngineDeclaration
+from .host import host_name
 
 ASV_UNIT = "seconds"
 

@@ -44,8 +44,8 @@ def asv_machine(given: str | None) -> str:
 
     It names a folder of asv's results, so it must be one plain folder name: ``../x`` or ``a/b`` would write
     results outside that folder or where asv does not look."""
-    from .spool import ENV_MACHINE
     from ..errors import UserError
+    from .spool import ENV_MACHINE
 
     name = given or os.environ.get(ENV_MACHINE) or host_name()
     if name in (".", "..") or any(c in name for c in "/\\") or not name.isprintable() or name != name.strip():

@@ -142,12 +142,12 @@ def _plan(request: BenchRequest) -> tuple[Suite, list[Any], list[Case]]:
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     if request.pattern:
-        user_regex(request.pattern, "-k")
+        user_regex(request.pattern, "-b")
     selected = suite.select(request.pattern)
     if not selected and not suite.failures:
         raise UserError(
             f"{request.path}: no engine benchmark matches {request.pattern!r}; "
-            "decorate asv methods with @mmtrack.bench or loosen -k"
+            "decorate asv methods with @mmtrack.bench or loosen -b"
             if request.pattern
             else f"{request.path}: no engine benchmarks found; decorate asv methods with @mmtrack.bench"
         )

@@ -17,11 +17,11 @@ from rich.text import Text
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..forked import map_split
+from ..measure.units import format_quantity
 from ..results import ChangePoint, SeriesKey
+from ..store.selection import check_machine_env, check_metrics, series_keys
 from ..tables import NAME_MIN_WIDTH, stacked
 from ..textsafe import term
-from ..measure.units import format_quantity
-from ..store.selection import check_machine_env, check_metrics, series_keys
 
 
 @dataclass(slots=True)

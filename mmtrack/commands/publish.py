@@ -39,10 +39,10 @@ def asv_settings(path: Path | None) -> dict:
         if not path.is_file():
             return {}
     if not path.exists() and not path.is_symlink():
-        raise UserError(f"{path}: no such asv config; pass --asv-config PATH or leave it out")
+        raise UserError(f"{path}: no such asv config; pass --config PATH or leave it out")
     unreadable = unreadable_entry(path, "config file")  # a FIFO would block the read forever
     if unreadable is not None:
-        raise UserError(f"{path}: {unreadable}; pass --asv-config with the asv.conf.json to read")
+        raise UserError(f"{path}: {unreadable}; pass --config with the asv.conf.json to read")
     from asv.util import load_json
 
     try:

@@ -226,8 +226,8 @@ def describe_left(rows: Sequence[Any]) -> str:
 
 def render(outcome: RunOutcome, console: Console) -> None:
     c = outcome.collected
-    from ..tables import Name
     from ..measure.units import format_quantity
+    from ..tables import Name
 
     for w in c.warnings + outcome.reports:
         console.print(Text.assemble(("warning:", "yellow"), " ", term(w)), highlight=False, soft_wrap=True)

@@ -11,12 +11,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ..textsafe import term
-from .units import format_duration, format_number, format_si, format_value
 from .benchmark_stats import BenchmarkStats
 from .diagnose import cpu_diagnostics, stability_warnings
 from .metrics import MetricFormat, MetricSummary
 from .roles import EventCounterSummary, RoleStats
 from .stats import OUTLIER_RULE, CounterSummary
+from .units import format_duration, format_number, format_si, format_value
 
 
 def _kv_table(stats: BenchmarkStats, *, chunks: bool = True) -> Table:

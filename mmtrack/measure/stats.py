@@ -194,7 +194,7 @@ __all__ = [
     "OUTLIER_RULE",
     "Distribution",
     "CounterSummary",
-    "BenchmarkStats",
+    "counter_direction",
     "summarize_counters",
     "median",
     "between_process_dominated",

@@ -137,8 +137,8 @@ def model_from_store(
 
     Series are read lazily (:class:`StoreSeries`), and each benchmark carries a token of
     its series' change counters: the builder reads only the benchmarks whose token moved."""
-    from ..store.selection import check_machine_env, series_keys
     from ..store import queries as q
+    from ..store.selection import check_machine_env, series_keys
 
     check_machine_env(store, machine, None)
 

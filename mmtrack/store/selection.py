@@ -77,7 +77,7 @@ def series_keys(
     from . import queries as q
 
     if benchmark:
-        user_regex(benchmark, "--benchmark")
+        user_regex(benchmark, "-b")
     keys = q.list_series(store, machine=machine, environment=env, benchmark=benchmark)
     if benchmark and not keys:
         raise unknown("benchmark", benchmark, [c.name for c in q.list_benchmarks(store)])
