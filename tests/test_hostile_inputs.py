@@ -255,3 +255,29 @@ def test_a_slow_save_without_another_writer_blames_no_writer(tmp_path, monkeypat
     assert bench_command.run_bench(request, Console(file=out, width=200)) == 0
     assert "saved as run #1" in out.getvalue()
     assert "another writer" not in out.getvalue(), out.getvalue()
+
+
+HOSTILE_SUITE = '''
+import mmtrack
+
+
+class T:
+    @mmtrack.bench_sample(chunk_size=1)
+    def track_units(self, ctx, chunk_size, chunk_num):
+        return mmtrack.BenchSampleResult(1).push_metric(mmtrack.MetricValue("m\\u202e", 1.0, "B\\x1b[2J\\x1b]0;t\\x07"))
+'''
+
+
+def test_bench_and_its_end_of_run_comparison_print_no_control_character(tmp_path):
+    from test_bench_isolation import FAST
+    from test_hostile_suite import make_suite
+
+    project = make_suite(tmp_path / "proj", {"suite.py": HOSTILE_SUITE})
+    fast = [a for a in FAST if a not in ("--compare", "none")]
+    first = run_cli("bench", "benchmarks", *fast, cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = run_cli("bench", "benchmarks", *fast, cwd=project)
+    assert second.returncode in (0, 1) and "regression analysis against run #1" in second.stdout, second.stdout
+    for proc in (first, second):
+        _assert_no_raw_controls(proc, "bench")
+    assert "\\x1b[2J" in second.stdout.replace("\n", "").replace(" ", "")
