@@ -258,13 +258,19 @@ def test_a_slow_save_without_another_writer_blames_no_writer(tmp_path, monkeypat
 
 
 HOSTILE_SUITE = '''
+import os
+
 import mmtrack
+
+LEVEL = float(os.environ.get("TEST_LEVEL", "1"))
 
 
 class T:
     @mmtrack.bench_sample(chunk_size=1)
     def track_units(self, ctx, chunk_size, chunk_num):
-        return mmtrack.BenchSampleResult(1).push_metric(mmtrack.MetricValue("m\\u202e", 1.0, "B\\x1b[2J\\x1b]0;t\\x07"))
+        value = LEVEL * (1 + chunk_num % 3 / 100)
+        metric = mmtrack.MetricValue("m\\u202e", value, "B\\x1b[2J\\x1b]0;t\\x07", direction=mmtrack.Direction.LOWER)
+        return mmtrack.BenchSampleResult(1).push_metric(metric)
 '''
 
 
@@ -276,8 +282,9 @@ def test_bench_and_its_end_of_run_comparison_print_no_control_character(tmp_path
     fast = [a for a in FAST if a not in ("--compare", "none")]
     first = run_cli("bench", "benchmarks", *fast, cwd=project)
     assert first.returncode == 0, first.stdout + first.stderr
-    second = run_cli("bench", "benchmarks", *fast, cwd=project)
+    second = run_cli("bench", "benchmarks", *fast, cwd=project, env=cli_env(TEST_LEVEL="3"))  # the metric triples
     assert second.returncode in (0, 1) and "regression analysis against run #1" in second.stdout, second.stdout
+    assert "1 regressed" in second.stdout, second.stdout[-2000:]
     for proc in (first, second):
         _assert_no_raw_controls(proc, "bench")
     assert "\\x1b[2J" in second.stdout.replace("\n", "").replace(" ", "")
