@@ -17,13 +17,15 @@ from .cli_options import (
     env_option,
     fail_on_option,
     format_option,
+    instrument_option,
     machine_option,
     metric_option,
     no_progress_option,
     quick_option,
     round_alpha_option,
 )
-from .errors import EXIT_OK, EXIT_USAGE, UserError
+from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+from .tables import unwrapped
 from .terminal import SafeConsole, echo
 
 # Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
@@ -99,6 +101,7 @@ def cli() -> None:
               help="Worker processes per case, one after the other, each taking a share of its samples "
                    "(default 4, 1 with --quick); the report says when processes differ more than samples "
                    "within one.")
+@instrument_option()
 @click.option(
     "--compare",
     default="latest",
@@ -110,7 +113,7 @@ def cli() -> None:
 @fail_on_option(("regression", "ambiguous", "failed"), "Exit 1 when the end-of-run comparison has a row with this verdict")
 @db_option
 def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
-          no_save, timeout, in_process, processes, compare, fail_on, db) -> None:
+          no_save, timeout, in_process, processes, instrument, compare, fail_on, db) -> None:
     """Run the engine benchmarks under PATH on the working tree, print the report, save the
     run and compare it with the latest compatible one.
 
@@ -118,7 +121,9 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
     """
     if in_process and processes not in (None, 1):
         raise UserError(f"--processes {processes} needs worker processes; drop --in-process")
-    if not in_process:
+    if in_process and instrument == "callgrind":
+        raise UserError("--instrument callgrind runs its cases in a worker under Valgrind; drop --in-process")
+    if not in_process and instrument == "wall":
         from .asvbridge.worker import start_fork_server
 
         start_fork_server(path)  # it imports the engine while this process imports the rest and discovers
@@ -146,6 +151,7 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
         in_process=in_process,
         fail_on=tuple(fail_on),
         processes=processes,
+        instrument=instrument,
     )
     sys.exit(run_bench(request, console=console))
 
@@ -176,7 +182,10 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         err_console.print("aborted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.NoArgsIsHelpError as exc:  # a bare group (`mmtrack`, `mmtrack db`): its help, as git does
+        click.echo(exc.ctx.get_help())
+        sys.exit(EXIT_OK)
     except click.UsageError as exc:  # click's usage lines, as one line of ours
         where = exc.ctx.command_path if exc.ctx is not None else "mmtrack"
         _error_line(f"{exc.format_message().rstrip('.')}; see {where} --help")
@@ -215,9 +224,10 @@ def db_upgrade(db: str) -> None:
 
     r = run(db)
     if r.before == r.current:
-        console.print(f"{r.url}: already at revision {r.current} (head)", highlight=False, soft_wrap=True)
+        console.print(f"{r.url}: already at revision {r.current} (head)", highlight=False, soft_wrap=unwrapped(console))
     else:
-        console.print(f"{r.url}: upgraded {r.before or '<empty>'} -> {r.current} (head)", highlight=False, soft_wrap=True)
+        console.print(f"{r.url}: upgraded {r.before or '<empty>'} -> {r.current} (head)", highlight=False,
+                      soft_wrap=unwrapped(console))
 
 
 @db.command("current")
@@ -231,7 +241,7 @@ def db_current(db: str) -> None:
     # A missing file is said so: "<empty>" read as a store there, and a mistyped --db then got upgraded into one.
     line = (f"{r.url}: no store there (check --db / MMTRACK_DB; `mmtrack db upgrade` creates one at {r.head})"
             if not r.exists else f"{r.url}: revision {r.current or '<empty>'} ({state})")
-    console.print(line, highlight=False, soft_wrap=True)
+    console.print(line, highlight=False, soft_wrap=unwrapped(console))
 
 
 @cli.command("import-asv")
@@ -266,9 +276,10 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
               help="Interleaved A/B rounds per side for --confirm (default 4; undecided benchmarks: up to twice as many).")
 @round_alpha_option("Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
 @fail_on_option(FAIL_ON_CHOICES, "Exit 1 when the comparison with the previous commit has a row with this verdict")
+@instrument_option()
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
 def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_max,
-        confirm_rounds, round_alpha, fail_on, asv_args) -> None:
+        confirm_rounds, round_alpha, fail_on, instrument, asv_args) -> None:
     """Run this commit's asv benchmarks with samples and put them in the store.
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
@@ -291,6 +302,7 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
         confirm_rounds=confirm_rounds,
         round_alpha=round_alpha,
         fail_on=tuple(fail_on),
+        instrument=instrument,
     )
     sys.exit(run_command(request, console=console))
 
@@ -343,16 +355,17 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 @click.option("--min-effect", type=float, help="Smallest relative step reported (default 0.02).")
 @click.option("--alpha", type=float, help="Significance of each change point (default 0.0001).")
 @click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
-@click.option("--all", "show_all", is_flag=True, help="Also list improvements and neutral changes.")
+@click.option("--all", "show_all", is_flag=True, help="Also list improvements, neutral changes and moves under 5%.")
 @format_option("table", "json")
 @fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
 @no_progress_option()
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
-    from .commands.detect import DetectRequest, render_table, run_detect, to_json
+    from .commands.detect import DetectRequest, check_output_options, render_table, run_detect, to_json
     from .commands.progress import progress_bar
 
+    check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
                             fail_on=tuple(fail_on))
@@ -370,8 +383,8 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
 @db_option
 @machine_option("Only this machine.")
 @env_option("Only this environment.")
-@bench_option("benchmarks: only names matching this regex.", old=[("--benchmark",)])
-@click.option("--limit", type=int, help="runs: only the latest N.")
+@bench_option("Only benchmarks whose name matches this regex (list benchmarks only).", old=[("--benchmark",)])
+@click.option("--limit", type=int, help="Only the first N rows (runs and commits: the latest N).")
 @format_option("table", "json")
 def list_(what, db, machine, env, bench, limit, fmt) -> None:
     """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
@@ -432,7 +445,9 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 @click.argument("base")
 @click.argument("head", default="HEAD")
 @bench_option("Run only benchmarks matching REGEX (asv -b).")
-@click.option("--rounds", type=int, default=6, show_default=True, help="Interleaved rounds per side (A B, B A, ...).")
+@click.option("--rounds", type=int, default=6, show_default=True,
+              help="Interleaved rounds per side (A B, B A, ...) for a benchmark not decided either way sooner "
+                   "(from the third round).")
 @click.option("--max-rounds", type=int, metavar="N",
               help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; 0: never).")
 @click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.05, both commits measured here; counters 1.01).")
@@ -444,16 +459,17 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 @machine_option(ASV_MACHINE_HELP)
 @config_option()
 @click.option("--no-save", is_flag=True, help="Do not store the two runs.")
+@instrument_option()
 @db_option
 def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
-               no_save, db) -> None:
+               no_save, instrument, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
     from .commands.continuous import ContinuousRequest, render, run_continuous
 
     request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench,
                                 rounds=rounds, max_rounds=max_rounds, factor=factor, round_alpha=round_alpha,
                                 fail_on=tuple(fail_on), db=db,
-                                machine=machine, quick=quick, save=not no_save)
+                                machine=machine, quick=quick, save=not no_save, instrument=instrument)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
     out = render(outcome, fmt)
     _emit(out)
@@ -464,19 +480,25 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 @click.argument("good")
 @click.argument("bad")
 @bench_option("The benchmark (asv -b regex).", required=True)
-@click.option("--metric", default="time_per_op", show_default=True, help="The metric that moved (name).")
+@click.option("--metric", default=None, help="The metric that moved (name; default time_per_op, or instructions "
+                                             "with --instrument callgrind).")
 @click.option("--rounds", type=int, default=4, show_default=True,
               help="Interleaved rounds per step (doubled on noise).")
 @round_alpha_option("Significance the rounds must reach to call the culprit's change confirmed (default 0.01).")
 @machine_option(ASV_MACHINE_HELP)
 @config_option()
 @format_option("table", "json")
-def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt) -> None:
-    """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements."""
+@click.option("--no-save", is_flag=True, help="Do not store the A/B measurements.")
+@db_option
+@instrument_option()
+def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument) -> None:
+    """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
     from .commands.bisect import BisectRequest, render, run_bisect, to_json
 
-    request = BisectRequest(good=good, bad=bad, bench=bench, metric=metric, project=Path.cwd(), config=config,
-                            rounds=rounds, machine=machine, round_alpha=round_alpha)
+    request = BisectRequest(good=good, bad=bad, bench=bench, project=Path.cwd(), config=config,
+                            rounds=rounds, machine=machine, round_alpha=round_alpha, db=db, save=not no_save,
+                            instrument=instrument,
+                            metric=metric or ("instructions" if instrument == "callgrind" else "time_per_op"))
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
         echo(to_json(outcome))

@@ -123,3 +123,10 @@ def metric_option() -> Decorator:
 
 def round_alpha_option(help: str) -> Decorator:
     return click.option("--round-alpha", type=float, metavar="P", help=help)
+
+
+def instrument_option() -> Decorator:
+    return click.option(
+        "--instrument", type=click.Choice(["wall", "callgrind"]), default="wall", show_default=True,
+        help="wall: time each case; callgrind: count its instructions and simulated cache misses under Valgrind, "
+             "the same on any machine (docs/instruments.md).")

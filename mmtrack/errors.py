@@ -7,6 +7,7 @@ import re
 EXIT_OK = 0
 EXIT_FAILURES = 1  # a regression with --fail-on, or some inputs failed
 EXIT_USAGE = 2  # a usage error or a failed benchmark
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it); finished work is kept
 
 
 class UserError(Exception):

@@ -2,11 +2,12 @@
 
 A benchmark name (``suite.TimeSuite.time_sort(1000, 'float64')``) differs from its
 neighbours in its tail, so a narrow column wraps it at its dots, and a single part
-still too wide loses its *head* behind an ellipsis, never its tail.
+still too wide folds: no character is cut (:class:`FitTable` keeps tables inside the terminal).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Iterable
 
@@ -14,12 +15,14 @@ from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
 from rich.segment import Segment
 from rich.style import Style, StyleType
+from rich.table import Table
 from rich.text import Text
 
 from .textsafe import term
 
 NAME_MIN_WIDTH = 20  # a name column never gets narrower than this (or the name itself)
-_PARTS = re.compile(r"[^.(]+[.(]?|[.(]")  # "a.b.c(1, 2)" -> "a." "b." "c(" "1, 2)"
+# "a.b.c(1, 2)" -> "a." "b." "c(" "1, " "2)"; "m/n [u]" -> "m/" "n " "[u]"
+_PARTS = re.compile(r"[^.( /]+[.( /]?|[.( /]")
 
 
 def left_ellipsis(text: str, width: int) -> str:
@@ -32,7 +35,8 @@ def left_ellipsis(text: str, width: int) -> str:
 
 
 def wrap_at_dots(text: str, width: int) -> list[str]:
-    """Lines of at most ``width`` cells, broken after dots (and before arguments)."""
+    """Lines of at most ``width`` cells, broken after dots, slashes and spaces (and before arguments); a part
+    longer than a line folds: nothing is cut."""
     lines: list[str] = []
     line = ""
     for part in _PARTS.findall(text) or [text]:
@@ -41,7 +45,45 @@ def wrap_at_dots(text: str, width: int) -> list[str]:
             line = ""
         line += part
     lines.append(line)
-    return [left_ellipsis(x, width) for x in lines]
+    width = max(1, width)
+    return [x[i : i + width] for x in lines for i in range(0, max(1, len(x)), width)]
+
+
+class FitTable(Table):
+    """A rich Table whose columns share the width without going below what each needs.
+
+    Rich collapses the widest columns first, past a column's ``min_width``; the table then comes out wider than
+    the terminal and the console crops each line, title included (characters lost at 80 columns). Where the
+    columns' minimums fit, this gives each its minimum and shares the rest by what each could still use."""
+
+    def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
+        widths = super()._calculate_column_widths(console, options)
+        room = options.max_width
+        if sum(widths) <= room:
+            return widths
+        ranges = [self._measure_column(console, options, column) for column in self.columns]
+        lows, highs = [r.minimum for r in ranges], [r.maximum for r in ranges]
+        if sum(lows) > room:
+            return widths  # no fit: rich's own choice
+        return _share(lows, highs, room)
+
+
+def _share(lows: list[int], highs: list[int], room: int) -> list[int]:
+    """Widths from ``lows`` up towards ``highs``, the room left shared in proportion to what each still wants."""
+    wants = [hi - lo for lo, hi in zip(lows, highs)]
+    spare = room - sum(lows)
+    if sum(wants) <= spare:
+        return list(highs)
+    given = [spare * w // sum(wants) for w in wants]
+    for i in sorted(range(len(wants)), key=lambda i: wants[i] - given[i], reverse=True)[: spare - sum(given)]:
+        given[i] += 1
+    return [lo + g for lo, g in zip(lows, given)]
+
+
+def unwrapped(console: Console) -> bool:
+    """A summary line's ``soft_wrap``: on a terminal, or where COLUMNS gives the width, it wraps on words (nothing cut,
+    nothing past the edge); in a pipe of unknown width it stays one line, whole for grep."""
+    return not (console.is_terminal or os.environ.get("COLUMNS", "").isdigit())
 
 
 class Name:

@@ -32,7 +32,13 @@ Tiers (by the commit-to-commit robust CV): ``quiet`` < 3%, ``mid`` 3-10%, ``nois
 
 API (stable; others depend on it, only ever add to it):
 ``ci_series``, ``ci_series_with_model``, ``SeriesModel``, ``inject_step``, ``inject_creep``, ``series_stats``, ``tier_of``, ``draw_tier``, ``TIERS``,
-``suite_runners``, ``SuiteRunners``.
+``suite_runners``, ``SuiteRunners``, ``ci_fleet``, ``Fleet``, ``FleetShift``.
+
+**Runs as a factor** (:func:`ci_fleet`): several machines, each running several sibling environments (Python
+versions) in one nightly job that shares the machine's runner, over the same commits. It adds what independent
+series lack: run-date shifts (a runner image or dependency set changes on a date, for every series of a machine
+or of some environments, each by its own amount of one sign), old commits re-measured on later dates (asv keeps
+the latest run of a commit, so the old commit then reads the new level), and commits measured out of order.
 
 ``python scripts/ci_noise.py [--series N] [--commits N]`` prints the statistics of a
 generated population beside the targets (the calibration evidence).
@@ -237,6 +243,88 @@ def inject_creep(
     """A gradual change: ``per_commit`` (relative) more at each of ``n`` commits from ``start``; it stays after."""
     k = np.clip(np.arange(len(samples)) - start + 1, 0, n)
     return _rescale(samples, (1.0 + per_commit) ** k)
+
+
+# --------------------------------------------------------------------------- runs as a factor
+
+
+@dataclass(frozen=True)
+class FleetShift:
+    """A run-date shift: from ``day`` on, every series of ``machine``'s ``environments`` moves (log) by its own
+    amount of the sign of ``size``."""
+
+    machine: str
+    environments: tuple[str, ...]
+    day: int
+    size: float
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Nightly histories of one project on several machines and environments.
+
+    ``runs[(machine, env, benchmark)]`` lists (commit index, run day, value) of the run each commit kept (its
+    latest, as asv keeps one result file per commit), in commit order; ``steps`` holds the code changes
+    (benchmark, commit index, relative size) and ``shifts`` the run-date shifts."""
+
+    runs: dict[tuple[str, str, str], list[tuple[int, int, float]]]
+    steps: list[tuple[str, int, float]]
+    shifts: list[FleetShift]
+    commits: int
+
+
+def _fleet_schedule(rng: np.random.Generator, n: int, rerun_rate: float, late_rate: float) -> dict[int, int]:
+    """The run day of each commit's kept run: one new commit a night, some measured a few nights late (out of
+    order), and some old commits re-measured on a later night (their kept run is the later one)."""
+    day_of = {}
+    for c in range(n):
+        day_of[c] = c + (int(rng.integers(1, 6)) if rng.random() < late_rate else 0)
+    for night in range(n):
+        if rng.random() < rerun_rate and night > 10:
+            for c in rng.choice(night - 1, size=min(night - 1, int(rng.integers(1, 3))), replace=False):
+                day_of[int(c)] = max(day_of[int(c)], night)
+    return day_of
+
+
+def ci_fleet(
+    rng: np.random.Generator, *, machines: int = 2, environments: int = 3, benchmarks: int = 30, commits: int = 120,
+    code_steps: int = 3, shifts: int = 2, rerun_rate: float = 0.15, late_rate: float = 0.05,
+) -> Fleet:
+    """A fleet history: ``code_steps`` benchmarks change at a commit on every machine and environment (sizes
+    +-5-50%); ``shifts`` run-date shifts each move one machine's environments (one, some or all of them; 10-300%,
+    either way). Runner levels are drawn per machine and night and shared by that night's environments."""
+    envs = [f"py3.{10 + e}" for e in range(environments)]
+    names = [f"m{k}" for k in range(machines)]
+    steps = [(f"b{int(b)}", int(rng.integers(15, commits - 15)), float(rng.choice([-1, 1]) * math.exp(rng.uniform(math.log(0.05), math.log(0.5)))))
+             for b in rng.choice(benchmarks, size=code_steps, replace=False)]
+    drawn = []
+    for _ in range(shifts):
+        k = int(rng.integers(1, environments + 1))
+        which = tuple(sorted(rng.choice(envs, size=k, replace=False).tolist()))
+        size = float(rng.choice([-1, 1]) * math.log1p(math.exp(rng.uniform(math.log(0.10), math.log(3.0)))))
+        drawn.append(FleetShift(str(rng.choice(names)), which, int(rng.integers(20, commits + 10)), size))
+    runs: dict[tuple[str, str, str], list[tuple[int, int, float]]] = {}
+    for machine in names:
+        runner = suite_runners(rng, commits + 20)  # by night: one runner per machine and night
+        schedule = {env: _fleet_schedule(rng, commits, rerun_rate, late_rate) for env in envs}
+        for b in range(benchmarks):
+            bench = f"b{b}"
+            tier = draw_tier(rng)
+            for env in envs:
+                days = schedule[env]
+                _, samples = ci_series(rng, commits + 20, tier, suite=runner)  # noise and runner level by night
+                night = np.array([float(np.median(samples[days[c]])) for c in range(commits)])
+                code = np.ones(commits)
+                for sb, at, size in steps:
+                    if sb == bench:
+                        code[at:] *= 1.0 + size
+                date = np.ones(commits)
+                for sh in drawn:
+                    if sh.machine == machine and env in sh.environments:
+                        amount = sh.size * float(np.exp(rng.normal(0.0, 0.35)))
+                        date *= np.where(np.array([days[c] for c in range(commits)]) >= sh.day, math.exp(amount), 1.0)
+                runs[(machine, env, bench)] = [(c, days[c], float(night[c] * code[c] * date[c])) for c in range(commits)]
+    return Fleet(runs, steps, drawn, commits)
 
 
 # --------------------------------------------------------------------------- statistics

@@ -263,18 +263,25 @@ def _running_env_pth() -> str:
 
 
 
-def compare_asv(folder: Path, env: dict, runs: int) -> None:
-    """`asv continuous` (virtualenv envs, its own builds) and `mmtrack continuous`, alternating."""
-    repo, shas = make_repo(folder, env, [{}, {"sum": 1.10}])
-    # The config lives beside the repository: every path in it points into the repository's folder.
-    conf = dict(CONF, environment_type="virtualenv", pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"],
+def asv_virtualenv_config(folder: Path, repo: Path, base: dict) -> Path:
+    """``base`` for asv's own virtualenv environments (its builds, its cache), written beside the repository:
+    every path in it points into ``folder``."""
+    conf = dict(base, environment_type="virtualenv", pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"],
                 matrix={"req": {}}, build_command=["python -m pip wheel --no-deps --no-build-isolation "
                                                     "-w {build_cache_dir} {build_dir}"],
                 install_command=["in-dir={env_dir} python -mpip install {wheel_file}", _running_env_pth()],
                 repo=str(repo), benchmark_dir=str(repo / "benchmarks"), results_dir=str(folder / "asv-results"),
                 html_dir=str(folder / "asv-html"), env_dir=str(folder / "asv-env"))
-    (folder / "asv.virtualenv.json").write_text(json.dumps(conf))
-    asv_cmd = [sys.executable, "-m", "asv", "continuous", "--config", str(folder / "asv.virtualenv.json"),
+    path = folder / "asv.virtualenv.json"
+    path.write_text(json.dumps(conf))
+    return path
+
+
+def compare_asv(folder: Path, env: dict, runs: int) -> None:
+    """`asv continuous` (virtualenv envs, its own builds) and `mmtrack continuous`, alternating."""
+    repo, shas = make_repo(folder, env, [{}, {"sum": 1.10}])
+    conf = asv_virtualenv_config(folder, repo, CONF)
+    asv_cmd = [sys.executable, "-m", "asv", "continuous", "--config", str(conf),
                "--machine", MACHINE, "-b", "Kernels", shas[0], shas[1]]
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
                    capture_output=True)

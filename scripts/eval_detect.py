@@ -249,7 +249,7 @@ Detector = Callable[[History], list[int]]
 
 def mmtrack_detector(policy: DetectPolicy) -> Detector:
     def run(h: History) -> list[int]:
-        steps = find_steps(h.medians, policy)
+        steps = find_steps(h.medians, policy, settle=True)  # as mmtrack detect reports them
         return [s.index for s in steps if s.after > s.before]  # lower is better: up is a regression
 
     return run

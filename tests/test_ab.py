@@ -292,6 +292,89 @@ def test_undecided_benchmarks_alone_get_more_rounds(monkeypatch):
     assert len(a.cases[("b.time_steady", "{}")].round_bests[next(iter(a.cases[("b.time_steady", "{}")].round_bests))]) == 6
 
 
+def test_benchmarks_leave_the_rounds_once_decided_either_way(monkeypatch):
+    """From the third round on, a confirmed change and an unchanged benchmark whose rounds bound its
+    difference inside the threshold stop; one whose rounds scatter too much to bound it runs on alone."""
+    import random
+    import re
+
+    from mmtrack.ab import interleave
+    from mmtrack.asvbridge.asvrun import CaseResult, Collected
+
+    rng = random.Random(3)
+    runs: dict[str, int] = {}
+
+    def fake_run_once(plan, side, folder):
+        cases = []
+        for name, change, scatter in (("b.time_steady", 1.0, 0.0), ("b.time_slower", 1.3, 0.0),
+                                      ("b.time_scattered", 1.0, 0.08)):
+            if plan.bench and not re.search(plan.bench, name):
+                continue
+            runs[name] = runs.get(name, 0) + 1
+            factor = (change if side.label == "B" else 1.0) * (1 + rng.uniform(-scatter, scatter))
+            values = tuple(v * factor for v in CALM)
+            cases.append(CaseResult(name, {}, "ok", value=values[0], samples=values, unit="seconds"))
+        return Collected("existing-py", folder, cases, [], [])
+
+    monkeypatch.setattr(interleave, "run_once", fake_run_once)
+    monkeypatch.setattr(interleave, "build_side", lambda plan, repo, sha, label: _side(label, []))
+    monkeypatch.setattr(interleave, "refuse_empty_selection", lambda plan, side: None)
+    plan = interleave.ABPlan(Path("."), Path("asv.conf.json"), {}, "box", rounds=6, max_rounds=12)
+    result = interleave.measure_pair(plan, Path("."), "a" * 40, "b" * 40)
+    assert result.rounds == interleave.EARLY_LOOK == 3
+    verdicts = {r.benchmark: r.verdict for r in interleave.settle(plan, result).rows}
+    assert verdicts["b.time_slower"] == "regressed" and verdicts["b.time_steady"] == "unchanged"
+    assert runs["b.time_slower"] == runs["b.time_steady"] == 2 * 3
+    assert runs["b.time_scattered"] > 2 * 3 and 3 < result.rounds <= 12
+
+
+def test_a_flag_stands_only_beyond_what_two_builds_of_the_base_read(monkeypatch, tmp_path):
+    """Two builds of the base read 6% apart: a flagged 7% change is within that tolerance (not flagged, the row
+    says why), a 30% change is beyond it; an unflagged benchmark costs no A/A rounds, and the next run against
+    the same base reads the A/A ratios kept beside the second build instead of measuring them again."""
+    import re
+    from datetime import datetime, timezone
+
+    from mmtrack.ab import calibrate, interleave
+    from mmtrack.ab.envs import CommitEnv
+    from mmtrack.asvbridge.asvrun import CaseResult, Collected
+
+    twin = CommitEnv("a" * 40, tmp_path, Path(sys.executable), 0.0, True)
+    level = {"A": 1.0, "B": None, "A2": 1.06}
+    measured: list[str] = []
+
+    def fake_run_once(plan, side, folder):
+        cases = []
+        for name, change in (("b.time_small", 1.07), ("b.time_large", 1.3), ("b.time_same", 1.0)):
+            if plan.bench and not re.search(plan.bench, name):
+                continue
+            measured.append(f"{side.label}:{name}")
+            values = tuple(v * (level[side.label] or change) for v in CALM)
+            cases.append(CaseResult(name, {}, "ok", value=values[0], samples=values, unit="seconds"))
+        return Collected("existing-py", folder, cases, [], [])
+
+    monkeypatch.setattr(interleave, "run_once", fake_run_once)
+    monkeypatch.setattr(calibrate, "build_env", lambda repo, sha, cache, config, twin=False: twin_env)
+    twin_env = twin
+    a, b = _side("A", []), _side("B", [])
+    a.cases.clear(), b.cases.clear()
+    plan = interleave.ABPlan(Path("."), Path("asv.conf.json"), {}, "box", rounds=4)
+    result = interleave.ABResult(a, b, 0, [], "box", datetime.now(timezone.utc))
+    interleave.run_rounds(plan, result, 4)
+    from mmtrack.analysis.compare import ComparePolicy
+
+    policy = ComparePolicy(threshold=interleave.AB_THRESHOLD)
+    first = interleave.judge(result, policy)
+    assert {r.benchmark: r.verdict for r in first.rows}["b.time_small"] == "regressed"
+    rows = {r.benchmark: r for r in calibrate.calibrate(plan, Path("."), result, first, policy).rows}
+    assert rows["b.time_large"].verdict == "regressed" and rows["b.time_same"].verdict == "unchanged"
+    assert rows["b.time_small"].verdict != "regressed" and "A/A-calibrated" in rows["b.time_small"].note
+    assert rows["b.time_small"].threshold > 0.10 and "A2:b.time_same" not in measured
+    assert sum(m.startswith("A2:") for m in measured) == 2 * calibrate.AA_ROUNDS
+    again = {r.benchmark: r for r in calibrate.calibrate(plan, Path("."), result, first, policy).rows}
+    assert again == rows and sum(m.startswith("A2:") for m in measured) == 2 * calibrate.AA_ROUNDS
+
+
 def test_env_is_built_once_and_holds_that_commits_code(project, tmp_path):
     repo, shas = project["repo"], project["shas"]
     first = build_env(repo, shas[2], tmp_path / "envs")
@@ -359,6 +442,23 @@ def test_continuous_markdown_for_a_pr_comment(project):
     assert "`bench_ab.Crunch.time_crunch`" in proc.stdout and "| `time_per_op [s]` |" in proc.stdout
     env_note = r"\((built in [\d.]+ s|cached env)\)"  # B's is cached when the test before built it
     assert re.search(rf"A/B on testbox: A {shas[0][:8]} {env_note}, B {shas[1][:8]} {env_note}", proc.stdout)
+
+
+def test_bisect_stores_each_measurement_in_the_store_given(project, tmp_path):
+    """bisect keeps its evidence as continuous does: every A/B measurement a pair of runs of kind ab (issue 45)."""
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    db = tmp_path / "bisect.db"
+    proc = run_cli("bisect", shas[0], shas[2], "-b", "time_crunch", "--rounds", "3", "--db", str(db),
+                   "--format", "json", cwd=repo, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads(proc.stdout)
+    assert data["culprit"] == shas[2]
+    with sqlite3.connect(db) as con:
+        pairs = con.execute("select id, purpose, base_run_id, head_run_id from ab_pair order by id").fetchall()
+        kinds = dict(con.execute("select id, kind from run").fetchall())
+    con.close()
+    assert [p[0] for p in pairs] == data["stored_pairs"] and len(pairs) >= 2  # GOOD-BAD, a step, the final pair
+    assert {p[1] for p in pairs} == {"bisect"} and {kinds[r] for p in pairs for r in p[2:]} == {"ab"}
 
 
 @pytest.mark.parametrize("case", ["dirty", "missing base", "max rounds", "round alpha", "bisect round alpha",

@@ -59,3 +59,35 @@ def test_update_bad_input_is_one_line(tmp_path: Path) -> None:
     r = mmtrack("update", str(tmp_path / "missing"), "-o", str(tmp_path / "site"), "--db",
                 f"sqlite:///{tmp_path / 's.db'}", cwd=tmp_path)
     assert r.returncode == 2 and "not a directory" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_updates_commit_by_commit_store_what_a_full_detect_run_stores(tmp_path: Path) -> None:
+    """The incremental path (update after each new commit, detect on the touched series) and one full `detect`
+    over the same store: the same change points, field by field."""
+    import shutil
+
+    from mmtrack.store import queries as q
+    from mmtrack.store.db import open_store
+
+    model = synthetic_model(3, 36, 2, seed=5, step_every=2, config=SiteConfig())
+    results, site, url = tmp_path / "results", tmp_path / "site", f"sqlite:///{tmp_path / 'store.db'}"
+    write_asv_results(results, model, commits=list(model.commits[:33]))
+    args = ("update", str(results), "-o", str(site), "--db", url, "--title", "t")
+    assert mmtrack(*args, cwd=tmp_path).returncode == 0
+    for commit in model.commits[33:]:
+        write_asv_results(results, model, commits=[commit])
+        assert mmtrack(*args, cwd=tmp_path).returncode == 0
+    shutil.copyfile(tmp_path / "store.db", tmp_path / "full.db")
+    full_url = f"sqlite:///{tmp_path / 'full.db'}"
+    assert mmtrack("detect", "--db", full_url, "--format", "json", cwd=tmp_path).returncode in (0, 1)
+
+    def stored(url: str) -> list[tuple]:
+        store = open_store(url)
+        try:
+            return sorted((str(c.series), c.kind, c.before_sha, c.after_sha, c.before_value, c.after_value, c.ratio,
+                           c.p_value, c.persists, c.method) for c in q.load_change_points(store))
+        finally:
+            store.close()
+
+    incremental = stored(url)
+    assert incremental and incremental == stored(full_url)

@@ -75,6 +75,7 @@ class BisectOutcome:
     built: set[str] = field(default_factory=set)  # commits with an environment, built now or cached
     new_builds: int = 0
     seconds: float = 0.0
+    pair_ids: list[int] = field(default_factory=list)  # the A/B pairs stored, one per measurement
 
 
 def first_parent_range(repo: Path, good: str, bad: str) -> list[str]:
@@ -116,7 +117,7 @@ def _did_not_run(m: Any) -> str:
 class Bisector:
     def __init__(self, plan: ABPlan, repo: Path, metric_name: str, z: float = 2.0, retries: int = 2,
                  progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT,
-                 round_alpha: float = ROUND_ALPHA) -> None:
+                 round_alpha: float = ROUND_ALPHA, on_measured: Callable[[ABResult], None] | None = None) -> None:
         from ..analysis.compare import ComparePolicy
 
         self.plan, self.repo, self.metric_name, self.z, self.retries = plan, repo, metric_name, z, retries
@@ -124,6 +125,7 @@ class Bisector:
         self.policy = ComparePolicy(threshold=min_effect, round_alpha=round_alpha)
         self.min_effect = min_effect
         self.progress = progress
+        self.on_measured = on_measured  # each measurement as it finishes (stored: a Ctrl-C keeps the ones done)
         self.sides: dict[str, Any] = {}
         self.new_builds = 0
         self.target: tuple[CaseKey, MetricKey] = (("", ""), MetricKey("", "", ""))
@@ -144,7 +146,10 @@ class Bisector:
         from dataclasses import replace
 
         plan = replace(self.plan, rounds=rounds)
-        return run_interleaved(plan, self.side(good, "A"), self.side(other, "B"), self.progress)
+        result = run_interleaved(plan, self.side(good, "A"), self.side(other, "B"), self.progress)
+        if self.on_measured is not None:
+            self.on_measured(result)
+        return result
 
     def pick_case(self, result: ABResult) -> tuple[CaseKey, MetricKey, Any]:
         """The selected benchmark's case and metric that GOOD → BAD changed most (significantly)."""

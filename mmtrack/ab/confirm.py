@@ -128,6 +128,7 @@ def confirm(project: Path, config: Path | None, machine: str, before: str, after
     """Re-measure ``before`` and ``after`` A/B for ``rows``' benchmarks; (report, A/B result).
     ``round_alpha``: the significance the rounds must reach (None: :data:`.interleave.ROUND_ALPHA`)."""
     from ..analysis.compare import ComparePolicy
+    from .calibrate import calibrate
     from .interleave import bench_regex, make_plan, measure_pair, settle
 
     report = ConfirmReport(before, after)
@@ -135,7 +136,8 @@ def confirm(project: Path, config: Path | None, machine: str, before: str, after
     plan.budget = budget
     plan.max_rounds = 2 * rounds
     result = measure_pair(plan, repo, before, after, progress)
-    comparison = settle(plan, result, ComparePolicy(round_alpha=round_alpha), progress=progress)
+    policy = ComparePolicy(round_alpha=round_alpha)
+    comparison = calibrate(plan, repo, result, settle(plan, result, policy, progress=progress), policy, progress)
     by_case = {(r.benchmark, r.params, r.metric): r for r in comparison.rows}
     for row in rows:
         ab = by_case.get((row.benchmark, row.params, row.metric))

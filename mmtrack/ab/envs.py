@@ -104,10 +104,11 @@ def env_python(path: Path) -> Path:
 
 
 def build_env(repo: Path, sha: str, cache: Path, config: dict[str, Any] | None = None,
-              log: Any = None) -> CommitEnv:
-    """The environment of ``sha``: reused from ``cache`` when built before, else built now."""
+              log: Any = None, twin: bool = False) -> CommitEnv:
+    """The environment of ``sha``: reused from ``cache`` when built before, else built now. ``twin``: a
+    second, separate build of the same commit (what two builds of identical code do: :mod:`.calibrate`)."""
     config = config or {}
-    path = cache / f"{sha[:12]}-{env_key(config)}"
+    path = cache / f"{sha[:12]}-{env_key(config)}{'-twin' if twin else ''}"
     python = env_python(path)
     if (path / MARKER).is_file() and python.exists():
         return CommitEnv(sha, path, python, 0.0, cached=True)

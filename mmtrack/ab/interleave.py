@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..asvbridge import asvrun, spool
+from ..asvbridge import asvrun, callgrind_run, spool
 from ..measure.metrics import Direction, MetricSummary
 from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
 from .envs import CommitEnv
@@ -170,6 +170,8 @@ class ABPlan:
     asv_args: tuple[str, ...] = ()
     budget: float | None = None  # seconds of measuring; no new round starts that would overrun it
     max_rounds: int = 0  # :func:`settle` adds rounds for undecided benchmarks up to this (0: never)
+    instrument: str = "wall"  # "callgrind": each side counted once under Valgrind (asvbridge/callgrind_run.py)
+    early_stop: bool = True  # :func:`measure_pair` runs :data:`EARLY_LOOK` rounds, :func:`settle` the rest as needed
 
 
 #: One round of one side: a single asv process round, up to a second per benchmark (engine
@@ -196,6 +198,10 @@ MODE_GAP = 0.10
 RANK_MIN_ROUNDS = 5
 #: The least scatter of a side's fast-mode round bests (log), whatever the few rounds show.
 ROUND_SD_FLOOR = 0.01
+#: Rounds every benchmark runs before it may leave the A/B run decided either way (:func:`settle`).
+EARLY_LOOK = MIN_ROUNDS
+#: Significance of the equivalence test (two one-sided t-tests) that lets an unchanged benchmark stop early.
+EQUIVALENCE_ALPHA = 0.05
 #: A/B's default minimum effect: both commits measured here, interleaved, so the between-runner
 #: noise that sets history's 10% is gone; the round test guards against the rest.
 AB_THRESHOLD = 0.05
@@ -250,27 +256,61 @@ def run_rounds(plan: ABPlan, result: ABResult, rounds: int, progress: Callable[[
 
 
 def settle(plan: ABPlan, result: ABResult, policy: Any = None, progress: Callable[[str], None] | None = None) -> Any:
-    """:func:`judge`, then more rounds of only the undecided benchmarks until each is decided or
-    ``plan.max_rounds`` is reached; the last comparison.
+    """:func:`judge`, then more rounds of only the benchmarks still open; the last comparison.
 
-    A benchmark is undecided when its verdict is ``ambiguous``: too few fast-mode rounds, or a
-    difference the rounds cannot yet tell from their scatter. The machine's slow spells take whole
-    rounds, so a fixed count sometimes leaves too few clean ones; two rounds more (one per order)
-    at a time, for those benchmarks alone, cost far less than raising ``--rounds`` for all.
+    Up to ``plan.rounds``, a benchmark stays open until it is decided either way (:func:`decided`), one
+    round at a time, as bisect's sequential test stops once a step is decided: a confirmed change, or
+    rounds that bound the change inside the threshold. From ``plan.rounds`` to ``plan.max_rounds``,
+    only the ``ambiguous`` ones stay, two rounds at a time: too few fast-mode rounds, or a difference the
+    rounds cannot yet tell from their scatter. The machine's slow spells take whole rounds, so a fixed
+    count sometimes leaves too few clean ones; rounds for those benchmarks alone cost far less than
+    raising ``--rounds`` for all.
     """
     comparison = judge(result, policy)
-    while plan.max_rounds and result.rounds < plan.max_rounds and not _over_budget(plan, result):
-        undecided = [r for r in comparison.rows if r.verdict == "ambiguous" and r.ratio is not None]
-        if not undecided:
+    while not _over_budget(plan, result):
+        early = result.rounds < plan.rounds
+        cap = plan.rounds if early else plan.max_rounds
+        open_rows = [r for r in comparison.rows if r.ratio is not None
+                     and (r.verdict == "ambiguous" or (early and not decided(r, result)))]
+        if not open_rows or result.rounds >= cap:
             break
         if progress:
-            progress(f"{len({r.benchmark for r in undecided})} benchmarks undecided after {result.rounds} rounds")
+            progress(f"{len({r.benchmark for r in open_rows})} benchmarks undecided after {result.rounds} rounds")
         before = result.rounds
-        run_rounds(plan, result, min(2, plan.max_rounds - result.rounds), progress, bench_regex(undecided))
+        run_rounds(plan, result, 1 if early else min(2, cap - result.rounds), progress, bench_regex(open_rows))
         if result.rounds == before:
             break
         comparison = judge(result, policy)
     return comparison
+
+
+def decided(row: Any, result: ABResult) -> bool:
+    """``row`` needs no more rounds: a confirmed change, or fast-mode rounds whose difference an equivalence
+    test (two one-sided Welch tests at :data:`EQUIVALENCE_ALPHA`) bounds inside the row's threshold."""
+    if row.verdict in ("regressed", "improved"):
+        return True
+    if row.verdict != "unchanged" or row.ratio is None:
+        return False
+    case = (row.benchmark, row.params)
+    direction = result.base.cases[case].directions.get(row.metric, row.direction)
+    a, b = (fast_mode(v, direction) for v in round_bests(result, case, row.metric))
+    if min(len(a), len(b)) < MIN_ROUNDS:
+        return False
+    diff, se, df = _log_difference(a, b)
+    from scipy import stats
+
+    reach = float(stats.t.ppf(1 - EQUIVALENCE_ALPHA, df)) * se
+    return abs(diff) + reach < math.log1p(row.threshold)
+
+
+def _log_difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """(mean log B - mean log A, its standard error, Welch's degrees of freedom); each side's variance at
+    least :data:`ROUND_SD_FLOOR` squared."""
+    la, lb = [math.log(x) for x in a], [math.log(y) for y in b]
+    va = max(statistics.variance(la), ROUND_SD_FLOOR ** 2) / len(la)
+    vb = max(statistics.variance(lb), ROUND_SD_FLOOR ** 2) / len(lb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
+    return statistics.fmean(lb) - statistics.fmean(la), math.sqrt(va + vb), df
 
 
 def _over_budget(plan: ABPlan, result: ABResult) -> bool:
@@ -328,6 +368,9 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
     from ..errors import UserError
 
     prepared = prepared_for(plan, side, folder)
+    if plan.instrument == "callgrind":  # the side's build runs the working tree's suite under Valgrind
+        return callgrind_run.measure(prepared, plan.bench, None, python=side.env.python,
+                                     without=prepared.config_path.parent)
     asvrun.ensure_machine(prepared)
     request = asvrun.AsvInvocation(project=plan.project, quick=plan.quick, bench=plan.bench, machine=plan.machine,
                                 python=str(side.env.python), asv_args=(*ROUND_BUDGET, *plan.asv_args))
@@ -364,8 +407,26 @@ def side_environ(prepared: asvrun.Prepared, repo: Path) -> dict[str, str]:
 def _run_quiet(cmd: Sequence[str], prepared: asvrun.Prepared) -> Any:
     import subprocess
 
-    env = side_environ(prepared, prepared.config_path.parent)
+    env = randomised_layout(side_environ(prepared, prepared.config_path.parent))
     return subprocess.run(list(cmd), cwd=prepared.project, env=env, capture_output=True, text=True)
+
+
+#: The most bytes :func:`randomised_layout` pads the environment with: a page, past any alignment of the stack.
+LAYOUT_PAD = 4096
+
+
+def randomised_layout(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with a fresh hash seed and environment size for one round of one side.
+
+    The environment's size moves the stack's start and the hash seed the layout of every dict and set,
+    and either can move a timing by several percent (Mytkowicz et al., "Producing wrong data without doing
+    anything obviously wrong!", 2009). Drawn anew for every round, they fall on both sides alike rather
+    than on one build: their effect becomes round-to-round scatter that the round test sees.
+    """
+    import secrets
+
+    return {**env, "PYTHONHASHSEED": str(1 + secrets.randbelow(2**32 - 1)),
+            "MMTRACK_LAYOUT_PAD": "x" * secrets.randbelow(LAYOUT_PAD + 1)}
 
 
 # -- a whole A/B measurement: plan, builds, rounds --------------------------------------------
@@ -458,6 +519,10 @@ def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
     base = build_side(plan, repo, base_sha, "A")
     refuse_empty_selection(plan, base)
     head = build_side(plan, repo, head_sha, "B")
+    if plan.early_stop:  # :func:`settle` adds rounds up to plan.rounds for the benchmarks still undecided
+        from dataclasses import replace
+
+        return run_interleaved(replace(plan, rounds=min(plan.rounds, EARLY_LOOK)), base, head, progress)
     return run_interleaved(plan, base, head, progress)
 
 
@@ -484,7 +549,8 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     )
     rows = []
     for row in comparison.rows:
-        if row.ratio is not None and row.verdict in ("regressed", "improved", "unchanged", "ambiguous"):
+        counted = row.test == "deterministic"  # a count needs no rounds (analysis/deterministic.py)
+        if not counted and row.ratio is not None and row.verdict in ("regressed", "improved", "unchanged", "ambiguous"):
             a, b = round_bests(result, (row.benchmark, row.params), row.metric)
             direction = result.base.cases[(row.benchmark, row.params)].directions.get(row.metric, row.direction)
             p, doubt = round_evidence(a, b, direction, row.ratio, row.threshold, alpha)  # p also on unchanged rows
@@ -545,12 +611,8 @@ def round_evidence(a: Sequence[float], b: Sequence[float], direction: Direction,
         few = (f"{len(fa)} and {len(fb)} of {len(a)} and {len(b)} rounds in the fast mode: confirming "
                f"a change needs at least {MIN_ROUNDS} per side (raise --rounds)")
         return rank_evidence(a, b, ratio, threshold, few, alpha)
-    la, lb = [math.log(x) for x in fa], [math.log(y) for y in fb]
-    diff = statistics.fmean(lb) - statistics.fmean(la)
-    va = max(statistics.variance(la), ROUND_SD_FLOOR ** 2) / len(la)
-    vb = max(statistics.variance(lb), ROUND_SD_FLOOR ** 2) / len(lb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
-    p = float(2 * stats.t.sf(abs(diff) / math.sqrt(va + vb), df))
+    diff, se, df = _log_difference(fa, fb)
+    p = float(2 * stats.t.sf(abs(diff) / se, df))
     side = 1.0 if ratio > 1 else -1.0
     if not (side * diff > math.log1p(threshold) and p < alpha):
         return p, (f"rounds disagree: fast-mode ratio {math.exp(diff):.3f}, p={p:.2g} over {len(fa)}+{len(fb)} "

@@ -2,7 +2,8 @@
 
 Both sides are stored as runs of kind ``ab`` in one environment named after the
 Python that ran them (``ab-py3.11``): the two sides' series line up with each
-other, and stay apart from the history measured by ``mmtrack run``.
+other, and stay apart from the history measured by ``mmtrack run``: compare, detect and the pages
+read that history unless told ``--env ab-py3.11``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
+from ..store.models import AB_RUN_KIND
 from .interleave import ABResult, Side
-
-AB_RUN_KIND = "ab"
 
 
 def ab_environment() -> str:

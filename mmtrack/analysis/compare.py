@@ -70,7 +70,8 @@ from typing import TYPE_CHECKING, Collection, Iterable, Literal, Mapping, Sequen
 import numpy as np
 
 from ..measure.metrics import Direction
-from ..results import Measurement, MetricKey
+from ..results import ChangePoint, Measurement, MetricKey
+from . import deterministic
 from .noise import (
     SegmentNoise,
     agreement,
@@ -84,7 +85,7 @@ from .noise import (
     unseen_step,
     young_level,
 )
-from .policy import EVIDENCE, HISTORY_WINDOW, ComparePolicy, Evidence
+from .policy import EVIDENCE, HISTORY_WINDOW, SIGNIFICANT_BELOW, ComparePolicy, Evidence
 
 if TYPE_CHECKING:
     from .frames import SuiteFrames
@@ -315,6 +316,9 @@ def compare_pair(
         return Row(**base, verdict="failed", before=before, after=after, threshold=thr, note=note)
     if _failed(before):
         return Row(**base, verdict="fixed", before=before, after=after, threshold=thr)
+    if (settled := deterministic.judge(before, after, policy)) is not None:  # no history, no test needed
+        return Row(**base, verdict=settled.verdict, before=before, after=after, ratio=settled.ratio,  # type: ignore[arg-type]
+                   test="deterministic", threshold=settled.tolerance, state=settled.state, note=settled.note)
 
     as_measured = before
     before = before.scaled(frame)
@@ -354,7 +358,7 @@ def compare_pair(
     if ref.direction is Direction.NEUTRAL:
         return Row(**row, verdict="unchanged", note="neutral metric: never flagged" if beyond else "")
     if not beyond and not edge:
-        return Row(**row, verdict="unchanged")
+        return Row(**row, verdict="unchanged", note=significant_below(shown, p, thr))
     if not significant:
         if not beyond:
             return Row(**row, verdict="unchanged")
@@ -419,7 +423,7 @@ def compare_pair(
             # shown yet: only persistence tells.
             if (near >= 1 or z < z_bar) and state != "confirmed" and not by_density:
                 if not beyond:
-                    return Row(**row, verdict="unchanged", history_z=z)
+                    return Row(**row, verdict="unchanged", history_z=z, note=significant_below(shown, p, thr))
                 return Row(**row, verdict="ambiguous", history_z=z, note="within the series' own noise" if near else (
                     f"a young history ({len(noise.seen)} commits) needs {z_bar:.1f} deviations, {z:.1f} here"))
     if not beyond:
@@ -441,6 +445,46 @@ def compare_pair(
         changed = "unchanged"
     note = "; ".join(notes)
     return Row(**row, verdict=changed, history_z=z, state=state, note=note)
+
+
+def detect_says(verdict: str, note: str, change: ChangePoint) -> tuple[str, str] | None:
+    """The verdict and note a pair's row should read given detect's change point at the same pair of the same series
+    (reads the stored change point: its kind, ratio, persistence and, from :mod:`.events`, whether an environment
+    event holds it); None where the row stands as it is.
+
+    A step an environment event holds is the run's, not the code's: a row that flagged it reads ambiguous, with the
+    event's line. A code step detect found where the row did not flag one keeps the row's verdict and says in one line
+    why the two differ."""
+    if change.extra.get("cause") == "environment":
+        event = change.extra.get("event_line") or change.extra.get("event")
+        line = f"detect: an environment event, not the code ({event})"
+        if verdict in ("regressed", "improved"):
+            return "ambiguous", f"{line}; compare alone: {verdict}"
+        return verdict, f"{line}; {note}" if note else line
+    flagged = {"regression": "regressed", "improvement": "improved"}.get(change.kind)
+    if flagged is None or verdict == flagged:
+        return None
+    step = f"detect: {'persisting ' if change.persists else ''}{change.kind} ×{change.ratio:.2f} at this pair"
+    return verdict, f"{step}; compare: {verdict} ({note or 'the two commits alone do not cross the threshold'})"
+
+
+def reconciled_with_detect(row: Row, change: ChangePoint) -> Row:
+    """``row`` as detect's change point at the same pair of the same series bears on it (:func:`detect_says`); an
+    environment event's row loses its evidence state, which history gave a change of the code."""
+    said = detect_says(row.verdict, row.note, change)
+    if said is None:
+        return row
+    verdict, note = said
+    return dataclasses.replace(row, verdict=verdict, note=note, state=None if verdict != row.verdict else row.state)
+
+
+def significant_below(ratio: float, p: float | None, threshold: float) -> str:
+    """What an unchanged row says of a move its two commits' samples call significant (p below
+    :data:`.policy.SIGNIFICANT_BELOW`) though it stays under the threshold, e.g. "×1.037, p < 0.001, below the 5%
+    threshold"; "" for any other. Reads only the ratio and the samples' p-value: a bare "unchanged" hid such moves."""
+    if p is None or p >= SIGNIFICANT_BELOW or not 0 < ratio < math.inf or ratio == 1.0:
+        return ""
+    return f"×{ratio:.3f}, p < {SIGNIFICANT_BELOW:g}, below the {threshold:.0%} threshold"
 
 
 def _started_before(history: Sequence[float], value: float, later: Sequence[float], threshold: float, back: int) -> int:
@@ -1038,6 +1082,9 @@ __all__ = [
     "decided_by_last",
     "decided_in_run",
     "settled_by_ab",
+    "reconciled_with_detect",
+    "detect_says",
+    "significant_below",
     "series_history",
     "series_history_at",
     "series_later",

@@ -28,6 +28,28 @@ VERDICT_ORDER = ("failed", "regressed", "ambiguous", "improved", "fixed", "not c
 #: 0.85-1.23 to 0.24-0.26, recall of 20% steps from 0.53-0.55 to 0.44-0.47 (docs/analysis.md).
 HISTORY_WINDOW = 100
 
+# Environment events (:mod:`.events`), calibrated on the CI model's suites (scripts/eval_events.py, docs/design/).
+#: Points the run-date order must misplace fewer than the commit order: one re-measured commit can be noise.
+EVENT_DATE_MARGIN = 3
+#: ... and this share of the points the commit order misplaces: on noisy labels both orders misplace many.
+EVENT_DATE_GAIN = 0.3
+#: ... or a sign test over the group's change points (date-favouring against commit-favouring) this strong.
+EVENT_SIGN_ALPHA = 0.001
+#: Days apart that the new levels of one environment's change points may begin and still be one shift.
+EVENT_DAYS = 2.0
+#: Days from a larger event within which a few series' shift joins it: their own date splits scatter more.
+EVENT_ATTACH_DAYS = 14.0
+#: Commits apart (in commit order) that change points of one benchmark elsewhere may lie and still be one step.
+EVENT_REACH = 3
+#: Change points an environment-wide group needs (and sibling series that must be seen): fewer is no pattern.
+EVENT_MIN_SERIES = 5
+#: Share of an environment's analysed series that must step together: a code change rarely moves most of them.
+EVENT_SHARE = 0.5
+#: Share of the same benchmarks elsewhere that may step there too: more, and the code is the likelier cause.
+SIBLING_SHARE = 0.2
+#: A move below the threshold but this significant is named as such, not called "unchanged".
+SIGNIFICANT_BELOW = 0.001
+
 
 @dataclass(frozen=True, slots=True)
 class ComparePolicy:
@@ -73,6 +95,16 @@ class ComparePolicy:
     # ... and, given the commit of each history value, the runner levels the suite shares are taken out
     # of each series' history before the newest commit is judged (:mod:`.frames`).
     run_frames: bool = True
+    # Deterministic counts under callgrind (analysis/deterministic.py): a change beyond this share and beyond this
+    # many instructions (or cycles) per op is real at once. A/A runs from one folder read identical counts; the
+    # suite moved to another folder moved them by up to 0.08%, or 38 instructions per op (docs/design/callgrind.md).
+    deterministic_tolerance: float = 0.002
+    deterministic_floor: float = 64.0
+    # ... est_cycles: beyond this share it is suspected only: in continuous, two builds of one commit moved
+    # est_cycles and L1 data misses of unchanged sortedcontainers benchmarks while their instructions held
+    # (docs/design/callgrind.md). Misses within this many per op are not worth a note.
+    layout_tolerance: float = 0.05
+    miss_floor: float = 1.0
     # Same-machine A/B: the significance its round test must reach (None: the A/B default,
     # mmtrack.ab.interleave.ROUND_ALPHA); `continuous --round-alpha`.
     round_alpha: float | None = None
@@ -91,4 +123,5 @@ class ComparePolicy:
         return self.threshold
 
 
-__all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy"]
+__all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH", "EVENT_DAYS", "EVENT_DATE_GAIN", "EVENT_SIGN_ALPHA", "EVENT_ATTACH_DAYS",
+           "EVENT_MIN_SERIES", "EVENT_SHARE", "SIBLING_SHARE", "SIGNIFICANT_BELOW"]

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..measure.metrics import Direction, MetricFormat
 from ..measure.units import format_spread
 from ..results import Measurement
-from ..tables import NAME_MIN_WIDTH, stacked
+from ..tables import NAME_MIN_WIDTH, FitTable, stacked
 from ..textsafe import md_code, md_text, term
 from .compare import MARKS, Comparison, Row, failing_rows
 from .policy import VERDICT_ORDER
@@ -134,7 +134,7 @@ def render_table(comparison: Comparison, only_changed: bool = False, sort: str =
     It fits 80 columns: the benchmark wraps at its dots and keeps its tail; the metric sits under it.
     """
     title = term(summary_line(comparison)) + "\n" + term(overall_line(comparison, where))
-    t = Table(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left")
+    t = FitTable(box=box.SIMPLE_HEAD, title=Text(title), title_justify="left")
     t.add_column("", no_wrap=True)
     t.add_column(Text(term(comparison.before_label)), justify="right", overflow="fold")
     t.add_column(Text(term(comparison.after_label)), justify="right", overflow="fold")

@@ -63,6 +63,7 @@ class ImportFailure:
     module: str  # asv-style, relative to the suite (e.g. "sub.broken")
     path: str
     message: str
+    missing: str = ""  # the module a ModuleNotFoundError named, else ""
 
 
 @dataclass(slots=True)
@@ -208,8 +209,8 @@ def _resolvable_branches(repo: Path, branches: Sequence[str | None]) -> tuple[li
     return keep, missing
 
 
-def preflight(suite: Path, env: dict[str, str]) -> list[ImportFailure]:
-    """Import every suite module as asv will (same Python, same PYTHONPATH rule)."""
+def preflight(suite: Path, env: dict[str, str], python: str | None = None) -> list[ImportFailure]:
+    """Import every suite module as asv will (``python``, default this one; same PYTHONPATH rule)."""
     env = dict(env)
     # asv drops PYTHONPATH for benchmark processes and uses ASV_PYTHONPATH instead.
     env.pop("PYTHONPATH", None)
@@ -217,7 +218,7 @@ def preflight(suite: Path, env: dict[str, str]) -> list[ImportFailure]:
         env["PYTHONPATH"] = env["ASV_PYTHONPATH"]
     with tempfile.TemporaryDirectory(prefix="mmtrack-preflight-") as cwd:
         proc = subprocess.run(
-            [sys.executable, str(PREFLIGHT), str(suite)], cwd=cwd, env=env, capture_output=True, text=True
+            [python or sys.executable, str(PREFLIGHT), str(suite)], cwd=cwd, env=env, capture_output=True, text=True
         )
     try:
         failures = json.loads(proc.stdout.strip().splitlines()[-1])["failures"]
@@ -231,8 +232,29 @@ def preflight(suite: Path, env: dict[str, str]) -> list[ImportFailure]:
     for f in failures:
         module = f["module"]
         rel = module[len(root) + 1 :] if module.startswith(root + ".") else module
-        out.append(ImportFailure(rel, f["path"], f["message"]))
+        out.append(ImportFailure(rel, f["path"], f["message"], f.get("missing") or ""))
     return out
+
+
+def refuse_uninstalled_project(failures: Sequence[ImportFailure], folders: Sequence[Path], python: str) -> None:
+    """A suite file that cannot import a package lying in the project's own folder: the project is not installed
+    where asv runs (asv imports it from its environment, never from the folder). One line saying what to install,
+    before asv runs and fails every benchmark with its traceback."""
+    for failure in failures:
+        name = failure.missing.split(".")[0]
+        folder = next((f for f in folders if name and _holds_module(f, name)), None)
+        if folder is not None:
+            where = Path(failure.path).name if failure.path else failure.module
+            raise UserError(
+                f"{where}: `import {name}` fails in the Python asv runs ({python}): asv imports the project from "
+                f"that environment, never from {folder}; install it there first, e.g. `{python} -m pip install -e "
+                f"{folder}`, then run mmtrack again"
+            )
+
+
+def _holds_module(folder: Path, name: str) -> bool:
+    return any((base / name / "__init__.py").is_file() or (base / f"{name}.py").is_file()
+               for base in (folder, folder / "src"))
 
 
 def _filtered_suite(suite: Path, failures: Sequence[ImportFailure], dest: Path) -> Path:
@@ -305,7 +327,9 @@ def prepare(request: AsvInvocation) -> Prepared:
                 f"{missing[0]}:{missing[0]}`, so asv publish can draw that branch)"
             )
             derived["branches"] = keep or ["HEAD"]
-        prepared.import_failures = preflight(suite, prepared.environ())
+        python = request.python or sys.executable
+        prepared.import_failures = preflight(suite, prepared.environ(), python)
+        refuse_uninstalled_project(prepared.import_failures, sorted({project, repo}), python)
         if prepared.import_failures:
             derived["benchmark_dir"] = str(_filtered_suite(suite, prepared.import_failures, workdir / "suite"))
         prepared.derived_config.write_text(json.dumps(derived, indent=2))

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from ..textsafe import bounded
 from .declaration import EngineDeclaration, declaration_of
+from .timed import is_timed, time_benchmarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,11 @@ class EngineBenchmark:
     def concurrent(self) -> bool:
         return self.declaration.concurrent is not None
 
+    @property
+    def timed(self) -> bool:
+        """An asv ``time_`` benchmark run as an engine case (asvbridge/timed.py)."""
+        return is_timed(self.declaration)
+
     def found(self) -> FoundBenchmark:
         """This benchmark as plain values, for a process that must not import its file."""
         names, combos = self.param_grid()
@@ -101,7 +107,8 @@ class EngineBenchmark:
         return FoundBenchmark(
             name=self.name, source=self.source, suite=self.suite, param_names=tuple(names),
             combos=tuple(tuple(self.label(v) for v in combo) for combo in combos),
-            timeout=self.declared_timeout(), cache_key=self.cache_key, concurrent=self.concurrent, version=version,
+            timeout=self.declared_timeout(), cache_key=self.cache_key, concurrent=self.concurrent, timed=self.timed,
+            version=version,
         )
 
 
@@ -118,6 +125,7 @@ class FoundBenchmark:
     timeout: float | None  # asv's ``timeout`` attribute
     cache_key: str | None  # the class whose ``setup_cache`` the cases share
     concurrent: bool
+    timed: bool  # an asv time_ benchmark (asvbridge/timed.py)
     version: str | None  # asv's code version; None when there is no source to hash
 
     def param_grid(self) -> tuple[list[str], list[tuple[str, ...]]]:
@@ -180,8 +188,14 @@ def _module_names(path: Path, only: Path | None = None) -> Iterator[tuple[str, P
         yield ".".join(parts), f
 
 
-def _import(name: str, file: Path, sys_path_entry: Path) -> Any:
-    if str(sys_path_entry) not in sys.path:
+def _import(name: str, file: Path, sys_path_entry: Path, as_asv: bool = False) -> Any:
+    if as_asv:  # asv's way: the suite's package alone, so the checkout around it cannot shadow an installed build
+        from asv_runner._aux import update_sys_path
+
+        top = sys_path_entry / name.split(".", 1)[0]
+        if not any(getattr(f, "_name", None) == top.name for f in sys.meta_path):
+            update_sys_path(str(top))
+    elif str(sys_path_entry) not in sys.path:
         sys.path.insert(0, str(sys_path_entry))
     return importlib.import_module(name)
 
@@ -203,7 +217,7 @@ def suite_files(path: Path | str) -> tuple[Path, list[Path]]:
     return root, [file for _, file in _module_names(resolved)]
 
 
-def discover(path: Path | str, only: Path | None = None) -> Suite:
+def discover(path: Path | str, only: Path | None = None, timed: bool = False, as_asv: bool = False) -> Suite:
     """The engine benchmarks under ``path`` (a file or a folder), named relative to it as asv names them; with
     ``only``, just that file's, named as a discovery of all of ``path`` names them (what a worker needs).
 
@@ -212,7 +226,7 @@ def discover(path: Path | str, only: Path | None = None) -> Suite:
     suite = Suite(root=root)
     for modname, file in _module_names(resolved, only):
         try:
-            module = _import(modname, file, sys_path_entry)
+            module = _import(modname, file, sys_path_entry, as_asv and is_pkg)
         except BaseException as exc:  # noqa: BLE001  (SyntaxError, SystemExit...: report, go on)
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -225,6 +239,8 @@ def discover(path: Path | str, only: Path | None = None) -> Suite:
         # asv names benchmarks relative to the suite root package.
         rel = modname.split(".", 1)[1] if is_pkg and "." in modname else modname
         suite.benchmarks.extend(_engine_benchmarks(module, rel, file, resolved))
+        if timed:  # asv's time_ benchmarks too, for an instrument that counts (asvbridge/timed.py)
+            suite.benchmarks.extend(time_benchmarks(module, rel, file, resolved, EngineBenchmark))
     return suite
 
 

@@ -7,12 +7,17 @@ then records those as failed and lets asv run the rest.
 
 Standard library only, and run by path (``python preflight.py SUITE``), so it
 works in any environment asv can use, whether or not mmtrack is importable there.
-Prints one JSON object: ``{"failures": [{"module", "path", "message"}...]}``.
+Prints one JSON object: ``{"failures": [{"module", "path", "message", "missing"}...]}``, ``missing`` naming the
+module a ``ModuleNotFoundError`` could not find (else empty).
+
+Like asv's runner, it makes the suite's own package importable and nothing else beside it: the project
+folder is not on ``sys.path``, so a project that is not installed into this environment fails here as in asv.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -38,10 +43,23 @@ def _path_of(name: str) -> str | None:
     return os.path.abspath(spec.origin) if spec is not None and spec.origin else None
 
 
+class _SuiteOnly:
+    """Finds the suite's top-level package in its parent folder and nothing else there (asv_runner's
+    SpecificImporter, which its update_sys_path puts first on ``sys.meta_path``)."""
+
+    def __init__(self, name: str, parent: str) -> None:
+        self.name, self.parent = name, parent
+
+    def find_spec(self, fullname, path, target=None):  # noqa: ANN001, ANN201 - the meta path finder protocol
+        if fullname != self.name:
+            return None
+        return importlib.machinery.PathFinder.find_spec(fullname, [self.parent], target)
+
+
 def check(root: str) -> list[dict[str, str]]:
     """Import ``root`` (a benchmark folder) and every submodule; return the failures."""
     root = os.path.abspath(root)
-    sys.path.insert(0, os.path.dirname(root))  # as asv_runner's update_sys_path
+    sys.meta_path.insert(0, _SuiteOnly(os.path.basename(root), os.path.dirname(root)))
     failures: list[dict[str, str]] = []
 
     def visit(name: str) -> None:
@@ -49,7 +67,8 @@ def check(root: str) -> list[dict[str, str]]:
         try:
             module = importlib.import_module(name)
         except (Exception, SystemExit) as exc:  # noqa: BLE001  (report, go on)
-            failures.append({"module": name, "path": path or "", "message": _message(exc, path)})
+            missing = (exc.name or "") if isinstance(exc, ModuleNotFoundError) else ""
+            failures.append({"module": name, "path": path or "", "message": _message(exc, path), "missing": missing})
             return
         for _, sub, _ in pkgutil.iter_modules(getattr(module, "__path__", None) or [], f"{name}."):
             visit(sub)

@@ -86,8 +86,10 @@ def _exit_message(exc: SystemExit) -> str:
 class SuiteSession:
     """Runs cases; caches setup_cache per class for the session, as asv does per run."""
 
-    def __init__(self, options: RunOptions, *, progress: Progress | None = None, cooldown: float = 0.0):
+    def __init__(self, options: RunOptions, *, progress: Progress | None = None, cooldown: float = 0.0,
+                 runner: type[Runner] = Runner):
         self.options = options
+        self.runner = runner  # how a case is sampled: the engine's Runner, or an instrument's (CallgrindRunner)
         self.progress = progress
         self.cooldown = cooldown
         self._cache: dict[type, tuple[bool, Any]] = {}
@@ -126,7 +128,7 @@ class SuiteSession:
         try:
             spec = b.declaration.spec(instance, case.params, b.name, list(case.param_names))
             report = (lambda phase, done, total: self.progress(case, phase, done, total)) if self.progress else None
-            stats = Runner(spec, self.options, progress=report).run()
+            stats = self.runner(spec, self.options, progress=report).run()
             return Outcome(b.name, labels, Status.OK, stats=stats)
         except (BenchmarkDefinitionError, InvalidMetricError) as exc:
             return Outcome(b.name, labels, Status.FAILED, message=str(exc))

@@ -63,6 +63,7 @@ class CaseJob:
     param_index: int
     options: RunOptions
     cache: bytes | None = None  # the pickled setup_cache value of the case's class, if it has one
+    timed: bool = False  # an asv time_ benchmark (asvbridge/timed.py): discovered with timed=True
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +82,7 @@ ProgressFn = Callable[[str, int, int], None]
 def case_job(case: Case, options: RunOptions, cache: bytes | None = None) -> CaseJob:
     names, combos = case.benchmark.param_grid()
     b = case.benchmark
-    return CaseJob(b.source, b.suite, b.name, combos.index(case.params), options, cache)
+    return CaseJob(b.source, b.suite, b.name, combos.index(case.params), options, cache, b.timed)
 
 
 def timeout_of(case: Case, override: float | None = None) -> float:
@@ -249,14 +250,14 @@ class _ForwardLog(logging.Handler):
 
 
 
-def _find_case(job: Job) -> Case:
+def _find_case(job: Job, as_asv: bool = False) -> Case:
     """The job's case, found by discovering its file alone, named as the parent's discovery named it."""
     from .discover import discover
     from .session import expand
 
     source, benchmark = job.source, job.benchmark
     param_index = job.param_index if isinstance(job, CaseJob) else None
-    suite = discover(job.suite, only=source)
+    suite = discover(job.suite, only=source, timed=isinstance(job, CaseJob) and job.timed, as_asv=as_asv)
     if suite.failures:
         raise ImportError(suite.failures[0].message)
     for b in suite.benchmarks:

@@ -149,6 +149,12 @@ def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compa
         if choice.baseline is None:
             return None, note or "no earlier run of this suite on this host to compare with"
         return by_id[choice.baseline.run_id], note
+    return named_baseline(store, ctx.machine, compare, cwd, exclude=current.run_id), None
+
+
+def named_baseline(store: Store, machine: str, compare: str, cwd: Path, exclude: int | None = None) -> queries.RunInfo:
+    """The run ``--compare RUN|COMMIT`` names (a bench run of that commit on ``machine``, not ``exclude``), or
+    one line saying why there is none: checked before the suite runs, and again when it is compared."""
     run_id = compare.removeprefix("run:")
     # Digits are a run id, unless MIN_SHA or more of them name a commit git knows (a sha prefix such as "0512763887").
     short_id = run_id != compare or (run_id.isdigit() and len(run_id) < MIN_SHA)
@@ -158,14 +164,13 @@ def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compa
         if not found:
             raise UserError(f"--compare {compare}: no run with that id in the store; `mmtrack list runs` lists them "
                             "(run:ID is always a run id, a 7-digit or longer number also a commit)")
-        return found[0], None
+        return found[0]
     commit = queries.resolve_commit(store, sha or compare)
-    candidates = [r for r in queries.runs(store, kind="bench", machine=ctx.machine, commit=commit.sha)
-                  if r.id != current.run_id]
+    candidates = [r for r in queries.runs(store, kind="bench", machine=machine, commit=commit.sha) if r.id != exclude]
     clean = [r for r in candidates if not r.commit.dirty]
     if not (clean or candidates):
-        raise UserError(f"--compare {compare}: no bench run of commit {commit.sha[:12]} on host {ctx.machine!r}")
-    return (clean or candidates)[0], None
+        raise UserError(f"--compare {compare}: no bench run of commit {commit.sha[:12]} on host {machine!r}")
+    return (clean or candidates)[0]
 
 
 def compare_with_baseline(

@@ -31,12 +31,13 @@ from rich.progress import (
 )
 
 from ..asvbridge import worker
+from ..asvbridge.callgrind_pool import CallgrindSession, require_valgrind
 from ..asvbridge.discover import Suite, discover
 from ..asvbridge.discover_worker import discover_in_workers
 from ..asvbridge.host import host_info
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..benchruns import journal as bench_journal
-from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, user_regex
+from ..errors import EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError, user_regex
 from ..measure import conditions
 from ..measure.processes import pool
 from ..measure.runner import RunOptions
@@ -76,6 +77,7 @@ class BenchRequest:
     in_process: bool = False  # run cases in this process (debugging, profiling): no isolation
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
     processes: int | None = None  # worker processes per case, sharing its samples; None: the default
+    instrument: str = "wall"  # "wall": the engine's backend per case; "callgrind": instructions under Valgrind
 
     def worker_processes(self) -> int:
         if self.processes is not None:
@@ -109,6 +111,8 @@ class BenchRun:
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted == "Ctrl-C":
+            return EXIT_INTERRUPTED
         failed = self.suite.failures or any(o.status is Status.FAILED for o in self.outcomes)
         return EXIT_USAGE if failed or self.interrupted or len(self.outcomes) < self.total else EXIT_OK
 
@@ -133,7 +137,17 @@ def _sigterm_stops_the_run() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def refuse_options_that_cannot_apply(request: BenchRequest) -> None:
+    """Options that would do nothing with the others given: one line before anything is run or written."""
+    if request.seed is not None and request.order != "random":
+        raise UserError(f"--seed {request.seed} shuffles --order random only; add --order random or drop --seed")
+    if request.fail_on and request.compare == "none":
+        raise UserError(f"--fail-on {' '.join(request.fail_on)} reads the comparison that --compare none turns off; "
+                        "give --compare latest|RUN|COMMIT or drop --fail-on")
+
+
 def _plan(request: BenchRequest) -> tuple[Suite, list[Any], list[Case]]:
+    refuse_options_that_cannot_apply(request)
     try:
         if request.in_process:
             suite = discover(request.path)
@@ -278,10 +292,7 @@ def execute(request: BenchRequest, console: Console | None = None,
             bar.advance(overall)
             redraw(force=True)
 
-        if request.in_process:
-            session: SuiteSession | _WorkerSession = SuiteSession(options, progress=progress)
-        else:
-            session = _WorkerSession(options, request.timeout, progress, request.worker_processes())
+        session = _session(request, options, progress)
         try:
             with _sigterm_stops_the_run():
                 for i, case in enumerate(cases):
@@ -292,8 +303,19 @@ def execute(request: BenchRequest, console: Console | None = None,
             run.interrupted = "Ctrl-C"
         except Terminated:
             run.interrupted = "SIGTERM"
+        finally:
+            if isinstance(session, CallgrindSession):
+                session.close()
     know_code_versions()
     return run
+
+
+def _session(request: BenchRequest, options: RunOptions, progress: Callable[[Case, str, int, int], None]):
+    if request.instrument == "callgrind":
+        return CallgrindSession(options, request.timeout, progress)
+    if request.in_process:
+        return SuiteSession(options, progress=progress)
+    return _WorkerSession(options, request.timeout, progress, request.worker_processes())
 
 
 class _Redraw:
@@ -474,11 +496,28 @@ def _render_comparison(result: BaselineResult, console: Console) -> None:
         console.print(render_table(result.comparison, only_changed=True))
 
 
+def check_named_baseline(request: BenchRequest, ctx: BenchContext, url: str) -> None:
+    """``--compare RUN|COMMIT`` names a stored bench run: refused in one line before the suite runs, not after."""
+    if request.compare in ("none", "latest") or ctx.commit is None:
+        return
+    from ..benchruns.history import named_baseline
+    from ..store.db import open_store
+
+    try:
+        with open_store(url, existing=True) as store:
+            named_baseline(store, ctx.machine, request.compare, Path.cwd())
+    except UserError as exc:
+        raise UserError(f"{exc}; nothing was run", exc.exit_code) from None
+
+
 def run_bench(request: BenchRequest, console: Console) -> int:
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
+    if request.instrument == "callgrind":
+        require_valgrind()
     project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
     url = normalize_url(request.db) if request.db else resolve_url(None)
+    check_named_baseline(request, ctx, url)
     journal = None
 
     def keep(outcome: Outcome) -> None:

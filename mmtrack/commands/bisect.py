@@ -29,6 +29,9 @@ class BisectRequest:
     z: float = 2.0
     retries: int = 2
     round_alpha: float | None = None  # significance the rounds must reach (None: ab.interleave.ROUND_ALPHA)
+    db: str | None = None  # the store its A/B measurements go to (None: MMTRACK_DB, else the project's)
+    save: bool = True
+    instrument: str = "wall"  # "callgrind": each commit counted once (ab/count_bisect.py)
 
 
 def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = None) -> Any:
@@ -43,7 +46,34 @@ def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = 
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds)
     refuse_dirty(repo)
     good, bad = resolve_commit(repo, request.good), resolve_commit(repo, request.bad)
-    return Bisector(plan, repo, request.metric, request.z, request.retries, progress, round_alpha=alpha).run(good, bad)
+    if request.instrument == "callgrind":
+        from ..ab.count_bisect import CountBisector
+
+        plan.instrument = "callgrind"
+        return CountBisector(plan, repo, request.metric, progress).run(good, bad)
+    store = _open_store(request)  # a --db that cannot be written: one line now, not after the builds
+    pair_ids: list[int] = []
+
+    def keep(result: Any) -> None:
+        from ..ab.record import record_pair
+
+        pair_ids.append(record_pair(store, result, "bisect", str(plan.config.get("project") or "")))
+
+    try:
+        outcome = Bisector(plan, repo, request.metric, request.z, request.retries, progress, round_alpha=alpha,
+                           on_measured=keep if store is not None else None).run(good, bad)
+    finally:
+        if store is not None:
+            store.close()
+    outcome.pair_ids = pair_ids
+    return outcome
+
+
+def _open_store(request: BisectRequest) -> Any:
+    from ..store.db import open_store
+    from ..store.url import resolve_url
+
+    return open_store(resolve_url(request.db)) if request.save else None
 
 
 def to_json(outcome: Any) -> str:
@@ -62,6 +92,7 @@ def to_json(outcome: Any) -> str:
             "builds": len(outcome.built),
             "new_builds": outcome.new_builds,
             "seconds": outcome.seconds,
+            "stored_pairs": outcome.pair_ids,
             "path": [
                 {"good": s.good, "bad": s.bad, "tested": s.tested, "log_ratio": s.log_ratio, "z": s.z,
                  "rounds": s.rounds, "decided": s.decided, "guess": s.guess}
@@ -74,9 +105,9 @@ def to_json(outcome: Any) -> str:
 
 
 def render(outcome: Any, console: Any) -> None:
-    from rich.table import Table
+    from ..tables import FitTable, unwrapped
 
-    table = Table(title=f"bisect {outcome.case[0]} {outcome.metric} (GOOD→BAD ×{outcome.total_ratio:.3f})")
+    table = FitTable(title=f"bisect {outcome.case[0]} {outcome.metric} (GOOD→BAD ×{outcome.total_ratio:.3f})")
     for col in ("step", "good", "bad", "tested", "tested/good", "z", "rounds", "decided"):
         table.add_column(col, justify="right" if col in ("step", "tested/good", "z", "rounds") else "left")
     import math
@@ -92,5 +123,8 @@ def render(outcome: Any, console: Any) -> None:
         f"({outcome.verdict}{p}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
         f"{outcome.seconds:.0f} s",
         highlight=False,
-        soft_wrap=True,
+        soft_wrap=unwrapped(console),
     )
+    if outcome.pair_ids:
+        console.print(f"stored {len(outcome.pair_ids)} A/B measurements (pairs #{outcome.pair_ids[0]} to "
+                      f"#{outcome.pair_ids[-1]}, runs of kind ab; `mmtrack list runs` lists them)", highlight=False)

@@ -23,13 +23,14 @@ from ..analysis.compare import (
     compare_measurements,
     decided_in_run,
     failing_rows,
+    reconciled_with_detect,
     series_history,
     series_history_at,
     series_later,
     settled_by_ab,
 )
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
-from ..results import CommitInfo, Measurement, MetricKey, SeriesKey
+from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, metric_matches, unknown
 
 HISTORY = HISTORY_WINDOW  # commits of a series' history that judge a change against its own noise
@@ -147,6 +148,8 @@ def resolve_side(store: Any, spec: str, machine: str | None, env: str | None, cw
     commit = resolve_commit(store, spec, cwd)
     measurements = q.measurements_for_commit(store, commit.sha, machine, env)
     runs = q.runs(store, machine=machine, environment=env, commit=commit.sha)
+    if env is None:  # the side's series are those measurements_for_commit read: per-commit history first
+        runs = q.prefer_history(runs, q.ab_environments(store), lambda r: r.environment)
     clean = [r for r in runs if not r.commit.dirty] or runs
     if not measurements or not clean:
         where = " and ".join(x for x in (f"machine {machine}" if machine else "", f"environment {env}" if env else "") if x)
@@ -306,6 +309,9 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
     for name in request.fail_on:
         if name not in FAIL_ON:
             raise UserError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}", EXIT_USAGE)
+    if request.only_changed and request.fmt != "table":
+        raise UserError(f"--only-changed leaves unchanged rows out of the table; --format {request.fmt} lists every "
+                        "row (markdown folds the unchanged away): drop one of them", EXIT_USAGE)
     policy = policy_for(request)
     own = store is None
     store = store or open_store(request.db, existing=True)
@@ -319,6 +325,7 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
         cases = {m.case for m in bm} & {m.case for m in am}
         skipped = {m.case for m in am} - {m.case for m in bm}
         context = series_context(store, before, after, cases, request.history, policy, skipped)
+        detected = detect_at_pair(store, before, after) if request.history > 0 else {}
     finally:
         if own:
             store.close()
@@ -339,8 +346,25 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
         comparison = dataclasses.replace(comparison, rows=tuple(
             r if (v := context.ab.get((r.benchmark, r.params, r.metric))) is None
             else settled_by_ab(r, v["state"], v["ratio"], v["p_value"], v["rounds"]) for r in comparison.rows))
+    if detected:  # one verdict per pair: what detect stored for the same pair, reconciled row by row
+        comparison = dataclasses.replace(comparison, rows=tuple(
+            r if (c := detected.get((r.benchmark, r.params, r.metric))) is None else reconciled_with_detect(r, c)
+            for r in comparison.rows))
     failing = failing_rows(comparison, request.fail_on) if request.fail_on else []
     return CompareOutcome(comparison, before, after, failing)
+
+
+def detect_at_pair(store: Any, before: Side, after: Side) -> dict[tuple[str, str, MetricKey], ChangePoint]:
+    """The change points ``mmtrack detect`` stored whose new level begins at B, on A's series (A and B on one
+    machine and environment), by case."""
+    from ..store import queries as q
+
+    if (before.commit is None or after.commit is None or before.machine is None
+            or (after.machine, after.environment) != (before.machine, before.environment)):
+        return {}
+    return {(c.series.benchmark, c.series.params, c.series.metric): c
+            for c in q.load_change_points(store, machine=before.machine, environment=before.environment)
+            if c.after_sha == after.commit.sha}
 
 
 def _with_stand_in_notes(comparison: Comparison, stand_ins: dict[Any, tuple[Measurement, CommitInfo]], a: str) -> Comparison:

@@ -2,11 +2,13 @@
 
 1. Resolve BASE and HEAD (fetching BASE in a shallow CI clone); refuse a dirty tree.
 2. Build each commit into its own cached environment (:mod:`mmtrack.ab.envs`).
-3. Run the selected benchmarks A B, B A, ... for ``--rounds`` rounds (:mod:`mmtrack.ab.interleave`).
+3. Run the selected benchmarks A B, B A, ... for three rounds (:mod:`mmtrack.ab.interleave`).
 4. Judge every metric of every case on its rounds (each round's best sample, the machine's fast-mode
    rounds, then the round test: :func:`mmtrack.ab.interleave.judge`) with mmtrack's comparison,
-   direction-aware; re-run the undecided benchmarks alone, two rounds at a time, up to ``--max-rounds``
-   (:func:`mmtrack.ab.interleave.settle`).
+   direction-aware; re-run the benchmarks not yet decided either way alone, a round at a time, up to
+   ``--rounds``, then the ambiguous ones up to ``--max-rounds`` (:func:`mmtrack.ab.interleave.settle`).
+   A flagged benchmark's tolerance is calibrated on an A/A of BASE against a second build of it
+   (:mod:`mmtrack.ab.calibrate`).
 5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`); print table, markdown or JSON.
 
 Exit status: 0, or 1 with ``--fail-on`` and a matching row, or 2 for a usage error
@@ -41,6 +43,7 @@ class ContinuousRequest:
     quick: bool = False
     save: bool = True
     asv_args: tuple[str, ...] = ()
+    instrument: str = "wall"  # "callgrind": each side counted once under Valgrind, no rounds
 
 
 @dataclass(slots=True)
@@ -92,6 +95,7 @@ def refuse_dirty(repo: Path) -> None:
 
 
 def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] | None = None) -> ContinuousOutcome:
+    from ..ab.calibrate import calibrate
     from ..ab.envs import resolve_commit
     from ..ab.interleave import make_plan, measure_pair, settle
     from ..analysis.compare import failing_rows
@@ -103,11 +107,13 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     plan, repo = make_plan(request.project, request.config, request.machine, request.bench, request.rounds,
                            request.quick, request.asv_args)
     plan.max_rounds = max_rounds
+    if request.instrument == "callgrind":  # a count is the same every time: one round, nothing to settle
+        plan.instrument, plan.rounds, plan.max_rounds = "callgrind", 1, 0
     refuse_dirty(repo)
     base_sha = resolve_commit(repo, request.base)
     head_sha = resolve_commit(repo, request.head)
     result = measure_pair(plan, repo, base_sha, head_sha, progress)
-    comparison = settle(plan, result, policy, progress)
+    comparison = calibrate(plan, repo, result, settle(plan, result, policy, progress), policy, progress)
     outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()),
                                 specs=(request.base, request.head))
     if request.save:

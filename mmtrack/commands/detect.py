@@ -7,7 +7,7 @@ series, hands their points over and stores the findings (``ChangePoint``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from rich import box
@@ -15,13 +15,19 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
+from ..analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
+from ..analysis.placement import align_to_agreement
+from ..analysis.ranking import SMALL_MOVE, attention, is_small, with_confirmations
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..forked import map_split
 from ..measure.units import format_quantity
 from ..results import ChangePoint, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, series_keys
-from ..tables import NAME_MIN_WIDTH, stacked
+from ..tables import NAME_MIN_WIDTH, FitTable, stacked
 from ..textsafe import term
+
+#: How detect orders commits (it has no repository at hand): what the outputs say was used.
+COMMIT_ORDER = "commit dates recorded in the results"
 
 
 @dataclass(slots=True)
@@ -36,6 +42,7 @@ class DetectRequest:
     alpha: float | None = None
     store_results: bool = True
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a regression persists to the latest commit
+    events: bool = True  # group change points that follow the run (date, environment) into environment events
 
 
 @dataclass(slots=True)
@@ -45,14 +52,21 @@ class DetectOutcome:
     policy: DetectPolicy
     fail_on: tuple[str, ...] = ()
     read_only: bool = False  # the store was read-only: nothing stored
+    events: list[EnvironmentEvent] = field(default_factory=list)
+    commit_order: str = COMMIT_ORDER
 
     @property
     def changes(self) -> list[ChangePoint]:
         return [c for r in self.reports for c in r.changes]
 
     @property
+    def code_changes(self) -> list[ChangePoint]:
+        """The change points no environment event holds: the ones the code may have caused."""
+        return [c for c in self.changes if not is_environment(c)]
+
+    @property
     def open_regressions(self) -> list[ChangePoint]:
-        return [c for c in self.changes if c.kind == "regression" and c.persists]
+        return [c for c in self.code_changes if c.kind == "regression" and c.persists]
 
     @property
     def too_short(self) -> list[SeriesReport]:
@@ -64,6 +78,7 @@ class DetectOutcome:
 
 
 METHODS = ("rankseg", "edivisive", "pelt")
+
 PARALLEL_SERIES = 200  # fewer series than this are detected in this process alone (a fork costs ~10 ms)
 
 
@@ -122,6 +137,9 @@ def run_detect(
             lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy), analysed,
             min_items=PARALLEL_SERIES, progress=progress,
         )
+        events: list[EnvironmentEvent] = []
+        if request.events and any(r.changes for r in reports):
+            reports, events = with_events(store, reports, analysed)
         stored = None
         read_only = not getattr(store, "writable", True)
         if request.store_results and not read_only:
@@ -131,28 +149,53 @@ def run_detect(
     finally:
         if own:
             store.close()
-    return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only)
+    return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events)
+
+
+def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
+                ) -> tuple[list[SeriesReport], list[EnvironmentEvent]]:
+    """``reports`` with each change point moved to the commit other machines agree on where its values allow, those
+    that follow the run marked, and the environment events holding them."""
+    from ..store import queries as q
+
+    stepped = [r.series for r in reports if r.changes]
+    runs, position = q.series_run_points(store, stepped)
+    reports = align_to_agreement(reports, {c.key: (c.shas, c.values) for c in analysed}, position)
+    points = {k: RunPoints(v.shas, v.days, v.values) for k, v in runs.items()}
+    events, held = find_events(reports, points, position, {c.key: c.shas for c in analysed})
+    return with_confirmations(mark_events(reports, held, events), position), events
 
 
 # --------------------------------------------------------------------------- output
 
 
+def check_output_options(show_all: bool, fmt: str) -> None:
+    """``--all`` widens the table; JSON lists every change point already: refused before any work."""
+    if show_all and fmt != "table":
+        raise UserError(f"--all adds improvements to the table; --format {fmt} lists every change point already: "
+                        "drop --all", EXIT_USAGE)
+
+
 def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
+    code = outcome.code_changes
     n_ok = sum(r.status == "ok" for r in outcome.reports)
     title = (
         f"{len(outcome.reports)} series ({n_ok} analysed, {len(outcome.too_short)} too short for "
         f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits); "
-        f"{sum(c.kind == 'regression' for c in outcome.changes)} regressions, "
-        f"{sum(c.kind == 'improvement' for c in outcome.changes)} improvements, "
+        f"{sum(c.kind == 'regression' for c in code)} regressions, "
+        f"{sum(c.kind == 'improvement' for c in code)} improvements, "
         f"{len(outcome.open_regressions)} still open"
         + (f"; {outcome.stored} change points stored" if outcome.stored is not None
            else "; not stored (read-only store)" if outcome.read_only else "; not stored")
     )
-    rows = [c for c in outcome.changes if show_all or c.kind == "regression"]
+    listed = [c for c in code if show_all or c.kind == "regression"]
+    rows = [c for c in listed if show_all or not is_small(c)]
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
     title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
     # No change point to show: the title alone, not an empty table under it.
-    t = Table(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows))
+    t = FitTable(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
+                 caption=Text("\n".join(map(term, summary_lines(outcome, len(listed) - len(rows))))),
+                 caption_justify="left")
     # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
     many = len(places) > 1  # then each row names its machine/env under its metric
     name_header = "benchmark / metric" + (" / machine/env" if many else "")
@@ -165,7 +208,7 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
             no_wrap=col in ("", "ratio", "persists"),
             min_width=NAME_MIN_WIDTH if col.startswith("benchmark") else None,
         )
-    for c in sorted(rows, key=lambda c: (c.kind != "regression", not c.persists, -c.size)):
+    for c in sorted(rows, key=attention):
         style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
         mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
         params = json.loads(c.series.params) if c.series.params else {}
@@ -180,10 +223,19 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
                 (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
             ),
             Text(f"{c.ratio:.2f}", style=style),
-            "yes" if c.persists else "no",
+            ("yes" if c.persists else "no") + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
         ]
         t.add_row(*cells)
     return t
+
+
+def summary_lines(outcome: DetectOutcome, small_hidden: int) -> list[str]:
+    """One line per environment event, one for the small moves left out of the table, and the commit order used."""
+    lines = [f"environment event (not a regression of the code): {e.describe()}" for e in outcome.events]
+    if small_hidden:
+        lines.append(f"{small_hidden} smaller regressions under {SMALL_MOVE:.0%} not listed (--all lists them)")
+    lines.append(f"commit order: {outcome.commit_order}")
+    return lines
 
 
 def to_json(outcome: DetectOutcome) -> str:
@@ -199,12 +251,25 @@ def to_json(outcome: DetectOutcome) -> str:
             "p_value": c.p_value,
             "persists": c.persists,
             "method": c.method,
+            "cause": c.extra.get("cause", "code"),
+            "event": c.extra.get("event"),
+            "elsewhere": c.extra.get("elsewhere"),
+        }
+
+    def event(e: EnvironmentEvent) -> dict[str, Any]:
+        return {
+            "id": e.id, "machine": e.machine, "environments": list(e.environments), "first_run_date": e.date,
+            "series": e.series, "slower": e.slower, "faster": e.faster, "old_commits_at_new_level": e.old_commits,
+            "evidence": e.evidence, "before_sha": e.before_sha, "after_sha": e.after_sha,
+            "median_ratio": e.median_ratio, "summary": e.describe(),
         }
 
     return json.dumps(
         {
             "method": outcome.policy.name,
             "stored": outcome.stored,
+            "commit_order": outcome.commit_order,
+            "events": [event(e) for e in outcome.events],
             "series": [
                 {
                     "machine": r.series.machine,

@@ -9,6 +9,7 @@ from rich.console import Console
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..store.asv_import import ImportSummary, find_results_files, import_asv_results
 from ..store.db import open_store, redact
+from ..tables import unwrapped
 from ..textsafe import markup as escape  # markup escaped, and a file name's control characters too
 from .progress import progress_bar
 
@@ -27,7 +28,7 @@ def run_import(url: str, results_dir: Path, console: Console, err_console: Conso
         store.close()
     for problem in [*summary.failed, *summary.left_out]:
         err_console.print(f"[red]error:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
-    console.print(format_summary(summary, redact(url)), highlight=False, soft_wrap=True)
+    console.print(format_summary(summary, redact(url)), highlight=False, soft_wrap=unwrapped(console))
     return EXIT_FAILURES if summary.failed or summary.left_out else EXIT_OK
 
 
@@ -38,7 +39,7 @@ def _holds_results(folder: Path) -> bool:
         f.name != "benchmarks.json" for f, _ in find_results_files(folder))
 
 
-def check_results_folder(folder: Path) -> None:
+def check_results_folder(folder: Path, verb: str = "mmtrack import-asv") -> None:
     """Refuse, in one line, a folder that holds no asv results, naming the results folder of a project root."""
     if _holds_results(folder):
         return
@@ -56,7 +57,7 @@ def check_results_folder(folder: Path) -> None:
     found = next((c for c in candidates if c.is_dir() and _holds_results(c)), None)
     if found is not None:
         raise UserError(f"{folder} is a project, not an asv results folder; pass its results folder: "
-                        f"mmtrack import-asv {found}")
+                        f"{verb} {found}")
     raise UserError(f"{folder} holds no asv results (no benchmarks.json, no <machine>/*.json); give the folder "
                     "`asv run` writes to (asv.conf.json's results_dir, default .asv/results)")
 

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import EXIT_USAGE, UserError, user_regex
-from ..tables import Name
+from ..tables import FitTable, Name
 from ..textsafe import term
 
 WHATS = ("runs", "commits", "machines", "benchmarks")
@@ -28,7 +28,7 @@ class ListRequest:
     machine: str | None = None
     env: str | None = None
     benchmark: str | None = None  # a regex searched in benchmark names
-    limit: int | None = None  # runs: the latest N
+    limit: int | None = None  # the first N rows (runs and commits: the latest N)
 
 
 def _iso(value: Any) -> str | None:
@@ -37,7 +37,6 @@ def _iso(value: Any) -> str | None:
 
 def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, Any]]:
     """The records asked for, as plain JSON-ready dicts (full shas, ISO dates)."""
-    from ..store import queries as q
     from ..store.db import open_store
     from ..store.selection import check_machine_env
 
@@ -45,43 +44,60 @@ def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, An
         raise UserError(f"unknown list {request.what!r}; choose from {', '.join(WHATS)}", EXIT_USAGE)
     if request.limit is not None and request.limit < 1:
         raise UserError(f"--limit {request.limit} must be 1 or more", EXIT_USAGE)
+    if request.benchmark is not None and request.what != "benchmarks":
+        raise UserError(f"-b/--bench selects benchmarks: it does not apply to `list {request.what}`; drop it, "
+                        "or run `mmtrack list benchmarks -b REGEX`", EXIT_USAGE)
+    if request.benchmark:
+        user_regex(request.benchmark, "-b")
     own = store is None
     store = store or open_store(request.db, existing=True)
     try:
         check_machine_env(store, request.machine, request.env)
-        if request.what == "runs":
-            return [
-                {"id": r.id, "started_at": _iso(r.started_at), "sha": r.commit.sha, "dirty": r.commit.dirty,
-                 "machine": r.machine, "environment": r.environment, "kind": r.kind, "suite": r.suite,
-                 "results": r.results}
-                for r in q.runs(store, machine=request.machine, environment=request.env, limit=request.limit)
-            ]
-        runs = q.runs(store, machine=request.machine, environment=request.env)
-        if request.what == "commits":
-            per_commit = Counter(r.commit.sha for r in runs)
-            return [
-                {"sha": c.sha, "date": _iso(c.date), "branches": list(c.branches), "runs": per_commit[c.sha],
-                 "message": (c.message or "").split("\n", 1)[0]}
-                for c in q.commits(store, request.machine, request.env)
-            ]
-        if request.what == "machines":
-            per_machine = Counter(r.machine for r in runs)
-            return [
-                {"name": mi.name, "runs": per_machine[mi.name],
-                 "environments": [e.name for e in q.list_environments(store, mi.name)], "info": dict(mi.info)}
-                for mi in q.list_machines(store)
-                if request.machine is None or mi.name == request.machine
-            ]
-        if request.benchmark:
-            user_regex(request.benchmark, "-b")
-        found = q.list_benchmarks(store, request.benchmark)
-        return [
-            {"name": b.name, "params": dict(b.params), "type": b.type, "unit": b.unit, "versions": list(b.versions)}
-            for b in found
-        ]
+        records = _records(store, request)
     finally:
         if own:
             store.close()
+    if request.limit is None:
+        return records
+    # Runs are listed latest first, commits oldest first: either way the latest N.
+    return records[-request.limit :] if request.what == "commits" else records[: request.limit]
+
+
+def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
+    from ..store import queries as q
+
+    runs = q.runs(store, machine=request.machine, environment=request.env)
+    if request.what == "runs":
+        return [
+            {"id": r.id, "started_at": _iso(r.started_at), "sha": r.commit.sha, "dirty": r.commit.dirty,
+             "machine": r.machine, "environment": r.environment, "kind": r.kind, "suite": r.suite,
+             "results": r.results}
+            for r in runs
+        ]
+    if request.what == "commits":
+        per_commit = Counter(r.commit.sha for r in runs)
+        return [
+            {"sha": c.sha, "date": _iso(c.date), "branches": list(c.branches), "runs": per_commit[c.sha],
+             "message": (c.message or "").split("\n", 1)[0]}
+            for c in q.commits(store, request.machine, request.env)
+        ]
+    if request.what == "machines":
+        per_machine = Counter(r.machine for r in runs)
+        return [
+            {"name": mi.name, "runs": per_machine[mi.name],
+             "environments": [e.name for e in q.list_environments(store, mi.name)
+                              if request.env is None or e.name == request.env], "info": dict(mi.info)}
+            for mi in q.list_machines(store)
+            if (request.machine is None or mi.name == request.machine) and (request.env is None or per_machine[mi.name])
+        ]
+    measured = None  # benchmarks: those with a series on --machine / --env, when either is given
+    if request.machine is not None or request.env is not None:
+        measured = {k.benchmark for k in q.list_series(store, machine=request.machine, environment=request.env)}
+    return [
+        {"name": b.name, "params": dict(b.params), "type": b.type, "unit": b.unit, "versions": list(b.versions)}
+        for b in q.list_benchmarks(store, request.benchmark)
+        if measured is None or b.name in measured
+    ]
 
 
 def to_json(records: list[dict[str, Any]]) -> str:
@@ -117,7 +133,7 @@ def _row(what: str, r: dict[str, Any]) -> list[Any]:
 
 
 def render_table(what: str, records: list[dict[str, Any]]) -> Table:
-    t = Table(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
+    t = FitTable(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
     for col in _COLUMNS[what]:
         t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
                      no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))

@@ -13,6 +13,7 @@ from ..errors import EXIT_OK, UserError, os_reason
 from ..fsutil import unreadable_entry
 from ..publish import SiteConfig, SiteModel, WriteReport, build_site
 from ..publish.writer import check_tree
+from ..tables import unwrapped
 from ..textsafe import bounded
 from ..textsafe import markup as escape  # markup escaped, control characters too
 from .progress import progress_bar
@@ -171,7 +172,8 @@ def run_publish(request: PublishRequest, console: Console, err_console: Console 
         f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
         f"{len(report.removed)} removed",
         highlight=False,
-        soft_wrap=True,
+        soft_wrap=unwrapped(console),
     )
-    console.print(f"open {escape(str(Path(request.out).resolve() / 'index.html'))}", highlight=False, soft_wrap=True)
+    console.print(f"open {escape(str(Path(request.out).resolve() / 'index.html'))}", highlight=False,
+                  soft_wrap=unwrapped(console))
     return EXIT_OK

@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..asvbridge import spool
+from ..asvbridge import callgrind_run, spool
 from ..asvbridge.asvrun import (
     AsvInvocation,
     CaseResult,
@@ -61,6 +61,7 @@ class RunRequest(AsvInvocation):
     confirm_rounds: int | None = None  # A/B rounds of --confirm (None: CONFIRM_ROUNDS); the undecided get up to twice
     round_alpha: float | None = None  # significance the --confirm rounds must reach (None: ab.interleave.ROUND_ALPHA)
     fail_on: tuple[str, ...] = ()  # compare's --fail-on, on the comparison with the previous commit (see gate())
+    instrument: str = "wall"  # "callgrind": count the suite under Valgrind instead of asv's timing (callgrind_run.py)
 
 
 def check_confirm_options(request: RunRequest) -> None:
@@ -91,13 +92,14 @@ def check_confirm_options(request: RunRequest) -> None:
 class RunOutcome:
     prepared: Prepared
     collected: Collected
-    asv_exit: int
+    asv_exit: int | None  # None: asv did not run (--instrument callgrind counted the suite itself)
     started_at: datetime
     ingested: bool = False
     comparison: Any = None  # mmtrack compare's outcome against the previous commit, if there is one
     summary: list[str] = field(default_factory=list)  # what the comparison could not say
     reports: list[str] = field(default_factory=list)  # leftover spool files that could not be ingested
     notes: list[str] = field(default_factory=list)  # leftover spool files that were ingested
+    before: str | None = None  # the previous commit measured here, that the comparison read
 
     @property
     def exit_code(self) -> int:
@@ -121,6 +123,12 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
             highlight=False,
             soft_wrap=True,
         )
+        if request.instrument == "callgrind":
+            kept = callgrind_run.profiles_of(prepared.project, prepared.commit.sha)
+            outcome = RunOutcome(prepared, callgrind_run.measure(prepared, request.bench, None, profiles=kept), None,
+                                 started)
+            ingest(outcome, request.db)
+            return outcome
         asv_exit = run_asv(prepared, request)
         path = results_file(prepared, started.timestamp())
         if path is None:
@@ -141,6 +149,11 @@ def run_command(request: RunRequest, console: Console) -> int:
     check_confirm_options(request)
     outcome = execute(request, console)
     render(outcome, console)
+    if request.instrument == "callgrind" and outcome.before and outcome.comparison is not None:
+        from .why_counts import explain
+
+        explain(outcome.comparison.comparison, outcome.prepared.project, outcome.before, outcome.prepared.commit.sha,
+                console)
     confirmations = confirm_rows(outcome, request, console) if request.confirm else []
     failing = gate(outcome, confirmations, request.fail_on) if request.fail_on else []
     if failing:
@@ -364,8 +377,9 @@ def _ingest_into(store: Any, outcome: RunOutcome) -> None:
 
     prepared, collected = outcome.prepared, outcome.collected
     suite = str(prepared.config.get("project") or prepared.project.name)
-    imported = import_asv_results(store, prepared.results_dir, suite=suite)
-    outcome.reports.extend(f"asv results not imported: {problem}" for problem in imported.failed)
+    if outcome.asv_exit is not None:
+        imported = import_asv_results(store, prepared.results_dir, suite=suite)
+        outcome.reports.extend(f"asv results not imported: {problem}" for problem in imported.failed)
     engine = [c for c in collected.cases if c.record is not None or c.benchmark in _import_failure_names(prepared)]
     if engine:
         _record(
@@ -460,7 +474,7 @@ def summarize(store: Any, outcome: RunOutcome) -> None:
     if commit.sha not in history or history.index(commit.sha) == 0:
         outcome.summary.append(f"first commit measured on {machine} ({environment}): nothing to compare with yet")
         return
-    before = history[history.index(commit.sha) - 1]
+    before = outcome.before = history[history.index(commit.sha) - 1]
     request = CompareRequest(a=before, b=commit.sha, machine=machine, env=environment, cwd=prepared.project)
     try:
         outcome.comparison = run_compare(request, store=store)

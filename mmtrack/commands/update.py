@@ -14,8 +14,9 @@ from pathlib import Path
 from rich.console import Console
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
+from ..tables import unwrapped
 from ..textsafe import markup as escape  # markup escaped, control characters too
-from .import_asv import format_summary
+from .import_asv import check_results_folder, format_summary
 from .publish import PublishRequest, publish
 
 
@@ -57,6 +58,7 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         raise UserError(
             f"{request.results_dir}: not a directory; give an asv results folder (the one with benchmarks.json)"
         )
+    check_results_folder(request.results_dir, verb="mmtrack update")  # before the store: nothing to import, no store
     seconds: dict[str, float] = {}
     t = time.perf_counter()
     store = open_store(url)
@@ -101,14 +103,15 @@ def run_update(request: UpdateRequest, console: Console, err_console: Console) -
     for problem in outcome.import_problems:
         err_console.print(f"[red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     s = outcome.seconds
-    console.print(escape(outcome.import_lines), highlight=False, soft_wrap=True)
+    console.print("\n".join(map(escape, outcome.import_lines.split("\n"))), highlight=False,
+                  soft_wrap=unwrapped(console))
     detected = "detection off" if outcome.detected is None else f"{outcome.detected} change points"
     console.print(
         f"detect on {outcome.touched} touched series: {detected} ({s['detect']:.2f} s); "
         f"publish: {outcome.written} files written, {outcome.unchanged} unchanged, {outcome.removed} removed "
         f"({s['publish']:.2f} s) to {escape(str(request.publish.out))}; import {s['import']:.2f} s",
         highlight=False,
-        soft_wrap=True,
+        soft_wrap=unwrapped(console),
     )
     if outcome.open_regressions:
         console.print(f"{outcome.open_regressions} regression(s) persist to the latest commit", highlight=False)

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from .backend import MeasurementDomain
-from .conditions import SamplingConditions
+from .conditions import UNDER_CALLGRIND, SamplingConditions
 from .metrics import Direction, MetricSummary
 from .roles import RoleStats, ScenarioInfo
 from .spread import ProcessSpread
@@ -65,10 +65,13 @@ class BenchmarkStats:
         """
         per_op = [d / o if o else math.nan for d, o in zip(self.durations, self.operations)]
         rates = [self.throughput.rate(o, d) for d, o in zip(self.durations, self.operations)]
+        timed = self.conditions is None or self.conditions.process_model != UNDER_CALLGRIND
         out = [
-            MetricSummary.from_values("timing", "time_per_op", "s", per_op, direction=Direction.LOWER),
+            MetricSummary.from_values("timing", "time_per_op", "s", per_op,
+                                      direction=Direction.LOWER if timed else Direction.NEUTRAL),
             MetricSummary.from_values(
-                "timing", "throughput", self.throughput.rate_unit, rates, direction=Direction.HIGHER
+                "timing", "throughput", self.throughput.rate_unit, rates,
+                direction=Direction.HIGHER if timed else Direction.NEUTRAL
             ),
         ]
         for c in self.counters:

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import orjson
 
+from ..analysis.compare import detect_says
 from ..analysis.policy import VERDICT_ORDER
 from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
@@ -252,6 +253,9 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
         "p": _finite(cp.p_value),
         "persists": bool(cp.persists),
         "method": cp.method,
+        # an environment event (analysis.events) holds it: the run moved, not the code
+        **({"event": str(cp.extra.get("event_line") or cp.extra.get("event"))}
+           if cp.extra.get("cause") == "environment" else {}),
     }
 
 
@@ -382,6 +386,18 @@ def _run_verdict_row(v: RunVerdict, pos: dict[str, int], series_index: int) -> d
         "persists": None,
         "method": "mmtrack run",
     }
+
+
+def _agreeing(row: dict[str, Any], changes: Sequence[ChangePoint]) -> dict[str, Any]:
+    """A run verdict's row as detect's change point at the same pair bears on it: one verdict per pair, or one line
+    saying why not (:func:`..analysis.compare.detect_says`)."""
+    change = next((c for c in changes if c.after_sha == row["after_sha"]), None)
+    said = detect_says(row["verdict"], row["note"] or "", change) if change is not None else None
+    if said is None:
+        return row
+    verdict, note = said
+    return dict(row, verdict=verdict, note=note, kind=_RUN_KINDS.get(verdict, "change"),
+                state=row["state"] if verdict == row["verdict"] else None)
 
 
 def _old_call(writer: SiteWriter, key: str, fn: str) -> list[Any] | None:
@@ -767,6 +783,14 @@ def _bench_page(bench: str, bid: str, model: SiteModel) -> str:
     )
 
 
+def _add_ab_verdict(row: dict[str, Any], model: SiteModel, key: SeriesKey, after_sha: str) -> None:
+    """The A/B verdict of ``row``'s change, when `mmtrack run --confirm` re-measured it (a change point of detect
+    or the per-commit comparison `mmtrack run` stored: on a new project the second comes long before the first)."""
+    verdict = model.ab_verdicts.get((key, after_sha))
+    if verdict is not None:
+        row["ab"] = {k: _finite(v) if isinstance(v, float) else v for k, v in verdict.items()}
+
+
 def _finish_benchmark(
     writer: SiteWriter,
     bench: str,
@@ -786,9 +810,7 @@ def _finish_benchmark(
     for key in keys:
         for cp in cps_by_key.get(key, ()):
             row = _change_row(cp, pos, key_index[key])
-            verdict = model.ab_verdicts.get((key, cp.after_sha))
-            if verdict is not None:  # `mmtrack run --confirm` re-measured it A/B
-                row["ab"] = {k: _finite(v) if isinstance(v, float) else v for k, v in verdict.items()}
+            _add_ab_verdict(row, model, key, cp.after_sha)
             changes.append((row, cp))
     changes.sort(key=lambda rc: (rc[0]["after"] if rc[0]["after"] is not None else -1))
     cps_rows = [row for row, _ in changes]
@@ -817,7 +839,12 @@ def _finish_benchmark(
         "latest": latest,
         "changes": len(cps_rows),
     }
-    run_rows = [_run_verdict_row(v, pos, key_index[key]) for key in keys for v in runs_by_key.get(key, ())]
+    run_rows = []
+    for key in keys:
+        for v in runs_by_key.get(key, ()):
+            row = _agreeing(_run_verdict_row(v, pos, key_index[key]), cps_by_key.get(key, ()))
+            _add_ab_verdict(row, model, key, v.after_sha)
+            run_rows.append(row)
     rows = []
     for r in [*cps_rows, *run_rows]:
         s = series_meta[r["s"]]
@@ -860,7 +887,9 @@ _REGRESSIONS_BODY = """<h1>Regressions</h1>
 <section class="controls">
 <label>Search <input type="search" id="search" placeholder="benchmark name"></label>
 <label>Show <select id="kind"><option value="regression">regressions</option>
-<option value="improvement">improvements</option><option value="">all changes</option></select></label>
+<option value="improvement">improvements</option>
+<option value="event">environment events (the run moved, not the code)</option>
+<option value="">all changes</option></select></label>
 <label>Machine <select id="machine"><option value="">all</option></select></label>
 <label><input type="checkbox" id="persisting"> persisting only</label>
 </section>

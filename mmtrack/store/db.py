@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -346,6 +346,7 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing:
     """
     url = normalize_url(url) if url else resolve_url(None)
     writable = check_sqlite_file(url, existing=existing)
+    check_not_foreign(url)
     if not writable and upgrade_schema and not existing:  # a writer (run, import-asv): refuse up front
         raise StoreError(f"store {redact(url)} is read-only (file or folder not writable); "
                         "give a writable --db / MMTRACK_DB, or copy the store")
@@ -368,8 +369,33 @@ def _ready(store: Store, existing: bool, upgrade_schema: bool) -> None:
     current = store.current_revision()  # also proves the database is reachable
     if existing:
         _check_readable(store, current)
-    elif upgrade_schema and current != head_revision():
+        return
+    if upgrade_schema and current != head_revision():
         upgrade(store)
+
+
+def check_not_foreign(url: str) -> None:
+    """Refuse a SQLite file that another application's tables fill, before opening it: mmtrack would add its own
+    tables beside them (and switch the file to WAL). Read through a read-only connection that changes nothing."""
+    import sqlite3
+    from urllib.parse import quote
+
+    path = sqlite_path(url)
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        with closing(sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError:
+        return  # not a database, locked, unreadable: open_store says so in its own line
+    from .models import Base
+
+    foreign = sorted(tables - set(Base.metadata.tables) - {"alembic_version"})
+    if "alembic_version" not in tables and foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise StoreError(f"{redact(url)} is another application's database (tables {shown}) and holds no "
+                        "mmtrack store; mmtrack adds no tables to it: give a new file or an mmtrack store with "
+                        "--db / MMTRACK_DB")
 
 
 def _check_readable(store: Store, current: str | None) -> None:

@@ -77,6 +77,11 @@ class Commit(Base):
     branches: Mapped[list[Any]] = mapped_column(default=list)
 
 
+# The run kind of a same-machine A/B measurement (continuous, run --confirm, bisect): kept in an environment of
+# its own, which compare, detect and the pages leave out unless asked for by name (queries.ab_environments).
+AB_RUN_KIND = "ab"
+
+
 class Run(Base):
     """One execution of (part of) a suite on one machine, environment and commit."""
 
@@ -89,7 +94,7 @@ class Run(Base):
     commit_id: Mapped[int] = mapped_column(ForeignKey("commit.id"))
     dirty: Mapped[bool] = mapped_column(Boolean, default=False)  # measured on a dirty tree
     tool_versions: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    kind: Mapped[str] = mapped_column(String(16))  # "asv" (asv results) or "bench" (engine)
+    kind: Mapped[str] = mapped_column(String(16))  # "asv" (asv results), "bench" (engine) or AB_RUN_KIND
     suite: Mapped[str] = mapped_column(String(255), default="")  # suite identity (project/path)
     host: Mapped[str] = mapped_column(String(255), default="")
     # Where an imported run came from (e.g. "asv:<machine>/<file>") and a digest of its content:

@@ -15,7 +15,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar
 
 from sqlalchemy import (
     LargeBinary,
@@ -37,6 +37,8 @@ from ..measure.metrics import Direction, MetricFormat
 from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, RunVerdict, SeriesKey, SeriesPoint
 from . import models as m
 from .db import Store
+
+T = TypeVar("T")
 
 # -- records the store adds (what results.py has no record for) ----------------------------------
 
@@ -101,6 +103,26 @@ def list_environments(store: Store, machine: str | None = None) -> list[Environm
     return [EnvironmentInfo(r.name, r.info or {}) for r in rows]
 
 
+def ab_environments(store: Store) -> set[str]:
+    """Environments that hold same-machine A/B runs only (``continuous``, ``run --confirm``, ``bisect``), when
+    others hold per-commit history: the series that commands read unless an environment is named."""
+    per_env = (
+        select(m.Environment.name, func.min(m.Run.kind).label("lo"), func.max(m.Run.kind).label("hi"))
+        .join(m.Run, m.Run.environment_id == m.Environment.id)
+        .group_by(m.Environment.name)
+    )
+    with store.read() as conn:
+        rows = conn.execute(per_env).all()
+    ab_only = {r.name for r in rows if r.lo == r.hi == m.AB_RUN_KIND}
+    return ab_only if len(ab_only) < len(rows) else set()
+
+
+def prefer_history(items: Sequence[T], ab: set[str], env_of: Callable[[T], str]) -> list[T]:
+    """``items`` (runs) outside the A/B environments ``ab``, or all of them when every one is inside."""
+    history = [x for x in items if env_of(x) not in ab]
+    return history or list(items)
+
+
 def list_benchmarks(store: Store, pattern: str | None = None) -> list[BenchmarkInfo]:
     """Every benchmark case; ``pattern`` is a regular expression searched in the name."""
     with store.read() as conn:
@@ -163,7 +185,8 @@ def list_series(
 ) -> list[SeriesKey]:
     """Every series recorded, each key once (whatever its code versions), ordered by benchmark,
     params, metric, machine and environment; ``benchmark`` is a regular expression searched
-    in the name. Only combinations that were measured: no machine x benchmark cross product."""
+    in the name. Only combinations that were measured: no machine x benchmark cross product.
+    Without ``environment``, the A/B environments (:func:`ab_environments`) are left out."""
     import re
 
     q = _named_series(
@@ -174,6 +197,8 @@ def list_series(
         q = q.where(m.Machine.name == machine)
     if environment is not None:
         q = q.where(m.Environment.name == environment)
+    else:
+        q = q.where(m.Environment.name.not_in(ab_environments(store)))
     rx = re.compile(benchmark) if benchmark else None
     with store.read() as conn:
         rows = sorted(conn.execute(q).all())
@@ -359,7 +384,8 @@ def measurements_for_commit(
 
     When several runs measured the same case, the latest run's value is kept.
     Without ``machine``/``env`` the commit must have been measured on one
-    machine and environment only (a UserError says which to choose otherwise).
+    machine and environment only (a UserError says which to choose otherwise);
+    without ``env``, a commit's per-commit history is read before its A/B runs (:func:`prefer_history`).
     """
     commit = resolve_commit(store, sha) if len(sha) < 40 else None
     full = commit.sha if commit else sha.lower()
@@ -377,9 +403,10 @@ def measurements_for_commit(
         runs_q = runs_q.where(m.Environment.name == env)
     if not include_dirty:
         runs_q = runs_q.where(m.Run.dirty.is_(False))
+    ab = ab_environments(store) if env is None else set()
     build = _Builder()
     with store.read() as conn:
-        runs = conn.execute(runs_q).all()
+        runs = prefer_history(conn.execute(runs_q).all(), ab, lambda r: r.env)
         for what, attr, given in (("machines", "machine", machine), ("environments", "env", env)):
             names = sorted({getattr(r, attr) for r in runs})
             if given is None and len(names) > 1:
@@ -1397,3 +1424,64 @@ def load_run_verdicts(store: Store, *, machine: str | None = None) -> list[RunVe
                    r.after_value, r.p_value, r.note)
         for r in _rows_in_order(store, m.RunVerdict, machine)
     ]
+
+
+# -- every run of many series, with its run date (detect's environment events) ---------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunColumns:
+    """Every clean run with a usable median of one series (earlier runs of re-measured commits included):
+    its commit, its run's start in days since 1970 (UTC) and its median."""
+
+    shas: list[str]
+    days: Any  # float64 array
+    values: Any  # float64 array
+
+
+def _day_sql(conn: Any, column: str) -> str:
+    """SQL for a timestamp column as days since 1970 (UTC)."""
+    if conn.dialect.name == "sqlite":
+        return f"julianday({column}) - 2440587.5"
+    return f"EXTRACT(EPOCH FROM {column}) / 86400.0"
+
+
+def series_run_points(store: Store, keys: Sequence[SeriesKey]) -> tuple[dict[SeriesKey, RunColumns], dict[str, int]]:
+    """Every clean run of each of ``keys`` (:class:`RunColumns`), and each commit's position in commit order: by
+    commit date, else by its first run (the order ``series`` reads; git history is not consulted)."""
+    import numpy as np
+
+    wanted = set(keys)
+    s, b, x = m.Series, m.Benchmark, m.Metric
+    named = _named_series(s.id, b.name, b.params, x.section, x.name.label("metric_name"), x.unit,
+                          m.Machine.name.label("machine"), m.Environment.name.label("env"))
+    out: dict[SeriesKey, RunColumns] = {}
+    with store.read() as conn:
+        key_of: dict[int, SeriesKey] = {}
+        for r in conn.execute(named):
+            k = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+            if k in wanted:
+                key_of[r.id] = k
+        committed, started = _day_sql(conn, 'coalesce("commit".date, run.started_at)'), _day_sql(conn, "run.started_at")
+        commits = fetch_sql(conn, (
+            f'SELECT "commit".sha, min({committed}), min({started})'
+            ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty GROUP BY "commit".sha'
+        ))  # fmt: skip
+        rows: list[Any] = []
+        ids = sorted(key_of)
+        for i in range(0, len(ids), 500):
+            rows += fetch_sql(conn, (
+                f"SELECT m.series_id, c.sha, {_day_sql(conn, 'run.started_at')}, m.median FROM measurement m"
+                " JOIN result r ON r.id = m.result_id JOIN run ON run.id = r.run_id"
+                ' JOIN "commit" c ON c.id = run.commit_id'
+                f" WHERE NOT run.dirty AND r.status = 'ok' AND m.median IS NOT NULL"
+                f" AND m.series_id IN ({', '.join(str(int(j)) for j in ids[i:i + 500])})"
+            ))  # fmt: skip
+    grouped: dict[SeriesKey, list[Any]] = {}
+    for sid, sha, day, median in rows:
+        if median is not None and math.isfinite(median) and day is not None:
+            grouped.setdefault(key_of[sid], []).append((sha, float(day), float(median)))
+    for k, pts in grouped.items():
+        out[k] = RunColumns([p[0] for p in pts], np.array([p[1] for p in pts]), np.array([p[2] for p in pts]))
+    commits.sort(key=lambda r: (r[1] if r[1] is not None else math.inf, r[2] if r[2] is not None else math.inf, r[0]))
+    return out, {r[0]: i for i, r in enumerate(commits)}

@@ -165,11 +165,13 @@
   function uniq(xs) { var s = {}, out = []; xs.forEach(function (x) { if (!s[x]) { s[x] = 1; out.push(x); } }); return out.sort(); }
   function status(msg) { var s = $('status'); if (s) { s.textContent = msg; s.hidden = !msg; } }
   // Columns that only some sites fill (params, the A/B verdict): left out where every row is empty, so the
-  // others keep the width.
+  // others keep the width. The environment: shown where the rows come from more than one (else they look alike).
   var OPTIONAL = ['Params', 'A/B'];
+  var DISTINCT = ['Environment'];
   function table(t, head, rows) {
     clear(t);
     var keep = head.map(function (h, j) {
+      if (DISTINCT.indexOf(h) >= 0) return uniq(rows.map(function (r) { return String(r.cells[j]); })).length > 1;
       return OPTIONAL.indexOf(h) < 0 || rows.some(function (r) { var c = r.cells[j]; return c instanceof Node || (c != null && c !== ''); });
     });
     var kept = function (xs) { return xs.filter(function (x, j) { return keep[j]; }); };
@@ -248,21 +250,24 @@
       function render() {
         var q = $('search').value.toLowerCase(), kind = $('kind').value, m = $('machine').value, pers = $('persisting').checked;
         var shown = rows.filter(function (r) {
-          return (!kind || r.kind === kind) && (!m || r.machine === m) && (!pers || r.persists) &&
+          var isKind = kind === 'event' ? !!r.event : (!kind || (r.kind === kind && !r.event));  // events are not regressions
+          return isKind && (!m || r.machine === m) && (!pers || r.persists) &&
             (!q || r.bench.toLowerCase().indexOf(q) >= 0);
         });
         var runs = shown.filter(function (r) { return r.source === 'run'; }).length;
         $('summary').textContent = shown.length + ' of ' + rows.length + ' rows: ' + (shown.length - runs) +
           ' change points found by mmtrack detect, ' + runs + ' verdicts of mmtrack run\'s per-commit comparison';
-        table($('regressions'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B', 'Found by'], shown.map(function (r) {
+        table($('regressions'), ['Benchmark', 'Machine', 'Environment', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B', 'Found by'], shown.map(function (r) {
           return {
-            cls: r.kind + (r.source === 'run' ? ' from-run' : ''),
+            cls: (r.event ? 'event' : r.kind) + (r.source === 'run' ? ' from-run' : ''),  // an event is no regression
             cells: [
               benchLink(benchHref(r.id, r), r.bench),
               r.machine,
+              r.env,
               paramsText(r.params),
               r.metric,
-              el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
+              r.event ? el('span', { cls: 'event', title: r.event }, [badge('environment event'), ' ' + pct(r.ratio) + ': ' + r.event])
+                : el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
               pair(r.before_value, r.after_value, r),
               el('span', { cls: 'nowrap' }, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
               r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
@@ -337,14 +342,16 @@
       shapes.push({ type: 'rect', xref: 'x', yref: 'paper', x0: X(x0), x1: X(c.after), y0: 0, y1: 1, fillcolor: col, opacity: 0.12, line: { width: 0 } });
       shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: X(c.after), x1: X(c.after), y0: 0, y1: 1, line: { color: col, width: 1.5, dash: 'dot' } });
       notes.push({ x: X(c.after), y: 0.04, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'right', showarrow: false,
-        text: pe(c.kind + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 },
+        text: pe((c.event ? 'environment event' : c.kind) + ' ' + pct(c.ratio) + (c.persists ? '' : ' (gone)')), font: { color: col, size: 11 },
         bgcolor: 'rgba(255,255,255,0.85)', bordercolor: col, borderwidth: 1, borderpad: 2 });
     });
     (s.versions || []).forEach(function (v) {
       var vx = byDate ? X(v[0]) : Math.ceil(X(v[0])) - 0.5;
       shapes.push({ type: 'line', xref: 'x', yref: 'paper', x0: vx, x1: vx, y0: 0, y1: 1, line: { color: '#9ca3af', width: 1, dash: 'dash' } });
-      notes.push({ x: vx, y: 1, xref: 'x', yref: 'paper', yanchor: 'bottom', xanchor: 'left', showarrow: false,
-        text: pe('code version ' + String(v[1]).slice(0, 12)), font: { color: '#6b7280', size: 10 } });
+      // Inside the plot, under its top edge: the legend owns the band above the plot.
+      notes.push({ x: vx, y: 1, xref: 'x', yref: 'paper', yanchor: 'top', xanchor: 'left', showarrow: false,
+        text: pe('code version ' + String(v[1]).slice(0, 12)), font: { color: '#6b7280', size: 10 },
+        bgcolor: 'rgba(255,255,255,0.85)' });
     });
     var title = s.section ? s.section + ' / ' + s.display : s.display;
     var layout = {
@@ -357,7 +364,7 @@
         : { title: { text: 'commit in this history (oldest → newest)', font: { size: 11 } }, type: 'linear', zeroline: false,
             gridcolor: '#eef0f3', tick0: 0, dtick: Math.max(1, Math.ceil(d.i.length / 12)), tickformat: 'd' },
       yaxis: { title: { text: unit, font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3', rangemode: 'tozero' },
-      hovermode: 'closest', hoverlabel: { align: 'left' }, showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1.12, font: { size: 11 } },
+      hovermode: 'closest', hoverlabel: { align: 'left' }, showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1, yanchor: 'bottom', font: { size: 11 } },
       shapes: shapes, annotations: notes, paper_bgcolor: '#fff', plot_bgcolor: '#fff', font: { family: 'system-ui, sans-serif' }
     };
     div.setAttribute('data-points', String(d.i.length));
@@ -396,6 +403,19 @@
     }).catch(fail);
   }
 
+  // The series to open on: the first series' machine, in its environment with the most points (the per-commit
+  // history, not the two commits of an A/B run).
+  function fullest(id, meta) {
+    var machine = meta.series[0].machine, total = {}, best = meta.series[0], most = -1;
+    meta.series.forEach(function (s, si) {
+      if (s.machine === machine) total[s.env] = (total[s.env] || 0) + seriesData(id, meta, si).i.length;
+    });
+    meta.series.forEach(function (s) {
+      if (s.machine === machine && total[s.env] > most) { most = total[s.env]; best = s; }
+    });
+    return best;
+  }
+
   function caseKey(s) { return JSON.stringify([s.machine, s.env, s.params]); }
 
   function buildSelectors(id, meta) {
@@ -404,7 +424,7 @@
                 { key: 'env', label: 'Environment', get: function (s) { return s.env; } }];
     var pnames = uniq([].concat.apply([], meta.series.map(function (s) { return Object.keys(s.params); })));
     pnames.forEach(function (p) { dims.push({ key: 'p:' + p, label: p, get: function (s) { return s.params[p] == null ? '' : s.params[p]; } }); });
-    var first = meta.series[0];
+    var first = fullest(id, meta);
     var wanted = new URLSearchParams(window.location.hash.slice(1));
     var sels = dims.map(function (dm) {
       var vals = uniq(meta.series.map(dm.get));
@@ -470,9 +490,11 @@
   function renderChanges(meta) {
     var rows = meta.changes;
     if (!rows.length) { $('changes-section').hidden = true; return; }
-    table($('changes'), ['Metric', 'Machine', 'Params', 'Change', 'Started in', 'Persists'], rows.map(function (c) {
+    table($('changes'), ['Metric', 'Machine', 'Environment', 'Params', 'Change', 'Started in', 'Persists'], rows.map(function (c) {
       var s = meta.series[c.s];
-      return { cls: c.kind, cells: [s.metric, s.machine, paramsText(s.params), el('span', null, [badge(c.kind), ' ' + pct(c.ratio)]),
+      return { cls: c.event ? 'event' : c.kind, cells: [s.metric, s.machine, s.env, paramsText(s.params),
+        c.event ? el('span', { title: c.event }, [badge('environment event'), ' ' + pct(c.ratio) + ': ' + c.event])
+          : el('span', null, [badge(c.kind), ' ' + pct(c.ratio)]),
         el('span', { cls: 'nowrap' }, [shaLink(c.before_sha), ' … ', shaLink(c.after_sha)]), c.persists ? 'yes' : 'no'] };
     }));
   }
@@ -539,10 +561,10 @@
             count('regressed') + ' regressed, ' + count('improved') + ' improved, ' + (judged.length - count('regressed') - count('improved')) + ' other' :
             'no verdicts for this pair (the pages judge each series\' newest commits against the commit before; run mmtrack compare ' +
             shortSha(store.commits[pa][0]) + ' ' + shortSha(store.commits[pb][0]) + ')');
-          table($('compare'), ['Benchmark', 'Machine', 'Params', 'Metric', 'Base', 'Head', 'Change', 'Verdict'], rows.map(function (r) {
+          table($('compare'), ['Benchmark', 'Machine', 'Environment', 'Params', 'Metric', 'Base', 'Head', 'Change', 'Verdict'], rows.map(function (r) {
             var cls = r.verdict === 'regressed' ? 'regression' : r.verdict === 'improved' ? 'improvement' : '';
             var sc = scaleFor([r.va, r.vb], r.s.unit);  // one scale for both values
-            return { cls: cls, cells: [benchLink(benchHref(r.x, r.s), r.meta.name), r.s.machine, paramsText(r.s.params), r.s.metric,
+            return { cls: cls, cells: [benchLink(benchHref(r.x, r.s), r.meta.name), r.s.machine, r.s.env, paramsText(r.s.params), r.s.metric,
               el('span', { cls: 'nowrap', text: scaled(r.va, sc, r.s) }), el('span', { cls: 'nowrap', text: scaled(r.vb, sc, r.s) }),
               pct(r.ratio), r.verdict ? verdictText(r.verdict, r.state) : '']};
           }));

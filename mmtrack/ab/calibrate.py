@@ -1,0 +1,115 @@
+"""A flagged benchmark's A/B tolerance, calibrated on an A/A of the base against a second build of itself.
+
+Two builds of identical code can time several percent apart: where the code, the interpreter's objects
+and the environment lie in memory moves a pure-Python kernel's time, and the rounds of each build agree
+with one another, so the round test reads that offset as a change. Only a measurement of identical code
+shows how large it is on this machine. For each benchmark the rounds flagged (either way), the base is
+built a second time (:func:`mmtrack.ab.envs.build_env`, ``twin``) and measured against its first build,
+interleaved; the flag stands only when the A/B change clears the threshold widened by what that A/A read.
+Benchmarks the rounds did not flag cost nothing: an unchanged verdict needs no calibration, and a ratio
+measured once is kept for the next run against the same base on the same machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from .envs import CommitEnv, build_env
+from .interleave import EARLY_LOOK, ABPlan, ABResult, bench_regex, env_cache, judge, run_rounds
+
+#: Rounds of the A/A of the base against its second build, per side.
+AA_ROUNDS = EARLY_LOOK + 1
+FLAGS = ("regressed", "improved")
+#: Beside the second build: per machine, each benchmark's A/A ratio (:func:`load_offsets`).
+OFFSETS = "aa-offsets.json"
+
+
+def calibrate(plan: ABPlan, repo: Path, result: ABResult, comparison: Any, policy: Any,
+              progress: Callable[[str], None] | None = None) -> Any:
+    """``comparison`` with each flagged row re-judged at its A/A-calibrated tolerance, the row's note saying so.
+
+    The A/A's ratio of each benchmark is kept beside the second build, per machine and benchmark version: the
+    next run against the same base on this machine reads it instead of measuring it again."""
+    flagged = [r for r in comparison.rows if r.verdict in FLAGS]
+    if not flagged or plan.instrument == "callgrind":  # counts carry their own A/A tolerance (analysis.deterministic)
+        return comparison
+    twin = build_env(repo, result.base.commit.sha, env_cache(plan), plan.config, twin=True)
+    known = load_offsets(twin.path, plan.machine)
+    missing = [r for r in flagged if _name(r, result) not in known]
+    if missing:
+        if progress:
+            progress(f"{len({r.benchmark for r in missing})} benchmarks flagged: A/A of "
+                     f"{result.base.commit.sha[:8]} against a second build of it, for their tolerance")
+        aa = measure_twin(plan, twin, result, missing, progress)
+        measured = {_key(r): r for r in judge(aa, policy).rows if r.ratio and r.ratio > 0}
+        known.update({_name(r, result): (measured[_key(r)].ratio, aa.rounds) for r in missing if _key(r) in measured})
+        save_offsets(twin.path, plan.machine, known)
+    rows = tuple(recheck(r, known.get(_name(r, result)), result, policy) if r.verdict in FLAGS else r
+                 for r in comparison.rows)
+    return dataclasses.replace(comparison, rows=rows)
+
+
+def measure_twin(plan: ABPlan, twin: CommitEnv, result: ABResult, rows: list[Any],
+                 progress: Callable[[str], None] | None = None) -> ABResult:
+    """:data:`AA_ROUNDS` interleaved rounds of ``rows``' benchmarks: the base's build against a second build of it."""
+    base = result.base
+    first = dataclasses.replace(base, label="A", cases={}, environment="", run_seconds=0.0)
+    second = dataclasses.replace(base, label="A2", env=twin, cases={}, environment="", run_seconds=0.0)
+    aa = ABResult(first, second, 0, [], plan.machine, datetime.now(timezone.utc))
+    run_rounds(plan, aa, AA_ROUNDS, progress, bench_regex(rows))
+    result.seconds += aa.seconds
+    return aa
+
+
+def recheck(row: Any, offset: tuple[float, int] | None, result: ABResult, policy: Any) -> Any:
+    """``row`` judged again with its threshold widened by the A/A's offset (the same judge, the same rounds)."""
+    if offset is None:
+        return dataclasses.replace(row, verdict="ambiguous", note=_joined(
+            row.note, "no A/A of the base against a second build of it to calibrate the tolerance"))
+    ratio, rounds = offset
+    tolerance = (1 + row.threshold) * math.exp(abs(math.log(ratio))) - 1
+    again = judge(result, dataclasses.replace(policy, threshold=tolerance))
+    new = next((r for r in again.rows if _key(r) == _key(row)), row)
+    how = f"tolerance {tolerance:.1%}: A/A-calibrated, two builds of the base read x{ratio:.3f} over {rounds} rounds"
+    return dataclasses.replace(new, note=_joined(new.note, how))
+
+
+def load_offsets(twin: Path, machine: str) -> dict[str, tuple[float, int]]:
+    """The A/A ratios measured before on ``machine`` (an unreadable file: none)."""
+    try:
+        data = json.loads((twin / OFFSETS).read_text()).get(machine, {})
+        return {k: (float(v[0]), int(v[1])) for k, v in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError, IndexError):
+        return {}
+
+
+def save_offsets(twin: Path, machine: str, known: dict[str, tuple[float, int]]) -> None:
+    path = twin / OFFSETS
+    try:
+        data = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    data[machine] = {k: list(v) for k, v in known.items()}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    tmp.replace(path)  # atomic: a killed run leaves the old file or the new one
+
+
+def _name(row: Any, result: ABResult) -> str:
+    """The row's benchmark case, metric and benchmark code version: what an A/A ratio holds for."""
+    case = result.base.cases.get((row.benchmark, row.params))
+    return json.dumps([row.benchmark, row.params, str(row.metric), case.version if case else None])
+
+
+def _key(row: Any) -> tuple[Any, ...]:
+    return row.benchmark, row.params, row.metric
+
+
+def _joined(note: str, more: str) -> str:
+    return f"{note}; {more}" if note else more

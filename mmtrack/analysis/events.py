@@ -1,0 +1,394 @@
+"""Environment events: change points that follow the run (its date, machine, environment), not the code.
+
+Every point of a series has a commit *and* a run. A runner image or a dependency set that changes on a
+date moves every series of a machine or environment from that date on, old commits measured after it
+included. A lone series' change point cannot tell the two apart when commits are measured in order, but
+the run factor shows itself in two ways, each read here:
+
+* **Run date.** Over all runs of a change point's two segments (earlier runs of re-measured commits
+  included), each point is labelled by the level it is nearer to. The best split in commit order and the
+  best split in run-date order are compared: where the date order explains the labels with fewer misplaced
+  points (old commits re-measured after the date read the new level; commits measured out of order follow
+  their run), the step follows the run date. Pooled over the change points of one environment at one place
+  in its history, since each series holds only a few such runs.
+* **Environment-wide.** Most series of one environment step at one place while the same benchmarks in the
+  sibling environments and machines, which measured the same commits, do not: a code change would move them
+  too.
+
+Such a group is reported once as an :class:`EnvironmentEvent`; its change points keep their place in their
+series but carry ``extra["cause"] = "environment"`` and never count as regressions to fail on.
+Pure functions over plain columns; the store reads them (``queries.series_run_points``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..results import ChangePoint, SeriesKey
+from .detect import SeriesReport
+from .policy import (
+    EVENT_ATTACH_DAYS,
+    EVENT_DATE_GAIN,
+    EVENT_DATE_MARGIN,
+    EVENT_DAYS,
+    EVENT_MIN_SERIES,
+    EVENT_REACH,
+    EVENT_SHARE,
+    EVENT_SIGN_ALPHA,
+    SIBLING_SHARE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunPoints:
+    """Every clean, usable run of one series: its commit, its run day (days since 1970, UTC) and value."""
+
+    shas: Sequence[str]
+    days: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class DateEvidence:
+    """What one change point's runs say: the misplaced points of the best split in commit order and in
+    run-date order, the first day of the new level by date, and the old commits measured from that day on."""
+
+    commit_errors: int
+    date_errors: int
+    day: float
+    old_late: int  # runs of commits before the change point measured on or after ``day``
+    old_late_new: int  # ... of which read the new level
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentEvent:
+    """One shift of a machine's environments that their series share, reported once."""
+
+    id: str
+    machine: str
+    environments: tuple[str, ...]
+    day: float  # first run day of the new level
+    series: int
+    slower: int  # series that moved the worse way
+    faster: int
+    old_commits: int  # runs of older commits, measured from ``day`` on, that read the new level (0: too few to say)
+    evidence: str  # "run date" or "environment-wide"
+    before_sha: str  # the commit range where the series show it
+    after_sha: str
+    median_ratio: float
+
+    @property
+    def date(self) -> str:
+        return datetime.fromtimestamp(self.day * 86400.0, tz=timezone.utc).strftime("%Y-%m-%d")
+
+    def describe(self) -> str:
+        """One line, e.g. "ubuntu/py3.12 and py3.13: 43 series slower (median x1.52) from runs of 2026-08-05 on,
+        old commits included; follows the run date"."""
+        envs = self.environments
+        where = f"{self.machine}/{envs[0]}" + (f" and {', '.join(envs[1:])}" if len(envs) > 1 else "")
+        moved = " and ".join(
+            part for part in (f"{self.slower} series slower" if self.slower else "",
+                              f"{self.faster} series faster" if self.faster else "") if part)
+        tail = ", old commits included" if self.old_commits else ""
+        why = "follows the run date" if self.evidence == "run date" else "environment-wide, not in its siblings"
+        return f"{where}: {moved} (median x{self.median_ratio:.2f}) from runs of {self.date} on{tail}; {why}"
+
+
+# --------------------------------------------------------------------------- one change point
+
+
+def _labels(values: np.ndarray, before: float, after: float) -> np.ndarray:
+    """True where a value lies nearer the new level than the old one (in log space where both are positive)."""
+    if before > 0 and after > 0 and np.all(values > 0):
+        x, a, b = np.log(values), math.log(before), math.log(after)
+    else:
+        x, a, b = values, before, after
+    return np.abs(x - b) < np.abs(x - a)
+
+
+def _best_split(order: np.ndarray, new: np.ndarray, prefer: float) -> tuple[int, float]:
+    """Fewest misplaced points of a split of ``new`` (old level first) along ``order``, and the first order value
+    of its new side (of the splits that tie, the one nearest ``prefer``); splits fall only between distinct order
+    values."""
+    idx = np.argsort(order, kind="stable")
+    o, lab = order[idx], new[idx].astype(int)
+    new_before = np.concatenate([[0], np.cumsum(lab)])
+    old_after = np.concatenate([np.cumsum((1 - lab)[::-1])[::-1], [0]])
+    errors = new_before + old_after
+    cuts = np.flatnonzero(np.diff(o) > 0) + 1  # a cut k puts o[:k] before, o[k:] after
+    if cuts.size == 0:
+        return int(errors[0]), float(o[0])
+    best = cuts[errors[cuts] == errors[cuts].min()]
+    k = int(best[int(np.argmin(np.abs(o[best] - prefer)))])
+    return int(errors[k]), float(o[k])
+
+
+def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int], lo: int, hi: int
+                  ) -> DateEvidence | None:
+    """The run-date evidence of one change point, from its series' runs of commits at positions [lo, hi)."""
+    pos = np.array([position.get(s, -1) for s in runs.shas], dtype=np.int64)
+    inside = (pos >= lo) & (pos < hi)
+    if inside.sum() < 4:
+        return None
+    pos, days, values = pos[inside], runs.days[inside], runs.values[inside]
+    new = _labels(values, cp.before_value, cp.after_value)
+    at = position.get(cp.after_sha, hi)
+    commit_errors, _ = _best_split(pos.astype(float), new, float(at))
+    first_new = days[pos == at]
+    own_day = float(first_new.min()) if first_new.size else float(np.median(days))
+    date_errors, day = _best_split(days, new, own_day)  # a tie goes to the split nearest the change point's own run
+    if date_errors >= commit_errors:  # the dates say nothing the commits do not: the new level began with its run
+        day = own_day
+    late_old = (pos < at) & (days >= day)
+    return DateEvidence(commit_errors, date_errors, day, int(late_old.sum()), int((late_old & new).sum()))
+
+
+def follows_run_date(evidence: Iterable[DateEvidence], strict: bool = True) -> bool:
+    """Whether pooled change points follow the run date: the date order misplaces at least
+    :data:`EVENT_DATE_MARGIN` fewer points than the commit order, more of them favour the date than the commit, and
+    (``strict``) the gain is :data:`EVENT_DATE_GAIN` of the points the commit order misplaces, or the change points
+    that favour the date outnumber those that favour the commit beyond a sign test at :data:`EVENT_SIGN_ALPHA` (many
+    noisy series, each misplacing many points either way). A group that passes
+    only the loose test joins an event found strictly on its machine nearby, never makes one."""
+    ev = list(evidence)
+    gain = sum(e.commit_errors - e.date_errors for e in ev)
+    for_date = sum(e.commit_errors > e.date_errors for e in ev)
+    for_commit = sum(e.commit_errors < e.date_errors for e in ev)
+    loose = gain >= EVENT_DATE_MARGIN and for_date > 2 * for_commit
+    return loose and (not strict or gain >= EVENT_DATE_GAIN * sum(e.commit_errors for e in ev)
+                      or _sign_p(for_date, for_commit) < EVENT_SIGN_ALPHA)
+
+
+def _sign_p(wins: int, losses: int) -> float:
+    """One-sided sign test: the chance of ``wins`` or more of ``wins + losses`` fair coin tosses."""
+    n = wins + losses
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n if n else 1.0
+
+
+# --------------------------------------------------------------------------- groups of change points
+
+
+@dataclass(slots=True)
+class _Found:
+    cp: ChangePoint
+    lo: int  # position of the last commit of the old level
+    hi: int  # position of the first commit of the new level
+    evidence: DateEvidence | None
+
+
+def _place(key: SeriesKey) -> tuple[str, str]:
+    return key.machine, key.environment
+
+
+def _bench(key: SeriesKey) -> tuple[str, str, object]:
+    return key.benchmark, key.params, key.metric
+
+
+def _clusters(found: list[_Found], reach: float) -> list[list[_Found]]:
+    """Change points of one place whose new levels begin on run days within ``reach`` days of each other (single
+    link): a shift of the machine begins on one date in every series, wherever each series' commit split fell."""
+    out: list[list[_Found]] = []
+    dated = sorted((f for f in found if f.evidence is not None), key=lambda f: f.evidence.day)  # type: ignore[union-attr]
+    for f in dated:
+        if out and f.evidence.day - out[-1][-1].evidence.day <= reach:  # type: ignore[union-attr]
+            out[-1].append(f)
+        else:
+            out.append([f])
+    return out
+
+
+def _spans(shas: Sequence[str], position: Mapping[str, int]) -> tuple[int, int]:
+    ps = [position[s] for s in shas if s in position]
+    return (min(ps), max(ps)) if ps else (0, -1)
+
+
+def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[SeriesKey, tuple[int, int]],
+                    stepped: Mapping[SeriesKey, list[tuple[int, int, bool]]], reach: int) -> tuple[bool, bool]:
+    """Whether the same benchmarks elsewhere, which measured commits on both sides of the group, stayed put: at least
+    :data:`EVENT_MIN_SERIES` of them, at most :data:`SIBLING_SHARE` stepped the group's way (a code change moves a
+    benchmark the same way everywhere; two runner images changed on one day need not). Elsewhere is the other
+    machines where they measured enough (a runner image moves only its own), else the sibling environments of the
+    same machine (the same jobs, the same commits); and whether the other machines were the ones read."""
+    lo, hi = min(f.lo for f in group), max(f.hi for f in group)
+    benches = {_bench(f.cp.series) for f in group}
+    around = [k for k, (first, last) in spans.items()
+              if _place(k) != place and _bench(k) in benches and first < lo and last >= hi]
+    others = [k for k in around if k.machine != place[0]]
+    siblings = others if len(others) >= EVENT_MIN_SERIES else [k for k in around if k.machine == place[0]]
+    up = float(np.median([math.log(f.cp.ratio) if 0 < f.cp.ratio < math.inf else 0.0 for f in group])) > 0
+    moved = sum(any(a - reach <= hi and b + reach >= lo and rose == up for a, b, rose in stepped.get(k, ()))
+                for k in siblings)
+    return len(siblings) >= EVENT_MIN_SERIES and moved <= SIBLING_SHARE * len(siblings), siblings is others
+
+
+def _own_commit(f: _Found) -> bool:
+    """Whether a change point's own runs favour the commit order: a code change that fell among an event's."""
+    return f.evidence is not None and f.evidence.commit_errors < f.evidence.date_errors
+
+
+def _elsewhere_too(f: _Found, found: Mapping[SeriesKey, list[_Found]], other_machine: bool) -> bool:
+    """Whether the same benchmark stepped the same way at the same commits elsewhere (another environment, or
+    another machine with ``other_machine``), in a change point whose own runs do not favour the run date: the
+    code's doing."""
+    me = f.cp.series
+    for key, theirs in found.items():
+        if key == me or _bench(key) != _bench(me) or (other_machine and key.machine == me.machine):
+            continue
+        for g in theirs:
+            dated = g.evidence is not None and g.evidence.date_errors < g.evidence.commit_errors
+            if (not dated and abs(g.hi - f.hi) <= EVENT_REACH and g.cp.kind == f.cp.kind
+                    and (g.cp.ratio > 1) == (f.cp.ratio > 1)):
+                return True
+    return False
+
+
+def _old_commits(evidence: list[DateEvidence]) -> int:
+    """Runs of old commits measured from the new level's first day on that read the new level, where they are at
+    least two and most of such runs (else 0: one misplaced commit is not "old commits included")."""
+    late, new = sum(e.old_late for e in evidence), sum(e.old_late_new for e in evidence)
+    return new if new >= 2 and 2 * new > late else 0
+
+
+def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> EnvironmentEvent:
+    place = _place(group[0].cp.series)
+    days = [f.evidence.day for f in group if f.evidence is not None]
+    ratios = [f.cp.ratio for f in group if 0 < f.cp.ratio < math.inf]
+    first = min(group, key=lambda f: f.hi)
+    slower = sum(worse[id(f)] for f in group)
+    return EnvironmentEvent(
+        id="", machine=place[0], environments=(place[1],), day=float(np.median(days)) if days else math.nan,
+        series=len({f.cp.series for f in group}), slower=slower, faster=len(group) - slower,
+        old_commits=_old_commits([f.evidence for f in group if f.evidence is not None]), evidence=evidence,
+        before_sha=first.cp.before_sha, after_sha=first.cp.after_sha,
+        median_ratio=float(np.median(ratios)) if ratios else math.nan,
+    )
+
+
+def _joins(big: EnvironmentEvent, e: EnvironmentEvent) -> bool:
+    """Whether ``e`` is part of ``big``: the same machine, and within :data:`EVENT_DAYS` of its day, or a few series
+    near it."""
+    if big.machine != e.machine:
+        return False
+    gap = abs(big.day - e.day)
+    return gap <= EVENT_DAYS or (min(big.series, e.series) < EVENT_MIN_SERIES and gap <= EVENT_ATTACH_DAYS)
+
+
+def _merged(events: list[EnvironmentEvent]) -> tuple[list[EnvironmentEvent], list[int]]:
+    """Events of one machine on about the same day become one naming all their environments, and so do a few series
+    whose new level began some days off a larger event's; the index of each input's merged event."""
+    out: list[EnvironmentEvent] = []
+    into = [0] * len(events)
+    for i in sorted(range(len(events)), key=lambda i: -events[i].series):  # the largest first: it keeps its day
+        e = events[i]
+        j = next((j for j, big in enumerate(out) if _joins(big, e)), None)
+        if j is None:
+            out.append(e)
+            into[i] = len(out) - 1
+            continue
+        big = out[j]
+        out[j] = dataclasses.replace(
+            big, environments=tuple(sorted(set(big.environments) | set(e.environments))),
+            series=big.series + e.series, slower=big.slower + e.slower, faster=big.faster + e.faster,
+            old_commits=big.old_commits + e.old_commits,
+            evidence="run date" if "run date" in (big.evidence, e.evidence) else big.evidence)
+        into[i] = j
+    order = sorted(range(len(out)), key=lambda j: (out[j].machine, out[j].day))
+    rank = {j: k for k, j in enumerate(order)}
+    named = [dataclasses.replace(out[j], id=f"{out[j].machine}@{out[j].date}#{k + 1}") for k, j in enumerate(order)]
+    return named, [rank[j] for j in into]
+
+
+def _joining(loose: list[tuple[EnvironmentEvent, list[_Found]]], found: list[EnvironmentEvent]
+             ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
+    """The loosely dated groups within :data:`EVENT_ATTACH_DAYS` of an event found on their machine, given its day
+    (so that they merge into it); the others are left out."""
+    out = []
+    for e, group in loose:
+        near = [f for f in found if f.machine == e.machine and abs(f.day - e.day) <= EVENT_ATTACH_DAYS]
+        if near:
+            out.append((dataclasses.replace(e, day=min(near, key=lambda f: abs(f.day - e.day)).day), group))
+    return out
+
+
+def find_events(
+    reports: Sequence[SeriesReport], runs: Mapping[SeriesKey, RunPoints], position: Mapping[str, int],
+    commits_of: Mapping[SeriesKey, Sequence[str]],
+) -> tuple[list[EnvironmentEvent], dict[tuple[SeriesKey, str], str]]:
+    """The environment events among ``reports``' change points, and the event id of each change point they hold
+    (keyed by series and after sha). ``runs``: every run of each series with change points; ``position``: each
+    commit's place in commit order; ``commits_of``: the commits each analysed series measured."""
+    found_by_place: dict[tuple[str, str], list[_Found]] = defaultdict(list)
+    stepped: dict[SeriesKey, list[tuple[int, int, bool]]] = defaultdict(list)  # (lo, hi, rose) of each change point
+    analysed: dict[tuple[str, str], int] = defaultdict(int)
+    worse: dict[int, bool] = {}
+    by_series: dict[SeriesKey, list[_Found]] = defaultdict(list)
+    for r in reports:
+        if r.status != "ok":
+            continue
+        analysed[_place(r.series)] += 1
+        own = [position.get(c.after_sha, -1) for c in r.changes]
+        bounds = [0, *own, math.inf]
+        for i, c in enumerate(r.changes):
+            hi, lo = own[i], position.get(c.before_sha, own[i] - 1)
+            rp = runs.get(r.series)
+            ev = date_evidence(c, rp, position, bounds[i], bounds[i + 2]) if rp is not None else None
+            f = _Found(c, lo, hi, ev)
+            worse[id(f)] = c.kind == "regression" or (c.kind == "change" and c.ratio > 1)
+            found_by_place[_place(r.series)].append(f)
+            by_series[r.series].append(f)
+            stepped[r.series].append((lo, hi, c.ratio > 1))
+    spans = {k: _spans(v, position) for k, v in commits_of.items()}
+    events: list[tuple[EnvironmentEvent, list[_Found]]] = []
+    nearby: list[tuple[EnvironmentEvent, list[_Found]]] = []  # passed the loose run-date test only
+    for place, found in found_by_place.items():
+        for group in _clusters(found, EVENT_DAYS):
+            ev = [f.evidence for f in group if f.evidence is not None]
+            if follows_run_date(ev, strict=False):
+                members = [f for f in group if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
+                if members:
+                    strict = events if follows_run_date(ev) else nearby
+                    strict.append((_event_of(members, "run date", worse), members))
+            elif len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
+                quiet, other_machines = _siblings_quiet(group, place, spans, stepped, EVENT_REACH)
+                members = [f for f in group if quiet and not _elsewhere_too(f, by_series, other_machines)]
+                if members:
+                    events.append((_event_of(members, "environment-wide", worse), members))
+    events += _joining(nearby, [e for e, _ in events])
+    merged, into = _merged([e for e, _ in events])
+    held: dict[tuple[SeriesKey, str], str] = {}
+    for (_, group), j in zip(events, into):
+        for f in group:
+            held[(f.cp.series, f.cp.after_sha)] = merged[j].id
+    return merged, held
+
+
+def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, str], str],
+                events: Sequence[EnvironmentEvent]) -> list[SeriesReport]:
+    """``reports`` with each change point an event holds marked ``extra["cause"] = "environment"`` and its event's
+    id and line; the others are left as they are (the code's: no ``cause``)."""
+    line = {e.id: e.describe() for e in events}
+    out = []
+    for r in reports:
+        changes = []
+        for c in r.changes:
+            event = held.get((c.series, c.after_sha))
+            extra = {**c.extra, "cause": "environment", "event": event, "event_line": line[event]} if event else None
+            changes.append(dataclasses.replace(c, extra=extra) if extra else c)
+        out.append(dataclasses.replace(r, changes=tuple(changes)))
+    return out
+
+
+def is_environment(cp: ChangePoint) -> bool:
+    """Whether a change point belongs to an environment event (not to the code)."""
+    return cp.extra.get("cause") == "environment"
+
+
+__all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "date_evidence", "follows_run_date", "find_events",
+           "mark_events", "is_environment"]

@@ -1,0 +1,229 @@
+"""The parent side of ``--instrument callgrind``: one worker under Valgrind serves the run's cases.
+
+Valgrind's start-up (an interpreter and mmtrack's imports, simulated) is paid once per worker, not once
+per case. A case that crashes the worker or runs past its time budget fails alone: the worker is ended
+and a fresh one serves the cases after it. The worker's environment and working directory are fixed
+(:func:`worker_environment`), so two runs of one commit read the same counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import pickle
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from ..errors import UserError
+from ..measure import callgrind
+from ..measure.runner import RunOptions
+from .callgrind_worker import CallgrindJob
+from .session import Case, Outcome, Status
+from .worker import case_job, timeout_of
+
+START_TIMEOUT_S = 120.0  # CPU seconds for an interpreter and mmtrack's imports under Valgrind: about 8 s here
+# Budgets count the worker's CPU time: at a load of 14 on 2 cores a start-up of 8 CPU seconds took over 2 minutes
+# of wall time. A worker that waits without using the CPU (a sleep, a lock) is stopped after this many budgets.
+WALL_FACTOR = 10.0
+POLL_S = 0.5
+FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
+ProgressFn = Callable[[Case, str, int, int], None]
+
+
+def require_valgrind() -> str:
+    """Valgrind's version line, or one line saying which package to install."""
+    version = callgrind.valgrind_version()
+    if version is None:
+        raise UserError(
+            f"--instrument callgrind needs valgrind, which is not on PATH; install the Debian package "
+            f"'{callgrind.PACKAGE}' (apt-get install {callgrind.PACKAGE}) or your system's equivalent")
+    return version
+
+
+def worker_environment(without: Path | None = None) -> dict[str, str]:
+    """The worker's whole environment: the same variables and values on every run, whatever the shell had.
+
+    The environment sits on the process stack, so its length moves every stack address and with them the
+    simulated cache sets. PYTHONPATH keeps the parent's import path for mmtrack and the project, less the
+    entries inside ``without`` (a checkout that would shadow a built commit's package).
+    """
+    roots = [str(Path(__file__).resolve().parents[2])]  # the folder that holds this mmtrack
+    roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in roots]
+    if without is not None:
+        inside = without.resolve()
+        roots = [p for p in roots if not (Path(p).resolve() == inside or inside in Path(p).resolve().parents)]
+    return {
+        "PATH": FIXED_PATH,
+        "PYTHONHASHSEED": callgrind.HASH_SEED,
+        "PYTHONPATH": os.pathsep.join(roots),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LC_ALL": "C.UTF-8",
+    }
+
+
+def profile_label(benchmark: str, param_values: list[str]) -> str:
+    """A case's profile file name stem: the benchmark and its parameter labels, file-name safe."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join([benchmark, *param_values]))[:150]
+
+
+def kept_profile(folder: Path, label: str) -> tuple[Path, int] | None:
+    """The profile kept for a case in ``folder`` and the ops its region ran, or None."""
+    for path in sorted(folder.glob(f"{glob.escape(label)}.*ops.callgrind.out")):
+        ops = path.name[len(label) + 1:].split("ops.", 1)[0]
+        if ops.isdigit():
+            return path, int(ops)
+    return None
+
+
+class _Worker:
+    """One ``valgrind python -m mmtrack.asvbridge.callgrind_worker`` process and its pipes."""
+
+    def __init__(self, scratch: Path, python: Path | None, without: Path | None) -> None:
+        self.scratch = scratch
+        self.profiles = scratch / "callgrind.out"
+        self.log = open(scratch / "worker.log", "ab")
+        command = [*callgrind.valgrind_args(self.profiles), str(python or sys.executable), "-m",
+                   "mmtrack.asvbridge.callgrind_worker"]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+            env=worker_environment(without), cwd=scratch / "cwd", start_new_session=True)
+        assert self.process.stdout is not None and self.process.stdin is not None
+        self.replies: IO[bytes] = self.process.stdout
+        self.jobs: IO[bytes] = self.process.stdin
+        self.overran = False  # the last receive() gave up on its budget
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the worker (valgrind and the program it simulates) has used; None where /proc is unreadable."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def receive(self, budget: float) -> tuple | None:
+        """The next message, or None when the worker died or used ``budget`` CPU seconds (wall seconds where CPU
+        time is unreadable, and ``WALL_FACTOR`` times as many wall seconds in any case) without answering."""
+        start_cpu, start_wall = self.cpu_seconds(), time.monotonic()
+        while True:
+            ready, _, _ = select.select([self.replies], [], [], POLL_S if budget > 0 else 0.0)
+            if ready:
+                break
+            cpu, wall = self.cpu_seconds(), time.monotonic() - start_wall
+            used = cpu - start_cpu if cpu is not None and start_cpu is not None else wall
+            if budget <= 0 or used >= budget or wall >= WALL_FACTOR * budget or self.process.poll() is not None:
+                self.overran = budget > 0 and (used >= budget or wall >= WALL_FACTOR * budget)
+                return None
+        try:
+            return pickle.load(self.replies)
+        except (EOFError, pickle.UnpicklingError, OSError):
+            return None
+
+    def send(self, job: CallgrindJob) -> bool:
+        try:
+            pickle.dump(job, self.jobs, protocol=pickle.HIGHEST_PROTOCOL)
+            self.jobs.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def why_down(self) -> str:
+        code = self.process.poll()
+        tail = (self.scratch / "worker.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        said = f": {tail[0][-200:]}" if tail[0] else ""
+        if code is None:
+            return f"the worker under valgrind stopped answering{said}"
+        if code < 0:
+            return f"the worker under valgrind was killed by {signal.Signals(-code).name}{said}"
+        return f"the worker under valgrind exited with status {code}{said}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # valgrind and any process the benchmark started
+            except ProcessLookupError:
+                pass
+        self.process.wait()
+        for stream in (self.jobs, self.replies, self.log):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+class CallgrindSession:
+    """Runs cases in a worker under Valgrind; the run's profiles kept under ``keep`` (None: not kept).
+
+    ``python``: the interpreter of a built commit (A/B runs), else this one; ``without``: see
+    :func:`worker_environment`."""
+
+    def __init__(self, options: RunOptions, timeout: float | None, progress: ProgressFn,
+                 keep: Path | None = None, python: Path | None = None, without: Path | None = None) -> None:
+        self.valgrind = require_valgrind()  # "valgrind-3.19.0": said under each case's Measurement row
+        self.python, self.without = python, without  # the interpreter the worker runs (a built commit's)
+        self.options = dataclasses.replace(options, pin_cpu=False, process_model=callgrind.PROCESS_MODEL)
+        self.timeout = timeout
+        self.progress = progress
+        self.keep = keep
+        self.scratch = Path(tempfile.mkdtemp(prefix="mmtrack-callgrind-"))
+        (self.scratch / "cwd").mkdir()
+        self.worker: _Worker | None = None
+        self.profiles: dict[str, Path] = {}  # case full name -> its kept profile
+
+    def _started(self) -> _Worker | str:
+        if self.worker is not None and self.worker.process.poll() is None:
+            return self.worker
+        self.worker = _Worker(self.scratch, self.python, self.without)
+        if self.worker.receive(START_TIMEOUT_S) != ("ready",):
+            why = self.worker.why_down()
+            self._drop()
+            return f"could not start the worker under valgrind: {why}"
+        return self.worker
+
+    def _drop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+    def run_case(self, case: Case) -> Outcome:
+        b = case.benchmark
+        fail = lambda message: Outcome(b.name, case.param_labels, Status.FAILED, message=message)
+        self.progress(case, "starting valgrind", 0, 1)
+        worker = self._started()
+        if isinstance(worker, str):
+            return fail(worker)
+        self.progress(case, "under callgrind", 0, 1)
+        budget = timeout_of(case, self.timeout)
+        job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", self.without is not None)
+        reply = worker.receive(0) if not worker.send(job) else worker.receive(budget)
+        if reply is None:
+            why = (f"over its time budget under valgrind ({budget:g} s of CPU time); raise the benchmark's timeout "
+                   "or --timeout, or make the case smaller" if worker.overran else worker.why_down())
+            self._drop()
+            return fail(why)
+        _, outcome, profile = reply
+        if profile is not None and outcome.stats is not None and self.keep is not None:
+            self.profiles[outcome.full_name] = self._kept(case, Path(profile), outcome.stats.operations[-1])
+        if outcome.stats is not None:
+            outcome.stats.notes.append(f"counted under {self.valgrind}")
+        return dataclasses.replace(outcome, name=b.name, params=case.param_labels)
+
+    def _kept(self, case: Case, profile: Path, ops: int) -> Path:
+        """The case's profile moved under ``keep``, named with the ops its region ran (to compare per op)."""
+        assert self.keep is not None
+        self.keep.mkdir(parents=True, exist_ok=True)
+        label = profile_label(case.benchmark.name, list(case.param_labels.values()))
+        return Path(shutil.move(profile, self.keep / f"{label}.{ops}ops.callgrind.out"))
+
+    def close(self) -> None:
+        self._drop()
+        shutil.rmtree(self.scratch, ignore_errors=True)

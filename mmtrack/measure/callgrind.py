@@ -1,0 +1,314 @@
+"""Deterministic CPU measurement under Valgrind's callgrind: instructions and simulated cache misses per op.
+
+The worker process runs under ``valgrind --tool=callgrind`` with :func:`valgrind_args`. Callgrind
+zeroes its counters when the program enters ``getppid`` and writes a profile when it enters
+``getpgrp``, so :class:`CallgrindBackend` brackets each sample with ``os.getppid()`` and
+``os.getpgrp()`` and reads the profile's ``summary:`` line: interpreter start-up, imports, setup and
+this module's own code fall outside the bracket. No compiler, no client-request extension.
+
+:class:`CallgrindRunner` samples a case deterministically: a chunk size chosen from an instruction
+count (never from a clock), one warm-up chunk, then the chunk of ``n`` and of ``2n`` ops. The
+difference of the two is ``n`` ops of steady-state work: the markers' own instructions and the
+first-touch misses of each chunk cancel. The choice and its figures: docs/design/callgrind.md.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import conditions
+from .backend import MeasurementBackend, MeasurementDomain, Results
+from .metrics import Direction, MetricValue, aggregate_metrics
+from .runner import BenchmarkDefinitionError, Runner, RunOptions
+
+#: The process model a callgrind run records (measure/conditions.py): never compared with wall-clock runs.
+PROCESS_MODEL = conditions.UNDER_CALLGRIND
+SECTION = "callgrind"
+#: The Debian package that brings valgrind, callgrind_annotate and callgrind.h.
+PACKAGE = "valgrind"
+HASH_SEED = "0"  # PYTHONHASHSEED of the worker: str and bytes hashes, and so set and dict order, fixed
+ZERO_MARKER, DUMP_MARKER = "getppid", "getpgrp"
+# A chunk is sized so that it runs at least this many instructions: the two measured chunks and the
+# warm-up then take about 0.5 s under callgrind on the reference VM (docs/design/callgrind.md).
+TARGET_INSTRUCTIONS = 4_000_000
+MAX_CHUNK = 1 << 20
+EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+
+
+@dataclass(frozen=True, slots=True)
+class Cache:
+    size: int  # bytes
+    ways: int
+    line: int  # bytes
+
+    @property
+    def option(self) -> str:
+        return f"{self.size},{self.ways},{self.line}"
+
+    def describe(self) -> str:
+        return f"{self.size // 1024} KiB {self.ways}-way {self.line} B lines"
+
+
+@dataclass(frozen=True, slots=True)
+class CacheGeometry:
+    """The simulated caches: fixed, so that a count never depends on the host's CPU."""
+
+    i1: Cache = Cache(32 * 1024, 8, 64)
+    d1: Cache = Cache(32 * 1024, 8, 64)
+    ll: Cache = Cache(8 * 1024 * 1024, 16, 64)
+
+    def options(self) -> list[str]:
+        return [f"--I1={self.i1.option}", f"--D1={self.d1.option}", f"--LL={self.ll.option}"]
+
+    def describe(self) -> str:
+        return f"I1 {self.i1.describe()}, D1 {self.d1.describe()}, LL {self.ll.describe()}"
+
+
+GEOMETRY = CacheGeometry()
+
+
+def valgrind_args(out_file: Path, geometry: CacheGeometry = GEOMETRY) -> list[str]:
+    """Valgrind's command line before the Python command; profiles go to ``out_file.<pid>.<n>``."""
+    return [
+        "valgrind", "--tool=callgrind", "--cache-sim=yes", *geometry.options(),
+        f"--zero-before={ZERO_MARKER}", f"--dump-before={DUMP_MARKER}",
+        f"--callgrind-out-file={out_file}.%p", "--quiet",
+    ]
+
+
+def valgrind_version() -> str | None:
+    """``valgrind-3.19.0``, or None when valgrind is not on PATH."""
+    exe = shutil.which("valgrind")
+    if exe is None:
+        return None
+    try:
+        done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        return done.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# -- reading a profile ----------------------------------------------------------------------------
+_HEADER = re.compile(r"^(events|summary):\s*(.*)$", re.MULTILINE)
+HEADER_BYTES = 64 * 1024  # callgrind writes events: and summary: in the header, before any cost line
+
+
+def read_summary(path: Path) -> dict[str, int]:
+    """The event totals of one callgrind profile (its ``summary:`` line, what callgrind_annotate totals)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        header = f.read(HEADER_BYTES)
+    found = {k: v.split() for k, v in _HEADER.findall(header)}
+    if "events" not in found or "summary" not in found:
+        raise ValueError(f"{path}: not a callgrind profile (no events:/summary: header)")
+    values = [int(v) for v in found["summary"]]
+    # Trailing zero events are left out of the line.
+    return {e: values[i] if i < len(values) else 0 for i, e in enumerate(found["events"])}
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Event counts of one region, or per op; the cost model lives here."""
+
+    ir: float
+    dr: float
+    dw: float
+    i1_misses: float
+    d1_misses: float  # reads and writes
+    lli_misses: float
+    lld_misses: float
+
+    @classmethod
+    def of(cls, events: dict[str, int]) -> Counts:
+        e = {k: events.get(k, 0) for k in EVENTS}
+        return cls(e["Ir"], e["Dr"], e["Dw"], e["I1mr"], e["D1mr"] + e["D1mw"], e["ILmr"], e["DLmr"] + e["DLmw"])
+
+    def minus(self, other: Counts) -> Counts:
+        return Counts(*(a - b for a, b in zip(_fields(self), _fields(other))))
+
+    def per(self, ops: int) -> Counts:
+        return Counts(*(a / ops for a in _fields(self)))
+
+    @property
+    def est_cycles(self) -> float:
+        """iai-callgrind's and pythonspeed's model: an L1 hit costs 1 cycle, an LL hit 5, a RAM access 35."""
+        ram = self.lli_misses + self.lld_misses
+        ll_hits = self.i1_misses + self.d1_misses - ram
+        l1_hits = self.ir + self.dr + self.dw - ll_hits - ram
+        return l1_hits + 5 * ll_hits + 35 * ram
+
+    def metrics(self) -> list[MetricValue]:
+        lower = Direction.LOWER
+        return [
+            MetricValue("instructions", self.ir, "instr/op", SECTION, direction=lower),
+            MetricValue("est_cycles", self.est_cycles, "cycles/op", SECTION, "estimated cycles", direction=lower),
+            MetricValue("l1i_misses", max(self.i1_misses, 0.0), "misses/op", SECTION, "L1 instruction misses",
+                        direction=lower),
+            MetricValue("l1d_misses", max(self.d1_misses, 0.0), "misses/op", SECTION, "L1 data misses",
+                        direction=lower),
+            MetricValue("lli_misses", max(self.lli_misses, 0.0), "misses/op", SECTION, "LL instruction misses",
+                        direction=lower),
+            MetricValue("lld_misses", max(self.lld_misses, 0.0), "misses/op", SECTION, "LL data misses",
+                        direction=lower),
+        ]
+
+
+def _fields(c: Counts) -> tuple[float, ...]:
+    return (c.ir, c.dr, c.dw, c.i1_misses, c.d1_misses, c.lli_misses, c.lld_misses)
+
+
+@dataclass(slots=True)
+class _Profiles:
+    """Valgrind numbers the profiles of a process from 1: the count is per process, not per backend."""
+
+    base: str = ""  # the --callgrind-out-file valgrind was given, without its ".%p"
+    written: int = 0
+
+    def next(self) -> Path:
+        self.written += 1
+        return Path(f"{self.base}.{os.getpid()}.{self.written}")
+
+
+_profiles = _Profiles()
+
+
+def last_profile() -> Path | None:
+    """The newest profile this process wrote (the measured 2n chunk's, after a case), or None."""
+    return Path(f"{_profiles.base}.{os.getpid()}.{_profiles.written}") if _profiles.written else None
+
+
+def default_options() -> RunOptions:
+    """The engine's options for a callgrind worker: no pinning (one simulated CPU), budgets unused."""
+    return RunOptions(pin_cpu=False, process_model=PROCESS_MODEL)
+
+
+def profiles_at(base: Path | str) -> None:
+    """Tell this process where valgrind writes its profiles (the worker learns it from its job, not from its
+    environment or argv: their length moves the stack, and with it the simulated cache sets)."""
+    _profiles.base = str(base)
+
+
+# -- the backend ----------------------------------------------------------------------------------
+class NotUnderCallgrind(RuntimeError):
+    """The markers wrote no profile: this process does not run under valgrind --tool=callgrind."""
+
+
+@dataclass(slots=True)
+class Region:
+    ops: int
+    counts: Counts
+    profile: Path
+
+
+class CallgrindBackend(MeasurementBackend):
+    """Brackets each sample with callgrind's zero and dump markers and reads the region's profile.
+
+    A sample's duration stays the host time (under Valgrind, tens of times the native time): the
+    counts are the measurement, kept per region in :attr:`regions` for :class:`CallgrindRunner`.
+    """
+
+    def __init__(self) -> None:
+        self.regions: list[Region] = []
+
+    def begin(self) -> None:
+        os.getppid()  # callgrind zeroes its counters here (--zero-before)
+
+    def end(self) -> None:
+        os.getpgrp()  # ... and writes the region's profile here (--dump-before)
+
+    def collect(self, host_elapsed, ops, chunk_index, results: Results, metrics) -> None:
+        profile = _profiles.next()
+        if not _profiles.base or not profile.exists():
+            raise NotUnderCallgrind(
+                "no callgrind profile was written for the sample: run the worker under valgrind --tool=callgrind "
+                "(mmtrack bench --instrument callgrind)")
+        self.regions.append(Region(ops, Counts.of(read_summary(profile)), profile))
+        results.duration = host_elapsed
+        results.iterations = ops
+        results.chunks_executed = 1
+
+    @property
+    def measurement_label(self) -> str:
+        return "callgrind (instructions, simulated caches)"
+
+    @property
+    def emits_cpu_diagnostics(self) -> bool:
+        return False
+
+    def describe(self, domain: MeasurementDomain | None = None) -> str | None:
+        return f"simulated caches: {GEOMETRY.describe()}; PYTHONHASHSEED={os.environ.get('PYTHONHASHSEED', 'random')}"
+
+
+# -- deterministic sampling ------------------------------------------------------------------------
+REFUSED_DOMAINS = {
+    MeasurementDomain.GPU: "instructions do not measure device time",
+    MeasurementDomain.IO: "instructions do not measure disk or network time",
+}
+
+
+def chunk_for(instructions_per_op: float, target: int = TARGET_INSTRUCTIONS) -> int:
+    """The power of two of ops that runs at least ``target`` instructions (a small change in the code keeps it)."""
+    n = 1
+    while n < MAX_CHUNK and n * max(instructions_per_op, 1.0) < target:
+        n *= 2
+    return n
+
+
+class CallgrindRunner(Runner):
+    """Runs one BenchSpec under :class:`CallgrindBackend`: one warm-up chunk, then the chunks of n and 2n ops."""
+
+    def __init__(self, spec, options=None, **kwargs) -> None:
+        refuse(spec)
+        spec.backend = CallgrindBackend
+        super().__init__(spec, options, **kwargs)
+
+    def run(self):
+        backend = self.backend
+        assert isinstance(backend, CallgrindBackend)
+        was_enabled = gc.isenabled()
+        gc.collect()
+        gc.disable()  # a collection inside a region would count work the benchmark did not ask for
+        try:
+            chunk = self.spec.chunk_size or chunk_for(self._probe())
+            self._report("warm-up", 0, 1)
+            self.spec.fn(self._context(chunk), chunk, 0)
+            measured_under = conditions.capture(PROCESS_MODEL)
+            self._report("sample", 0, 2)
+            samples = [self._sample(chunk, 0), self._sample(2 * chunk, 1)]
+            self._report("sample", 2, 2)
+        finally:
+            backend.close()
+            if was_enabled:
+                gc.enable()
+        one, two = backend.regions[-2:]
+        per_op = two.counts.minus(one.counts).per(two.ops - one.ops)
+        # One sample, the 2n chunk: its host time is Valgrind's pace, not the program's; the counts are the measurement.
+        stats = self._stats(chunk, samples[1:], [], [], [backend.describe() or ""])
+        stats.metrics = [*stats.metrics, *aggregate_metrics([per_op.metrics()])]
+        stats.conditions = measured_under
+        stats.calibrated = self.spec.chunk_size is None
+        return stats
+
+    def _probe(self) -> float:
+        """Instructions of one op, cold: only to size the chunk."""
+        self._report("calibrate", 0, 1)
+        self._sample(1, 0)
+        return self.backend.regions[-1].counts.ir  # type: ignore[attr-defined]
+
+
+def refuse(spec) -> None:
+    """One line why a benchmark cannot be measured in instructions, or nothing."""
+    why = REFUSED_DOMAINS.get(spec.domain)
+    if why:
+        raise BenchmarkDefinitionError(
+            f"benchmark {spec.name!r} is a {spec.domain.value.upper()} benchmark: {why}; "
+            "measure it with the wall clock (leave out --instrument callgrind)")
+    if spec.concurrent is not None:
+        raise BenchmarkDefinitionError(
+            f"benchmark {spec.name!r} is concurrent: Valgrind runs one thread at a time, so its instruction count "
+            "says nothing about contention; measure it with the wall clock")

@@ -1,0 +1,228 @@
+"""Issue 44's targets for --instrument callgrind on a real package: sortedcontainers 2.4.0 from its PyPI sdist.
+
+A git project is made from the sdist with a 10-benchmark asv suite of asv ``time_`` benchmarks; a slowdown is
+one extra attribute load in ``SortedList.__contains__`` (one benchmark's work grows by about 1%).
+
+- gate: ``mmtrack run --instrument callgrind --fail-on regression`` at the commit before and at the slower
+  commit, fresh store per trial: the slower commit must exit 1 naming only that benchmark;
+- continuous: ``continuous BEFORE SLOWER --instrument callgrind --fail-on regression``, per trial;
+- bisect: 64 commits, the slowdown at commit 37: ``bisect --instrument callgrind`` must name it, counting at
+  most 7 commits;
+- cost: the suite under ``run --instrument callgrind`` against ``run`` with asv's wall-clock defaults.
+
+    PYTHONPATH=$PWD python3 scripts/callgrind_targets.py SDIST.tar.gz --trials 3 --bisect-trials 1
+(get the sdist with ``pip download --no-binary :all: --no-deps sortedcontainers==2.4.0``)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = '''\
+from sortedcontainers import SortedDict, SortedList, SortedSet
+
+DATA = [(i * 7919) % 10007 for i in range(2000)]
+PROBES = DATA[::20]
+
+
+class Lists:
+    def setup(self):
+        self.sl = SortedList(DATA)
+
+    def time_contains(self):
+        sl = self.sl
+        for v in PROBES:
+            v in sl
+
+    def time_add_remove(self):
+        sl = self.sl
+        for v in PROBES:
+            sl.add(v)
+            sl.remove(v)
+
+    def time_bisect(self):
+        sl = self.sl
+        for v in PROBES:
+            sl.bisect_left(v)
+
+    def time_index(self):
+        sl = self.sl
+        for v in PROBES[:20]:
+            sl.index(v)
+
+    def time_irange(self):
+        list(self.sl.irange(100, 3000))
+
+    def time_build(self):
+        SortedList(DATA)
+
+
+class Dicts:
+    def setup(self):
+        self.sd = SortedDict((v, v) for v in DATA)
+
+    def time_getitem(self):
+        sd = self.sd
+        for v in PROBES:
+            sd[v]
+
+    def time_setitem(self):
+        sd = SortedDict()
+        for v in PROBES:
+            sd[v] = v
+
+    def time_peekitem(self):
+        sd = self.sd
+        for i in range(50):
+            sd.peekitem(i)
+
+
+class Sets:
+    def time_union(self):
+        SortedSet(DATA[:500]) | SortedSet(DATA[400:900])
+'''
+CONF = {"version": 1, "project": "sortedcontainers", "repo": ".", "branches": ["main"],
+        "environment_type": "existing", "benchmark_dir": "benchmarks", "results_dir": ".asv/results",
+        "html_dir": ".asv/html", "env_dir": ".asv/env"}
+SLOWER = ("        _maxes = self._maxes\n\n        if not _maxes:\n            return False\n\n        pos = bisect_left(_maxes, value)",
+          "        _maxes = self._maxes\n        _maxes = self._maxes\n\n        if not _maxes:\n            return False\n\n"
+          "        pos = bisect_left(_maxes, value)")
+TARGET = "time_contains"
+
+
+def env_for(home: Path, db: Path) -> dict[str, str]:
+    env = dict(os.environ, HOME=str(home), MMTRACK_MACHINE="targets", MMTRACK_DB=f"sqlite:///{db}",
+               PYTHONPATH=str(ROOT), ASV_PYTHONPATH=str(ROOT), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    return env
+
+
+def git(repo: Path, env: dict[str, str], *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, env: dict[str, str], message: str, day: int) -> str:
+    stamp = {"GIT_AUTHOR_DATE": f"@{1767225600 + 3600 * day} +0000", "GIT_COMMITTER_DATE": f"@{1767225600 + 3600 * day} +0000"}
+    git(repo, {**env, **stamp}, "add", "-A")
+    git(repo, {**env, **stamp}, "commit", "-q", "--allow-empty", "-m", message)
+    return git(repo, env, "rev-parse", "HEAD")
+
+
+def project(sdist: Path, where: Path, env: dict[str, str]) -> Path:
+    with tarfile.open(sdist) as tar:
+        tar.extractall(where, filter="data")
+    repo = next(where.glob("sortedcontainers-*"))
+    shutil.rmtree(repo / "sortedcontainers.egg-info", ignore_errors=True)
+    (repo / "benchmarks").mkdir()
+    (repo / "benchmarks" / "__init__.py").write_text("")
+    (repo / "benchmarks" / "bench_sorted.py").write_text(SUITE)
+    (repo / "asv.conf.json").write_text(json.dumps(CONF, indent=2))
+    (repo / ".gitignore").write_text(".asv/\n.mmtrack/\n__pycache__/\n*.egg-info/\nbuild/\n")
+    git(repo, env, "init", "-q", "-b", "main")
+    return repo
+
+
+def slow_down(repo: Path) -> None:
+    source = repo / "sortedcontainers" / "sortedlist.py"
+    text = source.read_text()
+    assert text.count(SLOWER[0]) >= 1
+    source.write_text(text.replace(SLOWER[0], SLOWER[1], 1))
+
+
+def mmtrack(repo: Path, env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    t = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "mmtrack", *args], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=3600)
+    return proc, time.monotonic() - t
+
+
+def flagged(text: str) -> list[str]:
+    line = next((x for x in text.splitlines() if "--fail-on regression" in x), "")
+    return sorted(set(re.findall(r"bench_sorted\.\w+\.(\w+)", line)))
+
+
+def gate_trial(sdist: Path, scratch: Path) -> str:
+    env = env_for(scratch / "home", scratch / "store.db")
+    (scratch / "home").mkdir(parents=True)
+    repo = project(sdist, scratch, env)
+    commit(repo, env, "sdist", 1)
+    first, t1 = mmtrack(repo, env, "run", "--instrument", "callgrind", "--fail-on", "regression")
+    commit(repo, env, "docs only", 2)
+    same, _ = mmtrack(repo, env, "run", "--instrument", "callgrind", "--fail-on", "regression")
+    slow_down(repo)
+    commit(repo, env, "slower contains", 3)
+    slower, _ = mmtrack(repo, env, "run", "--instrument", "callgrind", "--fail-on", "regression")
+    ratio = re.search(r"time_contains.*instructions.*?×\s*([\d.]+)", slower.stdout)
+    return (f"exit codes {first.returncode}/{same.returncode}/{slower.returncode} (want 0/0/1), flagged at the slower "
+            f"commit: {flagged(slower.stdout)}, at the unchanged one: {flagged(same.stdout)}; "
+            f"contains ratio {ratio.group(1) if ratio else '?'}; first run {t1:.0f} s")
+
+
+def continuous_trial(repo: Path, env: dict[str, str], before: str, after: str) -> str:
+    proc, t = mmtrack(repo, env, "continuous", before, after, "--instrument", "callgrind", "--fail-on", "regression",
+                      "--format", "json", "--no-save")
+    rows = json.loads(proc.stdout)["rows"] if proc.stdout.strip().startswith("{") else []
+    bad = sorted({(r["benchmark"].rsplit(".", 1)[-1], r["metric"]["name"]) for r in rows
+                  if r["verdict"] in ("regressed", "improved", "ambiguous")})
+    ratio = next((r["ratio"] for r in rows if r["benchmark"].endswith(TARGET) and r["metric"]["name"] == "instructions"),
+                 None)
+    return f"exit {proc.returncode} (want 1), flagged {bad}, contains instructions ×{ratio}, {t:.0f} s"
+
+
+def bisect_project(sdist: Path, scratch: Path) -> tuple[Path, dict[str, str], list[str]]:
+    env = env_for(scratch / "home", scratch / "store.db")
+    (scratch / "home").mkdir(parents=True)
+    repo = project(sdist, scratch, env)
+    shas = [commit(repo, env, "sdist", 0)]
+    for i in range(1, 65):  # commits 1..64 after GOOD; the slowdown lands at 37
+        if i == 37:
+            slow_down(repo)
+        (repo / "CHANGES.txt").write_text(f"change {i}\n")
+        shas.append(commit(repo, env, f"change {i}", i))
+    return repo, env, shas
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sdist", type=Path)
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--bisect-trials", type=int, default=5)
+    parser.add_argument("--cost", action="store_true", help="also time the suite under run's wall-clock defaults")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="targets-"))
+    print(f"load at start: {os.getloadavg()}", flush=True)
+    for t in range(args.trials):
+        print(f"gate trial {t + 1}: {gate_trial(args.sdist, base / f'gate{t}')}", flush=True)
+    repo, env, shas = bisect_project(args.sdist, base / "bisect")
+    for t in range(args.trials):
+        print(f"continuous trial {t + 1}: {continuous_trial(repo, env, shas[36], shas[37])}", flush=True)
+    for t in range(args.bisect_trials):
+        proc, took = mmtrack(repo, env, "bisect", shas[0], shas[64], "-b", TARGET, "--instrument", "callgrind",
+                             "--format", "json")
+        found = json.loads(proc.stdout) if proc.returncode == 0 else {}
+        counted = proc.stderr.count("counting ")
+        print(f"bisect trial {t + 1}: exit {proc.returncode}, culprit is commit 37: "
+              f"{found.get('culprit') == shas[37]}, commits counted {counted}, {took:.0f} s"
+              + ("" if proc.returncode == 0 else f" ({proc.stderr.strip().splitlines()[-1:]})"), flush=True)
+    if args.cost:
+        cg, t_cg = mmtrack(repo, env, "run", "--instrument", "callgrind")
+        wall, t_wall = mmtrack(repo, env, "run")
+        print(f"cost of the 10-benchmark suite: run --instrument callgrind {t_cg:.0f} s (exit {cg.returncode}), "
+              f"run (asv wall-clock defaults) {t_wall:.0f} s (exit {wall.returncode})", flush=True)
+    print(f"load at end: {os.getloadavg()}")
+    shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""A/B on a small real package: A/A false flags of `mmtrack continuous`, and its wall time beside `asv continuous`.
+
+A throwaway git repo holds sortedcontainers (the installed release's source, Apache 2.0; its LICENSE is
+copied beside it) as a setuptools project, with an asv suite of four benchmarks over it. Three commits:
+
+  base      the release as it is
+  comment   identical code, one comment added to ``sortedlist.py`` (an A/A pair with base)
+  slow      ``SortedList.add`` does a little more work per call (a real slowdown of ``time_add``)
+
+Experiments (each a fresh subprocess; environments cached after the first build):
+
+  aa N      N runs of ``mmtrack continuous base comment`` at the defaults: runs that flag anything, either way
+  peer N    N pairs, alternating: ``asv continuous base slow`` (virtualenv, its own builds, factor 1.05 by
+            default, mmtrack's) and ``mmtrack continuous base slow`` at the same factor; wall times (medians) and
+            how often each flags ``time_add`` and anything else
+
+Usage: python scripts/eval_ab_peer.py aa peer [--runs 10] [--peer-runs 3] [--factor 1.05] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from eval_ab import MACHINE, asv_virtualenv_config, base_env, continuous_runs, git, mmtrack  # noqa: E402
+
+SUITE = '''\
+import random
+
+from sortedcontainers import SortedDict, SortedList
+
+
+class SortedContainers:
+    def setup(self):
+        rng = random.Random(0)
+        self.values = [rng.random() for _ in range(4000)]
+        self.sorted = SortedList(self.values)
+        self.mapping = SortedDict(zip(self.values, range(len(self.values))))
+
+    def time_add(self):
+        s = SortedList()
+        for v in self.values:
+            s.add(v)
+
+    def time_contains(self):
+        s = self.sorted
+        for v in self.values:
+            v in s
+
+    def time_bisect(self):
+        s = self.sorted
+        for v in self.values:
+            s.bisect_left(v)
+
+    def time_dict_getitem(self):
+        d = self.mapping
+        for v in self.values:
+            d[v]
+'''
+
+SETUP = ('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n'
+         '[project]\nname = "sortedcontainers"\nversion = "2.4.0"\n\n'
+         '[tool.setuptools]\npackages = ["sortedcontainers"]\n')
+CONF = {"version": 1, "project": "sortedcontainers", "repo": ".", "branches": ["main"],
+        "environment_type": "existing", "benchmark_dir": "benchmarks", "results_dir": ".asv/results",
+        "html_dir": ".asv/html", "env_dir": ".asv/env"}
+#: The slowdown: three more attribute reads and two calls per ``add``, as a careless refactor adds (about
+#: 10% of ``time_add``, timed in one process).
+ADD_LINE = "        _lists = self._lists\n"
+SLOWER = "        _lists = self._lists\n        len(self._maxes)\n        len(self._lists)\n        self._len\n"
+
+
+def source_of_release() -> Path:
+    import sortedcontainers
+
+    return Path(sortedcontainers.__file__).parent
+
+
+def make_repo(root: Path, env: dict) -> tuple[Path, dict[str, str]]:
+    """The repo and the shas of ``base``, ``comment`` and ``slow``."""
+    repo = root / "sc"
+    shutil.copytree(source_of_release(), repo / "sortedcontainers", ignore=shutil.ignore_patterns("__pycache__"))
+    licence = next(source_of_release().parent.glob("sortedcontainers-*.dist-info/LICENSE"), None)
+    if licence:
+        shutil.copyfile(licence, repo / "LICENSE")
+    (repo / "benchmarks").mkdir()
+    (repo / "benchmarks" / "__init__.py").write_text("")
+    (repo / "benchmarks" / "bench_sc.py").write_text(SUITE)
+    (repo / "pyproject.toml").write_text(SETUP)
+    (repo / "asv.conf.json").write_text(json.dumps(CONF, indent=2))
+    (repo / ".gitignore").write_text(".asv/\n.mmtrack/\n__pycache__/\n*.egg-info/\nbuild/\n")
+    git(repo, env, "init", "-q", "-b", "main")
+    shas = {}
+    sortedlist = repo / "sortedcontainers" / "sortedlist.py"
+    original = sortedlist.read_text()
+    assert original.count(ADD_LINE) >= 1, "the release's SortedList.add changed: pick another line"
+    for name, text in [("base", original), ("comment", "# identical code: only this comment differs\n" + original),
+                       ("slow", original.replace(ADD_LINE, SLOWER, 1))]:
+        sortedlist.write_text(text)
+        git(repo, env, "add", "-A")
+        git(repo, env, "commit", "-q", "-m", name)
+        shas[name] = git(repo, env, "rev-parse", "HEAD")
+    return repo, shas
+
+
+def asv_flags(stdout: str) -> list[str]:
+    """The rows asv's compare table marks changed: "+" (slower) or "-" (faster) in the first column."""
+    marked = []
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] in ("+", "-"):
+            marked.append(cells[0] + " " + next((c for c in reversed(cells) if c), ""))
+    return marked
+
+
+def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, factor: float) -> None:
+    conf = asv_virtualenv_config(folder, repo, CONF)
+    subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
+                   capture_output=True)
+    asv_cmd = [sys.executable, "-m", "asv", "continuous", "--config", str(conf), "--machine", MACHINE,
+               "--factor", str(factor), shas["base"], shas["slow"]]
+    rows = {"asv": [], "mmtrack": []}
+    for i in range(runs):
+        t = time.perf_counter()
+        proc = subprocess.run(asv_cmd, cwd=repo, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t
+        flags = asv_flags(proc.stdout)
+        rows["asv"].append({"wall": wall, "hit": any(f.startswith("+") and "time_add" in f for f in flags),
+                            "other": [f for f in flags if "time_add" not in f], "load": os.getloadavg()[0]})
+        mm, wall = mmtrack(repo, env, "continuous", shas["base"], shas["slow"], "--factor", str(factor),
+                           "--format", "json", "--no-save")
+        data = json.loads(mm.stdout) if mm.returncode in (0, 1) else {"rows": [], "ab": {}}
+        changed = [(r["benchmark"].rsplit(".", 1)[-1], r["verdict"], round(r["ratio"] or 0, 3)) for r in data["rows"]
+                   if r["verdict"] in ("regressed", "improved")]
+        rows["mmtrack"].append({"wall": wall, "hit": any(b == "time_add" and v == "regressed" for b, v, _ in changed),
+                                "other": [c for c in changed if c[0] != "time_add"], "rounds": data["ab"].get("rounds"),
+                                "load": os.getloadavg()[0]})
+        print(f"  pair {i + 1}: asv continuous {rows['asv'][-1]['wall']:.1f} s (exit {proc.returncode}, "
+              f"flags {flags}) | mmtrack continuous {wall:.1f} s (exit {mm.returncode}, {data['ab'].get('rounds')} "
+              f"rounds, flags {changed}) | load {os.getloadavg()[0]:.1f}", flush=True)
+    for name, got in rows.items():
+        print(f"peer {name}: wall median {statistics.median(r['wall'] for r in got):.1f} s "
+              f"({', '.join(format(r['wall'], '.1f') for r in got)}); time_add flagged {sum(r['hit'] for r in got)}/"
+              f"{len(got)}; runs flagging another benchmark {sum(bool(r['other']) for r in got)}/{len(got)}")
+    ratio = statistics.median(r["wall"] for r in rows["mmtrack"]) / statistics.median(r["wall"] for r in rows["asv"])
+    print(f"peer: mmtrack / asv wall, medians: {ratio:.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("experiments", nargs="+", choices=["aa", "peer"])
+    ap.add_argument("--runs", type=int, default=10, help="A/A runs")
+    ap.add_argument("--peer-runs", type=int, default=3, help="asv / mmtrack pairs")
+    ap.add_argument("--factor", type=float, default=1.05,
+                    help="factor of both tools in the peer experiment")
+    ap.add_argument("--keep", type=Path, help="keep the repo and each run's JSON under this folder")
+    args = ap.parse_args()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-eval-peer-"))
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "home").mkdir(exist_ok=True)
+    # The mmtrack under test is this checkout's, whatever is installed.
+    env = {**base_env(root / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    repo, shas = make_repo(root, env)
+    print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; sortedcontainers "
+          f"repo in {repo}: base {shas['base'][:8]}, comment {shas['comment'][:8]}, slow {shas['slow'][:8]}",
+          flush=True)
+    try:
+        for exp in args.experiments:
+            if exp == "aa":
+                got = continuous_runs(repo, env, shas["base"], shas["comment"], args.runs, [])
+                flagged = sum(bool(r["changed"]) for r in got)
+                print(f"aa: {len(got)} runs; runs flagging any benchmark either way: {flagged}/{len(got)}; rounds "
+                      f"{min(r['rounds'] for r in got)}-{max(r['rounds'] for r in got)}; wall median "
+                      f"{statistics.median(r['wall'] for r in got):.1f} s; load "
+                      f"{min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f}", flush=True)
+            else:
+                peer(root, env, repo, shas, args.peer_runs, args.factor)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Environment events: change points that follow the run date, or a whole environment, are grouped and reported once."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Console
+
+from mmtrack.analysis.detect import DetectPolicy, detect_values
+from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events
+from mmtrack.measure.metrics import Direction
+from mmtrack.results import MetricKey, SeriesKey
+
+METRIC = MetricKey("timing", "time", "s")
+N = 80
+
+
+def sha(c: int) -> str:
+    return f"{c:040x}"
+
+
+def fleet(seed: int, *, shift_day: int | None, code_step: tuple[int, int] | None, reruns: bool):
+    """Two machines x two environments x 12 benchmarks, one new commit a night; m0/py3.12 moves x1.5 from
+    ``shift_day`` on (old commits re-measured then included, with ``reruns``); benchmark ``code_step[0]`` slows
+    x1.3 at commit ``code_step[1]`` everywhere."""
+    rng = np.random.default_rng(seed)
+    days = {c: c for c in range(N)}
+    if reruns:
+        for c in rng.choice(40, size=8, replace=False):  # old commits measured again after the shift
+            days[int(c)] = int(rng.integers(50, N))
+    series = {}
+    for machine in ("m0", "m1"):
+        for env in ("py3.11", "py3.12"):
+            for b in range(12):
+                level = np.exp(rng.normal(0, 0.01, N)) * (1 + b)
+                if code_step and b == code_step[0]:
+                    level[code_step[1]:] *= 1.3
+                if shift_day is not None and machine == "m0" and env == "py3.12":
+                    level *= np.where(np.array([days[c] for c in range(N)]) >= shift_day, 1.5, 1.0)
+                series[SeriesKey(machine, env, f"b{b}", "{}", METRIC)] = (level, days)
+    return series
+
+
+def run(series):
+    reports, runs, commits = [], {}, {}
+    for key, (values, days) in series.items():
+        shas = [sha(c) for c in range(N)]
+        reports.append(detect_values(key, shas, list(values), [None] * N, Direction.LOWER, DetectPolicy()))
+        runs[key] = RunPoints(shas, np.array([float(days[c]) for c in range(N)]), np.asarray(values))
+        commits[key] = shas
+    events, held = find_events(reports, runs, {sha(c): c for c in range(N)}, commits)
+    return mark_events(reports, held, events), events
+
+
+def test_a_shift_on_a_run_date_with_old_commits_re_measured_is_one_event():
+    reports, events = run(fleet(1, shift_day=50, code_step=None, reruns=True))
+    assert len(events) == 1
+    e = events[0]
+    assert (e.machine, e.environments) == ("m0", ("py3.12",))
+    assert e.evidence == "run date" and e.old_commits >= 2 and e.slower >= 10
+    assert "old commits included" in e.describe() and "1970-02-20" in e.describe()
+    open_code = [c for r in reports for c in r.changes if c.kind == "regression" and not is_environment(c)]
+    assert not [c for c in open_code if c.series.environment == "py3.12" and c.series.machine == "m0"]
+
+
+def test_a_shift_of_one_environment_its_siblings_do_not_share_is_one_event_without_reruns():
+    reports, events = run(fleet(2, shift_day=50, code_step=None, reruns=False))
+    assert len(events) == 1 and events[0].evidence == "environment-wide"
+    assert sum(is_environment(c) for r in reports for c in r.changes) >= 10
+
+
+def test_a_code_step_on_every_machine_stays_a_regression_beside_an_event():
+    reports, events = run(fleet(3, shift_day=50, code_step=(4, 30), reruns=True))
+    steps = [c for r in reports for c in r.changes if c.series.benchmark == "b4" and abs(c.extra["index"] - 30) <= 2]
+    assert len(steps) == 4 and not any(is_environment(c) for c in steps)
+    assert all(c.extra.get("cause") is None for c in steps)
+    assert len(events) == 1
+
+
+def test_code_steps_alone_make_no_event():
+    reports, events = run(fleet(4, shift_day=None, code_step=(2, 40), reruns=True))
+    assert events == []
+    assert sum(c.kind == "regression" for r in reports for c in r.changes) >= 4
+
+
+# --------------------------------------------------------------------------- one verdict per pair
+
+
+def _meas(values):
+    from mmtrack.measure.metrics import MetricSummary
+    from mmtrack.results import Measurement
+
+    summary = MetricSummary.from_values("timing", "time_per_op", "s", list(values))
+    return Measurement.from_summary("suite.time_x", {}, summary, version="v1")
+
+
+def _change(kind="regression", ratio=1.88, **extra):
+    from mmtrack.results import ChangePoint
+
+    key = SeriesKey("m", "e", "suite.time_x", "{}", MetricKey("timing", "time_per_op", "s"))
+    return ChangePoint(key, Direction.LOWER, kind, "a" * 40, "b" * 40, 1.0, ratio, ratio, 1e-6, True, "rankseg", extra)
+
+
+def test_a_significant_move_below_the_threshold_says_so():
+    from mmtrack.analysis.compare import compare_pair
+
+    rng = np.random.default_rng(0)
+    row = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.037 + rng.normal(0, 0.002, 20)))
+    assert row.verdict == "unchanged"
+    assert row.note.startswith("×1.03") and "p < 0.001, below the 10% threshold" in row.note
+    same = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.0 + rng.normal(0, 0.002, 20)))
+    assert same.verdict == "unchanged" and same.note == ""
+
+
+def test_compare_reads_detects_verdict_on_the_same_pair():
+    from mmtrack.analysis.compare import compare_pair, reconciled_with_detect
+
+    rng = np.random.default_rng(1)
+    slower = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.5 + rng.normal(0, 0.002, 20)))
+    assert slower.verdict == "regressed"
+    event = reconciled_with_detect(slower, _change(cause="environment", event="m@2026-08-05#1",
+                                                   event_line="m/e: 43 series slower from runs of 2026-08-05 on"))
+    assert event.verdict == "ambiguous" and "environment event" in event.note and "2026-08-05" in event.note
+    flat = compare_pair(_meas(1.0 + rng.normal(0, 0.002, 20)), _meas(1.0 + rng.normal(0, 0.002, 20)))
+    said = reconciled_with_detect(flat, _change())
+    assert said.verdict == "unchanged"
+    assert said.note.startswith("detect: persisting regression ×1.88 at this pair; compare:")
+    assert reconciled_with_detect(slower, _change()) == slower  # they agree: nothing to add
+
+
+def test_a_change_point_off_the_commit_two_other_machines_agree_on_moves_there():
+    from mmtrack.analysis.detect import SeriesReport
+    from mmtrack.analysis.placement import align_to_agreement
+    from mmtrack.results import ChangePoint
+
+    rng = np.random.default_rng(5)
+    shas = [sha(c) for c in range(N)]
+    reports, columns = [], {}
+    for machine, at in (("m0", 40), ("m1", 40), ("m2", 35)):  # m2's detector named a pair five commits early
+        key = SeriesKey(machine, "py3.12", "b0", "{}", METRIC)
+        values = list(np.where(np.arange(N) >= 40, 1.9, 1.0) * np.exp(rng.normal(0, 0.01, N)))
+        values[37] = 1.9  # one commit on a slower runner before the step
+        cp = ChangePoint(key, Direction.LOWER, "regression", shas[at - 1], shas[at], 1.0, 1.9, 1.9, 1e-9, True,
+                         "rankseg", {"index": at, "points": N})
+        reports.append(SeriesReport(key, "ok", N, (cp,)))
+        columns[key] = (shas, values)
+    aligned = align_to_agreement(reports, columns, {s: i for i, s in enumerate(shas)})
+    moved = aligned[2].changes[0]
+    assert (moved.before_sha, moved.after_sha) == (shas[39], shas[40]) and moved.extra["aligned_from"] == shas[35]
+    assert 0.95 < moved.before_value < 1.05 and 1.8 < moved.after_value < 2.0
+    assert aligned[0].changes == reports[0].changes  # the agreeing ones stay
+
+
+def test_an_event_fails_no_gate_and_is_its_own_json_entry():
+    import json
+
+    from mmtrack.analysis.detect import DetectPolicy as Policy
+    from mmtrack.commands.detect import DetectOutcome, render_table, to_json
+
+    reports, events = run(fleet(1, shift_day=50, code_step=None, reruns=True))
+    outcome = DetectOutcome(reports, None, Policy(), ("regression",), events=events)
+    assert any(is_environment(c) and c.persists and c.kind == "regression" for c in outcome.changes)
+    assert outcome.open_regressions == [] and outcome.exit_code == 0
+    data = json.loads(to_json(outcome))
+    assert [e["machine"] for e in data["events"]] == ["m0"] and data["events"][0]["old_commits_at_new_level"] >= 2
+    causes = {c["cause"] for s in data["series"] for c in s["changes"]}
+    assert "environment" in causes and all("before_sha" in c for s in data["series"] for c in s["changes"])
+    assert data["commit_order"].startswith("commit dates")
+    console = Console(width=120, record=True)
+    console.print(render_table(outcome))
+    text = console.export_text()
+    assert "environment event (not a regression of the code)" in text and "m0/py3.12" in text
+
+
+def test_the_pages_run_verdict_of_a_pair_an_event_holds_says_so():
+    from mmtrack.publish.builder import _agreeing
+
+    row = {"verdict": "regressed", "state": "confirmed", "note": "", "kind": "regression", "after_sha": "b" * 40}
+    event = _change(cause="environment", event="m@2026-08-05#1", event_line="m/e: 43 series slower")
+    shown = _agreeing(row, [event])
+    assert (shown["verdict"], shown["state"], shown["kind"]) == ("ambiguous", None, "change")
+    assert "environment event" in shown["note"] and "43 series slower" in shown["note"]
+    assert _agreeing(row, [_change()]) == row  # detect agrees: the row stands
