@@ -63,7 +63,7 @@ COMMANDS = {
     "compare markdown": ["compare", f"{11:040x}", f"{12:040x}", "--format", "markdown"],
     "compare json": ["compare", f"{11:040x}", f"{12:040x}", "--format", "json"],
     "detect table": ["detect", "--dry-run", "--all", "--no-progress"],
-    "detect json": ["detect", "--dry-run", "--all", "--format", "json", "--no-progress"],
+    "detect json": ["detect", "--dry-run", "--format", "json", "--no-progress"],
     "list runs": ["list", "runs"],
     "list commits": ["list", "commits"],
     "list machines": ["list", "machines"],
