@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import click
-from rich.console import Console
 
 from . import __distribution__, __version__
 from .cli_options import (
@@ -27,10 +26,12 @@ from .cli_options import (
 )
 from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from .tables import unwrapped
+from .terminal import SafeConsole, echo
 
 # Piped output gets a wide console so tables are not squeezed to 80 columns, unless COLUMNS says otherwise.
-console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else Console(width=140)
-err_console = Console(stderr=True, soft_wrap=True)
+# Every command prints through these two or echo (terminal.py): no string from outside reaches the terminal raw.
+console = SafeConsole() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else SafeConsole(width=140)
+err_console = SafeConsole(stderr=True, soft_wrap=True)
 
 
 def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
@@ -64,7 +65,7 @@ ASV_CONFIG_READ_HELP = "asv config to read the project's title and commit URL fr
 
 def _emit(out) -> None:  # noqa: ANN001 - a rendered text (markdown, JSON) or a rich renderable (table)
     if isinstance(out, str):
-        click.echo(out, nl=not out.endswith("\n"))
+        echo(out)
     else:
         console.print(out)
 
@@ -371,7 +372,7 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
-        click.echo(to_json(outcome))
+        echo(to_json(outcome))
     else:
         console.print(render_table(outcome, show_all=show_all))
     sys.exit(outcome.exit_code)
@@ -391,7 +392,7 @@ def list_(what, db, machine, env, bench, limit, fmt) -> None:
 
     records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=bench, limit=limit))
     if fmt == "json":
-        click.echo(to_json(records))
+        echo(to_json(records))
     else:
         console.print(render_table(what, records))
 
@@ -500,6 +501,6 @@ def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, 
                             metric=metric or ("instructions" if instrument == "callgrind" else "time_per_op"))
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
-        click.echo(to_json(outcome))
+        echo(to_json(outcome))
     else:
         render(outcome, console)

@@ -41,3 +41,26 @@ def folder_problem(path: Path | str, what: str) -> str | None:
     if not os.access(nearest, os.W_OK | os.X_OK):
         return f"{what} {path}: folder {nearest} is not writable"
     return None
+
+
+def unreadable_entry(path: Path, what: str = "results file") -> str | None:
+    """Why ``path`` is not a regular file to read (dangling or looping link, folder, FIFO, ...), or None.
+
+    Every input file gets this check before it is opened: a FIFO would block the read forever."""
+    import errno
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "cannot read: a symbolic link loop"
+        if exc.errno == errno.ENOENT and path.is_symlink():
+            return f"cannot read: a dangling symbolic link (to {os.readlink(path)})"
+        return f"cannot read: {exc.strerror or exc}"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode) and not os.access(path, os.R_OK | os.X_OK):
+        return "cannot read the folder: permission denied"
+    kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+    return f"cannot read: {kind}, not a {what}"

@@ -32,6 +32,16 @@ def term(text: object) -> str:
     return _CONTROL.sub(_escape_control, str(text))
 
 
+_CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """A whole rendered output (a table, a report, markdown, JSON) with every control character but the
+    newline shown as ``\\uXXXX``: the last guard at the edge (terminal.py) for what a renderer missed. The
+    escape is JSON's own, so a JSON document stays valid."""
+    return _CONTROL_BUT_NEWLINE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
 def md_code(text: object) -> str:
     """``text`` as a markdown code span that stays inside a table cell.
 
@@ -55,6 +65,20 @@ def markup(text: object) -> str:
     return escape(term(text))
 
 
+MESSAGE_LIMIT = 1024  # characters of a message kept; a benchmark's exception text can be megabytes
+
+
+_CUT_NOTE = re.compile(r"\.\.\. \[[\d,]+ more characters\]\Z")
+
+
+def bounded(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut (``... [18,000,000 more characters]``).
+    A text cut already is kept as it is: the count stays that of the original."""
+    if len(text) <= limit or (len(text) <= limit + 40 and _CUT_NOTE.search(text)):
+        return text
+    return f"{text[:limit]}... [{len(text) - limit:,} more characters]"
+
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]#+~|])")
 
 
@@ -64,4 +88,4 @@ def md_text(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", s)
 
 
-__all__ = ["term", "markup", "md_code", "md_text"]
+__all__ = ["term", "markup", "md_code", "md_text", "bounded", "visible"]

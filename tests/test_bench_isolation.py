@@ -74,7 +74,7 @@ FAULTS = {
 }
 
 CAUSES = {
-    "Exit0": "worker exited with status 0",
+    "Exit0": "the benchmark called sys.exit(0)",  # issue 47: an exit fails the case, in a worker or in-process
     "Exit3": "worker exited with status 3",
     "Segv": "worker killed by SIGSEGV",
     "Hang": "worker timed out after 2 s",

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mmtrack"
 #: Lowest first. A module may import from its own layer and the ones before it; siblings in one layer
 #: (ab, publish and benchruns) may not import each other.
 LAYERS: list[set[str]] = [
-    {"errors", "textsafe", "tables", "fsutil", "forked", "schemas"},  # plain helpers, no mmtrack imports
+    {"errors", "textsafe", "terminal", "tables", "fsutil", "forked", "schemas"},  # plain helpers, no mmtrack imports
     {"measure"},  # the engine
     {"results", "vcs"},  # records: commits, measurements, series keys
     {"asvbridge"},

@@ -107,6 +107,13 @@ def robust_center(logs: list[float]) -> tuple[float, float]:
     return center, 1.2533 * sigma / math.sqrt(len(logs))
 
 
+def _did_not_run(m: Any) -> str:
+    """"failed" or "was skipped" for the measurement of a benchmark that did not run on its side, else ""."""
+    if m is None or m.status == "ok":
+        return ""
+    return "failed" if m.status == "failed" else "was skipped"
+
+
 class Bisector:
     def __init__(self, plan: ABPlan, repo: Path, metric_name: str, z: float = 2.0, retries: int = 2,
                  progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT,
@@ -150,6 +157,14 @@ class Bisector:
         rows = [r for r in comparison.rows
                 if self.metric_name in (r.metric.name, str(r.metric)) and r.ratio and r.ratio > 0]
         if not rows:
+            failing = next(((r, side) for r in comparison.rows for side in ("before", "after")
+                            if _did_not_run(getattr(r, side))), None)
+            if failing is not None:
+                row, side = failing
+                raise UserError(
+                    f"{row.name} {_did_not_run(getattr(row, side))} on the {'GOOD' if side == 'before' else 'BAD'} "
+                    f"side, so its {self.metric_name} cannot be compared; nothing to bisect: fix the benchmark on "
+                    "that side, or select another with -b")
             names = sorted({r.metric.name for r in comparison.rows})
             raise UserError(f"no metric {self.metric_name!r} in the selected benchmarks; metrics: {', '.join(names)}")
         row = max(rows, key=lambda r: (r.verdict in ("regressed", "improved"), abs(math.log(r.ratio))))

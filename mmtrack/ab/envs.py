@@ -1,6 +1,6 @@
 """Building one commit of the project into an isolated environment, cached.
 
-A commit's environment is its source (``git archive``, no working-tree state)
+A commit's environment is its source (``git archive`` with its submodules, no working-tree state)
 and a fresh virtual environment with the project installed from that source
 (``pip install --no-deps``). The benchmark tooling (asv's runner, mmtrack,
 numpy...) comes from the environment mmtrack runs in: a ``.pth`` line adds that
@@ -25,6 +25,7 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
+import tempfile
 import time
 import venv
 from dataclasses import dataclass
@@ -133,16 +134,44 @@ def build_env(repo: Path, sha: str, cache: Path, config: dict[str, Any] | None =
 
 
 def _export(repo: Path, sha: str, dest: Path) -> None:
-    """The commit's files, without the working tree's state (git archive)."""
-    dest.mkdir(parents=True)
-    tar = dest.parent / "src.tar"
-    with tar.open("wb") as fh:
-        proc = subprocess.run(["git", "archive", "--format=tar", sha], cwd=repo, stdout=fh, stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        raise UserError(f"{repo}: cannot export commit {sha[:12]}: {proc.stderr.decode(errors='replace').strip()}")
-    with tarfile.open(tar) as tf:
-        tf.extractall(dest, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(dest)
-    tar.unlink()
+    """The commit's files, without the working tree's state (git archive), its submodules' included.
+
+    ``git archive`` leaves a submodule's folder empty: each one is exported from its checkout at the
+    commit the parent records, or the build is refused in one line before it starts."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile() as tar:
+        proc = subprocess.run(["git", "archive", "--format=tar", sha], cwd=repo, stdout=tar, stderr=subprocess.PIPE)
+        if proc.returncode != 0:
+            raise UserError(f"{repo}: cannot export commit {sha[:12]}: {proc.stderr.decode(errors='replace').strip()}")
+        tar.seek(0)
+        with tarfile.open(fileobj=tar) as tf:
+            tf.extractall(dest, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(dest)
+    for path, sub_sha in _submodules(repo, sha):
+        _export(_submodule_checkout(repo, sha, path, sub_sha), sub_sha, dest / path)
+
+
+def _submodules(repo: Path, sha: str) -> list[tuple[str, str]]:
+    """(path, recorded commit) of every submodule of commit ``sha``."""
+    out = subprocess.run(["git", "ls-tree", "-r", "-z", sha], cwd=repo, capture_output=True, check=True).stdout
+    found = []
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = entry.partition("\t")
+        mode, _, rest = meta.partition(" ")
+        if mode == "160000":  # a gitlink: "160000 commit <sha>\t<path>"
+            found.append((path, rest.split()[-1]))
+    return found
+
+
+def _submodule_checkout(repo: Path, sha: str, path: str, sub_sha: str) -> Path:
+    """The checkout of submodule ``path`` that holds ``sub_sha``; a one-line refusal where there is none."""
+    checkout = repo / path
+    has_commit = (checkout / ".git").exists() and subprocess.run(
+        ["git", "cat-file", "-e", f"{sub_sha}^{{commit}}"], cwd=checkout, capture_output=True).returncode == 0
+    if not has_commit:
+        raise UserError(f"{repo}: commit {sha[:12]} uses submodule {path} at {sub_sha[:12]}, which is not checked "
+                        "out here; run `git submodule update --init --recursive` first (CI: actions/checkout "
+                        "with submodules: recursive)")
+    return checkout
 
 
 def _site_packages(python: Path) -> Path:

@@ -148,8 +148,8 @@ def render_table(comparison: Comparison, only_changed: bool = False, sort: str =
         verdict = verdict_text(row)
         t.add_row(
             Text(row.mark, style=style),
-            Text(format_measurement(row.before)),
-            Text(format_measurement(row.after)),
+            Text(term(format_measurement(row.before))),  # the unit is the benchmark's: controls escaped
+            Text(term(format_measurement(row.after))),
             Text(format_ratio(row), style=style),
             stacked(row.name, row.metric_label),
             Text(term(verdict), style=style),
@@ -162,7 +162,8 @@ def _md_rows(rows: list[Row]) -> list[str]:
     for r in rows:
         mark = f"`{r.mark}`" if r.mark.strip() else ""
         verdict = verdict_text(r)
-        cells = [mark, md_text(format_measurement(r.before)), md_text(format_measurement(r.after)),
+        # The unit is the benchmark's: in a code span, so that "http://..." is no link and "*" no emphasis.
+        cells = [mark, md_code(format_measurement(r.before)), md_code(format_measurement(r.after)),
                  md_text(format_ratio(r)), md_code(r.name), md_code(r.metric_label), md_text(verdict)]
         out.append("| " + " | ".join(cells) + " |")
     return out

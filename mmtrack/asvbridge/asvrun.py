@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..errors import UserError
+from ..fsutil import unreadable_entry
 from ..measure.metrics import MetricSummary
 from ..results import CommitInfo, canonical_params
+from ..textsafe import visible
 from ..vcs import GitError, commit_info, git_output, resolve_rev
 from . import spool
 from .host import asv_machine
@@ -151,6 +153,9 @@ def find_config(project: Path, given: Path | None) -> Path:
 def load_config(path: Path) -> dict[str, Any]:
     from asv import util as asv_util
 
+    unreadable = unreadable_entry(path, "config file") if path.exists() or path.is_symlink() else None
+    if unreadable is not None:  # a FIFO would block the read forever
+        raise UserError(f"{path}: {unreadable}; give the asv.conf.json to read")
     try:
         data = asv_util.load_json(str(path), js_comments=True)
     except Exception as exc:  # noqa: BLE001  (asv raises its own UserError, json errors...)
@@ -395,7 +400,7 @@ def run_asv(prepared: Prepared, request: AsvInvocation) -> int:
                           bufsize=1) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
-            sys.stdout.write(line)
+            sys.stdout.write(visible(line))  # asv prints benchmark names and their errors as they are
             note = progress.update(line)
             if note:
                 sys.stdout.write(note + "\n")

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..textsafe import bounded
 from .declaration import EngineDeclaration, declaration_of
-from .timed import time_benchmarks
+from .timed import is_timed, time_benchmarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +69,87 @@ class EngineBenchmark:
         combos = list(itertools.product(*params)) if params else [()]
         return names, combos
 
+    def label(self, value: Any) -> str:
+        """How a parameter value is named in results and reports (asv's repr)."""
+        return repr(value)
+
+    def declared_timeout(self) -> float | None:
+        """asv's ``timeout`` attribute, of the method first, then of the class."""
+        for holder in (self.declaration.fn, self.owner):
+            value = getattr(holder, "timeout", None) if holder is not None else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                return float(value)
+        return None
+
+    @property
+    def cache_key(self) -> str | None:
+        """The class whose ``setup_cache`` this benchmark's cases share, or None."""
+        if self.owner is None or getattr(self.owner, "setup_cache", None) is None:
+            return None
+        return f"{self.owner.__module__}.{self.owner.__qualname__}"
+
+    @property
+    def concurrent(self) -> bool:
+        return self.declaration.concurrent is not None
+
+    @property
+    def timed(self) -> bool:
+        """An asv ``time_`` benchmark run as an engine case (asvbridge/timed.py)."""
+        return is_timed(self.declaration)
+
+    def found(self) -> FoundBenchmark:
+        """This benchmark as plain values, for a process that must not import its file."""
+        names, combos = self.param_grid()
+        try:
+            version: str | None = self.code_version()
+        except (OSError, TypeError):  # no source to hash (e.g. defined in a REPL)
+            version = None
+        return FoundBenchmark(
+            name=self.name, source=self.source, suite=self.suite, param_names=tuple(names),
+            combos=tuple(tuple(self.label(v) for v in combo) for combo in combos),
+            timeout=self.declared_timeout(), cache_key=self.cache_key, concurrent=self.concurrent, timed=self.timed,
+            version=version,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FoundBenchmark:
+    """An engine benchmark as a discovery worker saw it: plain values, so ``mmtrack bench`` never imports
+    the benchmark's file itself (an import that exits, crashes or hangs would take the run with it)."""
+
+    name: str
+    source: Path
+    suite: Path
+    param_names: tuple[str, ...]
+    combos: tuple[tuple[str, ...], ...]  # each parameter combination, as its labels
+    timeout: float | None  # asv's ``timeout`` attribute
+    cache_key: str | None  # the class whose ``setup_cache`` the cases share
+    concurrent: bool
+    timed: bool  # an asv time_ benchmark (asvbridge/timed.py)
+    version: str | None  # asv's code version; None when there is no source to hash
+
+    def param_grid(self) -> tuple[list[str], list[tuple[str, ...]]]:
+        return list(self.param_names), list(self.combos)
+
+    def label(self, value: str) -> str:
+        return value
+
+    def declared_timeout(self) -> float | None:
+        return self.timeout
+
+    def code_version(self) -> str:
+        if self.version is None:
+            raise OSError(f"{self.name}: no source to hash")
+        return self.version
+
 
 @dataclass(slots=True)
 class Suite:
     root: Path
-    benchmarks: list[EngineBenchmark] = field(default_factory=list)
+    benchmarks: list[Any] = field(default_factory=list)  # EngineBenchmark, or FoundBenchmark from a worker
     failures: list[ImportFailure] = field(default_factory=list)
 
-    def select(self, pattern: str | None) -> list[EngineBenchmark]:
+    def select(self, pattern: str | None) -> list[Any]:
         """Benchmarks whose name matches ``pattern`` (a regex, searched, as asv's -b)."""
         if not pattern:
             return list(self.benchmarks)
@@ -126,17 +200,29 @@ def _import(name: str, file: Path, sys_path_entry: Path, as_asv: bool = False) -
     return importlib.import_module(name)
 
 
-def discover(path: Path | str, only: Path | None = None, timed: bool = False, as_asv: bool = False) -> Suite:
-    """The engine benchmarks under ``path`` (a file or a folder), named relative to it as asv names them; with
-    ``only``, just that file's, named as a discovery of all of ``path`` names them (what a worker needs)."""
-    path = Path(path)
+def _layout(path: Path) -> tuple[Path, Path, bool, Path]:
+    """(resolved path, suite root, whether the root is a package, the sys.path entry to import from)."""
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such benchmark file or folder; pass the folder holding your asv benchmarks")
     resolved = path.resolve()
     base = resolved if resolved.is_dir() else resolved.parent
     is_pkg = (base / "__init__.py").exists()
     root = _package_root(base) if is_pkg else base
-    sys_path_entry = root.parent if is_pkg else root
+    return resolved, root, is_pkg, root.parent if is_pkg else root
+
+
+def suite_files(path: Path | str) -> tuple[Path, list[Path]]:
+    """The suite root and the module files :func:`discover` imports, without importing any."""
+    resolved, root, _, _ = _layout(Path(path))
+    return root, [file for _, file in _module_names(resolved)]
+
+
+def discover(path: Path | str, only: Path | None = None, timed: bool = False, as_asv: bool = False) -> Suite:
+    """The engine benchmarks under ``path`` (a file or a folder), named relative to it as asv names them; with
+    ``only``, just that file's, named as a discovery of all of ``path`` names them (what a worker needs).
+
+    It imports the files in this process: ``mmtrack bench`` calls it in workers only (discover_worker.py)."""
+    resolved, root, is_pkg, sys_path_entry = _layout(Path(path))
     suite = Suite(root=root)
     for modname, file in _module_names(resolved, only):
         try:
@@ -148,7 +234,7 @@ def discover(path: Path | str, only: Path | None = None, timed: bool = False, as
             where = f" (line {last[0].lineno})" if last and Path(last[0].filename) == file else ""
             if isinstance(exc, SyntaxError) and exc.lineno:
                 where = f" (line {exc.lineno})"
-            suite.failures.append(ImportFailure(file, f"{type(exc).__name__}: {exc}{where}"))
+            suite.failures.append(ImportFailure(file, bounded(f"{type(exc).__name__}: {exc}") + where))
             continue
         # asv names benchmarks relative to the suite root package.
         rel = modname.split(".", 1)[1] if is_pkg and "." in modname else modname

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 from ..measure.benchmark_stats import BenchmarkStats
 from ..measure.metrics import InvalidMetricError
 from ..measure.runner import BenchmarkDefinitionError, Runner, RunOptions
+from ..textsafe import bounded
 from .discover import EngineBenchmark
 
 
@@ -34,6 +35,10 @@ class Outcome:
     stats: BenchmarkStats | None = None
     message: str = ""
 
+    def __post_init__(self) -> None:
+        # A benchmark's exception text is the benchmark's to choose: 18 MB of it would be printed and stored.
+        self.message = bounded(self.message)
+
     @property
     def full_name(self) -> str:
         return f"{self.name}({', '.join(self.params.values())})" if self.params else self.name
@@ -49,7 +54,7 @@ class Case:
 
     @property
     def param_labels(self) -> dict[str, str]:
-        return {n: repr(p) for n, p in zip(self.param_names, self.params)}
+        return {n: self.benchmark.label(p) for n, p in zip(self.param_names, self.params)}
 
 
 def expand(benchmarks: Sequence[EngineBenchmark]) -> list[Case]:
@@ -72,6 +77,10 @@ def order_cases(cases: list[Case], order: str = "declared", seed: int | None = N
 
 
 Progress = Callable[[Case, str, int, int], None]
+
+
+def _exit_message(exc: SystemExit) -> str:
+    return f"the benchmark called sys.exit({exc.code!r}); a benchmark must return, not exit"
 
 
 class SuiteSession:
@@ -112,6 +121,8 @@ class SuiteSession:
                 setup(*lead, *case.params)
         except NotImplementedError as exc:
             return Outcome(b.name, labels, Status.SKIPPED, message=str(exc) or "setup raised NotImplementedError")
+        except SystemExit as exc:  # in-process (--in-process) too, an exit fails the case, not the run
+            return Outcome(b.name, labels, Status.FAILED, message=f"setup failed: {_exit_message(exc)}")
         except Exception as exc:  # noqa: BLE001
             return Outcome(b.name, labels, Status.FAILED, message=f"setup failed: {type(exc).__name__}: {exc}")
         try:
@@ -121,6 +132,8 @@ class SuiteSession:
             return Outcome(b.name, labels, Status.OK, stats=stats)
         except (BenchmarkDefinitionError, InvalidMetricError) as exc:
             return Outcome(b.name, labels, Status.FAILED, message=str(exc))
+        except SystemExit as exc:
+            return Outcome(b.name, labels, Status.FAILED, message=_exit_message(exc))
         except Exception as exc:  # noqa: BLE001  (a failing bench must not end the run)
             return Outcome(b.name, labels, Status.FAILED, message=f"{type(exc).__name__}: {exc}")
         finally:
@@ -128,7 +141,7 @@ class SuiteSession:
             if teardown is not None:
                 try:
                     teardown(*lead, *case.params)
-                except Exception:  # noqa: BLE001  (asv ignores teardown errors too)
+                except (Exception, SystemExit):  # noqa: BLE001  (asv ignores teardown errors too)
                     pass
 
     def run(self, cases: Sequence[Case], on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:

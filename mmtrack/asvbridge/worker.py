@@ -25,16 +25,17 @@ import pickle
 import re
 import select
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable
 
+from ..forked import die_with_parent
 from ..measure.backend import announce_once
 from ..measure.runner import RunOptions
 from .session import Case, Outcome, Status, SuiteSession
-from .timed import is_timed
 
 DEFAULT_TIMEOUT_S = 60.0  # asv's default ``timeout``
 PROGRESS_EVERY_S = 0.1  # the most often a worker reports progress: the parent redraws, not the worker
@@ -44,7 +45,9 @@ FORK_GRACE_S = 0.5  # how long a worker waits for a forked child's notice after 
 # perf backend. Only light modules: the first sample waits for the fork server, and numpy alone
 # took about as long as the rest (the engine's statistics are plain Python, measure/quantiles.py).
 # A suite that imports numpy gets it preloaded too (heavy_imports). A missing one is skipped.
-PRELOAD = ["__main__", __name__, "mmtrack.measure.perf", "mmtrack.measure.serialize"]
+PRELOAD = ["mmtrack.asvbridge.forkserver_guard", "__main__", __name__, "mmtrack.measure.perf",
+           "mmtrack.measure.serialize"]
+ORPHAN_GRACE_S = 5.0  # a worker outliving its timeout by this much ends itself: its parent is gone or stuck
 HEAVY = ("numpy",)  # preloaded when the suite's own files import them (heavy_imports)
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]+(%s)\b" % "|".join(HEAVY), re.MULTILINE)
 _preload = list(PRELOAD)  # what the fork server of this run preloads: PRELOAD and the suite's HEAVY ones
@@ -79,19 +82,15 @@ ProgressFn = Callable[[str, int, int], None]
 def case_job(case: Case, options: RunOptions, cache: bytes | None = None) -> CaseJob:
     names, combos = case.benchmark.param_grid()
     b = case.benchmark
-    return CaseJob(b.source, b.suite, b.name, combos.index(case.params), options, cache, is_timed(b.declaration))
+    return CaseJob(b.source, b.suite, b.name, combos.index(case.params), options, cache, b.timed)
 
 
 def timeout_of(case: Case, override: float | None = None) -> float:
     """``--timeout``, else asv's ``timeout`` attribute (method, then class), else 60 s."""
     if override is not None:
         return override
-    b = case.benchmark
-    for holder in (b.declaration.fn, b.owner):
-        value = getattr(holder, "timeout", None) if holder is not None else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return float(value)
-    return DEFAULT_TIMEOUT_S
+    declared = case.benchmark.declared_timeout()
+    return declared if declared is not None else DEFAULT_TIMEOUT_S
 
 
 # -- the parent side ------------------------------------------------------------------------------
@@ -158,45 +157,72 @@ def describe_exit(exitcode: int | None) -> str:
     return f"exited with status {exitcode}"
 
 
-def run_in_worker(job: Job, timeout: float, progress: ProgressFn | None = None) -> WorkerResult:
-    """Run ``job`` in a fresh worker; wait at most ``timeout`` seconds for its answer."""
+def start_worker(target: Callable[..., None], *args: Any) -> tuple[Any, Connection]:
+    """A fresh worker running ``target(send_end, *args)``; returns the process and the read end."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
-    # Not a daemon: a benchmark may start processes of its own (a daemon may not); the finally
-    # below ends the worker whatever happens.
-    process = ctx.Process(target=_worker_main, args=(send, job), name="mmtrack-worker", daemon=False)
+    # Not a daemon: a benchmark may start processes of its own (a daemon may not); the caller ends
+    # the worker whatever happens (end_worker).
+    process = ctx.Process(target=target, args=(send, *args), name="mmtrack-worker", daemon=False)
     process.start()
     send.close()  # the parent keeps only the read end: the worker's exit closes the pipe
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return WorkerResult(error=f"timed out after {timeout:g} s")
-            ready = wait([receive, process.sentinel], timeout=left)
-            if receive in ready:
-                try:
-                    message = receive.recv()
-                except (EOFError, OSError):
-                    process.join(5)
-                    return WorkerResult(error=describe_exit(process.exitcode))
-                if message[0] == "progress":
-                    if progress is not None:
-                        progress(*message[1:])
-                    continue
-                if message[0] == "log":
-                    _relay(message[1], message[2])
-                    continue
+    return process, receive
+
+
+def next_message(process: Any, receive: Connection, deadline: float, timeout: float,
+                 progress: ProgressFn | None = None) -> tuple[Any, str]:
+    """The worker's next message other than progress and log lines, or (None, why there is none)."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, f"timed out after {timeout:g} s"
+        ready = wait([receive, process.sentinel], timeout=left)
+        if receive in ready:
+            try:
+                message = receive.recv()
+            except (EOFError, OSError):
                 process.join(5)
-                return WorkerResult(value=message[1])
-            if process.sentinel in ready and not receive.poll(0):
-                process.join(5)
-                return WorkerResult(error=describe_exit(process.exitcode))
-    finally:
-        receive.close()
-        if process.is_alive():
-            process.kill()
+                return None, describe_exit(process.exitcode)
+            if message[0] == "progress":
+                if progress is not None:
+                    progress(*message[1:])
+                continue
+            if message[0] == "log":
+                _relay(message[1], message[2])
+                continue
+            return message, ""
+        if process.sentinel in ready and not receive.poll(0):
             process.join(5)
+            return None, describe_exit(process.exitcode)
+
+
+def end_worker(process: Any, receive: Connection) -> None:
+    receive.close()
+    if process.is_alive():
+        process.kill()
+    process.join(5)
+
+
+def run_in_worker(job: Job, timeout: float, progress: ProgressFn | None = None) -> WorkerResult:
+    """Run ``job`` in a fresh worker; wait at most ``timeout`` seconds for its answer."""
+    process, receive = start_worker(_worker_main, job, timeout)
+    try:
+        message, error = next_message(process, receive, time.monotonic() + timeout, timeout, progress)
+        return WorkerResult(error=error) if message is None else WorkerResult(value=message[1])
+    finally:
+        end_worker(process, receive)
+
+
+def guard_worker(timeout: float) -> None:
+    """In a worker: die with the process that started it, and end itself once ``timeout`` is long past.
+
+    Its parent is the fork server, which dies with ``mmtrack bench`` (forkserver_guard); a
+    SIGKILLed ``mmtrack bench`` must not leave a worker spinning at 100% CPU, past any timeout.
+    """
+    die_with_parent(os.getppid())
+    timer = threading.Timer(timeout + ORPHAN_GRACE_S, os.kill, (os.getpid(), signal.SIGKILL))
+    timer.daemon = True
+    timer.start()
 
 
 ENGINE_LOG = "mmtrack.measure"
@@ -241,8 +267,9 @@ def _find_case(job: Job, as_asv: bool = False) -> Case:
     raise LookupError(f"benchmark {benchmark} not found in {source}")
 
 
-def _worker_main(conn: Connection, job: Job) -> None:
+def _worker_main(conn: Connection, job: Job, timeout: float) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this worker
+    guard_worker(timeout)
     engine_log = logging.getLogger(ENGINE_LOG)
     engine_log.addHandler(_ForwardLog(conn))
     engine_log.propagate = False

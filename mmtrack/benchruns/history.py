@@ -23,7 +23,14 @@ from ..measure.metrics import Direction
 from ..results import PRIMARY, BenchContext, Measurement, canonical_params
 from ..store import queries
 from ..store.db import Store
-from ..store.ingest import EngineCaseRecord, RunRecord, measurement_setup, record_engine_run
+from ..store.ingest import (
+    EngineCaseRecord,
+    RunRecord,
+    case_problem,
+    identity_problem,
+    measurement_setup,
+    record_engine_run,
+)
 from ..vcs import resolve_rev
 
 # How many earlier runs to inspect for a compatible baseline before giving up.
@@ -88,18 +95,24 @@ def save_run(store: Store, ctx: BenchContext, outcomes: Sequence[Outcome]) -> in
         tool_versions={"mmtrack": __version__, "python": host_info()["python"]},
         machine_info=dict(ctx.host),
     )
-    cases = [
-        EngineCaseRecord(
-            benchmark=o.name,
-            params=dict(o.params),
-            status=o.status.value,
-            message=o.message or None,
-            version=ctx.code_versions.get(o.name),
-            stats=o.stats,
-        )
-        for o in outcomes
-    ]
+    cases = [_case_record(o, ctx.code_versions) for o in storable(outcomes, ctx.code_versions)]
+    cases = [c for c in cases if identity_problem(c) is None]  # no row can name it: its failure was reported
     return record_engine_run(store, record, cases)
+
+
+def _case_record(o: Outcome, code_versions: dict[str, str]) -> EngineCaseRecord:
+    return EngineCaseRecord(benchmark=o.name, params=dict(o.params), status=o.status.value, message=o.message or None,
+                            version=code_versions.get(o.name), stats=o.stats)
+
+
+def storable(outcomes: Sequence[Outcome], code_versions: dict[str, str]) -> list[Outcome]:
+    """``outcomes``, each case the store cannot keep as it is turned into a failed one saying why: a
+    metric name too long for its column fails that case, not the save of the whole run."""
+    out = []
+    for o in outcomes:
+        problem = case_problem(_case_record(o, code_versions))
+        out.append(o if problem is None else Outcome(o.name, o.params, Status.FAILED, message=f"not storable: {problem}"))
+    return out
 
 
 def outcome_measurements(outcomes: Sequence[Outcome], code_versions: dict[str, str]) -> list[Measurement]:

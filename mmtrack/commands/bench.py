@@ -33,6 +33,7 @@ from rich.progress import (
 from ..asvbridge import worker
 from ..asvbridge.callgrind_pool import CallgrindSession, require_valgrind
 from ..asvbridge.discover import Suite, discover
+from ..asvbridge.discover_worker import discover_in_workers
 from ..asvbridge.host import host_info
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..benchruns import journal as bench_journal
@@ -148,7 +149,10 @@ def refuse_options_that_cannot_apply(request: BenchRequest) -> None:
 def _plan(request: BenchRequest) -> tuple[Suite, list[Any], list[Case]]:
     refuse_options_that_cannot_apply(request)
     try:
-        suite = discover(request.path)
+        if request.in_process:
+            suite = discover(request.path)
+        else:  # a file that exits, crashes or hangs at import fails alone, as a case does
+            suite = discover_in_workers(request.path, request.timeout or worker.DEFAULT_TIMEOUT_S)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     if request.pattern:
@@ -187,23 +191,23 @@ class _WorkerSession:
         self.timeout = timeout
         self.progress = progress
         self.processes = processes
-        self._caches: dict[type, worker.WorkerResult] = {}
+        self._caches: dict[str, worker.WorkerResult] = {}
 
     def run_case(self, case: Case) -> Outcome:
         b = case.benchmark
         timeout = worker.timeout_of(case, self.timeout)
         cache = None
-        if b.owner is not None and getattr(b.owner, "setup_cache", None) is not None:
-            if b.owner not in self._caches:
-                self._caches[b.owner] = worker.run_in_worker(worker.CacheJob(b.source, b.suite, b.name), timeout)
-            got = self._caches[b.owner]
+        if b.cache_key is not None:
+            if b.cache_key not in self._caches:
+                self._caches[b.cache_key] = worker.run_in_worker(worker.CacheJob(b.source, b.suite, b.name), timeout)
+            got = self._caches[b.cache_key]
             if got.error:
                 return Outcome(b.name, case.param_labels, Status.FAILED, message=f"setup_cache {got.error}")
             if isinstance(got.value, Outcome):  # setup_cache raised: the same outcome for every case
                 return dataclasses.replace(got.value, name=b.name, params=case.param_labels)
             cache = got.value
         # A concurrent benchmark's sample is a time window over its own threads: one process.
-        processes = 1 if b.declaration.concurrent is not None else self.processes
+        processes = 1 if b.concurrent else self.processes
         if processes == 1:
             return self._run_one(case, self.options, cache, timeout, "")
         options = dataclasses.replace(self.options, sample_share=1 / processes)
@@ -343,14 +347,17 @@ def render(run: BenchRun, console: Console) -> None:
     from ..measure.report import render_stats
 
     for failure in run.suite.failures:
-        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}", highlight=False)
+        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}",
+                      highlight=False, soft_wrap=True)
     for o in run.outcomes:
         if o.status is Status.OK and o.stats is not None:
             console.print(render_stats(o.stats))
         elif o.status is Status.SKIPPED:
-            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False)
-        else:
-            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False)
+            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
+                          soft_wrap=True)
+        else:  # one line, however long: the terminal wraps it, rich does not break it
+            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
+                          soft_wrap=True)
     counts = {s: sum(1 for o in run.outcomes if o.status is s) for s in Status}
     if run.interrupted:
         console.print(f"[bold red]interrupted[/] by {run.interrupted}: {len(run.outcomes)} of {run.total} "
@@ -379,22 +386,34 @@ def _context(request: BenchRequest, code_versions: dict[str, str], started_at: d
     return root, BenchContext(suite, host_info(), commit, started_at, code_versions)
 
 
-LOCK_NOTICE_S = 2.0  # a save that takes longer than this is waiting for another writer: say so
+LOCK_NOTICE_S = 2.0  # a wait for the write lock longer than this is worth a line: another writer holds it
+LOCK_POLL_S = 0.1
 
 
 @contextmanager
 def _waiting_notice(console: Console, label: str) -> Iterator[None]:
-    from ..store.db import BUSY_TIMEOUT_S
+    """One line once this process has waited for the store's lock LOCK_NOTICE_S on end; a save that is only
+    slow (a first migration, a loaded machine) says nothing, since no other writer is there to blame."""
+    from ..store.db import BUSY_TIMEOUT_S, waiting_for_lock
 
-    timer = threading.Timer(LOCK_NOTICE_S, lambda: console.print(
-        f"waiting for the write lock of {escape(label)} (another writer holds it); giving up after "
-        f"{BUSY_TIMEOUT_S:g} s", highlight=False))
-    timer.daemon = True
-    timer.start()
+    done = threading.Event()
+
+    def watch() -> None:
+        waited = 0.0
+        while not done.wait(LOCK_POLL_S):
+            waited = waited + LOCK_POLL_S if waiting_for_lock() else 0.0
+            if waited >= LOCK_NOTICE_S:
+                console.print(f"waiting for the write lock of {escape(label)} (another writer holds it); giving up "
+                              f"after {BUSY_TIMEOUT_S:g} s", highlight=False)
+                return
+
+    watcher = threading.Thread(target=watch, name="mmtrack-lock-notice", daemon=True)
+    watcher.start()
     try:
         yield
     finally:
-        timer.cancel()
+        done.set()
+        watcher.join()
 
 
 def _save(url: str, ctx: BenchContext, outcomes: list[Outcome], console: Console) -> tuple[int | None, str]:
@@ -515,6 +534,9 @@ def run_bench(request: BenchRequest, console: Console) -> int:
                   code_versions=ctx.code_versions)
     if os.getpid() != owner_pid:  # a forked child that returned this far never reports or saves
         os._exit(0)
+    from ..benchruns.history import storable
+
+    run.outcomes = storable(run.outcomes, run.code_versions)  # a case the store cannot keep fails here, alone
     nothing_ran = not run.outcomes  # every file failed to import, or Ctrl-C came first
     if request.save and journal is None and not nothing_ran:
         journal = bench_journal.Journal.create(project, ctx, url, redact(url))

@@ -218,8 +218,8 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
                     f"{c.series.metric.name} [{c.series.metric.unit}]",
                     *([f"{c.series.machine}/{c.series.environment}"] if many else [])),
             Text.assemble(
-                f"{format_quantity(c.before_value, c.series.metric.unit)} → "
-                f"{format_quantity(c.after_value, c.series.metric.unit)}\n",
+                term(f"{format_quantity(c.before_value, c.series.metric.unit)} → "
+                     f"{format_quantity(c.after_value, c.series.metric.unit)}") + "\n",
                 (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
             ),
             Text(f"{c.ratio:.2f}", style=style),

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..store.asv_import import ImportSummary, find_results_files, import_asv_results
 from ..store.db import open_store, redact
 from ..tables import unwrapped
+from ..textsafe import markup as escape  # markup escaped, and a file name's control characters too
 from .progress import progress_bar
 
 

@@ -6,8 +6,9 @@ import contextlib
 from typing import Callable, Iterator
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..textsafe import markup as escape  # markup escaped, control characters too
 
 #: ``tick(done, total)``, or ``tick(done, total, detail)`` for a bar that shows what it is on
 Tick = Callable[..., None]

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 
 from ..errors import EXIT_OK, UserError, os_reason
+from ..fsutil import unreadable_entry
 from ..publish import SiteConfig, SiteModel, WriteReport, build_site
 from ..publish.writer import check_tree
 from ..tables import unwrapped
+from ..textsafe import bounded
+from ..textsafe import markup as escape  # markup escaped, control characters too
 from .progress import progress_bar
 
 
@@ -28,20 +30,28 @@ class PublishRequest:
     machine: str | None = None
 
 
+TITLE_LIMIT = 200  # characters of a site title: a 5 MB project name would be written into every page
+
+
 def asv_settings(path: Path | None) -> dict:
     """``project`` and ``show_commit_url`` from an asv.conf.json (``//`` comments allowed)."""
     if path is None:
         path = Path("asv.conf.json")
         if not path.is_file():
             return {}
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise UserError(f"{path}: no such asv config; pass --config PATH or leave it out")
+    unreadable = unreadable_entry(path, "config file")  # a FIFO would block the read forever
+    if unreadable is not None:
+        raise UserError(f"{path}: {unreadable}; pass --config with the asv.conf.json to read")
     from asv.util import load_json
 
     try:
         conf = load_json(str(path), js_comments=True)
     except Exception as exc:  # noqa: BLE001 - asv raises its own error types
         raise UserError(f"{path}: not a readable asv config ({exc}); fix the file or pass --commit-url") from None
+    if not isinstance(conf, dict):
+        raise UserError(f"{path}: the asv config must be a JSON object, not {type(conf).__name__}; fix the file")
     return {k: conf[k] for k in ("project", "show_commit_url") if isinstance(conf.get(k), str)}
 
 
@@ -50,7 +60,8 @@ def site_config(request: PublishRequest) -> SiteConfig:
     url = request.commit_url if request.commit_url is not None else asv.get("show_commit_url")
     if url and not url.lower().startswith(("http://", "https://")):
         raise UserError(f"commit URL {url!r} is not http(s); pass --commit-url https://.../commit/")
-    return SiteConfig(title=request.title or asv.get("project") or "mmtrack", commit_url=url or None)
+    title = bounded(request.title or asv.get("project") or "mmtrack", TITLE_LIMIT)  # copied into every page
+    return SiteConfig(title=title, commit_url=url or None)
 
 
 def publish(

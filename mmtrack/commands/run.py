@@ -1,17 +1,8 @@
 """``mmtrack run``: one commit's benchmarks under the real asv, into the store.
 
-Steps, each a function a test can reach:
-1. :func:`prepare`: read asv's config, resolve the commit (full sha, date, dirty
-   flag), the machine and the spool folder; check the suite's files import
-   (asv's discovery stops at the first broken file and then runs nothing);
-   write a derived asv config for this run.
-2. :func:`ensure_machine`: ``asv machine --yes`` once per machine name.
-3. :func:`run_asv`: ``asv run --python=same --set-commit-hash=SHA --record-samples``
-   with MMTRACK_COMMIT / MMTRACK_MACHINE / MMTRACK_SPOOL / MMTRACK_RUN_ID set.
-4. :func:`collect`: read asv's result file of this commit and this run's spool
-   files into :class:`CaseResult` values; report spool files a crashed run left.
-5. :func:`ingest` and :func:`summarize`: the store (see the section at the end,
-   the one place that talks to it) and the short summary.
+asv itself is driven by :mod:`mmtrack.asvbridge.asvrun` (prepare, ``asv machine``, ``asv run``, collect); this
+verb adds the store (the section at the end is the one place that talks to it), the comparison with the previous
+commit, the gate and ``--confirm``.
 
 A failed benchmark (asv's or mmtrack's) or a suite file that does not import
 gives exit status 2.

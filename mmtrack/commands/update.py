@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..tables import unwrapped
+from ..textsafe import markup as escape  # markup escaped, control characters too
 from .import_asv import check_results_folder, format_summary
 from .publish import PublishRequest, publish
 
@@ -103,7 +103,8 @@ def run_update(request: UpdateRequest, console: Console, err_console: Console) -
     for problem in outcome.import_problems:
         err_console.print(f"[red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     s = outcome.seconds
-    console.print(escape(outcome.import_lines), highlight=False, soft_wrap=unwrapped(console))
+    console.print("\n".join(map(escape, outcome.import_lines.split("\n"))), highlight=False,
+                  soft_wrap=unwrapped(console))
     detected = "detection off" if outcome.detected is None else f"{outcome.detected} change points"
     console.print(
         f"detect on {outcome.touched} touched series: {detected} ({s['detect']:.2f} s); "

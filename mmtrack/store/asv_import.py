@@ -27,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ..errors import UserError
 from ..forked import can_fork, die_with_parent
+from ..fsutil import unreadable_entry
 from ..measure.metrics import Direction, MetricFormat, default_direction
 from ..measure.stats import sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, canonical_params
@@ -170,9 +171,11 @@ def _load_json(path: Path, raw: bytes | None = None) -> Any:
         raise ResultsFileError(f"not valid JSON ({exc})") from None
 
 
-def _text(value: Any, what: str) -> str:
+def _text(value: Any, what: str, limit: int | None = None) -> str:
     if not isinstance(value, str):
         raise ResultsFileError(f"{what} is {type(value).__name__}, expected a string")
+    if limit is not None and len(value) > limit:  # PostgreSQL would refuse it, and with it the whole batch
+        raise ResultsFileError(f"{what} {value[:60]!r}... is {len(value):,} characters long; the store keeps at most {limit}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -277,13 +280,13 @@ def parse_results_file(
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise ResultsFileError("'params' is not an object")
-    machine = _text(params.get("machine", machine_dir or ""), "params.machine") or (machine_dir or "")
+    machine = _text(params.get("machine", machine_dir or ""), "params.machine", NAME_LIMITS["machine"]) or (machine_dir or "")
     if not machine:
         raise ResultsFileError("no machine name (params.machine)")
     env_name = data.get("env_name")
     if env_name is None:
         env_name = f"py{data.get('python', '')}"
-    env_name = _text(env_name, "env_name")
+    env_name = _text(env_name, "env_name", NAME_LIMITS["environment"])
     env_info = {
         "python": data.get("python"),
         "requirements": data.get("requirements") or {},
@@ -323,6 +326,20 @@ def _table_of(
                 raise ResultsFileError("empty benchmark name")
             table.add(name, values, benchmarks.get(name) or _from_name(name))
     return table, table.rows()
+
+
+# The schema's lengths, checked before the write: the same refusal on SQLite and PostgreSQL.
+NAME_LIMITS = {"machine": m.Machine.__table__.c.name.type.length, "environment": m.Environment.__table__.c.name.type.length,
+               "benchmark": m.Benchmark.__table__.c.name.type.length, "version": m.Benchmark.__table__.c.version.type.length,
+               "unit": m.Metric.__table__.c.unit.type.length, "type": m.Benchmark.__table__.c.type.type.length}
+
+
+def _over_limits(name: str, meta: AsvBenchmark) -> str:
+    """Why the store cannot keep this benchmark's name, unit, type or version, or ""."""
+    for what, value in (("benchmark", name), ("unit", meta.unit), ("type", meta.type), ("version", meta.version)):
+        if len(value) > NAME_LIMITS[what]:
+            return f"its {what} is {len(value):,} characters long; the store keeps at most {NAME_LIMITS[what]}"
+    return ""
 
 
 def _read_benchmarks(
@@ -397,6 +414,8 @@ class _AsvTable:
             return False
         if not b or "\x00" in joined or "" in names or set(map(type, entries)) != {list}:
             return False
+        if any(_over_limits(name, benchmarks.get(name) or _from_name(name)) for name in names):
+            return False  # ``add`` names the benchmark and the limit
         if min(map(len, entries)) < self.need:  # asv leaves out trailing columns it has no value for
             entries = [e if len(e) >= self.need else e + [None] * (self.need - len(e)) for e in entries]
         transposed = list(zip(*entries))
@@ -420,7 +439,7 @@ class _AsvTable:
             return False
         try:
             for v in set(version) - {None}:
-                _text(v, "version")
+                _text(v, "version", NAME_LIMITS["version"])
             for v in set(started) - set(self.times):
                 self.times[v] = _ms(v, "", "started_at")
             durations = _floats(list(duration), lambda k: "", "duration", nan="error")
@@ -440,7 +459,10 @@ class _AsvTable:
         return True
 
     def add(self, name: str, values: Any, meta: AsvBenchmark) -> None:
-        what = f"benchmark {name!r}"
+        what = f"benchmark {name[:80]!r}"
+        problem = _over_limits(name, meta)
+        if problem:
+            raise ResultsFileError(f"{what}: {problem}")
         if type(values) is not list:
             raise ResultsFileError(f"{what}: row is {type(values).__name__}, expected a list")
         if len(values) < self.width:
@@ -460,7 +482,7 @@ class _AsvTable:
             result = [result]  # a bare number: written by hand or by very old asv
         if result is not None and len(result) != n:
             raise ResultsFileError(f"{what}: {len(result)} results for {n} parameter combinations")
-        version = _text(version, f"{what} version") if version is not None else meta.version
+        version = _text(version, f"{what} version", NAME_LIMITS["version"]) if version is not None else meta.version
         if type(started) is not int and type(started) is not float:
             at = _ms(started, what, "started_at")  # None, or an error
         elif started in self.times:
@@ -603,7 +625,7 @@ def _suite_name(results_dir: Path) -> str:
         except (OSError, UnicodeDecodeError):
             continue
         if found:
-            return found.group(1)
+            return found.group(1)[: m.Run.__table__.c.suite.type.length]  # a label: cut, not refused
     return results_dir.resolve().name
 
 
@@ -623,27 +645,6 @@ def find_results_files(results_dir: Path) -> list[tuple[Path, str]]:
             if f.suffix == ".json" and f.name != "machine.json":
                 out.append((f, name))
     return out
-
-
-def unreadable_entry(path: Path) -> str | None:
-    """Why ``path`` is not a regular file to read (dangling or looping link, folder, FIFO, ...), or None."""
-    import errno
-    import stat
-
-    try:
-        mode = path.stat().st_mode
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "cannot read: a symbolic link loop"
-        if exc.errno == errno.ENOENT and path.is_symlink():
-            return f"cannot read: a dangling symbolic link (to {os.readlink(path)})"
-        return f"cannot read: {exc.strerror or exc}"
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode) and not os.access(path, os.R_OK | os.X_OK):
-        return "cannot read the folder: permission denied"
-    kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
-    return f"cannot read: {kind}, not a results file"
 
 
 def _machine_info(machine_dir: Path, cache: dict[Path, dict[str, Any]]) -> dict[str, Any]:
@@ -688,7 +689,10 @@ def import_asv_results(
     summary = ImportSummary()
     benchmarks: dict[str, AsvBenchmark] = {}
     bj = results_dir / "benchmarks.json"
-    if bj.is_file():
+    unreadable = unreadable_entry(bj) if bj.exists() or bj.is_symlink() else None  # a loop, a dangling link, a FIFO
+    if unreadable is not None:
+        summary.failed.append(FileProblem(_display(bj), f"{unreadable}; benchmark types inferred from names"))
+    elif bj.is_file():
         try:
             benchmarks = read_benchmarks_json(bj)
         except (ResultsFileError, OSError) as exc:

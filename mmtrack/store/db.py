@@ -18,11 +18,12 @@ store retry those until the timeout is spent (:func:`retry_locked`).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -45,6 +46,33 @@ def _locked(exc: OperationalError) -> bool:
     return "database is locked" in str(exc.orig) or "database table is locked" in str(exc.orig)
 
 
+_waiters = 0  # threads of this process inside a lock wait: taking SQLite's write lock, a PostgreSQL row lock
+_waiters_lock = threading.Lock()
+
+
+@contextmanager
+def taking_lock() -> Iterator[None]:
+    """Marks a statement that waits while another writer holds the lock (see :func:`waiting_for_lock`)."""
+    global _waiters
+    with _waiters_lock:
+        _waiters += 1
+    try:
+        yield
+    finally:
+        with _waiters_lock:
+            _waiters -= 1
+
+
+def waiting_for_lock() -> bool:
+    """Whether this process is waiting for a lock now: only then may a notice say another writer holds it."""
+    return _waiters > 0
+
+
+def _take_lock(stack: ExitStack, begin: Callable[[], Any]) -> Any:
+    with taking_lock():  # BEGIN IMMEDIATE waits here while another writer holds the lock
+        return stack.enter_context(begin())
+
+
 def retry_locked(step: Callable[[], T], timeout_s: float | None = None) -> T:
     """``step()``, again after a short pause while SQLite says "database is locked" before ``timeout_s``
     (default :data:`BUSY_TIMEOUT_S`) has passed since the first try.
@@ -62,7 +90,8 @@ def retry_locked(step: Callable[[], T], timeout_s: float | None = None) -> T:
         except OperationalError as exc:
             if not _locked(exc) or time.monotonic() + pause >= deadline:
                 raise
-        time.sleep(pause)
+        with taking_lock():  # SQLite said "locked": another connection holds the lock
+            time.sleep(pause)
         pause = min(pause * 2, 1.0)
 
 
@@ -96,7 +125,7 @@ class Store:
         try:
             with ExitStack() as stack:
                 begin = self.engine.execution_options(mmtrack_begin="IMMEDIATE").begin
-                yield retry_locked(lambda: stack.enter_context(begin()))  # only taking the lock is retried
+                yield retry_locked(lambda: _take_lock(stack, begin))  # only taking the lock is retried
         except OperationalError as exc:
             if "readonly" not in str(exc.orig).replace("read-only", "readonly"):
                 raise
@@ -284,7 +313,8 @@ def upgrade(store: Store, revision: str = "head") -> tuple[str | None, str | Non
 
     with store.write() as conn:
         if store.dialect == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_ID})
+            with taking_lock():
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_ID})
         before = _current_revision(conn)
         if before is not None and before != head_revision():
             _check_known(before, store.url)

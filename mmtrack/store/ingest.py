@@ -22,7 +22,7 @@ from ..measure.metrics import Direction, MetricFormat, MetricSummary
 from ..measure.stats import sample_stats
 from ..results import PRIMARY, CommitInfo, Status, canonical_params
 from . import models as m
-from .db import Store
+from .db import Store, taking_lock
 
 # -- what callers hand in ------------------------------------------------------------------------
 
@@ -401,7 +401,8 @@ def _touch_series(conn: Connection, ids: set[int], appended: Callable[[], bool] 
             # Lock the rows in id order first: an UPDATE locks them in whatever order its scan meets them, and
             # two writers touching the same series in different orders deadlock (seen with 8 writers). NO KEY
             # UPDATE, like the UPDATE itself: it must not wait on the key-share locks of measurement inserts.
-            conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
+            with taking_lock():
+                conn.execute(select(t.c.id).where(t.c.id.in_(chunk)).order_by(t.c.id).with_for_update(key_share=True))
     if not chunks:
         return
     both = appended()
@@ -592,7 +593,7 @@ def engine_case(case: EngineCaseRecord) -> _Case:
         unit="seconds",
         type="engine",
         status=case.status,
-        message=case.message,
+        message=case.message.replace("\x00", "\\x00") if case.message else case.message,  # PostgreSQL refuses NUL
     )
     st = case.stats
     # Without engine statistics, given metrics still count (plain asv cases of an A/B run, rounds pooled).
@@ -614,6 +615,56 @@ def engine_case(case: EngineCaseRecord) -> _Case:
     c.duration = float(sum(st.host_durations)) if st.host_durations else None
     c.measures = measures
     return c
+
+
+# -- the schema's limits, checked before the write ------------------------------------------------
+# PostgreSQL refuses a value over a column's length, a SMALLINT past 32767 or a NUL character, and
+# with it the whole run; SQLite would keep them. Both refuse the case alone, before the write.
+MAX_METRICS_PER_CASE = 2**15  # Measurement.position is a SMALLINT
+
+
+def _text_problem(what: str, value: str, limit: int | None) -> str | None:
+    if limit is not None and len(value) > limit:
+        return f"{what} is {len(value):,} characters long; the store keeps at most {limit}"
+    if "\x00" in value:
+        return f"{what} holds a NUL character, which the store cannot keep"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{what} is not valid Unicode text (a lone surrogate)"
+    return None
+
+
+def _length(column: Any) -> int | None:
+    return getattr(column.type, "length", None)
+
+
+def identity_problem(case: EngineCaseRecord) -> str | None:
+    """Why the store cannot keep even a failed row of this case (its name, params or version), or None."""
+    b = m.Benchmark.__table__.c
+    checks = [("benchmark name", case.benchmark, _length(b.name)), ("code version", case.version or "", _length(b.version)),
+              ("parameters", canonical_params(case.params), None)]
+    return next(filter(None, (_text_problem(*check) for check in checks)), None)
+
+
+def case_problem(case: EngineCaseRecord) -> str | None:
+    """Why the store cannot keep this case as it is, the same on SQLite and PostgreSQL, or None."""
+    problem = identity_problem(case)
+    if problem is not None:
+        return problem
+    measures = engine_case(case).measures
+    if len(measures) > MAX_METRICS_PER_CASE:
+        return f"it has {len(measures):,} metrics; the store keeps at most {MAX_METRICS_PER_CASE:,} per case"
+    metric, series = m.Metric.__table__.c, m.Series.__table__.c
+    for x in measures:
+        section, name, unit = x.metric
+        checks = [("section", section, _length(metric.section)), ("name", name, _length(metric.name)),
+                  ("unit", unit, _length(metric.unit)), ("display name", x.display_name or "", _length(series.display_name))]
+        problem = next(filter(None, (_text_problem(*check) for check in checks)), None)
+        if problem is not None:
+            shown = name if len(name) <= 60 else name[:60] + "..."
+            return f"metric {shown!r}: {problem}"
+    return None
 
 
 def record_engine_run(store: Store, run: RunRecord, cases: list[EngineCaseRecord]) -> int:
