@@ -1134,9 +1134,27 @@ def series_columns(
     current blob get one, labelled with the counters read before their rows (a write that lands in
     between moves the counters past the label, so the blob is never taken for newer than it is).
     """
-    import numpy as np
-
     wanted = {k: i for i, k in enumerate(keys)}
+    with gc_paused(), store.read() as conn:
+        info, counters, direction_of = _wanted_series(conn, wanted)
+        if not info:
+            return [SeriesColumns(k, Direction.LOWER, [], [], []) for k in keys]
+        runs = _clean_runs_by_date(conn)
+        cached, since, read = _stored_columns(conn, info, counters)
+    if keep_cache and read and getattr(store, "writable", True):
+        _refresh_cache(store, read, counters, since)
+    read.update(cached)
+    series_id, run_id, median = _concatenated(read)
+    rank, commit_of_rank, sha_of_rank = _commit_ranks(runs, run_id)
+    kidx, rank, median, series_id = _latest_of_each_commit(info, series_id, rank, median, commit_of_rank, usable_only)
+    return _split_by_key(keys, info, direction_of, kidx, rank, median, series_id, sha_of_rank, usable_only)
+
+
+def _wanted_series(
+    conn: Any, wanted: Mapping[SeriesKey, int]
+) -> tuple[dict[int, tuple[int, str | None]], dict[int, tuple[int, int]], dict[int, Direction]]:
+    """The series rows of the ``wanted`` keys (key -> index): per series row id, (index in keys, code version) and
+    (changes, appends) as read first; per key index, its direction."""
     s, b, x = m.Series, m.Benchmark, m.Metric
     named = _named_series(
         s.id, s.changes, s.appends, b.version, s.direction, b.name, b.params, x.section,
@@ -1145,50 +1163,81 @@ def series_columns(
     info: dict[int, tuple[int, str | None]] = {}  # series row id -> (index in keys, code version)
     counters: dict[int, tuple[int, int]] = {}  # series row id -> (changes, appends) as read first
     direction_of: dict[int, Direction] = {}
-    with gc_paused(), store.read() as conn:
-        for r in conn.execute(named):
-            i = wanted.get(SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit)))
-            if i is not None:
-                info[r.id] = (i, r.version or None)
-                counters[r.id] = (r.changes, r.appends)
-                direction_of[i] = _DIRECTIONS[r.direction]
-        if not info:
-            return [SeriesColumns(k, Direction.LOWER, [], [], []) for k in keys]
-        # Clean runs in the order of `series`: commit date (else run start), run start, run id.
-        runs = fetch_sql(conn, (
-            'SELECT run.id, run.commit_id, "commit".sha, coalesce("commit".date, run.started_at), run.started_at'
-            ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
-        ))  # fmt: skip
-        # A few series (`mmtrack update` after a commit that touched one benchmark): read by their ids, not by
-        # scanning whole tables
-        total = conn.execute(select(func.count()).select_from(s)).scalar_one()
-        cached, since = _cached_columns(conn, counters, few=len(counters) * 4 < total)
-        whole = [sid for sid in info if sid not in cached and sid not in since]
-        read = _measurement_columns(conn, whole, few=len(whole) * 4 < total) if whole else {}
-        if since:
-            read.update(_columns_after(conn, since))
-    if keep_cache and read and getattr(store, "writable", True):
-        # A blob a few runs behind is still read in one step with the runs after it: rewriting all of them after
-        # every commit wrote 16 bytes a point of every series (8 MB at 500 x 1,000) for one point each.
-        stale = {sid: (counters[sid], cols) for sid, cols in read.items()
-                 if sid not in since or cols[0].size - since[sid][1][0].size >= CACHE_TAIL}  # fmt: skip
-        if stale:
-            _keep_cached_columns(store, stale)
-    read.update(cached)
+    for r in conn.execute(named):
+        i = wanted.get(SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit)))
+        if i is not None:
+            info[r.id] = (i, r.version or None)
+            counters[r.id] = (r.changes, r.appends)
+            direction_of[i] = _DIRECTIONS[r.direction]
+    return info, counters, direction_of
+
+
+def _clean_runs_by_date(conn: Any) -> list[Any]:
+    """Every clean run as (id, commit id, sha, commit date else run start, run start), unordered."""
+    return fetch_sql(conn, (
+        'SELECT run.id, run.commit_id, "commit".sha, coalesce("commit".date, run.started_at), run.started_at'
+        ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty'
+    ))  # fmt: skip
+
+
+def _stored_columns(
+    conn: Any, info: Mapping[int, Any], counters: dict[int, tuple[int, int]]
+) -> tuple[dict[int, Columns], dict[int, tuple[int, Columns]], dict[int, Columns]]:
+    """Each series row's columns from the first source that holds it (see :func:`series_columns`): (current blobs,
+    blobs a few runs behind, the rows read from the measurement table, with those blobs' newer runs added)."""
+    # A few series (`mmtrack update` after a commit that touched one benchmark): read by their ids, not by
+    # scanning whole tables
+    total = conn.execute(select(func.count()).select_from(m.Series)).scalar_one()
+    cached, since = _cached_columns(conn, counters, few=len(counters) * 4 < total)
+    whole = [sid for sid in info if sid not in cached and sid not in since]
+    read = _measurement_columns(conn, whole, few=len(whole) * 4 < total) if whole else {}
+    if since:
+        read.update(_columns_after(conn, since))
+    return cached, since, read
+
+
+def _refresh_cache(store: Store, read: Mapping[int, Columns], counters: Mapping[int, tuple[int, int]],
+                   since: Mapping[int, tuple[int, Columns]]) -> None:
+    """Rewrite the blobs of the series read from the table, and of those whose blob is ``CACHE_TAIL`` runs behind."""
+    # A blob a few runs behind is still read in one step with the runs after it: rewriting all of them after
+    # every commit wrote 16 bytes a point of every series (8 MB at 500 x 1,000) for one point each.
+    stale = {sid: (counters[sid], cols) for sid, cols in read.items()
+             if sid not in since or cols[0].size - since[sid][1][0].size >= CACHE_TAIL}  # fmt: skip
+    if stale:
+        _keep_cached_columns(store, stale)
+
+
+def _concatenated(read: Mapping[int, Columns]) -> tuple[Any, Any, Any]:
+    """The columns of every series row as three flat arrays: series row id, run id, median."""
+    import numpy as np
+
     parts = [(np.full(run.size, sid, dtype=np.int64), run, med) for sid, (run, med) in read.items()]
     series_id = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
     run_id = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
     median = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, dtype=np.float64)
+    return series_id, run_id, median
 
-    # run id -> rank in commit order (-1: dirty or unknown)
+
+def _commit_ranks(runs: list[Any], run_id: Any) -> tuple[Any, Any, list[str]]:
+    """Each value's rank in commit order (-1: a dirty or unknown run), the commit id and sha of each rank. The order
+    is `series`': commit date (else run start), run start, run id."""
+    import numpy as np
+
     runs.sort(key=lambda r: (r[3], r[4], r[0]))
     rank_of_run = np.full(max([r[0] for r in runs] + [int(run_id.max(initial=0))]) + 2, -1, dtype=np.int64)
     rank_of_run[[r[0] for r in runs]] = np.arange(len(runs))
     rank = np.where(run_id >= 0, rank_of_run[run_id], -1)
     commit_of_rank = np.array([r[1] for r in runs] + [-1], dtype=np.int64)
-    sha_of_rank = [r[2] for r in runs]
+    return rank, commit_of_rank, [r[2] for r in runs]
 
-    # series row id -> index of its key; rows of several code versions of one key merge here
+
+def _latest_of_each_commit(info: Mapping[int, tuple[int, str | None]], series_id: Any, rank: Any, median: Any,
+                           commit_of_rank: Any, usable_only: bool) -> tuple[Any, Any, Any, Any]:
+    """The values of the wanted keys in (key, commit order), the latest run of each commit only (and only finite
+    medians with ``usable_only``): (key index, rank, median, series row id). The rows of several code versions of
+    one key merge here."""
+    import numpy as np
+
     key_of_row = np.full(max(max(info), int(series_id.max(initial=0))) + 1, -1, dtype=np.int64)
     key_of_row[list(info)] = [v[0] for v in info.values()]
     kidx = key_of_row[series_id]
@@ -1201,7 +1250,14 @@ def series_columns(
     last = np.ones(kidx.size, dtype=bool)
     last[:-1] = (kidx[1:] != kidx[:-1]) | (commit[1:] != commit[:-1])
     usable = last & np.isfinite(median) if usable_only else last
-    kidx, rank, median, series_id = kidx[usable], rank[usable], median[usable], series_id[usable]
+    return kidx[usable], rank[usable], median[usable], series_id[usable]
+
+
+def _split_by_key(keys: Sequence[SeriesKey], info: Mapping[int, tuple[int, str | None]],
+                  direction_of: Mapping[int, Direction], kidx: Any, rank: Any, median: Any, series_id: Any,
+                  sha_of_rank: list[str], usable_only: bool) -> list[SeriesColumns]:
+    """One :class:`SeriesColumns` per key from the sorted flat arrays, each value with its row's code version."""
+    import numpy as np
 
     bounds = np.searchsorted(kidx, np.arange(len(keys) + 1))
     version_of_row = {sid: v for sid, (_, v) in info.items()}

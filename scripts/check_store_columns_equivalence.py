@@ -1,0 +1,83 @@
+"""Check that ``store.queries.series_columns`` reads the same columns as another revision's (default: main's).
+
+Imports each asv results folder of tests/data/asv-results into a SQLite store, copies it, and reads it through the
+reference revision's ``mmtrack/store/queries.py`` (``git show REV:...``, imported as a module of its own) and the
+working tree's, one copy each, in the same sequence: every key, usable points only and every point, writing the
+series cache and reading it back, a few keys (the path that reads by series id), keys in reverse with one unknown.
+Compares every column (NaN equals NaN) and, at the end, the cache blobs both wrote.
+
+Usage: ``PYTHONPATH=$PWD python3 scripts/check_store_columns_equivalence.py [--rev main]``; exit 1 on a difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_compare_equivalence import DATA, ROOT, Tally  # noqa: E402
+
+from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
+from mmtrack.store import queries as new  # noqa: E402
+from mmtrack.store.db import open_store  # noqa: E402
+
+
+def reference_module(rev: str) -> Any:
+    """``mmtrack/store/queries.py`` at ``rev``, imported as a sibling module (its relative imports resolve)."""
+    source = subprocess.run(["git", "show", f"{rev}:mmtrack/store/queries.py"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "queries_reference.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("mmtrack.store._queries_reference", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def reads(module: Any, db: str) -> list[tuple[str, Any]]:
+    store = open_store(db)
+    keys = module.list_series(store)
+    unknown = SeriesKey("nowhere", "none", "no.bench", "", MetricKey("", "time", "s"))
+    out = [
+        ("all, usable", module.series_columns(store, keys)),
+        ("all, every point, keep cache", module.series_columns(store, keys, keep_cache=True, usable_only=False)),
+        ("all, usable, from cache", module.series_columns(store, keys, keep_cache=True)),
+        ("a few, every point", module.series_columns(store, keys[:3], usable_only=False)),
+        ("reversed with unknown", module.series_columns(store, [unknown, *reversed(keys)])),
+        ("only unknown", module.series_columns(store, [unknown])),
+    ]
+    with store.read() as conn:
+        blobs = sorted(tuple(r) for r in conn.exec_driver_sql("SELECT * FROM series_cache"))
+    return [*out, ("cache blobs", blobs)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rev", default="main")
+    args = parser.parse_args()
+    ref = reference_module(args.rev)
+    tally, columns = Tally(), 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for project in sorted(p for p in DATA.iterdir() if p.is_dir()):
+            first, second = Path(tmp) / f"{project.name}-ref.db", Path(tmp) / f"{project.name}-new.db"
+            subprocess.run([sys.executable, "-m", "mmtrack", "import-asv", str(project / "results"), "--db",
+                            f"sqlite:///{first}", "--no-progress"], check=True, capture_output=True, cwd=ROOT)
+            shutil.copy(first, second)
+            for (what, a), (_, b) in zip(reads(ref, f"sqlite:///{first}"), reads(new, f"sqlite:///{second}")):
+                tally.check(f"{project.name}: {what}", a, b)
+                columns += len(a)
+    print(f"{tally.cases} reads ({columns} series columns or cache rows) compared, {len(tally.differences)} differences")
+    for line in tally.differences[:5]:
+        print(line[:2000])
+    return 1 if tally.differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
