@@ -73,7 +73,8 @@ def main() -> int:
             for (what, a), (_, b) in zip(reads(ref, f"sqlite:///{first}"), reads(new, f"sqlite:///{second}")):
                 tally.check(f"{project.name}: {what}", a, b)
                 columns += len(a)
-    print(f"{tally.cases} reads ({columns} series columns or cache rows) compared, {len(tally.differences)} differences")
+    print(f"{tally.cases} reads ({columns} series columns or cache rows) compared, "
+          f"{len(tally.differences)} differences")
     for line in tally.differences[:5]:
         print(line[:2000])
     return 1 if tally.differences else 0
