@@ -26,6 +26,7 @@ import html
 import json
 import math
 import struct
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
@@ -467,14 +468,23 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     cfg = model.config
     writer = SiteWriter(Path(out_dir))
     commits = model.ordered_commits()
-    pos = {c.sha: i for i, c in enumerate(commits)}
-    size = cfg.chunk_size
-    n_chunks = math.ceil(len(commits) / size) if commits else 0
     order = [c.sha for c in commits]
     site_token = hashlib.sha256(
-        js_json([FORMAT, cfg.title, cfg.safe_commit_url, size, _analysis_stamp()]).encode()).hexdigest()
+        js_json([FORMAT, cfg.title, cfg.safe_commit_url, cfg.chunk_size, _analysis_stamp()]).encode()).hexdigest()
     reusable = _reusable(writer, model, site_token, order)
+    _write_frame(writer, model, commits)
+    build = _Build.of(model, commits, reusable)
+    _prefetch(model, build)
+    pages = _write_benchmarks(writer, model, build)
+    _write_summaries(writer, model, *pages[:3])
+    if model.bench_state is not None:
+        _record_state(writer, model, site_token, order, pages[3], len(build.by_bench))
+    return writer.finish()
 
+
+def _write_frame(writer: SiteWriter, model: SiteModel, commits: Sequence[CommitInfo]) -> None:
+    """The assets, the site's settings and the commit chunks: what every page reads."""
+    cfg, size = model.config, model.config.chunk_size
     writer.put("assets/plotly.min.js", plotly_js())
     writer.put("assets/site.js", _asset("site.js"))
     writer.put("assets/site.css", _asset("site.css"))
@@ -486,67 +496,116 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
              "verdict_order": list(VERDICT_ORDER)},
         ),
     )
-    for k in range(n_chunks):
+    for k in range(math.ceil(len(commits) / size) if commits else 0):
         writer.put(f"data/commits/{k}.js", js_call("commits", k, _commit_rows(commits[k * size : (k + 1) * size])))
 
-    by_bench: dict[str, list[SeriesKey]] = {}
-    for key in model.series:
-        by_bench.setdefault(key.benchmark, []).append(key)
-    cps_by_key: dict[SeriesKey, list[ChangePoint]] = {}
-    for cp in model.change_points:
-        cps_by_key.setdefault(cp.series, []).append(cp)
-    runs_by_key: dict[SeriesKey, list[RunVerdict]] = {}
-    for v in model.run_verdicts:
-        runs_by_key.setdefault(v.series, []).append(v)
 
-    in_runs = _suite_runs(model)
-    prints: RunPrints = {k: {sha: r.fingerprint() for sha, r in by_sha.items()} for k, by_sha in in_runs.items()}
-    tokens = {bench: _with_runs(model.bench_state.get(bench), [prints.get(k, {}) for k in _sorted_keys(keys)])
-              for bench, keys in by_bench.items()} if model.bench_state is not None else {}
+@dataclass(frozen=True)
+class _Build:
+    """What every benchmark's pages are built from: its series keys, the change points and run verdicts of each
+    series, what each run says (and its fingerprints), each benchmark's reuse token, the last build's reusable
+    state, and each commit's position."""
 
-    def reused(bench: str) -> bool:
-        token = tokens.get(bench)
-        cached = reusable.get(bench_id(bench))
+    by_bench: dict[str, list[SeriesKey]]
+    cps_by_key: dict[SeriesKey, list[ChangePoint]]
+    runs_by_key: dict[SeriesKey, list[RunVerdict]]
+    in_runs: Any
+    prints: RunPrints
+    tokens: dict[str, str | None]
+    reusable: dict[str, Any]
+    pos: dict[str, int]
+
+    @classmethod
+    def of(cls, model: SiteModel, commits: Sequence[CommitInfo], reusable: dict[str, Any]) -> _Build:
+        by_bench: dict[str, list[SeriesKey]] = {}
+        for key in model.series:
+            by_bench.setdefault(key.benchmark, []).append(key)
+        cps_by_key: dict[SeriesKey, list[ChangePoint]] = {}
+        for cp in model.change_points:
+            cps_by_key.setdefault(cp.series, []).append(cp)
+        runs_by_key: dict[SeriesKey, list[RunVerdict]] = {}
+        for v in model.run_verdicts:
+            runs_by_key.setdefault(v.series, []).append(v)
+        in_runs = _suite_runs(model)
+        prints: RunPrints = {k: {sha: r.fingerprint() for sha, r in by_sha.items()} for k, by_sha in in_runs.items()}
+        tokens = {bench: _with_runs(model.bench_state.get(bench), [prints.get(k, {}) for k in _sorted_keys(keys)])
+                  for bench, keys in by_bench.items()} if model.bench_state is not None else {}
+        pos = {c.sha: i for i, c in enumerate(commits)}
+        return cls(by_bench, cps_by_key, runs_by_key, in_runs, prints, tokens, reusable, pos)
+
+    def reused(self, bench: str) -> bool:
+        """Whether the last build's files of ``bench`` still hold: its token matches."""
+        token = self.tokens.get(bench)
+        cached = self.reusable.get(bench_id(bench))
         return bool(token) and isinstance(cached, dict) and cached.get("token") == token
 
-    def appended(bench: str) -> bool:
-        cached = reusable.get(bench_id(bench))
-        return isinstance(cached, dict) and _appended_only(_sorted_keys(by_bench[bench]), model, cached.get("tails"))
+    def appended(self, bench: str, model: SiteModel) -> bool:
+        """Whether ``bench``'s series only gained newer points since the last build."""
+        cached = self.reusable.get(bench_id(bench))
+        return isinstance(cached, dict) and _appended_only(_sorted_keys(self.by_bench[bench]), model,
+                                                          cached.get("tails"))
 
+
+def _prefetch(model: SiteModel, build: _Build) -> None:
+    """A lazy store model: read the series of every benchmark to rebuild in bulk (but only the newest points of
+    those that only gained newer points), and every one's newest points with their samples (the compare page's
+    verdicts)."""
     prefetch = getattr(model.series, "prefetch", None)
-    if prefetch is not None:  # a lazy store model: read the series of every benchmark to rebuild in bulk
-        # (but only the newest points of those that only gained newer points), and every one's newest points
-        # with their samples (the compare page's verdicts)
-        rebuilt = [bench for bench in sorted(by_bench) if not reused(bench)]
-        prefetch([k for bench in rebuilt if not appended(bench) for k in by_bench[bench]])
-        model.series.prefetch_newest([k for bench in rebuilt for k in by_bench[bench]], NEWEST)
+    if prefetch is None:
+        return
+    rebuilt = [bench for bench in sorted(build.by_bench) if not build.reused(bench)]
+    prefetch([k for bench in rebuilt if not build.appended(bench, model) for k in build.by_bench[bench]])
+    model.series.prefetch_newest([k for bench in rebuilt for k in build.by_bench[bench]], NEWEST)
 
+
+def _write_benchmarks(
+    writer: SiteWriter, model: SiteModel, build: _Build
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[Any]], dict[str, Any]]:
+    """Each benchmark's files, kept, appended to or written anew: (index entries, regression rows, the compare
+    page's verdicts per benchmark id, the state the next build reuses)."""
+    size = model.config.chunk_size
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
     verdicts: dict[str, list[Any]] = {}  # per benchmark id, per series: the compare page's verdicts
     state: dict[str, Any] = {}
-    for bench in sorted(by_bench):
+    for bench in sorted(build.by_bench):
         bid = bench_id(bench)
-        token = tokens.get(bench)
-        cached = reusable.get(bid)
+        token = build.tokens.get(bench)
+        cached = build.reusable.get(bid)
         tails = cached.get("tails") if isinstance(cached, dict) else None
-        if reused(bench) and isinstance(cached.get("verdicts"), list) and _keep_benchmark(writer, bid):
+        kept = build.reused(bench) and isinstance(cached.get("verdicts"), list)  # type: ignore[union-attr]
+        if kept and _keep_benchmark(writer, bid):
             entry, rows, steps = cached["entry"], cached["rows"], cached["verdicts"]  # type: ignore[index]
         else:
-            keys = _sorted_keys(by_bench[bench])
-            args = (writer, bench, bid, keys, model, in_runs, prints)
-            done = _append_benchmark(*args, cached, cps_by_key, runs_by_key, pos, size) if cached else None
-            entry, rows, tails, steps = done or _write_benchmark(*args, cps_by_key, runs_by_key, pos, size)
+            keys = _sorted_keys(build.by_bench[bench])
+            args = (writer, bench, bid, keys, model, build.in_runs, build.prints)
+            by_key = (build.cps_by_key, build.runs_by_key, build.pos, size)
+            done = _append_benchmark(*args, cached, *by_key) if cached else None
+            entry, rows, tails, steps = done or _write_benchmark(*args, *by_key)
         if token:
-            keys = _sorted_keys(by_bench[bench])
-            runs = [{str(pos[sha]): fp for sha, fp in prints.get(k, {}).items() if sha in pos} for k in keys]
-            state[bid] = {"token": token, "entry": entry, "rows": rows, "verdicts": steps, "runs": runs}
-            if model.revisions is not None:
-                state[bid]["tails"] = tails
+            state[bid] = _bench_state(model, build, bench, token, entry, rows, steps, tails)
         index.append(entry)
         regressions.extend(rows)
         verdicts[bid] = steps
+    return index, regressions, verdicts, state
 
+
+def _bench_state(model: SiteModel, build: _Build, bench: str, token: str, entry: Any, rows: Any, steps: Any,
+                 tails: Any) -> dict[str, Any]:
+    """What the next build reuses of one benchmark: its token, files' index entry, rows, verdicts and run prints."""
+    keys = _sorted_keys(build.by_bench[bench])
+    runs = [{str(build.pos[sha]): fp for sha, fp in build.prints.get(k, {}).items() if sha in build.pos}
+            for k in keys]
+    state = {"token": token, "entry": entry, "rows": rows, "verdicts": steps, "runs": runs}
+    if model.revisions is not None:
+        state["tails"] = tails
+    return state
+
+
+def _write_summaries(writer: SiteWriter, model: SiteModel, index: list[dict[str, Any]],
+                     regressions: list[dict[str, Any]], verdicts: dict[str, list[Any]]) -> None:
+    """The index, the regressions (worst first), every benchmark's verdicts, and the three pages."""
+    title = model.config.title
     regressions.sort(key=lambda r: (-(r["after"] if r["after"] is not None else -1), r["bench"], r["metric"],
                                     r.get("source", "")))
     writer.put("data/index.js", js_call("index", index))
@@ -554,19 +613,21 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     # One file for every benchmark's verdicts: they move with every new commit, and a file each (in meta.js)
     # cost a file created per benchmark per build (1 ms each on ext4 here, half of a carried-on publish).
     writer.put("data/verdicts.js", js_call("verdicts", verdicts))
-    writer.put("index.html", _page("index", cfg.title, cfg.title, _INDEX_BODY))
-    writer.put("regressions.html", _page("regressions", f"Regressions · {cfg.title}", cfg.title, _REGRESSIONS_BODY))
-    writer.put("compare.html", _page("compare", f"Compare commits · {cfg.title}", cfg.title, _COMPARE_BODY))
-    if model.bench_state is not None:
-        # What this build was made from: the next one reuses what still matches.
-        writer.state = {"site": site_token, "n_commits": len(order), "order": _order_hash(order), "benchmarks": state}
-        if model.source:
-            writer.state["source"] = model.source
-            writer.state["summary"] = {
-                "benchmarks": len(by_bench), "series": len(model.series), "change_points": len(model.change_points),
-                "files": len(writer.new),
-            }  # fmt: skip
-    return writer.finish()
+    writer.put("index.html", _page("index", title, title, _INDEX_BODY))
+    writer.put("regressions.html", _page("regressions", f"Regressions · {title}", title, _REGRESSIONS_BODY))
+    writer.put("compare.html", _page("compare", f"Compare commits · {title}", title, _COMPARE_BODY))
+
+
+def _record_state(writer: SiteWriter, model: SiteModel, site_token: str, order: list[str], state: dict[str, Any],
+                  benchmarks: int) -> None:
+    """What this build was made from: the next one reuses what still matches."""
+    writer.state = {"site": site_token, "n_commits": len(order), "order": _order_hash(order), "benchmarks": state}
+    if model.source:
+        writer.state["source"] = model.source
+        writer.state["summary"] = {
+            "benchmarks": benchmarks, "series": len(model.series), "change_points": len(model.change_points),
+            "files": len(writer.new),
+        }  # fmt: skip
 
 
 def _place_points(
