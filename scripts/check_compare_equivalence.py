@@ -37,13 +37,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "asv-results"
 
 
-def reference_module(rev: str) -> Any:
-    """``mmtrack/analysis/compare.py`` at ``rev``, imported as a sibling module (its relative imports resolve)."""
-    source = subprocess.run(["git", "show", f"{rev}:mmtrack/analysis/compare.py"], cwd=ROOT, check=True,
+def reference_module(rev: str, module: str = "mmtrack/analysis/compare.py") -> Any:
+    """``module`` at ``rev``, imported as a sibling of the working tree's (its relative imports resolve)."""
+    source = subprocess.run(["git", "show", f"{rev}:{module}"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "compare_reference.py"
+    path = Path(tempfile.mkdtemp()) / Path(module).name
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location("mmtrack.analysis._compare_reference", path)
+    package, name = module.removesuffix(".py").replace("/", ".").rsplit(".", 1)
+    spec = importlib.util.spec_from_file_location(f"{package}._{name}_reference", path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[spec.name] = module  # type: ignore[union-attr]
     spec.loader.exec_module(module)  # type: ignore[union-attr]

@@ -12,7 +12,6 @@ Usage: ``PYTHONPATH=$PWD python3 scripts/check_store_columns_equivalence.py [--r
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -21,24 +20,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_compare_equivalence import DATA, ROOT, Tally  # noqa: E402
+from check_compare_equivalence import DATA, ROOT, Tally, reference_module  # noqa: E402
 
 from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
 from mmtrack.store import queries as new  # noqa: E402
 from mmtrack.store.db import open_store  # noqa: E402
-
-
-def reference_module(rev: str) -> Any:
-    """``mmtrack/store/queries.py`` at ``rev``, imported as a sibling module (its relative imports resolve)."""
-    source = subprocess.run(["git", "show", f"{rev}:mmtrack/store/queries.py"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "queries_reference.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("mmtrack.store._queries_reference", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def reads(module: Any, db: str) -> list[tuple[str, Any]]:
@@ -62,7 +48,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", default="main")
     args = parser.parse_args()
-    ref = reference_module(args.rev)
+    ref = reference_module(args.rev, "mmtrack/store/queries.py")
     tally, columns = Tally(), 0
     with tempfile.TemporaryDirectory() as tmp:
         for project in sorted(p for p in DATA.iterdir() if p.is_dir()):
