@@ -789,3 +789,16 @@ def test_later_commits_at_zero_read_from_a_series_confirm_a_drop_to_zero():
     assert (row.verdict, row.state) == ("improved", "confirmed")
     failed = dataclasses.replace(points[41], status="failed", median=None)
     assert math.isnan(series_later([*points[:41], failed, *points[42:]], 40, ComparePolicy())[0])  # a failed run: NaN
+
+
+def test_a_later_commit_that_failed_does_not_crash_the_earlier_start_check():
+    """A flat history, a doubling, and a later commit without a level (NaN: it failed) reached detect's refinement
+    with a zero scale and raised ZeroDivisionError; the failed commit is left out of the levels the next commits hold."""
+    key = MetricKey("timing", "time_per_op", "s")
+
+    def at(value: float) -> Measurement:
+        return Measurement("b", {}, key, Direction.LOWER, median=value)
+
+    row = compare_pair(at(1.0), at(2.0), history=[1.0] * 12, later=[2.0017, 1.9998, 1.9987, 1.9998, 2.0005, math.nan],
+                       frame=1.005)
+    assert row.verdict == "regressed" and row.ratio > 1.9

@@ -698,7 +698,8 @@ def _started_before(history: Sequence[float], value: float, later: Sequence[floa
 
     h = positive(history)
     way = math.log(value) - float(np.median(np.log(h)))
-    starts = [h.size - s.index for s in find_steps([*h, value, *later])
+    held = [w for w in later if w is not None and math.isfinite(w)]  # a later commit that failed has no level
+    starts = [h.size - s.index for s in find_steps([*h, value, *held])
               if abs(math.log(s.ratio)) > math.log1p(threshold) and math.log(s.ratio) * way > 0]
     return 0 if 0 in starts else min((k for k in starts if 1 <= k <= back), default=0)
 
