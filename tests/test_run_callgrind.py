@@ -4,6 +4,7 @@ functions that moved are named."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -36,6 +37,8 @@ def runs(tmp_path_factory):
     (root / "home").mkdir()
     env = asv_env(root / "home", MMTRACK_DB=f"sqlite:///{root / 'store.db'}")
     repo = make_repo(root, env)
+    # mylib is not installed: asv's benchmark processes import it through ASV_PYTHONPATH, as run's pre-check asks.
+    env["ASV_PYTHONPATH"] = os.pathsep.join([env["ASV_PYTHONPATH"], str(repo)])
     (repo / "benchmarks" / "bench_lib.py").write_text(BENCH)
     done = []
     for day, n in enumerate([200, 200, 202], 1):  # 2 more items in 200: about 1% more work
