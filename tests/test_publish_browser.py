@@ -340,3 +340,27 @@ def test_values_at_or_below_zero_and_beyond_the_float_range_draw(page, tmp_path)
     page.goto((site / "compare.html").as_uri() + f"?a={commits[19].sha[:10]}&b={commits[20].sha[:10]}")
     page.wait_for_function("document.querySelectorAll('#compare tbody tr').length === 4", timeout=20000)
     assert page.problems == []
+
+
+def test_instruction_counts_read_in_the_units_users_expect(page, tmp_path) -> None:
+    """callgrind's counts per op on a benchmark page: "1.27 M instr/op" on the axis and in the hovers, beside time."""
+    from mmtrack.publish import SiteModel
+    from mmtrack.publish.synthetic import synthetic_commits
+
+    commits = synthetic_commits(12, 0)
+    values = {MetricKey("callgrind", "instructions", "instr/op"): 1.271e6,
+              MetricKey("callgrind", "est_cycles", "cycles/op"): 2.2e6, MetricKey("timing", "time_per_op", "s"): 3.1e-4}
+    series = {}
+    for metric, value in values.items():
+        key = SeriesKey("m1", "callgrind-cpython-3.11", "suite.time_parse", "{}", metric)
+        series[key] = [SeriesPoint(c, i, Measurement(key.benchmark, {}, metric, Direction.LOWER, median=value * (1 + i / 1000)))
+                       for i, c in enumerate(commits)]
+    site = tmp_path / "site"
+    build_site(SiteModel(series=series, commits=commits, change_points=[]), site)
+    open_page(page, site, f"b/{bench_id('suite.time_parse')}.html")
+    wait_charts(page, 3)
+    charts = page.evaluate(UNITS_JS)
+    assert {c["axis"] for c in charts} == {"M instr/op", "M cycles/op", "µs"}
+    instructions = next(c for c in charts if c["axis"] == "M instr/op")
+    assert instructions["hover"][0].startswith("1.27") and instructions["hover"][0].endswith(" M instr/op")
+    assert page.problems == []
