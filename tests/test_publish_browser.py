@@ -364,3 +364,36 @@ def test_instruction_counts_read_in_the_units_users_expect(page, tmp_path) -> No
     instructions = next(c for c in charts if c["axis"] == "M instr/op")
     assert instructions["hover"][0].startswith("1.27") and instructions["hover"][0].endswith(" M instr/op")
     assert page.problems == []
+
+
+def test_a_regressed_count_links_both_commits_kept_callgrind_profiles(page, tmp_path) -> None:
+    """`run --instrument callgrind` keeps a profile per case per commit: the regressions page links both sides'."""
+    from mmtrack.publish import SiteModel
+    from mmtrack.publish.synthetic import synthetic_commits
+    from mmtrack.results import RunVerdict
+
+    commits = synthetic_commits(3, 0)
+    metric = MetricKey("callgrind", "instructions", "instr/op")
+    key = SeriesKey("m1", "callgrind-cpython-3.11", "suite.time_parse", "{}", metric)
+    values = [1.0e6, 1.0e6, 1.01e6]
+    series = {key: [SeriesPoint(c, i, Measurement(key.benchmark, {}, metric, Direction.LOWER, median=v))
+                    for i, (c, v) in enumerate(zip(commits, values))]}
+    kept = tmp_path / "profiles"
+    for c, v in zip(commits, values):  # the header callgrind writes, and one function's self cost
+        (kept / c.sha).mkdir(parents=True)
+        (kept / c.sha / "suite.time_parse.64ops.callgrind.out").write_text(
+            f"# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\nevents: Ir\nfn=parse\n1 {int(v * 64)}\n"
+            f"summary: {int(v * 64)}\n")
+    verdict = RunVerdict(key, commits[1].sha, commits[2].sha, "regressed", "confirmed", 1.01, 1.0e6, 1.01e6)
+    site = tmp_path / "site"
+    build_site(SiteModel(series=series, commits=commits, run_verdicts=[verdict],
+                         config=SiteConfig(profiles=kept)), site)
+    open_page(page, site, "regressions.html")
+    page.wait_for_selector("#regressions tbody tr .profiles a")
+    hrefs = page.eval_on_selector_all("#regressions .profiles a", "as => as.map(a => a.href)")
+    assert len(hrefs) == 2
+    for href, commit in zip(hrefs, commits[1:]):
+        copied = Path(href.removeprefix("file://"))
+        assert copied.is_relative_to(site) and commit.sha in href  # copied into the site: the site stays whole
+        assert copied.read_bytes() == (kept / commit.sha / "suite.time_parse.64ops.callgrind.out").read_bytes()
+    assert page.problems == []

@@ -249,6 +249,15 @@
     return el('span', { cls: 'from-run', title: 'mmtrack run compared this commit with the previous one (mmtrack compare); not a change point of detect',
       text: 'mmtrack run (per-commit comparison): ' + verdictText(r.verdict, r.state) + (r.note ? ': ' + r.note : '') });
   }
+  // `run --instrument callgrind`: both commits' kept profiles of a regressed count (Valgrind's format).
+  var PROFILE = /^profiles\/[0-9a-f]{7,64}\/[A-Za-z0-9_.=-]+$/;
+  function profileLinks(r) {
+    var p = r.profiles;
+    if (!p || p.length !== 2 || !PROFILE.test(p[0]) || !PROFILE.test(p[1])) return '';
+    return el('span', { cls: 'profiles' }, [' · callgrind profiles: ',
+      el('a', { href: root() + p[0], text: 'before', title: 'callgrind_annotate or KCachegrind reads it' }), ' ',
+      el('a', { href: root() + p[1], text: 'after', title: 'callgrind_annotate or KCachegrind reads it' })]);
+  }
   function verdictText(verdict, state) {
     return verdict + (state ? ' (' + state + ')' : '');  // unchanged (refuted): a suspicion taken back
   }
@@ -281,7 +290,7 @@
               el('span', { cls: 'nowrap' }, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
               r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
               abText(r.ab),
-              foundBy(r)
+              el('span', null, [foundBy(r), profileLinks(r)])
             ]
           };
         }));
