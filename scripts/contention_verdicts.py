@@ -80,7 +80,7 @@ def main() -> None:
     os.sched_setaffinity(0, {cpu})
     options = RunOptions(warm_up=0.2, duration=args.duration, min_samples=10, max_samples=50, target_chunk=0.02)
     print(f"load average before: {os.getloadavg()[0]:.2f}; measuring CPU {cpu}; {args.load} busy process(es) per loaded side")
-    print("| scenario | trial | wall/CPU time before / after | wall clock | CPU time | mmtrack's rule |")
+    print("| scenario | trial | median wall/CPU time before / after | wall clock | CPU time | mmtrack's rule |")
     print("|---|---|---|---|---|---|")
     for scenario in SCENARIOS:
         for i in range(args.trials):
