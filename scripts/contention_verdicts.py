@@ -2,7 +2,7 @@
 processes share the measuring CPU, judged by the wall clock alone, by CPU time alone, and by mmtrack's rule
 (the wall clock, or CPU time where a side waited for a CPU). Figures: docs/design/contention.md.
 
-    PYTHONPATH=$PWD python3 scripts/contention_verdicts.py --trials 3 --load 1
+    PYTHONPATH=$PWD python3 -m scripts.contention_verdicts --trials 3 --load 1
 """
 
 from __future__ import annotations
