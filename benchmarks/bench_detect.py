@@ -6,7 +6,7 @@ calibrate/warm-up/many-samples model)::
     python3 benchmarks/bench_detect.py                    # 100 benchmarks x 1,000 commits x 5 metrics
     python3 benchmarks/bench_detect.py --quick            # 10 x 200 x 5
 
-The history is the one ``benchmarks/bench_publish.py`` builds (``mmtrack.publish.synthetic``),
+The history is the one ``benchmarks/bench_publish.py`` builds (``benchmarks/synthetic_history.py``),
 written as an asv results folder and imported into SQLite (untimed). Then, interleaved,
 ``--repeat`` times, medians reported:
 
@@ -40,7 +40,7 @@ def _build(work: Path, url: str, args: argparse.Namespace):
 
     from mmtrack.store.selection import series_keys
     from mmtrack.publish import SiteConfig
-    from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
+    from benchmarks.synthetic_history import synthetic_commits, synthetic_model
     from mmtrack.store.db import open_store
     from mmtrack.store.asv_import import import_asv_results
 

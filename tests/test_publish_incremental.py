@@ -13,7 +13,7 @@ import pytest
 
 from mmtrack.commands.publish import PublishRequest, publish
 from mmtrack.publish import SiteConfig, bench_id
-from mmtrack.publish.synthetic import asv_benchmark_name, synthetic_model, write_asv_results
+from benchmarks.synthetic_history import asv_benchmark_name, synthetic_model, write_asv_results
 from mmtrack.publish.writer import MANIFEST
 from mmtrack.store.db import open_store
 from mmtrack.store.asv_import import import_asv_results

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from mmtrack.publish import SiteConfig
-from mmtrack.publish.synthetic import synthetic_model, write_asv_results
+from benchmarks.synthetic_history import synthetic_model, write_asv_results
 
 
 def mmtrack(*args: str, cwd: Path) -> subprocess.CompletedProcess:
