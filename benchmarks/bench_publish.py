@@ -74,7 +74,7 @@ def write_asv_folder(root: Path, model, machine: str = "ci-linux-x86") -> Path:
 
 def _has_store() -> bool:
     try:
-        import mmtrack.store.queries  # noqa: F401
+        import mmtrack.store.reads  # noqa: F401
     except ImportError:
         return False
     return True

@@ -39,7 +39,7 @@ from mmtrack.analysis.compare import ComparePolicy, compare_pair, series_history
 from mmtrack.commands.import_asv import check_results_folder  # noqa: E402
 from mmtrack.errors import UserError  # noqa: E402
 from mmtrack.results import Measurement  # noqa: E402
-from mmtrack.store import queries as q  # noqa: E402
+from mmtrack.store import reads as q  # noqa: E402
 from mmtrack.store.db import open_store  # noqa: E402
 from mmtrack.store.asv_import import import_asv_results  # noqa: E402
 

@@ -94,7 +94,7 @@ def publish(
     if up_to_date is not None:
         return None, up_to_date
     from ..publish.fromstore import model_from_store
-    from ..store import queries as q
+    from ..store import reads as q
     from ..store.db import open_store
 
     own = store is None
