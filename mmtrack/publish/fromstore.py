@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from ..measure.metrics import Direction
 from ..results import ChangePoint, RunVerdict, SeriesKey, SeriesPoint
 from .model import SiteConfig, SiteModel
-from .source import source_key, store_digest
+from .source import source_key
 
 
 class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
@@ -139,6 +139,7 @@ def model_from_store(
     Series are read lazily (:class:`StoreSeries`), and each benchmark carries a token of
     its series' change counters: the builder reads only the benchmarks whose token moved."""
     from ..store import reads
+    from ..store.digest import store_digest
     from ..store.selection import check_machine_env, series_keys
 
     check_machine_env(store, machine, None)
@@ -148,8 +149,7 @@ def model_from_store(
     keys = series_keys(store, machine=machine, benchmark=benchmark_pattern)
     # The source key and the tokens first: whatever is stored later (writers do not wait for publish)
     # either appears in this build or moves them, so the next publish rebuilds it; never the other way round.
-    with store.read() as conn:
-        digest = store_digest(lambda sql: reads.fetch_sql(conn, sql))
+    digest = store_digest(store)
     revisions = reads.series_revisions(store)
     machines = sorted({k.machine for k in keys})
     commits = []

@@ -3,8 +3,8 @@
 ``db`` opens a store (URL, engine, upgrade on first use), ``models`` holds the
 schema; writes: ``ingest`` (runs: the one write path) and ``asv_import`` (asv results, through ingest),
 ``writes`` (change points, run verdicts, the series cache); reads: ``reads``
-(plain records, ``mmtrack.results``) and ``selection`` (what a command looks at).
-Nothing here runs at import time.
+(plain records, ``mmtrack.results``), ``selection`` (what a command looks at)
+and ``digest`` (one hash of the small tables). Nothing here runs at import time.
 """
 
 from __future__ import annotations
