@@ -7,7 +7,7 @@ working tree's, one copy each, in the same sequence: every key, usable points on
 series cache and reading it back, a few keys (the path that reads by series id), keys in reverse with one unknown.
 Compares every column (NaN equals NaN) and, at the end, the cache blobs both wrote.
 
-Usage: ``PYTHONPATH=$PWD python3 scripts/check_store_columns_equivalence.py [--rev main]``; exit 1 on a difference.
+Usage: ``PYTHONPATH=$PWD python3 -m scripts.check_store_columns_equivalence [--rev main]``; exit 1 on a difference.
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_compare_equivalence import DATA, ROOT, Tally, reference_module  # noqa: E402
-
-from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
-from mmtrack.store import reads as new  # noqa: E402
-from mmtrack.store.db import open_store  # noqa: E402
+from mmtrack.results import MetricKey, SeriesKey
+from mmtrack.store import reads as new
+from mmtrack.store.db import open_store
+from scripts.check_compare_equivalence import DATA, ROOT, Tally, reference_module
 
 
 #: Where ``series_columns`` lives: since issue 42's split of the store's reads, and before it.
