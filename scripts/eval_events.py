@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ci_noise  # noqa: E402
 
-from mmtrack.analysis.detect import DetectPolicy, detect_values  # noqa: E402
+from mmtrack.analysis.detect import DetectPolicy  # noqa: E402
+from mmtrack.analysis.series import detect_values  # noqa: E402
 from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events  # noqa: E402
 from mmtrack.analysis.placement import align_to_agreement  # noqa: E402
 from mmtrack.measure.metrics import Direction  # noqa: E402
