@@ -23,6 +23,9 @@ so that a step is a ratio:
 5. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
    every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
 
+A series' change points as ``mmtrack detect`` reports them, a step in the newest commits judged by the per-commit
+gate's rules among them, are :mod:`.series`'s (it reads the gate's modules, which read this one).
+
 The previous default, E-Divisive means with significance testing as Apache Otava / Hunter do it
 (``method="edivisive"``), and PELT (``method="pelt"``) remain available.
 
