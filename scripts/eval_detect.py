@@ -34,6 +34,7 @@ Usage: python3 scripts/eval_detect.py [--series N] [--length L] [--seed S]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -51,9 +52,10 @@ if str(ROOT) not in sys.path:
 
 from mmtrack.analysis.compare import ComparePolicy, compare_measurements  # noqa: E402
 from mmtrack.analysis.detect import DetectPolicy  # noqa: E402
-try:  # the series layer moved out of detect.py with the newest-commit rule; older code (a before run) has it there
+# The series layer moved out of detect.py with the newest-commit rule; older code (a before run) has it there.
+if importlib.util.find_spec("mmtrack.analysis.series") is not None:
     from mmtrack.analysis.series import detect_values  # noqa: E402
-except ImportError:
+else:
     from mmtrack.analysis.detect import detect_values  # type: ignore[attr-defined,no-redef]  # noqa: E402
 from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
 from mmtrack.measure.metrics import Direction, MetricSummary  # noqa: E402

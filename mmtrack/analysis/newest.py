@@ -21,6 +21,7 @@ import numpy as np
 from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 from .compare import compare_pair
+from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
 from .noise import held_level, segment_noise
 from .policy import HISTORY_WINDOW, NEWEST_COMMITS, ComparePolicy, Evidence
 
@@ -33,7 +34,7 @@ class NewestStep:
     """A step the gate's rules flag in the newest commits: where the new level starts, both levels, and its state."""
 
     index: int  # first commit of the new level
-    before: float  # median of the commits from the last change point up to the step
+    before: float  # median of the commits from the last change point (at most HISTORY_WINDOW before) up to the step
     after: float  # median of the step's commit and those after it
     state: Evidence  # suspected (the next commits are not in yet) or confirmed
 
@@ -50,28 +51,29 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
     gate's (``mmtrack compare``, ``run``): one commit is never a level."""
     policy = policy or ComparePolicy()
     n = len(values)
-    if not np.all(np.asarray(values[max(0, n - NEWEST_COMMITS - HISTORY_WINDOW) :]) > 0):
+    first = max(start + policy.min_history, n - NEWEST_COMMITS, 1)
+    window = np.asarray(values[max(start, first - HISTORY_WINDOW) :], dtype=float)
+    if first >= n - 1 or not np.all(window > 0):
         return None  # no noise model out of log space: every wiggle around 0 would read as a step
-    for j in range(max(start + policy.min_history, n - NEWEST_COMMITS, 1), n - 1):  # one commit is never a level
-        level = _level(values[max(start, j - HISTORY_WINDOW) : j])
-        if abs(math.log(values[j] / level)) <= math.log1p(policy.threshold) / 2:
-            continue  # near detect's level since its last change point: the gate's segment model (the cost) is moot
+    logs, offset = np.log(window), n - window.size
+    for j in range(first, n - 1):  # one commit is never a level
+        before, after = _median(logs[: j - offset]), _median(logs[j - offset :])
+        if not _holds_the_move(before, logs[j - offset], after, policy.threshold):
+            continue  # no level to report, whatever the gate says: its segment model (the cost) is skipped
         row = compare_pair(_bare(values[j - 1], direction), _bare(values[j], direction), policy,
                            history=values[max(0, j - HISTORY_WINDOW) : j],
                            later=values[j + 1 : j + 1 + policy.confirm_window], p_value=False)
         flagged = row.verdict in ("regressed", "improved") and row.state in ("suspected", "confirmed")
-        if (flagged or (row.verdict == "ambiguous" and _holds_so_far(values, j, policy))) and _held_so_far(
-                values, start, j, policy.threshold):
-            return NewestStep(j, _level(values[start:j]), _level(values[j:]), row.state if flagged else "suspected")
+        if flagged or (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)):
+            return NewestStep(j, math.exp(before), math.exp(after), row.state if flagged else "suspected")
     return None
 
 
-def _held_so_far(values: Sequence[float], start: int, j: int, threshold: float) -> bool:
-    """Whether the commits from ``j`` on hold the move (their median beyond ``threshold`` from the level before, the
-    way commit ``j`` moved): the gate keeps a suspicion until four commits are in, though the first ones went back."""
-    before, moved = _level(values[start:j]), math.log(values[j] / _level(values[start:j]))
-    held = math.log(_level(values[j:]) / before)
-    return held * moved > 0 and abs(held) > math.log1p(threshold)
+def _holds_the_move(before: float, moved: float, held: float, threshold: float) -> bool:
+    """Whether the commits from a commit at ``moved`` on hold its move from ``before`` (their median ``held`` beyond
+    ``threshold`` the same way; logs): the gate keeps a suspicion until four commits are in, though the first ones
+    went back."""
+    return (held - before) * (moved - before) > 0 and abs(held - before) > math.log1p(threshold)
 
 
 def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> bool:
@@ -87,12 +89,6 @@ def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> boo
         return False
     so_far = dataclasses.replace(policy, confirm_window=len(later), confirm_agree=len(later))
     return held_level(noise, history, values[j], later, policy.threshold, so_far) == "confirmed"
-
-
-def _level(values: Sequence[float]) -> float:
-    """The median of ``values``, in log space where all are positive (as detect reads its levels)."""
-    x = np.asarray(values, dtype=float)
-    return math.exp(float(np.median(np.log(x)))) if np.all(x > 0) else float(np.median(x))
 
 
 __all__ = ["NewestStep", "newest_step"]
