@@ -212,7 +212,8 @@ def significance(before: Measurement, after: Measurement, alpha: float, *,
     ``quartiles``: without samples, test the medians on the quartiles (:func:`quartile_test`) before
     falling back to the confidence intervals; the history gate asks for it (see there)."""
     a, b = finite(before.samples), finite(after.samples)
-    if a.size and b.size and 1.0 / math.comb(a.size + b.size, min(a.size, b.size)) < alpha:
+    # the smallest p the exact test can reach is 1 / comb: compared as an int, which no sample count overflows
+    if a.size and b.size and math.comb(a.size + b.size, min(a.size, b.size)) > 1.0 / alpha:
         if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic on both sides
             return bool(a[0] != b[0]), (0.0 if a[0] != b[0] else 1.0), "mann-whitney"
         from scipy import stats as sps  # seconds to import: only once samples are tested (detect's medians never are)
