@@ -58,7 +58,7 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
     logs, offset = np.log(window), n - window.size
     for j in range(first, n - 1):  # one commit is never a level
         before, after = _median(logs[: j - offset]), _median(logs[j - offset :])
-        if not _holds_the_move(before, logs[j - offset], after, policy.threshold):
+        if not _holds_the_move(before, logs[j - offset :], policy.threshold):
             continue  # no level to report, whatever the gate says: its segment model (the cost) is skipped
         row = compare_pair(_bare(values[j - 1], direction), _bare(values[j], direction), policy,
                            history=values[max(0, j - HISTORY_WINDOW) : j],
@@ -69,11 +69,12 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
     return None
 
 
-def _holds_the_move(before: float, moved: float, held: float, threshold: float) -> bool:
-    """Whether the commits from a commit at ``moved`` on hold its move from ``before`` (their median ``held`` beyond
-    ``threshold`` the same way; logs): the gate keeps a suspicion until four commits are in, though the first ones
-    went back."""
-    return (held - before) * (moved - before) > 0 and abs(held - before) > math.log1p(threshold)
+def _holds_the_move(before: float, held: np.ndarray, threshold: float) -> bool:
+    """Whether the commits ``held`` (logs, from the flagged commit on) hold its move from ``before``: more than half of
+    them beyond ``threshold`` that way. The gate keeps a suspicion until four commits are in, though the first ones
+    went back; and of two commits, one that went back leaves no level."""
+    way = math.copysign(1.0, held[0] - before)
+    return int(np.count_nonzero(way * (held - before) > math.log1p(threshold))) * 2 > held.size
 
 
 def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> bool:
