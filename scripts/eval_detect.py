@@ -28,7 +28,7 @@ Injected changes (a regression is an increase: the metric is a duration):
 A regression found within ``--tolerance`` commits of the injected position counts as
 a hit (anywhere in the ramp for creep). Everything else it reports is a false alarm.
 
-Usage: python3 scripts/eval_detect.py [--series N] [--length L] [--seed S]
+Usage: python3 -m scripts.eval_detect [--series N] [--length L] [--seed S]
 """
 
 from __future__ import annotations
@@ -46,23 +46,19 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from mmtrack.analysis.compare import ComparePolicy, compare_measurements
+from mmtrack.analysis.detect import DetectPolicy
+from mmtrack.measure.metrics import Direction, MetricSummary
+from mmtrack.results import Measurement, MetricKey, SeriesKey
+from scripts import ci_noise
 
-from mmtrack.analysis.compare import ComparePolicy, compare_measurements  # noqa: E402
-from mmtrack.analysis.detect import DetectPolicy  # noqa: E402
 # The series layer moved out of detect.py with the newest-commit rule; older code (a before run) has it there.
 if importlib.util.find_spec("mmtrack.analysis.series") is not None:
-    from mmtrack.analysis.series import detect_values  # noqa: E402
+    from mmtrack.analysis.series import detect_values
 else:
-    from mmtrack.analysis.detect import detect_values  # type: ignore[attr-defined,no-redef]  # noqa: E402
-from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
-from mmtrack.measure.metrics import Direction, MetricSummary  # noqa: E402
-from mmtrack.results import Measurement  # noqa: E402
+    from mmtrack.analysis.detect import detect_values  # type: ignore[attr-defined,no-redef]
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ci_noise  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def shared_dir() -> Path:
