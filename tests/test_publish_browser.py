@@ -309,7 +309,7 @@ def test_y_axis_unit_is_the_hover_unit_and_x_is_the_series_position(site, page) 
 def test_values_at_or_below_zero_and_beyond_the_float_range_draw(page, tmp_path) -> None:
     """track_ values that step from 0, flip sign or span 1e-300 to 1e300: every page draws them without an error,
     and the index ranks a change that no log can size (a sign flip) first by size."""
-    from mmtrack.analysis.detect import detect_series
+    from mmtrack.analysis.series import detect_series
     from mmtrack.publish import SiteModel
     from benchmarks.synthetic_history import synthetic_commits
 
