@@ -13,8 +13,9 @@ one extra attribute load in ``SortedList.__contains__`` (one benchmark's work gr
 - methods: the counts of one commit with the instrumentation switched on after start-up (vgdb) against
   instrumented from start-up (Valgrind's start-up simulated too), read back by ``compare --format json``.
 
-    PYTHONPATH=$PWD python3 scripts/callgrind_targets.py SDIST.tar.gz --trials 3 --bisect-trials 1
-    PYTHONPATH=$PWD python3 scripts/callgrind_targets.py SDIST.tar.gz --trials 0 --bisect-trials 0 --cost-runs 3 --methods
+    PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 3 --bisect-trials 1
+    PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 0 --continuous-trials 0 --bisect-trials 0 \
+        --cost-runs 3 --methods
 (get the sdist with ``pip download --no-binary :all: --no-deps sortedcontainers==2.4.0``)
 """
 
@@ -23,10 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import statistics
 import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
