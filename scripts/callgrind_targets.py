@@ -14,8 +14,8 @@ one extra attribute load in ``SortedList.__contains__`` (one benchmark's work gr
   instrumented from start-up (Valgrind's start-up simulated too), read back by ``compare --format json``.
 
     PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 3 --bisect-trials 1
-    PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 0 --continuous-trials 0 --bisect-trials 0 \
-        --cost-runs 3 --methods
+    PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 0 --continuous-trials 0 \
+        --bisect-trials 0 --cost-runs 3 --methods
 (get the sdist with ``pip download --no-binary :all: --no-deps sortedcontainers==2.4.0``)
 """
 
@@ -251,7 +251,8 @@ def methods(sdist: Path, scratch: Path) -> None:
         print(f"methods {label}: {len(rows)} callgrind rows (10 cases), {len(differ)} differ", flush=True)
         for r in differ:
             before, after = r["before"]["median"], r["after"]["median"]
-            print(f"  {r['benchmark']} {r['metric']['name']}: {before:,.2f} -> {after:,.2f} ({after / before - 1:+.4%})")
+            change = f"{before:,.2f} -> {after:,.2f} ({after / before - 1:+.4%})"
+            print(f"  {r['benchmark']} {r['metric']['name']}: {change}")
 
 
 def main() -> None:

@@ -195,7 +195,7 @@ class CallgrindSession:
             return f"could not start the worker under valgrind: {why}"
         if self.instrument_late:
             why = callgrind.start_instrumentation(self.worker.process.pid, self.worker.profiles)
-            if why is not None:  # no vgdb, or no ptrace: start again instrumented throughout (slower, same counts)
+            if why is not None:  # no vgdb or no ptrace: start again instrumented throughout (slower, same instructions)
                 self._drop()
                 self.instrument_late, self.late_failed = False, why
                 return self._started()
