@@ -51,6 +51,9 @@ Given the commit of each history value (:class:`RunLabels`), the same suite also
 levels out of each series' history before a run on the usual runner is judged (:mod:`.frames`): a step
 onto a level that only other runner types reached before then stands out.
 
+**Contention** (:mod:`.contention`): where either side of a single-threaded CPU-domain case waited for a
+CPU (its wall time well beyond its CPU time per op), its wall-clock rows take the verdict of its CPU time per op.
+
 Near the edge: a change that misses the minimum effect by less than :data:`EDGE_BAND`
 but passes every other test is **ambiguous**, never a silent unchanged.
 Beyond the effect but failing a test: **ambiguous** (``~``). Neutral metrics (ids,
@@ -71,7 +74,7 @@ import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import ChangePoint, Measurement, MetricKey
-from . import deterministic
+from . import contention, deterministic
 from .noise import (
     SegmentNoise,
     YoungLevel,
@@ -992,6 +995,7 @@ def compare_measurements(
                    {k: m.direction for k, m in amap.items()}, history, later, labels, policy)
     rows = tuple(judge_in_run(bmap.get(k), amap.get(k), policy, history.get(k), later.get(k, ()), runs.get(k))
                  for k in keys)
+    rows = contention.read_cpu_time_where_contended(rows, bmap, amap)
     return Comparison(rows, before_label, after_label, policy, tuple(decided))
 
 
