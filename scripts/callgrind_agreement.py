@@ -3,16 +3,16 @@
 One project made from the sortedcontainers 2.4.0 sdist with the 10-benchmark asv suite of
 ``scripts/callgrind_targets.py``, two commits with deliberate edits: commit A makes two operations do extra work
 (``bisect_left``, ``irange``), commit B removes that and adds extra work to two others (``__contains__``,
-``peekitem``). A -> B then holds two speed-ups and two slowdowns, each well over 5%. A second project runs the
-engine benchmarks of the project's ``examples/`` (``basic``, ``throughput_units``, ``custom_metrics``) on a
-workload that its package holds: B doubles the CRC block and parses 70 lines instead of 100 (the matrix size
-stays, an A/A row).
+``peekitem``). A -> B then holds two speed-ups and two slowdowns of about 2 times (``--small``: about 10%).
+A second project runs the engine benchmarks of the project's ``examples/`` (``basic``, ``throughput_units``,
+``custom_metrics``) on a workload that its package holds: B doubles the CRC block and parses 70 lines instead
+of 100 (the matrix size stays, an A/A row).
 
 Both sides are measured A/B on this machine: ``continuous A B --instrument callgrind`` for ``est_cycles`` per op and
 ``continuous A B`` (asv's wall-clock defaults, both builds in one run) for time. For every benchmark whose
 ``est_cycles`` moved by 5% or more, the table says both directions and whether they agree.
 
-    PYTHONPATH=$PWD python3 -m scripts.callgrind_agreement SDIST.tar.gz
+    PYTHONPATH=$PWD python3 -m scripts.callgrind_agreement SDIST.tar.gz [--small] [--only examples]
 """
 
 from __future__ import annotations
@@ -35,19 +35,23 @@ IRANGE = ("sortedlist.py", "        _maxes = self._maxes\n\n        if not _maxe
 PEEKITEM = ("sorteddict.py", "        key = self._list[index]\n        return key, self[key]")
 SLOWER_IN_A = [(BISECT, 40), (IRANGE, 2000)]
 SLOWER_IN_B = [(CONTAINS, 40), (PEEKITEM, 60)]
+LARGE = "sum(range({k}))"  # k additions in C: about 2 times the op with these k
+# --small: a Python loop of k empty turns, sized to about 10% of each op (nearer the 5% line)
+SMALL_IN_A, SMALL_IN_B = [(BISECT, 4), (IRANGE, 400)], [(CONTAINS, 4), (PEEKITEM, 4)]
+SMALL = "for _ in range({k}): pass"
 # The examples' workload constants, moved into the project's package so that a commit can change them.
 EXAMPLES = {"basic.py": "BLOCK = 4096", "throughput_units.py": "LINES = 100", "custom_metrics.py": "N = 24"}
 WORKLOAD_A = "BLOCK = 4096\nLINES = 100\nN = 24\n"
 WORKLOAD_B = "BLOCK = 8192\nLINES = 70\nN = 24\n"
 
 
-def edit(repo: Path, edits: list[tuple[tuple[str, str], int]]) -> None:
-    """Insert ``sum(range(k))`` (k additions in C, no Python frames) before each anchor."""
+def edit(repo: Path, edits: list[tuple[tuple[str, str], int]], work: str) -> None:
+    """Insert the statement ``work`` with its ``k`` before each anchor."""
     for (name, anchor), k in edits:
         source = repo / "sortedcontainers" / name
         text = source.read_text()
         assert anchor in text, f"{name}: anchor not found"
-        source.write_text(text.replace(anchor, f"        sum(range({k}))\n{anchor}", 1))
+        source.write_text(text.replace(anchor, f"        {work.format(k=k)}\n{anchor}", 1))
 
 
 def restore(repo: Path, sdist_repo: Path) -> None:
@@ -71,14 +75,14 @@ def ratios(repo: Path, env: dict[str, str], a: str, b: str, metric: str, *instru
     return got, took
 
 
-def sortedcontainers_pair(sdist: Path, base: Path, env: dict[str, str]) -> tuple[Path, str, str]:
+def sortedcontainers_pair(sdist: Path, base: Path, env: dict[str, str], small: bool) -> tuple[Path, str, str]:
     repo = project(sdist, base, env)
     pristine = base / "pristine"
     shutil.copytree(repo / "sortedcontainers", pristine / "sortedcontainers")
-    edit(repo, SLOWER_IN_A)
+    edit(repo, *((SMALL_IN_A, SMALL) if small else (SLOWER_IN_A, LARGE)))
     a = commit(repo, env, "A: extra work in bisect_left and irange", 1)
     restore(repo, pristine)
-    edit(repo, SLOWER_IN_B)
+    edit(repo, *((SMALL_IN_B, SMALL) if small else (SLOWER_IN_B, LARGE)))
     return repo, a, commit(repo, env, "B: that removed; extra work in __contains__ and peekitem", 2)
 
 
@@ -127,13 +131,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sdist", type=Path)
     parser.add_argument("--time-metric", default="time_per_op", help="the wall-clock metric continuous reports")
+    parser.add_argument("--small", action="store_true", help="sortedcontainers edits of about 10%%, not 2 times")
     parser.add_argument("--only", choices=["sortedcontainers", "examples"], help="one project of the two")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="agreement-"))
     env = env_for(base / "home", base / "store.db")
     (base / "home").mkdir(parents=True)
     if args.only != "examples":
-        repo, a, b = sortedcontainers_pair(args.sdist, base / "sc", env)
+        repo, a, b = sortedcontainers_pair(args.sdist, base / "sc", env, args.small)
         agreement("sortedcontainers", repo, env, a, b, args.time_metric)
     if args.only != "sortedcontainers":
         repo, a, b = examples_pair(base / "ex", env)
