@@ -23,6 +23,7 @@ Pure functions over plain columns; the store reads them (``reads.series_run_poin
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -133,7 +134,7 @@ def _best_split(order: np.ndarray, new: np.ndarray, prefer: float) -> tuple[int,
 def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int], lo: int, hi: int
                   ) -> DateEvidence | None:
     """The run-date evidence of one change point, from its series' runs of commits at positions [lo, hi)."""
-    pos = np.array([position.get(s, -1) for s in runs.shas], dtype=np.int64)
+    pos = np.fromiter(map(position.get, runs.shas, itertools.repeat(-1)), dtype=np.int64, count=len(runs.shas))
     inside = (pos >= lo) & (pos < hi)
     if inside.sum() < 4:
         return None
