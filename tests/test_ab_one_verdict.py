@@ -14,7 +14,7 @@ import pytest
 from mmtrack.ab import calibrate
 from mmtrack.ab.envs import CommitEnv
 from mmtrack.ab.interleave import ABPlan, ABResult, PooledCase, Side
-from mmtrack.ab.rule import decide
+from mmtrack.ab.rule import decide, equivalent
 from mmtrack.asvbridge.asvrun import CaseResult
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import CommitInfo, MetricKey
@@ -118,6 +118,12 @@ def test_the_rule_flags_beyond_the_threshold_either_way_and_doubts_the_edge():
     # The threshold applies to the ratio the row shows: the same rounds flag at 5% and not at 10%.
     assert decide(BASE, scaled(1.07), Direction.LOWER, 0.05).verdict == "regressed"
     assert decide(BASE, scaled(1.07), Direction.LOWER, 0.10).verdict == "unchanged"
+
+
+def test_an_unchanged_benchmark_leaves_after_one_balanced_block_only_when_bounded():
+    assert equivalent(BASE[:2], scaled(1.0, BASE[:2]), Direction.LOWER, 0.05)
+    assert not equivalent(BASE[:2], scaled(1.03, BASE[:2]), Direction.LOWER, 0.05)
+    assert not equivalent(BASE[:1], scaled(1.0, BASE[:1]), Direction.LOWER, 0.05)
 
 
 @pytest.mark.parametrize("factor, verdict, state", [(1.037, "unchanged", "refuted"), (1.20, "regressed", "confirmed"),

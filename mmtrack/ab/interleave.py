@@ -202,8 +202,10 @@ class ABPlan:
 ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
 
 
-#: Rounds every benchmark runs before it may leave the A/B run decided either way (:func:`settle`).
-EARLY_LOOK = MIN_ROUNDS
+#: Rounds every benchmark runs before it may leave the A/B run decided either way (:func:`settle`): one
+#: balanced A B B A block, enough for the equivalence test (:func:`.rule.equivalent`); a change needs
+#: :data:`.rule.MIN_ROUNDS` to be confirmed, so a changed benchmark runs on alone.
+EARLY_LOOK = EQUIVALENCE_MIN_ROUNDS
 
 
 def round_order(rounds: int) -> list[int]:

@@ -43,8 +43,9 @@ RANK_MIN_ROUNDS = 5
 ROUND_SD_FLOOR = 0.01
 #: Significance of the equivalence test (two one-sided t-tests) that lets an unchanged benchmark stop early.
 EQUIVALENCE_ALPHA = 0.05
-#: Fast-mode rounds per side an equivalence test needs.
-EQUIVALENCE_MIN_ROUNDS = MIN_ROUNDS
+#: Fast-mode rounds per side an equivalence test needs: two make one balanced A B B A block, and the
+#: t quantile of so few degrees of freedom widens the bound by itself (docs/design/ab-one-verdict.md).
+EQUIVALENCE_MIN_ROUNDS = 2
 #: A/B's default minimum effect: both commits measured here, interleaved, so the between-runner
 #: noise that sets history's 10% is gone; the round test guards against the rest.
 AB_THRESHOLD = 0.05
