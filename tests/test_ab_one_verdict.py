@@ -124,6 +124,10 @@ def test_an_unchanged_benchmark_leaves_after_one_balanced_block_only_when_bounde
     assert equivalent(BASE[:2], scaled(1.0, BASE[:2]), Direction.LOWER, 0.05)
     assert not equivalent(BASE[:2], scaled(1.03, BASE[:2]), Direction.LOWER, 0.05)
     assert not equivalent(BASE[:1], scaled(1.0, BASE[:1]), Direction.LOWER, 0.05)
+    # Later, two fast rounds among more are too thin a sample: the machine's slow state took the others.
+    slow_state = [1.5, 1.0, 1.5, 1.0, 1.5]
+    assert not equivalent(slow_state, scaled(1.0, slow_state), Direction.LOWER, 0.05)
+    assert equivalent([*slow_state, 1.0], scaled(1.0, [*slow_state, 1.0]), Direction.LOWER, 0.05)
 
 
 @pytest.mark.parametrize("factor, verdict, state", [(1.037, "unchanged", "refuted"), (1.20, "regressed", "confirmed"),
