@@ -16,7 +16,7 @@ Experiments (each a fresh subprocess; environments cached after the first build)
             pair, the mmtrack of another checkout (e.g. ``git archive main``), so that today's code runs side by
             side with the change in one session; each pair rotates the order the contenders run in.
 
-Usage: python scripts/eval_ab_peer.py aa peer [--runs 10] [--peer-runs 3] [--factor 1.05] [--baseline DIR]
+Usage: python -m scripts.eval_ab_peer aa peer [--runs 10] [--peer-runs 3] [--factor 1.05] [--baseline DIR]
        [--keep DIR]
 """
 
@@ -33,8 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eval_ab import MACHINE, asv_virtualenv_config, base_env, continuous_runs, git, mmtrack  # noqa: E402
+from scripts.eval_ab import MACHINE, asv_virtualenv_config, base_env, continuous_runs, git, mmtrack
 
 SUITE = '''\
 import random
