@@ -356,10 +356,13 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 @click.option("--alpha", type=float, help="Significance of each change point (default 0.0001).")
 @click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
 @click.option("--all", "show_all", is_flag=True, help="Also list improvements, neutral changes and moves under 5%.")
+@click.option("--repo", type=click.Path(file_okay=False), metavar="PATH",
+              help="A git checkout whose history orders the commits (default: the current directory's repository, "
+                   "where it is one; commits it lacks, or all without one, by their recorded dates).")
 @format_option("table", "json")
 @fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
 @no_progress_option()
-def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
+def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
     from .commands.detect import DetectRequest, check_output_options, render_table, run_detect, to_json
@@ -368,7 +371,7 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
     check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
-                            fail_on=tuple(fail_on))
+                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None)
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":

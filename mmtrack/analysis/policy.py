@@ -45,6 +45,12 @@ EVENT_MIN_SERIES = 5
 EVENT_SHARE = 0.5
 #: Share of the same benchmarks elsewhere that may step there too: more, and the code is the likelier cause.
 SIBLING_SHARE = 0.2
+#: Share (in log ratio) of a small step that the same benchmark's step elsewhere must reach to count as the same code
+#: change (a larger step's twin need only be a move of SMALL_MOVE): a x1.02 wobble is not a x1.10 step's twin.
+ELSEWHERE_SIZE = 1 / 3
+#: Places that, showing a step under that size, still count as its twin: a code change seen in the sibling
+#: environments too, smaller elsewhere than here where a shift fell on its day.
+ELSEWHERE_PLACES = 2
 #: A move below the threshold but this significant is named as such, not called "unchanged".
 SIGNIFICANT_BELOW = 0.001
 
@@ -183,4 +189,4 @@ class ComparePolicy:
 
 
 __all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH", "EVENT_DAYS", "EVENT_DATE_GAIN", "EVENT_SIGN_ALPHA", "EVENT_ATTACH_DAYS",
-           "EVENT_MIN_SERIES", "EVENT_SHARE", "SIBLING_SHARE", "SIGNIFICANT_BELOW"]
+           "EVENT_MIN_SERIES", "EVENT_SHARE", "SIBLING_SHARE", "ELSEWHERE_SIZE", "ELSEWHERE_PLACES", "SIGNIFICANT_BELOW"]
