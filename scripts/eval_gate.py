@@ -611,7 +611,7 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                 final = judge_run(gate_now, policy, suite, t, later=True)
                 for s, r, f in zip(suite, now, final):
                     if s.step_at is None:
-                        tally.aa(r.verdict, f.verdict, f.state)
+                        tally.aa(r.verdict, f.verdict, f.state, s.tier)
                         if r.verdict in FLAGS and s.runners is not None:
                             alarms[runner_kind(s.runners, t)] += 1
                     elif t > s.step_at:  # the level after the step, seen already: a flag is a false one
@@ -627,9 +627,12 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
               f"{rec['all']['flagged']:>7.2f}{rec['all']['confirmed']:>6.2f} | {rec['quiet']['flagged']:>6.2f}"
               f"{rec['mid']['flagged']:>6.2f}{rec['noisy']['flagged']:>6.2f}")
         print("  " + settled_line(fa, {t: r["settled"] for t, r in rec.items()}))
+        print("  confirmed false alarms per 100 A/A commits by tier: " + ", ".join(
+            f"{t} {v:.2f}" for t, v in tally.confirmed_by_tier().items()))
         print_breakdown("steps missed as the newest commit", misses)
         print_breakdown("A/A commits flagged, by where they ran", alarms)
         out[name] = {"false_alarms_per_100": fa, "recall_20pct": rec, "series": n_series, "misses": dict(misses),
+                     "confirmed_by_tier": tally.confirmed_by_tier(),
                      "false_alarms_by_runner": dict(alarms)}
     return out
 
