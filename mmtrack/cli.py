@@ -473,6 +473,10 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
     out = render(outcome, fmt)
     _emit(out)
+    if outcome.why and fmt == "table":
+        from .commands.why_counts import render as render_why
+
+        render_why(outcome.why, console)
     sys.exit(outcome.exit_code)
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mmtrack.analysis.detect import DetectPolicy, detect_values
+from mmtrack.analysis.detect import DetectPolicy
 from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events
 from mmtrack.analysis.placement import align_to_agreement
+from mmtrack.analysis.series import detect_values
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import MetricKey, SeriesKey
 from scripts import ci_noise

@@ -170,3 +170,45 @@ def test_simulated_caches_are_only_suspected_and_misses_never_a_verdict_alone():
     assert tiny.verdict == "unchanged"
     more = compare_pair(_m("l1d_misses", 20, "misses/op"), _m("l1d_misses", 30, "misses/op"))
     assert more.verdict == "unchanged" and "est_cycles" in more.note
+
+
+GROWING = textwrap.dedent('''
+    from pathlib import Path
+
+    import mmtrack
+
+    # Read at import: a module constant is not part of the code version, so two runs stay comparable.
+    WORK = int(Path(__file__).with_name("work.txt").read_text())
+
+    class Grow:
+        @mmtrack.bench()
+        def track_sum(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                sum(range(WORK))
+''')
+
+
+@needs_valgrind
+def test_bench_keeps_both_runs_profiles_and_says_why_a_count_regressed(tmp_path):
+    import subprocess
+
+    root = tmp_path / "proj"
+    (root / "benchmarks").mkdir(parents=True)
+    (root / "benchmarks" / "grow.py").write_text(GROWING)
+    (root / "benchmarks" / "work.txt").write_text("200")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "suite"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    first = run_cli("bench", "benchmarks", "--instrument", "callgrind", cwd=root, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (root / "benchmarks" / "work.txt").write_text("260")  # 30% more additions per op
+    second = run_cli("bench", "benchmarks", "--instrument", "callgrind", cwd=root, timeout=600)
+    assert second.returncode == 0, second.stdout + second.stderr
+    kept = root / ".mmtrack" / "profiles"
+    for run in (1, 2):
+        (profile,) = (kept / f"bench-run-{run}").glob("grow.Grow.track_sum.*ops.callgrind.out")
+        assert profile.read_text().startswith("# callgrind format")  # Valgrind's own format
+    assert not list(kept.glob("bench-pending-*"))
+    out = second.stdout
+    assert "why grow.Grow.track_sum changed" in out, out
+    assert "bench-run-1" in out and "bench-run-2" in out  # the two profiles callgrind_annotate read

@@ -24,7 +24,7 @@ from conftest import METPY_RESULTS, run_cli
 from mmtrack.commands.compare import CompareRequest, policy_for, run_compare
 from mmtrack.commands.detect import DetectRequest, run_detect
 from mmtrack.errors import UserError
-from mmtrack.store import queries as q
+from mmtrack.store import reads as q
 from mmtrack.store.db import open_store
 from test_store_support import BACKENDS, require_postgres, reset_postgres
 
@@ -332,7 +332,7 @@ def test_detect_finds_the_lasting_regression_and_stores_it(metpy_store):
 
 
 def test_detect_bulk_read_matches_the_per_series_read_and_limits_to_given_series(metpy_store):
-    from mmtrack.analysis.detect import detect_series
+    from mmtrack.analysis.series import detect_series
 
     s = metpy_store
     store = open_store(s["db"])

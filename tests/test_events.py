@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from rich.console import Console
 
-from mmtrack.analysis.detect import DetectPolicy, detect_values
+from mmtrack.analysis.detect import DetectPolicy
+from mmtrack.analysis.series import detect_values
 from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import MetricKey, SeriesKey

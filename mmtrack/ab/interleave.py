@@ -370,7 +370,8 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
     prepared = prepared_for(plan, side, folder)
     if plan.instrument == "callgrind":  # the side's build runs the working tree's suite under Valgrind
         return callgrind_run.measure(prepared, plan.bench, None, python=side.env.python,
-                                     without=prepared.config_path.parent)
+                                     without=prepared.config_path.parent,
+                                     profiles=callgrind_run.profiles_of(plan.project, side.commit.sha))
     asvrun.ensure_machine(prepared)
     request = asvrun.AsvInvocation(project=plan.project, quick=plan.quick, bench=plan.bench, machine=plan.machine,
                                 python=str(side.env.python), asv_args=(*ROUND_BUDGET, *plan.asv_args))

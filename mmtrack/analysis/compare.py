@@ -51,6 +51,9 @@ Given the commit of each history value (:class:`RunLabels`), the same suite also
 levels out of each series' history before a run on the usual runner is judged (:mod:`.frames`): a step
 onto a level that only other runner types reached before then stands out.
 
+**Contention** (:mod:`.contention`): where either side of a single-threaded CPU-domain case waited for a
+CPU (its wall time well beyond its CPU time per op), its wall-clock rows take the verdict of its CPU time per op.
+
 Near the edge: a change that misses the minimum effect by less than :data:`EDGE_BAND`
 but passes every other test is **ambiguous**, never a silent unchanged.
 Beyond the effect but failing a test: **ambiguous** (``~``). Neutral metrics (ids,
@@ -71,7 +74,7 @@ import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import ChangePoint, Measurement, MetricKey
-from . import deterministic
+from . import contention, deterministic
 from .noise import (
     SegmentNoise,
     YoungLevel,
@@ -211,13 +214,13 @@ def significance(before: Measurement, after: Measurement, alpha: float, *,
 
     ``quartiles``: without samples, test the medians on the quartiles (:func:`quartile_test`) before
     falling back to the confidence intervals; the history gate asks for it (see there)."""
-    from scipy import stats as sps  # a second to import: only once a test is run (pages mostly need none)
-    from scipy.special import comb
-
     a, b = finite(before.samples), finite(after.samples)
-    if a.size and b.size and 1.0 / comb(a.size + b.size, min(a.size, b.size)) < alpha:
+    # the smallest p the exact test can reach is 1 / comb: compared as an int, which no sample count overflows
+    if a.size and b.size and math.comb(a.size + b.size, min(a.size, b.size)) > 1.0 / alpha:
         if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic on both sides
             return bool(a[0] != b[0]), (0.0 if a[0] != b[0] else 1.0), "mann-whitney"
+        from scipy import stats as sps  # seconds to import: only once samples are tested (detect's medians never are)
+
         p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
         p = 1.0 if math.isnan(p) else p
         return p < alpha, p, "mann-whitney"
@@ -243,8 +246,6 @@ def quartile_test(before: Measurement, after: Measurement) -> float | None:
     each side's spread is (q3 - q1) / 1.349 and its median's error 1.2533 spread / sqrt(n), as for normal
     samples, and the difference is read against Student's t with Welch's degrees of freedom, since ten samples
     estimate a spread loosely (a disturbed run's wide quartiles then count for what they are)."""
-    from scipy.special import stdtr  # Student's t distribution function: a ufunc, 30x as fast as stats.t.sf
-
     sides = []
     for m in (before, after):
         if m.median is None or m.q1 is None or m.q3 is None or m.count < QUARTILE_MIN_COUNT:
@@ -252,6 +253,8 @@ def quartile_test(before: Measurement, after: Measurement) -> float | None:
         if not all(math.isfinite(v) for v in (m.median, m.q1, m.q3)):
             return None
         sides.append((m.median, 1.2533 * abs(m.q3 - m.q1) / 1.349 / math.sqrt(m.count), m.count - 1))
+    from scipy.special import stdtr  # Student's t distribution function: a ufunc, 30x as fast as stats.t.sf
+
     (ma, ea, da), (mb, eb, db) = sides
     error = math.hypot(ea, eb)
     if error == 0:  # both sides tied at their median (a coarse timer): equal or not
@@ -999,6 +1002,7 @@ def compare_measurements(
                    {k: m.direction for k, m in amap.items()}, history, later, labels, policy)
     rows = tuple(judge_in_run(bmap.get(k), amap.get(k), policy, history.get(k), later.get(k, ()), runs.get(k))
                  for k in keys)
+    rows = contention.read_cpu_time_where_contended(rows, bmap, amap)
     return Comparison(rows, before_label, after_label, policy, tuple(decided))
 
 

@@ -68,6 +68,9 @@ REFINE_CONTEXT = 30
 REFINE_PASSES = 3
 #: A step is settled only beyond this many 90th percentiles of its sides' absolute residuals.
 SETTLE_Z = 2.0
+#: Newest commits judged by the per-commit gate's rules (suspected, then settled by the next ones): the rank test
+#: proves a step only once this many commits hold it.
+NEWEST_COMMITS = 5
 # frames
 #: A run within this (log) of the history's median shift ran on the usual runner.
 RUN_SETTLED = 0.03

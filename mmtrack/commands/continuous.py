@@ -53,6 +53,7 @@ class ContinuousOutcome:
     failing: list[Any] = field(default_factory=list)
     pair_id: int | None = None
     specs: tuple[str, str] = ("", "")  # BASE and HEAD as given
+    why: list[Any] = field(default_factory=list)  # analysis.why_counts.WhyChanged of each regressed count
 
     @property
     def exit_code(self) -> int:
@@ -116,6 +117,12 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     comparison = calibrate(plan, repo, result, settle(plan, result, policy, progress), policy, progress)
     outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()),
                                 specs=(request.base, request.head))
+    if request.instrument == "callgrind":  # both sides' profiles are kept per commit: why a count changed
+        from ..analysis.why_counts import why_counts_changed
+        from ..asvbridge.callgrind_run import profiles_of
+
+        outcome.why = why_counts_changed(comparison.rows, profiles_of(plan.project, base_sha),
+                                         profiles_of(plan.project, head_sha))
     if request.save:
         from ..ab.record import record_pair
         from ..store.db import open_store, resolve_url

@@ -14,7 +14,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
+from ..analysis.detect import DetectPolicy, SeriesReport
+from ..analysis.series import detect_values
 from ..analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
 from ..analysis.placement import align_to_agreement
 from ..analysis.ranking import SMALL_MOVE, attention, is_small, with_confirmations
@@ -66,7 +67,13 @@ class DetectOutcome:
 
     @property
     def open_regressions(self) -> list[ChangePoint]:
-        return [c for c in self.code_changes if c.kind == "regression" and c.persists]
+        """Regressions that persist to the latest commit, proved by the rank test or confirmed by the next commits."""
+        return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "confirmed"]
+
+    @property
+    def suspected_regressions(self) -> list[ChangePoint]:
+        """Regressions in the newest commits that the next commits have not settled yet (``--fail-on suspected``)."""
+        return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "suspected"]
 
     @property
     def too_short(self) -> list[SeriesReport]:
@@ -74,7 +81,14 @@ class DetectOutcome:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FAILURES if "regression" in self.fail_on and self.open_regressions else EXIT_OK
+        failing = ("regression" in self.fail_on or "suspected" in self.fail_on) and self.open_regressions
+        return EXIT_FAILURES if failing or ("suspected" in self.fail_on and self.suspected_regressions) else EXIT_OK
+
+
+def state_of(change: ChangePoint) -> str:
+    """``suspected``: a step in the newest commits the next commits have not settled (analysis/newest.py);
+    ``confirmed``: proved by the rank test, or confirmed by the next commits."""
+    return str(change.extra.get("state", "confirmed"))
 
 
 METHODS = ("rankseg", "edivisive", "pelt")
@@ -110,9 +124,10 @@ def run_detect(
 ) -> DetectOutcome:
     """Detect (and by default store) change points; ``series`` limits it to these series, e.g. the ones a new
     commit touched (``mmtrack update``): their stored change points are replaced, all others are left alone.
-    ``columns``: those series' columns read already (``queries.series_columns``; points without a usable
+    ``columns``: those series' columns read already (``reads.series_columns``; points without a usable
     median, as ``usable_only=False`` gives them, are left out here)."""
-    from ..store import queries as q
+    from ..store import reads as q
+    from ..store import writes
     from ..store.db import open_store
 
     policy = policy_for(request)
@@ -143,7 +158,7 @@ def run_detect(
         stored = None
         read_only = not getattr(store, "writable", True)
         if request.store_results and not read_only:
-            stored = q.save_change_points(
+            stored = writes.save_change_points(
                 store, [c for r in reports for c in r.changes], replace=[r.series for r in reports]
             )
     finally:
@@ -156,7 +171,7 @@ def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
                 ) -> tuple[list[SeriesReport], list[EnvironmentEvent]]:
     """``reports`` with each change point moved to the commit other machines agree on where its values allow, those
     that follow the run marked, and the environment events holding them."""
-    from ..store import queries as q
+    from ..store import reads as q
 
     stepped = [r.series for r in reports if r.changes]
     runs, position = q.series_run_points(store, stepped)
@@ -185,6 +200,7 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
         f"{sum(c.kind == 'regression' for c in code)} regressions, "
         f"{sum(c.kind == 'improvement' for c in code)} improvements, "
         f"{len(outcome.open_regressions)} still open"
+        + (f", {n} suspected in the newest commits" if (n := len(outcome.suspected_regressions)) else "")
         + (f"; {outcome.stored} change points stored" if outcome.stored is not None
            else "; not stored (read-only store)" if outcome.read_only else "; not stored")
     )
@@ -223,7 +239,8 @@ def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
                 (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
             ),
             Text(f"{c.ratio:.2f}", style=style),
-            ("yes" if c.persists else "no") + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
+            ("yes" if c.persists else "no") + ("\nsuspected" if state_of(c) == "suspected" else "")
+            + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
         ]
         t.add_row(*cells)
     return t
@@ -250,6 +267,7 @@ def to_json(outcome: DetectOutcome) -> str:
             "ratio": c.ratio,
             "p_value": c.p_value,
             "persists": c.persists,
+            "state": state_of(c),
             "method": c.method,
             "cause": c.extra.get("cause", "code"),
             "event": c.extra.get("event"),

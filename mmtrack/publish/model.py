@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..measure.metrics import Direction
@@ -31,6 +32,7 @@ class SiteConfig:
     title: str = "mmtrack"
     commit_url: str | None = None
     chunk_size: int = 250
+    profiles: Path | None = None  # kept callgrind profiles, one folder per commit, linked from regressed counts
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
@@ -77,7 +79,7 @@ class SiteModel:
     # What the model was read from (publish.source.source_key), recorded in the manifest: a republish
     # whose key matches stops before reading anything.
     source: str | None = None
-    # Per series, (change counter, append counter, store ids) (queries.SeriesRevision): a benchmark whose
+    # Per series, (change counter, append counter, store ids) (reads.SeriesRevision): a benchmark whose
     # series moved by appends alone since the last build gets only its newest points read and its last
     # chunk rewritten. None: every rebuilt benchmark reads its series whole.
     revisions: Mapping[SeriesKey, tuple[int, int, list[int]]] | None = None
