@@ -499,8 +499,8 @@ def test_back_to_the_level_before_a_runner_phase_is_not_a_change():
     before, back = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
     row = compare_pair(before, back, history=history, later=[1.0, 1.01, 0.99, 1.0])
     assert (row.verdict, row.state) == ("ambiguous", None)
-    assert re.match(r"back to the level of 2[0-5] commits before the last [56], a level the series visits "
-                    r"\([34] commits before them were at theirs\): a runner phase ended", row.note)
+    assert re.match(r"back to the level of 2[0-5] commits before the last ([56]); the series visits both levels "
+                    r"\([34] earlier commits were at the last \1' level\): a runner phase ended", row.note)
     # A level neither the phase nor the commits before it saw is still this commit's change.
     beyond = compare_pair(before, meas(noisy(1.25, cv=0.005, seed=2)), history=history)
     assert (beyond.verdict, beyond.state) == ("regressed", "suspected")
@@ -536,7 +536,7 @@ def test_a_series_whose_phases_repeat_reads_the_second_return_as_a_phase_ended()
     assert first.verdict == "regressed" and "a change reverted" in first.note
     assert segment_noise(second_phase).alternates(2.5)
     second = compare_pair(before, back, history=second_phase, later=[1.0, 1.01, 0.99, 1.0])
-    assert second.verdict == "ambiguous" and "a level the series visits" in second.note
+    assert second.verdict == "ambiguous" and "the series visits both levels" in second.note
 
 
 def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_change():

@@ -551,8 +551,8 @@ def _back_to_visited_row(pair: _Pair, noise: SegmentNoise, distance: _Distance, 
     if not noise.alternates(pair.policy.history_gap):
         return None
     return Row(**fields, verdict="ambiguous", history_z=distance.z, note=(
-        f"back to the level of {back} commits before the last {noise.points}, a level the series visits "
-        f"({noise.visited_before(pair.policy.history_gap)} commits before them were at theirs): "
+        f"back to the level of {back} commits before the last {noise.points}; the series visits both levels "
+        f"({noise.visited_before(pair.policy.history_gap)} earlier commits were at the last {noise.points}' level): "
         "a runner phase ended, or a change was reverted"))
 
 
