@@ -517,7 +517,7 @@ def test_a_return_to_the_level_a_series_left_by_a_step_is_a_change_reverted():
     assert re.search(r"back to the level of 2[0-4] commits before the last 6, which the series left by a step and "
                      r"had never visited otherwise: a change reverted", now.note)
     settled = compare_pair(before, back, history=history, later=[1.0, 1.01, 0.99, 1.0])
-    assert (settled.verdict, settled.state) == ("regressed", "confirmed")
+    assert (settled.verdict, settled.state) == ("regressed", "confirmed") and "a change reverted" in settled.note
     assert should_fail(compare_measurements([before], [back], history={before.case: history},
                                             later={before.case: [1.0, 1.01, 0.99, 1.0]}))
     # ... and a revert the next commits leave again is refuted, as a first step would be

@@ -525,12 +525,12 @@ def _on_segment_noise(pair: _Pair, noise: SegmentNoise, beyond: bool, p: float |
         distance = _near_from_young_level(pair, noise, young, distance)
     by_density = (distance.near >= 1 or distance.z < distance.z_bar) and beyond and young is None and unseen_step(
         noise, pair.history, pair.a, pair.threshold, pair.policy)  # type: ignore[arg-type]
-    state, held_value, went_back = _persistence(pair, noise, distance.near, by_density, beyond)
+    state, held_value, went_back, held_back = _persistence(pair, noise, distance.near, by_density, beyond)
     if not went_back and held_value and (row := _came_earlier_row(pair, noise, distance.z, fields)) is not None:
         return row
     if (row := _within_noise_row(pair, noise, distance, state, by_density, beyond, p, fields)) is not None:
         return row
-    return _Persistence(distance.z, state, went_back, by_density, back)
+    return _Persistence(distance.z, state, went_back, by_density, back or held_back)
 
 
 def _distance(pair: _Pair, noise: SegmentNoise) -> _Distance:
@@ -577,11 +577,12 @@ def _near_from_young_level(pair: _Pair, noise: SegmentNoise, young: YoungLevel, 
 
 
 def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
-                 beyond: bool) -> tuple[Evidence | None, float | None, int]:
+                 beyond: bool) -> tuple[Evidence | None, float | None, int, int]:
     """The evidence state from the later commits (:func:`.noise.follow_up`, where the level is one no more than one
     commit visited or the density suspects it), the level they hold (:func:`.noise.held_level`, which may confirm
-    it still), and the commits before the segment whose level they went back to (those refute it): (state, the held
-    median where confirmed, the commits went back to)."""
+    it still), and the commits before the segment whose level they went back to (those refute it where the series
+    alternates, :meth:`.noise.SegmentNoise.alternates`; else the return is a revert): (state, the held median where
+    confirmed, the commits went back to, the commits a revert went back to)."""
     policy, a, later = pair.policy, pair.a, pair.later
     state: Evidence | None = follow_up(noise, a, later, policy) if near <= 1 or by_density else None
     if state != "confirmed" and beyond:
@@ -593,8 +594,9 @@ def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
     # The next commits agreed on their way back to the level before the segment (a phase that ended through a commit
     # on a third runner type, between the two): they refute it (held_level never confirms that).
     held_value = held_median(a, later, policy) if state == "confirmed" else None
-    went_back = noise.back_to_visited(held_value, policy.history_gap, policy.min_history) if held_value else 0
-    return ("refuted" if went_back else state), held_value, went_back
+    back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
+    went_back = back if back and noise.alternates(policy.history_gap) else 0
+    return ("refuted" if went_back else state), held_value, went_back, back - went_back
 
 
 def _came_earlier_row(pair: _Pair, noise: SegmentNoise, z: float, fields: dict) -> Row | None:
