@@ -447,7 +447,7 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 @bench_option("Run only benchmarks matching REGEX (asv -b).")
 @click.option("--rounds", type=int, default=6, show_default=True,
               help="Interleaved rounds per side (A B, B A, ...) for a benchmark not decided either way sooner "
-                   "(from the third round).")
+                   "(unchanged from the second round, a change from the third).")
 @click.option("--max-rounds", type=int, metavar="N",
               help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; 0: never).")
 @click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.05, both commits measured here; counters 1.01).")

@@ -104,6 +104,21 @@ def test_rerunning_gives_identical_counts(tmp_path):
 
 
 @needs_valgrind
+def test_without_vgdb_the_worker_is_instrumented_from_start_up_and_counts_the_same(tmp_path, monkeypatch):
+    path = _suite(tmp_path)
+    late = _run(path, "After")["bench_cg.After.track_dict"]
+    assert not any("from start-up" in n for n in late.stats.notes)
+    bare = tmp_path / "bin"  # valgrind, but not its vgdb: the instrumentation cannot be switched on late
+    bare.mkdir()
+    for tool in Path(shutil.which("valgrind")).parent.glob("valgrind*"):  # Debian's valgrind execs valgrind.bin
+        (bare / tool.name).symlink_to(tool)
+    monkeypatch.setenv("PATH", str(bare))
+    early = _run(path, "After")["bench_cg.After.track_dict"]
+    assert any("instrumented from start-up: vgdb is not on PATH" in n for n in early.stats.notes)
+    assert _counts(early)["instructions"] == _counts(late)["instructions"] > 100
+
+
+@needs_valgrind
 def test_a_gpu_case_is_refused_and_a_slow_case_fails_alone(tmp_path):
     got = _run(_suite(tmp_path), "Device|Slow|After", timeout=3)
     device, slow, after = (got[f"bench_cg.{c}"] for c in ("Device.track_kernel", "Slow.track_never",
