@@ -37,6 +37,7 @@ from ..asvbridge.discover_worker import discover_in_workers
 from ..asvbridge.host import host_info
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..benchruns import journal as bench_journal
+from ..benchruns import profiles as bench_profiles
 from ..errors import EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError, user_regex
 from ..measure import conditions
 from ..measure.processes import pool
@@ -78,6 +79,7 @@ class BenchRequest:
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
     processes: int | None = None  # worker processes per case, sharing its samples; None: the default
     instrument: str = "wall"  # "wall": the engine's backend per case; "callgrind": instructions under Valgrind
+    profiles: Path | None = None  # callgrind: where the session keeps each case's profile (benchruns/profiles.py)
 
     def worker_processes(self) -> int:
         if self.processes is not None:
@@ -312,7 +314,7 @@ def execute(request: BenchRequest, console: Console | None = None,
 
 def _session(request: BenchRequest, options: RunOptions, progress: Callable[[Case, str, int, int], None]):
     if request.instrument == "callgrind":
-        return CallgrindSession(options, request.timeout, progress)
+        return CallgrindSession(options, request.timeout, progress, keep=request.profiles)
     if request.in_process:
         return SuiteSession(options, progress=progress)
     return _WorkerSession(options, request.timeout, progress, request.worker_processes())
@@ -516,6 +518,8 @@ def run_bench(request: BenchRequest, console: Console) -> int:
     if request.instrument == "callgrind":
         require_valgrind()
     project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
+    if request.instrument == "callgrind" and request.save:
+        request.profiles = bench_profiles.pending(project)
     url = normalize_url(request.db) if request.db else resolve_url(None)
     check_named_baseline(request, ctx, url)
     journal = None
@@ -556,6 +560,7 @@ def run_bench(request: BenchRequest, console: Console) -> int:
             console.print(f"[bold red]error:[/] run not saved in {escape(redact(url))}: {escape(why)}; its "
                           f"{len(run.outcomes)} finished cases are kept in {escape(str(journal.folder))}, and the "
                           "next mmtrack bench on this store saves them", highlight=False)
+    kept = bench_profiles.settle(request.profiles, project, run_id)
     # Imported after sampling (measure sooner): scipy, SQLAlchemy and the report cost seconds.
     from ..analysis.render import to_json
     from ..benchruns.history import BaselineResult, compare_with_baseline
@@ -572,6 +577,12 @@ def run_bench(request: BenchRequest, console: Console) -> int:
         except Exception as exc:  # noqa: BLE001  (the comparison is advice; the run is saved)
             console.print(f"[yellow]warning:[/] no comparison: {escape(type(exc).__name__)}: {escape(str(exc))}")
     _render_comparison(result, console)
+    if kept is not None and result.comparison is not None and result.baseline_id is not None:
+        from ..analysis.why_counts import why_counts_changed
+        from .why_counts import render as render_why
+
+        render_why(why_counts_changed(result.comparison.rows, bench_profiles.of_run(project, result.baseline_id), kept),
+                   console)
     if request.output is not None:
         report = build_report(
             outcomes=run.outcomes,

@@ -88,6 +88,8 @@ def to_json(outcome: Any) -> str:
             "ratio": outcome.ratio,
             "p_value": outcome.p_value,
             "verdict": outcome.verdict,
+            "note": outcome.note,
+            "threshold": outcome.threshold,
             "round_alpha": outcome.round_alpha,
             "builds": len(outcome.built),
             "new_builds": outcome.new_builds,
@@ -118,9 +120,10 @@ def render(outcome: Any, console: Any) -> None:
     console.print(table)
     size = f"×{outcome.ratio:.3f}" if outcome.ratio else "size unknown"
     p = f", p={outcome.p_value:.2g}" if outcome.p_value is not None else ""
+    said = f": {outcome.note}" if outcome.note else p  # the row's words, as continuous prints them
     console.print(
         f"culprit: {outcome.culprit[:12]} {outcome.culprit_subject!r}: {size} against its parent "
-        f"({outcome.verdict}{p}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
+        f"({outcome.verdict}{said}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
         f"{outcome.seconds:.0f} s",
         highlight=False,
         soft_wrap=unwrapped(console),
