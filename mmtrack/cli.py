@@ -250,9 +250,15 @@ def db_current(db: str) -> None:
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
     """Import an asv results folder (benchmarks.json, <machine>/*.json) into the store."""
-    from .commands.import_asv import run_import
+    from . import cli_render
+    from .cli_progress import progress_bar
+    from .commands.import_asv import check_results_dir, run_import
 
-    sys.exit(run_import(db, results_dir, console, err_console, progress=not no_progress))
+    check_results_dir(results_dir)  # before the bar: a wrong folder is one line, nothing drawn
+    with progress_bar(None if no_progress else err_console, "importing", detail=True) as tick:
+        result = run_import(db, results_dir, progress=tick)
+    cli_render.imported(result, console, err_console)
+    sys.exit(result.exit_code)
 
 
 # -- mmtrack run: one commit under the real asv, into the store ---------------------------------------
@@ -362,8 +368,8 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
+    from .cli_progress import progress_bar
     from .commands.detect import DetectRequest, check_output_options, render_table, run_detect, to_json
-    from .commands.progress import progress_bar
 
     check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
@@ -408,11 +414,16 @@ def list_(what, db, machine, env, bench, limit, fmt) -> None:
 @no_progress_option()
 def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> None:
     """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
+    from . import cli_render
+    from .cli_progress import progress_bar
     from .commands.publish import PublishRequest, run_publish
 
     request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config,
                              benchmark=bench, machine=machine)
-    sys.exit(run_publish(request, console=console, err_console=None if no_progress else err_console))
+    with progress_bar(None if no_progress else err_console, "reading series") as tick:
+        result = run_publish(request, progress=tick)
+    cli_render.published(result, console)
+    sys.exit(result.exit_code)
 
 
 @cli.command()
@@ -430,14 +441,17 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 
     gc.disable()  # a one-shot process whose objects form no cycles worth collecting; it exits without teardown
     from .commands.publish import PublishRequest
-    from .commands.update import UpdateRequest, run_update
+    from . import cli_render
+    from .commands.update import UpdateRequest, update
 
     request = UpdateRequest(
         results_dir=results_dir,
         publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config),
         detect=not no_detect, fail_on=tuple(fail_on),
     )
-    exit_without_teardown(run_update(request, console=console, err_console=err_console))
+    outcome = update(request)
+    cli_render.updated(outcome, console, err_console)
+    exit_without_teardown(outcome.exit_code)
 # -- same-machine A/B: continuous, bisect ------------------------------------------------------------
 
 
@@ -493,7 +507,8 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 @instrument_option()
 def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
-    from .commands.bisect import BisectRequest, render, run_bisect, to_json
+    from . import cli_render
+    from .commands.bisect import BisectRequest, run_bisect, to_json
 
     request = BisectRequest(good=good, bad=bad, bench=bench, project=Path.cwd(), config=config,
                             rounds=rounds, machine=machine, round_alpha=round_alpha, db=db, save=not no_save,
@@ -503,4 +518,4 @@ def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, 
     if fmt == "json":
         echo(to_json(outcome))
     else:
-        render(outcome, console)
+        cli_render.bisected(outcome, console)

@@ -102,29 +102,3 @@ def to_json(outcome: Any) -> str:
         indent=2,
         default=lambda v: None,
     )
-
-
-def render(outcome: Any, console: Any) -> None:
-    from ..tables import FitTable, unwrapped
-
-    table = FitTable(title=f"bisect {outcome.case[0]} {outcome.metric} (GOOD→BAD ×{outcome.total_ratio:.3f})")
-    for col in ("step", "good", "bad", "tested", "tested/good", "z", "rounds", "decided"):
-        table.add_column(col, justify="right" if col in ("step", "tested/good", "z", "rounds") else "left")
-    import math
-
-    for i, s in enumerate(outcome.path, 1):
-        table.add_row(str(i), s.good[:8], s.bad[:8], s.tested[:8], f"{math.exp(s.log_ratio):.3f}", f"{s.z:.1f}",
-                      str(s.rounds), s.decided + (" (guess)" if s.guess else ""))
-    console.print(table)
-    size = f"×{outcome.ratio:.3f}" if outcome.ratio else "size unknown"
-    p = f", p={outcome.p_value:.2g}" if outcome.p_value is not None else ""
-    console.print(
-        f"culprit: {outcome.culprit[:12]} {outcome.culprit_subject!r}: {size} against its parent "
-        f"({outcome.verdict}{p}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
-        f"{outcome.seconds:.0f} s",
-        highlight=False,
-        soft_wrap=unwrapped(console),
-    )
-    if outcome.pair_ids:
-        console.print(f"stored {len(outcome.pair_ids)} A/B measurements (pairs #{outcome.pair_ids[0]} to "
-                      f"#{outcome.pair_ids[-1]}, runs of kind ab; `mmtrack list runs` lists them)", highlight=False)

@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from rich.console import Console
+from typing import Any
 
 from ..analysis.deterministic import is_deterministic
 from ..asvbridge.callgrind_pool import kept_profile, profile_label
 from ..asvbridge.callgrind_run import profiles_of
 from ..measure.callgrind_diff import top_deltas
-from ..textsafe import term
 
 SHOWN = 8
 
 
-def explain(comparison, project: Path, before: str, after: str, console: Console) -> None:
-    """For each regressed callgrind ``instructions`` row: the top functions by instruction delta per op."""
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """One regressed row's top functions by instruction delta per op, or why callgrind_annotate could not say."""
+
+    name: str  # the row's benchmark and parameters
+    old: Path  # the kept profiles of the two commits
+    new: Path
+    deltas: list[Any] = field(default_factory=list)  # measure.callgrind_diff's deltas, largest first
+    failure: str | None = None  # callgrind_annotate's error
+
+
+def explain(comparison, project: Path, before: str, after: str) -> list[Explanation]:
+    """For each regressed callgrind ``instructions`` row whose two profiles were kept: its explanation."""
+    found = []
     for row in comparison.rows:
         if row.verdict != "regressed" or not is_deterministic(row.metric) or row.metric.name != "instructions":
             continue
@@ -28,13 +39,7 @@ def explain(comparison, project: Path, before: str, after: str, console: Console
             continue
         (old, old_ops), (new, new_ops) = sides  # type: ignore[misc]
         try:
-            deltas = top_deltas(old, old_ops, new, new_ops, SHOWN)
+            found.append(Explanation(row.name, old, new, top_deltas(old, old_ops, new, new_ops, SHOWN)))
         except (OSError, subprocess.CalledProcessError) as exc:
-            console.print(f"why {term(row.name)} changed: callgrind_annotate failed ({term(str(exc))})",
-                          highlight=False)
-            continue
-        console.print(f"why {term(row.name)} changed (instructions per op, callgrind_annotate of {old} and {new}):",
-                      highlight=False, soft_wrap=True)
-        for d in deltas:
-            console.print(f"  {d.change:+12,.1f}  {d.before:12,.1f} -> {d.after:12,.1f}  {term(d.function)}",
-                          highlight=False)
+            found.append(Explanation(row.name, old, new, failure=str(exc)))
+    return found

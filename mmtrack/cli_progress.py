@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..textsafe import markup as escape  # markup escaped, control characters too
+from .textsafe import markup as escape  # markup escaped, control characters too
 
 #: ``tick(done, total)``, or ``tick(done, total, detail)`` for a bar that shows what it is on
 Tick = Callable[..., None]
