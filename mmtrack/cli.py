@@ -127,6 +127,8 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
         from .asvbridge.worker import start_fork_server
 
         start_fork_server(path)  # it imports the engine while this process imports the rest and discovers
+    from . import cli_render
+    from .cli_progress import CaseBar
     from .commands.bench import BenchRequest, run_bench
 
     request = BenchRequest(
@@ -153,7 +155,8 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
         processes=processes,
         instrument=instrument,
     )
-    sys.exit(run_bench(request, console=console))
+    result = run_bench(request, report=cli_render.bench_events(console), progress=CaseBar(console))
+    sys.exit(result.exit_code)
 
 
 def exit_without_teardown(code: int) -> NoReturn:
@@ -290,6 +293,7 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
     """
+    from . import cli_render
     from .commands.run import RunRequest, run_command
 
     request = RunRequest(
@@ -310,7 +314,9 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
         fail_on=tuple(fail_on),
         instrument=instrument,
     )
-    sys.exit(run_command(request, console=console))
+    result = run_command(request, report=cli_render.run_events(console))
+    cli_render.run_gate(result, console)
+    sys.exit(result.exit_code)
 
 
 # -- analysis -----------------------------------------------------------------------------------------
@@ -368,8 +374,9 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
+    from . import cli_render
     from .cli_progress import progress_bar
-    from .commands.detect import DetectRequest, check_output_options, render_table, run_detect, to_json
+    from .commands.detect import DetectRequest, check_output_options, run_detect
 
     check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
@@ -378,9 +385,9 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
-        echo(to_json(outcome))
+        echo(cli_render.detect_json(outcome))
     else:
-        console.print(render_table(outcome, show_all=show_all))
+        console.print(cli_render.detect_table(outcome, show_all=show_all))
     sys.exit(outcome.exit_code)
 
 
@@ -394,13 +401,14 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
 @format_option("table", "json")
 def list_(what, db, machine, env, bench, limit, fmt) -> None:
     """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
-    from .commands.list import ListRequest, collect, render_table, to_json
+    from . import cli_render
+    from .commands.list import ListRequest, collect
 
     records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=bench, limit=limit))
     if fmt == "json":
-        echo(to_json(records))
+        echo(cli_render.list_json(records))
     else:
-        console.print(render_table(what, records))
+        console.print(cli_render.list_table(what, records))
 
 
 @cli.command()
@@ -440,8 +448,8 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
     import gc
 
     gc.disable()  # a one-shot process whose objects form no cycles worth collecting; it exits without teardown
-    from .commands.publish import PublishRequest
     from . import cli_render
+    from .commands.publish import PublishRequest
     from .commands.update import UpdateRequest, update
 
     request = UpdateRequest(

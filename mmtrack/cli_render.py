@@ -6,13 +6,17 @@ function here renders one of them to a :class:`~mmtrack.terminal.SafeConsole`, a
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from rich import box
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
-from .tables import FitTable, unwrapped
+from .tables import FitTable, Name, unwrapped
 from .textsafe import markup as escape  # markup escaped, control characters too
 from .textsafe import term
 
@@ -121,3 +125,374 @@ def explanations(found: list[Any], console: Console) -> None:
         for d in e.deltas:
             console.print(f"  {d.change:+12,.1f}  {d.before:12,.1f} -> {d.after:12,.1f}  {term(d.function)}",
                           highlight=False)
+
+
+# -- run ------------------------------------------------------------------------------------------------
+
+
+def run_events(console: Console) -> Callable[[Any], None]:
+    """The report ``mmtrack run`` passes its verb: each event on ``console`` as it happens."""
+    from .commands import run as verb
+
+    handlers: dict[type, Callable[[Any], None]] = {
+        verb.PrepareNote: lambda e: console.print(Text.assemble(("note:", "yellow"), " ", term(e.text)),
+                                                  highlight=False, soft_wrap=True),
+        verb.SuiteImportFailed: lambda e: console.print(
+            Text.assemble(("error:", "bold red"), f" could not import {term(e.path)}: {term(e.message)}"),
+            highlight=False, soft_wrap=True),
+        verb.AsvStarting: lambda e: console.print(
+            f"mmtrack run: commit {e.prepared.commit.sha[:12]} on machine {e.prepared.machine!r}, "
+            f"spool {e.prepared.spool_dir}", highlight=False, soft_wrap=True),
+        verb.RunOutcome: lambda e: run_outcome(e, console),
+        verb.CountsExplained: lambda e: explanations(e.explanations, console),
+        verb.NothingToConfirm: lambda e: console.print(f"--confirm: no {e.what} change to re-measure", highlight=False),
+        verb.ConfirmCapped: lambda e: console.print(
+            Text(term(f"--confirm-max {e.confirm_max}: {e.left} not re-measured (the suspected and the larger moves "
+                      "go first)")), highlight=False, soft_wrap=True),
+        verb.Confirming: lambda e: console.print(
+            f"--confirm: re-measuring {e.what} row(s) A/B: {e.before[:8]} against {e.after[:8]}", highlight=False),
+        verb.ConfirmProgress: lambda e: console.print(e.line, highlight=False, style="dim"),
+        verb.ConfirmWarning: lambda e: warning(e.text, console),
+        verb.Confirmed: lambda e: confirmed(e.confirmation, console),
+    }
+    return lambda event: handlers[type(event)](event)
+
+
+def warning(text: str, console: Console) -> None:
+    console.print(Text.assemble(("warning:", "yellow"), " ", term(text)), highlight=False, soft_wrap=True)
+
+
+def confirmed(confirmation: Any, console: Console) -> None:
+    from .ab.confirm import describe
+
+    console.print(Text(term(describe(confirmation))), highlight=False, soft_wrap=True)  # Text: "[s]" is no markup
+
+
+def run_outcome(outcome: Any, console: Console) -> None:
+    """The run's table, its summary and comparison with the previous commit (a :class:`~mmtrack.commands.run.RunOutcome`)."""
+    from rich.table import Table
+
+    from .measure.units import format_quantity
+    from .tables import Name
+
+    c = outcome.collected
+    for w in c.warnings + outcome.reports:
+        warning(w, console)
+    for n in outcome.notes:
+        console.print(Text(f"note: {term(n)}"), highlight=False, soft_wrap=True)
+    table = Table(title=Text(term(f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")))
+    table.add_column("benchmark", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_column("metrics", justify="right", no_wrap=True)
+    styles = {"ok": "", "failed": "red", "skipped": "yellow"}
+    for case in c.cases:
+        value = format_quantity(case.value, case.unit) if case.value is not None else ""
+        status = Text(term(case.status), style=styles.get(case.status, ""))
+        table.add_row(Name(case.label), status, value, str(len(case.metrics)) if case.metrics else "")
+    console.print(table)
+    for line in outcome.summary:
+        console.print(Text(term(line)), highlight=False)
+    if outcome.comparison is not None:
+        run_comparison(outcome.comparison, console)
+    for case in c.failed:
+        console.print(Text.assemble(("failed", "bold red"), f" {term(case.label)}: {term(case.message)}"),
+                      highlight=False, soft_wrap=True)
+    counts = {s: sum(1 for x in c.cases if x.status == s) for s in ("ok", "failed", "skipped")}
+    console.print(
+        f"{len(c.cases)} benchmark cases: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped"
+    )
+
+
+def run_comparison(outcome: Any, console: Console) -> None:
+    """The comparison as `mmtrack compare` renders it, limited to the rows that say something."""
+    import dataclasses
+
+    from .analysis.render import render_table, summary_line
+    from .commands.run import SUMMARY_VERDICTS
+
+    full = outcome.comparison
+    console.print(
+        Text(term(f"compared with the previous commit on {outcome.before.machine} "
+                  f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}")),
+        highlight=False,
+        soft_wrap=True,
+    )
+    shown = dataclasses.replace(
+        full,
+        rows=tuple(r for r in full.rows if r.verdict in SUMMARY_VERDICTS),
+        decided=tuple(r for r in full.decided if r.state == "confirmed"),  # earlier commits' regressions confirmed now
+    )
+    if shown.rows or shown.decided:
+        table = render_table(shown)
+        table.title = None
+        console.print(table)
+
+
+def run_gate(result: Any, console: Console) -> None:
+    """The rows that fail ``mmtrack run --fail-on``, in one line (a :class:`~mmtrack.commands.run.RunResult`)."""
+    if not result.failing:
+        return
+    from .analysis.render import verdict_text
+
+    names = ", ".join(f"{r.name} {r.metric_label} {verdict_text(r)}" for r in result.failing)
+    line = f"--fail-on {','.join(result.fail_on)}: {len(result.failing)} row(s) fail this commit: {names}"
+    console.print(Text(term(line), style="bold red"), highlight=False, soft_wrap=True)
+
+
+# -- bench ----------------------------------------------------------------------------------------------
+
+
+def bench_events(console: Console) -> Callable[[Any], None]:
+    """The report ``mmtrack bench`` passes its verb: each event on ``console`` as it happens."""
+    from .benchruns.history import BaselineResult
+    from .commands import bench as verb
+
+    handlers: dict[type, Callable[[Any], None]] = {
+        verb.JournalUnreadable: lambda e: console.print(f"[yellow]warning:[/] {escape(e.problem)}; move it away",
+                                                        highlight=False),
+        verb.JournalOfAnotherStore: lambda e: console.print(
+            f"note: the journal {escape(str(e.folder))} holds a run for {escape(e.store)}; "
+            "run mmtrack bench with that --db to save it", highlight=False),
+        verb.JournalStillNotSaved: lambda e: console.print(
+            f"[yellow]warning:[/] the journal {escape(str(e.folder))} is still not saved: {escape(e.why)}",
+            highlight=False),
+        verb.JournalSaved: lambda e: console.print(
+            f"saved {e.cases} finished cases of an earlier, unfinished run "
+            f"({e.started_at:%Y-%m-%d %H:%M:%S} UTC) from its journal as run #{e.run_id}", highlight=False),
+        verb.BenchRun: lambda e: bench_run(e, console),
+        verb.NothingToSave: lambda e: console.print("not saved: no benchmark case ran", highlight=False),
+        verb.WaitingForLock: lambda e: console.print(
+            f"waiting for the write lock of {escape(e.store)} (another writer holds it); giving up "
+            f"after {e.timeout:g} s", highlight=False),
+        verb.Saved: lambda e: console.print(f"saved as run #{e.run_id} ({e.commit}) in {escape(e.store)}",
+                                            highlight=False),
+        verb.SaveFailed: lambda e: console.print(
+            f"[bold red]error:[/] run not saved in {escape(e.store)}: {escape(e.why)}; its "
+            f"{e.cases} finished cases are kept in {escape(str(e.journal))}, and the "
+            "next mmtrack bench on this store saves them", highlight=False),
+        verb.ComparisonFailed: lambda e: console.print(
+            f"[yellow]warning:[/] no comparison: {escape(e.error)}: {escape(e.message)}"),
+        BaselineResult: lambda e: bench_comparison(e, console),
+        verb.ReportWritten: lambda e: console.print(f"report written to {escape(str(e.path))}", highlight=False),
+    }
+    return lambda event: handlers[type(event)](event)
+
+
+def bench_run(run: Any, console: Console) -> None:
+    """Each case's report, or why it has none, and the counts (a :class:`~mmtrack.commands.bench.BenchRun`)."""
+    from .asvbridge.session import Status
+    from .measure.report import render_stats
+
+    for failure in run.suite.failures:
+        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}",
+                      highlight=False, soft_wrap=True)
+    for o in run.outcomes:
+        if o.status is Status.OK and o.stats is not None:
+            console.print(render_stats(o.stats))
+        elif o.status is Status.SKIPPED:
+            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
+                          soft_wrap=True)
+        else:  # one line, however long: the terminal wraps it, rich does not break it
+            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
+                          soft_wrap=True)
+    counts = {s: sum(1 for o in run.outcomes if o.status is s) for s in Status}
+    if run.interrupted:
+        console.print(f"[bold red]interrupted[/] by {run.interrupted}: {len(run.outcomes)} of {run.total} "
+                      "benchmark cases finished", highlight=False)
+    console.print(
+        f"{len(run.outcomes)} benchmark cases: {counts[Status.OK]} ok, "
+        f"{counts[Status.FAILED]} failed, {counts[Status.SKIPPED]} skipped"
+        + (f"; {len(run.suite.failures)} files failed to import" if run.suite.failures else "")
+    )
+
+
+def bench_comparison(result: Any, console: Console) -> None:
+    """The run against its baseline (a :class:`~mmtrack.benchruns.history.BaselineResult`), changed rows only."""
+    from .analysis.render import render_table
+    from .benchruns.history import benchmark_verdicts
+
+    if result.note:
+        console.print(escape(result.note), highlight=False)
+    if result.comparison is None:
+        return
+    verdicts = benchmark_verdicts(result.comparison)
+    console.print(
+        f"[bold]regression analysis[/] against {escape(result.baseline_label or '')}: "
+        f"[red]{len(verdicts['regressed'])} regressed[/], [green]{len(verdicts['improved'])} improved[/], "
+        f"{len(verdicts['unchanged'])} unchanged benchmarks",
+        highlight=False,
+    )
+    if result.comparison.changed():
+        console.print(render_table(result.comparison, only_changed=True))
+
+
+# -- list -----------------------------------------------------------------------------------------------
+
+
+def list_json(records: list[dict[str, Any]]) -> str:
+    """A JSON array of the records, names unchanged (JSON escapes what it must)."""
+    return json.dumps(records, indent=2, ensure_ascii=False, default=str)
+
+
+_LIST_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("id", "started (UTC)", "commit", "machine / environment", "kind", "results"),
+    "commits": ("commit", "date (UTC)", "runs", "branches / message"),
+    "machines": ("machine", "runs", "environments", "cpu / os"),
+    "benchmarks": ("benchmark", "type", "unit", "versions"),
+}
+
+
+def _list_row(what: str, r: dict[str, Any]) -> list[Any]:
+    if what == "runs":
+        return [str(r["id"]), (r["started_at"] or "")[:16].replace("T", " "),
+                r["sha"][:8] + ("+dirty" if r["dirty"] else ""),
+                Text(term(f"{r['machine']} / {r['environment']}"), overflow="fold"), Text(term(r["kind"])),
+                str(r["results"])]
+    if what == "commits":
+        detail = ", ".join(r["branches"]) + (" · " if r["branches"] and r["message"] else "") + r["message"]
+        return [r["sha"][:8], (r["date"] or "")[:16].replace("T", " "), str(r["runs"]),
+                Text(term(detail), overflow="ellipsis", no_wrap=True)]
+    if what == "machines":
+        info = r["info"]
+        return [Name(r["name"]), str(r["runs"]), Text(term(", ".join(r["environments"])), overflow="fold"),
+                Text(term(" / ".join(str(info[k]) for k in ("cpu", "os") if info.get(k))), overflow="fold")]
+    params = ", ".join(r["params"].values())
+    return [Name(r["name"] + (f"({params})" if params else "")), Text(term(r["type"])), Text(term(r["unit"])),
+            str(len(r["versions"]))]
+
+
+def list_table(what: str, records: list[dict[str, Any]]) -> Table:
+    """``mmtrack list``'s table of runs, commits, machines or benchmarks."""
+    t = FitTable(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
+    for col in _LIST_COLUMNS[what]:
+        t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
+                     no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))
+    for r in records:
+        t.add_row(*_list_row(what, r))
+    return t
+
+
+# -- detect ---------------------------------------------------------------------------------------------
+
+
+def detect_table(outcome: Any, show_all: bool = False) -> Table:
+    """``mmtrack detect``'s table (a :class:`~mmtrack.commands.detect.DetectOutcome`): the regressions, or with
+    ``show_all`` every change point, of the code; environment events and small moves in its caption."""
+    from .analysis.ranking import attention, is_small
+    from .measure.units import format_quantity
+    from .tables import NAME_MIN_WIDTH, stacked
+
+    code = outcome.code_changes
+    n_ok = sum(r.status == "ok" for r in outcome.reports)
+    title = (
+        f"{len(outcome.reports)} series ({n_ok} analysed, {len(outcome.too_short)} too short for "
+        f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits); "
+        f"{sum(c.kind == 'regression' for c in code)} regressions, "
+        f"{sum(c.kind == 'improvement' for c in code)} improvements, "
+        f"{len(outcome.open_regressions)} still open"
+        + (f"; {outcome.stored} change points stored" if outcome.stored is not None
+           else "; not stored (read-only store)" if outcome.read_only else "; not stored")
+    )
+    listed = [c for c in code if show_all or c.kind == "regression"]
+    rows = [c for c in listed if show_all or not is_small(c)]
+    places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
+    title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
+    # No change point to show: the title alone, not an empty table under it.
+    t = FitTable(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
+                 caption=Text("\n".join(map(term, detect_summary_lines(outcome, len(listed) - len(rows))))),
+                 caption_justify="left")
+    # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
+    many = len(places) > 1  # then each row names its machine/env under its metric
+    name_header = "benchmark / metric" + (" / machine/env" if many else "")
+    cols = ["", name_header, "before → after / began", "ratio", "persists"]
+    for col in cols:
+        t.add_column(
+            col,
+            justify="right" if col == "ratio" else "left",
+            overflow="fold",
+            no_wrap=col in ("", "ratio", "persists"),
+            min_width=NAME_MIN_WIDTH if col.startswith("benchmark") else None,
+        )
+    for c in sorted(rows, key=attention):
+        style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
+        mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
+        params = json.loads(c.series.params) if c.series.params else {}
+        cells = [
+            Text(mark, style=style),
+            stacked(c.series.benchmark + (f"({', '.join(params.values())})" if params else ""),
+                    f"{c.series.metric.name} [{c.series.metric.unit}]",
+                    *([f"{c.series.machine}/{c.series.environment}"] if many else [])),
+            Text.assemble(
+                term(f"{format_quantity(c.before_value, c.series.metric.unit)} → "
+                     f"{format_quantity(c.after_value, c.series.metric.unit)}") + "\n",
+                (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
+            ),
+            Text(f"{c.ratio:.2f}", style=style),
+            ("yes" if c.persists else "no") + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
+        ]
+        t.add_row(*cells)
+    return t
+
+
+def detect_summary_lines(outcome: Any, small_hidden: int) -> list[str]:
+    """One line per environment event, one for the small moves left out of the table, and the commit order used."""
+    from .analysis.ranking import SMALL_MOVE
+
+    lines = [f"environment event (not a regression of the code): {e.describe()}" for e in outcome.events]
+    if small_hidden:
+        lines.append(f"{small_hidden} smaller regressions under {SMALL_MOVE:.0%} not listed (--all lists them)")
+    lines.append(f"commit order: {outcome.commit_order}")
+    return lines
+
+
+def detect_json(outcome: Any) -> str:
+    """``mmtrack detect --format json``: every series, its change points and the environment events."""
+    def cp(c: Any) -> dict[str, Any]:
+        return {
+            "kind": c.kind,
+            "direction": c.direction.value,
+            "before_sha": c.before_sha,
+            "after_sha": c.after_sha,
+            "before_value": c.before_value,
+            "after_value": c.after_value,
+            "ratio": c.ratio,
+            "p_value": c.p_value,
+            "persists": c.persists,
+            "method": c.method,
+            "cause": c.extra.get("cause", "code"),
+            "event": c.extra.get("event"),
+            "elsewhere": c.extra.get("elsewhere"),
+        }
+
+    def event(e: Any) -> dict[str, Any]:
+        return {
+            "id": e.id, "machine": e.machine, "environments": list(e.environments), "first_run_date": e.date,
+            "series": e.series, "slower": e.slower, "faster": e.faster, "old_commits_at_new_level": e.old_commits,
+            "evidence": e.evidence, "before_sha": e.before_sha, "after_sha": e.after_sha,
+            "median_ratio": e.median_ratio, "summary": e.describe(),
+        }
+
+    return json.dumps(
+        {
+            "method": outcome.policy.name,
+            "stored": outcome.stored,
+            "commit_order": outcome.commit_order,
+            "events": [event(e) for e in outcome.events],
+            "series": [
+                {
+                    "machine": r.series.machine,
+                    "environment": r.series.environment,
+                    "benchmark": r.series.benchmark,
+                    "params": json.loads(r.series.params),
+                    "metric": {"section": r.series.metric.section, "name": r.series.metric.name, "unit": r.series.metric.unit},
+                    "status": r.status,
+                    "points": r.points,
+                    "notes": list(r.notes),
+                    "changes": [cp(c) for c in r.changes],
+                }
+                for r in outcome.reports
+            ],
+        },
+        indent=2,
+    )

@@ -1,9 +1,9 @@
 """``mmtrack bisect GOOD BAD -b BENCH [--metric M]``: the commit where a metric moved, by A/B.
 
-The search itself is :mod:`mmtrack.ab.bisect`; this module resolves the commits,
-prints the path and the culprit (table or JSON) and sets the exit status: 0 when a
-culprit was found, 2 for a usage error (dirty tree, unknown commit, failed build,
-GOOD and BAD not different).
+The search itself is :mod:`mmtrack.ab.bisect`; this module resolves the commits and
+returns the search's outcome (its path and culprit), which the CLI renders as a table or
+JSON. Exit status: 0 when a culprit was found, 2 for a usage error (dirty tree, unknown
+commit, failed build, GOOD and BAD not different).
 """
 
 from __future__ import annotations
