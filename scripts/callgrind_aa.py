@@ -4,7 +4,7 @@ Prints, per case, how many distinct instruction counts the runs read and how far
 every other run measures a copy of the suite from a longer folder path (another checkout, as a
 `continuous` build is), which calibrates the deterministic tolerance (docs/design/callgrind.md).
 
-    PYTHONPATH=$PWD python3 scripts/callgrind_aa.py --runs 10 --load 2
+    PYTHONPATH=$PWD python3 -m scripts.callgrind_aa --runs 10 --load 2
 """
 
 from __future__ import annotations

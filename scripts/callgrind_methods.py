@@ -4,7 +4,7 @@ Runs itself under valgrind (mmtrack's callgrind options) on the A/A script's sui
 one region of n ops divided by n, against (region of 2n - region of n) / n, and the markers' own count
 (the 1-op probe region less one op).
 
-    PYTHONPATH=$PWD python3 scripts/callgrind_methods.py
+    PYTHONPATH=$PWD python3 -m scripts.callgrind_methods
 """
 
 from __future__ import annotations
@@ -40,11 +40,9 @@ def main() -> None:
     if len(sys.argv) > 1:
         _inside(Path(sys.argv[1]))
         return
-    sys.path.insert(0, str(Path(__file__).parent))
-    from callgrind_aa import SUITE
-
     from mmtrack.asvbridge.callgrind_pool import worker_environment
     from mmtrack.measure.callgrind import valgrind_args
+    from scripts.callgrind_aa import SUITE
 
     scratch = Path(tempfile.mkdtemp(prefix="methods-"))
     suite = scratch / "bench_methods.py"

@@ -10,7 +10,7 @@ one extra attribute load in ``SortedList.__contains__`` (one benchmark's work gr
   most 7 commits;
 - cost: the suite under ``run --instrument callgrind`` against ``run`` with asv's wall-clock defaults.
 
-    PYTHONPATH=$PWD python3 scripts/callgrind_targets.py SDIST.tar.gz --trials 3 --bisect-trials 1
+    PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 3 --bisect-trials 1
 (get the sdist with ``pip download --no-binary :all: --no-deps sortedcontainers==2.4.0``)
 """
 

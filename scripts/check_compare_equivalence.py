@@ -11,7 +11,7 @@ compares the rows both give, field by field (NaN equals NaN):
 * ``--random N`` randomised cases: medians, samples, histories with steps, later commits, frames,
   NaN / 0 / negative values, the three directions, code versions, statuses, ``p_value`` on and off.
 
-Usage: ``PYTHONPATH=$PWD python3 scripts/check_compare_equivalence.py [--rev main] [--random 5000]``.
+Usage: ``PYTHONPATH=$PWD python3 -m scripts.check_compare_equivalence [--rev main] [--random 5000]``.
 Exit 0 when every row is identical, 1 otherwise (the first differences are printed).
 """
 

@@ -6,7 +6,7 @@ publishes twice more (the incremental paths). The two sites must be byte-identic
 stamps of the build manifest that differ by design between checkouts: ``state.source`` (the package files' sizes and
 mtimes) and ``state.site`` (a hash of the analysis code, which a refactor of it changes).
 
-Usage: ``PYTHONPATH=$PWD python3 scripts/check_publish_equivalence.py [--rev main]``; exit 1 on a difference.
+Usage: ``PYTHONPATH=$PWD python3 -m scripts.check_publish_equivalence [--rev main]``; exit 1 on a difference.
 """
 
 from __future__ import annotations

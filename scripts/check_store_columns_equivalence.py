@@ -6,7 +6,7 @@ working tree's, one copy each, in the same sequence: every key, usable points on
 series cache and reading it back, a few keys (the path that reads by series id), keys in reverse with one unknown.
 Compares every column (NaN equals NaN) and, at the end, the cache blobs both wrote.
 
-Usage: ``PYTHONPATH=$PWD python3 scripts/check_store_columns_equivalence.py [--rev main]``; exit 1 on a difference.
+Usage: ``PYTHONPATH=$PWD python3 -m scripts.check_store_columns_equivalence [--rev main]``; exit 1 on a difference.
 """
 
 from __future__ import annotations
@@ -19,12 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_compare_equivalence import DATA, ROOT, Tally, reference_module  # noqa: E402
-
-from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
-from mmtrack.store import queries as new  # noqa: E402
-from mmtrack.store.db import open_store  # noqa: E402
+from mmtrack.results import MetricKey, SeriesKey
+from mmtrack.store import queries as new
+from mmtrack.store.db import open_store
+from scripts.check_compare_equivalence import DATA, ROOT, Tally, reference_module
 
 
 def reads(module: Any, db: str) -> list[tuple[str, Any]]:

@@ -40,7 +40,7 @@ series lack: run-date shifts (a runner image or dependency set changes on a date
 or of some environments, each by its own amount of one sign), old commits re-measured on later dates (asv keeps
 the latest run of a commit, so the old commit then reads the new level), and commits measured out of order.
 
-``python scripts/ci_noise.py [--series N] [--commits N]`` prints the statistics of a
+``python -m scripts.ci_noise [--series N] [--commits N]`` prints the statistics of a
 generated population beside the targets (the calibration evidence).
 """
 

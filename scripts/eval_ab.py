@@ -15,7 +15,7 @@ and one engine benchmark with a custom metric. Experiments (each a fresh
 are: one process that alternates, at random, 0.3-4 s of memory streaming or of a pure-Python
 loop with 0.3-4 s of sleep.
 
-Usage: python scripts/eval_ab.py aa slow10 [--runs 10] [--rounds 4] [--factor 1.1] [--neighbour] [--keep DIR]
+Usage: python -m scripts.eval_ab aa slow10 [--runs 10] [--rounds 4] [--factor 1.1] [--neighbour] [--keep DIR]
 """
 
 from __future__ import annotations

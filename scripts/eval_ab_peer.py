@@ -14,7 +14,7 @@ Experiments (each a fresh subprocess; environments cached after the first build)
             default, mmtrack's) and ``mmtrack continuous base slow`` at the same factor; wall times (medians) and
             how often each flags ``time_add`` and anything else
 
-Usage: python scripts/eval_ab_peer.py aa peer [--runs 10] [--peer-runs 3] [--factor 1.05] [--keep DIR]
+Usage: python -m scripts.eval_ab_peer aa peer [--runs 10] [--peer-runs 3] [--factor 1.05] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eval_ab import MACHINE, asv_virtualenv_config, base_env, continuous_runs, git, mmtrack  # noqa: E402
+from scripts.eval_ab import MACHINE, asv_virtualenv_config, base_env, continuous_runs, git, mmtrack
 
 SUITE = '''\
 import random

@@ -9,7 +9,7 @@ and once without :func:`~mmtrack.ab.interleave.slower_side_stray`. A random spli
 interleaving aims at (a neighbour's load falls on either side alike), and thousands of draws show rates
 that a few dozen live runs cannot.
 
-Usage: python scripts/eval_ab_resample.py DIR [DIR ...] [--rounds 4] [--change 1.0] [--threshold 0.05] [--draws 20000]
+Usage: python -m scripts.eval_ab_resample DIR [DIR ...] [--rounds 4] [--change 1.0] [--threshold 0.05] [--draws 20000]
 """
 
 from __future__ import annotations

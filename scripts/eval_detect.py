@@ -28,7 +28,7 @@ Injected changes (a regression is an increase: the metric is a duration):
 A regression found within ``--tolerance`` commits of the injected position counts as
 a hit (anywhere in the ramp for creep). Everything else it reports is a false alarm.
 
-Usage: python3 scripts/eval_detect.py [--series N] [--length L] [--seed S]
+Usage: python3 -m scripts.eval_detect [--series N] [--length L] [--seed S]
 """
 
 from __future__ import annotations
@@ -45,17 +45,13 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from mmtrack.analysis.compare import ComparePolicy, compare_measurements
+from mmtrack.analysis.detect import DetectPolicy, find_steps
+from mmtrack.measure.metrics import Direction, MetricSummary
+from mmtrack.results import Measurement
+from scripts import ci_noise
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from mmtrack.analysis.compare import ComparePolicy, compare_measurements  # noqa: E402
-from mmtrack.analysis.detect import DetectPolicy, find_steps  # noqa: E402
-from mmtrack.measure.metrics import Direction, MetricSummary  # noqa: E402
-from mmtrack.results import Measurement  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ci_noise  # noqa: E402
 
 
 def shared_dir() -> Path:

@@ -19,16 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import ci_noise  # noqa: E402
-
-from mmtrack.analysis.detect import DetectPolicy, detect_values  # noqa: E402
-from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events  # noqa: E402
-from mmtrack.analysis.placement import align_to_agreement  # noqa: E402
-from mmtrack.measure.metrics import Direction  # noqa: E402
-from mmtrack.results import MetricKey, SeriesKey  # noqa: E402
+from mmtrack.analysis.detect import DetectPolicy, detect_values
+from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events
+from mmtrack.analysis.placement import align_to_agreement
+from mmtrack.measure.metrics import Direction
+from mmtrack.results import MetricKey, SeriesKey
+from scripts import ci_noise
 
 METRIC = MetricKey("timing", "time", "s")
 

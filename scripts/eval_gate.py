@@ -39,12 +39,12 @@ Gates side by side, on the same series:
 * ``mmtrack``: the gate of this checkout (:func:`mmtrack.analysis.compare.compare_pair`
   with ``window`` commits of history and the next commits for confirmation);
 * ``mmtrack@REV``: the same function as it was at git revision ``--baseline`` (today's gate).
-  The harness puts its own checkout first on ``sys.path``: to score another tree's gate, run that
-  tree's copy of this script (``PYTHONPATH`` does not switch it);
+  Run from a checkout's root (``python -m scripts.eval_gate``), the harness scores that checkout's
+  gate: to score another tree's gate, run it from that tree's root;
 * ``asv compare``: asv's rule, factor 1.1 plus ``asv._stats.is_different`` on the two
   commits' samples (what ``asv compare`` does).
 
-Usage: python scripts/eval_gate.py [--series N] [--suites N] [--seed S] [--baseline REV] [--scenarios ci,bootstrap,suites] [--json PATH]
+Usage: python -m scripts.eval_gate [--series N] [--suites N] [--seed S] [--baseline REV] [--scenarios ci,bootstrap,suites] [--json PATH]
 """
 
 from __future__ import annotations
@@ -65,18 +65,20 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "scripts"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-from ci_noise import (  # noqa: E402
-    SeriesModel, ci_series, ci_series_with_model, inject_step, robust_cv, suite_runners, tier_of,
+from mmtrack.analysis import compare as gate_now
+from mmtrack.results import Measurement
+from scripts.ci_noise import (
+    SeriesModel,
+    ci_series,
+    ci_series_with_model,
+    inject_step,
+    robust_cv,
+    suite_runners,
+    tier_of,
 )
-from eval_detect import load_noise_sources, make_history, measurement, shared_dir  # noqa: E402
+from scripts.eval_detect import load_noise_sources, make_history, measurement, shared_dir
 
-from mmtrack.analysis import compare as gate_now  # noqa: E402
-from mmtrack.results import Measurement  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 WINDOW = gate_now.HISTORY_WINDOW  # commits of history, as mmtrack compare's default; scoring starts there
 HISTORY = WINDOW  # commits of history each verdict reads (--history: fewer, as a shorter-lived store has)

@@ -16,7 +16,7 @@ with the next ``confirm_window`` commits:
   run. On MetPy and conda almost none of the flags are: a disturbed run's wide confidence interval
   already overlaps the before commit's, and the samples' test leaves it ambiguous.
 
-Usage: python scripts/eval_real.py [RESULTS_DIR ...] [--window 100] [--start 30] [--wide 3]
+Usage: python -m scripts.eval_real [RESULTS_DIR ...] [--window 100] [--start 30] [--wide 3]
 (default: the MetPy and conda folders in ``../shared/data/asv-results``).
 """
 
@@ -32,16 +32,14 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from mmtrack.analysis.compare import ComparePolicy, compare_pair, series_history, series_later  # noqa: E402
-from mmtrack.commands.import_asv import check_results_folder  # noqa: E402
-from mmtrack.errors import UserError  # noqa: E402
-from mmtrack.results import Measurement  # noqa: E402
-from mmtrack.store import queries as q  # noqa: E402
-from mmtrack.store.db import open_store  # noqa: E402
-from mmtrack.store.asv_import import import_asv_results  # noqa: E402
+from mmtrack.analysis.compare import ComparePolicy, compare_pair, series_history, series_later
+from mmtrack.commands.import_asv import check_results_folder
+from mmtrack.errors import UserError
+from mmtrack.results import Measurement
+from mmtrack.store import queries as q
+from mmtrack.store.asv_import import import_asv_results
+from mmtrack.store.db import open_store
 
 FLAGS = ("regressed", "improved")
 

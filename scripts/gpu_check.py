@@ -3,7 +3,7 @@
 
 Run from the repository root on a machine with CUDA and CuPy::
 
-    python3 scripts/gpu_check.py
+    python3 -m scripts.gpu_check
 
 It measures, with the real backend through the real engine runner:
 
@@ -25,10 +25,7 @@ import math
 import statistics
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
 
 EXIT_OK = 0
 EXIT_MISSED = 1
@@ -108,7 +105,7 @@ def run_backend(name: str, call: Callable[[], Any], **backend_options: Any) -> A
     """One call per sample, timed by the real CudaEventBackend through the real runner."""
     from mmtrack.measure.backend import MeasurementDomain
     from mmtrack.measure.cuda import CudaEventBackend
-    from mmtrack.measure.runner import BenchSpec, RunOptions, Runner
+    from mmtrack.measure.runner import BenchSpec, Runner, RunOptions
 
     def fn(ctx: Any, chunk_size: int, chunk_num: int) -> None:
         for _ in range(chunk_size):

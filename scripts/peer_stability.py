@@ -1,6 +1,6 @@
 """Peer check: the same four workloads through ``mmtrack bench`` and pyperf, interleaved.
 
-    python scripts/peer_stability.py [--runs N] [--workloads sort20,json_dumps,...] [--json out.json]
+    python -m scripts.peer_stability [--runs N] [--workloads sort20,json_dumps,...] [--json out.json]
                                      [--baseline LABEL=DIR] [--processes 1,4] [--agree alloc_100k=0.05]
 
 Each round runs every workload once through each tool, each run a fresh process

@@ -11,7 +11,7 @@ Each run writes its JSON report (``MMTRACK_OUTPUT``); the script prints, per mod
 rounds of each run's median ``wallclock_overhead_ns`` and ``perf_overhead_ns``, and the ratio to the
 baseline. Usage::
 
-    python scripts/process_models.py --baseline /tmp/mmtrack-main --rounds 5
+    python -m scripts.process_models --baseline /tmp/mmtrack-main --rounds 5
 """
 
 from __future__ import annotations

@@ -16,11 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module(f"scripts.{name}")
 
 
 def test_population_statistics_are_near_the_real_ci_figures():
@@ -65,7 +61,7 @@ def test_step_and_creep_land_where_they_were_put():
 def test_ci_scenario_runs_beside_asv_and_writes_figures(tmp_path):
     out = tmp_path / "ci.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "eval_detect.py"), "--ci-only", "--ci-series", "3",
+        [sys.executable, "-m", "scripts.eval_detect", "--ci-only", "--ci-series", "3",
          "--ci-length", "50", "--methods", "rankseg", "--json", str(out), "--seed", "4"],
         capture_output=True, text=True, cwd=tmp_path, timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
@@ -118,12 +114,7 @@ def test_the_model_that_drew_a_series_forecasts_it():
 def test_the_oracle_bound_of_the_gate_harness():
     """scripts/eval_gate.py's oracle: knowing the step's size is worth more than not, and at a bar that lets
     more A/A commits through, more steps pass."""
-    _load("ci_noise")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        G = _load("eval_gate")
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    G = _load("eval_gate")
     rng = np.random.default_rng(11)
     aa = G.ci_population(rng, 20, G.WINDOW + 12, None)
     steps = G.ci_population(rng, 60, G.WINDOW + 12, 0.20)
@@ -143,15 +134,12 @@ def test_the_gate_harness_scores_results_without_samples_and_the_settled_reading
     """``eval_gate.py --no-samples`` judges commits that keep only what asv's files hold without
     ``--record-samples``; its JSON has the settled reading (suspected or confirmed once the next commits are in) beside
     the newest-commit one, and settling only adds: a confirmed flag was flagged in some state."""
-    _load("ci_noise")
-    sys.path.insert(0, str(ROOT / "scripts"))
+    G = _load("eval_gate")
+    out = tmp_path / "gate.json"
     try:
-        G = _load("eval_gate")
-        out = tmp_path / "gate.json"
         assert G.main(["--series", "8", "--seed", "3", "--scenarios", "ci", "--baseline", "", "--no-samples",
                        "--json", str(out)]) == 0
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
         G.RECORD_SAMPLES = True
     figures = json.loads(out.read_text())["ci"]["mmtrack"]
     fa, rec = figures["false_alarms_per_100"], figures["recall_20pct"]["all"]

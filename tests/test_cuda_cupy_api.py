@@ -207,10 +207,7 @@ def test_backend_on_the_cupy_api_in_cold_mode(fake_gpu):
 
 
 def test_gpu_check_runs_end_to_end_on_the_fake(fake_gpu, capsys, monkeypatch):
-    spec = importlib.util.spec_from_file_location("gpu_check_fake", ROOT / "scripts" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "gpu_check_fake", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    module = importlib.import_module("scripts.gpu_check")
     code = module.main([])
     out = capsys.readouterr().out
     assert code == 0, out

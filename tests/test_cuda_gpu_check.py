@@ -12,17 +12,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "gpu_check.py"
 
 
 @pytest.fixture(scope="module")
 def gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("gpu_check", None)
+    yield importlib.import_module("scripts.gpu_check")
 
 
 def test_within_targets(gpu_check):
@@ -62,7 +56,7 @@ def test_table_and_exit_code(gpu_check):
 def test_without_a_gpu_it_exits_3_with_one_line():
     if importlib.util.find_spec("cupy") is not None:
         pytest.skip("CuPy is installed here")
-    out = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run([sys.executable, "-m", "scripts.gpu_check"], capture_output=True, text=True, timeout=60,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 3
     assert out.stdout == "gpu_check: no GPU to check: CuPy is not installed (see docs/reference/cuda.md)\n"

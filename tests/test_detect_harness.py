@@ -20,11 +20,7 @@ DATA = SHARED / "data" / "asv-results"
 
 
 def _harness():
-    spec = importlib.util.spec_from_file_location("eval_detect", ROOT / "scripts" / "eval_detect.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["eval_detect"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module("scripts.eval_detect")
 
 
 def test_noise_sources_come_from_the_real_files():
@@ -61,7 +57,7 @@ def test_quick_run_prints_and_writes_figures(tmp_path):
     out = tmp_path / "eval.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT), MMTRACK_SHARED=str(SHARED))
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "eval_detect.py"), "--series", "6", "--length", "40",
+        [sys.executable, "-m", "scripts.eval_detect", "--series", "6", "--length", "40",
          "--noisy-scale", "0", "--json", str(out), "--seed", "3", "--ci-series", "0",
          "--methods", "rankseg,edivisive+mannwhitney,edivisive-binseg+ttest,pelt"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,

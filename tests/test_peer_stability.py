@@ -10,19 +10,12 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "peer_stability.py"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def peer():
-    spec = importlib.util.spec_from_file_location("peer_stability", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
+    return importlib.import_module("scripts.peer_stability")
 
 
 def _runs(peer, medians):
@@ -43,6 +36,7 @@ def test_the_ratio_interval_brackets_the_runs_spread(peer):
 
 @pytest.mark.parametrize("agree", ["alloc_100k", "alloc_100k=x", "nosuch=0.05", "alloc_100k=2"])
 def test_a_bad_agree_is_one_line(agree):
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--agree", agree], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "scripts.peer_stability", "--agree", agree], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 1 and proc.stderr.strip().startswith(f"--agree {agree}:")
     assert len(proc.stderr.strip().splitlines()) == 1
