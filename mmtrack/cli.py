@@ -346,13 +346,14 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
 def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, alpha, only_changed,
             sort) -> None:
     """Compare every metric of A (before) and B (after): commits (sha, branch, tag) or run ids (run:ID)."""
-    from .commands.compare import CompareRequest, parse_threshold_for, render, run_compare
+    from . import cli_render
+    from .commands.compare import CompareRequest, parse_threshold_for, run_compare
 
     request = CompareRequest(a=a, b=b, db=db, machine=machine, env=env, metrics=tuple(metrics), fmt=fmt,
                              fail_on=tuple(fail_on), threshold=threshold, thresholds=parse_threshold_for(threshold_for),
                              history=history, alpha=alpha, only_changed=only_changed)
     outcome = run_compare(request)
-    out = render(outcome, fmt, only_changed, sort)
+    out = cli_render.compared(outcome, fmt, only_changed, sort)
     _emit(out)
     sys.exit(outcome.exit_code)
 
@@ -486,14 +487,15 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
                no_save, instrument, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
-    from .commands.continuous import ContinuousRequest, render, run_continuous
+    from . import cli_render
+    from .commands.continuous import ContinuousRequest, run_continuous
 
     request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench,
                                 rounds=rounds, max_rounds=max_rounds, factor=factor, round_alpha=round_alpha,
                                 fail_on=tuple(fail_on), db=db,
                                 machine=machine, quick=quick, save=not no_save, instrument=instrument)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
-    out = render(outcome, fmt)
+    out = cli_render.continuous_result(outcome, fmt)
     _emit(out)
     sys.exit(outcome.exit_code)
 
@@ -516,7 +518,7 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
     from . import cli_render
-    from .commands.bisect import BisectRequest, run_bisect, to_json
+    from .commands.bisect import BisectRequest, run_bisect
 
     request = BisectRequest(good=good, bad=bad, bench=bench, project=Path.cwd(), config=config,
                             rounds=rounds, machine=machine, round_alpha=round_alpha, db=db, save=not no_save,
@@ -524,6 +526,6 @@ def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, 
                             metric=metric or ("instructions" if instrument == "callgrind" else "time_per_op"))
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
-        echo(to_json(outcome))
+        echo(cli_render.bisect_json(outcome))
     else:
         cli_render.bisected(outcome, console)

@@ -85,6 +85,64 @@ def updated(outcome: Any, console: Console, err_console: Console) -> None:
         console.print(f"{outcome.open_regressions} regression(s) persist to the latest commit", highlight=False)
 
 
+# -- continuous -----------------------------------------------------------------------------------------
+
+
+def ab_run_line(outcome: Any) -> str:
+    """One line: what ran where, how often, and what the builds and the rounds cost."""
+    r = outcome.result
+
+    def built(side: Any) -> str:
+        return "cached env" if side.env.cached else f"built in {side.env.build_seconds:.1f} s"
+
+    return (
+        f"A/B on {r.machine}: A {r.base.commit.sha[:8]} ({built(r.base)}), B {r.head.commit.sha[:8]} "
+        f"({built(r.head)}); {r.rounds} rounds interleaved {''.join(r.order)}, measuring {r.seconds:.1f} s"
+    )
+
+
+def continuous_result(outcome: Any, fmt: str) -> Any:
+    """``mmtrack continuous``'s output (a :class:`~mmtrack.commands.continuous.ContinuousOutcome`): a rich table, or
+    markdown / JSON text."""
+    from .analysis.render import render_json, render_markdown, render_table, side_json
+
+    if fmt == "markdown":
+        return render_markdown(outcome.comparison) + f"\n<sub>{ab_run_line(outcome)}</sub>\n"
+    if fmt == "json":  # compare's shape (schema_version, sides with full shas and machine), plus the A/B run
+        r = outcome.result
+        sides = {
+            key: side_json(spec, label, side.commit, r.machine, side.environment or None)
+            for key, spec, label, side in (
+                ("before", outcome.specs[0], outcome.comparison.before_label, r.base),
+                ("after", outcome.specs[1], outcome.comparison.after_label, r.head),
+            )
+        }
+        ab = {
+            "machine": r.machine,
+            "rounds": r.rounds,
+            "order": "".join(r.order),
+            "measuring_seconds": r.seconds,
+            "pair_id": outcome.pair_id,
+            "sides": {
+                s.label: {"commit": s.commit.sha, "build_seconds": s.env.build_seconds, "env_cached": s.env.cached,
+                          "run_seconds": s.run_seconds}
+                for s in (r.base, r.head)
+            },
+            "warnings": r.warnings,
+            # The evidence of each verdict: every round's best sample per side, in the order they ran.
+            "round_bests": [
+                {"benchmark": bench, "params": params, "metric": str(metric), "A": case.round_bests[metric],
+                 "B": r.head.cases[(bench, params)].round_bests.get(metric, [])}
+                for (bench, params), case in sorted(r.base.cases.items()) if (bench, params) in r.head.cases
+                for metric in sorted(case.round_bests)
+            ],
+        }
+        return render_json(outcome.comparison, sides, {"ab": ab})
+    table = render_table(outcome.comparison)
+    table.caption = ab_run_line(outcome)
+    return table
+
+
 # -- bisect ---------------------------------------------------------------------------------------------
 
 
@@ -109,6 +167,36 @@ def bisected(outcome: Any, console: Console) -> None:
     if outcome.pair_ids:
         console.print(f"stored {len(outcome.pair_ids)} A/B measurements (pairs #{outcome.pair_ids[0]} to "
                       f"#{outcome.pair_ids[-1]}, runs of kind ab; `mmtrack list runs` lists them)", highlight=False)
+
+
+
+def bisect_json(outcome: Any) -> str:
+    """``mmtrack bisect --format json``: the culprit, its verdict and every step of the search."""
+    return json.dumps(
+        {
+            "benchmark": outcome.case[0],
+            "params": json.loads(outcome.case[1]),
+            "metric": str(outcome.metric),
+            "good_to_bad_ratio": outcome.total_ratio,
+            "culprit": outcome.culprit,
+            "subject": outcome.culprit_subject,
+            "ratio": outcome.ratio,
+            "p_value": outcome.p_value,
+            "verdict": outcome.verdict,
+            "round_alpha": outcome.round_alpha,
+            "builds": len(outcome.built),
+            "new_builds": outcome.new_builds,
+            "seconds": outcome.seconds,
+            "stored_pairs": outcome.pair_ids,
+            "path": [
+                {"good": s.good, "bad": s.bad, "tested": s.tested, "log_ratio": s.log_ratio, "z": s.z,
+                 "rounds": s.rounds, "decided": s.decided, "guess": s.guess}
+                for s in outcome.path
+            ],
+        },
+        indent=2,
+        default=lambda v: None,
+    )
 
 
 # -- run --instrument callgrind: why the counts moved ---------------------------------------------------
@@ -496,3 +584,35 @@ def detect_json(outcome: Any) -> str:
         },
         indent=2,
     )
+
+
+# -- compare --------------------------------------------------------------------------------------------
+
+
+def _side_json(side: Any) -> dict[str, Any]:
+    from .analysis.render import side_json
+
+    return side_json(side.spec, side.label, side.commit, side.machine, side.environment, side.run_id)
+
+
+def where(outcome: Any) -> str:
+    """``machine/env`` of the comparison (``a/x → b/y`` when the sides differ)."""
+    b, a = outcome.before, outcome.after
+    before, after = f"{b.machine}/{b.environment}", f"{a.machine}/{a.environment}"
+    return before if before == after else f"{before} → {after}"
+
+
+def compared(outcome: Any, fmt: str, only_changed: bool = False, sort: str = "verdict") -> Any:
+    """``mmtrack compare``'s output (a :class:`~mmtrack.commands.compare.CompareOutcome`): a rich table, or a
+    string (markdown, json)."""
+    from .analysis.render import SORTS, render_json, render_markdown, render_table
+    from .errors import EXIT_USAGE, UserError
+
+    if sort not in SORTS:
+        raise UserError(f"unknown --sort {sort!r}; choose from {', '.join(SORTS)}", EXIT_USAGE)
+    if fmt == "markdown":
+        return render_markdown(outcome.comparison, sort, where(outcome))
+    if fmt == "json":
+        sides = {"before": _side_json(outcome.before), "after": _side_json(outcome.after)}
+        return render_json(outcome.comparison, sides)
+    return render_table(outcome.comparison, only_changed=only_changed, sort=sort, where=where(outcome))

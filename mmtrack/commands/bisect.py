@@ -8,7 +8,6 @@ commit, failed build, GOOD and BAD not different).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -74,31 +73,3 @@ def _open_store(request: BisectRequest) -> Any:
     from ..store.url import resolve_url
 
     return open_store(resolve_url(request.db)) if request.save else None
-
-
-def to_json(outcome: Any) -> str:
-    return json.dumps(
-        {
-            "benchmark": outcome.case[0],
-            "params": json.loads(outcome.case[1]),
-            "metric": str(outcome.metric),
-            "good_to_bad_ratio": outcome.total_ratio,
-            "culprit": outcome.culprit,
-            "subject": outcome.culprit_subject,
-            "ratio": outcome.ratio,
-            "p_value": outcome.p_value,
-            "verdict": outcome.verdict,
-            "round_alpha": outcome.round_alpha,
-            "builds": len(outcome.built),
-            "new_builds": outcome.new_builds,
-            "seconds": outcome.seconds,
-            "stored_pairs": outcome.pair_ids,
-            "path": [
-                {"good": s.good, "bad": s.bad, "tested": s.tested, "log_ratio": s.log_ratio, "z": s.z,
-                 "rounds": s.rounds, "decided": s.decided, "guess": s.guess}
-                for s in outcome.path
-            ],
-        },
-        indent=2,
-        default=lambda v: None,
-    )
