@@ -333,8 +333,7 @@ def run_gate(result: Any, console: Console) -> None:
 
 def bench_events(console: Console) -> Callable[[Any], None]:
     """The report ``mmtrack bench`` passes its verb: each event on ``console`` as it happens."""
-    from .benchruns.history import BaselineResult
-    from .commands import bench as verb
+    from .commands import bench as verb  # nothing more: scipy and SQLAlchemy wait until the cases have run
 
     handlers: dict[type, Callable[[Any], None]] = {
         verb.JournalUnreadable: lambda e: console.print(f"[yellow]warning:[/] {escape(e.problem)}; move it away",
@@ -361,7 +360,7 @@ def bench_events(console: Console) -> Callable[[Any], None]:
             "next mmtrack bench on this store saves them", highlight=False),
         verb.ComparisonFailed: lambda e: console.print(
             f"[yellow]warning:[/] no comparison: {escape(e.error)}: {escape(e.message)}"),
-        BaselineResult: lambda e: bench_comparison(e, console),
+        verb.Compared: lambda e: bench_comparison(e.baseline, console),
         verb.ReportWritten: lambda e: console.print(f"report written to {escape(str(e.path))}", highlight=False),
     }
     return lambda event: handlers[type(event)](event)

@@ -410,6 +410,11 @@ class ComparisonFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class Compared:
+    baseline: BaselineResult  # the comparison with the baseline, or a note why there is none
+
+
+@dataclass(frozen=True, slots=True)
 class ReportWritten:
     path: Path  # MMTRACK_OUTPUT's JSON report
 
@@ -535,7 +540,7 @@ def check_named_baseline(request: BenchRequest, ctx: BenchContext, url: str) -> 
 
 def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProgress | None = None) -> BenchResult:
     """Run the suite, save the run, compare it with its baseline. ``report`` sees, in order: the journals of earlier
-    runs saved now, the :class:`BenchRun` once its cases ran, where it was saved, the ``BaselineResult``, the JSON
+    runs saved now, the :class:`BenchRun` once its cases ran, where it was saved, :class:`Compared`, the JSON
     report written; ``progress`` sees the cases run."""
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
@@ -579,7 +584,7 @@ def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProg
             result.save_failed = True
             report(SaveFailed(redact(url), why, len(run.outcomes), journal.folder))
     result.baseline = _compare(request, result, ctx, url, nothing_ran, report)
-    report(result.baseline)
+    report(Compared(result.baseline))
     if request.output is not None:
         _write_report(request, result, ctx, started_at)
         report(ReportWritten(request.output))
