@@ -451,14 +451,15 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
     gc.disable()  # a one-shot process whose objects form no cycles worth collecting; it exits without teardown
     from . import cli_render
     from .commands.publish import PublishRequest
-    from .commands.update import UpdateRequest, update
+    from .commands.update import UpdateRequest
+    from .commands.update import update as run_update
 
     request = UpdateRequest(
         results_dir=results_dir,
         publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config),
         detect=not no_detect, fail_on=tuple(fail_on),
     )
-    outcome = update(request)
+    outcome = run_update(request)
     cli_render.updated(outcome, console, err_console)
     exit_without_teardown(outcome.exit_code)
 # -- same-machine A/B: continuous, bisect ------------------------------------------------------------
