@@ -6,13 +6,13 @@ calibrate/warm-up/many-samples model)::
     python3 benchmarks/bench_detect.py                    # 100 benchmarks x 1,000 commits x 5 metrics
     python3 benchmarks/bench_detect.py --quick            # 10 x 200 x 5
 
-The history is the one ``benchmarks/bench_publish.py`` builds (``mmtrack.publish.synthetic``),
+The history is the one ``benchmarks/bench_publish.py`` builds (``benchmarks/synthetic_history.py``),
 written as an asv results folder and imported into SQLite (untimed). Then, interleaved,
 ``--repeat`` times, medians reported:
 
 * the full ``run_detect`` (fetch, detect, store) with the default method (``rankseg``) over every series;
 * the same over the first ``--old-series`` series with the new code and with the previous code path
-  (one ``queries.series`` per series, ``edivisive`` at min effect 5% and alpha 3e-4, the same store
+  (one ``reads.series`` per series, ``edivisive`` at min effect 5% and alpha 3e-4, the same store
   write), side by side: the ratio of the two;
 * ``run_detect(series=...)`` over ``--metrics`` series (one benchmark's), what ``mmtrack update``
   asks after a commit touched one benchmark.
@@ -40,7 +40,7 @@ def _build(work: Path, url: str, args: argparse.Namespace):
 
     from mmtrack.store.selection import series_keys
     from mmtrack.publish import SiteConfig
-    from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
+    from benchmarks.synthetic_history import synthetic_commits, synthetic_model
     from mmtrack.store.db import open_store
     from mmtrack.store.asv_import import import_asv_results
 
@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     from mmtrack.analysis.detect import detect_series
     from mmtrack.commands.detect import DetectRequest, policy_for, run_detect
     from mmtrack.store.selection import series_keys
-    from mmtrack.store import queries as q
+    from mmtrack.store import reads as q
+    from mmtrack.store import writes
     from mmtrack.store.db import open_store
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-bench-detect-"))
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             policy = policy_for(old)
             reports = [detect_series(k, pts, policy) for k in series if (pts := q.series(store, k, with_samples=False))]
-            q.save_change_points(store, [c for r in reports for c in r.changes], replace=[r.series for r in reports])
+            writes.save_change_points(store, [c for r in reports for c in r.changes], replace=[r.series for r in reports])
             return time.perf_counter() - t0
 
         full, part_new, part_old, incr = [], [], [], []

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from benchmarks.bench_publish import _git_history
     from mmtrack.publish import SiteConfig
-    from mmtrack.publish.synthetic import synthetic_commits, synthetic_model, write_asv_project, write_asv_results
+    from benchmarks.synthetic_history import synthetic_commits, synthetic_model, write_asv_project, write_asv_results
 
     work = Path(tempfile.mkdtemp(prefix="mmtrack-bench-path-"))
     home = work / "home"  # no user state: asv and mmtrack see an empty HOME

@@ -67,14 +67,14 @@ def _git_history(repo: Path, commits) -> list[str]:
 
 def write_asv_folder(root: Path, model, machine: str = "ci-linux-x86") -> Path:
     """An asv project folder (config, results, git repo) holding the model's values."""
-    from mmtrack.publish.synthetic import write_asv_project
+    from benchmarks.synthetic_history import write_asv_project
 
     return write_asv_project(root, model, machine)
 
 
 def _has_store() -> bool:
     try:
-        import mmtrack.store.queries  # noqa: F401
+        import mmtrack.store.reads  # noqa: F401
     except ImportError:
         return False
     return True
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         args.benchmarks, args.commits, args.repeat = 10, 100, 1
     sys.path.insert(0, str(ROOT))
     from mmtrack.publish import SiteConfig, build_site
-    from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
+    from benchmarks.synthetic_history import synthetic_commits, synthetic_model
 
     work = Path(tempfile.mkdtemp(prefix="mmtrack-bench-publish-"))
     try:

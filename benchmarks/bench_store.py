@@ -140,7 +140,7 @@ class StoreSeries:
 
     @mmtrack.bench()
     def track_fetch_series(self, ctx, chunk_size, chunk_num):
-        from mmtrack.store.queries import series
+        from mmtrack.store.reads import series
 
         for _ in range(chunk_size):
             points = series(self.store, self.key, with_samples=self.with_samples)

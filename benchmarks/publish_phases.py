@@ -41,11 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     import mmtrack.commands.publish as command  # the imports are timed too
     from mmtrack.commands.publish import PublishRequest, publish
     from mmtrack.publish import builder, fromstore, writer
-    from mmtrack.store import queries
+    from mmtrack.store import reads
 
     totals: dict[str, list[float]] = {"imports": [time.perf_counter() - start_wall, time.process_time() - start_cpu, 1]}
     phases = [
-        (fromstore, "model_from_store"), (queries, "series_newest_many"), (builder, "_step_verdicts"),
+        (fromstore, "model_from_store"), (reads, "series_newest_many"), (builder, "_step_verdicts"),
         (builder, "_finish_benchmark"), (builder, "_old_call"), (writer, "_write_new"),
         (writer.SiteWriter, "finish"), (builder, "build_site"),
     ]

@@ -92,7 +92,7 @@ class Tally:
 
 def real_series(workdir: Path) -> Iterator[tuple[list[Any], list[Measurement]]]:
     """Each suite (machine, environment) of the imported asv results: its series' points."""
-    from mmtrack.store import queries as q
+    from mmtrack.store import reads as q
     from mmtrack.store.db import open_store
 
     for project in sorted(p for p in DATA.iterdir() if p.is_dir()):

@@ -1,7 +1,8 @@
-"""Check that ``store.queries.series_columns`` reads the same columns as another revision's (default: main's).
+"""Check that ``store.reads.series_columns`` reads the same columns as another revision's (default: main's).
 
 Imports each asv results folder of tests/data/asv-results into a SQLite store, copies it, and reads it through the
-reference revision's ``mmtrack/store/queries.py`` (``git show REV:...``, imported as a module of its own) and the
+reference revision's module of ``series_columns`` (``mmtrack/store/reads/columns.py``, or ``mmtrack/store/queries.py``
+before the store's reads were split; ``git show REV:...``, imported as a module of its own) and the
 working tree's, one copy each, in the same sequence: every key, usable points only and every point, writing the
 series cache and reading it back, a few keys (the path that reads by series id), keys in reverse with one unknown.
 Compares every column (NaN equals NaN) and, at the end, the cache blobs both wrote.
@@ -20,14 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from mmtrack.results import MetricKey, SeriesKey
-from mmtrack.store import queries as new
+from mmtrack.store import reads as new
 from mmtrack.store.db import open_store
 from scripts.check_compare_equivalence import DATA, ROOT, Tally, reference_module
 
 
+#: Where ``series_columns`` lives: since issue 42's split of the store's reads, and before it.
+SOURCES = ("mmtrack/store/reads/columns.py", "mmtrack/store/queries.py")
+
+
+def _exists(rev: str, path: str) -> bool:
+    return subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"], cwd=ROOT, capture_output=True).returncode == 0
+
+
 def reads(module: Any, db: str) -> list[tuple[str, Any]]:
     store = open_store(db)
-    keys = module.list_series(store)
+    keys = new.list_series(store)  # the keys to read, the same on both sides
     unknown = SeriesKey("nowhere", "none", "no.bench", "", MetricKey("", "time", "s"))
     out = [
         ("all, usable", module.series_columns(store, keys)),
@@ -46,7 +55,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", default="main")
     args = parser.parse_args()
-    ref = reference_module(args.rev, "mmtrack/store/queries.py")
+    ref = reference_module(args.rev, next(p for p in SOURCES if _exists(args.rev, p)))
     tally, columns = Tally(), 0
     with tempfile.TemporaryDirectory() as tmp:
         for project in sorted(p for p in DATA.iterdir() if p.is_dir()):

@@ -37,7 +37,7 @@ from mmtrack.analysis.compare import ComparePolicy, compare_pair, series_history
 from mmtrack.commands.import_asv import check_results_folder
 from mmtrack.errors import UserError
 from mmtrack.results import Measurement
-from mmtrack.store import queries as q
+from mmtrack.store import reads as q
 from mmtrack.store.asv_import import import_asv_results
 from mmtrack.store.db import open_store
 

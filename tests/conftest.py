@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # tests import the generated histories as benchmarks.synthetic_history
+    sys.path.insert(0, str(REPO))
 # Real asv results kept in the repository (tests/data/asv-results/README.md): tests never read ../shared.
 ASV_DATA = REPO / "tests" / "data" / "asv-results"
 METPY_DIR = ASV_DATA / "metpy"

@@ -671,7 +671,7 @@ def test_the_regressions_page_shows_the_ab_verdict_of_a_change_point(tmp_path):
     import dataclasses
 
     from mmtrack.publish.builder import build_site
-    from mmtrack.publish.synthetic import synthetic_model
+    from benchmarks.synthetic_history import synthetic_model
 
     model = synthetic_model(2, 30, 1)
     cp = model.change_points[0]

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import cli_env, run_cli
 from mmtrack.benchruns.report import schema
-from mmtrack.store import queries
+from mmtrack.store import reads
 from mmtrack.store.db import open_store
 
 SUITE = '''
@@ -72,7 +72,7 @@ def test_second_run_is_compared_with_the_first(project):
     assert "regression analysis against run #1" in second.stdout
     db = project / ".mmtrack" / "mmtrack.db"
     with open_store(f"sqlite:///{db}") as store:
-        runs = queries.runs(store, kind="bench")
+        runs = reads.runs(store, kind="bench")
         assert [r.id for r in runs] == [2, 1]
         assert not runs[0].commit.dirty and runs[0].commit.sha == git(project, "rev-parse", "HEAD").strip()
 
@@ -98,7 +98,7 @@ def test_renamed_benchmark_makes_the_previous_run_incompatible(project):
     assert "its benchmarks differ" in after.stdout and "track_steady_renamed" in after.stdout
     assert "regression analysis" not in after.stdout
     with open_store(f"sqlite:///{project / '.mmtrack' / 'mmtrack.db'}") as store:
-        assert queries.runs(store, kind="bench")[0].commit.dirty  # an edited tree never poses as the commit
+        assert reads.runs(store, kind="bench")[0].commit.dirty  # an edited tree never poses as the commit
 
 
 def test_changed_code_makes_the_previous_run_incompatible(project):
@@ -117,7 +117,7 @@ def test_bench_dot_at_the_top_level_is_keyed_by_its_own_repository(project):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "saved as run #1" in proc.stdout
     with open_store(f"sqlite:///{project / '.mmtrack' / 'mmtrack.db'}") as store:
-        (run,) = queries.runs(store, kind="bench")
+        (run,) = reads.runs(store, kind="bench")
         assert run.commit.sha == git(project, "rev-parse", "HEAD").strip()
 
 
@@ -135,7 +135,7 @@ def test_a_run_in_which_nothing_ran_is_not_saved(project):
     assert "regression analysis against run #1" in again.stdout and "not compared" not in again.stdout, \
         again.stdout[-2000:]
     with open_store(f"sqlite:///{project / '.mmtrack' / 'mmtrack.db'}") as store:
-        assert [r.id for r in queries.runs(store, kind="bench")] == [2, 1]
+        assert [r.id for r in reads.runs(store, kind="bench")] == [2, 1]
 
 
 def test_no_save_and_compare_none(project):

@@ -24,7 +24,7 @@ from conftest import METPY_RESULTS, run_cli
 from mmtrack.commands.compare import CompareRequest, policy_for, run_compare
 from mmtrack.commands.detect import DetectRequest, run_detect
 from mmtrack.errors import UserError
-from mmtrack.store import queries as q
+from mmtrack.store import reads as q
 from mmtrack.store.db import open_store
 from test_store_support import BACKENDS, require_postgres, reset_postgres
 

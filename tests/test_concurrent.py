@@ -418,10 +418,10 @@ def test_role_series_are_saved_compared_and_thread_counts_break_the_baseline(tmp
     assert second.returncode == 0, second.stderr
     assert "regression analysis against run #1" in second.stdout
     from mmtrack.store.db import open_store
-    from mmtrack.store import queries
+    from mmtrack.store import reads
 
     with open_store(f"sqlite:///{root / '.mmtrack' / 'mmtrack.db'}") as store:
-        keys = {(k.metric.section, k.metric.name) for k in queries.list_series(store)}
+        keys = {(k.metric.section, k.metric.name) for k in reads.list_series(store)}
     assert {("role:reader", "throughput"), ("role:reader", "throughput_per_thread"),
             ("role:reader", "time_per_op")} <= keys
     third = bench(TEST_READERS="3")

@@ -7,7 +7,7 @@ import dataclasses
 
 from mmtrack.measure.metrics import Direction
 from mmtrack.publish import SiteConfig, bench_id, build_site
-from mmtrack.publish.synthetic import synthetic_model
+from benchmarks.synthetic_history import synthetic_model
 from mmtrack.results import Measurement, MetricKey, SeriesKey, SeriesPoint
 from test_publish_browser import browser, open_page, page, pytestmark, wait_charts  # noqa: F401  (fixtures)
 

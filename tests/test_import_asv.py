@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from mmtrack.results import PRIMARY, MetricKey, SeriesKey, canonical_params
 from mmtrack.store import models as m
-from mmtrack.store import queries as q
+from mmtrack.store import reads as q
 from mmtrack.store.asv_import import import_asv_results
 from test_store_support import (  # noqa: F401
     CONDA,

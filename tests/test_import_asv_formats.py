@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mmtrack.results import PRIMARY, MetricKey, SeriesKey, canonical_params
-from mmtrack.store import queries as q
+from mmtrack.store import reads as q
 from mmtrack.measure.stats import sample_stats
 from mmtrack.store.asv_import import import_asv_results
 from test_store_support import count_asv_results, store, store_url  # noqa: F401

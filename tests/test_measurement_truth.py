@@ -128,7 +128,7 @@ def test_report_json_and_store_carry_the_conditions(tmp_path):
     from conftest import cli_env, run_cli
 
     from mmtrack.benchruns.report import schema
-    from mmtrack.store import queries
+    from mmtrack.store import reads
     from mmtrack.store.db import open_store
 
     root = tmp_path / "proj"
@@ -147,8 +147,8 @@ def test_report_json_and_store_carry_the_conditions(tmp_path):
     conditions = report["results"][0]["stats"]["conditions"]
     assert conditions["process_model"] == "worker per case" and conditions["gc_enabled"] is True
     with open_store(f"sqlite:///{root / '.mmtrack' / 'mmtrack.db'}") as store:
-        [run] = queries.runs(store, kind="bench")
-        [case] = queries.case_setups(store, run.id)
+        [run] = reads.runs(store, kind="bench")
+        [case] = reads.case_setups(store, run.id)
         assert case.setup["conditions"]["gc_enabled"] is True
     gc_off = run_cli("bench", "benchmarks", *opts, cwd=root, env=cli_env(TEST_GC_OFF="1"))
     assert gc_off.returncode == 0, gc_off.stderr

@@ -21,6 +21,8 @@ EXPECTED_IN_WHEEL = [
     "mmtrack/publish/assets/site.js",  # the pages' script and style: a data folder without __init__.py
     "mmtrack/publish/assets/site.css",
 ]
+#: Development code outside the product: the generated histories of tests and benchmarks, the tests themselves.
+NOT_IN_WHEEL = ("benchmarks/", "tests/", "mmtrack/publish/synthetic.py")
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -41,6 +43,7 @@ def installed_wheel(tmp_path_factory) -> Path:
     [wheel] = (tmp / "dist").glob("mmtrack_perf-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert all(n in names for n in EXPECTED_IN_WHEEL), sorted(n for n in names if "migrations" in n or "assets" in n)
+    assert not [n for n in names if n.startswith(NOT_IN_WHEEL)]
     target = tmp / "site"
     inst = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                            str(wheel)], capture_output=True, text=True, timeout=300)

@@ -157,7 +157,7 @@ def test_the_spread_reaches_the_json_report_and_the_stored_run(tmp_path: Path):
     from conftest import cli_env, run_cli
 
     from mmtrack.benchruns.report import schema
-    from mmtrack.store import queries
+    from mmtrack.store import reads
     from mmtrack.store.db import open_store
 
     root = tmp_path / "proj"
@@ -176,8 +176,8 @@ def test_the_spread_reaches_the_json_report_and_the_stored_run(tmp_path: Path):
     spread = report["results"][0]["stats"]["process_spread"]
     assert spread["processes"] == 2 and spread["samples"] == [6, 6] and len(spread["medians"]) == 2
     with open_store(f"sqlite:///{root / '.mmtrack' / 'mmtrack.db'}") as store:
-        [run] = queries.runs(store, kind="bench")
-        [case] = queries.case_setups(store, run.id)
+        [run] = reads.runs(store, kind="bench")
+        [case] = reads.case_setups(store, run.id)
         assert case.setup["process_spread"] == spread
 
 

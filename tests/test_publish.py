@@ -17,7 +17,7 @@ from mmtrack.errors import UserError
 from mmtrack.measure.metrics import Direction
 from mmtrack.publish import SiteConfig, SiteModel, bench_id, build_site
 from mmtrack.publish.builder import js_json
-from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
+from benchmarks.synthetic_history import synthetic_commits, synthetic_model
 from mmtrack.publish.writer import MANIFEST, safe_relpath
 from mmtrack.results import PRIMARY, CommitInfo, Measurement, SeriesKey, SeriesPoint, canonical_params
 

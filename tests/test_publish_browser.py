@@ -19,7 +19,7 @@ import pytest
 
 from mmtrack.measure.metrics import Direction
 from mmtrack.publish import SiteConfig, bench_id, build_site
-from mmtrack.publish.synthetic import synthetic_model
+from benchmarks.synthetic_history import synthetic_model
 from mmtrack.results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint, canonical_params
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -311,7 +311,7 @@ def test_values_at_or_below_zero_and_beyond_the_float_range_draw(page, tmp_path)
     and the index ranks a change that no log can size (a sign flip) first by size."""
     from mmtrack.analysis.detect import detect_series
     from mmtrack.publish import SiteModel
-    from mmtrack.publish.synthetic import synthetic_commits
+    from benchmarks.synthetic_history import synthetic_commits
 
     commits = synthetic_commits(40, 0)
     shapes = {"track_from_zero": lambda i: 0.0 if i < 20 else 5.0, "track_sign_flip": lambda i: -1.0 if i < 20 else 1.0,

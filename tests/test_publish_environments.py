@@ -10,7 +10,7 @@ import pytest
 from test_publish_browser import CHROMIUM, browser, open_page, page, read_regressions, wait_charts  # noqa: F401
 
 from mmtrack.publish import bench_id, build_site
-from mmtrack.publish.synthetic import synthetic_model
+from benchmarks.synthetic_history import synthetic_model
 from mmtrack.results import RunVerdict
 
 AB_ENV = "ab-py3.11"  # sorts before asv's environment name: the page used to open on it

@@ -13,7 +13,7 @@ import pytest
 
 from mmtrack.commands.publish import PublishRequest, publish
 from mmtrack.publish import SiteConfig, bench_id
-from mmtrack.publish.synthetic import asv_benchmark_name, synthetic_model, write_asv_results
+from benchmarks.synthetic_history import asv_benchmark_name, synthetic_model, write_asv_results
 from mmtrack.publish.writer import MANIFEST
 from mmtrack.store.db import open_store
 from mmtrack.store.asv_import import import_asv_results
@@ -158,12 +158,13 @@ def test_a_change_in_one_benchmark_reads_only_its_series(history, tmp_path: Path
 
 def _store_change_point(url: str, cp):
     """``cp`` stored on the store's series of its benchmark (as ``detect`` stores one); returns that series."""
-    from mmtrack.store import queries as q
+    from mmtrack.store import reads as q
+    from mmtrack.store import writes
 
     store = open_store(url)
     try:
         key = next(k for k in q.list_series(store) if k.benchmark == cp.series.benchmark)
-        q.save_change_points(store, [dataclasses.replace(cp, series=key, method="test")], replace=[key])
+        writes.save_change_points(store, [dataclasses.replace(cp, series=key, method="test")], replace=[key])
     finally:
         store.close()
     return key

@@ -21,7 +21,7 @@ from mmtrack.commands.compare import CompareRequest, run_compare
 from mmtrack.commands.publish import PublishRequest, publish
 from mmtrack.publish import SiteConfig, bench_id
 from mmtrack.publish.builder import STEP_COMMITS, _old_call
-from mmtrack.publish.synthetic import synthetic_model, write_asv_results
+from benchmarks.synthetic_history import synthetic_model, write_asv_results
 from mmtrack.publish.writer import SiteWriter
 from mmtrack.store.db import open_store
 from mmtrack.store.asv_import import import_asv_results

@@ -20,7 +20,7 @@ import pytest
 from mmtrack.errors import UserError
 from mmtrack.publish import SiteConfig, SiteModel, build_site
 from mmtrack.publish import writer as site_writer
-from mmtrack.publish.synthetic import synthetic_commits, synthetic_model
+from benchmarks.synthetic_history import synthetic_commits, synthetic_model
 from mmtrack.publish.writer import JOURNAL, MANIFEST
 
 
@@ -83,7 +83,7 @@ def mmtrack(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_cli_refuses_a_planted_link_in_one_line(tmp_path: Path) -> None:
-    from mmtrack.publish.synthetic import write_asv_results
+    from benchmarks.synthetic_history import write_asv_results
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     write_asv_results(tmp_path / "results", models()[0])
@@ -212,12 +212,13 @@ def test_republish_with_nothing_new_writes_nothing(tmp_path: Path) -> None:
 
 def test_a_sigkilled_cli_publish_is_completed(tmp_path: Path) -> None:
     """The whole CLI killed from outside at an arbitrary moment, then run again: a complete site."""
-    from mmtrack.publish.synthetic import synthetic_model as _  # noqa: F401 - same model in the child
+    from benchmarks.synthetic_history import synthetic_model as _  # noqa: F401 - same model in the child
 
     site, clean = tmp_path / "site", tmp_path / "clean"
     script = (
-        "import sys; from mmtrack.publish import build_site, SiteConfig;"
-        "from mmtrack.publish.synthetic import synthetic_model;"
+        f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r});"
+        "from mmtrack.publish import build_site, SiteConfig;"
+        "from benchmarks.synthetic_history import synthetic_model;"
         "build_site(synthetic_model(30, 60, 3, seed=2, config=SiteConfig(chunk_size=10)), sys.argv[1])"
     )
     subprocess.run([sys.executable, "-c", script, str(clean)], check=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mmtrack.store.queries", reason="the store is not merged yet")
+pytest.importorskip("mmtrack.store.reads", reason="the store is not merged yet")
 
 from mmtrack.publish import bench_id  # noqa: E402
 from mmtrack.publish.fromstore import model_from_store  # noqa: E402
@@ -53,7 +53,7 @@ def store_url(tmp_path_factory) -> str:
 
 
 def test_publish_from_store_with_stored_change_points(store_url: str, tmp_path: Path) -> None:
-    from mmtrack.store import queries as q
+    from mmtrack.store import writes
     from mmtrack.store.db import open_store
 
     store = open_store(store_url)
@@ -64,7 +64,7 @@ def test_publish_from_store_with_stored_change_points(store_url: str, tmp_path: 
         cp = ChangePoint(key, pts[0].measurement.direction, "regression", pts[29].commit.sha, pts[30].commit.sha,
                          pts[29].measurement.median, pts[30].measurement.median,
                          pts[30].measurement.median / pts[29].measurement.median, persists=False, method="test")
-        q.save_change_points(store, [cp])
+        writes.save_change_points(store, [cp])
         n_series = len(model.series)
         expected_points = len(pts)
     finally:
@@ -186,7 +186,7 @@ def _compare_json(store_url: str, a: str, b: str, cwd: Path) -> dict:
 def test_compare_page_gives_the_verdicts_of_mmtrack_compare(store_url: str, tmp_path: Path) -> None:
     """The compare page colours exactly the rows `mmtrack compare --format json` calls regressed or
     improved on the same two commits (not every slowdown), and shows the CLI's verdict on each row."""
-    from mmtrack.store import queries as q
+    from mmtrack.store import reads as q
     from mmtrack.store.db import open_store
 
     store = open_store(store_url)

@@ -118,13 +118,13 @@ def engine_cases(repo: Path, sha: str, db: str | None = None) -> dict[tuple[str,
 
     Metrics map name -> median. The default store is the project's .mmtrack/mmtrack.db.
     """
-    from mmtrack.store import queries
+    from mmtrack.store import reads
     from mmtrack.store.db import open_store
 
     out: dict[tuple[str, str], dict] = {}
     store = open_store(db or f"sqlite:///{repo / '.mmtrack' / 'mmtrack.db'}")
     try:
-        for m in queries.measurements_for_commit(store, sha, MACHINE):
+        for m in reads.measurements_for_commit(store, sha, MACHINE):
             case = out.setdefault((m.benchmark, m.params_key), {"status": m.status, "metrics": {}})
             if m.median is not None:
                 case["metrics"][m.metric.name] = m.median
@@ -216,24 +216,24 @@ def env_name(history) -> str:
 
 def store_series(history, scale: str, section: str, name: str, unit: str):
     from mmtrack.results import MetricKey, SeriesKey, canonical_params
-    from mmtrack.store import queries
+    from mmtrack.store import reads
 
     store = open_history_store(history)
     try:
         key = SeriesKey(MACHINE, env_name(history), "bench_work.Work.track_loop",
                         canonical_params({"scale": scale}), MetricKey(section, name, unit))
-        return queries.series(store, key)
+        return reads.series(store, key)
     finally:
         store.close()
 
 
 def test_store_holds_the_custom_metrics_of_every_commit(history):
-    from mmtrack.store import queries
+    from mmtrack.store import reads
 
     store = open_history_store(history)
     try:
         for sha in history["shas"]:
-            got = queries.measurements_for_commit(store, sha, MACHINE, env_name(history))
+            got = reads.measurements_for_commit(store, sha, MACHINE, env_name(history))
             names = {(m.benchmark, m.params_key, m.metric.name) for m in got}
             for scale in ("1", "2"):
                 params = json.dumps({"scale": scale}, separators=(",", ":"))
@@ -285,7 +285,7 @@ def test_the_pages_show_what_run_reported_though_detect_has_too_few_commits(hist
     """Three commits are too few for detect (8); the regressions page still lists what `mmtrack run`
     reported at the third commit, labelled as its per-commit comparison."""
     from mmtrack.results import canonical_params
-    from mmtrack.store import queries
+    from mmtrack.store import reads
     from mmtrack.store.db import open_store
 
     db, env, shas = f"sqlite:///{history['db']}", history["env"], history["shas"]
@@ -293,8 +293,8 @@ def test_the_pages_show_what_run_reported_though_detect_has_too_few_commits(hist
     assert detect.returncode == 0 and "too short" in detect.stdout, detect.stdout + detect.stderr
     store = open_store(db)
     try:
-        stored = queries.load_run_verdicts(store)
-        changes = queries.load_change_points(store)
+        stored = reads.load_run_verdicts(store)
+        changes = reads.load_change_points(store)
     finally:
         store.close()
     assert changes == []

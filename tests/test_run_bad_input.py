@@ -161,13 +161,13 @@ def test_leftovers_of_a_crashed_run_are_ingested_once_or_reported(bad_run):
 
     # The crash came after the store's commit but before the file was removed: the same
     # record is there again at the next run. It must not be recorded twice.
-    from mmtrack.store import queries
+    from mmtrack.store import reads
     from mmtrack.store.db import open_store
 
     def engine_runs() -> int:
         store = open_store(f"sqlite:///{repo / '.mmtrack' / 'mmtrack.db'}")
         try:
-            return len(queries.runs(store, commit=sha, kind="asv-engine"))
+            return len(reads.runs(store, commit=sha, kind="asv-engine"))
         finally:
             store.close()
 

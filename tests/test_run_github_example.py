@@ -114,13 +114,13 @@ def test_history_steps_keep_results_across_pushes(tmp_path, shim):
     db = tmp_path / "restored.db"
     db.write_bytes(subprocess.run(["git", "show", "perf-history:mmtrack.db"], cwd=origin, env=env,
                                   capture_output=True, check=True).stdout)
-    from mmtrack.store import queries
+    from mmtrack.store import reads
     from mmtrack.store.db import open_store
 
     store = open_store(f"sqlite:///{db}")
     try:
-        assert [c.sha for c in queries.commits(store, machine=machine)] == shas
-        names = {m.metric.name for m in queries.measurements_for_commit(store, shas[1], machine)}
+        assert [c.sha for c in reads.commits(store, machine=machine)] == shas
+        names = {m.metric.name for m in reads.measurements_for_commit(store, shas[1], machine)}
         assert {"time_per_op", "throughput"} <= names
     finally:
         store.close()

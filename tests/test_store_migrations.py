@@ -19,10 +19,12 @@ from sqlalchemy import inspect
 
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import PRIMARY, ChangePoint, SeriesKey
-from mmtrack.store import queries as q
+from mmtrack.store import reads as q
+from mmtrack.store import writes
 from mmtrack.store.db import alembic_config, head_revision, open_store
 from mmtrack.store.asv_import import import_asv_results
 from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
+from mmtrack.store.reads import points as point_reads
 from test_store_support import (  # noqa: F401
     CONDA,
     STORE_FIXTURE_REVISION,
@@ -85,7 +87,7 @@ def test_old_store_upgrades_with_every_record_intact(store_url, tmp_path):
     assert points[-1].measurement.samples == primary.values  # float64 in, float64 out
     key = SeriesKey("m1", "py3.11", stats.name, "{}", PRIMARY)
     cp = ChangePoint(key, Direction.LOWER, "improvement", "c" * 40, "d" * 40, 2.0, 1.0, 0.5)
-    q.save_change_points(store, [cp])
+    writes.save_change_points(store, [cp])
     assert q.load_change_points(store) == [cp]
     store.close()
 
@@ -159,7 +161,7 @@ def test_upgraded_store_reads_a_series_as_one_key_range(tmp_path):
     store = open_store(url)
     with store.read() as conn:
         ddl = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'measurement'").scalar()
-        compiled = q._series_sql(conn.dialect, 1, False, True)
+        compiled = point_reads._series_sql(conn.dialect, 1, False, True)
         plan = [r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", (1,)).all()]
     assert "WITHOUT ROWID" in ddl and "PRIMARY KEY (series_id, result_id)" in ddl
     assert plan[0].startswith("SEARCH measurement USING PRIMARY KEY (series_id=?)"), plan

@@ -11,9 +11,11 @@ import pytest
 from mmtrack.errors import UserError
 from mmtrack.measure.metrics import Direction, MetricSummary
 from mmtrack.results import PRIMARY, ChangePoint, Measurement, MetricKey, SeriesKey, canonical_params
-from mmtrack.store import queries as q
+from mmtrack.store import reads as q
+from mmtrack.store import writes
 from mmtrack.measure.stats import sample_stats
 from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
+from mmtrack.store.reads import columns, points
 from test_store_support import commit_info, engine_stats, store, store_url  # noqa: F401
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
@@ -117,11 +119,11 @@ def test_change_points_save_replace_load(store):
     cp = ChangePoint(key, Direction.LOWER, "regression", "a" * 40, "b" * 40, 1.0, 1.5, 1.5, 0.001, True, "edivisive",
                      {"window": 10})
     cp2 = ChangePoint(other, Direction.HIGHER, "improvement", "c" * 40, "d" * 40, 2.0, 3.0, 1.5)
-    assert q.save_change_points(store, [cp, cp2]) == 2
+    assert writes.save_change_points(store, [cp, cp2]) == 2
     assert q.load_change_points(store) == [cp, cp2]
-    q.save_change_points(store, [cp])  # re-detect one series: replaced, not duplicated
+    writes.save_change_points(store, [cp])  # re-detect one series: replaced, not duplicated
     assert q.load_change_points(store) == [cp, cp2]
-    q.save_change_points(store, [], replace=[key])  # the change went away
+    writes.save_change_points(store, [], replace=[key])  # the change went away
     assert q.load_change_points(store) == [cp2]
     assert q.load_change_points(store, series=other) == [cp2] and q.load_change_points(store, benchmark="b") == []
 
@@ -141,7 +143,7 @@ def test_series_builds_measurements_in_field_order():
     """series() builds Measurement positionally for speed; keep it in step with results.py."""
     import dataclasses
 
-    assert tuple(f.name for f in dataclasses.fields(Measurement)) == q.MEASUREMENT_FIELDS
+    assert tuple(f.name for f in dataclasses.fields(Measurement)) == points.MEASUREMENT_FIELDS
 
 
 def test_series_records_equal_the_per_run_records_null_samples_dropped(store):
@@ -226,26 +228,26 @@ def test_fast_constructors_build_the_same_frozen_records():
     fmt = Measurement.__dataclass_fields__["format"].default
     args = ("b", {"n": "1"}, PRIMARY, Direction.LOWER, "ok", 1.0, 1.5, 2.0, 0.5, 2.5,
             None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", fmt, "x")  # fmt: skip
-    fast = q._new_measurement(*args)
+    fast = points._new_measurement(*args)
     assert type(fast) is Measurement and fast == Measurement(*args)
     assert repr(fast) == repr(Measurement(*args))
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.median = 3.0  # type: ignore[misc]
     assert pickle.loads(pickle.dumps(fast)) == fast
     assert dataclasses.replace(fast, median=3.0) == Measurement(*args[:5], 3.0, *args[6:])
-    commit = q._new_commit("a" * 40, T0, "msg", False, ("main",))
+    commit = points._new_commit("a" * 40, T0, "msg", False, ("main",))
     assert commit == CommitInfo("a" * 40, T0, "msg", False, ("main",)) and commit.short == "a" * 8
-    point = q._new_point(commit, 7, fast)
+    point = points._new_point(commit, 7, fast)
     assert point == SeriesPoint(commit, 7, Measurement(*args)) and type(point) is SeriesPoint
     with pytest.raises(TypeError):
-        q._new_commit("a" * 40, T0, "msg", False)  # every field must be given
+        points._new_commit("a" * 40, T0, "msg", False)  # every field must be given
 
     @dataclasses.dataclass(frozen=True)
     class NoSlots:
         a: int
 
     with pytest.raises(TypeError):
-        q._fast_constructor(NoSlots)
+        points._fast_constructor(NoSlots)
 
 
 def test_engine_run_with_a_source_is_recorded_once(store):
@@ -278,10 +280,10 @@ def test_newest_points_are_read_further_back_where_the_newest_runs_hold_too_few(
         _record(store, i, stats, started=T0.replace(hour=i))
         _record(store, i, engine_stats(scale=1.5), started=T0.replace(hour=i, minute=30))
     key = SeriesKey("m1", "py3.11", stats.name, canonical_params(stats.params), PRIMARY)
-    monkeypatch.setattr(q, "NEWEST_SLACK", 0)
+    monkeypatch.setattr(points, "NEWEST_SLACK", 0)
     depths: list[int] = []
-    real = q._newest_in_runs
-    monkeypatch.setattr(q, "_newest_in_runs", lambda *args: depths.append(args[5]) or real(*args))
+    real = points._newest_in_runs
+    monkeypatch.setattr(points, "_newest_in_runs", lambda *args: depths.append(args[5]) or real(*args))
     for last, read in ((1, [1]), (3, [3, 6]), (4, [4, 8]), (6, [6, 12]), (7, [7, 14])):
         depths.clear()
         assert q.series_newest_many(store, [key], last) == {key: q.series(store, key, last=last)}
@@ -367,7 +369,7 @@ def test_detect_cache_gives_what_the_measurement_table_gives(store, monkeypatch)
     _columns_as_series_reads_them(store, cols)
     assert max(c.values[-1] / c.values[0] for c in cols if c.values and c.values[0] > 0) > 1.5
     assert _cache_rows(store) == first
-    monkeypatch.setattr(q, "CACHE_TAIL", 1)
+    monkeypatch.setattr(columns, "CACHE_TAIL", 1)
     _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
     assert {sid: row[2] for sid, row in _cache_rows(store).items()} == {sid: newest for sid in first}
 

@@ -140,7 +140,7 @@ def snapshot(store) -> list[str]:
     """Every record the read side returns, one line per call (dataclass reprs are exact for
     floats). Lines 0-5: machines, environments, benchmarks, metrics, commits, change points;
     then per run, latest first: the run, its measurements, its case setups."""
-    from mmtrack.store import queries as q
+    from mmtrack.store import reads as q
 
     lines = [repr(q.list_machines(store)), repr(q.list_environments(store)), repr(q.list_benchmarks(store)),
              repr(q.list_metrics(store)), repr(q.commits(store)), repr(q.load_change_points(store))]

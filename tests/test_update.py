@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from mmtrack.publish import SiteConfig
-from mmtrack.publish.synthetic import synthetic_model, write_asv_results
+from benchmarks.synthetic_history import synthetic_model, write_asv_results
 
 
 def mmtrack(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -23,7 +23,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def test_update_imports_detects_touched_series_and_republishes(tmp_path: Path) -> None:
-    from mmtrack.store import queries as q
+    from mmtrack.store import reads as q
     from mmtrack.store.db import open_store
 
     model = synthetic_model(4, 40, 1, seed=11, step_every=2, config=SiteConfig())
@@ -66,7 +66,7 @@ def test_updates_commit_by_commit_store_what_a_full_detect_run_stores(tmp_path: 
     over the same store: the same change points, field by field."""
     import shutil
 
-    from mmtrack.store import queries as q
+    from mmtrack.store import reads as q
     from mmtrack.store.db import open_store
 
     model = synthetic_model(3, 36, 2, seed=5, step_every=2, config=SiteConfig())

@@ -17,7 +17,7 @@ the run factor shows itself in two ways, each read here:
 
 Such a group is reported once as an :class:`EnvironmentEvent`; its change points keep their place in their
 series but carry ``extra["cause"] = "environment"`` and never count as regressions to fail on.
-Pure functions over plain columns; the store reads them (``queries.series_run_points``).
+Pure functions over plain columns; the store reads them (``reads.series_run_points``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from ..errors import UserError
 from ..measure.conditions import COMPARABLE
 from ..measure.metrics import Direction
 from ..results import PRIMARY, BenchContext, Measurement, canonical_params
-from ..store import queries
+from ..store import reads
 from ..store.db import Store
 from ..store.ingest import (
     EngineCaseRecord,
@@ -67,15 +67,15 @@ def current_identity(run_id: int, ctx: BenchContext, outcomes: Sequence[Outcome]
     return RunIdentity(run_id, ctx.machine, ctx.suite, cases)
 
 
-def stored_identity(store: Store, run: queries.RunInfo) -> RunIdentity:
+def stored_identity(store: Store, run: reads.RunInfo) -> RunIdentity:
     cases = {
         (c.benchmark, c.params): _case_identity(c.benchmark, c.params, c.version, dict(c.setup or {}))
-        for c in queries.case_setups(store, run.id)
+        for c in reads.case_setups(store, run.id)
     }
     return RunIdentity(run.id, run.host or None, run.suite, cases, label=describe_run(run))
 
 
-def describe_run(run: queries.RunInfo) -> str:
+def describe_run(run: reads.RunInfo) -> str:
     when = run.started_at.strftime("%Y-%m-%d %H:%M:%S")
     return f"run #{run.id} ({run.commit.short}, {when})"
 
@@ -135,10 +135,10 @@ class BaselineResult:
     note: str | None  # one line: why the latest earlier run was skipped, or why none was found
 
 
-def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compare: str, cwd: Path) -> tuple[queries.RunInfo | None, str | None]:
+def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compare: str, cwd: Path) -> tuple[reads.RunInfo | None, str | None]:
     """The baseline run for ``--compare latest|<run id>|<commit>``, and a note for the user."""
     if compare == "latest":
-        earlier = [r for r in queries.runs(store, kind="bench", machine=ctx.machine, limit=BASELINE_SEARCH_DEPTH + 1)
+        earlier = [r for r in reads.runs(store, kind="bench", machine=ctx.machine, limit=BASELINE_SEARCH_DEPTH + 1)
                    if r.id != current.run_id]
         by_id = {r.id: r for r in earlier}
         choice: BaselineChoice = latest_compatible(current, (stored_identity(store, r) for r in earlier))
@@ -152,7 +152,7 @@ def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compa
     return named_baseline(store, ctx.machine, compare, cwd, exclude=current.run_id), None
 
 
-def named_baseline(store: Store, machine: str, compare: str, cwd: Path, exclude: int | None = None) -> queries.RunInfo:
+def named_baseline(store: Store, machine: str, compare: str, cwd: Path, exclude: int | None = None) -> reads.RunInfo:
     """The run ``--compare RUN|COMMIT`` names (a bench run of that commit on ``machine``, not ``exclude``), or
     one line saying why there is none: checked before the suite runs, and again when it is compared."""
     run_id = compare.removeprefix("run:")
@@ -160,13 +160,13 @@ def named_baseline(store: Store, machine: str, compare: str, cwd: Path, exclude:
     short_id = run_id != compare or (run_id.isdigit() and len(run_id) < MIN_SHA)
     sha = None if short_id else resolve_rev(cwd, compare)
     if run_id.isdigit() and sha is None:
-        found = queries.runs(store, run_id=int(run_id))
+        found = reads.runs(store, run_id=int(run_id))
         if not found:
             raise UserError(f"--compare {compare}: no run with that id in the store; `mmtrack list runs` lists them "
                             "(run:ID is always a run id, a 7-digit or longer number also a commit)")
         return found[0]
-    commit = queries.resolve_commit(store, sha or compare)
-    candidates = [r for r in queries.runs(store, kind="bench", machine=machine, commit=commit.sha) if r.id != exclude]
+    commit = reads.resolve_commit(store, sha or compare)
+    candidates = [r for r in reads.runs(store, kind="bench", machine=machine, commit=commit.sha) if r.id != exclude]
     clean = [r for r in candidates if not r.commit.dirty]
     if not (clean or candidates):
         raise UserError(f"--compare {compare}: no bench run of commit {commit.sha[:12]} on host {machine!r}")
@@ -188,7 +188,7 @@ def compare_with_baseline(
         return BaselineResult(None, None, note)
     label = describe_run(baseline)
     comparison = compare_measurements(
-        queries.measurements_for_run(store, baseline.id),
+        reads.measurements_for_run(store, baseline.id),
         outcome_measurements(outcomes, ctx.code_versions),
         policy,
         before_label=f"#{baseline.id}",

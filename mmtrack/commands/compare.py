@@ -100,7 +100,7 @@ def _git_refs(cwd: Path | None) -> list[str]:
 
 def resolve_commit(store: Any, spec: str, cwd: Path | None = None) -> CommitInfo:
     """A commit spec (sha, prefix, branch, tag, any git revision) to a commit in the store."""
-    from ..store import queries as q
+    from ..store import reads as q
 
     stored = q.commits(store)
     if _HEX.match(spec):
@@ -127,7 +127,7 @@ def resolve_commit(store: Any, spec: str, cwd: Path | None = None) -> CommitInfo
 
 
 def resolve_side(store: Any, spec: str, machine: str | None, env: str | None, cwd: Path | None) -> Side:
-    from ..store import queries as q
+    from ..store import reads as q
 
     m = _RUN_ID.match(spec.strip())
     if m:
@@ -190,7 +190,7 @@ def series_context(
     ``skipped``: cases measured at B but not at A; one whose series' commit before B is not
     newer than A is judged against that commit (``stand_ins``), as the pages judge each run.
     """
-    from ..store import queries as q
+    from ..store import reads as q
 
     out = SeriesContext()
     if window <= 0 or before.commit is None or before.machine is None or before.environment is None:
@@ -357,7 +357,7 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
 def detect_at_pair(store: Any, before: Side, after: Side) -> dict[tuple[str, str, MetricKey], ChangePoint]:
     """The change points ``mmtrack detect`` stored whose new level begins at B, on A's series (A and B on one
     machine and environment), by case."""
-    from ..store import queries as q
+    from ..store import reads as q
 
     if (before.commit is None or after.commit is None or before.machine is None
             or (after.machine, after.environment) != (before.machine, before.environment)):

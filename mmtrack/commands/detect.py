@@ -102,9 +102,10 @@ def run_detect(
 ) -> DetectOutcome:
     """Detect (and by default store) change points; ``series`` limits it to these series, e.g. the ones a new
     commit touched (``mmtrack update``): their stored change points are replaced, all others are left alone.
-    ``columns``: those series' columns read already (``queries.series_columns``; points without a usable
+    ``columns``: those series' columns read already (``reads.series_columns``; points without a usable
     median, as ``usable_only=False`` gives them, are left out here)."""
-    from ..store import queries as q
+    from ..store import reads as q
+    from ..store import writes
     from ..store.db import open_store
 
     policy = policy_for(request)
@@ -135,7 +136,7 @@ def run_detect(
         stored = None
         read_only = not getattr(store, "writable", True)
         if request.store_results and not read_only:
-            stored = q.save_change_points(
+            stored = writes.save_change_points(
                 store, [c for r in reports for c in r.changes], replace=[r.series for r in reports]
             )
     finally:
@@ -148,7 +149,7 @@ def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
                 ) -> tuple[list[SeriesReport], list[EnvironmentEvent]]:
     """``reports`` with each change point moved to the commit other machines agree on where its values allow, those
     that follow the run marked, and the environment events holding them."""
-    from ..store import queries as q
+    from ..store import reads as q
 
     stepped = [r.series for r in reports if r.changes]
     runs, position = q.series_run_points(store, stepped)

@@ -57,7 +57,7 @@ def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, An
 
 
 def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
-    from ..store import queries as q
+    from ..store import reads as q
 
     runs = q.runs(store, machine=request.machine, environment=request.env)
     if request.what == "runs":

@@ -89,7 +89,7 @@ def publish(
     if up_to_date is not None:
         return None, up_to_date
     from ..publish.fromstore import model_from_store
-    from ..store import queries as q
+    from ..store import reads as q
     from ..store.db import open_store
 
     own = store is None
@@ -121,18 +121,19 @@ def _write_site(model: SiteModel, out: Path | str) -> WriteReport:
 
 def _nothing_new(request: PublishRequest, config: SiteConfig) -> WriteReport | None:
     """A report with ``up_to_date`` when the site in ``request.out`` was built from exactly what the
-    SQLite store holds now (publish.source), with the same selection and settings; else None."""
-    from ..publish.source import source_key, sqlite_path, sqlite_store_digest
+    SQLite store holds now (publish.source, store.digest), with the same selection and settings; else None."""
+    from ..publish.source import source_key
     from ..publish.writer import last_build_state
+    from ..store.digest import plain_sqlite_path, sqlite_file_digest
 
-    path = sqlite_path(request.db or "")
+    path = plain_sqlite_path(request.db or "")
     if path is None or not Path(request.out).is_dir():
         return None
     state = last_build_state(Path(request.out))
     summary = (state or {}).get("summary")
     if not state or not isinstance(summary, dict) or not isinstance(state.get("source"), str):
         return None
-    digest = sqlite_store_digest(path)
+    digest = sqlite_file_digest(path)
     if digest is None or source_key(digest, config, request.benchmark, request.machine) != state["source"]:
         return None
     return WriteReport(unchanged=int(summary.get("files", 0)), up_to_date={k: int(v) for k, v in summary.items()})

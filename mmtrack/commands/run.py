@@ -453,12 +453,12 @@ def _created(entries: Sequence[spool.SpoolEntry]) -> datetime:
 
 def summarize(store: Any, outcome: RunOutcome) -> None:
     """Compare with the previous commit measured on this machine and environment (mmtrack compare)."""
-    from ..store import queries
+    from ..store import reads, writes
     from .compare import CompareRequest, run_compare
 
     prepared, environment = outcome.prepared, outcome.collected.environment
     commit, machine = prepared.commit, prepared.machine
-    history = [c.sha for c in queries.commits(store, machine=machine, environment=environment)]
+    history = [c.sha for c in reads.commits(store, machine=machine, environment=environment)]
     if commit.sha not in history or history.index(commit.sha) == 0:
         outcome.summary.append(f"first commit measured on {machine} ({environment}): nothing to compare with yet")
         return
@@ -470,7 +470,7 @@ def summarize(store: Any, outcome: RunOutcome) -> None:
         outcome.summary.append(f"no comparison with the previous commit {before[:8]}: {exc}")
         return
     # What the summary reports, kept: the pages show it where the history is too short for detect.
-    queries.save_run_verdicts(store, machine, environment, commit.sha,
+    writes.save_run_verdicts(store, machine, environment, commit.sha,
                               run_verdicts(outcome.comparison.comparison, machine, environment, before, commit.sha))
 
 

@@ -43,7 +43,7 @@ class UpdateOutcome:
 
 def update(request: UpdateRequest) -> UpdateOutcome:
     """Import, detect on the touched series, republish; each step's seconds in ``outcome.seconds``."""
-    from ..store import queries as q
+    from ..store import reads as q
     from ..store.asv_import import import_asv_results
     from ..store.db import open_store, redact
 

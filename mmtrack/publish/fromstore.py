@@ -1,4 +1,4 @@
-"""Read a :class:`SiteModel` from the store (plain records through ``mmtrack.store.queries``)."""
+"""Read a :class:`SiteModel` from the store (plain records through ``mmtrack.store.reads``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from ..measure.metrics import Direction
 from ..results import ChangePoint, RunVerdict, SeriesKey, SeriesPoint
 from .model import SiteConfig, SiteModel
-from .source import source_key, store_digest
+from .source import source_key
 
 
 class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
@@ -22,7 +22,7 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         self.loaded: dict[SeriesKey, Sequence[SeriesPoint]] = {}
         self.newest_read: set[SeriesKey] = set()  # series read only for their newest points
         self._newest: dict[tuple[SeriesKey, int], Sequence[SeriesPoint]] = {}  # read in bulk, handed out once
-        # queries.SeriesColumns (usable_only=False) of the prefetched series, their history; ``columns``: read already
+        # reads.SeriesColumns (usable_only=False) of the prefetched series, their history; ``columns``: read already
         self._columns: dict[SeriesKey, Any] = {c.key: c for c in columns}
 
     def __getitem__(self, key: SeriesKey) -> Sequence[SeriesPoint]:
@@ -30,58 +30,59 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         if points is None:
             if key not in self._known:
                 raise KeyError(key)
-            from ..store import queries as q
+            from ..store import reads
 
-            points = self.loaded[key] = q.series(self._store, key, with_samples=False)
+            points = self.loaded[key] = reads.series(self._store, key, with_samples=False)
             if self._progress:
                 self._progress(len(self.loaded), len(self._keys))
         return points
 
     def newest(self, key: SeriesKey, n: int) -> Sequence[SeriesPoint]:
         """The newest ``n`` points of a series, with their samples (read now, not kept)."""
-        from ..store import queries as q
+        from ..store import reads
 
         if key not in self.loaded:  # (a benchmark read whole reads them too)
             self.newest_read.add(key)
         points = self._newest.pop((key, n), None)
-        return points if points is not None else q.series(self._store, key, last=n)
+        return points if points is not None else reads.series(self._store, key, last=n)
 
     def prefetch_newest(self, keys: Sequence[SeriesKey], n: int) -> None:
         """Read the newest ``n`` points of these series in bulk now (the builder names the benchmarks it
         carries on from their newest points)."""
-        from ..store import queries as q
+        from ..store import reads
 
         wanted = [k for k in keys if k in self._known]
         if wanted:
-            self._newest.update(((k, n), points) for k, points in q.series_newest_many(self._store, wanted, n).items())
+            newest = reads.series_newest_many(self._store, wanted, n)
+            self._newest.update(((k, n), points) for k, points in newest.items())
             self.prefetch_columns(wanted)
 
     def prefetch_columns(self, keys: Sequence[SeriesKey]) -> None:
         """Read the history columns of these series in bulk now (:meth:`history_columns`)."""
-        from ..store import queries as q
+        from ..store import reads
 
         unread = [k for k in keys if k in self._known and k not in self._columns]
         if unread:
-            self._columns.update((c.key, c) for c in q.series_columns(self._store, unread, usable_only=False))
+            self._columns.update((c.key, c) for c in reads.series_columns(self._store, unread, usable_only=False))
 
     def history_columns(self, key: SeriesKey) -> tuple[list[str], list[float | None], list[str | None], Direction]:
         """A series' commits, medians (None: failed), versions and direction from the store's columns
-        (``queries.series_columns``, the detect cache): read in bulk for every series prefetched, or now
+        (``reads.series_columns``, the detect cache): read in bulk for every series prefetched, or now
         for this one."""
-        from ..store import queries as q
+        from ..store import reads
 
         cols = self._columns.get(key)
         if cols is None:
-            (cols,) = q.series_columns(self._store, [key], usable_only=False)
+            (cols,) = reads.series_columns(self._store, [key], usable_only=False)
         return cols.shas, cols.values, cols.versions, cols.direction
 
     def prefetch(self, keys: Sequence[SeriesKey]) -> None:
         """Read these series in bulk now (the builder names the benchmarks it will rebuild)."""
-        from ..store import queries as q
+        from ..store import reads
 
         missing = [k for k in keys if k in self._known and k not in self.loaded]
         if missing:
-            self.loaded.update(q.series_many(self._store, missing))
+            self.loaded.update(reads.series_many(self._store, missing))
             if self._progress:
                 self._progress(len(self.loaded), len(self._keys))
 
@@ -132,12 +133,13 @@ def model_from_store(
 ) -> SiteModel:
     """Every series in the store (optionally one machine / benchmarks matching a regex),
     its commits in commit-date order and the change points ``detect`` stored. ``columns``: series
-    columns (``queries.series_columns(..., usable_only=False)``) the caller read already, with nothing
+    columns (``reads.series_columns(..., usable_only=False)``) the caller read already, with nothing
     written to those series since (``mmtrack update`` hands over what detect read).
 
     Series are read lazily (:class:`StoreSeries`), and each benchmark carries a token of
     its series' change counters: the builder reads only the benchmarks whose token moved."""
-    from ..store import queries as q
+    from ..store import reads
+    from ..store.digest import store_digest
     from ..store.selection import check_machine_env, series_keys
 
     check_machine_env(store, machine, None)
@@ -147,18 +149,17 @@ def model_from_store(
     keys = series_keys(store, machine=machine, benchmark=benchmark_pattern)
     # The source key and the tokens first: whatever is stored later (writers do not wait for publish)
     # either appears in this build or moves them, so the next publish rebuilds it; never the other way round.
-    with store.read() as conn:
-        digest = store_digest(lambda sql: q.fetch_sql(conn, sql))
-    revisions = q.series_revisions(store)
+    digest = store_digest(store)
+    revisions = reads.series_revisions(store)
     machines = sorted({k.machine for k in keys})
     commits = []
     for mach in machines:
-        commits.extend(q.commits(store, machine=mach))
+        commits.extend(reads.commits(store, machine=mach))
     commits.sort(key=lambda c: (c.date is None, c.date.timestamp() if c.date else 0.0, c.sha))
     selected = set(keys)
-    change_points = [cp for cp in q.load_change_points(store, machine=machine) if cp.series in selected]
-    run_verdicts = [v for v in q.load_run_verdicts(store, machine=machine) if v.series in selected]
-    ab_verdicts = q.load_ab_verdicts(store, machine=machine)
+    change_points = [cp for cp in reads.load_change_points(store, machine=machine) if cp.series in selected]
+    run_verdicts = [v for v in reads.load_run_verdicts(store, machine=machine) if v.series in selected]
+    ab_verdicts = reads.load_ab_verdicts(store, machine=machine)
     tokens = bench_tokens(keys, revisions, change_points, run_verdicts, ab_verdicts)
     series = StoreSeries(store, keys, progress, columns)
     return SiteModel(

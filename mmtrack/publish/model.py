@@ -77,7 +77,7 @@ class SiteModel:
     # What the model was read from (publish.source.source_key), recorded in the manifest: a republish
     # whose key matches stops before reading anything.
     source: str | None = None
-    # Per series, (change counter, append counter, store ids) (queries.SeriesRevision): a benchmark whose
+    # Per series, (change counter, append counter, store ids) (reads.SeriesRevision): a benchmark whose
     # series moved by appends alone since the last build gets only its newest points read and its last
     # chunk rewritten. None: every rebuilt benchmark reads its series whole.
     revisions: Mapping[SeriesKey, tuple[int, int, list[int]]] | None = None

@@ -1,8 +1,10 @@
 """The history store: every metric of every benchmark per commit, in SQL.
 
 ``db`` opens a store (URL, engine, upgrade on first use), ``models`` holds the
-schema, ``ingest`` writes asv results and engine runs, ``queries`` reads plain
-records (``mmtrack.results``) back. Nothing here runs at import time.
+schema; writes: ``ingest`` (runs: the one write path) and ``asv_import`` (asv results, through ingest),
+``writes`` (change points, run verdicts, the series cache); reads: ``reads``
+(plain records, ``mmtrack.results``), ``selection`` (what a command looks at)
+and ``digest`` (one hash of the small tables). Nothing here runs at import time.
 """
 
 from __future__ import annotations

@@ -32,9 +32,9 @@ from ..measure.metrics import Direction, MetricFormat, default_direction
 from ..measure.stats import sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, canonical_params
 from . import models as m
+from .bulk import gc_paused
 from .db import Store
 from .ingest import BenchmarkIdentity, Dims, MetricIdentity, RunRows, write_run_in
-from .queries import gc_paused
 
 # -- what an import reports ----------------------------------------------------------------------
 

@@ -432,7 +432,7 @@ def _id_ranges(ordered: Sequence[int]) -> list[tuple[int, int]]:
 
 def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_id: int, commit_id: int) -> bool:
     """Whether a new clean run's points come after every other point of their series, in the order of
-    ``queries.series`` (commit date, then run start) and of the pages (commit date, then sha): its commit
+    ``reads.series`` (commit date, then run start) and of the pages (commit date, then sha): its commit
     has a date, and every other run of its machine and environment (the only runs its series can hold)
     is of a commit dated strictly before it."""
     stmts = _run_statements(conn.dialect.name)

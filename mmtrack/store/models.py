@@ -78,7 +78,7 @@ class Commit(Base):
 
 
 # The run kind of a same-machine A/B measurement (continuous, run --confirm, bisect): kept in an environment of
-# its own, which compare, detect and the pages leave out unless asked for by name (queries.ab_environments).
+# its own, which compare, detect and the pages leave out unless asked for by name (reads.ab_environments).
 AB_RUN_KIND = "ab"
 
 
@@ -228,7 +228,7 @@ class Series(Base):
     """One series: what is constant about its points. A benchmark case (name, params, code
     version) and a metric measured on one machine and environment, with the metric's
     direction, format and display name as the benchmark declared them (a declaration that
-    changes starts a new series row; ``queries.series`` reads them all). Its measurements
+    changes starts a new series row; ``reads.series`` reads them all). Its measurements
     are stored next to each other."""
 
     __tablename__ = "series"
@@ -284,9 +284,13 @@ class Measurement(Base):
     __table_args__ = (Index("ix_measurement_result_id", "result_id"), {"sqlite_with_rowid": False})
 
 
+#: The ``series_cache`` blob: all run ids (little-endian int64), then all medians (little-endian float64).
+CACHE_RUN_IDS, CACHE_MEDIANS = "<i8", "<f8"
+
+
 class SeriesCache(Base):
     """Detect's columns of one series row as they stood at its counters (``changes``, ``appends``):
-    the run id and median of each of its measurements, packed. ``queries.series_columns`` reads a
+    the run id and median of each of its measurements, packed. ``reads.series_columns`` reads a
     series from here instead of the measurement table when the counters still match, and only the
     runs after ``max_run_id`` when the series has only gained newer points since (as many appends as
     changes; new runs always get a larger id). Failed or median-less points are stored as +inf."""

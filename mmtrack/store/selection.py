@@ -33,7 +33,7 @@ def unknown(what: str, name: str, candidates: Iterable[str], hint: str = "") -> 
 
 
 def check_machine_env(store: Any, machine: str | None, env: str | None) -> None:
-    from . import queries as q
+    from .reads import catalog as q
 
     if machine is not None:
         names = [m.name for m in q.list_machines(store)]
@@ -54,7 +54,7 @@ def metric_matches(key: MetricKey, patterns: Sequence[str]) -> bool:
 
 
 def check_metrics(store: Any, patterns: Sequence[str]) -> None:
-    from . import queries as q
+    from .reads import catalog as q
 
     if not patterns:
         return
@@ -74,7 +74,7 @@ def series_keys(
 ) -> list[SeriesKey]:
     """Every recorded (machine, environment, benchmark case, metric) the filters select;
     ``benchmark`` is a regular expression searched in the name."""
-    from . import queries as q
+    from .reads import catalog as q
 
     if benchmark:
         user_regex(benchmark, "-b")

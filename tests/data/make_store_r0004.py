@@ -26,7 +26,7 @@ from sqlalchemy import update  # noqa: E402
 from mmtrack.measure.metrics import Direction  # noqa: E402
 from mmtrack.results import PRIMARY, ChangePoint, SeriesKey  # noqa: E402
 from mmtrack.store import models as m  # noqa: E402
-from mmtrack.store import queries as q  # noqa: E402
+from mmtrack.store import writes  # noqa: E402
 from mmtrack.store.db import open_store  # noqa: E402
 from mmtrack.store.asv_import import import_asv_results  # noqa: E402
 from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run  # noqa: E402
@@ -58,7 +58,7 @@ def main() -> None:
         with store.write() as conn:  # a failed sample, as the engine stores it
             conn.execute(update(m.Measurement).where(m.Measurement.id == 1).values(values=[1.0, None, 2.0]))
         key = SeriesKey("m1", "py3.11", stats.name, "{}", PRIMARY)
-        q.save_change_points(store, [ChangePoint(key, Direction.LOWER, "regression", "a" * 40, "b" * 40, 1.0, 2.0, 2.0)])
+        writes.save_change_points(store, [ChangePoint(key, Direction.LOWER, "regression", "a" * 40, "b" * 40, 1.0, 2.0, 2.0)])
         assert run_id
         (HERE / "store-r0004.snapshot.txt.gz").write_bytes(gzip.compress(snapshot(store).encode(), mtime=0))
         store.close()

@@ -1,4 +1,6 @@
-"""Generated histories with known steps: for the publish benchmark, tests and the demo screenshot.
+"""Generated histories with known steps: for the publish and detect benchmarks, tests and the demo screenshot.
+
+Not a benchmark and not part of the wheel: tests and the timing scripts import it as ``benchmarks.synthetic_history``.
 
 The noise follows what DESIGN.md measured on real CI: little spread inside a
 commit, a level that jumps between commits. Steps are injected at known commits
@@ -15,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..measure.metrics import Direction, MetricFormat, default_direction
-from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint, canonical_params
-from .model import SiteConfig, SiteModel
+from mmtrack.measure.metrics import Direction, MetricFormat, default_direction
+from mmtrack.publish.model import SiteConfig, SiteModel
+from mmtrack.results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint, canonical_params
 
 METRICS = (
     (MetricKey("timing", "time_per_op", "s"), 2e-4, MetricFormat.NUMBER),

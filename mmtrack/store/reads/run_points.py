@@ -1,0 +1,72 @@
+"""Every clean run of many series with its run's date (``series_run_points``): what detect's environment
+events read, earlier runs of re-measured commits included."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ...results import MetricKey, SeriesKey
+from .. import models as m
+from ..bulk import fetch_sql
+from ..db import Store
+from ..series_names import named_series
+
+
+@dataclass(frozen=True, slots=True)
+class RunColumns:
+    """Every clean run with a usable median of one series (earlier runs of re-measured commits included):
+    its commit, its run's start in days since 1970 (UTC) and its median."""
+
+    shas: list[str]
+    days: Any  # float64 array
+    values: Any  # float64 array
+
+
+def _day_sql(conn: Any, column: str) -> str:
+    """SQL for a timestamp column as days since 1970 (UTC)."""
+    if conn.dialect.name == "sqlite":
+        return f"julianday({column}) - 2440587.5"
+    return f"EXTRACT(EPOCH FROM {column}) / 86400.0"
+
+
+def series_run_points(store: Store, keys: Sequence[SeriesKey]) -> tuple[dict[SeriesKey, RunColumns], dict[str, int]]:
+    """Every clean run of each of ``keys`` (:class:`RunColumns`), and each commit's position in commit order: by
+    commit date, else by its first run (the order ``series`` reads; git history is not consulted)."""
+    import numpy as np
+
+    wanted = set(keys)
+    s, b, x = m.Series, m.Benchmark, m.Metric
+    named = named_series(s.id, b.name, b.params, x.section, x.name.label("metric_name"), x.unit,
+                          m.Machine.name.label("machine"), m.Environment.name.label("env"))
+    out: dict[SeriesKey, RunColumns] = {}
+    with store.read() as conn:
+        key_of: dict[int, SeriesKey] = {}
+        for r in conn.execute(named):
+            k = SeriesKey(r.machine, r.env, r.name, r.params, MetricKey(r.section, r.metric_name, r.unit))
+            if k in wanted:
+                key_of[r.id] = k
+        committed, started = _day_sql(conn, 'coalesce("commit".date, run.started_at)'), _day_sql(conn, "run.started_at")
+        commits = fetch_sql(conn, (
+            f'SELECT "commit".sha, min({committed}), min({started})'
+            ' FROM run JOIN "commit" ON "commit".id = run.commit_id WHERE NOT run.dirty GROUP BY "commit".sha'
+        ))  # fmt: skip
+        rows: list[Any] = []
+        ids = sorted(key_of)
+        for i in range(0, len(ids), 500):
+            rows += fetch_sql(conn, (
+                f"SELECT m.series_id, c.sha, {_day_sql(conn, 'run.started_at')}, m.median FROM measurement m"
+                " JOIN result r ON r.id = m.result_id JOIN run ON run.id = r.run_id"
+                ' JOIN "commit" c ON c.id = run.commit_id'
+                f" WHERE NOT run.dirty AND r.status = 'ok' AND m.median IS NOT NULL"
+                f" AND m.series_id IN ({', '.join(str(int(j)) for j in ids[i:i + 500])})"
+            ))  # fmt: skip
+    grouped: dict[SeriesKey, list[Any]] = {}
+    for sid, sha, day, median in rows:
+        if median is not None and math.isfinite(median) and day is not None:
+            grouped.setdefault(key_of[sid], []).append((sha, float(day), float(median)))
+    for k, pts in grouped.items():
+        out[k] = RunColumns([p[0] for p in pts], np.array([p[1] for p in pts]), np.array([p[2] for p in pts]))
+    commits.sort(key=lambda r: (r[1] if r[1] is not None else math.inf, r[2] if r[2] is not None else math.inf, r[0]))
+    return out, {r[0]: i for i, r in enumerate(commits)}

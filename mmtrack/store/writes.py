@@ -1,0 +1,106 @@
+"""Writing what analysis found: change points (``detect``), ``mmtrack run``'s verdicts, and the series cache
+blobs that ``reads.columns`` keeps. Measurements themselves are written by ``ingest`` (and ``asv_import``)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
+
+from sqlalchemy import delete, select
+
+from ..measure.metrics import Direction
+from ..results import ChangePoint, RunVerdict, SeriesKey
+from . import models as m
+from .db import Store
+from .series_names import series_name_columns
+
+
+def save_change_points(
+    store: Store, points: Sequence[ChangePoint], *, replace: Iterable[SeriesKey] | None = None
+) -> int:
+    """Store change points, first deleting those stored for the series in ``replace``
+    (default: the series of ``points``), so that re-running detect does not pile up
+    duplicates. Returns the number stored."""
+    scope = list(dict.fromkeys(replace if replace is not None else (p.series for p in points)))
+    now = datetime.now(timezone.utc)
+    rows = [
+        {
+            **series_name_columns(p.series),
+            "direction": Direction(p.direction).value,
+            "kind": p.kind,
+            "before_sha": p.before_sha,
+            "after_sha": p.after_sha,
+            "before_value": p.before_value,
+            "after_value": p.after_value,
+            "ratio": p.ratio,
+            "p_value": p.p_value,
+            "persists": p.persists,
+            "method": p.method,
+            "extra": dict(p.extra),
+            "detected_at": now,
+        }
+        for p in points
+    ]
+    t = m.ChangePointRow
+    with store.write() as conn:
+        if scope:
+            # The rows of the scope's series by id: an OR of one seven-column match per series costs more to
+            # build and to plan than reading the names of every change point on the scope's machines.
+            named = {tuple(series_name_columns(k).values()) for k in scope}
+            cols = (t.machine, t.environment, t.benchmark, t.params, t.section, t.metric, t.unit)
+            found = conn.execute(select(t.id, *cols).where(t.machine.in_(sorted({k.machine for k in scope}))))
+            ids = [r[0] for r in found if tuple(r[1:]) in named]
+            for i in range(0, len(ids), 500):
+                conn.execute(delete(t).where(t.id.in_(ids[i : i + 500])))
+        if rows:
+            conn.execute(m.ChangePointRow.__table__.insert(), rows)
+    return len(rows)
+
+
+def save_run_verdicts(
+    store: Store, machine: str, environment: str, after_sha: str, verdicts: Sequence[RunVerdict]
+) -> int:
+    """Store the rows ``mmtrack run`` reported for a commit, replacing what an earlier run of the
+    same commit on this machine and environment stored. Returns the number stored."""
+    now = datetime.now(timezone.utc)
+    t = m.RunVerdict
+    rows = [
+        {
+            **series_name_columns(v.series), "machine": machine, "environment": environment,
+            "before_sha": v.before_sha, "after_sha": after_sha,
+            "verdict": v.verdict, "state": v.state, "ratio": v.ratio, "before_value": v.before_value,
+            "after_value": v.after_value, "p_value": v.p_value, "note": v.note, "created_at": now,
+        }  # fmt: skip
+        for v in verdicts
+    ]
+    with store.write() as conn:
+        conn.execute(delete(t).where(t.machine == machine, t.environment == environment, t.after_sha == after_sha))
+        if rows:
+            conn.execute(t.__table__.insert(), rows)
+    return len(rows)
+
+
+def keep_cached_columns(store: Store, entries: Mapping[int, tuple[tuple[int, int], tuple[Any, Any]]]) -> None:
+    """Write these series rows' ``series_cache`` blobs (``reads.series_columns(keep_cache=True)``): series row
+    id -> ((changes, appends) read before the rows, columns)."""
+    import numpy as np
+
+    t = m.SeriesCache.__table__
+    rows = [
+        {"series_id": sid, "changes": changes, "appends": appends, "max_run_id": int(run.max(initial=-1)),
+         "data": np.ascontiguousarray(run, dtype=m.CACHE_RUN_IDS).tobytes()
+         + np.ascontiguousarray(med, dtype=m.CACHE_MEDIANS).tobytes()}
+        for sid, ((changes, appends), (run, med)) in sorted(entries.items())
+    ]  # fmt: skip
+    with store.write() as conn:
+        if conn.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as upsert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as upsert
+        stmt = upsert(t)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[t.c.series_id],
+            set_={c: stmt.excluded[c] for c in ("changes", "appends", "max_run_id", "data")},
+        )
+        for i in range(0, len(rows), 500):
+            conn.execute(stmt, rows[i : i + 500])
