@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         args.benchmarks, args.commits, args.repeat = 10, 200, 1
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from mmtrack.analysis.detect import detect_series
+    from mmtrack.analysis.series import detect_series
     from mmtrack.commands.detect import DetectRequest, policy_for, run_detect
     from mmtrack.store.selection import series_keys
     from mmtrack.store import reads as q

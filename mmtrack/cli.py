@@ -369,10 +369,13 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 @click.option("--alpha", type=float, help="Significance of each change point (default 0.0001).")
 @click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
 @click.option("--all", "show_all", is_flag=True, help="Also list improvements, neutral changes and moves under 5%.")
+@click.option("--repo", type=click.Path(file_okay=False), metavar="PATH",
+              help="A git checkout whose history orders the commits (default: the current directory's repository, "
+                   "where it is one; commits it lacks, or all without one, by their recorded dates).")
 @format_option("table", "json")
 @fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
 @no_progress_option()
-def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
+def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
     from . import cli_render
@@ -382,7 +385,7 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
     check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
-                            fail_on=tuple(fail_on))
+                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None)
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
@@ -471,7 +474,7 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 @bench_option("Run only benchmarks matching REGEX (asv -b).")
 @click.option("--rounds", type=int, default=6, show_default=True,
               help="Interleaved rounds per side (A B, B A, ...) for a benchmark not decided either way sooner "
-                   "(from the third round).")
+                   "(unchanged from the second round, a change from the third).")
 @click.option("--max-rounds", type=int, metavar="N",
               help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; 0: never).")
 @click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.05, both commits measured here; counters 1.01).")
@@ -498,6 +501,8 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
     out = cli_render.continuous_result(outcome, fmt)
     _emit(out)
+    if outcome.why and fmt == "table":
+        cli_render.explanations(outcome.why, console)
     sys.exit(outcome.exit_code)
 
 

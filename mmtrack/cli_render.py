@@ -157,9 +157,10 @@ def bisected(outcome: Any, console: Console) -> None:
     console.print(table)
     size = f"×{outcome.ratio:.3f}" if outcome.ratio else "size unknown"
     p = f", p={outcome.p_value:.2g}" if outcome.p_value is not None else ""
+    said = f": {outcome.note}" if outcome.note else p  # the row's words, as continuous prints them
     console.print(
         f"culprit: {outcome.culprit[:12]} {outcome.culprit_subject!r}: {size} against its parent "
-        f"({outcome.verdict}{p}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
+        f"({outcome.verdict}{said}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
         f"{outcome.seconds:.0f} s",
         highlight=False,
         soft_wrap=unwrapped(console),
@@ -183,6 +184,8 @@ def bisect_json(outcome: Any) -> str:
             "ratio": outcome.ratio,
             "p_value": outcome.p_value,
             "verdict": outcome.verdict,
+            "note": outcome.note,
+            "threshold": outcome.threshold,
             "round_alpha": outcome.round_alpha,
             "builds": len(outcome.built),
             "new_builds": outcome.new_builds,
@@ -203,14 +206,15 @@ def bisect_json(outcome: Any) -> str:
 
 
 def explanations(found: list[Any], console: Console) -> None:
-    """Each regressed count's top functions (:class:`~mmtrack.commands.why_counts.Explanation`)."""
-    for e in found:
-        if e.failure is not None:
-            console.print(f"why {term(e.name)} changed: callgrind_annotate failed ({term(e.failure)})", highlight=False)
+    """Each regressed count's top functions (:class:`~mmtrack.analysis.why_counts.WhyChanged`)."""
+    for why in found:
+        name = term(why.row.name)
+        if why.error:
+            console.print(f"why {name} changed: {term(why.error)}", highlight=False)
             continue
-        console.print(f"why {term(e.name)} changed (instructions per op, callgrind_annotate of {e.old} and {e.new}):",
+        console.print(f"why {name} changed (instructions per op, callgrind_annotate of {why.before} and {why.after}):",
                       highlight=False, soft_wrap=True)
-        for d in e.deltas:
+        for d in why.deltas:
             console.print(f"  {d.change:+12,.1f}  {d.before:12,.1f} -> {d.after:12,.1f}  {term(d.function)}",
                           highlight=False)
 
@@ -361,6 +365,7 @@ def bench_events(console: Console) -> Callable[[Any], None]:
         verb.ComparisonFailed: lambda e: console.print(
             f"[yellow]warning:[/] no comparison: {escape(e.error)}: {escape(e.message)}"),
         verb.Compared: lambda e: bench_comparison(e.baseline, console),
+        verb.CountsExplained: lambda e: explanations(e.explanations, console),
         verb.ReportWritten: lambda e: console.print(f"report written to {escape(str(e.path))}", highlight=False),
     }
     return lambda event: handlers[type(event)](event)
@@ -467,6 +472,7 @@ def detect_table(outcome: Any, show_all: bool = False) -> Table:
     """``mmtrack detect``'s table (a :class:`~mmtrack.commands.detect.DetectOutcome`): the regressions, or with
     ``show_all`` every change point, of the code; environment events and small moves in its caption."""
     from .analysis.ranking import attention, is_small
+    from .commands.detect import state_of
     from .measure.units import format_quantity
     from .tables import NAME_MIN_WIDTH, stacked
 
@@ -478,6 +484,7 @@ def detect_table(outcome: Any, show_all: bool = False) -> Table:
         f"{sum(c.kind == 'regression' for c in code)} regressions, "
         f"{sum(c.kind == 'improvement' for c in code)} improvements, "
         f"{len(outcome.open_regressions)} still open"
+        + (f", {n} suspected in the newest commits" if (n := len(outcome.suspected_regressions)) else "")
         + (f"; {outcome.stored} change points stored" if outcome.stored is not None
            else "; not stored (read-only store)" if outcome.read_only else "; not stored")
     )
@@ -516,7 +523,8 @@ def detect_table(outcome: Any, show_all: bool = False) -> Table:
                 (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
             ),
             Text(f"{c.ratio:.2f}", style=style),
-            ("yes" if c.persists else "no") + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
+            ("yes" if c.persists else "no") + ("\nsuspected" if state_of(c) == "suspected" else "")
+            + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
         ]
         t.add_row(*cells)
     return t
@@ -535,6 +543,8 @@ def detect_summary_lines(outcome: Any, small_hidden: int) -> list[str]:
 
 def detect_json(outcome: Any) -> str:
     """``mmtrack detect --format json``: every series, its change points and the environment events."""
+    from .commands.detect import state_of
+
     def cp(c: Any) -> dict[str, Any]:
         return {
             "kind": c.kind,
@@ -546,6 +556,7 @@ def detect_json(outcome: Any) -> str:
             "ratio": c.ratio,
             "p_value": c.p_value,
             "persists": c.persists,
+            "state": state_of(c),
             "method": c.method,
             "cause": c.extra.get("cause", "code"),
             "event": c.extra.get("event"),

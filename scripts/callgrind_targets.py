@@ -8,9 +8,14 @@ one extra attribute load in ``SortedList.__contains__`` (one benchmark's work gr
 - continuous: ``continuous BEFORE SLOWER --instrument callgrind --fail-on regression``, per trial;
 - bisect: 64 commits, the slowdown at commit 37: ``bisect --instrument callgrind`` must name it, counting at
   most 7 commits;
-- cost: the suite under ``run --instrument callgrind`` against ``run`` with asv's wall-clock defaults.
+- cost: the suite under ``run --instrument callgrind`` against ``run`` with asv's wall-clock defaults, in turns on
+  fresh commits, medians of ``--cost-runs`` each (wall and CPU seconds, with the load);
+- methods: the counts of one commit with the instrumentation switched on after start-up (vgdb) against
+  instrumented from start-up (Valgrind's start-up simulated too), read back by ``compare --format json``.
 
     PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 3 --bisect-trials 1
+    PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 0 --continuous-trials 0 \
+        --bisect-trials 0 --cost-runs 3 --methods
 (get the sdist with ``pip download --no-binary :all: --no-deps sortedcontainers==2.4.0``)
 """
 
@@ -20,7 +25,9 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -140,11 +147,23 @@ def slow_down(repo: Path) -> None:
     source.write_text(text.replace(SLOWER[0], SLOWER[1], 1))
 
 
-def mmtrack(repo: Path, env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess, float]:
+# mmtrack with the worker instrumented from Valgrind's start-up, as before vgdb switched it on late.
+FROM_START = ("import sys; from mmtrack.asvbridge.callgrind_pool import CallgrindSession; "
+              "CallgrindSession.instrument_late = False; from mmtrack.cli import main; sys.argv[0] = 'mmtrack'; main()")
+
+
+def mmtrack(repo: Path, env: dict[str, str], *args: str, from_start: bool = False
+            ) -> tuple[subprocess.CompletedProcess, float]:
     t = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "mmtrack", *args], cwd=repo, env=env, capture_output=True, text=True,
+    how = ["-c", FROM_START] if from_start else ["-m", "mmtrack"]
+    proc = subprocess.run([sys.executable, *how, *args], cwd=repo, env=env, capture_output=True, text=True,
                           timeout=3600)
     return proc, time.monotonic() - t
+
+
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def flagged(text: str) -> list[str]:
@@ -193,19 +212,69 @@ def bisect_project(sdist: Path, scratch: Path) -> tuple[Path, dict[str, str], li
     return repo, env, shas
 
 
+def cost(sdist: Path, scratch: Path, runs: int) -> None:
+    """The 10-benchmark suite under each instrument in turns, each run at a fresh commit (a per-commit CI run)."""
+    env = env_for(scratch / "home", scratch / "store.db")
+    (scratch / "home").mkdir(parents=True)
+    repo = project(sdist, scratch, env)
+    commit(repo, env, "sdist", 0)
+    took: dict[str, list[tuple[float, float]]] = {"callgrind": [], "wall": []}
+    for i in range(runs):
+        for name in (("callgrind", "wall") if i % 2 == 0 else ("wall", "callgrind")):
+            commit(repo, env, f"run {i} {name}", 2 * i + (name == "wall") + 1)
+            load, cpu = os.getloadavg()[0], children_cpu()
+            proc, wall = mmtrack(repo, env, "run", *(["--instrument", "callgrind"] if name == "callgrind" else []))
+            took[name].append((wall, children_cpu() - cpu))
+            print(f"cost run {i + 1} {name}: {wall:.1f} s wall, {took[name][-1][1]:.1f} s CPU, exit {proc.returncode}, "
+                  f"load {load:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
+    for name, got in took.items():
+        print(f"cost {name}: median {statistics.median(w for w, _ in got):.1f} s wall "
+              f"({min(w for w, _ in got):.1f}-{max(w for w, _ in got):.1f}), "
+              f"median {statistics.median(c for _, c in got):.1f} s CPU, {len(got)} runs", flush=True)
+
+
+def methods(sdist: Path, scratch: Path) -> None:
+    """One code counted four times at four commits, instrumented from start-up (S) and switched on late (L) in
+    turns, S L S L: compare's rows of S against S, L against L, then S against L (the first run in a fresh
+    checkout is no reference: it reads sources that later runs find compiled)."""
+    env = env_for(scratch / "home", scratch / "store.db")
+    (scratch / "home").mkdir(parents=True)
+    repo = project(sdist, scratch, env)
+    shas = []
+    for i, late in enumerate((False, True, False, True)):
+        shas.append(commit(repo, env, f"run {i}", i + 1))
+        mmtrack(repo, env, "run", "--instrument", "callgrind", from_start=not late)
+    for label, a, b in (("S1 vs S2", 0, 2), ("L1 vs L2", 1, 3), ("S2 vs L2", 2, 3), ("S1 vs L1", 0, 1)):
+        proc, _ = mmtrack(repo, env, "compare", shas[a], shas[b], "--format", "json")
+        rows = [r for r in json.loads(proc.stdout)["rows"] if r["metric"]["section"] == "callgrind"]
+        differ = [r for r in rows if r["before"]["median"] != r["after"]["median"]]
+        print(f"methods {label}: {len(rows)} callgrind rows (10 cases), {len(differ)} differ", flush=True)
+        for r in differ:
+            before, after = r["before"]["median"], r["after"]["median"]
+            change = f"{before:,.2f} -> {after:,.2f} ({after / before - 1:+.4%})"
+            print(f"  {r['benchmark']} {r['metric']['name']}: {change}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sdist", type=Path)
-    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--trials", type=int, default=10, help="gate trials")
+    parser.add_argument("--continuous-trials", type=int, default=10)
     parser.add_argument("--bisect-trials", type=int, default=5)
-    parser.add_argument("--cost", action="store_true", help="also time the suite under run's wall-clock defaults")
+    parser.add_argument("--cost-runs", type=int, default=0, help="time the suite under each instrument this often")
+    parser.add_argument("--methods", action="store_true", help="compare counts of late and start-up instrumentation")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="targets-"))
     print(f"load at start: {os.getloadavg()}", flush=True)
     for t in range(args.trials):
         print(f"gate trial {t + 1}: {gate_trial(args.sdist, base / f'gate{t}')}", flush=True)
-    repo, env, shas = bisect_project(args.sdist, base / "bisect")
-    for t in range(args.trials):
+    if args.methods:
+        methods(args.sdist, base / "methods")
+    if args.cost_runs:
+        cost(args.sdist, base / "cost", args.cost_runs)
+    if args.continuous_trials or args.bisect_trials:
+        repo, env, shas = bisect_project(args.sdist, base / "bisect")
+    for t in range(args.continuous_trials):
         print(f"continuous trial {t + 1}: {continuous_trial(repo, env, shas[36], shas[37])}", flush=True)
     for t in range(args.bisect_trials):
         proc, took = mmtrack(repo, env, "bisect", shas[0], shas[64], "-b", TARGET, "--instrument", "callgrind",
@@ -215,11 +284,6 @@ def main() -> None:
         print(f"bisect trial {t + 1}: exit {proc.returncode}, culprit is commit 37: "
               f"{found.get('culprit') == shas[37]}, commits counted {counted}, {took:.0f} s"
               + ("" if proc.returncode == 0 else f" ({proc.stderr.strip().splitlines()[-1:]})"), flush=True)
-    if args.cost:
-        cg, t_cg = mmtrack(repo, env, "run", "--instrument", "callgrind")
-        wall, t_wall = mmtrack(repo, env, "run")
-        print(f"cost of the 10-benchmark suite: run --instrument callgrind {t_cg:.0f} s (exit {cg.returncode}), "
-              f"run (asv wall-clock defaults) {t_wall:.0f} s (exit {wall.returncode})", flush=True)
     print(f"load at end: {os.getloadavg()}")
     shutil.rmtree(base, ignore_errors=True)
 

@@ -59,6 +59,9 @@ def test_continuous_flags_one_percent_at_once_and_an_a_a_pair_not_at_all(project
     assert 1.003 < work["ratio"] < 1.02
     flagged = {k for k, r in rows.items() if r["verdict"] in ("regressed", "improved", "ambiguous")}
     assert all(name == "time_crunch" for name, _ in flagged), flagged
+    for sha in shas[3:5]:  # both sides' profiles kept per commit, in Valgrind's format: why the count changed
+        (kept,) = (repo / ".mmtrack" / "profiles" / sha).glob("bench_ab.Crunch.time_crunch.*ops.callgrind.out")
+        assert kept.read_text().startswith("# callgrind format")
     same = run_cli("continuous", shas[0], shas[1], "--instrument", "callgrind", "--format", "json",
                    "--fail-on", "regression", "--no-save", cwd=repo, env=env, timeout=900)
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]

@@ -104,6 +104,21 @@ def test_rerunning_gives_identical_counts(tmp_path):
 
 
 @needs_valgrind
+def test_without_vgdb_the_worker_is_instrumented_from_start_up_and_counts_the_same(tmp_path, monkeypatch):
+    path = _suite(tmp_path)
+    late = _run(path, "After")["bench_cg.After.track_dict"]
+    assert not any("from start-up" in n for n in late.stats.notes)
+    bare = tmp_path / "bin"  # valgrind, but not its vgdb: the instrumentation cannot be switched on late
+    bare.mkdir()
+    for tool in Path(shutil.which("valgrind")).parent.glob("valgrind*"):  # Debian's valgrind execs valgrind.bin
+        (bare / tool.name).symlink_to(tool)
+    monkeypatch.setenv("PATH", str(bare))
+    early = _run(path, "After")["bench_cg.After.track_dict"]
+    assert any("instrumented from start-up: vgdb is not on PATH" in n for n in early.stats.notes)
+    assert _counts(early)["instructions"] == _counts(late)["instructions"] > 100
+
+
+@needs_valgrind
 def test_a_gpu_case_is_refused_and_a_slow_case_fails_alone(tmp_path):
     got = _run(_suite(tmp_path), "Device|Slow|After", timeout=3)
     device, slow, after = (got[f"bench_cg.{c}"] for c in ("Device.track_kernel", "Slow.track_never",
@@ -170,3 +185,45 @@ def test_simulated_caches_are_only_suspected_and_misses_never_a_verdict_alone():
     assert tiny.verdict == "unchanged"
     more = compare_pair(_m("l1d_misses", 20, "misses/op"), _m("l1d_misses", 30, "misses/op"))
     assert more.verdict == "unchanged" and "est_cycles" in more.note
+
+
+GROWING = textwrap.dedent('''
+    from pathlib import Path
+
+    import mmtrack
+
+    # Read at import: a module constant is not part of the code version, so two runs stay comparable.
+    WORK = int(Path(__file__).with_name("work.txt").read_text())
+
+    class Grow:
+        @mmtrack.bench()
+        def track_sum(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                sum(range(WORK))
+''')
+
+
+@needs_valgrind
+def test_bench_keeps_both_runs_profiles_and_says_why_a_count_regressed(tmp_path):
+    import subprocess
+
+    root = tmp_path / "proj"
+    (root / "benchmarks").mkdir(parents=True)
+    (root / "benchmarks" / "grow.py").write_text(GROWING)
+    (root / "benchmarks" / "work.txt").write_text("200")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "suite"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    first = run_cli("bench", "benchmarks", "--instrument", "callgrind", cwd=root, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (root / "benchmarks" / "work.txt").write_text("260")  # 30% more additions per op
+    second = run_cli("bench", "benchmarks", "--instrument", "callgrind", cwd=root, timeout=600)
+    assert second.returncode == 0, second.stdout + second.stderr
+    kept = root / ".mmtrack" / "profiles"
+    for run in (1, 2):
+        (profile,) = (kept / f"bench-run-{run}").glob("grow.Grow.track_sum.*ops.callgrind.out")
+        assert profile.read_text().startswith("# callgrind format")  # Valgrind's own format
+    assert not list(kept.glob("bench-pending-*"))
+    out = second.stdout
+    assert "why grow.Grow.track_sum changed" in out, out
+    assert "bench-run-1" in out and "bench-run-2" in out  # the two profiles callgrind_annotate read

@@ -332,7 +332,7 @@ def test_detect_finds_the_lasting_regression_and_stores_it(metpy_store):
 
 
 def test_detect_bulk_read_matches_the_per_series_read_and_limits_to_given_series(metpy_store):
-    from mmtrack.analysis.detect import detect_series
+    from mmtrack.analysis.series import detect_series
 
     s = metpy_store
     store = open_store(s["db"])

@@ -8,14 +8,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from mmtrack.analysis.detect import (
-    DetectPolicy,
-    detect_all,
-    detect_series,
-    find_steps,
-    is_worse,
-    segment_levels,
-)
+from mmtrack.analysis.detect import DetectPolicy, find_steps, is_worse, segment_levels
+from mmtrack.analysis.series import detect_all, detect_series
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint
 
@@ -281,3 +275,57 @@ def test_refinement_carries_a_point_further_than_one_reach():
     x = np.log(noisy_level([1.0] * 43 + [1.05] * 57, cv=0.005, seed=8))
     assert _refine_pass(x, [28], DetectPolicy()) == [38]  # one pass: as far as it reaches
     assert _refine(x, [28], DetectPolicy()) == [43]
+
+
+# --------------------------------------------------------------------------- the newest commits (analysis/newest.py)
+
+
+def _state(change):
+    from mmtrack.commands.detect import state_of
+
+    return state_of(change)
+
+
+def test_a_step_in_the_newest_two_commits_is_suspected_at_once():
+    """Two commits 30% up after 95 quiet ones: the rank test cannot prove it yet, the gate's rules suspect it."""
+    key, pts = series(noisy_level([1.0] * 95 + [1.3] * 2, seed=4))
+    (cp,) = detect_series(key, pts).changes
+    assert (cp.kind, _state(cp), cp.persists, cp.extra["index"]) == ("regression", "suspected", True, 95)
+    assert cp.ratio == pytest.approx(1.3, rel=0.05) and cp.p_value is None
+    assert detect_series(key, pts, DetectPolicy(newest=False)).changes == ()  # what detect said before
+
+
+def test_the_next_commits_settle_a_suspected_step():
+    """Held by the next commits: no longer suspected (confirmed, or proved by the rank test); left by them: withdrawn."""
+    held = noisy_level([1.0] * 95 + [1.3] * 6, seed=4)
+    key, pts = series(held)
+    (cp,) = detect_series(key, pts).changes
+    assert (cp.kind, _state(cp), cp.extra["index"]) == ("regression", "confirmed", 95)
+    back = noisy_level([1.0] * 95 + [1.3] + [1.0] * 4, seed=4)
+    key, pts = series(back)
+    assert detect_series(key, pts).changes == ()
+
+
+def test_a_quiet_flat_tail_and_a_runner_level_the_series_visits_are_never_suspected():
+    for seed in range(5):
+        key, pts = series(noisy_level([1.0] * 100, cv=0.02, seed=seed))
+        assert detect_series(key, pts).changes == ()
+    # every tenth commit on a runner 30% slower: two such commits at the end are that runner, not a step
+    levels = [1.3 if i % 10 == 9 else 1.0 for i in range(98)] + [1.3, 1.3]
+    key, pts = series(noisy_level(levels, seed=5))
+    assert [c for c in detect_series(key, pts).changes if c.extra["index"] >= 95] == []
+
+
+def test_detect_fails_on_a_suspected_regression_only_when_asked():
+    import json
+
+    from mmtrack.cli_render import detect_json as to_json
+    from mmtrack.commands.detect import DetectOutcome
+
+    key, pts = series(noisy_level([1.0] * 95 + [1.3] * 2, seed=4))
+    report = detect_series(key, pts)
+    for fail_on, code in ((("regression",), 0), (("suspected",), 1), ((), 0)):
+        outcome = DetectOutcome([report], None, DetectPolicy(), fail_on)
+        assert outcome.exit_code == code and len(outcome.suspected_regressions) == 1 and not outcome.open_regressions
+    (change,) = json.loads(to_json(outcome))["series"][0]["changes"]
+    assert change["state"] == "suspected" and change["kind"] == "regression"

@@ -71,3 +71,15 @@ def test_quick_run_prints_and_writes_figures(tmp_path):
     assert big["tp"] + big["fn"] > 0 and big["recall"] >= 0.75
     aa = data["recorded"]["compare_aa"]
     assert aa["rows"] > 0 and 0.0 <= aa["history"] <= aa["plain"] <= 1.0
+
+
+def test_a_revert_steps_away_and_back_to_the_level_before():
+    E = _harness()
+    for seed in range(3):
+        h = E.ci_history(np.random.default_rng(seed), 100, "quiet", "revert", 0.2)
+        up, down = h.truth[0][0] + 3, h.improvements[0]  # the regression (within +-3) and the step back
+        first, second = sorted((up, down))
+        m = np.log(h.medians)
+        away = np.median(m[first:second]) - np.median(m[:first])
+        assert abs(abs(away) - np.log(1.2)) < 0.05 and (away > 0) == (first == up)
+        assert abs(np.median(m[second:]) - np.median(m[:first])) < 0.05

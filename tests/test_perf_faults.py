@@ -67,9 +67,10 @@ def test_paranoid_refusal_gives_timing_only_with_the_paranoid_value_and_the_fix(
     b = default_backend()
     assert isinstance(b, WallClockBackend)
     stats = run_benchmark(BenchSpec("t", lambda ctx, n, i: None, chunk_size=1), FAST)
-    assert stats.measurement_label == "timing only" and not stats.counters and stats.samples == 5
+    assert stats.measurement_label == "timing + thread CPU time" and stats.samples == 5
+    assert [c.name for c in stats.counters] == ["task-clock"]  # CPU time per op without perf (contention)
     (line,) = messages()  # one message, although the backend was asked for twice
-    assert "timing only" in line and "kernel.perf_event_paranoid=3" in line
+    assert "thread CPU time" in line and "kernel.perf_event_paranoid=3" in line
     assert "sysctl -w kernel.perf_event_paranoid=2" in line and "CAP_PERFMON" in line
 
 
@@ -159,11 +160,11 @@ def test_exhausted_file_descriptors_give_timing_only_with_a_message(preloaded):
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env(), timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "backend: WallClockBackend" in proc.stdout
-    assert "timing only" in proc.stdout and "fd_starved" in proc.stdout
+    assert "backend: ThreadCpuBackend" in proc.stdout
+    assert "timing + thread CPU time" in proc.stdout and "fd_starved" in proc.stdout
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mmtrack:")]
     assert len(lines) == 1 and "EMFILE" in lines[0] and "ulimit -n" in lines[0]
-    assert "timing only" in lines[0]
+    assert "thread CPU time" in lines[0]
 
 
 def test_cli_with_perf_refused_prints_timing_and_one_line_no_traceback():
@@ -186,7 +187,7 @@ def test_cli_with_perf_refused_prints_timing_and_one_line_no_traceback():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env(), cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stdout.count("timing only") >= 2 and "counters:" not in proc.stdout
+    assert proc.stdout.count("timing + thread CPU time") >= 2 and "page-faults/op" not in proc.stdout
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mmtrack:")]
     assert len(lines) == 1 and "perf_event_paranoid=" in lines[0]  # once per process, not per benchmark
 
@@ -219,4 +220,4 @@ def test_a_failure_after_opening_closes_every_descriptor(monkeypatch, messages, 
     assert len(os.listdir("/proc/self/fd")) == before
     assert isinstance(default_backend(), WallClockBackend)
     (line,) = messages()
-    assert "timing only" in line and "ENOTTY" in line
+    assert "thread CPU time" in line and "ENOTTY" in line

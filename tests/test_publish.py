@@ -275,7 +275,7 @@ def test_values_at_or_below_zero_and_beyond_the_float_range_publish(tmp_path: Pa
     """track_ values may step from 0, flip sign or span 1e-300 to 1e300: detect finds those changes (a sign flip's
     ratio is -1), and the pages ranked a benchmark's changes by log(ratio), a math domain error that stopped
     `mmtrack publish`. Every data file stays strict JSON (no NaN, no Infinity)."""
-    from mmtrack.analysis.detect import detect_series
+    from mmtrack.analysis.series import detect_series
 
     commits = synthetic_commits(40, 0)
     shapes = {"track_from_zero": lambda i: 0.0 if i < 20 else 5.0, "track_sign_flip": lambda i: -1.0 if i < 20 else 1.0,

@@ -309,7 +309,7 @@ def test_y_axis_unit_is_the_hover_unit_and_x_is_the_series_position(site, page) 
 def test_values_at_or_below_zero_and_beyond_the_float_range_draw(page, tmp_path) -> None:
     """track_ values that step from 0, flip sign or span 1e-300 to 1e300: every page draws them without an error,
     and the index ranks a change that no log can size (a sign flip) first by size."""
-    from mmtrack.analysis.detect import detect_series
+    from mmtrack.analysis.series import detect_series
     from mmtrack.publish import SiteModel
     from benchmarks.synthetic_history import synthetic_commits
 
@@ -339,4 +339,61 @@ def test_values_at_or_below_zero_and_beyond_the_float_range_draw(page, tmp_path)
         assert wait_charts(page, 1)[0]["points"] == 40
     page.goto((site / "compare.html").as_uri() + f"?a={commits[19].sha[:10]}&b={commits[20].sha[:10]}")
     page.wait_for_function("document.querySelectorAll('#compare tbody tr').length === 4", timeout=20000)
+    assert page.problems == []
+
+
+def test_instruction_counts_read_in_the_units_users_expect(page, tmp_path) -> None:
+    """callgrind's counts per op on a benchmark page: "1.27 M instr/op" on the axis and in the hovers, beside time."""
+    from mmtrack.publish import SiteModel
+    from mmtrack.publish.synthetic import synthetic_commits
+
+    commits = synthetic_commits(12, 0)
+    values = {MetricKey("callgrind", "instructions", "instr/op"): 1.271e6,
+              MetricKey("callgrind", "est_cycles", "cycles/op"): 2.2e6, MetricKey("timing", "time_per_op", "s"): 3.1e-4}
+    series = {}
+    for metric, value in values.items():
+        key = SeriesKey("m1", "callgrind-cpython-3.11", "suite.time_parse", "{}", metric)
+        series[key] = [SeriesPoint(c, i, Measurement(key.benchmark, {}, metric, Direction.LOWER, median=value * (1 + i / 1000)))
+                       for i, c in enumerate(commits)]
+    site = tmp_path / "site"
+    build_site(SiteModel(series=series, commits=commits, change_points=[]), site)
+    open_page(page, site, f"b/{bench_id('suite.time_parse')}.html")
+    wait_charts(page, 3)
+    charts = page.evaluate(UNITS_JS)
+    assert {c["axis"] for c in charts} == {"M instr/op", "M cycles/op", "µs"}
+    instructions = next(c for c in charts if c["axis"] == "M instr/op")
+    assert instructions["hover"][0].startswith("1.27") and instructions["hover"][0].endswith(" M instr/op")
+    assert page.problems == []
+
+
+def test_a_regressed_count_links_both_commits_kept_callgrind_profiles(page, tmp_path) -> None:
+    """`run --instrument callgrind` keeps a profile per case per commit: the regressions page links both sides'."""
+    from mmtrack.publish import SiteModel
+    from mmtrack.publish.synthetic import synthetic_commits
+    from mmtrack.results import RunVerdict
+
+    commits = synthetic_commits(3, 0)
+    metric = MetricKey("callgrind", "instructions", "instr/op")
+    key = SeriesKey("m1", "callgrind-cpython-3.11", "suite.time_parse", "{}", metric)
+    values = [1.0e6, 1.0e6, 1.01e6]
+    series = {key: [SeriesPoint(c, i, Measurement(key.benchmark, {}, metric, Direction.LOWER, median=v))
+                    for i, (c, v) in enumerate(zip(commits, values))]}
+    kept = tmp_path / "profiles"
+    for c, v in zip(commits, values):  # the header callgrind writes, and one function's self cost
+        (kept / c.sha).mkdir(parents=True)
+        (kept / c.sha / "suite.time_parse.64ops.callgrind.out").write_text(
+            f"# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\nevents: Ir\nfn=parse\n1 {int(v * 64)}\n"
+            f"summary: {int(v * 64)}\n")
+    verdict = RunVerdict(key, commits[1].sha, commits[2].sha, "regressed", "confirmed", 1.01, 1.0e6, 1.01e6)
+    site = tmp_path / "site"
+    build_site(SiteModel(series=series, commits=commits, run_verdicts=[verdict],
+                         config=SiteConfig(profiles=kept)), site)
+    open_page(page, site, "regressions.html")
+    page.wait_for_selector("#regressions tbody tr .profiles a")
+    hrefs = page.eval_on_selector_all("#regressions .profiles a", "as => as.map(a => a.href)")
+    assert len(hrefs) == 2
+    for href, commit in zip(hrefs, commits[1:]):
+        copied = Path(href.removeprefix("file://"))
+        assert copied.is_relative_to(site) and commit.sha in href  # copied into the site: the site stays whole
+        assert copied.read_bytes() == (kept / commit.sha / "suite.time_parse.64ops.callgrind.out").read_bytes()
     assert page.problems == []

@@ -51,6 +51,9 @@ Given the commit of each history value (:class:`RunLabels`), the same suite also
 levels out of each series' history before a run on the usual runner is judged (:mod:`.frames`): a step
 onto a level that only other runner types reached before then stands out.
 
+**Contention** (:mod:`.contention`): where either side of a single-threaded CPU-domain case waited for a
+CPU (its wall time well beyond its CPU time per op), its wall-clock rows take the verdict of its CPU time per op.
+
 Near the edge: a change that misses the minimum effect by less than :data:`EDGE_BAND`
 but passes every other test is **ambiguous**, never a silent unchanged.
 Beyond the effect but failing a test: **ambiguous** (``~``). Neutral metrics (ids,
@@ -71,7 +74,7 @@ import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import ChangePoint, Measurement, MetricKey
-from . import deterministic
+from . import contention, deterministic
 from .noise import (
     SegmentNoise,
     YoungLevel,
@@ -211,13 +214,13 @@ def significance(before: Measurement, after: Measurement, alpha: float, *,
 
     ``quartiles``: without samples, test the medians on the quartiles (:func:`quartile_test`) before
     falling back to the confidence intervals; the history gate asks for it (see there)."""
-    from scipy import stats as sps  # a second to import: only once a test is run (pages mostly need none)
-    from scipy.special import comb
-
     a, b = finite(before.samples), finite(after.samples)
-    if a.size and b.size and 1.0 / comb(a.size + b.size, min(a.size, b.size)) < alpha:
+    # the smallest p the exact test can reach is 1 / comb: compared as an int, which no sample count overflows
+    if a.size and b.size and math.comb(a.size + b.size, min(a.size, b.size)) > 1.0 / alpha:
         if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic on both sides
             return bool(a[0] != b[0]), (0.0 if a[0] != b[0] else 1.0), "mann-whitney"
+        from scipy import stats as sps  # seconds to import: only once samples are tested (detect's medians never are)
+
         p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
         p = 1.0 if math.isnan(p) else p
         return p < alpha, p, "mann-whitney"
@@ -243,8 +246,6 @@ def quartile_test(before: Measurement, after: Measurement) -> float | None:
     each side's spread is (q3 - q1) / 1.349 and its median's error 1.2533 spread / sqrt(n), as for normal
     samples, and the difference is read against Student's t with Welch's degrees of freedom, since ten samples
     estimate a spread loosely (a disturbed run's wide quartiles then count for what they are)."""
-    from scipy.special import stdtr  # Student's t distribution function: a ufunc, 30x as fast as stats.t.sf
-
     sides = []
     for m in (before, after):
         if m.median is None or m.q1 is None or m.q3 is None or m.count < QUARTILE_MIN_COUNT:
@@ -252,6 +253,8 @@ def quartile_test(before: Measurement, after: Measurement) -> float | None:
         if not all(math.isfinite(v) for v in (m.median, m.q1, m.q3)):
             return None
         sides.append((m.median, 1.2533 * abs(m.q3 - m.q1) / 1.349 / math.sqrt(m.count), m.count - 1))
+    from scipy.special import stdtr  # Student's t distribution function: a ufunc, 30x as fast as stats.t.sf
+
     (ma, ea, da), (mb, eb, db) = sides
     error = math.hypot(ea, eb)
     if error == 0:  # both sides tied at their median (a coarse timer): equal or not
@@ -475,6 +478,7 @@ class _Persistence:
     state: Evidence | None = None
     went_back: int = 0
     by_density: bool = False
+    reverted: int = 0  # the commits before the segment whose level this one went back to, a level never left before
 
 
 def _on_history(pair: _Pair, effect: _Effect, p: float | None, fields: dict) -> Row | _Persistence:
@@ -510,7 +514,9 @@ def _on_segment_noise(pair: _Pair, noise: SegmentNoise, beyond: bool, p: float |
                       fields: dict) -> Row | _Persistence:
     """The segment's noise, the earlier and young levels, the window's density and persistence, in that order."""
     distance = _distance(pair, noise)
-    if (row := _back_to_earlier_row(pair, noise, distance, beyond, fields)) is not None:
+    back = noise.back_to_earlier(pair.a, pair.policy.history_gap, pair.policy.min_history) if (
+        beyond and distance.near <= 1) else 0
+    if back and (row := _back_to_visited_row(pair, noise, distance, back, fields)) is not None:
         return row
     young = young_level(noise, pair.history, pair.threshold, pair.policy.history_gap) if beyond else None  # type: ignore[arg-type]
     if young is not None:
@@ -519,12 +525,12 @@ def _on_segment_noise(pair: _Pair, noise: SegmentNoise, beyond: bool, p: float |
         distance = _near_from_young_level(pair, noise, young, distance)
     by_density = (distance.near >= 1 or distance.z < distance.z_bar) and beyond and young is None and unseen_step(
         noise, pair.history, pair.a, pair.threshold, pair.policy)  # type: ignore[arg-type]
-    state, held_value, went_back = _persistence(pair, noise, distance.near, by_density, beyond)
+    state, held_value, went_back, held_back = _persistence(pair, noise, distance.near, by_density, beyond)
     if not went_back and held_value and (row := _came_earlier_row(pair, noise, distance.z, fields)) is not None:
         return row
     if (row := _within_noise_row(pair, noise, distance, state, by_density, beyond, p, fields)) is not None:
         return row
-    return _Persistence(distance.z, state, went_back, by_density)
+    return _Persistence(distance.z, state, went_back, by_density, back or held_back)
 
 
 def _distance(pair: _Pair, noise: SegmentNoise) -> _Distance:
@@ -536,16 +542,17 @@ def _distance(pair: _Pair, noise: SegmentNoise) -> _Distance:
     return _Distance(z, z_bar, near)
 
 
-def _back_to_earlier_row(pair: _Pair, noise: SegmentNoise, distance: _Distance, beyond: bool,
+def _back_to_visited_row(pair: _Pair, noise: SegmentNoise, distance: _Distance, back: int,
                          fields: dict) -> Row | None:
-    """Ambiguous: back at the level of most commits before the segment, which no more than one commit of it
-    visited (:meth:`.noise.SegmentNoise.back_to_earlier`): the segment was a phase, and a return looks like a step."""
-    policy = pair.policy
-    back = noise.back_to_earlier(pair.a, policy.history_gap, policy.min_history) if distance.near <= 1 else 0
-    if not (back and beyond):
+    """Ambiguous: back at the level of ``back`` commits before the segment, which no more than one commit of it
+    visited (:meth:`.noise.SegmentNoise.back_to_earlier`), in a series that had visited the segment's level before
+    (:meth:`.noise.SegmentNoise.alternates`): the segment was a phase, and a return looks like a step. None for a
+    series that had never been at the segment's level: it stepped there, and stepping back is a change (a revert)."""
+    if not noise.alternates(pair.policy.history_gap):
         return None
     return Row(**fields, verdict="ambiguous", history_z=distance.z, note=(
-        f"back to the level of {back} commits before the last {noise.points}: "
+        f"back to the level of {back} commits before the last {noise.points}; the series visits both levels "
+        f"({noise.visited_before(pair.policy.history_gap)} earlier commits were at the last {noise.points}' level): "
         "a runner phase ended, or a change was reverted"))
 
 
@@ -570,11 +577,12 @@ def _near_from_young_level(pair: _Pair, noise: SegmentNoise, young: YoungLevel, 
 
 
 def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
-                 beyond: bool) -> tuple[Evidence | None, float | None, int]:
+                 beyond: bool) -> tuple[Evidence | None, float | None, int, int]:
     """The evidence state from the later commits (:func:`.noise.follow_up`, where the level is one no more than one
     commit visited or the density suspects it), the level they hold (:func:`.noise.held_level`, which may confirm
-    it still), and the commits before the segment whose level they went back to (those refute it): (state, the held
-    median where confirmed, the commits went back to)."""
+    it still), and the commits before the segment whose level they went back to (those refute it where the series
+    alternates, :meth:`.noise.SegmentNoise.alternates`; else the return is a revert): (state, the held median where
+    confirmed, the commits went back to, the commits a revert went back to)."""
     policy, a, later = pair.policy, pair.a, pair.later
     state: Evidence | None = follow_up(noise, a, later, policy) if near <= 1 or by_density else None
     if state != "confirmed" and beyond:
@@ -586,8 +594,9 @@ def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
     # The next commits agreed on their way back to the level before the segment (a phase that ended through a commit
     # on a third runner type, between the two): they refute it (held_level never confirms that).
     held_value = held_median(a, later, policy) if state == "confirmed" else None
-    went_back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
-    return ("refuted" if went_back else state), held_value, went_back
+    back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
+    went_back = back if back and noise.alternates(policy.history_gap) else 0
+    return ("refuted" if went_back else state), held_value, went_back, back - went_back
 
 
 def _came_earlier_row(pair: _Pair, noise: SegmentNoise, z: float, fields: dict) -> Row | None:
@@ -644,6 +653,9 @@ def _notes(pair: _Pair, noise: SegmentNoise | None, read: _Persistence) -> list[
     if read.by_density:
         notes.append(f"beyond every level the last {len(noise.seen)} commits visited ({read.z:.1f} deviations of a "  # type: ignore[union-attr]
                      "series spread over several runner levels)")
+    if read.reverted:
+        notes.append(f"back to the level of {read.reverted} commits before the last {noise.points}, which the "  # type: ignore[union-attr]
+                     "series left by a step and had never visited otherwise: a change reverted, judged as a step")
     if read.went_back:
         notes.append(f"the next commits went back to the level of {read.went_back} commits before the last "
                      f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
@@ -992,6 +1004,7 @@ def compare_measurements(
                    {k: m.direction for k, m in amap.items()}, history, later, labels, policy)
     rows = tuple(judge_in_run(bmap.get(k), amap.get(k), policy, history.get(k), later.get(k, ()), runs.get(k))
                  for k in keys)
+    rows = contention.read_cpu_time_where_contended(rows, bmap, amap)
     return Comparison(rows, before_label, after_label, policy, tuple(decided))
 
 

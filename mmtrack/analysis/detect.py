@@ -23,6 +23,9 @@ so that a step is a ratio:
 5. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
    every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
 
+A series' change points as ``mmtrack detect`` reports them, a step in the newest commits judged by the per-commit
+gate's rules among them, are :mod:`.series`'s (it reads the gate's modules, which read this one).
+
 The previous default, E-Divisive means with significance testing as Apache Otava / Hunter do it
 (``method="edivisive"``), and PELT (``method="pelt"``) remain available.
 
@@ -35,12 +38,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, Mapping, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
 from ..measure.metrics import Direction
-from ..results import ChangePoint, SeriesKey, SeriesPoint
+from ..results import ChangePoint, SeriesKey
 from .policy import MAIN_LEVEL_PRICE, MAIN_LEVEL_Z, REFINE_CONTEXT, REFINE_PASSES, SETTLE_Z
 
 Method = Literal["rankseg", "edivisive", "pelt"]
@@ -66,6 +69,7 @@ class DetectPolicy:
     tail_commits: int = 5  # rankseg only: a change in the newest min_segment..tail_commits commits is looked for
     tail_z: float = 4.0  # ...when every one of them is this many robust sigmas beyond the current segment
     main_level: bool = True  # Mann-Whitney: also test each side's main level, other runners' commits left out (_test)
+    newest: bool = True  # series: judge the newest commits by the per-commit gate's rules too (analysis/newest.py)
 
     def __post_init__(self) -> None:
         # The CLI turns its knobs' bad values into one-line usage errors first (commands/detect.py:
@@ -606,143 +610,6 @@ class SeriesReport:
         return tuple(c for c in self.changes if c.kind == "regression")
 
 
-def _usable(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
-    out = []
-    for pt in points:
-        m = pt.measurement
-        if m.status == "ok" and m.median is not None and math.isfinite(m.median):
-            out.append(pt)
-    return out
-
-
-def _version_runs(versions: Sequence[str | None]) -> list[range]:
-    """Index ranges of one benchmark code version each: levels across a change are not comparable."""
-    if len(set(versions) - {None}) <= 1:  # one version (the common case): no per-point walk
-        return [range(len(versions))] if versions else []
-    runs: list[range] = []
-    start, current = 0, None
-    for i, v in enumerate(versions):
-        if i and v is not None and current is not None and v != current:
-            runs.append(range(start, i))
-            start = i
-        if v is not None:
-            current = v
-    if versions:
-        runs.append(range(start, len(versions)))
-    return runs
-
-
-def detect_series(key: SeriesKey, points: Sequence[SeriesPoint], policy: DetectPolicy | None = None) -> SeriesReport:
-    """Change points of one series (points in commit order, oldest first)."""
-    usable = _usable(points)
-    return detect_values(
-        key,
-        [pt.commit.sha for pt in usable],
-        [float(pt.measurement.median) for pt in usable],  # type: ignore[arg-type]
-        [pt.measurement.version for pt in usable],
-        usable[-1].measurement.direction if usable else Direction.LOWER,
-        policy,
-    )
-
-
-def _persists(step: Step, latest: float, min_effect: float) -> bool:
-    """Whether the latest value is still beyond ``min_effect`` from the level before, the way the step went.
-
-    A ratio means nothing at or below 0 (a track_ benchmark's values): there the latest value must lie nearer the new
-    level than the old one (a step up from exactly 0 did not "persist" as a ratio to 0).
-    """
-    if step.before > 0:
-        rel = latest / step.before - 1
-        return math.copysign(1, rel) == math.copysign(1, step.after - step.before) and abs(rel) >= min_effect
-    return step.after != step.before and (latest - step.before) / (step.after - step.before) > 0.5
-
-
-def _nearer(value: float, level: float, other: float) -> bool:
-    """Whether ``value`` is nearer ``level`` than ``other`` (as ratios where all three are positive)."""
-    if value > 0 and level > 0 and other > 0:
-        value, level, other = math.log(value), math.log(level), math.log(other)
-    return abs(value - level) < abs(value - other)
-
-
-def named_range(values: Sequence[float], at: int, lo: int, hi: int, before: float, after: float) -> tuple[int, int]:
-    """The commits a change point names, (last of the old level, first of the new): the split's two neighbours, or,
-    where one of them reads the other side's level (a commit on another runner), the nearest commit beyond it that
-    reads its own side's, within the segments [lo, at) and [at, hi). The range then says where the change began
-    without a named commit contradicting the levels shown."""
-    first = at - 1
-    while first > lo and not _nearer(values[first], before, after):
-        first -= 1
-    last = at
-    while last < hi - 1 and not _nearer(values[last], after, before):
-        last += 1
-    return first, last
-
-
-def detect_values(
-    key: SeriesKey,
-    shas: Sequence[str],
-    values: Sequence[float],
-    versions: Sequence[str | None],
-    direction: Direction,
-    policy: DetectPolicy | None = None,
-) -> SeriesReport:
-    """Change points of one series given as plain columns of its usable commits (ok, finite), oldest first.
-
-    The bulk path of ``mmtrack detect`` reads these columns for every series in one query, without
-    building a record per point.
-    """
-    policy = policy or DetectPolicy()
-    runs = _version_runs(versions)
-    notes = []
-    if len(runs) > 1:
-        notes.append(f"benchmark code changed {len(runs) - 1} time(s); each version is analysed on its own")
-    if all(len(r) < policy.min_points for r in runs):
-        return SeriesReport(key, "too_short", len(values), (), (f"needs {policy.min_points} commits",) + tuple(notes))
-    latest = float(values[-1])
-    changes: list[ChangePoint] = []
-    for run in runs:
-        steps = find_steps(values if len(run) == len(values) else [values[i] for i in run], policy, settle=True)
-        bounds = [run.start, *(run.start + s.index for s in steps), run.stop]
-        for k, s in enumerate(steps):
-            worse = is_worse(direction, s.before, s.after)
-            kind = "change" if worse is None else ("regression" if worse else "improvement")
-            persists = run is runs[-1] and _persists(s, latest, policy.min_effect)
-            at = run.start + s.index
-            first, last = named_range(values, at, bounds[k], bounds[k + 2], s.before, s.after)
-            changes.append(
-                ChangePoint(
-                    series=key,
-                    direction=direction,
-                    kind=kind,
-                    before_sha=shas[first],
-                    after_sha=shas[last],
-                    before_value=s.before,
-                    after_value=s.after,
-                    ratio=s.ratio,
-                    p_value=s.p_value,
-                    persists=persists,
-                    method=policy.name,
-                    extra={"index": at, "points": len(values)},
-                )
-            )
-    return SeriesReport(key, "ok", len(values), tuple(changes), tuple(notes))
-
-
-def detect_all(
-    series: Mapping[SeriesKey, Sequence[SeriesPoint]] | Iterable[tuple[SeriesKey, Sequence[SeriesPoint]]],
-    policy: DetectPolicy | None = None,
-    progress: Callable[[SeriesKey], None] | None = None,
-) -> list[SeriesReport]:
-    """Detect over many series; ``progress`` is called once per series."""
-    items = series.items() if isinstance(series, Mapping) else series
-    out = []
-    for key, points in items:
-        out.append(detect_series(key, points, policy))
-        if progress:
-            progress(key)
-    return out
-
-
 __all__ = [
     "DetectPolicy",
     "Step",
@@ -750,7 +617,4 @@ __all__ = [
     "find_steps",
     "segment_levels",
     "is_worse",
-    "detect_series",
-    "detect_values",
-    "detect_all",
 ]

@@ -1,7 +1,9 @@
 """The parent side of ``--instrument callgrind``: one worker under Valgrind serves the run's cases.
 
-Valgrind's start-up (an interpreter and mmtrack's imports, simulated) is paid once per worker, not once
-per case. A case that crashes the worker or runs past its time budget fails alone: the worker is ended
+Valgrind's start-up (an interpreter and mmtrack's imports) is paid once per worker, not once per case, and
+at Valgrind's plain pace: the worker starts with callgrind's instrumentation off and ``vgdb`` switches it on
+before the first case (where vgdb cannot, the worker starts again instrumented throughout: slower, the same
+instruction counts). A case that crashes the worker or runs past its time budget fails alone: the worker is ended
 and a fresh one serves the cases after it. The worker's environment and working directory are fixed
 (:func:`worker_environment`), so two runs of one commit read the same counts.
 """
@@ -31,7 +33,7 @@ from .callgrind_worker import CallgrindJob
 from .session import Case, Outcome, Status
 from .worker import case_job, timeout_of
 
-START_TIMEOUT_S = 120.0  # CPU seconds for an interpreter and mmtrack's imports under Valgrind: about 8 s here
+START_TIMEOUT_S = 120.0  # CPU seconds for an interpreter and mmtrack's imports under Valgrind: 2-16 s here
 # Budgets count the worker's CPU time: at a load of 14 on 2 cores a start-up of 8 CPU seconds took over 2 minutes
 # of wall time. A worker that waits without using the CPU (a sleep, a lock) is stopped after this many budgets.
 WALL_FACTOR = 10.0
@@ -88,12 +90,12 @@ def kept_profile(folder: Path, label: str) -> tuple[Path, int] | None:
 class _Worker:
     """One ``valgrind python -m mmtrack.asvbridge.callgrind_worker`` process and its pipes."""
 
-    def __init__(self, scratch: Path, python: Path | None, without: Path | None) -> None:
+    def __init__(self, scratch: Path, python: Path | None, without: Path | None, instrument_at_start: bool) -> None:
         self.scratch = scratch
         self.profiles = scratch / "callgrind.out"
         self.log = open(scratch / "worker.log", "ab")
-        command = [*callgrind.valgrind_args(self.profiles), str(python or sys.executable), "-m",
-                   "mmtrack.asvbridge.callgrind_worker"]
+        command = [*callgrind.valgrind_args(self.profiles, instrument_at_start=instrument_at_start),
+                   str(python or sys.executable), "-m", "mmtrack.asvbridge.callgrind_worker"]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
             env=worker_environment(without), cwd=scratch / "cwd", start_new_session=True)
@@ -166,6 +168,9 @@ class CallgrindSession:
     ``python``: the interpreter of a built commit (A/B runs), else this one; ``without``: see
     :func:`worker_environment`."""
 
+    # Instrument from the first job on, not from start-up (scripts/callgrind_targets.py --methods compares both).
+    instrument_late = True
+
     def __init__(self, options: RunOptions, timeout: float | None, progress: ProgressFn,
                  keep: Path | None = None, python: Path | None = None, without: Path | None = None) -> None:
         self.valgrind = require_valgrind()  # "valgrind-3.19.0": said under each case's Measurement row
@@ -178,15 +183,22 @@ class CallgrindSession:
         (self.scratch / "cwd").mkdir()
         self.worker: _Worker | None = None
         self.profiles: dict[str, Path] = {}  # case full name -> its kept profile
+        self.late_failed: str | None = None  # why vgdb could not switch the instrumentation on, if it could not
 
     def _started(self) -> _Worker | str:
         if self.worker is not None and self.worker.process.poll() is None:
             return self.worker
-        self.worker = _Worker(self.scratch, self.python, self.without)
+        self.worker = _Worker(self.scratch, self.python, self.without, instrument_at_start=not self.instrument_late)
         if self.worker.receive(START_TIMEOUT_S) != ("ready",):
             why = self.worker.why_down()
             self._drop()
             return f"could not start the worker under valgrind: {why}"
+        if self.instrument_late:
+            why = callgrind.start_instrumentation(self.worker.process.pid, self.worker.profiles)
+            if why is not None:  # no vgdb or no ptrace: start again instrumented throughout (slower, same instructions)
+                self._drop()
+                self.instrument_late, self.late_failed = False, why
+                return self._started()
         return self.worker
 
     def _drop(self) -> None:
@@ -214,7 +226,8 @@ class CallgrindSession:
         if profile is not None and outcome.stats is not None and self.keep is not None:
             self.profiles[outcome.full_name] = self._kept(case, Path(profile), outcome.stats.operations[-1])
         if outcome.stats is not None:
-            outcome.stats.notes.append(f"counted under {self.valgrind}")
+            outcome.stats.notes.append(f"counted under {self.valgrind}" + (
+                f" (instrumented from start-up: {self.late_failed})" if self.late_failed else ""))
         return dataclasses.replace(outcome, name=b.name, params=case.param_labels)
 
     def _kept(self, case: Case, profile: Path, ops: int) -> Path:

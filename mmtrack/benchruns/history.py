@@ -133,6 +133,7 @@ class BaselineResult:
     comparison: Comparison | None
     baseline_label: str | None
     note: str | None  # one line: why the latest earlier run was skipped, or why none was found
+    baseline_id: int | None = None  # the stored run compared with
 
 
 def choose_baseline(store: Store, current: RunIdentity, ctx: BenchContext, compare: str, cwd: Path) -> tuple[reads.RunInfo | None, str | None]:
@@ -194,7 +195,7 @@ def compare_with_baseline(
         before_label=f"#{baseline.id}",
         after_label="this run",
     )
-    return BaselineResult(comparison, label, note)
+    return BaselineResult(comparison, label, note, baseline.id)
 
 
 def benchmark_verdicts(comparison: Comparison) -> dict[str, list[str]]:

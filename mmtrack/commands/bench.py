@@ -27,6 +27,7 @@ from ..asvbridge.discover_worker import discover_in_workers
 from ..asvbridge.host import host_info
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..benchruns import journal as bench_journal
+from ..benchruns import profiles as bench_profiles
 from ..errors import EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError, user_regex
 from ..measure import conditions
 from ..measure.processes import pool
@@ -68,6 +69,7 @@ class BenchRequest:
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when the end-of-run comparison finds one
     processes: int | None = None  # worker processes per case, sharing its samples; None: the default
     instrument: str = "wall"  # "wall": the engine's backend per case; "callgrind": instructions under Valgrind
+    profiles: Path | None = None  # callgrind: where the session keeps each case's profile (benchruns/profiles.py)
 
     def worker_processes(self) -> int:
         if self.processes is not None:
@@ -315,7 +317,7 @@ def execute(request: BenchRequest, progress: CaseProgress | None = None,
 
 def _session(request: BenchRequest, options: RunOptions, progress: Callable[[Case, str, int, int], None]):
     if request.instrument == "callgrind":
-        return CallgrindSession(options, request.timeout, progress)
+        return CallgrindSession(options, request.timeout, progress, keep=request.profiles)
     if request.in_process:
         return SuiteSession(options, progress=progress)
     return _WorkerSession(options, request.timeout, progress, request.worker_processes())
@@ -412,6 +414,11 @@ class ComparisonFailed:
 @dataclass(frozen=True, slots=True)
 class Compared:
     baseline: BaselineResult  # the comparison with the baseline, or a note why there is none
+
+
+@dataclass(frozen=True, slots=True)
+class CountsExplained:
+    explanations: list[Any]  # analysis.why_counts.WhyChanged per regressed instruction count
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,6 +554,8 @@ def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProg
     if request.instrument == "callgrind":
         require_valgrind()
     project, ctx = _context(request, {}, started_at)  # code versions: filled by execute
+    if request.instrument == "callgrind" and request.save:
+        request.profiles = bench_profiles.pending(project)
     url = normalize_url(request.db) if request.db else resolve_url(None)
     check_named_baseline(request, ctx, url)
     journal = None
@@ -583,8 +592,14 @@ def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProg
         else:
             result.save_failed = True
             report(SaveFailed(redact(url), why, len(run.outcomes), journal.folder))
+    kept = bench_profiles.settle(request.profiles, project, result.run_id)
     result.baseline = _compare(request, result, ctx, url, nothing_ran, report)
     report(Compared(result.baseline))
+    if kept is not None and result.baseline.comparison is not None and result.baseline.baseline_id is not None:
+        from ..analysis.why_counts import why_counts_changed
+
+        report(CountsExplained(why_counts_changed(result.baseline.comparison.rows,
+                                                  bench_profiles.of_run(project, result.baseline.baseline_id), kept)))
     if request.output is not None:
         _write_report(request, result, ctx, started_at)
         report(ReportWritten(request.output))

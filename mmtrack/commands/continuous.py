@@ -54,6 +54,7 @@ class ContinuousOutcome:
     failing: list[Any] = field(default_factory=list)
     pair_id: int | None = None
     specs: tuple[str, str] = ("", "")  # BASE and HEAD as given
+    why: list[Any] = field(default_factory=list)  # analysis.why_counts.WhyChanged of each regressed count
 
     @property
     def exit_code(self) -> int:
@@ -75,13 +76,12 @@ def round_alpha_for(round_alpha: float | None) -> float:
 
 
 def policy_for(factor: float | None, round_alpha: float | None = None) -> Any:
-    from ..ab.interleave import AB_THRESHOLD
-    from ..analysis.compare import ComparePolicy
+    from ..ab.rule import AB_THRESHOLD
+    from ..ab.verdicts import ab_policy
 
     if factor is not None and not factor > 1.0:
         raise UserError(f"--factor {factor}: asv's factor is a ratio above 1 (1.1 flags changes beyond 10%)")
-    return ComparePolicy(threshold=AB_THRESHOLD if factor is None else factor - 1.0,
-                         round_alpha=round_alpha_for(round_alpha))
+    return ab_policy(AB_THRESHOLD if factor is None else factor - 1.0, round_alpha_for(round_alpha))
 
 
 def refuse_dirty(repo: Path) -> None:
@@ -96,9 +96,9 @@ def refuse_dirty(repo: Path) -> None:
 
 
 def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] | None = None) -> ContinuousOutcome:
-    from ..ab.calibrate import calibrate
     from ..ab.envs import resolve_commit
-    from ..ab.interleave import make_plan, measure_pair, settle
+    from ..ab.interleave import make_plan, measure_pair
+    from ..ab.verdicts import pair_verdicts
     from ..analysis.compare import failing_rows
 
     policy = policy_for(request.factor, request.round_alpha)
@@ -114,9 +114,15 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     base_sha = resolve_commit(repo, request.base)
     head_sha = resolve_commit(repo, request.head)
     result = measure_pair(plan, repo, base_sha, head_sha, progress)
-    comparison = calibrate(plan, repo, result, settle(plan, result, policy, progress), policy, progress)
+    comparison = pair_verdicts(plan, repo, result, policy, progress)
     outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()),
                                 specs=(request.base, request.head))
+    if request.instrument == "callgrind":  # both sides' profiles are kept per commit: why a count changed
+        from ..analysis.why_counts import why_counts_changed
+        from ..asvbridge.callgrind_run import profiles_of
+
+        outcome.why = why_counts_changed(comparison.rows, profiles_of(plan.project, base_sha),
+                                         profiles_of(plan.project, head_sha))
     if request.save:
         from ..ab.record import record_pair
         from ..store.db import open_store, resolve_url

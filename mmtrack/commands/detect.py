@@ -6,20 +6,25 @@ series, hands their points over and stores the findings (``ChangePoint``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..analysis.detect import DetectPolicy, SeriesReport, detect_values
+from ..analysis.commit_order import BY_DATE, CommitOrder, by_date, from_history, permutation
+from ..analysis.detect import DetectPolicy, SeriesReport
 from ..analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
 from ..analysis.placement import align_to_agreement
 from ..analysis.ranking import with_confirmations
+from ..analysis.series import detect_values
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..forked import map_split
 from ..results import ChangePoint, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, series_keys
+from ..vcs import GitError, history, is_repository, project_root
 
-#: How detect orders commits (it has no repository at hand): what the outputs say was used.
-COMMIT_ORDER = "commit dates recorded in the results"
+#: How detect orders commits without a repository at hand: what the outputs say was used.
+COMMIT_ORDER = BY_DATE
 
 
 @dataclass(slots=True)
@@ -35,6 +40,8 @@ class DetectRequest:
     store_results: bool = True
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a regression persists to the latest commit
     events: bool = True  # group change points that follow the run (date, environment) into environment events
+    repo: str | None = None  # a git repository whose history orders the commits (else their recorded dates)
+    repo_at_hand: bool = False  # without ``repo``: the current directory's repository, where it is one
 
 
 @dataclass(slots=True)
@@ -58,7 +65,13 @@ class DetectOutcome:
 
     @property
     def open_regressions(self) -> list[ChangePoint]:
-        return [c for c in self.code_changes if c.kind == "regression" and c.persists]
+        """Regressions that persist to the latest commit, proved by the rank test or confirmed by the next commits."""
+        return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "confirmed"]
+
+    @property
+    def suspected_regressions(self) -> list[ChangePoint]:
+        """Regressions in the newest commits that the next commits have not settled yet (``--fail-on suspected``)."""
+        return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "suspected"]
 
     @property
     def too_short(self) -> list[SeriesReport]:
@@ -66,7 +79,14 @@ class DetectOutcome:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FAILURES if "regression" in self.fail_on and self.open_regressions else EXIT_OK
+        failing = ("regression" in self.fail_on or "suspected" in self.fail_on) and self.open_regressions
+        return EXIT_FAILURES if failing or ("suspected" in self.fail_on and self.suspected_regressions) else EXIT_OK
+
+
+def state_of(change: ChangePoint) -> str:
+    """``suspected``: a step in the newest commits the next commits have not settled (analysis/newest.py);
+    ``confirmed``: proved by the rank test, or confirmed by the next commits."""
+    return str(change.extra.get("state", "confirmed"))
 
 
 METHODS = ("rankseg", "edivisive", "pelt")
@@ -124,7 +144,8 @@ def run_detect(
         # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
         if columns is None:
             columns = q.series_columns(store, keys, keep_cache=request.store_results)
-        analysed = [usable for cols in columns if (usable := cols.usable()).values]
+        order = read_commit_order(store, request)
+        analysed = [in_order(usable, order) for cols in columns if (usable := cols.usable()).values]
         # Half of the series on the second core when there are many: 500 series take about 0.4 s on one.
         reports = map_split(
             lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy), analysed,
@@ -132,7 +153,7 @@ def run_detect(
         )
         events: list[EnvironmentEvent] = []
         if request.events and any(r.changes for r in reports):
-            reports, events = with_events(store, reports, analysed)
+            reports, events = with_events(store, reports, analysed, order)
         stored = None
         read_only = not getattr(store, "writable", True)
         if request.store_results and not read_only:
@@ -142,10 +163,54 @@ def run_detect(
     finally:
         if own:
             store.close()
-    return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events)
+    return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events,
+                         commit_order=order.source if order else COMMIT_ORDER)
 
 
-def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
+def _repository(request: DetectRequest) -> Path | None:
+    """The repository that orders the commits: ``--repo`` (refused where it is none), else the current directory's
+    where it is one."""
+    if request.repo is not None:
+        path = Path(request.repo).expanduser()
+        if not is_repository(path):
+            raise UserError(f"--repo {request.repo}: not a git repository; give the project's checkout, or leave "
+                            "--repo out to order commits by their recorded dates", EXIT_USAGE)
+        return path.resolve()
+    if request.repo_at_hand and is_repository(Path.cwd()):
+        return project_root()
+    return None
+
+
+def read_commit_order(store: Any, request: DetectRequest) -> CommitOrder | None:
+    """Git's order of the store's commits where a repository is at hand (those it lacks keep their date order), or
+    None: the store's date order, as its series are read."""
+    from ..store import reads as q
+
+    repo = _repository(request)
+    if repo is None:
+        return None
+    _, position = q.series_run_points(store, [])
+    dated = sorted(position, key=position.__getitem__)
+    try:
+        order = from_history(dated, history(repo), str(repo))
+    except GitError:  # a repository without a commit yet: it orders nothing
+        order = None
+    if order is None and request.repo is not None:  # asked for, so say why it was not used
+        return by_date(dated, f"--repo {request.repo} holds fewer than two of the {len(dated)} commits")
+    return order
+
+
+def in_order(columns: Any, order: CommitOrder | None) -> Any:
+    """One series' columns in ``order`` (as read, by date, without one)."""
+    index = permutation(columns.shas, order) if order else None
+    if index is None:
+        return columns
+    return dataclasses.replace(columns, shas=[columns.shas[i] for i in index],
+                               values=[columns.values[i] for i in index],
+                               versions=[columns.versions[i] for i in index])
+
+
+def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any], order: CommitOrder | None = None
                 ) -> tuple[list[SeriesReport], list[EnvironmentEvent]]:
     """``reports`` with each change point moved to the commit other machines agree on where its values allow, those
     that follow the run marked, and the environment events holding them."""
@@ -153,6 +218,7 @@ def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
 
     stepped = [r.series for r in reports if r.changes]
     runs, position = q.series_run_points(store, stepped)
+    position = order.position if order else position
     reports = align_to_agreement(reports, {c.key: (c.shas, c.values) for c in analysed}, position)
     points = {k: RunPoints(v.shas, v.days, v.values) for k, v in runs.items()}
     events, held = find_events(reports, points, position, {c.key: c.shas for c in analysed})

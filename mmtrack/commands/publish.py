@@ -56,7 +56,8 @@ def site_config(request: PublishRequest) -> SiteConfig:
     if url and not url.lower().startswith(("http://", "https://")):
         raise UserError(f"commit URL {url!r} is not http(s); pass --commit-url https://.../commit/")
     title = bounded(request.title or asv.get("project") or "mmtrack", TITLE_LIMIT)  # copied into every page
-    return SiteConfig(title=title, commit_url=url or None)
+    kept = Path(".mmtrack") / "profiles"  # run --instrument callgrind's profiles: linked from regressed counts
+    return SiteConfig(title=title, commit_url=url or None, profiles=kept.resolve() if kept.is_dir() else None)
 
 
 def publish(

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from .backend import MeasurementDomain
+from . import contention
 from .conditions import UNDER_CALLGRIND, SamplingConditions
 from .metrics import Direction, MetricSummary
 from .roles import RoleStats, ScenarioInfo
@@ -60,8 +61,8 @@ class BenchmarkStats:
     def tracked_metrics(self) -> list[MetricSummary]:
         """Every metric of this run as one flat list, for the store and compare.
 
-        Timing first (time per op, throughput), then counters per op, then the
-        custom and diagnostic metrics.
+        Timing first (time per op, throughput, wall / CPU time where it applies), then counters per op,
+        then the custom and diagnostic metrics.
         """
         per_op = [d / o if o else math.nan for d, o in zip(self.durations, self.operations)]
         rates = [self.throughput.rate(o, d) for d, o in zip(self.durations, self.operations)]
@@ -74,6 +75,8 @@ class BenchmarkStats:
                 direction=Direction.HIGHER if timed else Direction.NEUTRAL
             ),
         ]
+        if timed and (waiting := contention.wall_per_cpu(self)) is not None:
+            out.append(waiting)  # beside the wall clock: whether it waited for a CPU
         for c in self.counters:
             out.append(
                 MetricSummary.from_values(

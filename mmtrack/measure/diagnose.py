@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import contention
 from .backend import MeasurementDomain
 from .benchmark_stats import BenchmarkStats
 from .stats import OUTLIER_RULE
@@ -144,4 +145,7 @@ def stability_warnings(stats: BenchmarkStats) -> list[str]:
         out.append(f"unstable run: CV {lat.cv:.1%} of time per op exceeds {HIGH_CV:.0%}")
     if lat.count and lat.outliers / lat.count > OUTLIER_FRACTION:
         out.append(f"many outliers: {lat.outliers} of {lat.count} samples ({OUTLIER_RULE})")
+    ratio = contention.wall_per_cpu(stats)
+    if ratio is not None and contention.waited(ratio.mean):
+        out.append(f"waited for a CPU: wall time {ratio.mean:.2f}x its CPU time per op (other tenants took the CPU)")
     return out

@@ -37,12 +37,20 @@ class Scale:
 _CPU_NS_UNITS = {"task-clock/op", "cpu-clock/op"}
 
 
+#: Counts per op (callgrind's and perf's events): an SI prefix before the unit, ``1.27 M instr/op``.
+_COUNT_UNITS = {"instr/op", "cycles/op", "misses/op", "instructions/op", "branches/op", "branch-misses/op",
+                "cache-references/op", "cache-misses/op", "stalled-cycles-frontend/op", "stalled-cycles-backend/op",
+                "L1-icache-load-misses/op"}
+
+
 def _ladder(unit: str) -> tuple[tuple[float, str], ...] | None:
     """(factor, display unit) from largest to smallest, or None for a unit that is not scaled."""
     if unit in _TIME_UNITS:
         return _TIME
     if unit in _CPU_NS_UNITS:
         return tuple((f * 1e9, f"{label} CPU/op") for f, label in _TIME)
+    if unit in _COUNT_UNITS:
+        return tuple((f, f"{p} {unit}" if p else unit) for f, p in _SI)
     if unit in _BYTE_UNITS:
         return tuple((f, f"{p}B") for f, p in _BINARY)
     base, slash, per = unit.rpartition("/")

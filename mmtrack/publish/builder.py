@@ -38,6 +38,7 @@ from ..analysis.policy import VERDICT_ORDER
 from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import HistoryColumns, SiteModel
+from .profiles import link_profiles
 from .writer import SiteWriter, WriteReport
 
 # What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
@@ -476,6 +477,7 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     build = _Build.of(model, commits, reusable)
     _prefetch(model, build)
     pages = _write_benchmarks(writer, model, build)
+    link_profiles(writer, cfg.profiles, pages[1])
     _write_summaries(writer, model, *pages[:3])
     if model.bench_state is not None:
         _record_state(writer, model, site_token, order, pages[3], len(build.by_bench))

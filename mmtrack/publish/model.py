@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..measure.metrics import Direction
@@ -31,6 +32,7 @@ class SiteConfig:
     title: str = "mmtrack"
     commit_url: str | None = None
     chunk_size: int = 250
+    profiles: Path | None = None  # kept callgrind profiles, one folder per commit, linked from regressed counts
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:

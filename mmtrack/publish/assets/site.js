@@ -80,8 +80,16 @@
         if (Math.abs(v) >= TIME_UNITS[k][0] || k === TIME_UNITS.length - 1) return (v / TIME_UNITS[k][0]).toPrecision(4) + ' ' + TIME_UNITS[k][1];
       }
     }
+    if (COUNT_UNITS.indexOf(s.unit) >= 0) {  // 1.27 M instr/op
+      var sc = scaleFor([v], s.unit);
+      return (v / sc.f).toPrecision(3) + ' ' + sc.unit;
+    }
     return fmt(v, s.format) + ' ' + s.unit;
   }
+  // Counts per op (callgrind's and perf's events), as COUNT_UNITS in mmtrack/measure/units.py.
+  var COUNT_UNITS = ['instr/op', 'cycles/op', 'misses/op', 'instructions/op', 'branches/op', 'branch-misses/op',
+                     'cache-references/op', 'cache-misses/op', 'stalled-cycles-frontend/op', 'stalled-cycles-backend/op',
+                     'L1-icache-load-misses/op'];
   // One scale for a chart's axis and its hovers: the same ladders as mmtrack/measure/units.py (scale_for).
   var BINARY = [[Math.pow(1024, 4), 'Ti'], [Math.pow(1024, 3), 'Gi'], [Math.pow(1024, 2), 'Mi'], [1024, 'Ki'], [1, '']];
   var SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, '']];
@@ -90,6 +98,7 @@
     if (unit === 'task-clock/op' || unit === 'cpu-clock/op') {  // perf counts ns: CPU time per op
       return TIME_UNITS.map(function (x) { return [x[0] * 1e9, x[1] + ' CPU/op']; });
     }
+    if (COUNT_UNITS.indexOf(unit) >= 0) return SI.map(function (x) { return [x[0], x[1] ? x[1] + ' ' + unit : unit]; });
     if (unit === 'B' || unit === 'bytes' || unit === 'byte') return BINARY.map(function (x) { return [x[0], x[1] + 'B']; });
     var cut = unit.lastIndexOf('/'), base = unit.slice(0, cut);
     if (cut > 0 && unit.slice(cut + 1) === 's') {
@@ -240,6 +249,15 @@
     return el('span', { cls: 'from-run', title: 'mmtrack run compared this commit with the previous one (mmtrack compare); not a change point of detect',
       text: 'mmtrack run (per-commit comparison): ' + verdictText(r.verdict, r.state) + (r.note ? ': ' + r.note : '') });
   }
+  // `run --instrument callgrind`: both commits' kept profiles of a regressed count (Valgrind's format).
+  var PROFILE = /^profiles\/[0-9a-f]{7,64}\/[A-Za-z0-9_.=-]+$/;
+  function profileLinks(r) {
+    var p = r.profiles;
+    if (!p || p.length !== 2 || !PROFILE.test(p[0]) || !PROFILE.test(p[1])) return '';
+    return el('span', { cls: 'profiles' }, [' · callgrind profiles: ',
+      el('a', { href: root() + p[0], text: 'before', title: 'callgrind_annotate or KCachegrind reads it' }), ' ',
+      el('a', { href: root() + p[1], text: 'after', title: 'callgrind_annotate or KCachegrind reads it' })]);
+  }
   function verdictText(verdict, state) {
     return verdict + (state ? ' (' + state + ')' : '');  // unchanged (refuted): a suspicion taken back
   }
@@ -272,7 +290,7 @@
               el('span', { cls: 'nowrap' }, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
               r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
               abText(r.ab),
-              foundBy(r)
+              el('span', null, [foundBy(r), profileLinks(r)])
             ]
           };
         }));

@@ -1,0 +1,86 @@
+"""Verdicts on CPU time where the wall clock was contended.
+
+On a machine whose other tenants take the CPU, a case's wall time measures its waiting too: identical code
+reads slower, and a real slowdown can read as none. The engine records, beside the wall clock, each
+single-threaded CPU-domain case's wall time over its CPU time (``timing/wall_per_cpu``,
+:mod:`mmtrack.measure.contention`). Where either side waited for a CPU, the case's wall-clock rows (time per op,
+throughput) take the verdict of its CPU time per op (``counters/task-clock``), and say so. Other cases (threads,
+IO and GPU domains, asv's own timings) record no ratio and keep the wall clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Sequence
+
+from ..measure import contention as engine
+from ..measure.cputime import CPU_TIME_COUNTER
+from ..measure.metrics import Direction
+from ..results import Measurement, MetricKey
+
+Case = tuple[str, str, MetricKey]  # compare.Case (compare imports this module)
+Row = Any  # compare.Row, a frozen dataclass
+
+WALL_CLOCK_METRICS = ("time_per_op", "throughput")  # section "timing": the rows the wall clock decides
+CPU_TIME = ("counters", CPU_TIME_COUNTER)
+#: Verdicts that compared two numbers: the only CPU-time verdicts a wall-clock row can take.
+COMPARED = ("improved", "regressed", "unchanged", "ambiguous")
+
+
+def waited(m: Measurement | None) -> float | None:
+    """The side's mean wall/CPU ratio where it says the case waited for a CPU, else None (the mean, as
+    :func:`mmtrack.measure.contention.waited` reads it)."""
+    ratio = None if m is None or m.status != "ok" else m.mean if m.mean is not None else m.median
+    return float(ratio) if ratio is not None and engine.waited(float(ratio)) else None
+
+
+def contention_note(before: float | None, after: float | None) -> str:
+    """Which side waited, and how long its wall time was against its CPU time."""
+    sides = [f"{side} {r:.2f}x" for side, r in (("before", before), ("after", after)) if r is not None]
+    return f"wall clock contended (wall/CPU time {', '.join(sides)}); verdict on CPU time"
+
+
+def on_cpu_time(wall: Row, cpu: Row, note: str) -> Row:
+    """The wall-clock row with the CPU-time row's verdict, its ratio turned to the wall row's direction."""
+    ratio = cpu.ratio
+    if ratio and wall.direction is Direction.HIGHER:  # throughput: fewer ops per second when CPU time grows
+        ratio = 1.0 / ratio
+    return dataclasses.replace(
+        wall, verdict=cpu.verdict, ratio=ratio, p_value=cpu.p_value, test=cpu.test, threshold=cpu.threshold,
+        history_z=cpu.history_z, state=cpu.state, near_threshold=cpu.near_threshold,
+        note=note + (f": {cpu.note}" if cpu.note else ""))
+
+
+def read_cpu_time_where_contended(
+    rows: Sequence[Row], before: Mapping[Case, Measurement], after: Mapping[Case, Measurement]
+) -> tuple[Row, ...]:
+    """``rows`` with each contended case's wall-clock rows judged on its CPU time (see the module's docstring)."""
+    by_case = {(r.benchmark, r.params, r.metric.section, r.metric.name): r for r in rows}
+    ratios = _contention(before, after)
+    out = []
+    for row in rows:
+        sides = ratios.get((row.benchmark, row.params))
+        cpu = by_case.get((row.benchmark, row.params, *CPU_TIME))
+        if (sides is None or row.metric.section != engine.SECTION or row.metric.name not in WALL_CLOCK_METRICS
+                or row.verdict not in COMPARED or cpu is None or cpu.verdict not in COMPARED):
+            out.append(row)
+            continue
+        out.append(on_cpu_time(row, cpu, contention_note(*sides)))
+    return tuple(out)
+
+
+def _contention(before: Mapping[Case, Measurement], after: Mapping[Case, Measurement]
+                ) -> dict[tuple[str, str], tuple[float | None, float | None]]:
+    """(benchmark, params) -> each side's wall/CPU ratio where it waited (None where not), for contended cases."""
+    found: dict[tuple[str, str], tuple[float | None, float | None]] = {}
+    for side, measurements in enumerate((before, after)):
+        for (benchmark, params, metric), m in measurements.items():
+            if (metric.section, metric.name) != (engine.SECTION, engine.NAME) or (r := waited(m)) is None:
+                continue
+            pair = list(found.get((benchmark, params), (None, None)))
+            pair[side] = r
+            found[(benchmark, params)] = (pair[0], pair[1])
+    return found
+
+
+__all__ = ["contention_note", "on_cpu_time", "read_cpu_time_where_contended", "waited"]

@@ -1,0 +1,95 @@
+"""A step in the newest commits of a series, which detect's rank test cannot prove yet, judged by the gate's rules.
+
+Each of the newest :data:`.policy.NEWEST_COMMITS` commits after the series' last change point (but the newest commit
+itself: one commit is never a level) is judged on its median
+as ``mmtrack compare`` judges a commit with history (:func:`.compare.compare_pair`: its move from the current
+segment's level, its distance from every commit the window has seen, the window's density), and the commits after it
+settle it (:func:`.noise.follow_up`, :func:`.noise.held_level`). So such a step is ``suspected`` at once,
+``confirmed`` once the next commits agree, and withdrawn (not reported) once they refute it. The first commit so
+flagged starts the new level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..measure.metrics import Direction
+from ..results import Measurement, MetricKey
+from .compare import compare_pair
+from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
+from .noise import held_level, segment_noise
+from .policy import HISTORY_WINDOW, NEWEST_COMMITS, ComparePolicy, Evidence
+
+#: What a bare median stands for: the rules read the medians only, and the threshold is the default one.
+_METRIC = MetricKey("detect", "median", "")
+
+
+@dataclass(frozen=True, slots=True)
+class NewestStep:
+    """A step the gate's rules flag in the newest commits: where the new level starts, both levels, and its state."""
+
+    index: int  # first commit of the new level
+    before: float  # median of the commits from the last change point (at most HISTORY_WINDOW before) up to the step
+    after: float  # median of the step's commit and those after it
+    state: Evidence  # suspected (the next commits are not in yet) or confirmed
+
+
+def _bare(value: float, direction: Direction) -> Measurement:
+    return Measurement(benchmark="", params={}, metric=_METRIC, direction=direction, median=value)
+
+
+def newest_step(values: Sequence[float], start: int, direction: Direction,
+                policy: ComparePolicy | None = None) -> NewestStep | None:
+    """The first of the newest commits of ``values`` (oldest first, one benchmark code version) after index ``start``
+    (the last change point, or 0) that the per-commit gate flags, suspected or confirmed, and the commits after it do
+    not refute; None if none is, or where a value of the window is at or below 0. The newest commit alone is the
+    gate's (``mmtrack compare``, ``run``): one commit is never a level."""
+    policy = policy or ComparePolicy()
+    n = len(values)
+    first = max(start + policy.min_history, n - NEWEST_COMMITS, 1)
+    window = np.asarray(values[max(start, first - HISTORY_WINDOW) :], dtype=float)
+    if first >= n - 1 or not np.all(window > 0):
+        return None  # no noise model out of log space: every wiggle around 0 would read as a step
+    logs, offset = np.log(window), n - window.size
+    for j in range(first, n - 1):  # one commit is never a level
+        before, after = _median(logs[: j - offset]), _median(logs[j - offset :])
+        if not _holds_the_move(before, logs[j - offset :], policy.threshold):
+            continue  # no level to report, whatever the gate says: its segment model (the cost) is skipped
+        row = compare_pair(_bare(values[j - 1], direction), _bare(values[j], direction), policy,
+                           history=values[max(0, j - HISTORY_WINDOW) : j],
+                           later=values[j + 1 : j + 1 + policy.confirm_window], p_value=False)
+        flagged = row.verdict in ("regressed", "improved") and row.state in ("suspected", "confirmed")
+        if flagged or (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)):
+            return NewestStep(j, math.exp(before), math.exp(after), row.state if flagged else "suspected")
+    return None
+
+
+def _holds_the_move(before: float, held: np.ndarray, threshold: float) -> bool:
+    """Whether the commits ``held`` (logs, from the flagged commit on) hold its move from ``before``: more than half of
+    them beyond ``threshold`` that way. The gate keeps a suspicion until four commits are in, though the first ones
+    went back; and of two commits, one that went back leaves no level."""
+    way = math.copysign(1.0, held[0] - before)
+    return int(np.count_nonzero(way * (held - before) > math.log1p(threshold))) * 2 > held.size
+
+
+def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> bool:
+    """Whether commit ``j`` and the commits after it, fewer than ``confirm_window``, hold a new level by the gate's
+    held-level rule (:func:`.noise.held_level`) read over the commits there are: a commit the gate left ambiguous
+    that the next commits would confirm, were it the last of them."""
+    later = list(values[j + 1 : j + 1 + policy.confirm_window])
+    if not 1 <= len(later) < policy.confirm_window:
+        return False
+    history = values[max(0, j - HISTORY_WINDOW) : j]
+    noise = segment_noise(history, policy.min_history)
+    if noise is None:
+        return False
+    so_far = dataclasses.replace(policy, confirm_window=len(later), confirm_agree=len(later))
+    return held_level(noise, history, values[j], later, policy.threshold, so_far) == "confirmed"
+
+
+__all__ = ["NewestStep", "newest_step"]
