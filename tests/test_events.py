@@ -183,19 +183,20 @@ def test_an_event_fails_no_gate_and_is_its_own_json_entry():
     import json
 
     from mmtrack.analysis.detect import DetectPolicy as Policy
-    from mmtrack.commands.detect import DetectOutcome, render_table, to_json
+    from mmtrack.cli_render import detect_json, detect_table
+    from mmtrack.commands.detect import DetectOutcome
 
     reports, events = run(fleet(1, shift_day=50, code_step=None, reruns=True))
     outcome = DetectOutcome(reports, None, Policy(), ("regression",), events=events)
     assert any(is_environment(c) and c.persists and c.kind == "regression" for c in outcome.changes)
     assert outcome.open_regressions == [] and outcome.exit_code == 0
-    data = json.loads(to_json(outcome))
+    data = json.loads(detect_json(outcome))
     assert [e["machine"] for e in data["events"]] == ["m0"] and data["events"][0]["old_commits_at_new_level"] >= 2
     causes = {c["cause"] for s in data["series"] for c in s["changes"]}
     assert "environment" in causes and all("before_sha" in c for s in data["series"] for c in s["changes"])
     assert data["commit_order"].startswith("commit dates")
     console = Console(width=120, record=True)
-    console.print(render_table(outcome))
+    console.print(detect_table(outcome))
     text = console.export_text()
     assert "environment event (not a regression of the code)" in text and "m0/py3.12" in text
 

@@ -9,7 +9,8 @@
    ``--rounds``, then the ambiguous ones up to ``--max-rounds`` (:func:`mmtrack.ab.interleave.settle`).
    A flagged benchmark's tolerance is calibrated on an A/A of BASE against a second build of it
    (:mod:`mmtrack.ab.calibrate`).
-5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`); print table, markdown or JSON.
+5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`) and return the outcome, which
+   the CLI renders as a table, markdown or JSON (mmtrack/cli_render.py).
 
 Exit status: 0, or 1 with ``--fail-on`` and a matching row, or 2 for a usage error
 (dirty tree, unknown commit, failed build) or a benchmark that failed on HEAD.
@@ -132,57 +133,3 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
         finally:
             store.close()
     return outcome
-
-
-def describe(outcome: ContinuousOutcome) -> str:
-    """One line: what ran where, how often, and what the builds and the rounds cost."""
-    r = outcome.result
-
-    def built(side: Any) -> str:
-        return "cached env" if side.env.cached else f"built in {side.env.build_seconds:.1f} s"
-
-    return (
-        f"A/B on {r.machine}: A {r.base.commit.sha[:8]} ({built(r.base)}), B {r.head.commit.sha[:8]} "
-        f"({built(r.head)}); {r.rounds} rounds interleaved {''.join(r.order)}, measuring {r.seconds:.1f} s"
-    )
-
-
-def render(outcome: ContinuousOutcome, fmt: str) -> Any:
-    """A rich table, or markdown / JSON text."""
-    from ..analysis.render import render_json, render_markdown, render_table, side_json
-
-    if fmt == "markdown":
-        return render_markdown(outcome.comparison) + f"\n<sub>{describe(outcome)}</sub>\n"
-    if fmt == "json":  # compare's shape (schema_version, sides with full shas and machine), plus the A/B run
-        r = outcome.result
-        sides = {
-            key: side_json(spec, label, side.commit, r.machine, side.environment or None)
-            for key, spec, label, side in (
-                ("before", outcome.specs[0], outcome.comparison.before_label, r.base),
-                ("after", outcome.specs[1], outcome.comparison.after_label, r.head),
-            )
-        }
-        ab = {
-            "machine": r.machine,
-            "rounds": r.rounds,
-            "order": "".join(r.order),
-            "measuring_seconds": r.seconds,
-            "pair_id": outcome.pair_id,
-            "sides": {
-                s.label: {"commit": s.commit.sha, "build_seconds": s.env.build_seconds, "env_cached": s.env.cached,
-                          "run_seconds": s.run_seconds}
-                for s in (r.base, r.head)
-            },
-            "warnings": r.warnings,
-            # The evidence of each verdict: every round's best sample per side, in the order they ran.
-            "round_bests": [
-                {"benchmark": bench, "params": params, "metric": str(metric), "A": case.round_bests[metric],
-                 "B": r.head.cases[(bench, params)].round_bests.get(metric, [])}
-                for (bench, params), case in sorted(r.base.cases.items()) if (bench, params) in r.head.cases
-                for metric in sorted(case.round_bests)
-            ],
-        }
-        return render_json(outcome.comparison, sides, {"ab": ab})
-    table = render_table(outcome.comparison)
-    table.caption = describe(outcome)
-    return table
