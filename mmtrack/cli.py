@@ -127,6 +127,8 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
         from .asvbridge.worker import start_fork_server
 
         start_fork_server(path)  # it imports the engine while this process imports the rest and discovers
+    from . import cli_render
+    from .cli_progress import CaseBar
     from .commands.bench import BenchRequest, run_bench
 
     request = BenchRequest(
@@ -153,7 +155,8 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
         processes=processes,
         instrument=instrument,
     )
-    sys.exit(run_bench(request, console=console))
+    result = run_bench(request, report=cli_render.bench_events(console), progress=CaseBar(console))
+    sys.exit(result.exit_code)
 
 
 def exit_without_teardown(code: int) -> NoReturn:
@@ -250,9 +253,15 @@ def db_current(db: str) -> None:
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
     """Import an asv results folder (benchmarks.json, <machine>/*.json) into the store."""
-    from .commands.import_asv import run_import
+    from . import cli_render
+    from .cli_progress import progress_bar
+    from .commands.import_asv import check_results_dir, run_import
 
-    sys.exit(run_import(db, results_dir, console, err_console, progress=not no_progress))
+    check_results_dir(results_dir)  # before the bar: a wrong folder is one line, nothing drawn
+    with progress_bar(None if no_progress else err_console, "importing", detail=True) as tick:
+        result = run_import(db, results_dir, progress=tick)
+    cli_render.imported(result, console, err_console)
+    sys.exit(result.exit_code)
 
 
 # -- mmtrack run: one commit under the real asv, into the store ---------------------------------------
@@ -284,6 +293,7 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
     """
+    from . import cli_render
     from .commands.run import RunRequest, run_command
 
     request = RunRequest(
@@ -304,7 +314,9 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
         fail_on=tuple(fail_on),
         instrument=instrument,
     )
-    sys.exit(run_command(request, console=console))
+    result = run_command(request, report=cli_render.run_events(console))
+    cli_render.run_gate(result, console)
+    sys.exit(result.exit_code)
 
 
 # -- analysis -----------------------------------------------------------------------------------------
@@ -334,13 +346,14 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
 def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, alpha, only_changed,
             sort) -> None:
     """Compare every metric of A (before) and B (after): commits (sha, branch, tag) or run ids (run:ID)."""
-    from .commands.compare import CompareRequest, parse_threshold_for, render, run_compare
+    from . import cli_render
+    from .commands.compare import CompareRequest, parse_threshold_for, run_compare
 
     request = CompareRequest(a=a, b=b, db=db, machine=machine, env=env, metrics=tuple(metrics), fmt=fmt,
                              fail_on=tuple(fail_on), threshold=threshold, thresholds=parse_threshold_for(threshold_for),
                              history=history, alpha=alpha, only_changed=only_changed)
     outcome = run_compare(request)
-    out = render(outcome, fmt, only_changed, sort)
+    out = cli_render.compared(outcome, fmt, only_changed, sort)
     _emit(out)
     sys.exit(outcome.exit_code)
 
@@ -356,25 +369,29 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 @click.option("--alpha", type=float, help="Significance of each change point (default 0.0001).")
 @click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
 @click.option("--all", "show_all", is_flag=True, help="Also list improvements, neutral changes and moves under 5%.")
+@click.option("--repo", type=click.Path(file_okay=False), metavar="PATH",
+              help="A git checkout whose history orders the commits (default: the current directory's repository, "
+                   "where it is one; commits it lacks, or all without one, by their recorded dates).")
 @format_option("table", "json")
 @fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
 @no_progress_option()
-def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, fmt, fail_on,
+def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
-    from .commands.detect import DetectRequest, check_output_options, render_table, run_detect, to_json
-    from .commands.progress import progress_bar
+    from . import cli_render
+    from .cli_progress import progress_bar
+    from .commands.detect import DetectRequest, check_output_options, run_detect
 
     check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
-                            fail_on=tuple(fail_on))
+                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None)
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
-        echo(to_json(outcome))
+        echo(cli_render.detect_json(outcome))
     else:
-        console.print(render_table(outcome, show_all=show_all))
+        console.print(cli_render.detect_table(outcome, show_all=show_all))
     sys.exit(outcome.exit_code)
 
 
@@ -388,13 +405,14 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
 @format_option("table", "json")
 def list_(what, db, machine, env, bench, limit, fmt) -> None:
     """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
-    from .commands.list import ListRequest, collect, render_table, to_json
+    from . import cli_render
+    from .commands.list import ListRequest, collect
 
     records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=bench, limit=limit))
     if fmt == "json":
-        echo(to_json(records))
+        echo(cli_render.list_json(records))
     else:
-        console.print(render_table(what, records))
+        console.print(cli_render.list_table(what, records))
 
 
 @cli.command()
@@ -408,11 +426,16 @@ def list_(what, db, machine, env, bench, limit, fmt) -> None:
 @no_progress_option()
 def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> None:
     """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
+    from . import cli_render
+    from .cli_progress import progress_bar
     from .commands.publish import PublishRequest, run_publish
 
     request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config,
                              benchmark=bench, machine=machine)
-    sys.exit(run_publish(request, console=console, err_console=None if no_progress else err_console))
+    with progress_bar(None if no_progress else err_console, "reading series") as tick:
+        result = run_publish(request, progress=tick)
+    cli_render.published(result, console)
+    sys.exit(result.exit_code)
 
 
 @cli.command()
@@ -429,15 +452,19 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
     import gc
 
     gc.disable()  # a one-shot process whose objects form no cycles worth collecting; it exits without teardown
+    from . import cli_render
     from .commands.publish import PublishRequest
-    from .commands.update import UpdateRequest, run_update
+    from .commands.update import UpdateRequest
+    from .commands.update import update as run_update
 
     request = UpdateRequest(
         results_dir=results_dir,
         publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config),
         detect=not no_detect, fail_on=tuple(fail_on),
     )
-    exit_without_teardown(run_update(request, console=console, err_console=err_console))
+    outcome = run_update(request)
+    cli_render.updated(outcome, console, err_console)
+    exit_without_teardown(outcome.exit_code)
 # -- same-machine A/B: continuous, bisect ------------------------------------------------------------
 
 
@@ -447,7 +474,7 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 @bench_option("Run only benchmarks matching REGEX (asv -b).")
 @click.option("--rounds", type=int, default=6, show_default=True,
               help="Interleaved rounds per side (A B, B A, ...) for a benchmark not decided either way sooner "
-                   "(from the third round).")
+                   "(unchanged from the second round, a change from the third).")
 @click.option("--max-rounds", type=int, metavar="N",
               help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; 0: never).")
 @click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.05, both commits measured here; counters 1.01).")
@@ -464,19 +491,18 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
                no_save, instrument, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
-    from .commands.continuous import ContinuousRequest, render, run_continuous
+    from . import cli_render
+    from .commands.continuous import ContinuousRequest, run_continuous
 
     request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench,
                                 rounds=rounds, max_rounds=max_rounds, factor=factor, round_alpha=round_alpha,
                                 fail_on=tuple(fail_on), db=db,
                                 machine=machine, quick=quick, save=not no_save, instrument=instrument)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
-    out = render(outcome, fmt)
+    out = cli_render.continuous_result(outcome, fmt)
     _emit(out)
     if outcome.why and fmt == "table":
-        from .commands.why_counts import render as render_why
-
-        render_why(outcome.why, console)
+        cli_render.explanations(outcome.why, console)
     sys.exit(outcome.exit_code)
 
 
@@ -497,7 +523,8 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 @instrument_option()
 def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
-    from .commands.bisect import BisectRequest, render, run_bisect, to_json
+    from . import cli_render
+    from .commands.bisect import BisectRequest, run_bisect
 
     request = BisectRequest(good=good, bad=bad, bench=bench, project=Path.cwd(), config=config,
                             rounds=rounds, machine=machine, round_alpha=round_alpha, db=db, save=not no_save,
@@ -505,6 +532,6 @@ def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, 
                             metric=metric or ("instructions" if instrument == "callgrind" else "time_per_op"))
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
-        echo(to_json(outcome))
+        echo(cli_render.bisect_json(outcome))
     else:
-        render(outcome, console)
+        cli_render.bisected(outcome, console)

@@ -68,3 +68,15 @@ def resolve_rev(cwd: Path, rev: str) -> str | None:
         return _git(cwd, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except GitError:
         return None
+
+
+def is_repository(path: Path) -> bool:
+    """Whether ``path`` is inside a git work tree (or is a bare repository)."""
+    return bool(git_output(path, "rev-parse", "--git-dir"))
+
+
+def history(repo: Path) -> list[str]:
+    """Every commit of the repository's branches, tags and HEAD, parents before children, a merged branch's commits
+    kept together (``git rev-list --topo-order --reverse --all``): the order the code was written in, whatever the
+    commit dates say."""
+    return _git(repo, "rev-list", "--topo-order", "--reverse", "--all", "HEAD").split()

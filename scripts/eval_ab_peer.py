@@ -12,9 +12,12 @@ Experiments (each a fresh subprocess; environments cached after the first build)
   aa N      N runs of ``mmtrack continuous base comment`` at the defaults: runs that flag anything, either way
   peer N    N pairs, alternating: ``asv continuous base slow`` (virtualenv, its own builds, factor 1.05 by
             default, mmtrack's) and ``mmtrack continuous base slow`` at the same factor; wall times (medians) and
-            how often each flags ``time_add`` and anything else
+            how often each flags ``time_add`` and anything else. ``--baseline DIR``: a third contender in every
+            pair, the mmtrack of another checkout (e.g. ``git archive main``), so that today's code runs side by
+            side with the change in one session; each pair rotates the order the contenders run in.
 
-Usage: python -m scripts.eval_ab_peer aa peer [--runs 10] [--peer-runs 3] [--factor 1.05] [--keep DIR]
+Usage: python -m scripts.eval_ab_peer aa peer [--runs 10] [--peer-runs 3] [--factor 1.05] [--baseline DIR]
+       [--keep DIR]
 """
 
 from __future__ import annotations
@@ -121,37 +124,53 @@ def asv_flags(stdout: str) -> list[str]:
     return marked
 
 
-def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, factor: float) -> None:
+def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, factor: float,
+         baseline: Path | None = None) -> None:
     conf = asv_virtualenv_config(folder, repo, CONF)
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
                    capture_output=True)
     asv_cmd = [sys.executable, "-m", "asv", "continuous", "--config", str(conf), "--machine", MACHINE,
                "--factor", str(factor), shas["base"], shas["slow"]]
-    rows = {"asv": [], "mmtrack": []}
+    contenders = {"asv": lambda: run_asv(asv_cmd, repo, env), "mmtrack": lambda: run_mmtrack(repo, env, shas, factor)}
+    if baseline is not None:
+        contenders["baseline"] = lambda: run_mmtrack(repo, {**env, "PYTHONPATH": str(baseline)}, shas, factor)
+    rows: dict[str, list[dict]] = {name: [] for name in contenders}
+    names = list(contenders)
     for i in range(runs):
-        t = time.perf_counter()
-        proc = subprocess.run(asv_cmd, cwd=repo, env=env, capture_output=True, text=True)
-        wall = time.perf_counter() - t
-        flags = asv_flags(proc.stdout)
-        rows["asv"].append({"wall": wall, "hit": any(f.startswith("+") and "time_add" in f for f in flags),
-                            "other": [f for f in flags if "time_add" not in f], "load": os.getloadavg()[0]})
-        mm, wall = mmtrack(repo, env, "continuous", shas["base"], shas["slow"], "--factor", str(factor),
-                           "--format", "json", "--no-save")
-        data = json.loads(mm.stdout) if mm.returncode in (0, 1) else {"rows": [], "ab": {}}
-        changed = [(r["benchmark"].rsplit(".", 1)[-1], r["verdict"], round(r["ratio"] or 0, 3)) for r in data["rows"]
-                   if r["verdict"] in ("regressed", "improved")]
-        rows["mmtrack"].append({"wall": wall, "hit": any(b == "time_add" and v == "regressed" for b, v, _ in changed),
-                                "other": [c for c in changed if c[0] != "time_add"], "rounds": data["ab"].get("rounds"),
-                                "load": os.getloadavg()[0]})
-        print(f"  pair {i + 1}: asv continuous {rows['asv'][-1]['wall']:.1f} s (exit {proc.returncode}, "
-              f"flags {flags}) | mmtrack continuous {wall:.1f} s (exit {mm.returncode}, {data['ab'].get('rounds')} "
-              f"rounds, flags {changed}) | load {os.getloadavg()[0]:.1f}", flush=True)
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            rows[name].append(contenders[name]())
+            got = rows[name][-1]
+            print(f"  pair {i + 1}: {name} {got['wall']:.1f} s ({got['what']}) | load {got['load']:.1f}", flush=True)
     for name, got in rows.items():
         print(f"peer {name}: wall median {statistics.median(r['wall'] for r in got):.1f} s "
               f"({', '.join(format(r['wall'], '.1f') for r in got)}); time_add flagged {sum(r['hit'] for r in got)}/"
-              f"{len(got)}; runs flagging another benchmark {sum(bool(r['other']) for r in got)}/{len(got)}")
-    ratio = statistics.median(r["wall"] for r in rows["mmtrack"]) / statistics.median(r["wall"] for r in rows["asv"])
-    print(f"peer: mmtrack / asv wall, medians: {ratio:.2f}")
+              f"{len(got)}; runs flagging another benchmark {sum(bool(r['other']) for r in got)}/{len(got)}; load "
+              f"{min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f}")
+    for name in names[1:]:
+        ratio = statistics.median(r["wall"] for r in rows[name]) / statistics.median(r["wall"] for r in rows["asv"])
+        print(f"peer: {name} / asv wall, medians: {ratio:.2f}")
+
+
+def run_asv(cmd: list[str], repo: Path, env: dict) -> dict:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    flags = asv_flags(proc.stdout)
+    return {"wall": wall, "hit": any(f.startswith("+") and "time_add" in f for f in flags),
+            "other": [f for f in flags if "time_add" not in f], "load": os.getloadavg()[0],
+            "what": f"exit {proc.returncode}, flags {flags}"}
+
+
+def run_mmtrack(repo: Path, env: dict, shas: dict[str, str], factor: float) -> dict:
+    mm, wall = mmtrack(repo, env, "continuous", shas["base"], shas["slow"], "--factor", str(factor),
+                       "--format", "json", "--no-save")
+    data = json.loads(mm.stdout) if mm.returncode in (0, 1) else {"rows": [], "ab": {}}
+    changed = [(r["benchmark"].rsplit(".", 1)[-1], r["verdict"], round(r["ratio"] or 0, 3)) for r in data["rows"]
+               if r["verdict"] in ("regressed", "improved")]
+    return {"wall": wall, "hit": any(b == "time_add" and v == "regressed" for b, v, _ in changed),
+            "other": [c for c in changed if c[0] != "time_add"], "rounds": data["ab"].get("rounds"),
+            "load": os.getloadavg()[0],
+            "what": f"exit {mm.returncode}, {data['ab'].get('rounds')} rounds, flags {changed}"}
 
 
 def main() -> None:
@@ -161,6 +180,7 @@ def main() -> None:
     ap.add_argument("--peer-runs", type=int, default=3, help="asv / mmtrack pairs")
     ap.add_argument("--factor", type=float, default=1.05,
                     help="factor of both tools in the peer experiment")
+    ap.add_argument("--baseline", type=Path, help="peer: also run the mmtrack of this checkout in every pair")
     ap.add_argument("--keep", type=Path, help="keep the repo and each run's JSON under this folder")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-eval-peer-"))
@@ -182,7 +202,7 @@ def main() -> None:
                       f"{statistics.median(r['wall'] for r in got):.1f} s; load "
                       f"{min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f}", flush=True)
             else:
-                peer(root, env, repo, shas, args.peer_runs, args.factor)
+                peer(root, env, repo, shas, args.peer_runs, args.factor, args.baseline)
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

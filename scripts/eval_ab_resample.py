@@ -5,7 +5,7 @@ per side and metric). The rounds of one timing metric of one A/A run, both sides
 what this machine does to that code in that stretch of time. Each draw takes one such pool, splits
 ``--rounds`` + ``--rounds`` of its rounds at random between A and B, multiplies B's by ``--change``, and
 judges them with :func:`mmtrack.ab.interleave.judge`, as ``mmtrack continuous`` does: once as it is
-and once without :func:`~mmtrack.ab.interleave.slower_side_stray`. A random split is the null that
+and once without :func:`~mmtrack.ab.rule.slower_side_stray`. A random split is the null that
 interleaving aims at (a neighbour's load falls on either side alike), and thousands of draws show rates
 that a few dozen live runs cannot.
 
@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from mmtrack.ab import interleave
+from mmtrack.ab import rule as ab_rule
 from mmtrack.ab.interleave import ABResult, PooledCase, Side
 from mmtrack.analysis.compare import ComparePolicy
 from mmtrack.measure.metrics import Direction
@@ -72,12 +73,12 @@ def main() -> None:
     for _ in range(args.draws):
         rounds = rng.sample(rng.choice(usable), 2 * args.rounds)
         draws.append((rounds[: args.rounds], [v * args.change for v in rounds[args.rounds :]]))
-    stray_rule = interleave.slower_side_stray
+    stray_rule = ab_rule.slower_side_stray
     counts = {}
     for name, rule in (("as it is", stray_rule), ("without slower_side_stray", lambda *_: "")):
-        interleave.slower_side_stray = rule
+        ab_rule.slower_side_stray = rule
         counts[name] = Counter(verdict(a, b, args.threshold) for a, b in draws)
-    interleave.slower_side_stray = stray_rule
+    ab_rule.slower_side_stray = stray_rule
     print(f"{len(usable)} pools of round bests; {args.draws} draws of {args.rounds} + {args.rounds} rounds, "
           f"B x{args.change}, threshold {args.threshold}")
     for name, c in counts.items():

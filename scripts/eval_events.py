@@ -5,8 +5,10 @@ Each fleet holds code steps (true regressions and improvements) and run-date shi
 moving from a date on, old commits re-measured after it included). detect runs on every series as
 ``mmtrack detect`` does (the kept run of each commit, in commit order), then groups what follows the run into
 environment events (mmtrack.analysis.events). Scored per reported regression of 10% or more:
-``code`` (a code step of its benchmark within +-tol commits), ``date`` (a shift of its machine/environment near
-its start) or ``false``; "before" counts every reported regression, "after" only those no event holds.
+``code`` (a code step of its benchmark within +-tol commits), ``date`` (a shift of its machine/environment, the
+same way, from before its first new commit's run; counted apart where the shift began within the tol commits before
+it, the rest being later noise or misplaced code steps on the shifted level) or ``false``; "before" counts every
+reported regression, "after" only those no event holds.
 """
 
 from __future__ import annotations
@@ -67,8 +69,19 @@ def classify(fleet: ci_noise.Fleet, cp, tol: int) -> str:
     return "false"
 
 
+def shift_began_near(fleet: ci_noise.Fleet, cp, tol: int) -> bool:
+    """Whether a change point scored ``date`` sits where its shift began: one of the ``tol`` commits before it kept a
+    run from before the shift's day (else it is a later step, noise or a misplaced code step, on the shifted level)."""
+    at = int(cp.extra["index"])
+    k = cp.series
+    day = {c: d for c, d, _ in fleet.runs[(k.machine, k.environment, k.benchmark)]}
+    return any(sh.machine == k.machine and k.environment in sh.environments and (sh.size > 0) == (cp.ratio > 1)
+               and day[at] >= sh.day and min(day[c] for c in range(max(at - tol, 0), at)) < sh.day
+               for sh in fleet.shifts if at > 0)
+
+
 def score(seeds: list[int], policy: DetectPolicy, tol: int, **fleet_args) -> dict[str, float]:
-    tally = {f"{when} {what}": 0 for when in ("before", "after") for what in ("code", "date", "false")}
+    tally = {f"{when} {what}": 0 for when in ("before", "after") for what in ("code", "date", "false", "date near")}
     true_steps = found_steps = found_steps_before = 0
     exact = {"detect alone": 0, "aligned": 0}
     shifts = shifts_found = events_total = 0
@@ -86,7 +99,9 @@ def score(seeds: list[int], policy: DetectPolicy, tol: int, **fleet_args) -> dic
         for when, rs in (("before", alone), ("after", reports)):  # before: detect as on main, each series alone
             for c in (c for r in rs for c in r.changes):
                 if c.kind == "regression" and c.ratio >= 1.10 and not is_environment(c):
-                    tally[f"{when} {classify(fleet, c, tol)}"] += 1
+                    what = classify(fleet, c, tol)
+                    tally[f"{when} {what}"] += 1
+                    tally[f"{when} date near"] += what == "date" and shift_began_near(fleet, c, tol)
         for bench, at, size in fleet.steps:
             for r, a in zip(reports, alone):
                 if r.series.benchmark != bench:
@@ -105,6 +120,7 @@ def score(seeds: list[int], policy: DetectPolicy, tol: int, **fleet_args) -> dic
         out[f"{when}: regressions >= 10% reported"] = n
         out[f"{when}: precision (code steps)"] = tally[f"{when} code"] / n if n else 1.0
         out[f"{when}: share following the run date"] = tally[f"{when} date"] / n if n else 0.0
+        out[f"{when}: ... where the shift began (+-tol commits)"] = tally[f"{when} date near"] / n if n else 0.0
     out["code steps found per series, before"] = found_steps_before / max(true_steps, 1)
     out["code steps found per series, after (not put in an event)"] = found_steps / max(true_steps, 1)
     for name, n in exact.items():

@@ -44,7 +44,8 @@ Gates side by side, on the same series:
 * ``asv compare``: asv's rule, factor 1.1 plus ``asv._stats.is_different`` on the two
   commits' samples (what ``asv compare`` does).
 
-Usage: python -m scripts.eval_gate [--series N] [--suites N] [--seed S] [--baseline REV] [--scenarios ci,bootstrap,suites] [--json PATH]
+Usage: python -m scripts.eval_gate [--series N] [--suites N] [--seed S] [--baseline REV] [--scenarios ci,bootstrap,suites,reverts]
+       [--revert-after 5,10,20] [--json PATH]
 """
 
 from __future__ import annotations
@@ -225,14 +226,24 @@ class Tally:
     after_flags: int = 0
     after_confirmed: int = 0  # ... confirmed once the next commits are in: the step confirmed again, failing twice
     steps: list[tuple[str, bool, bool, bool]] = field(default_factory=list)  # tier, flagged, confirmed, settled
+    # A/A commits and those confirmed flagged, per tier: the confirmed false alarms each tier's gate raises
+    tier_commits: collections.Counter = field(default_factory=collections.Counter)
+    tier_confirmed: collections.Counter = field(default_factory=collections.Counter)
     seconds: float = 0.0  # judging the A/A commits and the step commits (:func:`tally_lone`)
 
-    def aa(self, now: str, final: str, state: str | None) -> None:
+    def aa(self, now: str, final: str, state: str | None, tier: str = "") -> None:
         self.commits += 1
         self.flagged += now in FLAGS
         self.regressions += now == "regressed"
         self.confirmed += final in FLAGS and state == "confirmed"
         self.settled += final in FLAGS
+        self.tier_commits[tier] += 1
+        self.tier_confirmed[tier] += final in FLAGS and state == "confirmed"
+
+    def confirmed_by_tier(self) -> dict[str, float]:
+        """Confirmed false alarms per 100 A/A commits of each tier (NaN: no commit of it)."""
+        return {t: 100.0 * self.tier_confirmed[t] / self.tier_commits[t] if self.tier_commits[t] else float("nan")
+                for t in ("quiet", "mid", "noisy")}
 
     def step(self, tier: str, now: str, final: str, state: str | None) -> None:
         self.steps.append((tier, now == "regressed", final == "regressed" and state == "confirmed",
@@ -269,7 +280,7 @@ def tally_lone(aa: list[Series], steps: list[Series], gate: Gate) -> Tally:
     for s in aa:
         for t in range(WINDOW, len(s.medians) - LATER):
             now, (final, state) = gate(s.measurements, s.medians, t)
-            tally.aa(now, final, state)
+            tally.aa(now, final, state, s.tier)
     for s in steps:
         assert s.step_at is not None
         now, (final, state) = gate(s.measurements, s.medians, s.step_at)
@@ -302,10 +313,13 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
             f"{rec['quiet']['flagged']:>6.2f}{conf(rec['quiet']['confirmed']):>6} | "
             f"{rec['mid']['flagged']:>5.2f}{rec['noisy']['flagged']:>6.2f} | {secs:>8.3f}"
         )
-        out[gname] = {"false_alarms_per_100": fa, "recall_20pct": rec, "seconds_per_series": secs}
+        out[gname] = {"false_alarms_per_100": fa, "recall_20pct": rec, "seconds_per_series": secs,
+                      "confirmed_by_tier": tally.confirmed_by_tier()}
     if "mmtrack" in out:
         fa, rec = out["mmtrack"]["false_alarms_per_100"], out["mmtrack"]["recall_20pct"]
         print("mmtrack, " + settled_line(fa, {t: r["settled"] for t, r in rec.items()}))
+        print("mmtrack, confirmed false alarms per 100 A/A commits by tier: " + ", ".join(
+            f"{t} {v:.2f}" for t, v in out["mmtrack"]["confirmed_by_tier"].items()))
     return out
 
 
@@ -425,6 +439,79 @@ def print_bound(bound: dict) -> None:
             print(f"{name:<26}{float(rate):>9.2f} | {r['all']:>7.2f} | {r['quiet']:>6.2f}{r['mid']:>6.2f}{r['noisy']:>6.2f}")
 
 
+# --------------------------------------------------------------------------- reverts: a step, then a step back
+
+
+def tier_series(rng: np.random.Generator, length: int, tier: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A lone CI-model series drawn in ``tier`` whose measured commit-to-commit CV (:func:`ci_noise.tier_of`) puts it
+    there too, so that each tier's figures read series of that tier only."""
+    while True:
+        values, samples, _ = ci_series_with_model(rng, length, tier)
+        if tier_of(values) == tier:
+            return values, samples
+
+
+def revert_populations(rng: np.random.Generator, n: int, length: int, tier: str, after: Sequence[int],
+                       step: float) -> dict[str, list[Series]]:
+    """``n`` series of ``tier`` each: A/A ("aa"), a first step of +``step`` ("step"), and for each k of ``after`` an
+    optimisation (×1/(1+``step``)) that a commit reverts k commits later ("revert k"; ``step_at`` is the reverting
+    commit, a +``step`` regression judged against a series that held the faster level for k commits)."""
+    out: dict[str, list[Series]] = {"aa": [], "step": []}
+    for _ in range(n):
+        values, samples = tier_series(rng, length, tier)
+        out["aa"].append(Series(values, samples, tier))
+        values, samples = tier_series(rng, length, tier)
+        at = int(rng.integers(WINDOW, length - LATER))
+        out["step"].append(Series(*inject_step(values, samples, at, step), tier, at))
+    for k in after:
+        out[f"revert {k}"] = []
+        for _ in range(n):
+            values, samples = tier_series(rng, length, tier)
+            at = int(rng.integers(WINDOW, length - LATER))
+            values, samples = inject_step(values, samples, at - k, 1.0 / (1.0 + step) - 1.0)
+            out[f"revert {k}"].append(Series(*inject_step(values, samples, at, step), tier, at))
+    return out
+
+
+def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Sequence[int], gate: Gate,
+                     step: float = 0.20) -> dict:
+    """Per tier: confirmed false alarms per 100 A/A commits (and flagged as the newest commit), the recall of first
+    +20% steps and of reverts after k commits (flagged regressed as the newest commit; confirmed by the next
+    ``LATER``), and the reading of each revert the gate did not flag (its note's first words)."""
+    print(f"\n== reverts (CI-runner model, lone series, {n} series per tier and kind): an optimisation "
+          f"×{1 / (1 + step):.3f} reverted k commits later (a +{step:.0%} regression), beside first +{step:.0%} steps")
+    kinds = ["step", *(f"revert {k}" for k in after)]
+    print(f"{'tier':<7}{'A/A flag':>9}{'conf':>7} | " + " | ".join(f"{k:>10} conf" for k in kinds))
+    out: dict = {}
+    for tier in ("quiet", "mid", "noisy"):
+        pops = revert_populations(rng, n, length, tier, after, step)
+        tally = tally_lone(pops["aa"], [], gate)
+        fa = tally.false_alarms()
+        row: dict = {"aa_commits": fa["commits"], "aa_flagged_per_100": fa["any"], "aa_confirmed_per_100": fa["confirmed"]}
+        readings: collections.Counter = collections.Counter()
+        for kind in kinds:
+            judged = [(gate(s.measurements, s.medians, s.step_at), s) for s in pops[kind]]  # type: ignore[arg-type]
+            row[kind] = {"series": len(judged),
+                         "flagged": sum(now == "regressed" for (now, _), _ in judged) / len(judged),
+                         "confirmed": sum(f == "regressed" and st == "confirmed" for (_, (f, st)), _ in judged) / len(judged)}
+            if kind != "step":
+                readings.update(f"{kind}: {reading_of(s)}" for (now, _), s in judged if now != "regressed")
+        row["missed_reverts"] = dict(readings)
+        out[tier] = row
+        print(f"{tier:<7}{fa['any']:>9.2f}{fa['confirmed']:>7.2f} | " + " | ".join(
+            f"{row[k]['flagged']:>10.2f}{row[k]['confirmed']:>5.2f}" for k in kinds))
+        print_breakdown("reverts not flagged as the newest commit", readings)
+    return out
+
+
+def reading_of(s: Series) -> str:
+    """The verdict of ``s``'s judged commit as the newest commit, and its note's first words (what left it unflagged)."""
+    history = list(s.medians[max(0, s.step_at - HISTORY) : s.step_at])  # type: ignore[operator]
+    row = gate_now.compare_pair(s.measurements[s.step_at - 1], s.measurements[s.step_at], None, history)  # type: ignore[index,operator]
+    note = row.note or ""
+    return f"{row.verdict} ({'below the threshold' if note.startswith('×') else ' '.join(note.split()[:4]) or 'no note'})"
+
+
 # --------------------------------------------------------------------------- suites: series sharing runners
 
 
@@ -524,7 +611,7 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
                 final = judge_run(gate_now, policy, suite, t, later=True)
                 for s, r, f in zip(suite, now, final):
                     if s.step_at is None:
-                        tally.aa(r.verdict, f.verdict, f.state)
+                        tally.aa(r.verdict, f.verdict, f.state, s.tier)
                         if r.verdict in FLAGS and s.runners is not None:
                             alarms[runner_kind(s.runners, t)] += 1
                     elif t > s.step_at:  # the level after the step, seen already: a flag is a false one
@@ -540,9 +627,12 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
               f"{rec['all']['flagged']:>7.2f}{rec['all']['confirmed']:>6.2f} | {rec['quiet']['flagged']:>6.2f}"
               f"{rec['mid']['flagged']:>6.2f}{rec['noisy']['flagged']:>6.2f}")
         print("  " + settled_line(fa, {t: r["settled"] for t, r in rec.items()}))
+        print("  confirmed false alarms per 100 A/A commits by tier: " + ", ".join(
+            f"{t} {v:.2f}" for t, v in tally.confirmed_by_tier().items()))
         print_breakdown("steps missed as the newest commit", misses)
         print_breakdown("A/A commits flagged, by where they ran", alarms)
         out[name] = {"false_alarms_per_100": fa, "recall_20pct": rec, "series": n_series, "misses": dict(misses),
+                     "confirmed_by_tier": tally.confirmed_by_tier(),
                      "false_alarms_by_runner": dict(alarms)}
     return out
 
@@ -556,9 +646,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--scenarios", default="ci,bootstrap,suites",
         help="comma-separated: ci (CI-runner model, lone series), bootstrap (MetPy/conda), suites (CI-runner "
-        "model, series sharing their runners, judged run by run)",
+        "model, series sharing their runners, judged run by run), reverts (CI-runner model, lone series per tier: "
+        "a step reverted after --revert-after commits, beside first steps; not in the default)",
     )
     ap.add_argument("--suites", type=int, default=20, help="suites in the suites scenario (20 series each)")
+    ap.add_argument("--revert-after", default="5,10,20",
+                    help="commits after which the reverts scenario reverts its step, comma-separated")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     ap.add_argument("--history", type=int, default=WINDOW, help=f"commits of history per verdict (default {WINDOW})")
     ap.add_argument("--no-samples", action="store_true",
@@ -594,6 +687,10 @@ def main(argv: list[str] | None = None) -> int:
         rates = sorted({0.3, round(results["ci"]["mmtrack"]["false_alarms_per_100"]["any"], 2)})
         results["ci"]["bound"] = oracle_bound(aa, steps, rates, 0.20)
         print_bound(results["ci"]["bound"])
+    if "reverts" in scenarios:
+        rng = np.random.default_rng(args.seed)
+        after = [int(k) for k in args.revert_after.split(",")]
+        results["reverts"] = evaluate_reverts(rng, args.series, args.length, after, gates["mmtrack"])
     if "suites" in scenarios:
         rng = np.random.default_rng(args.seed)
         results["suites"] = evaluate_suites(ci_suites(rng, args.suites, 20, args.length, 4), args.length)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from test_ab_one_verdict import builds_read  # noqa: F401  (a fixture: the culprit's check calibrates its flag)
 from test_run_acceptance import asv_env, git
 
 from mmtrack.ab.envs import build_env, resolve_commit
@@ -140,8 +141,10 @@ def test_continuous_json_has_compare_json_shape_plus_the_ab_block():
     fields (full shas, machine, environment), same schema_version; continuous adds `ab`."""
     from datetime import datetime, timezone
 
-    from mmtrack.commands.compare import CompareOutcome, Side as CompareSide, render as render_compare
-    from mmtrack.commands.continuous import ContinuousOutcome, render as render_continuous
+    from mmtrack.cli_render import compared as render_compare
+    from mmtrack.cli_render import continuous_result as render_continuous
+    from mmtrack.commands.compare import CompareOutcome, Side as CompareSide
+    from mmtrack.commands.continuous import ContinuousOutcome
 
     a, b = _side("a", [CALM] * 4), _side("b", [[v * 1.3 for v in CALM]] * 4)
     a.environment = b.environment = "existing-py"
@@ -293,25 +296,26 @@ def test_undecided_benchmarks_alone_get_more_rounds(monkeypatch):
 
 
 def test_benchmarks_leave_the_rounds_once_decided_either_way(monkeypatch):
-    """From the third round on, a confirmed change and an unchanged benchmark whose rounds bound its
-    difference inside the threshold stop; one whose rounds scatter too much to bound it runs on alone."""
-    import random
+    """An unchanged benchmark whose rounds bound its difference inside the threshold stops at the first look;
+    a change stops once confirmed, from the third round on; one whose rounds scatter too much to bound it runs
+    on alone."""
     import re
 
     from mmtrack.ab import interleave
     from mmtrack.asvbridge.asvrun import CaseResult, Collected
 
-    rng = random.Random(3)
-    runs: dict[str, int] = {}
+    runs: dict = {}
 
     def fake_run_once(plan, side, folder):
         cases = []
         for name, change, scatter in (("b.time_steady", 1.0, 0.0), ("b.time_slower", 1.3, 0.0),
-                                      ("b.time_scattered", 1.0, 0.08)):
+                                      ("b.time_scattered", 1.0, 0.045)):
             if plan.bench and not re.search(plan.bench, name):
                 continue
             runs[name] = runs.get(name, 0) + 1
-            factor = (change if side.label == "B" else 1.0) * (1 + rng.uniform(-scatter, scatter))
+            runs[name, side.label] = runs.get((name, side.label), 0) + 1
+            turn = runs[name, side.label] + (side.label == "B")  # each side alternates up and down, out of step
+            factor = (change if side.label == "B" else 1.0) * (1 + scatter * (-1) ** turn)
             values = tuple(v * factor for v in CALM)
             cases.append(CaseResult(name, {}, "ok", value=values[0], samples=values, unit="seconds"))
         return Collected("existing-py", folder, cases, [], [])
@@ -321,10 +325,10 @@ def test_benchmarks_leave_the_rounds_once_decided_either_way(monkeypatch):
     monkeypatch.setattr(interleave, "refuse_empty_selection", lambda plan, side: None)
     plan = interleave.ABPlan(Path("."), Path("asv.conf.json"), {}, "box", rounds=6, max_rounds=12)
     result = interleave.measure_pair(plan, Path("."), "a" * 40, "b" * 40)
-    assert result.rounds == interleave.EARLY_LOOK == 3
+    assert result.rounds == interleave.EARLY_LOOK
     verdicts = {r.benchmark: r.verdict for r in interleave.settle(plan, result).rows}
     assert verdicts["b.time_slower"] == "regressed" and verdicts["b.time_steady"] == "unchanged"
-    assert runs["b.time_slower"] == runs["b.time_steady"] == 2 * 3
+    assert runs["b.time_steady"] == 2 * interleave.EARLY_LOOK and runs["b.time_slower"] == 2 * interleave.MIN_ROUNDS
     assert runs["b.time_scattered"] > 2 * 3 and 3 < result.rounds <= 12
 
 
@@ -713,6 +717,7 @@ class _SyntheticBisector:
 
 
 @pytest.mark.parametrize("seed", range(5))
+@pytest.mark.usefixtures("builds_read")
 def test_bisect_finds_commit_37_of_64_with_8_builds_through_noise(monkeypatch, seed):
     import mmtrack.ab.bisect as bisect_mod
 
@@ -725,13 +730,14 @@ def test_bisect_finds_commit_37_of_64_with_8_builds_through_noise(monkeypatch, s
     assert outcome.verdict == "regressed" and outcome.ratio == pytest.approx(1.10, rel=0.05)
 
 
+@pytest.mark.usefixtures("builds_read")
 def test_bisect_round_alpha_decides_the_culprits_verdict_not_the_search(monkeypatch):
     """--round-alpha: the same rounds find the same culprit; at 1e-9 its 10% change is not confirmed, and
     the JSON says which significance the verdict asked for."""
     import json
 
     import mmtrack.ab.bisect as bisect_mod
-    from mmtrack.commands.bisect import to_json
+    from mmtrack.cli_render import bisect_json as to_json
 
     commits = [f"{i:040x}" for i in range(65)]
     monkeypatch.setattr(bisect_mod, "first_parent_range", lambda repo, good, bad: commits[1:])
@@ -745,6 +751,7 @@ def test_bisect_round_alpha_decides_the_culprits_verdict_not_the_search(monkeypa
 
 
 @pytest.mark.parametrize("seed", range(5))
+@pytest.mark.usefixtures("builds_read")
 def test_bisect_finds_the_culprit_when_load_bursts_slow_some_rounds(monkeypatch, seed):
     """A loaded machine: 15% of each side's rounds run 1.3-2.5x slow. Medians of the rounds
     steer the search; means would be pulled past L/2 by one slow round."""

@@ -253,6 +253,7 @@ def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeyp
 
     from rich.console import Console
 
+    from mmtrack.cli_render import bench_events
     from mmtrack.commands import bench as bench_command
     from mmtrack.store import db
 
@@ -271,7 +272,7 @@ def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeyp
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
     try:
         out = io.StringIO()
-        code = bench_command.run_bench(request, Console(file=out, width=200))
+        code = bench_command.run_bench(request, bench_events(Console(file=out, width=200))).exit_code
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -282,7 +283,7 @@ def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeyp
     assert "1 finished cases are kept in" in text_out
     assert len(list((project / ".mmtrack" / "journal").glob("*/*.json"))) == 2  # run.json + the case
     out = io.StringIO()
-    assert bench_command.run_bench(request, Console(file=out, width=200)) == 0
+    assert bench_command.run_bench(request, bench_events(Console(file=out, width=200))).exit_code == 0
     assert "saved 1 finished cases of an earlier, unfinished run" in out.getvalue()
     assert set(stored(project)) == {"suite.G0.track_good"}
     assert not list((project / ".mmtrack" / "journal").glob("*"))

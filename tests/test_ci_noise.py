@@ -153,3 +153,20 @@ def test_the_gate_harness_scores_results_without_samples_and_the_settled_reading
     finally:
         G.RECORD_SAMPLES = True
     assert m.samples == () and m.count == 10 and m.q1 < m.median < m.q3 and m.ci_low <= m.median <= m.ci_high
+
+
+def test_the_gate_harness_reverts_a_step_after_k_commits_in_the_tier_asked_for():
+    """``eval_gate.py --scenarios reverts``: each series lies in its tier by the measured commit-to-commit CV; a
+    revert series held a ×0.833 level for k commits before its judged commit, which steps back up +20%; and the
+    gate's revert recall on quiet series rises above what the phase reading gave (none)."""
+    G, N = _load("eval_gate"), _load("ci_noise")
+    pops = G.revert_populations(np.random.default_rng(4), 6, G.WINDOW + 12, "quiet", [10], 0.20)
+    assert {len(v) for v in pops.values()} == {6}
+    assert all(N.tier_of(s.medians) == "quiet" for kind in pops.values() for s in kind)
+    for s in pops["revert 10"]:
+        at, m = s.step_at, np.log(s.medians)
+        held, before, after = np.median(m[at - 10 : at]), np.median(m[at - 30 : at - 10]), m[at]
+        assert held < before - 0.1 and after > held + 0.1  # the phase sits ~18% below, the revert steps back up
+    gate = G.mmtrack_gate(G.gate_now, later=True)
+    flagged = [gate(s.measurements, s.medians, s.step_at)[0] for s in pops["revert 10"]]
+    assert flagged.count("regressed") >= 2

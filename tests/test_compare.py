@@ -482,32 +482,75 @@ def test_a_step_that_landed_on_a_slower_runner_is_confirmed_by_the_level_held_af
     assert compare_pair(before, after, history=history, later=[1.23, 1.0, 1.01, 1.19]).state == "refuted"
 
 
+def _phase_history(visits=(4, 11, 17)):
+    """24 commits on the usual runner, then a phase of 6 on a 20% faster runner type; ``visits``: the commits of
+    the 24 that ran on that faster type already (the series alternates between the two), none: it never did."""
+    usual = _quiet_history(24)
+    for i in visits:
+        usual[i] *= 0.8
+    return usual + _quiet_history(6, seed=4, level=0.8)
+
+
 def test_back_to_the_level_before_a_runner_phase_is_not_a_change():
-    """Six commits ran on a 20% faster runner type; the newest is back on the usual one. Against the
-    current segment (the phase) it is 25% slower, yet it is where the series has always been."""
-    history = _quiet_history(24) + _quiet_history(6, seed=4, level=0.8)
-    assert segment_noise(history).points == 6
+    """Six commits ran on a 20% faster runner type, which the series had visited before; the newest is back on the
+    usual one. Against the current segment (the phase) it is 25% slower, yet it is where the series has always been."""
+    history = _phase_history()
+    assert segment_noise(history).points in (5, 6) and segment_noise(history).alternates(2.5)
     before, back = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
     row = compare_pair(before, back, history=history, later=[1.0, 1.01, 0.99, 1.0])
     assert (row.verdict, row.state) == ("ambiguous", None)
-    assert re.match(r"back to the level of 2[0-4] commits before the last 6: a runner phase ended", row.note)
+    assert re.match(r"back to the level of 2[0-5] commits before the last ([56]); the series visits both levels "
+                    r"\([34] earlier commits were at the last \1' level\): a runner phase ended", row.note)
     # A level neither the phase nor the commits before it saw is still this commit's change.
     beyond = compare_pair(before, meas(noisy(1.25, cv=0.005, seed=2)), history=history)
     assert (beyond.verdict, beyond.state) == ("regressed", "suspected")
+
+
+def test_a_return_to_the_level_a_series_left_by_a_step_is_a_change_reverted():
+    """The same phase on a series that had never been at its level: it stepped there (an optimisation), and the
+    step back is a change, a revert that the gate flags as it flags a first step, and the next commits confirm."""
+    history = _phase_history(visits=())
+    assert segment_noise(history).points == 6 and not segment_noise(history).alternates(2.5)
+    before, back = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    now = compare_pair(before, back, history=history)
+    assert (now.verdict, now.state) == ("regressed", "suspected")
+    assert re.search(r"back to the level of 2[0-4] commits before the last 6, which the series left by a step and "
+                     r"had never visited otherwise: a change reverted", now.note)
+    settled = compare_pair(before, back, history=history, later=[1.0, 1.01, 0.99, 1.0])
+    assert (settled.verdict, settled.state) == ("regressed", "confirmed") and "a change reverted" in settled.note
+    assert should_fail(compare_measurements([before], [back], history={before.case: history},
+                                            later={before.case: [1.0, 1.01, 0.99, 1.0]}))
+    # ... and a revert the next commits leave again is refuted, as a first step would be
+    left = compare_pair(before, back, history=history, later=[0.8, 0.81, 0.79, 0.8])
+    assert (left.verdict, left.state) == ("unchanged", "refuted")
+
+
+def test_a_series_whose_phases_repeat_reads_the_second_return_as_a_phase_ended():
+    """A series that spent 8 commits on a 20% faster runner type, came back, and now spent 6 more there: it has shown
+    it alternates between the two levels, so its return is read as the phase's end, and the row says so; the first
+    return, with no phase before it, was a change reverted."""
+    first_phase = _quiet_history(24) + _quiet_history(8, seed=5, level=0.8)
+    second_phase = first_phase + _quiet_history(20, seed=6) + _quiet_history(6, seed=4, level=0.8)
+    before, back = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    first = compare_pair(before, back, history=first_phase)
+    assert first.verdict == "regressed" and "a change reverted" in first.note
+    assert segment_noise(second_phase).alternates(2.5)
+    second = compare_pair(before, back, history=second_phase, later=[1.0, 1.01, 0.99, 1.0])
+    assert second.verdict == "ambiguous" and "the series visits both levels" in second.note
 
 
 def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_change():
     """The phase on a 20% faster runner type ends through one commit on a third type (10% faster), then the
     series is back where it always was. Against the phase, that commit is 12% slower, and the next commits,
     slower still, agreed: a confirmed regression that failed the gate on unchanged code (suites on the CI model).
-    Back at the level before the phase, they refute it."""
-    history = _quiet_history(24) + _quiet_history(6, seed=4, level=0.8)
+    Back at the level before the phase, which the series visits, they refute it."""
+    history = _phase_history()
     before, between = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(0.9, cv=0.005, seed=2))
     assert compare_pair(before, between, history=history).state == "suspected"  # not back, on its own
     row = compare_pair(before, between, history=history, later=[1.0, 1.01, 0.99, 1.0])
     assert (row.verdict, row.state) == ("unchanged", "refuted")
     assert re.match(r"suspected regressed; the next commits did not hold the level; the next commits went back "
-                    r"to the level of 2[0-4] commits before the last 6", row.note)
+                    r"to the level of 2[0-5] commits before the last [56]", row.note)
     assert not should_fail(compare_measurements([before], [between], history={before.case: history},
                                                 later={before.case: [1.0, 1.01, 0.99, 1.0]}), ["suspected"])
     # mmtrack run reports it settled once, at the commit that went back, as refuted
@@ -517,7 +560,7 @@ def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_cha
     [settled] = decided_by_last(points, labels)
     assert (settled.verdict, settled.state) == ("unchanged", "refuted")
     assert re.fullmatch(r"at c30: suspected regressed; the next commits did not hold the level; "
-                        r"the next commits went back to the level of 2[0-4] commits before the last 6: "
+                        r"the next commits went back to the level of 2[0-5] commits before the last [56]: "
                         r"a runner phase ended", settled.note)
     # Held beyond where it was before the phase: still this commit's change, confirmed.
     held = compare_pair(before, meas(noisy(1.3, cv=0.005, seed=2)), history=history, later=[1.3, 1.31, 1.29, 1.3])

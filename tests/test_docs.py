@@ -21,7 +21,7 @@ NOT_RUN = {  # docs/guide/postgresql-fleet.md: needs the user's PostgreSQL serve
     "mmtrack run",
 }
 #: Reference pages on the Python API for writing benchmarks, beside one page per command.
-API_PAGES = {"perf", "cuda", "concurrent", "output", "instruments"}
+API_PAGES = {"perf", "cuda", "concurrent", "output", "instruments", "python-api"}
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
 

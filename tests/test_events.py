@@ -7,9 +7,9 @@ from rich.console import Console
 
 from mmtrack.analysis.detect import DetectPolicy
 from mmtrack.analysis.series import detect_values
-from mmtrack.analysis.events import RunPoints, find_events, is_environment, mark_events
+from mmtrack.analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
 from mmtrack.measure.metrics import Direction
-from mmtrack.results import MetricKey, SeriesKey
+from mmtrack.results import ChangePoint, MetricKey, SeriesKey
 
 METRIC = MetricKey("timing", "time", "s")
 N = 80
@@ -75,6 +75,34 @@ def test_a_code_step_on_every_machine_stays_a_regression_beside_an_event():
     assert len(steps) == 4 and not any(is_environment(c) for c in steps)
     assert all(c.extra.get("cause") is None for c in steps)
     assert len(events) == 1
+
+
+def test_a_small_wobble_elsewhere_at_the_same_commits_keeps_no_step_out_of_its_event():
+    series = fleet(1, shift_day=50, code_step=None, reruns=True)
+    values, days = series[SeriesKey("m1", "py3.12", "b0", "{}", METRIC)]
+    wobble = values * np.where(np.arange(N) >= 50, 1.04, 1.0)  # the same commits, x1.04 against the shift's x1.5
+    series[SeriesKey("m1", "py3.12", "b0", "{}", METRIC)] = (wobble, days)
+    reports, _ = run(series)
+    by_key = {r.series: r.changes for r in reports}
+    assert [c for c in by_key[SeriesKey("m1", "py3.12", "b0", "{}", METRIC)] if c.ratio > 1.02]  # detect saw it
+    shifted = [c for c in by_key[SeriesKey("m0", "py3.12", "b0", "{}", METRIC)] if c.ratio > 1.3]
+    assert shifted and all(is_environment(c) for c in shifted)
+
+
+def test_a_noisy_series_split_days_off_its_event_joins_it():
+    from mmtrack.analysis.events import DateEvidence, _Found, _strays
+
+    def found(day: float, commit_errors: int, date_errors: int, ratio: float = 1.5) -> _Found:
+        cp = ChangePoint(SeriesKey("m0", "py3.12", f"b{day:g}", "{}", METRIC), Direction.LOWER,
+                         "regression" if ratio > 1 else "improvement", "a" * 40, "b" * 40, 1.0, ratio, ratio)
+        return _Found(cp, 0, 1, DateEvidence(commit_errors, date_errors, day, 0, 0))
+
+    near, far, its_own, faster = found(56, 30, 31), found(80, 30, 30), found(55, 0, 6), found(55, 9, 9, ratio=0.7)
+    event = EnvironmentEvent("", "m0", ("py3.12",), 50.0, 10, 10, 0, 4, "run date", "a" * 40, "b" * 40, 1.5)
+    worse = {id(f): f.cp.ratio > 1 for f in (near, far, its_own, faster)}
+    joined = _strays([(event, [])], {("m0", "py3.12"): [near, far, its_own, faster]}, {}, worse)
+    assert [[f.cp.series.benchmark for f in group] for _, group in joined] == [["b56"]]
+    assert joined[0][0].day == 50.0  # it takes its event's day, so that it merges into it
 
 
 def test_code_steps_alone_make_no_event():
@@ -155,19 +183,20 @@ def test_an_event_fails_no_gate_and_is_its_own_json_entry():
     import json
 
     from mmtrack.analysis.detect import DetectPolicy as Policy
-    from mmtrack.commands.detect import DetectOutcome, render_table, to_json
+    from mmtrack.cli_render import detect_json, detect_table
+    from mmtrack.commands.detect import DetectOutcome
 
     reports, events = run(fleet(1, shift_day=50, code_step=None, reruns=True))
     outcome = DetectOutcome(reports, None, Policy(), ("regression",), events=events)
     assert any(is_environment(c) and c.persists and c.kind == "regression" for c in outcome.changes)
     assert outcome.open_regressions == [] and outcome.exit_code == 0
-    data = json.loads(to_json(outcome))
+    data = json.loads(detect_json(outcome))
     assert [e["machine"] for e in data["events"]] == ["m0"] and data["events"][0]["old_commits_at_new_level"] >= 2
     causes = {c["cause"] for s in data["series"] for c in s["changes"]}
     assert "environment" in causes and all("before_sha" in c for s in data["series"] for c in s["changes"])
     assert data["commit_order"].startswith("commit dates")
     console = Console(width=120, record=True)
-    console.print(render_table(outcome))
+    console.print(detect_table(outcome))
     text = console.export_text()
     assert "environment event (not a regression of the code)" in text and "m0/py3.12" in text
 

@@ -233,6 +233,7 @@ def test_a_slow_save_without_another_writer_blames_no_writer(tmp_path, monkeypat
     from rich.console import Console
 
     from mmtrack.benchruns import history
+    from mmtrack.cli_render import bench_events
     from mmtrack.commands import bench as bench_command
     from test_bench_isolation import GOOD, HEADER
     from test_hostile_suite import make_suite
@@ -252,7 +253,7 @@ def test_a_slow_save_without_another_writer_blames_no_writer(tmp_path, monkeypat
     )
     monkeypatch.chdir(project)
     out = io.StringIO()
-    assert bench_command.run_bench(request, Console(file=out, width=200)) == 0
+    assert bench_command.run_bench(request, bench_events(Console(file=out, width=200))).exit_code == 0
     assert "saved as run #1" in out.getvalue()
     assert "another writer" not in out.getvalue(), out.getvalue()
 

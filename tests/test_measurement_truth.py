@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from mmtrack.asvbridge.session import Status
+from mmtrack.cli_progress import CaseBar
 from mmtrack.commands.bench import BenchRequest, execute
 
 THREADS_SUITE = """
@@ -44,7 +45,7 @@ def test_a_benchmark_sees_one_thread_while_timed_even_with_the_progress_bar(tmp_
     # In-process: the bar is drawn in the very process that samples (in a worker, the parent draws it).
     request = BenchRequest(path=root, quick=True, save=False, compare="none", in_process=True)
     before = threading.active_count()
-    run = execute(request, console)
+    run = execute(request, CaseBar(console))
     assert [o.status for o in run.outcomes] == [Status.OK, Status.OK]
     module = next(m for name, m in __import__("sys").modules.items() if name.endswith("bench_threads"))
     plain = [n for n in module.SEEN if n > 0]

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from mmtrack.commands.progress import progress_bar
+from mmtrack.cli_progress import progress_bar
 
 
 def test_the_bar_draws_on_a_terminal_with_what_it_is_on(monkeypatch):

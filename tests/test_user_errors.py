@@ -38,11 +38,12 @@ def assert_one_line(proc: subprocess.CompletedProcess, code: int, *needles: str)
     return lines[0]
 
 
-def write_result(folder: Path, sha: str, benchmarks: dict[str, float], machine: str = "m1", env: str = "e1") -> Path:
-    """One asv results file (format 2) with one ok result per benchmark."""
+def write_result(folder: Path, sha: str, benchmarks: dict[str, float], machine: str = "m1", env: str = "e1",
+                 date: int = 1753724236000) -> Path:
+    """One asv results file (format 2) with one ok result per benchmark (``date``: the commit's, in ms)."""
     rows = {name: [[v], [], "v1", 1753844943275, 0.4, [v * 0.9], [v * 1.1], [v * 0.95], [v * 1.05], [2], [10]]
             for name, v in benchmarks.items()}
-    data = {"version": 2, "commit_hash": sha, "env_name": env, "date": 1753724236000,
+    data = {"version": 2, "commit_hash": sha, "env_name": env, "date": date,
             "params": {"machine": machine, "python": "3.12"}, "python": "3.12", "requirements": {},
             "env_vars": {}, "result_columns": COLUMNS, "results": rows, "durations": {}}
     path = folder / machine / f"{sha[:8]}-{env}.json"

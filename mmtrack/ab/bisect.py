@@ -11,7 +11,8 @@
    midpoint is re-measured with twice the rounds, up to ``retries`` times, then decided
    by the median alone and marked as a guess.
 3. The culprit and its parent are measured A/B once more, twice the rounds (both built already): that
-   gives the size and compare's verdict that are printed.
+   gives the size, and the verdict by the rule ``continuous`` applies, at its threshold
+   (:func:`mmtrack.ab.verdicts.pair_verdicts`; the search's :data:`MIN_EFFECT` only steers the search).
 
 Medians, not means: on a loaded machine a neighbour's burst slows a few rounds of one side
 1.3-2.5 times, and one such round pulls a mean of six past ``L/2`` (tested in
@@ -69,8 +70,10 @@ class BisectOutcome:
     culprit_subject: str
     ratio: float | None  # culprit / parent, A/B
     p_value: float | None
-    verdict: str  # compare's verdict on (parent, culprit)
+    verdict: str  # the A/B verdict on (parent, culprit), as continuous reads the pair
     round_alpha: float  # the significance that verdict's rounds had to reach
+    note: str = ""  # the verdict's words, as continuous's row says them
+    threshold: float | None = None  # the minimum effect that verdict was judged at
     path: list[Step] = field(default_factory=list)
     built: set[str] = field(default_factory=set)  # commits with an environment, built now or cached
     new_builds: int = 0
@@ -118,11 +121,12 @@ class Bisector:
     def __init__(self, plan: ABPlan, repo: Path, metric_name: str, z: float = 2.0, retries: int = 2,
                  progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT,
                  round_alpha: float = ROUND_ALPHA, on_measured: Callable[[ABResult], None] | None = None) -> None:
-        from ..analysis.compare import ComparePolicy
+        from .verdicts import ab_policy
 
         self.plan, self.repo, self.metric_name, self.z, self.retries = plan, repo, metric_name, z, retries
-        # The user says GOOD and BAD differ: significance decides, not compare's 10% default effect.
-        self.policy = ComparePolicy(threshold=min_effect, round_alpha=round_alpha)
+        # The user says GOOD and BAD differ: the search looks for moves down to min_effect, not compare's 10%.
+        self.policy = ab_policy(min_effect, round_alpha)
+        self.verdict_policy = ab_policy(round_alpha=round_alpha)  # the culprit's verdict: continuous's rule
         self.min_effect = min_effect
         self.progress = progress
         self.on_measured = on_measured  # each measurement as it finishes (stored: a Ctrl-C keeps the ones done)
@@ -206,16 +210,26 @@ class Bisector:
                 lo = mid
         culprit = commits[hi]
         parent = good if lo < 0 else commits[lo]
-        final = judge(self.measure(parent, culprit, 2 * self.plan.rounds), self.policy)  # the figure printed
-        frow = next((r for r in final.rows if (r.benchmark, r.params) == case and r.metric == metric), None)
+        frow = self.check(parent, culprit)
         return BisectOutcome(
             case=case, metric=metric, total_ratio=math.exp(total), culprit=culprit,
             culprit_subject=git_output(self.repo, "show", "-s", "--format=%s", culprit),
             ratio=frow.ratio if frow else None, p_value=frow.p_value if frow else None,
-            verdict=frow.verdict if frow else "unknown", round_alpha=self.policy.round_alpha, path=path,
+            verdict=frow.verdict if frow else "unknown", round_alpha=self.policy.round_alpha,
+            note=frow.note if frow else "", threshold=frow.threshold if frow else None, path=path,
             built=set(self.sides),
             new_builds=self.new_builds, seconds=time.perf_counter() - t0,
         )
+
+    def check(self, parent: str, culprit: str) -> Any:
+        """The culprit's row against its parent: twice the rounds, judged as ``continuous`` judges a pair (the
+        same rule, threshold and A/A tolerance: :func:`.verdicts.pair_verdicts`); None when it was not measured."""
+        from .verdicts import pair_verdicts
+
+        result = self.measure(parent, culprit, 2 * self.plan.rounds)
+        final = pair_verdicts(self.plan, self.repo, result, self.verdict_policy, self.progress, more_rounds=False)
+        case, metric = self.target
+        return next((r for r in final.rows if (r.benchmark, r.params) == case and r.metric == metric), None)
 
     def classify(self, good: str, bad: str, mid: str, total: float) -> Step:
         """Is ``mid`` like GOOD or like BAD? Re-measured with more rounds while the answer is noise."""

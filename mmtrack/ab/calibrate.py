@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .envs import CommitEnv, build_env
-from .interleave import EARLY_LOOK, ABPlan, ABResult, bench_regex, env_cache, judge, run_rounds
+from .interleave import MIN_ROUNDS, ABPlan, ABResult, bench_regex, env_cache, judge, run_rounds
 
 #: Rounds of the A/A of the base against its second build, per side.
-AA_ROUNDS = EARLY_LOOK + 1
+AA_ROUNDS = MIN_ROUNDS + 1
 FLAGS = ("regressed", "improved")
 #: Beside the second build: per machine, each benchmark's A/A ratio (:func:`load_offsets`).
 OFFSETS = "aa-offsets.json"

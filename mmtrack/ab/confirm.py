@@ -127,31 +127,45 @@ def confirm(project: Path, config: Path | None, machine: str, before: str, after
             progress: Callable[[str], None] | None = None) -> tuple[ConfirmReport, Any]:
     """Re-measure ``before`` and ``after`` A/B for ``rows``' benchmarks; (report, A/B result).
     ``round_alpha``: the significance the rounds must reach (None: :data:`.interleave.ROUND_ALPHA`)."""
-    from ..analysis.compare import ComparePolicy
-    from .calibrate import calibrate
-    from .interleave import bench_regex, make_plan, measure_pair, settle
+    from .interleave import bench_regex, make_plan, measure_pair
+    from .verdicts import pair_verdicts
 
     report = ConfirmReport(before, after)
     plan, repo = make_plan(project, config, machine, bench_regex(rows), rounds)
     plan.budget = budget
     plan.max_rounds = 2 * rounds
     result = measure_pair(plan, repo, before, after, progress)
-    policy = ComparePolicy(round_alpha=round_alpha)
-    comparison = calibrate(plan, repo, result, settle(plan, result, policy, progress=progress), policy, progress)
+    comparison = pair_verdicts(plan, repo, result, confirm_policy(round_alpha), progress)
+    report.confirmations = confirmations(rows, comparison, len(result.order) // 2)
+    report.seconds = result.seconds
+    return report, result
+
+
+def confirm_policy(round_alpha: float | None = None) -> Any:
+    """The A/B policy of ``--confirm``: the history's own threshold (compare's default), since the A/B run settles
+    what history suspected at it; the A/B rule and its A/A tolerance as ``continuous`` applies them."""
+    from ..analysis.compare import ComparePolicy
+    from .verdicts import ab_policy
+
+    return ab_policy(ComparePolicy().threshold, round_alpha)
+
+
+def confirmations(rows: Sequence[Any], comparison: Any, rounds: int) -> list[Confirmation]:
+    """Each history row in ``rows`` settled by the A/B ``comparison`` of its pair (:func:`state_for`), the A/B row's
+    words as its note."""
     by_case = {(r.benchmark, r.params, r.metric): r for r in comparison.rows}
+    found = []
     for row in rows:
         ab = by_case.get((row.benchmark, row.params, row.metric))
-        state = state_for(row, ab)
         note = ab.note if ab else "not measured in the A/B run"
         if ab is not None and {ab.verdict, row.verdict} == set(CHANGES):  # the other way: say so
             note = "; ".join(filter(None, [f"the A/B run measured it {ab.verdict}, history {row.verdict}", note]))
         elif row.verdict == AMBIGUOUS:
             why = f"history left it ambiguous ({row.note})" if row.note else "history left it ambiguous"
             note = "; ".join(filter(None, [f"the A/B run measured it {ab.verdict}" if ab else "", why, note]))
-        report.confirmations.append(Confirmation(
-            row, state, ab.ratio if ab else None, ab.p_value if ab else None, len(result.order) // 2, note=note))
-    report.seconds = result.seconds
-    return report, result
+        found.append(Confirmation(row, state_for(row, ab), ab.ratio if ab else None, ab.p_value if ab else None,
+                                  rounds, note=note))
+    return found
 
 
 def store_report(store: Any, report: ConfirmReport, result: Any, machine: str, environment: str,

@@ -32,6 +32,22 @@ from ..asvbridge import asvrun, callgrind_run, spool
 from ..measure.metrics import Direction, MetricSummary
 from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
 from .envs import CommitEnv
+from .rule import (  # noqa: F401  (the rule's names, as A/B code and tests have always read them here)
+    AB_THRESHOLD,
+    EQUIVALENCE_ALPHA,
+    EQUIVALENCE_MIN_ROUNDS,
+    MIN_ROUNDS,
+    MODE_GAP,
+    RANK_MIN_ROUNDS,
+    ROUND_ALPHA,
+    ROUND_SD_FLOOR,
+    decide,
+    equivalent,
+    fast_mode,
+    rank_evidence,
+    round_evidence,
+    slower_side_stray,
+)
 
 CaseKey = tuple[str, str]  # (benchmark, canonical params)
 
@@ -186,25 +202,10 @@ class ABPlan:
 ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
 
 
-#: Significance the rounds must reach by default (see :func:`round_evidence`; ``--round-alpha``).
-ROUND_ALPHA = 0.01
-#: Rounds (asv processes per side) in the fast mode below which no change is confirmed.
-MIN_ROUNDS = 3
-#: How far above a side's best round a round still counts as the machine's fast state (:func:`fast_mode`):
-#: well under the slow state's 1.4-1.6x, well over the 2-4% that rounds of one build scatter in the fast one.
-MODE_GAP = 0.10
-#: Rounds per side below which the rank test over all rounds (:func:`rank_evidence`) is not tried:
-#: with 4 + 4, even complete separation gives p = 0.029, short of :data:`ROUND_ALPHA`.
-RANK_MIN_ROUNDS = 5
-#: The least scatter of a side's fast-mode round bests (log), whatever the few rounds show.
-ROUND_SD_FLOOR = 0.01
-#: Rounds every benchmark runs before it may leave the A/B run decided either way (:func:`settle`).
-EARLY_LOOK = MIN_ROUNDS
-#: Significance of the equivalence test (two one-sided t-tests) that lets an unchanged benchmark stop early.
-EQUIVALENCE_ALPHA = 0.05
-#: A/B's default minimum effect: both commits measured here, interleaved, so the between-runner
-#: noise that sets history's 10% is gone; the round test guards against the rest.
-AB_THRESHOLD = 0.05
+#: Rounds every benchmark runs before it may leave the A/B run decided either way (:func:`settle`): one
+#: balanced A B B A block, enough for the equivalence test (:func:`.rule.equivalent`); a change needs
+#: :data:`.rule.MIN_ROUNDS` to be confirmed, so a changed benchmark runs on alone.
+EARLY_LOOK = EQUIVALENCE_MIN_ROUNDS
 
 
 def round_order(rounds: int) -> list[int]:
@@ -286,31 +287,14 @@ def settle(plan: ABPlan, result: ABResult, policy: Any = None, progress: Callabl
 
 def decided(row: Any, result: ABResult) -> bool:
     """``row`` needs no more rounds: a confirmed change, or fast-mode rounds whose difference an equivalence
-    test (two one-sided Welch tests at :data:`EQUIVALENCE_ALPHA`) bounds inside the row's threshold."""
+    test bounds inside the row's threshold (:func:`.rule.equivalent`)."""
     if row.verdict in ("regressed", "improved"):
         return True
     if row.verdict != "unchanged" or row.ratio is None:
         return False
     case = (row.benchmark, row.params)
     direction = result.base.cases[case].directions.get(row.metric, row.direction)
-    a, b = (fast_mode(v, direction) for v in round_bests(result, case, row.metric))
-    if min(len(a), len(b)) < MIN_ROUNDS:
-        return False
-    diff, se, df = _log_difference(a, b)
-    from scipy import stats
-
-    reach = float(stats.t.ppf(1 - EQUIVALENCE_ALPHA, df)) * se
-    return abs(diff) + reach < math.log1p(row.threshold)
-
-
-def _log_difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
-    """(mean log B - mean log A, its standard error, Welch's degrees of freedom); each side's variance at
-    least :data:`ROUND_SD_FLOOR` squared."""
-    la, lb = [math.log(x) for x in a], [math.log(y) for y in b]
-    va = max(statistics.variance(la), ROUND_SD_FLOOR ** 2) / len(la)
-    vb = max(statistics.variance(lb), ROUND_SD_FLOOR ** 2) / len(lb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
-    return statistics.fmean(lb) - statistics.fmean(la), math.sqrt(va + vb), df
+    return equivalent(*round_bests(result, case, row.metric), direction, row.threshold)
 
 
 def _over_budget(plan: ABPlan, result: ABResult) -> bool:
@@ -528,14 +512,14 @@ def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
 
 
 def judge(result: ABResult, policy: Any = None) -> Any:
-    """compare's verdict on each metric, direction-aware, from the rounds.
+    """The verdict on each metric, direction-aware, from the rounds: :func:`.rule.decide`, the one A/B rule.
 
-    Each side's value of a metric is the median of the round's best samples (:func:`round_best`)
-    in that side's fast mode (:func:`fast_mode`); compare applies the minimum effect, its edge
-    band and the direction. Significance is the rounds' (:func:`round_evidence`), not a test on the
-    pooled samples: samples of one round come from one asv process in one stretch of the
-    machine's load, so they share that process's layout and that load, and pooled they make
-    any sample test overconfident. The round is the independent unit.
+    compare reads what no number decides (new, removed, failed, not comparable) and deterministic counts;
+    every measured metric is then decided by the rule on both sides' round bests (:func:`round_best`),
+    at compare's threshold for it. Significance is the rounds', not a test on the pooled samples: samples
+    of one round come from one asv process in one stretch of the machine's load, so they share that
+    process's layout and that load, and pooled they make any sample test overconfident. The round is the
+    independent unit.
     """
     import dataclasses
 
@@ -545,132 +529,27 @@ def judge(result: ABResult, policy: Any = None) -> Any:
     alpha = ROUND_ALPHA if policy.round_alpha is None else policy.round_alpha
     comparison = compare_measurements(
         result.base.round_measurements(), result.head.round_measurements(),
-        dataclasses.replace(policy, alpha=1.0),  # the samples test is off: the round test below decides
+        dataclasses.replace(policy, alpha=1.0),  # the samples test is off: the round rule below decides
         before_label=f"A {result.base.commit.sha[:8]}", after_label=f"B {result.head.commit.sha[:8]}",
     )
-    rows = []
-    for row in comparison.rows:
-        counted = row.test == "deterministic"  # a count needs no rounds (analysis/deterministic.py)
-        if not counted and row.ratio is not None and row.verdict in ("regressed", "improved", "unchanged", "ambiguous"):
-            a, b = round_bests(result, (row.benchmark, row.params), row.metric)
-            direction = result.base.cases[(row.benchmark, row.params)].directions.get(row.metric, row.direction)
-            p, doubt = round_evidence(a, b, direction, row.ratio, row.threshold, alpha)  # p also on unchanged rows
-            changes = {"p_value": p, "test": "rounds"}
-            if row.verdict in ("regressed", "improved") and doubt:
-                changes.update(verdict="ambiguous", note=doubt)
-            elif row.verdict == "ambiguous" and row.note.startswith("not significant"):
-                changes.update(note=doubt or row.note)
-            row = dataclasses.replace(row, **changes)
-        rows.append(row)
-    return dataclasses.replace(comparison, rows=tuple(rows), policy=policy)
+    return dataclasses.replace(comparison, rows=tuple(_by_rule(row, result, alpha) for row in comparison.rows),
+                               policy=policy)
 
 
-def fast_mode(values: Sequence[float], direction: Direction) -> list[float]:
-    """A side's rounds in its fast mode: round bests within :data:`MODE_GAP` of its fastest round
-    that another round comes within :data:`MODE_GAP` of.
+def _by_rule(row: Any, result: ABResult, alpha: float) -> Any:
+    """``row`` as :func:`.rule.decide` reads its rounds; a row no round decides (a count, a failure) as compare left
+    it."""
+    import dataclasses
 
-    A shared machine is often in one of two states for seconds at a time: on this project's
-    2-core VM, idle, a pure-Python kernel's best sample reads 0.72 ms in one and 1.1 ms in the
-    other, and a round falls wholly in the slow one about a third of the time. Those rounds
-    measure the neighbour, not the code; a test that keeps them sees a 50% scatter and cannot
-    confirm a 10% change. A mode is at least two rounds: one round faster than every other by more
-    than the gap is a stray, and anchoring on it left 1 of 8 rounds in the mode (undecided) in a CI
-    run of a 3x change. A neutral metric has no fast side: all its rounds count.
-    """
-    finite = [v for v in values if v > 0 and math.isfinite(v)]
-    if not finite or direction is Direction.NEUTRAL:
-        return finite
-    lower = direction is Direction.LOWER
-    ranked = sorted(finite, reverse=not lower)  # fastest first
-    near = (lambda a, b: b <= a * (1 + MODE_GAP)) if lower else (lambda a, b: b >= a / (1 + MODE_GAP))
-    anchor = next((a for a, b in zip(ranked, ranked[1:]) if near(a, b)), ranked[0])
-    return [v for v in finite if near(anchor, v) and (v >= anchor if lower else v <= anchor)]
-
-
-def round_evidence(a: Sequence[float], b: Sequence[float], direction: Direction, ratio: float,
-                   threshold: float, alpha: float = ROUND_ALPHA) -> tuple[float | None, str]:
-    """(the rounds' p-value, why they do not bear out a change beyond the threshold: "" when they do).
-
-    ``a`` and ``b`` are the sides' round bests; ``ratio`` is the one compare found (its side is
-    the change's direction). Each side keeps its :func:`fast_mode` rounds; then
-
-    - at least :data:`MIN_ROUNDS` of them per side: with fewer, one process per side that happens
-      to run slower (memory layout, a neighbour's burst) looks like a consistent change (then only
-      a change clear of all rounds' scatter is confirmed, by rank: :func:`rank_evidence`);
-    - the difference of their mean logs beyond the threshold, on the ratio's side;
-    - and a Welch t-test of those logs at p < ``alpha`` (:data:`ROUND_ALPHA`), each side's variance at least
-      :data:`ROUND_SD_FLOOR` squared: rounds of one build never agree better than that (process
-      layout alone moves them), and a few identical bests must not make any difference significant;
-    - and no round of the slower side that its fast mode set aside as a stray reaches within the
-      threshold of the faster side's level (:func:`slower_side_stray`).
-    """
-    from scipy import stats
-
-    fa, fb = fast_mode(a, direction), fast_mode(b, direction)
-    n = min(len(fa), len(fb))
-    if n < MIN_ROUNDS:
-        few = (f"{len(fa)} and {len(fb)} of {len(a)} and {len(b)} rounds in the fast mode: confirming "
-               f"a change needs at least {MIN_ROUNDS} per side (raise --rounds)")
-        return rank_evidence(a, b, ratio, threshold, few, alpha)
-    diff, se, df = _log_difference(fa, fb)
-    p = float(2 * stats.t.sf(abs(diff) / se, df))
-    side = 1.0 if ratio > 1 else -1.0
-    if not (side * diff > math.log1p(threshold) and p < alpha):
-        return p, (f"rounds disagree: fast-mode ratio {math.exp(diff):.3f}, p={p:.2g} over {len(fa)}+{len(fb)} "
-                   f"of {len(a)}+{len(b)} rounds")
-    return p, slower_side_stray(a, b, fa, fb, direction, threshold)
-
-
-def slower_side_stray(a: Sequence[float], b: Sequence[float], fa: Sequence[float], fb: Sequence[float],
-                      direction: Direction, threshold: float) -> str:
-    """Why the slower side's fast mode may be the machine's slow state: "" when nothing says so.
-
-    :func:`fast_mode` sets aside a side's lone round that is more than :data:`MODE_GAP` faster than
-    all its others. On the slower side, such a round can be the only one that met the machine's
-    fast state, its fast mode then holding the neighbour's slow rounds. Interference only adds time, so
-    that round bounds the side's own cost: within the threshold of the faster side's level, it
-    refutes the change. Under a bursty neighbour (``scripts/eval_ab.py --neighbour``), the rounds of
-    identical code split at random 4 + 4 (``scripts/eval_ab_resample.py``) were flagged 1.4% of the
-    time without this and 0.6% with it; 10% changes were confirmed as often (docs/design/ab.md).
-    """
-    if direction is Direction.NEUTRAL:
-        return ""
-    cost = (lambda v: v) if direction is Direction.LOWER else (lambda v: 1 / v)  # lower is better
-    level = {"A": statistics.median(map(cost, fa)), "B": statistics.median(map(cost, fb))}
-    slower, faster = ("B", "A") if level["B"] > level["A"] else ("A", "B")
-    rounds, mode = (b, fb) if slower == "B" else (a, fa)
-    fastest = min(cost(v) for v in rounds if v > 0 and math.isfinite(v))
-    if fastest < min(map(cost, mode)) and fastest <= level[faster] * (1 + threshold):
-        return (f"{slower}'s fast mode may be the machine's slow state: one {slower} round set aside as a stray "
-                f"reads x{fastest / level[faster]:.3f} of {faster}'s level")
-    return ""
-
-
-def rank_evidence(a: Sequence[float], b: Sequence[float], ratio: float, threshold: float,
-                  doubt: str, alpha: float = ROUND_ALPHA) -> tuple[float | None, str]:
-    """Evidence from all rounds, by rank, when the fast mode holds too few: (p, "") when an exact
-    Mann-Whitney test of every round's best gives p < ``alpha`` and the Hodges-Lehmann
-    shift (median of all B-over-A log ratios) is beyond the threshold on the ratio's side; else
-    (p or None, ``doubt``).
-
-    On a busy runner round bests scatter continuously, no 10% gap between them, so the fast mode
-    can hold two rounds of eight (a 3x change stayed undecided that way in CI). Ranks need no mode: the
-    rounds alternate sides, so load falls on both alike and, for identical code, any ranking is as
-    likely as another. They need :data:`RANK_MIN_ROUNDS` per side: at 5 + 5, complete separation
-    alone gives p = 0.008, so only a change that stands clear of the whole scatter is confirmed.
-    """
-    from scipy import stats
-
-    la = [math.log(x) for x in a if x > 0 and math.isfinite(x)]
-    lb = [math.log(y) for y in b if y > 0 and math.isfinite(y)]
-    if min(len(la), len(lb)) < RANK_MIN_ROUNDS:
-        return None, doubt
-    p = float(stats.mannwhitneyu(lb, la, alternative="two-sided", method="exact").pvalue)
-    shift = statistics.median(y - x for x in la for y in lb)
-    side = 1.0 if ratio > 1 else -1.0
-    if side * shift > math.log1p(threshold) and p < alpha:
-        return p, ""
-    return p, f"{doubt}; all rounds by rank: shift {math.exp(shift):.3f}, p={p:.2g}"
+    counted = row.test == "deterministic"  # a count needs no rounds (analysis/deterministic.py)
+    a, b = round_bests(result, (row.benchmark, row.params), row.metric)
+    if counted or row.ratio is None or not (a and b) or row.verdict not in ("regressed", "improved", "unchanged",
+                                                                               "ambiguous"):
+        return row
+    direction = result.base.cases[(row.benchmark, row.params)].directions.get(row.metric, row.direction)
+    said = decide(a, b, direction, row.threshold, alpha)
+    return dataclasses.replace(row, verdict=said.verdict, ratio=said.ratio, p_value=said.p_value, test="rounds",
+                               note=said.note, near_threshold=said.near_threshold)
 
 
 def round_bests(result: ABResult, case: CaseKey, metric: MetricKey) -> tuple[list[float], list[float]]:

@@ -478,6 +478,7 @@ class _Persistence:
     state: Evidence | None = None
     went_back: int = 0
     by_density: bool = False
+    reverted: int = 0  # the commits before the segment whose level this one went back to, a level never left before
 
 
 def _on_history(pair: _Pair, effect: _Effect, p: float | None, fields: dict) -> Row | _Persistence:
@@ -513,7 +514,9 @@ def _on_segment_noise(pair: _Pair, noise: SegmentNoise, beyond: bool, p: float |
                       fields: dict) -> Row | _Persistence:
     """The segment's noise, the earlier and young levels, the window's density and persistence, in that order."""
     distance = _distance(pair, noise)
-    if (row := _back_to_earlier_row(pair, noise, distance, beyond, fields)) is not None:
+    back = noise.back_to_earlier(pair.a, pair.policy.history_gap, pair.policy.min_history) if (
+        beyond and distance.near <= 1) else 0
+    if back and (row := _back_to_visited_row(pair, noise, distance, back, fields)) is not None:
         return row
     young = young_level(noise, pair.history, pair.threshold, pair.policy.history_gap) if beyond else None  # type: ignore[arg-type]
     if young is not None:
@@ -522,12 +525,12 @@ def _on_segment_noise(pair: _Pair, noise: SegmentNoise, beyond: bool, p: float |
         distance = _near_from_young_level(pair, noise, young, distance)
     by_density = (distance.near >= 1 or distance.z < distance.z_bar) and beyond and young is None and unseen_step(
         noise, pair.history, pair.a, pair.threshold, pair.policy)  # type: ignore[arg-type]
-    state, held_value, went_back = _persistence(pair, noise, distance.near, by_density, beyond)
+    state, held_value, went_back, held_back = _persistence(pair, noise, distance.near, by_density, beyond)
     if not went_back and held_value and (row := _came_earlier_row(pair, noise, distance.z, fields)) is not None:
         return row
     if (row := _within_noise_row(pair, noise, distance, state, by_density, beyond, p, fields)) is not None:
         return row
-    return _Persistence(distance.z, state, went_back, by_density)
+    return _Persistence(distance.z, state, went_back, by_density, back or held_back)
 
 
 def _distance(pair: _Pair, noise: SegmentNoise) -> _Distance:
@@ -539,16 +542,17 @@ def _distance(pair: _Pair, noise: SegmentNoise) -> _Distance:
     return _Distance(z, z_bar, near)
 
 
-def _back_to_earlier_row(pair: _Pair, noise: SegmentNoise, distance: _Distance, beyond: bool,
+def _back_to_visited_row(pair: _Pair, noise: SegmentNoise, distance: _Distance, back: int,
                          fields: dict) -> Row | None:
-    """Ambiguous: back at the level of most commits before the segment, which no more than one commit of it
-    visited (:meth:`.noise.SegmentNoise.back_to_earlier`): the segment was a phase, and a return looks like a step."""
-    policy = pair.policy
-    back = noise.back_to_earlier(pair.a, policy.history_gap, policy.min_history) if distance.near <= 1 else 0
-    if not (back and beyond):
+    """Ambiguous: back at the level of ``back`` commits before the segment, which no more than one commit of it
+    visited (:meth:`.noise.SegmentNoise.back_to_earlier`), in a series that had visited the segment's level before
+    (:meth:`.noise.SegmentNoise.alternates`): the segment was a phase, and a return looks like a step. None for a
+    series that had never been at the segment's level: it stepped there, and stepping back is a change (a revert)."""
+    if not noise.alternates(pair.policy.history_gap):
         return None
     return Row(**fields, verdict="ambiguous", history_z=distance.z, note=(
-        f"back to the level of {back} commits before the last {noise.points}: "
+        f"back to the level of {back} commits before the last {noise.points}; the series visits both levels "
+        f"({noise.visited_before(pair.policy.history_gap)} earlier commits were at the last {noise.points}' level): "
         "a runner phase ended, or a change was reverted"))
 
 
@@ -573,11 +577,12 @@ def _near_from_young_level(pair: _Pair, noise: SegmentNoise, young: YoungLevel, 
 
 
 def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
-                 beyond: bool) -> tuple[Evidence | None, float | None, int]:
+                 beyond: bool) -> tuple[Evidence | None, float | None, int, int]:
     """The evidence state from the later commits (:func:`.noise.follow_up`, where the level is one no more than one
     commit visited or the density suspects it), the level they hold (:func:`.noise.held_level`, which may confirm
-    it still), and the commits before the segment whose level they went back to (those refute it): (state, the held
-    median where confirmed, the commits went back to)."""
+    it still), and the commits before the segment whose level they went back to (those refute it where the series
+    alternates, :meth:`.noise.SegmentNoise.alternates`; else the return is a revert): (state, the held median where
+    confirmed, the commits went back to, the commits a revert went back to)."""
     policy, a, later = pair.policy, pair.a, pair.later
     state: Evidence | None = follow_up(noise, a, later, policy) if near <= 1 or by_density else None
     if state != "confirmed" and beyond:
@@ -589,8 +594,9 @@ def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
     # The next commits agreed on their way back to the level before the segment (a phase that ended through a commit
     # on a third runner type, between the two): they refute it (held_level never confirms that).
     held_value = held_median(a, later, policy) if state == "confirmed" else None
-    went_back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
-    return ("refuted" if went_back else state), held_value, went_back
+    back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
+    went_back = back if back and noise.alternates(policy.history_gap) else 0
+    return ("refuted" if went_back else state), held_value, went_back, back - went_back
 
 
 def _came_earlier_row(pair: _Pair, noise: SegmentNoise, z: float, fields: dict) -> Row | None:
@@ -647,6 +653,9 @@ def _notes(pair: _Pair, noise: SegmentNoise | None, read: _Persistence) -> list[
     if read.by_density:
         notes.append(f"beyond every level the last {len(noise.seen)} commits visited ({read.z:.1f} deviations of a "  # type: ignore[union-attr]
                      "series spread over several runner levels)")
+    if read.reverted:
+        notes.append(f"back to the level of {read.reverted} commits before the last {noise.points}, which the "  # type: ignore[union-attr]
+                     "series left by a step and had never visited otherwise: a change reverted, judged as a step")
     if read.went_back:
         notes.append(f"the next commits went back to the level of {read.went_back} commits before the last "
                      f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]

@@ -23,6 +23,7 @@ Pure functions over plain columns; the store reads them (``reads.series_run_poin
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -42,7 +43,10 @@ from .policy import (
     EVENT_REACH,
     EVENT_SHARE,
     EVENT_SIGN_ALPHA,
+    ELSEWHERE_PLACES,
+    ELSEWHERE_SIZE,
     SIBLING_SHARE,
+    SMALL_MOVE,
 )
 
 
@@ -133,7 +137,7 @@ def _best_split(order: np.ndarray, new: np.ndarray, prefer: float) -> tuple[int,
 def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int], lo: int, hi: int
                   ) -> DateEvidence | None:
     """The run-date evidence of one change point, from its series' runs of commits at positions [lo, hi)."""
-    pos = np.array([position.get(s, -1) for s in runs.shas], dtype=np.int64)
+    pos = np.fromiter(map(position.get, runs.shas, itertools.repeat(-1)), dtype=np.int64, count=len(runs.shas))
     inside = (pos >= lo) & (pos < hi)
     if inside.sum() < 4:
         return None
@@ -141,7 +145,7 @@ def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int],
     new = _labels(values, cp.before_value, cp.after_value)
     at = position.get(cp.after_sha, hi)
     commit_errors, _ = _best_split(pos.astype(float), new, float(at))
-    first_new = days[pos == at]
+    first_new = days[pos >= at]  # the new segment's first run: a late-measured first commit is not the start
     own_day = float(first_new.min()) if first_new.size else float(np.median(days))
     date_errors, day = _best_split(days, new, own_day)  # a tie goes to the split nearest the change point's own run
     if date_errors >= commit_errors:  # the dates say nothing the commits do not: the new level began with its run
@@ -229,15 +233,19 @@ def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[
 
 
 def _own_commit(f: _Found) -> bool:
-    """Whether a change point's own runs favour the commit order: a code change that fell among an event's."""
-    return f.evidence is not None and f.evidence.commit_errors < f.evidence.date_errors
+    """Whether a change point's own runs favour the commit order beyond their noise: a code change that fell among
+    an event's. A noisy series misplaces many points either way, its counts varying by about their square root."""
+    e = f.evidence
+    return e is not None and e.date_errors - e.commit_errors > max(math.sqrt(e.commit_errors), 0.5)
 
 
 def _elsewhere_too(f: _Found, found: Mapping[SeriesKey, list[_Found]], other_machine: bool) -> bool:
     """Whether the same benchmark stepped the same way at the same commits elsewhere (another environment, or
-    another machine with ``other_machine``), in a change point whose own runs do not favour the run date: the
-    code's doing."""
+    another machine with ``other_machine``), in change points whose own runs do not favour the run date: the
+    code's doing. Either :data:`ELSEWHERE_PLACES` places show it, or one does by a like amount (a lone small
+    wobble at the same commits is not a code change's twin)."""
     me = f.cp.series
+    places: set[tuple[str, str]] = set()
     for key, theirs in found.items():
         if key == me or _bench(key) != _bench(me) or (other_machine and key.machine == me.machine):
             continue
@@ -245,8 +253,19 @@ def _elsewhere_too(f: _Found, found: Mapping[SeriesKey, list[_Found]], other_mac
             dated = g.evidence is not None and g.evidence.date_errors < g.evidence.commit_errors
             if (not dated and abs(g.hi - f.hi) <= EVENT_REACH and g.cp.kind == f.cp.kind
                     and (g.cp.ratio > 1) == (f.cp.ratio > 1)):
-                return True
-    return False
+                if _alike(g.cp.ratio, f.cp.ratio):
+                    return True
+                places.add(_place(key))
+    return len(places) >= ELSEWHERE_PLACES
+
+
+def _alike(theirs: float, mine: float) -> bool:
+    """Whether another series' step counts as this one's twin: at least :data:`SMALL_MOVE`, or
+    :data:`ELSEWHERE_SIZE` of this one in log ratio where that is less (a small wobble at the same commits is not
+    the same code change, whereas a code change that fell on a shift's day reads far larger here than elsewhere)."""
+    if not (0 < theirs < math.inf and 0 < mine < math.inf):
+        return True
+    return abs(math.log(theirs)) >= min(ELSEWHERE_SIZE * abs(math.log(mine)), math.log1p(SMALL_MOVE))
 
 
 def _old_commits(evidence: list[DateEvidence]) -> int:
@@ -317,6 +336,30 @@ def _joining(loose: list[tuple[EnvironmentEvent, list[_Found]]], found: list[Env
     return out
 
 
+def _strays(events: list[tuple[EnvironmentEvent, list[_Found]]], found_by_place: Mapping[tuple[str, str], list[_Found]],
+            by_series: Mapping[SeriesKey, list[_Found]], worse: Mapping[int, bool]
+            ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
+    """The change points no event holds that an event of their environment explains: their new level began within
+    :data:`EVENT_ATTACH_DAYS` of its day, the event's way, their own runs do not favour the commit order, and the
+    same benchmark on other machines did not step there (a noisy series' split falls some days off the shift's,
+    too far for the day's cluster, with too few runs to carry date evidence of its own). Each comes with its
+    event's day, so that it merges into it."""
+    held = {id(f) for _, group in events for f in group}
+    taken: dict[int, tuple[EnvironmentEvent, list[_Found]]] = {}
+    for e, _ in sorted(events, key=lambda eg: -eg[0].series):  # the largest event nearby takes a stray
+        for f in found_by_place.get((e.machine, e.environments[0]), ()):
+            if (id(f) in held or id(f) in taken or f.evidence is None
+                    or abs(f.evidence.day - e.day) > EVENT_ATTACH_DAYS or worse[id(f)] != (e.slower >= e.faster)
+                    or _own_commit(f) or _elsewhere_too(f, by_series, True)):
+                continue
+            taken[id(f)] = (e, [f])
+    by_event: dict[int, tuple[EnvironmentEvent, list[_Found]]] = {}
+    for e, (f,) in taken.values():
+        by_event.setdefault(id(e), (e, []))[1].append(f)
+    return [(dataclasses.replace(_event_of(group, e.evidence, worse), day=e.day), group)
+            for e, group in by_event.values()]
+
+
 def find_events(
     reports: Sequence[SeriesReport], runs: Mapping[SeriesKey, RunPoints], position: Mapping[str, int],
     commits_of: Mapping[SeriesKey, Sequence[str]],
@@ -361,6 +404,7 @@ def find_events(
                 if members:
                     events.append((_event_of(members, "environment-wide", worse), members))
     events += _joining(nearby, [e for e, _ in events])
+    events += _strays(events, found_by_place, by_series, worse)
     merged, into = _merged([e for e, _ in events])
     held: dict[tuple[SeriesKey, str], str] = {}
     for (_, group), j in zip(events, into):

@@ -61,7 +61,8 @@ class SuiteFrames:
         row, to = self.rows.get(series), self.columns.get(target)
         if row is None or to is None or not math.isfinite(self.offsets[row, to]):
             return [1.0] * len(labels)
-        cols = np.array([self.columns.get(label, -1) for label in labels], dtype=np.intp)
+        # map in C: the pages look up about a hundred labels for each of 500 series in each of ten runs
+        cols = np.fromiter(map(self.columns.get, labels, itertools.repeat(-1)), dtype=np.intp, count=len(labels))
         own = np.where(cols >= 0, self.offsets[row, cols], np.nan)
         out = np.exp(self.offsets[row, to] - own)
         return np.where(np.isfinite(out), out, 1.0).tolist()

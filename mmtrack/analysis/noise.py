@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .policy import (
+    ALTERNATION_VISITS,
     NEW_LEVEL_OFTEN,
     NEW_LEVEL_RADIUS,
     NEW_LEVEL_RUN,
@@ -126,6 +127,23 @@ class SegmentNoise:
         d = self.deviation(value)
         near = int(np.count_nonzero(np.abs(e - d) < gap * spread))
         return near if abs(d - centre) < gap * spread and near >= max(min_points, e.size / 2) else 0
+
+    def visited_before(self, gap: float) -> int:
+        """How many commits before the segment lay at the segment's own level (within ``gap`` deviations of it).
+
+        A series that left its usual level for the segment and had been there before alternates between the two
+        (runner types it visits, a sticky runner's phases); one that had never been there stepped to it."""
+        e = np.asarray(self.earlier)
+        return int(np.count_nonzero(np.abs(e) < gap * self.sd))
+
+    def alternates(self, gap: float) -> bool:
+        """Whether the series had visited the segment's level before it, repeatedly (:data:`ALTERNATION_VISITS`
+        commits or more): then a return to the earlier level is a phase that ended, else a change reverted."""
+        return self.visited_before(gap) >= ALTERNATION_VISITS
+
+    def back_to_visited(self, value: float, gap: float, min_points: int) -> int:
+        """:meth:`back_to_earlier` where the series alternates (:meth:`alternates`); 0 for a revert."""
+        return self.back_to_earlier(value, gap, min_points) if self.alternates(gap) else 0
 
 
 def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise | None:
@@ -284,7 +302,8 @@ def held_level(
     the segment's level; at most :data:`NEW_LEVEL_SEEN` of the commits seen (:attr:`SegmentNoise.seen`) lie
     within :data:`NEW_LEVEL_RADIUS` deviations of the usual runner (:attr:`SegmentNoise.usual_sd`) of that
     median, or more but strays of the tail (neither often, tight nor held: :data:`NEW_LEVEL_OFTEN`); and it is
-    not back at the level before the segment (:meth:`SegmentNoise.back_to_earlier`).
+    not back at the level before the segment of a series that alternates (:meth:`SegmentNoise.back_to_visited`;
+    a series that never visited the segment's level before it stepped there, and steps back: a change reverted).
     ``refuted`` once that can no longer happen (too few of the next commits beyond ``threshold`` for the median,
     or one of them failed); ``suspected`` until the next commits are in. Detect's rank test weighs the whole
     held level against the history, where :func:`follow_up` asks each commit to agree."""
@@ -308,9 +327,9 @@ def held_level(
         near > NEW_LEVEL_OFTEN * len(noise.seen)  # a runner type, however it is drawn
         or near >= NEW_LEVEL_TIGHT * around  # its tight level
         or noise.longest_run_near(held_value, radius) >= NEW_LEVEL_RUN)  # or held: a sticky runner, a phase
-    if centre * d <= 0 or abs(centre) <= bar or visited or noise.back_to_earlier(
+    if centre * d <= 0 or abs(centre) <= bar or visited or noise.back_to_visited(
             held_value, policy.history_gap, policy.min_history):
-        return "refuted"  # a runner level the series visits, or back where it was before a phase
+        return "refuted"  # a runner level the series visits, or back where it was before a phase it had shown before
     # A level no commit of a full window came near, held by all but NEW_LEVEL_UNSEEN_MISSES of the next commits:
     # detect's tail rule (below) asks every one of them to lie 4 sigmas out, so one commit on a faster runner kept it
     # from starting a level that nothing in 60 commits or more had shown (docs/design/analysis.md, "An unseen level").

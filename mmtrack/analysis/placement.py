@@ -59,7 +59,8 @@ def align_to_agreement(reports: Sequence[SeriesReport], columns: Mapping[object,
             out.append(r)
             continue
         shas, values = cols
-        x = np.log(values) if all(v > 0 for v in values) else np.asarray(values, dtype=float)
+        as_floats = np.asarray(values, dtype=float)
+        x = np.log(as_floats) if bool(np.all(as_floats > 0)) else as_floats
         index = {s: i for i, s in enumerate(shas)}
         changes = list(r.changes)
         for k, c in enumerate(changes):

@@ -45,6 +45,12 @@ EVENT_MIN_SERIES = 5
 EVENT_SHARE = 0.5
 #: Share of the same benchmarks elsewhere that may step there too: more, and the code is the likelier cause.
 SIBLING_SHARE = 0.2
+#: Share (in log ratio) of a small step that the same benchmark's step elsewhere must reach to count as the same code
+#: change (a larger step's twin need only be a move of SMALL_MOVE): a x1.02 wobble is not a x1.10 step's twin.
+ELSEWHERE_SIZE = 1 / 3
+#: Places that, showing a step under that size, still count as its twin: a code change seen in the sibling
+#: environments too, smaller elsewhere than here where a shift fell on its day.
+ELSEWHERE_PLACES = 2
 #: A move below the threshold but this significant is named as such, not called "unchanged".
 SIGNIFICANT_BELOW = 0.001
 
@@ -103,6 +109,8 @@ NEW_LEVEL_SPREAD = 2.5
 NEW_LEVEL_RUN = 2
 #: Next commits that may fall short of the threshold when a level no commit came near confirms.
 NEW_LEVEL_UNSEEN_MISSES = 1
+#: Commits before the segment at its level that show a series visits it (alternates): fewer, a return is a revert.
+ALTERNATION_VISITS = 2
 # placement
 #: Commits from the agreed commit within which a change point is the same step, and may move.
 ALIGN_REACH = 8
@@ -183,4 +191,4 @@ class ComparePolicy:
 
 
 __all__ = ["Evidence", "EVIDENCE", "HISTORY_WINDOW", "ComparePolicy", "EVENT_DATE_MARGIN", "EVENT_REACH", "EVENT_DAYS", "EVENT_DATE_GAIN", "EVENT_SIGN_ALPHA", "EVENT_ATTACH_DAYS",
-           "EVENT_MIN_SERIES", "EVENT_SHARE", "SIBLING_SHARE", "SIGNIFICANT_BELOW"]
+           "EVENT_MIN_SERIES", "EVENT_SHARE", "SIBLING_SHARE", "ELSEWHERE_SIZE", "ELSEWHERE_PLACES", "SIGNIFICANT_BELOW"]

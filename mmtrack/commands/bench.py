@@ -1,4 +1,4 @@
-"""``mmtrack bench``: discover engine benchmarks, run each case in a worker process, print the report.
+"""``mmtrack bench``: discover engine benchmarks, run each case in a worker process, save and compare the run.
 
 Each case runs in its own worker (:mod:`mmtrack.asvbridge.worker`), so a crash, an exit or a hang
 fails that case alone. Each finished case goes into the run's journal at once
@@ -18,17 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Protocol
 
 from ..asvbridge import worker
 from ..asvbridge.callgrind_pool import CallgrindSession, require_valgrind
@@ -44,8 +34,8 @@ from ..measure.processes import pool
 from ..measure.runner import RunOptions
 from ..results import BenchContext
 from ..store.url import normalize_url, redact, resolve_url
-from ..textsafe import markup as escape  # rich markup escaped, terminal controls shown escaped
 from ..vcs import GitError, commit_info, project_root
+from .reporting import Report, silent
 
 # Measure sooner: scipy (analysis), SQLAlchemy (store) and rich tables (report) cost seconds to
 # import, so they are imported after sampling, in the functions that use them.
@@ -237,7 +227,35 @@ class _WorkerSession:
         return dataclasses.replace(result.value, name=b.name, params=case.param_labels)
 
 
-def execute(request: BenchRequest, console: Console | None = None,
+class CaseProgress(Protocol):
+    """What a bench run tells its caller while its cases run (the CLI draws it as a bar, cli_progress.CaseBar).
+    Every call comes from the process that runs the verb, between samples."""
+
+    def running(self, total: int) -> ContextManager[None]:
+        """Held while the ``total`` cases run."""
+
+    def phase(self, label: str, phase: str, done: int, total: int) -> None:
+        """Case ``label`` is ``done`` of ``total`` through ``phase`` (warm-up, samples ...)."""
+
+    def case_done(self) -> None:
+        """One more case finished."""
+
+
+class _Unwatched:
+    """The progress of a run nobody watches."""
+
+    @contextmanager
+    def running(self, total: int) -> Iterator[None]:
+        yield
+
+    def phase(self, label: str, phase: str, done: int, total: int) -> None:
+        pass
+
+    def case_done(self) -> None:
+        pass
+
+
+def execute(request: BenchRequest, progress: CaseProgress | None = None,
             on_done: Callable[[Outcome], None] | None = None,
             plan: tuple[Suite, list[Any], list[Case]] | None = None,
             code_versions: dict[str, str] | None = None) -> BenchRun:
@@ -261,28 +279,14 @@ def execute(request: BenchRequest, console: Console | None = None,
             versions_known = True
             run.code_versions.update(_code_versions(selected))
     owner_pid = os.getpid()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=console is None,
-        auto_refresh=False,
-    ) as bar:
-        # Drawn here, in the parent: the worker only sends a message between samples, at most
-        # every 0.1 s, and never waits for a redraw.
-        overall = bar.add_task("benchmark cases", total=len(cases))
-        current = bar.add_task("", total=1)
-        redraw = _Redraw(bar)
+    watch = progress or _Unwatched()
+    # Told here, in the parent: the worker only sends a message between samples, at most every 0.1 s.
+    with watch.running(len(cases)):
 
-        def progress(case: Case, phase: str, done: int, total: int) -> None:
+        def on_phase(case: Case, phase: str, done: int, total: int) -> None:
             if os.getpid() != owner_pid:  # a forked child returned into the runner: it never reports
                 os._exit(0)
-            bar.update(current, description=f"{_case_label(case)} [{phase}]", completed=done, total=total)
-            redraw()
+            watch.phase(_case_label(case), phase, done, total)
 
         def finished(outcome: Outcome) -> None:
             if os.getpid() != owner_pid:
@@ -291,10 +295,9 @@ def execute(request: BenchRequest, console: Console | None = None,
             run.outcomes.append(outcome)
             if on_done is not None:
                 on_done(outcome)
-            bar.advance(overall)
-            redraw(force=True)
+            watch.case_done()
 
-        session = _session(request, options, progress)
+        session = _session(request, options, on_phase)
         try:
             with _sigterm_stops_the_run():
                 for i, case in enumerate(cases):
@@ -320,21 +323,6 @@ def _session(request: BenchRequest, options: RunOptions, progress: Callable[[Cas
     return _WorkerSession(options, request.timeout, progress, request.worker_processes())
 
 
-class _Redraw:
-    """Redraws the bar between samples, at most ``per_second`` times a second."""
-
-    def __init__(self, bar: Progress, per_second: float = 10.0) -> None:
-        self.bar = bar
-        self.interval = 1.0 / per_second
-        self.last = 0.0
-
-    def __call__(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - self.last >= self.interval:
-            self.last = now
-            self.bar.refresh()
-
-
 def _code_versions(benchmarks) -> dict[str, str]:
     versions = {}
     for b in benchmarks:
@@ -343,32 +331,6 @@ def _code_versions(benchmarks) -> dict[str, str]:
         except (OSError, TypeError):  # no source to hash (e.g. defined in a REPL)
             pass
     return versions
-
-
-def render(run: BenchRun, console: Console) -> None:
-    from ..measure.report import render_stats
-
-    for failure in run.suite.failures:
-        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}",
-                      highlight=False, soft_wrap=True)
-    for o in run.outcomes:
-        if o.status is Status.OK and o.stats is not None:
-            console.print(render_stats(o.stats))
-        elif o.status is Status.SKIPPED:
-            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
-                          soft_wrap=True)
-        else:  # one line, however long: the terminal wraps it, rich does not break it
-            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
-                          soft_wrap=True)
-    counts = {s: sum(1 for o in run.outcomes if o.status is s) for s in Status}
-    if run.interrupted:
-        console.print(f"[bold red]interrupted[/] by {run.interrupted}: {len(run.outcomes)} of {run.total} "
-                      "benchmark cases finished", highlight=False)
-    console.print(
-        f"{len(run.outcomes)} benchmark cases: {counts[Status.OK]} ok, "
-        f"{counts[Status.FAILED]} failed, {counts[Status.SKIPPED]} skipped"
-        + (f"; {len(run.suite.failures)} files failed to import" if run.suite.failures else "")
-    )
 
 
 def _context(request: BenchRequest, code_versions: dict[str, str], started_at: datetime) -> tuple[Path, BenchContext]:
@@ -392,8 +354,103 @@ LOCK_NOTICE_S = 2.0  # a wait for the write lock longer than this is worth a lin
 LOCK_POLL_S = 0.1
 
 
+# -- what the verb reports while it runs (rendered by mmtrack/cli_render.py) -------------------------
+@dataclass(frozen=True, slots=True)
+class WaitingForLock:
+    store: str  # the store, its password redacted
+    timeout: float  # seconds until the save gives up
+
+
+@dataclass(frozen=True, slots=True)
+class JournalUnreadable:
+    problem: str  # the journal and what is wrong with it
+
+
+@dataclass(frozen=True, slots=True)
+class JournalOfAnotherStore:
+    folder: Path
+    store: str  # the store the journal's run belongs to
+
+
+@dataclass(frozen=True, slots=True)
+class JournalStillNotSaved:
+    folder: Path
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class JournalSaved:
+    cases: int
+    started_at: datetime
+    run_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class NothingToSave:
+    """No case ran: the run is not saved."""
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    run_id: int
+    commit: str  # its short sha, or ""
+    store: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaveFailed:
+    store: str
+    why: str
+    cases: int  # finished cases, kept in the journal
+    journal: Path
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonFailed:
+    error: str  # the exception's type
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compared:
+    baseline: BaselineResult  # the comparison with the baseline, or a note why there is none
+
+
+@dataclass(frozen=True, slots=True)
+class CountsExplained:
+    explanations: list[Any]  # analysis.why_counts.WhyChanged per regressed instruction count
+
+
+@dataclass(frozen=True, slots=True)
+class ReportWritten:
+    path: Path  # MMTRACK_OUTPUT's JSON report
+
+
+@dataclass(slots=True)
+class BenchResult:
+    """What ``mmtrack bench`` did: the run, where it was saved, and its comparison with the baseline."""
+
+    run: BenchRun
+    run_id: int | None = None  # None: not saved
+    save_failed: bool = False  # the store refused it; its cases wait in the journal
+    baseline: BaselineResult | None = None  # the comparison with the baseline, or a note why there is none
+    fail_on: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        if self.save_failed:
+            return EXIT_USAGE
+        comparison = getattr(self.baseline, "comparison", None)
+        if self.run.exit_code == EXIT_OK and self.fail_on and comparison is not None:
+            from ..analysis.compare import failing_rows
+
+            if failing_rows(comparison, self.fail_on):
+                return EXIT_FAILURES
+        return self.run.exit_code
+
+
 @contextmanager
-def _waiting_notice(console: Console, label: str) -> Iterator[None]:
+def _waiting_notice(report: Report, label: str) -> Iterator[None]:
     """One line once this process has waited for the store's lock LOCK_NOTICE_S on end; a save that is only
     slow (a first migration, a loaded machine) says nothing, since no other writer is there to blame."""
     from ..store.db import BUSY_TIMEOUT_S, waiting_for_lock
@@ -405,8 +462,7 @@ def _waiting_notice(console: Console, label: str) -> Iterator[None]:
         while not done.wait(LOCK_POLL_S):
             waited = waited + LOCK_POLL_S if waiting_for_lock() else 0.0
             if waited >= LOCK_NOTICE_S:
-                console.print(f"waiting for the write lock of {escape(label)} (another writer holds it); giving up "
-                              f"after {BUSY_TIMEOUT_S:g} s", highlight=False)
+                report(WaitingForLock(label, BUSY_TIMEOUT_S))
                 return
 
     watcher = threading.Thread(target=watch, name="mmtrack-lock-notice", daemon=True)
@@ -418,12 +474,12 @@ def _waiting_notice(console: Console, label: str) -> Iterator[None]:
         watcher.join()
 
 
-def _save(url: str, ctx: BenchContext, outcomes: list[Outcome], console: Console) -> tuple[int | None, str]:
+def _save(url: str, ctx: BenchContext, outcomes: list[Outcome], report: Report) -> tuple[int | None, str]:
     """Save one run; returns (run id, "") or (None, why it was not saved)."""
     from ..benchruns.history import save_run
     from ..store.db import open_store
 
-    with _waiting_notice(console, redact(url)):
+    with _waiting_notice(report, redact(url)):
         try:
             with open_store(url) as store:
                 return save_run(store, ctx, outcomes), ""
@@ -450,7 +506,7 @@ def _journal_is_live(folder: Path) -> bool:
     return True
 
 
-def recover_journals(project: Path, url: str, console: Console) -> None:
+def recover_journals(project: Path, url: str, report: Report = silent) -> None:
     """Save the finished cases that earlier runs (killed, or blocked by a lock) left in their journals."""
     for folder in bench_journal.leftovers(project):
         if _journal_is_live(folder):
@@ -458,44 +514,21 @@ def recover_journals(project: Path, url: str, console: Console) -> None:
         try:
             journal = bench_journal.load(folder)
         except ValueError as exc:
-            console.print(f"[yellow]warning:[/] {escape(str(exc))}; move it away", highlight=False)
+            report(JournalUnreadable(str(exc)))
             continue
         if journal.store != bench_journal.store_digest(url):
-            console.print(f"note: the journal {escape(str(folder))} holds a run for {escape(journal.store_label)}; "
-                          "run mmtrack bench with that --db to save it", highlight=False)
+            report(JournalOfAnotherStore(folder, journal.store_label))
             continue
         outcomes = journal.outcomes()
         if not outcomes:
             journal.remove()
             continue
-        run_id, why = _save(url, journal.context, outcomes, console)
+        run_id, why = _save(url, journal.context, outcomes, report)
         if run_id is None:
-            console.print(f"[yellow]warning:[/] the journal {escape(str(folder))} is still not saved: {escape(why)}",
-                          highlight=False)
+            report(JournalStillNotSaved(folder, why))
             continue
         journal.remove()
-        console.print(f"saved {len(outcomes)} finished cases of an earlier, unfinished run "
-                      f"({journal.context.started_at:%Y-%m-%d %H:%M:%S} UTC) from its journal as run #{run_id}",
-                      highlight=False)
-
-
-def _render_comparison(result: BaselineResult, console: Console) -> None:
-    from ..analysis.render import render_table
-    from ..benchruns.history import benchmark_verdicts
-
-    if result.note:
-        console.print(escape(result.note), highlight=False)
-    if result.comparison is None:
-        return
-    verdicts = benchmark_verdicts(result.comparison)
-    console.print(
-        f"[bold]regression analysis[/] against {escape(result.baseline_label or '')}: "
-        f"[red]{len(verdicts['regressed'])} regressed[/], [green]{len(verdicts['improved'])} improved[/], "
-        f"{len(verdicts['unchanged'])} unchanged benchmarks",
-        highlight=False,
-    )
-    if result.comparison.changed():
-        console.print(render_table(result.comparison, only_changed=True))
+        report(JournalSaved(len(outcomes), journal.context.started_at, run_id))
 
 
 def check_named_baseline(request: BenchRequest, ctx: BenchContext, url: str) -> None:
@@ -512,7 +545,10 @@ def check_named_baseline(request: BenchRequest, ctx: BenchContext, url: str) -> 
         raise UserError(f"{exc}; nothing was run", exc.exit_code) from None
 
 
-def run_bench(request: BenchRequest, console: Console) -> int:
+def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProgress | None = None) -> BenchResult:
+    """Run the suite, save the run, compare it with its baseline. ``report`` sees, in order: the journals of earlier
+    runs saved now, the :class:`BenchRun` once its cases ran, where it was saved, :class:`Compared`, the JSON
+    report written; ``progress`` sees the cases run."""
     started_at = datetime.now(timezone.utc)
     plan = _plan(request)  # usage errors first, before anything is run or written
     if request.instrument == "callgrind":
@@ -532,9 +568,9 @@ def run_bench(request: BenchRequest, console: Console) -> int:
         journal.add(outcome)
 
     if request.save:
-        recover_journals(project, url, console)
+        recover_journals(project, url, report)
     owner_pid = os.getpid()
-    run = execute(request, console, on_done=keep if request.save else None, plan=plan,
+    run = execute(request, progress, on_done=keep if request.save else None, plan=plan,
                   code_versions=ctx.code_versions)
     if os.getpid() != owner_pid:  # a forked child that returned this far never reports or saves
         os._exit(0)
@@ -544,68 +580,71 @@ def run_bench(request: BenchRequest, console: Console) -> int:
     nothing_ran = not run.outcomes  # every file failed to import, or Ctrl-C came first
     if request.save and journal is None and not nothing_ran:
         journal = bench_journal.Journal.create(project, ctx, url, redact(url))
-    render(run, console)
-    run_id = None
-    not_saved = False
+    report(run)
+    result = BenchResult(run, fail_on=request.fail_on)
     if request.save and nothing_ran:  # a run without results would only stand between later runs and their baseline
-        console.print("not saved: no benchmark case ran", highlight=False)
+        report(NothingToSave())
     if journal is not None:
-        run_id, why = _save(url, ctx, run.outcomes, console)
-        if run_id is not None:
+        result.run_id, why = _save(url, ctx, run.outcomes, report)
+        if result.run_id is not None:
             journal.remove()
-            console.print(f"saved as run #{run_id} ({ctx.commit.short if ctx.commit else ''}) in "
-                          f"{escape(redact(url))}", highlight=False)
+            report(Saved(result.run_id, ctx.commit.short if ctx.commit else "", redact(url)))
         else:
-            not_saved = True
-            console.print(f"[bold red]error:[/] run not saved in {escape(redact(url))}: {escape(why)}; its "
-                          f"{len(run.outcomes)} finished cases are kept in {escape(str(journal.folder))}, and the "
-                          "next mmtrack bench on this store saves them", highlight=False)
-    kept = bench_profiles.settle(request.profiles, project, run_id)
+            result.save_failed = True
+            report(SaveFailed(redact(url), why, len(run.outcomes), journal.folder))
+    kept = bench_profiles.settle(request.profiles, project, result.run_id)
+    result.baseline = _compare(request, result, ctx, url, nothing_ran, report)
+    report(Compared(result.baseline))
+    if kept is not None and result.baseline.comparison is not None and result.baseline.baseline_id is not None:
+        from ..analysis.why_counts import why_counts_changed
+
+        report(CountsExplained(why_counts_changed(result.baseline.comparison.rows,
+                                                  bench_profiles.of_run(project, result.baseline.baseline_id), kept)))
+    if request.output is not None:
+        _write_report(request, result, ctx, started_at)
+        report(ReportWritten(request.output))
+    return result
+
+
+def _compare(request: BenchRequest, result: BenchResult, ctx: BenchContext, url: str, nothing_ran: bool,
+             report: Report) -> BaselineResult:
+    """The run against its baseline (``--compare``), when there is one to read; a failure is advice, not an error."""
     # Imported after sampling (measure sooner): scipy, SQLAlchemy and the report cost seconds.
-    from ..analysis.render import to_json
     from ..benchruns.history import BaselineResult, compare_with_baseline
-    from ..benchruns.report import build_report, write_report
     from ..store.db import open_store
 
-    result = BaselineResult(None, None, None)
-    if ctx.commit is not None and request.compare != "none" and not not_saved and not nothing_ran:
-        try:
-            with open_store(url) as store:
-                result = compare_with_baseline(store, run_id or -1, ctx, run.outcomes, request.compare, Path.cwd())
-        except UserError:
-            raise
-        except Exception as exc:  # noqa: BLE001  (the comparison is advice; the run is saved)
-            console.print(f"[yellow]warning:[/] no comparison: {escape(type(exc).__name__)}: {escape(str(exc))}")
-    _render_comparison(result, console)
-    if kept is not None and result.comparison is not None and result.baseline_id is not None:
-        from ..analysis.why_counts import why_counts_changed
-        from .why_counts import render as render_why
+    if ctx.commit is None or request.compare == "none" or result.save_failed or nothing_ran:
+        return BaselineResult(None, None, None)
+    try:
+        with open_store(url) as store:
+            return compare_with_baseline(store, result.run_id or -1, ctx, result.run.outcomes, request.compare,
+                                         Path.cwd())
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (the comparison is advice; the run is saved)
+        report(ComparisonFailed(type(exc).__name__, str(exc)))
+        return BaselineResult(None, None, None)
 
-        render_why(why_counts_changed(result.comparison.rows, bench_profiles.of_run(project, result.baseline_id), kept),
-                   console)
-    if request.output is not None:
-        report = build_report(
-            outcomes=run.outcomes,
-            suite=ctx.suite,
-            host=ctx.host,
-            commit=ctx.commit,
-            started_at=started_at,
-            code_versions=run.code_versions,
-            run_id=run_id,
-            comparison=to_json(result.comparison) if result.comparison is not None else None,
-            import_failures=[(str(f.path), f.message) for f in run.suite.failures],
-        )
-        try:
-            write_report(request.output, report)
-        except OSError as exc:
-            raise UserError(f"MMTRACK_OUTPUT={request.output}: cannot write the report ({exc.strerror or exc}); "
-                            "point it at a writable path") from None
-        console.print(f"report written to {escape(str(request.output))}", highlight=False)
-    if not_saved:
-        return EXIT_USAGE
-    if run.exit_code == EXIT_OK and request.fail_on and result.comparison is not None:
-        from ..analysis.compare import failing_rows
 
-        if failing_rows(result.comparison, request.fail_on):
-            return EXIT_FAILURES
-    return run.exit_code
+def _write_report(request: BenchRequest, result: BenchResult, ctx: BenchContext, started_at: datetime) -> None:
+    """MMTRACK_OUTPUT: the versioned JSON report of the run and its comparison."""
+    from ..analysis.render import to_json
+    from ..benchruns.report import build_report, write_report
+
+    run, comparison = result.run, result.baseline.comparison
+    report = build_report(
+        outcomes=run.outcomes,
+        suite=ctx.suite,
+        host=ctx.host,
+        commit=ctx.commit,
+        started_at=started_at,
+        code_versions=run.code_versions,
+        run_id=result.run_id,
+        comparison=to_json(comparison) if comparison is not None else None,
+        import_failures=[(str(f.path), f.message) for f in run.suite.failures],
+    )
+    try:
+        write_report(request.output, report)
+    except OSError as exc:
+        raise UserError(f"MMTRACK_OUTPUT={request.output}: cannot write the report ({exc.strerror or exc}); "
+                        "point it at a writable path") from None

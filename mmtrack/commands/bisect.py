@@ -1,14 +1,13 @@
 """``mmtrack bisect GOOD BAD -b BENCH [--metric M]``: the commit where a metric moved, by A/B.
 
-The search itself is :mod:`mmtrack.ab.bisect`; this module resolves the commits,
-prints the path and the culprit (table or JSON) and sets the exit status: 0 when a
-culprit was found, 2 for a usage error (dirty tree, unknown commit, failed build,
-GOOD and BAD not different).
+The search itself is :mod:`mmtrack.ab.bisect`; this module resolves the commits and
+returns the search's outcome (its path and culprit), which the CLI renders as a table or
+JSON. Exit status: 0 when a culprit was found, 2 for a usage error (dirty tree, unknown
+commit, failed build, GOOD and BAD not different).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -74,57 +73,3 @@ def _open_store(request: BisectRequest) -> Any:
     from ..store.url import resolve_url
 
     return open_store(resolve_url(request.db)) if request.save else None
-
-
-def to_json(outcome: Any) -> str:
-    return json.dumps(
-        {
-            "benchmark": outcome.case[0],
-            "params": json.loads(outcome.case[1]),
-            "metric": str(outcome.metric),
-            "good_to_bad_ratio": outcome.total_ratio,
-            "culprit": outcome.culprit,
-            "subject": outcome.culprit_subject,
-            "ratio": outcome.ratio,
-            "p_value": outcome.p_value,
-            "verdict": outcome.verdict,
-            "round_alpha": outcome.round_alpha,
-            "builds": len(outcome.built),
-            "new_builds": outcome.new_builds,
-            "seconds": outcome.seconds,
-            "stored_pairs": outcome.pair_ids,
-            "path": [
-                {"good": s.good, "bad": s.bad, "tested": s.tested, "log_ratio": s.log_ratio, "z": s.z,
-                 "rounds": s.rounds, "decided": s.decided, "guess": s.guess}
-                for s in outcome.path
-            ],
-        },
-        indent=2,
-        default=lambda v: None,
-    )
-
-
-def render(outcome: Any, console: Any) -> None:
-    from ..tables import FitTable, unwrapped
-
-    table = FitTable(title=f"bisect {outcome.case[0]} {outcome.metric} (GOOD→BAD ×{outcome.total_ratio:.3f})")
-    for col in ("step", "good", "bad", "tested", "tested/good", "z", "rounds", "decided"):
-        table.add_column(col, justify="right" if col in ("step", "tested/good", "z", "rounds") else "left")
-    import math
-
-    for i, s in enumerate(outcome.path, 1):
-        table.add_row(str(i), s.good[:8], s.bad[:8], s.tested[:8], f"{math.exp(s.log_ratio):.3f}", f"{s.z:.1f}",
-                      str(s.rounds), s.decided + (" (guess)" if s.guess else ""))
-    console.print(table)
-    size = f"×{outcome.ratio:.3f}" if outcome.ratio else "size unknown"
-    p = f", p={outcome.p_value:.2g}" if outcome.p_value is not None else ""
-    console.print(
-        f"culprit: {outcome.culprit[:12]} {outcome.culprit_subject!r}: {size} against its parent "
-        f"({outcome.verdict}{p}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
-        f"{outcome.seconds:.0f} s",
-        highlight=False,
-        soft_wrap=unwrapped(console),
-    )
-    if outcome.pair_ids:
-        console.print(f"stored {len(outcome.pair_ids)} A/B measurements (pairs #{outcome.pair_ids[0]} to "
-                      f"#{outcome.pair_ids[-1]}, runs of kind ab; `mmtrack list runs` lists them)", highlight=False)

@@ -377,30 +377,3 @@ def _with_stand_in_notes(comparison: Comparison, stand_ins: dict[Any, tuple[Meas
             row = dataclasses.replace(row, note=f"{said}; {row.note}" if row.note else said)
         rows.append(row)
     return dataclasses.replace(comparison, rows=tuple(rows))
-
-
-def _side_json(side: Side) -> dict[str, Any]:
-    from ..analysis.render import side_json
-
-    return side_json(side.spec, side.label, side.commit, side.machine, side.environment, side.run_id)
-
-
-def where(outcome: CompareOutcome) -> str:
-    """``machine/env`` of the comparison (``a/x → b/y`` when the sides differ)."""
-    b, a = outcome.before, outcome.after
-    before, after = f"{b.machine}/{b.environment}", f"{a.machine}/{a.environment}"
-    return before if before == after else f"{before} → {after}"
-
-
-def render(outcome: CompareOutcome, fmt: str, only_changed: bool = False, sort: str = "verdict") -> Any:
-    """A rich renderable (table) or a string (markdown, json)."""
-    from ..analysis.render import SORTS, render_json, render_markdown, render_table
-
-    if sort not in SORTS:
-        raise UserError(f"unknown --sort {sort!r}; choose from {', '.join(SORTS)}", EXIT_USAGE)
-    if fmt == "markdown":
-        return render_markdown(outcome.comparison, sort, where(outcome))
-    if fmt == "json":
-        sides = {"before": _side_json(outcome.before), "after": _side_json(outcome.after)}
-        return render_json(outcome.comparison, sides)
-    return render_table(outcome.comparison, only_changed=only_changed, sort=sort, where=where(outcome))

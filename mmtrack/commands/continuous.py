@@ -9,7 +9,8 @@
    ``--rounds``, then the ambiguous ones up to ``--max-rounds`` (:func:`mmtrack.ab.interleave.settle`).
    A flagged benchmark's tolerance is calibrated on an A/A of BASE against a second build of it
    (:mod:`mmtrack.ab.calibrate`).
-5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`); print table, markdown or JSON.
+5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`) and return the outcome, which
+   the CLI renders as a table, markdown or JSON (mmtrack/cli_render.py).
 
 Exit status: 0, or 1 with ``--fail-on`` and a matching row, or 2 for a usage error
 (dirty tree, unknown commit, failed build) or a benchmark that failed on HEAD.
@@ -75,13 +76,12 @@ def round_alpha_for(round_alpha: float | None) -> float:
 
 
 def policy_for(factor: float | None, round_alpha: float | None = None) -> Any:
-    from ..ab.interleave import AB_THRESHOLD
-    from ..analysis.compare import ComparePolicy
+    from ..ab.rule import AB_THRESHOLD
+    from ..ab.verdicts import ab_policy
 
     if factor is not None and not factor > 1.0:
         raise UserError(f"--factor {factor}: asv's factor is a ratio above 1 (1.1 flags changes beyond 10%)")
-    return ComparePolicy(threshold=AB_THRESHOLD if factor is None else factor - 1.0,
-                         round_alpha=round_alpha_for(round_alpha))
+    return ab_policy(AB_THRESHOLD if factor is None else factor - 1.0, round_alpha_for(round_alpha))
 
 
 def refuse_dirty(repo: Path) -> None:
@@ -96,9 +96,9 @@ def refuse_dirty(repo: Path) -> None:
 
 
 def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] | None = None) -> ContinuousOutcome:
-    from ..ab.calibrate import calibrate
     from ..ab.envs import resolve_commit
-    from ..ab.interleave import make_plan, measure_pair, settle
+    from ..ab.interleave import make_plan, measure_pair
+    from ..ab.verdicts import pair_verdicts
     from ..analysis.compare import failing_rows
 
     policy = policy_for(request.factor, request.round_alpha)
@@ -114,7 +114,7 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     base_sha = resolve_commit(repo, request.base)
     head_sha = resolve_commit(repo, request.head)
     result = measure_pair(plan, repo, base_sha, head_sha, progress)
-    comparison = calibrate(plan, repo, result, settle(plan, result, policy, progress), policy, progress)
+    comparison = pair_verdicts(plan, repo, result, policy, progress)
     outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()),
                                 specs=(request.base, request.head))
     if request.instrument == "callgrind":  # both sides' profiles are kept per commit: why a count changed
@@ -133,57 +133,3 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
         finally:
             store.close()
     return outcome
-
-
-def describe(outcome: ContinuousOutcome) -> str:
-    """One line: what ran where, how often, and what the builds and the rounds cost."""
-    r = outcome.result
-
-    def built(side: Any) -> str:
-        return "cached env" if side.env.cached else f"built in {side.env.build_seconds:.1f} s"
-
-    return (
-        f"A/B on {r.machine}: A {r.base.commit.sha[:8]} ({built(r.base)}), B {r.head.commit.sha[:8]} "
-        f"({built(r.head)}); {r.rounds} rounds interleaved {''.join(r.order)}, measuring {r.seconds:.1f} s"
-    )
-
-
-def render(outcome: ContinuousOutcome, fmt: str) -> Any:
-    """A rich table, or markdown / JSON text."""
-    from ..analysis.render import render_json, render_markdown, render_table, side_json
-
-    if fmt == "markdown":
-        return render_markdown(outcome.comparison) + f"\n<sub>{describe(outcome)}</sub>\n"
-    if fmt == "json":  # compare's shape (schema_version, sides with full shas and machine), plus the A/B run
-        r = outcome.result
-        sides = {
-            key: side_json(spec, label, side.commit, r.machine, side.environment or None)
-            for key, spec, label, side in (
-                ("before", outcome.specs[0], outcome.comparison.before_label, r.base),
-                ("after", outcome.specs[1], outcome.comparison.after_label, r.head),
-            )
-        }
-        ab = {
-            "machine": r.machine,
-            "rounds": r.rounds,
-            "order": "".join(r.order),
-            "measuring_seconds": r.seconds,
-            "pair_id": outcome.pair_id,
-            "sides": {
-                s.label: {"commit": s.commit.sha, "build_seconds": s.env.build_seconds, "env_cached": s.env.cached,
-                          "run_seconds": s.run_seconds}
-                for s in (r.base, r.head)
-            },
-            "warnings": r.warnings,
-            # The evidence of each verdict: every round's best sample per side, in the order they ran.
-            "round_bests": [
-                {"benchmark": bench, "params": params, "metric": str(metric), "A": case.round_bests[metric],
-                 "B": r.head.cases[(bench, params)].round_bests.get(metric, [])}
-                for (bench, params), case in sorted(r.base.cases.items()) if (bench, params) in r.head.cases
-                for metric in sorted(case.round_bests)
-            ],
-        }
-        return render_json(outcome.comparison, sides, {"ab": ab})
-    table = render_table(outcome.comparison)
-    table.caption = describe(outcome)
-    return table

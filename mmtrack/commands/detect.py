@@ -6,29 +6,25 @@ series, hands their points over and stores the findings (``ChangePoint``).
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rich import box
-from rich.table import Table
-from rich.text import Text
-
+from ..analysis.commit_order import BY_DATE, CommitOrder, by_date, from_history, permutation
 from ..analysis.detect import DetectPolicy, SeriesReport
-from ..analysis.series import detect_values
 from ..analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
 from ..analysis.placement import align_to_agreement
-from ..analysis.ranking import SMALL_MOVE, attention, is_small, with_confirmations
+from ..analysis.ranking import with_confirmations
+from ..analysis.series import detect_values
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..forked import map_split
-from ..measure.units import format_quantity
 from ..results import ChangePoint, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, series_keys
-from ..tables import NAME_MIN_WIDTH, FitTable, stacked
-from ..textsafe import term
+from ..vcs import GitError, history, is_repository, project_root
 
-#: How detect orders commits (it has no repository at hand): what the outputs say was used.
-COMMIT_ORDER = "commit dates recorded in the results"
+#: How detect orders commits without a repository at hand: what the outputs say was used.
+COMMIT_ORDER = BY_DATE
 
 
 @dataclass(slots=True)
@@ -44,6 +40,8 @@ class DetectRequest:
     store_results: bool = True
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a regression persists to the latest commit
     events: bool = True  # group change points that follow the run (date, environment) into environment events
+    repo: str | None = None  # a git repository whose history orders the commits (else their recorded dates)
+    repo_at_hand: bool = False  # without ``repo``: the current directory's repository, where it is one
 
 
 @dataclass(slots=True)
@@ -146,7 +144,8 @@ def run_detect(
         # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
         if columns is None:
             columns = q.series_columns(store, keys, keep_cache=request.store_results)
-        analysed = [usable for cols in columns if (usable := cols.usable()).values]
+        order = read_commit_order(store, request)
+        analysed = [in_order(usable, order) for cols in columns if (usable := cols.usable()).values]
         # Half of the series on the second core when there are many: 500 series take about 0.4 s on one.
         reports = map_split(
             lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy), analysed,
@@ -154,7 +153,7 @@ def run_detect(
         )
         events: list[EnvironmentEvent] = []
         if request.events and any(r.changes for r in reports):
-            reports, events = with_events(store, reports, analysed)
+            reports, events = with_events(store, reports, analysed, order)
         stored = None
         read_only = not getattr(store, "writable", True)
         if request.store_results and not read_only:
@@ -164,10 +163,54 @@ def run_detect(
     finally:
         if own:
             store.close()
-    return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events)
+    return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events,
+                         commit_order=order.source if order else COMMIT_ORDER)
 
 
-def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
+def _repository(request: DetectRequest) -> Path | None:
+    """The repository that orders the commits: ``--repo`` (refused where it is none), else the current directory's
+    where it is one."""
+    if request.repo is not None:
+        path = Path(request.repo).expanduser()
+        if not is_repository(path):
+            raise UserError(f"--repo {request.repo}: not a git repository; give the project's checkout, or leave "
+                            "--repo out to order commits by their recorded dates", EXIT_USAGE)
+        return path.resolve()
+    if request.repo_at_hand and is_repository(Path.cwd()):
+        return project_root()
+    return None
+
+
+def read_commit_order(store: Any, request: DetectRequest) -> CommitOrder | None:
+    """Git's order of the store's commits where a repository is at hand (those it lacks keep their date order), or
+    None: the store's date order, as its series are read."""
+    from ..store import reads as q
+
+    repo = _repository(request)
+    if repo is None:
+        return None
+    _, position = q.series_run_points(store, [])
+    dated = sorted(position, key=position.__getitem__)
+    try:
+        order = from_history(dated, history(repo), str(repo))
+    except GitError:  # a repository without a commit yet: it orders nothing
+        order = None
+    if order is None and request.repo is not None:  # asked for, so say why it was not used
+        return by_date(dated, f"--repo {request.repo} holds fewer than two of the {len(dated)} commits")
+    return order
+
+
+def in_order(columns: Any, order: CommitOrder | None) -> Any:
+    """One series' columns in ``order`` (as read, by date, without one)."""
+    index = permutation(columns.shas, order) if order else None
+    if index is None:
+        return columns
+    return dataclasses.replace(columns, shas=[columns.shas[i] for i in index],
+                               values=[columns.values[i] for i in index],
+                               versions=[columns.versions[i] for i in index])
+
+
+def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any], order: CommitOrder | None = None
                 ) -> tuple[list[SeriesReport], list[EnvironmentEvent]]:
     """``reports`` with each change point moved to the commit other machines agree on where its values allow, those
     that follow the run marked, and the environment events holding them."""
@@ -175,6 +218,7 @@ def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
 
     stepped = [r.series for r in reports if r.changes]
     runs, position = q.series_run_points(store, stepped)
+    position = order.position if order else position
     reports = align_to_agreement(reports, {c.key: (c.shas, c.values) for c in analysed}, position)
     points = {k: RunPoints(v.shas, v.days, v.values) for k, v in runs.items()}
     events, held = find_events(reports, points, position, {c.key: c.shas for c in analysed})
@@ -189,119 +233,3 @@ def check_output_options(show_all: bool, fmt: str) -> None:
     if show_all and fmt != "table":
         raise UserError(f"--all adds improvements to the table; --format {fmt} lists every change point already: "
                         "drop --all", EXIT_USAGE)
-
-
-def render_table(outcome: DetectOutcome, show_all: bool = False) -> Table:
-    code = outcome.code_changes
-    n_ok = sum(r.status == "ok" for r in outcome.reports)
-    title = (
-        f"{len(outcome.reports)} series ({n_ok} analysed, {len(outcome.too_short)} too short for "
-        f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits); "
-        f"{sum(c.kind == 'regression' for c in code)} regressions, "
-        f"{sum(c.kind == 'improvement' for c in code)} improvements, "
-        f"{len(outcome.open_regressions)} still open"
-        + (f", {n} suspected in the newest commits" if (n := len(outcome.suspected_regressions)) else "")
-        + (f"; {outcome.stored} change points stored" if outcome.stored is not None
-           else "; not stored (read-only store)" if outcome.read_only else "; not stored")
-    )
-    listed = [c for c in code if show_all or c.kind == "regression"]
-    rows = [c for c in listed if show_all or not is_small(c)]
-    places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
-    title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
-    # No change point to show: the title alone, not an empty table under it.
-    t = FitTable(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
-                 caption=Text("\n".join(map(term, summary_lines(outcome, len(listed) - len(rows))))),
-                 caption_justify="left")
-    # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
-    many = len(places) > 1  # then each row names its machine/env under its metric
-    name_header = "benchmark / metric" + (" / machine/env" if many else "")
-    cols = ["", name_header, "before → after / began", "ratio", "persists"]
-    for col in cols:
-        t.add_column(
-            col,
-            justify="right" if col == "ratio" else "left",
-            overflow="fold",
-            no_wrap=col in ("", "ratio", "persists"),
-            min_width=NAME_MIN_WIDTH if col.startswith("benchmark") else None,
-        )
-    for c in sorted(rows, key=attention):
-        style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
-        mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
-        params = json.loads(c.series.params) if c.series.params else {}
-        cells = [
-            Text(mark, style=style),
-            stacked(c.series.benchmark + (f"({', '.join(params.values())})" if params else ""),
-                    f"{c.series.metric.name} [{c.series.metric.unit}]",
-                    *([f"{c.series.machine}/{c.series.environment}"] if many else [])),
-            Text.assemble(
-                term(f"{format_quantity(c.before_value, c.series.metric.unit)} → "
-                     f"{format_quantity(c.after_value, c.series.metric.unit)}") + "\n",
-                (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
-            ),
-            Text(f"{c.ratio:.2f}", style=style),
-            ("yes" if c.persists else "no") + ("\nsuspected" if state_of(c) == "suspected" else "")
-            + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
-        ]
-        t.add_row(*cells)
-    return t
-
-
-def summary_lines(outcome: DetectOutcome, small_hidden: int) -> list[str]:
-    """One line per environment event, one for the small moves left out of the table, and the commit order used."""
-    lines = [f"environment event (not a regression of the code): {e.describe()}" for e in outcome.events]
-    if small_hidden:
-        lines.append(f"{small_hidden} smaller regressions under {SMALL_MOVE:.0%} not listed (--all lists them)")
-    lines.append(f"commit order: {outcome.commit_order}")
-    return lines
-
-
-def to_json(outcome: DetectOutcome) -> str:
-    def cp(c: ChangePoint) -> dict[str, Any]:
-        return {
-            "kind": c.kind,
-            "direction": c.direction.value,
-            "before_sha": c.before_sha,
-            "after_sha": c.after_sha,
-            "before_value": c.before_value,
-            "after_value": c.after_value,
-            "ratio": c.ratio,
-            "p_value": c.p_value,
-            "persists": c.persists,
-            "state": state_of(c),
-            "method": c.method,
-            "cause": c.extra.get("cause", "code"),
-            "event": c.extra.get("event"),
-            "elsewhere": c.extra.get("elsewhere"),
-        }
-
-    def event(e: EnvironmentEvent) -> dict[str, Any]:
-        return {
-            "id": e.id, "machine": e.machine, "environments": list(e.environments), "first_run_date": e.date,
-            "series": e.series, "slower": e.slower, "faster": e.faster, "old_commits_at_new_level": e.old_commits,
-            "evidence": e.evidence, "before_sha": e.before_sha, "after_sha": e.after_sha,
-            "median_ratio": e.median_ratio, "summary": e.describe(),
-        }
-
-    return json.dumps(
-        {
-            "method": outcome.policy.name,
-            "stored": outcome.stored,
-            "commit_order": outcome.commit_order,
-            "events": [event(e) for e in outcome.events],
-            "series": [
-                {
-                    "machine": r.series.machine,
-                    "environment": r.series.environment,
-                    "benchmark": r.series.benchmark,
-                    "params": json.loads(r.series.params),
-                    "metric": {"section": r.series.metric.section, "name": r.series.metric.name, "unit": r.series.metric.unit},
-                    "status": r.status,
-                    "points": r.points,
-                    "notes": list(r.notes),
-                    "changes": [cp(c) for c in r.changes],
-                }
-                for r in outcome.reports
-            ],
-        },
-        indent=2,
-    )

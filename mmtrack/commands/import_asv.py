@@ -2,34 +2,48 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-
-from rich.console import Console
+from typing import Callable
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..store.asv_import import ImportSummary, find_results_files, import_asv_results
 from ..store.db import open_store, redact
-from ..tables import unwrapped
-from ..textsafe import markup as escape  # markup escaped, and a file name's control characters too
-from .progress import progress_bar
 
 
-def run_import(url: str, results_dir: Path, console: Console, err_console: Console, *, progress: bool = True) -> int:
-    """Import, print one line per unreadable file and a summary; returns the exit code."""
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    summary: ImportSummary
+    url: str  # the store, its password redacted
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per file that failed and per benchmark left out."""
+        return [str(p) for p in [*self.summary.failed, *self.summary.left_out]]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILURES if self.problems else EXIT_OK
+
+
+def check_results_dir(results_dir: Path) -> None:
+    """Refuse, in one line, a RESULTS_DIR that is no folder or holds no asv results."""
     if not results_dir.is_dir():
         raise UserError(f"{results_dir}: not a directory; give an asv results folder (the one with benchmarks.json)")
     check_results_folder(results_dir)
+
+
+def run_import(url: str, results_dir: Path, progress: Callable[[int, int, str], None] | None = None) -> ImportResult:
+    """Import the asv results under ``results_dir`` into the store at ``url``; ``progress(done, total, file name)``
+    sees each file."""
+    check_results_dir(results_dir)
     store = open_store(url)
     try:
-        with progress_bar(err_console if progress else None, "importing", detail=True) as tick:
-            on_file = None if tick is None else lambda done, total, path: tick(done, total, Path(path).name)
-            summary = import_asv_results(store, results_dir, on_file)
+        on_file = None if progress is None else lambda done, total, path: progress(done, total, Path(path).name)
+        summary = import_asv_results(store, results_dir, on_file)
     finally:
         store.close()
-    for problem in [*summary.failed, *summary.left_out]:
-        err_console.print(f"[red]error:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
-    console.print(format_summary(summary, redact(url)), highlight=False, soft_wrap=unwrapped(console))
-    return EXIT_FAILURES if summary.failed or summary.left_out else EXIT_OK
+    return ImportResult(summary, redact(url))
 
 
 def _holds_results(folder: Path) -> bool:
@@ -60,21 +74,3 @@ def check_results_folder(folder: Path, verb: str = "mmtrack import-asv") -> None
                         f"{verb} {found}")
     raise UserError(f"{folder} holds no asv results (no benchmarks.json, no <machine>/*.json); give the folder "
                     "`asv run` writes to (asv.conf.json's results_dir, default .asv/results)")
-
-
-def format_summary(s: ImportSummary, url: str) -> str:
-    r = s.results
-    lines = [
-        f"imported {s.imported} new run(s), replaced {s.replaced}, skipped {s.unchanged} already imported, "
-        f"{len(s.failed)} file(s) failed, "
-        + (f"{len(s.left_out)} benchmark(s) left out, " if s.left_out else "")
-        + f"of {s.files} results file(s)",
-    ]
-    if s.imported or s.replaced:
-        lines.append(
-            f"  {s.result_count} results ({r['ok']} ok, {r['failed']} failed, {r['skipped']} skipped), "
-            f"{len(s.benchmarks)} benchmarks, {len(s.commits)} commits, "
-            f"{len(s.machines)} machine(s), {len(s.environments)} environment(s)"
-        )
-    lines.append(f"  into {url}")
-    return "\n".join(lines)

@@ -5,18 +5,11 @@ Read-only: a missing store is refused (``open_store(existing=True)``), never cre
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from rich import box
-from rich.table import Table
-from rich.text import Text
-
 from ..errors import EXIT_USAGE, UserError, user_regex
-from ..tables import FitTable, Name
-from ..textsafe import term
 
 WHATS = ("runs", "commits", "machines", "benchmarks")
 
@@ -98,45 +91,3 @@ def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
         for b in q.list_benchmarks(store, request.benchmark)
         if measured is None or b.name in measured
     ]
-
-
-def to_json(records: list[dict[str, Any]]) -> str:
-    """A JSON array of the records, names unchanged (JSON escapes what it must)."""
-    return json.dumps(records, indent=2, ensure_ascii=False, default=str)
-
-
-_COLUMNS: dict[str, tuple[str, ...]] = {
-    "runs": ("id", "started (UTC)", "commit", "machine / environment", "kind", "results"),
-    "commits": ("commit", "date (UTC)", "runs", "branches / message"),
-    "machines": ("machine", "runs", "environments", "cpu / os"),
-    "benchmarks": ("benchmark", "type", "unit", "versions"),
-}
-
-
-def _row(what: str, r: dict[str, Any]) -> list[Any]:
-    if what == "runs":
-        return [str(r["id"]), (r["started_at"] or "")[:16].replace("T", " "),
-                r["sha"][:8] + ("+dirty" if r["dirty"] else ""),
-                Text(term(f"{r['machine']} / {r['environment']}"), overflow="fold"), Text(term(r["kind"])),
-                str(r["results"])]
-    if what == "commits":
-        detail = ", ".join(r["branches"]) + (" · " if r["branches"] and r["message"] else "") + r["message"]
-        return [r["sha"][:8], (r["date"] or "")[:16].replace("T", " "), str(r["runs"]),
-                Text(term(detail), overflow="ellipsis", no_wrap=True)]
-    if what == "machines":
-        info = r["info"]
-        return [Name(r["name"]), str(r["runs"]), Text(term(", ".join(r["environments"])), overflow="fold"),
-                Text(term(" / ".join(str(info[k]) for k in ("cpu", "os") if info.get(k))), overflow="fold")]
-    params = ", ".join(r["params"].values())
-    return [Name(r["name"] + (f"({params})" if params else "")), Text(term(r["type"])), Text(term(r["unit"])),
-            str(len(r["versions"]))]
-
-
-def render_table(what: str, records: list[dict[str, Any]]) -> Table:
-    t = FitTable(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
-    for col in _COLUMNS[what]:
-        t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
-                     no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))
-    for r in records:
-        t.add_row(*_row(what, r))
-    return t

@@ -7,16 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rich.console import Console
-
 from ..errors import EXIT_OK, UserError, os_reason
 from ..fsutil import unreadable_entry
 from ..publish import SiteConfig, SiteModel, WriteReport, build_site
 from ..publish.writer import check_tree
-from ..tables import unwrapped
 from ..textsafe import bounded
-from ..textsafe import markup as escape  # markup escaped, control characters too
-from .progress import progress_bar
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,27 +150,28 @@ def _check_not_empty(model: SiteModel, request: PublishRequest) -> None:
         raise UserError("no series in the store; run `mmtrack import-asv` or `mmtrack run` first")
 
 
-def run_publish(request: PublishRequest, console: Console, err_console: Console | None = None) -> int:
-    """Publish, with a progress bar on ``err_console`` while the store is read; returns the exit code."""
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    out: Path
+    benchmarks: int  # shown on the site
+    series: int
+    read: int  # series read from the store this time (a republish reads only those that changed)
+    change_points: int
+    report: WriteReport  # files written, unchanged, removed
+    seconds: float
+    exit_code: int = EXIT_OK
+
+
+def run_publish(request: PublishRequest, progress: Callable[[int, int], None] | None = None) -> PublishResult:
+    """Publish; ``progress(done, total)`` sees the series as the store is read."""
     t0 = time.perf_counter()
-    with progress_bar(err_console, "reading series") as tick:
-        model, report = publish(request, progress=tick)
+    model, report = publish(request, progress=progress)
     secs = time.perf_counter() - t0
     if model is None:  # nothing new: the last build's figures
         n = report.up_to_date or {}
-        shown, n_series, n_read, n_cps = n.get("benchmarks", 0), n.get("series", 0), 0, n.get("change_points", 0)
-    else:
-        # A republish reads only the series that changed, and only the newest points of those that only grew.
-        read = {*getattr(model.series, "loaded", model.series), *getattr(model.series, "newest_read", ())}
-        shown, n_series, n_read, n_cps = len(model.benchmarks()), len(model.series), len(read), len(model.change_points)
-    console.print(
-        f"published {shown} benchmarks, {n_series} series ({n_read} read), "
-        f"{n_cps} change points to {escape(str(request.out))} in {secs:.1f} s: "
-        f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
-        f"{len(report.removed)} removed",
-        highlight=False,
-        soft_wrap=unwrapped(console),
-    )
-    console.print(f"open {escape(str(Path(request.out).resolve() / 'index.html'))}", highlight=False,
-                  soft_wrap=unwrapped(console))
-    return EXIT_OK
+        return PublishResult(request.out, n.get("benchmarks", 0), n.get("series", 0), 0, n.get("change_points", 0),
+                             report, secs)
+    # A republish reads only the series that changed, and only the newest points of those that only grew.
+    read = {*getattr(model.series, "loaded", model.series), *getattr(model.series, "newest_read", ())}
+    return PublishResult(request.out, len(model.benchmarks()), len(model.series), len(read), len(model.change_points),
+                         report, secs)

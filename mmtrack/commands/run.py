@@ -15,10 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from ..asvbridge import callgrind_run, spool
 from ..asvbridge.asvrun import (
     AsvInvocation,
@@ -33,8 +29,8 @@ from ..asvbridge.asvrun import (
 )
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..results import CommitInfo
-from ..textsafe import term
 from ..vcs import GitError, commit_info
+from .reporting import Report, silent
 
 SHOWN_LEFT_OUT = 8  # benchmarks named in --confirm-max's line; the rest counted
 CONFIRM_ROUNDS = 4  # A/B rounds per side of --confirm, unless --confirm-rounds says
@@ -97,23 +93,88 @@ class RunOutcome:
         return EXIT_USAGE if self.collected.failed else EXIT_OK
 
 
-def execute(request: RunRequest, console: Console) -> RunOutcome:
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What ``mmtrack run`` did: the run, what ``--confirm`` re-measured, and the rows that fail ``--fail-on``."""
+
+    outcome: RunOutcome
+    confirmations: list[Any] = field(default_factory=list)  # ab.confirm's Confirmation per re-measured row
+    failing: list[Any] = field(default_factory=list)  # the comparison's rows that fail --fail-on
+    fail_on: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        # A failed benchmark exits 2 whatever the gate says, as in `mmtrack bench`.
+        code = self.outcome.exit_code
+        return code if code != EXIT_OK or not self.failing else EXIT_FAILURES
+
+
+# -- what the verb reports while it runs (rendered by mmtrack/cli_render.py) -------------------------
+@dataclass(frozen=True, slots=True)
+class PrepareNote:
+    text: str  # something asv's preparation noticed
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteImportFailed:
+    path: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class AsvStarting:
+    prepared: Prepared
+
+
+@dataclass(frozen=True, slots=True)
+class NothingToConfirm:
+    what: str  # "suspected", or "suspected or ambiguous"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmCapped:
+    confirm_max: int
+    left: str  # describe_left's words
+
+
+@dataclass(frozen=True, slots=True)
+class Confirming:
+    what: str  # "2 suspected and 1 ambiguous"
+    before: str
+    after: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmProgress:
+    line: str  # a line of the A/B rounds
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmWarning:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmed:
+    confirmation: Any  # ab.confirm's Confirmation
+
+
+@dataclass(frozen=True, slots=True)
+class CountsExplained:
+    explanations: list[Any]  # why_counts.Explanation per regressed instruction count
+
+
+def execute(request: RunRequest, report: Report = silent) -> RunOutcome:
     prepared = prepare(request)
     try:
         for note in prepared.notes:
-            console.print(Text.assemble(("note:", "yellow"), " ", term(note)), highlight=False, soft_wrap=True)
+            report(PrepareNote(note))
         for f in prepared.import_failures:
-            why = f" could not import {term(str(f.path))}: {term(f.message)}"
-            console.print(Text.assemble(("error:", "bold red"), why), highlight=False, soft_wrap=True)
+            report(SuiteImportFailed(str(f.path), f.message))
         ensure_machine(prepared)
         open_store_or_refuse(request.db)
         started = datetime.now(timezone.utc)
-        console.print(
-            f"mmtrack run: commit {prepared.commit.sha[:12]} on machine {prepared.machine!r}, "
-            f"spool {prepared.spool_dir}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        report(AsvStarting(prepared))
         if request.instrument == "callgrind":
             kept = callgrind_run.profiles_of(prepared.project, prepared.commit.sha)
             outcome = RunOutcome(prepared, callgrind_run.measure(prepared, request.bench, None, profiles=kept), None,
@@ -136,25 +197,20 @@ def execute(request: RunRequest, console: Console) -> RunOutcome:
         prepared.cleanup()
 
 
-def run_command(request: RunRequest, console: Console) -> int:
+def run_command(request: RunRequest, report: Report = silent) -> RunResult:
+    """Run, store, compare with the previous commit, ``--confirm``, gate. ``report`` sees, in order: the
+    preparation's notes, :class:`AsvStarting`, the :class:`RunOutcome` once stored, then what ``--confirm`` does."""
     check_confirm_options(request)
-    outcome = execute(request, console)
-    render(outcome, console)
+    outcome = execute(request, report)
+    report(outcome)
     if request.instrument == "callgrind" and outcome.before and outcome.comparison is not None:
         from .why_counts import explain
 
-        explain(outcome.comparison.comparison, outcome.prepared.project, outcome.before, outcome.prepared.commit.sha,
-                console)
-    confirmations = confirm_rows(outcome, request, console) if request.confirm else []
+        report(CountsExplained(explain(outcome.comparison.comparison, outcome.prepared.project, outcome.before,
+                                       outcome.prepared.commit.sha)))
+    confirmations = confirm_rows(outcome, request, report) if request.confirm else []
     failing = gate(outcome, confirmations, request.fail_on) if request.fail_on else []
-    if failing:
-        from ..analysis.render import verdict_text
-
-        names = ", ".join(f"{r.name} {r.metric_label} {verdict_text(r)}" for r in failing)
-        line = f"--fail-on {','.join(request.fail_on)}: {len(failing)} row(s) fail this commit: {names}"
-        console.print(Text(term(line), style="bold red"), highlight=False, soft_wrap=True)
-    # A failed benchmark exits 2 whatever the gate says, as in `mmtrack bench`.
-    return outcome.exit_code if outcome.exit_code != EXIT_OK or not failing else EXIT_FAILURES
+    return RunResult(outcome, confirmations, failing, request.fail_on)
 
 
 def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[str]) -> list[Any]:
@@ -179,7 +235,7 @@ def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[st
     return failing_rows(comparison, fail_on)
 
 
-def confirm_rows(outcome: RunOutcome, request: RunRequest, console: Console) -> list[Any]:
+def confirm_rows(outcome: RunOutcome, request: RunRequest, report: Report = silent) -> list[Any]:
     """``--confirm``: the suspected rows of the summary (with ``--confirm-ambiguous``, the ambiguous ones too)
     re-measured A/B (see :mod:`mmtrack.ab.confirm`); their confirmations."""
     from ..ab import confirm as ab
@@ -189,32 +245,31 @@ def confirm_rows(outcome: RunOutcome, request: RunRequest, console: Console) -> 
         found is not None and found.before.commit is not None) else []
     if not rows:
         what = "suspected or ambiguous" if request.confirm_ambiguous else "suspected"
-        console.print(f"--confirm: no {what} change to re-measure", highlight=False)
+        report(NothingToConfirm(what))
         return []
     before, after = found.before.commit.sha, outcome.prepared.commit.sha
     rows, left = ab.within_cap(ab.by_priority(rows), request.confirm_max)
     if left:
-        console.print(Text(term(f"--confirm-max {request.confirm_max}: {describe_left(left)} not re-measured (the "
-                                f"suspected and the larger moves go first)")), highlight=False, soft_wrap=True)
+        report(ConfirmCapped(request.confirm_max, describe_left(left)))
     unsure = sum(r.verdict == ab.AMBIGUOUS for r in rows)
     what = f"{len(rows) - unsure} suspected" + (f" and {unsure} ambiguous" if request.confirm_ambiguous else "")
-    console.print(f"--confirm: re-measuring {what} row(s) A/B: {before[:8]} against {after[:8]}", highlight=False)
-    report, result = ab.confirm(outcome.prepared.project, request.config, outcome.prepared.machine, before, after,
-                                rows, request.confirm_rounds or CONFIRM_ROUNDS, request.confirm_budget, request.round_alpha,
-                                progress=lambda line: console.print(line, highlight=False, style="dim"))
+    report(Confirming(what, before, after))
+    measured, result = ab.confirm(outcome.prepared.project, request.config, outcome.prepared.machine, before, after,
+                                  rows, request.confirm_rounds or CONFIRM_ROUNDS, request.confirm_budget,
+                                  request.round_alpha, progress=lambda line: report(ConfirmProgress(line)))
     from ..store.db import open_store, resolve_url
 
     store = open_store(resolve_url(request.db))
     try:
-        ab.store_report(store, report, result, outcome.prepared.machine, outcome.collected.environment,
+        ab.store_report(store, measured, result, outcome.prepared.machine, outcome.collected.environment,
                         str(outcome.prepared.config.get("project") or outcome.prepared.project.name))
     finally:
         store.close()
     for w in result.warnings:
-        console.print(Text.assemble(("warning:", "yellow"), " ", term(w)), highlight=False, soft_wrap=True)
-    for c in report.confirmations:
-        console.print(Text(term(ab.describe(c))), highlight=False, soft_wrap=True)  # Text: "[s]" is no markup
-    return report.confirmations
+        report(ConfirmWarning(w))
+    for c in measured.confirmations:
+        report(Confirmed(c))
+    return measured.confirmations
 
 
 def describe_left(rows: Sequence[Any]) -> str:
@@ -228,66 +283,8 @@ def describe_left(rows: Sequence[Any]) -> str:
     return f"{' and '.join(filter(None, parts))} row(s) of {len(names)} benchmark(s), {shown},"
 
 
-def render(outcome: RunOutcome, console: Console) -> None:
-    c = outcome.collected
-    from ..measure.units import format_quantity
-    from ..tables import Name
-
-    for w in c.warnings + outcome.reports:
-        console.print(Text.assemble(("warning:", "yellow"), " ", term(w)), highlight=False, soft_wrap=True)
-    for n in outcome.notes:
-        console.print(Text(f"note: {term(n)}"), highlight=False, soft_wrap=True)
-    table = Table(title=Text(term(f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")))
-    table.add_column("benchmark", overflow="fold")
-    table.add_column("status", no_wrap=True)
-    table.add_column("value", justify="right", overflow="fold")
-    table.add_column("metrics", justify="right", no_wrap=True)
-    styles = {"ok": "", "failed": "red", "skipped": "yellow"}
-    for case in c.cases:
-        value = format_quantity(case.value, case.unit) if case.value is not None else ""
-        status = Text(term(case.status), style=styles.get(case.status, ""))
-        table.add_row(Name(case.label), status, value, str(len(case.metrics)) if case.metrics else "")
-    console.print(table)
-    for line in outcome.summary:
-        console.print(Text(term(line)), highlight=False)
-    if outcome.comparison is not None:
-        _render_comparison(outcome.comparison, console)
-    for case in c.failed:
-        console.print(Text.assemble(("failed", "bold red"), f" {term(case.label)}: {term(case.message)}"),
-                      highlight=False, soft_wrap=True)
-    counts = {s: sum(1 for x in c.cases if x.status == s) for s in ("ok", "failed", "skipped")}
-    console.print(
-        f"{len(c.cases)} benchmark cases: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped"
-    )
-
-
 # Rows worth a line in the summary; new, removed and unchanged metrics are only counted.
 SUMMARY_VERDICTS = ("regressed", "improved", "ambiguous", "failed", "fixed", "not comparable")
-
-
-def _render_comparison(outcome: Any, console: Console) -> None:
-    """The comparison as `mmtrack compare` renders it, limited to the rows that say something."""
-    import dataclasses
-
-    from ..analysis.render import render_table, summary_line
-
-    full = outcome.comparison
-
-    console.print(
-        Text(term(f"compared with the previous commit on {outcome.before.machine} "
-                  f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}")),
-        highlight=False,
-        soft_wrap=True,
-    )
-    shown = dataclasses.replace(
-        full,
-        rows=tuple(r for r in full.rows if r.verdict in SUMMARY_VERDICTS),
-        decided=tuple(r for r in full.decided if r.state == "confirmed"),  # earlier commits' regressions confirmed now
-    )
-    if shown.rows or shown.decided:
-        table = render_table(shown)
-        table.title = None
-        console.print(table)
 
 
 # -- 5. the store: the one place that talks to it ---------------------------------------------

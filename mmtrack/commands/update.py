@@ -11,12 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
-from ..tables import unwrapped
-from ..textsafe import markup as escape  # markup escaped, control characters too
-from .import_asv import check_results_folder, format_summary
+from .import_asv import ImportResult, check_results_folder
 from .publish import PublishRequest, publish
 
 
@@ -30,8 +26,8 @@ class UpdateRequest:
 
 @dataclass(slots=True)
 class UpdateOutcome:
-    import_lines: str
-    import_problems: list[str]
+    out: Path  # the site's folder
+    imported: ImportResult
     touched: int  # series keys with new, replaced or removed points
     detected: int | None  # change points found on the touched series; None when detection was off
     open_regressions: int  # counted with fail_on=("regression",) only
@@ -42,7 +38,7 @@ class UpdateOutcome:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FAILURES if self.import_problems or self.open_regressions else EXIT_OK
+        return EXIT_FAILURES if self.imported.problems or self.open_regressions else EXIT_OK
 
 
 def update(request: UpdateRequest) -> UpdateOutcome:
@@ -85,8 +81,8 @@ def update(request: UpdateRequest) -> UpdateOutcome:
     finally:
         store.close()
     return UpdateOutcome(
-        import_lines=format_summary(summary, redact(url)),
-        import_problems=[str(p) for p in [*summary.failed, *summary.left_out]],
+        out=Path(request.publish.out),
+        imported=ImportResult(summary, redact(url)),
         touched=len(keys),
         detected=detected,
         open_regressions=open_regressions,
@@ -95,24 +91,3 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         removed=len(report.removed),
         seconds=seconds,
     )
-
-
-def run_update(request: UpdateRequest, console: Console, err_console: Console) -> int:
-    """Update and print what each step did; returns the exit code."""
-    outcome = update(request)
-    for problem in outcome.import_problems:
-        err_console.print(f"[red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-    s = outcome.seconds
-    console.print("\n".join(map(escape, outcome.import_lines.split("\n"))), highlight=False,
-                  soft_wrap=unwrapped(console))
-    detected = "detection off" if outcome.detected is None else f"{outcome.detected} change points"
-    console.print(
-        f"detect on {outcome.touched} touched series: {detected} ({s['detect']:.2f} s); "
-        f"publish: {outcome.written} files written, {outcome.unchanged} unchanged, {outcome.removed} removed "
-        f"({s['publish']:.2f} s) to {escape(str(request.publish.out))}; import {s['import']:.2f} s",
-        highlight=False,
-        soft_wrap=unwrapped(console),
-    )
-    if outcome.open_regressions:
-        console.print(f"{outcome.open_regressions} regression(s) persist to the latest commit", highlight=False)
-    return outcome.exit_code

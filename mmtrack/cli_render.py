@@ -1,0 +1,628 @@
+"""The verbs' results and events on the terminal: what ``mmtrack`` prints, and the only place that prints it.
+
+The verbs (mmtrack/commands/) return results and announce events (mmtrack/commands/reporting.py); each
+function here renders one of them to a :class:`~mmtrack.terminal.SafeConsole`, as the command line shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .tables import FitTable, Name, unwrapped
+from .textsafe import markup as escape  # markup escaped, control characters too
+from .textsafe import term
+
+# -- import-asv, publish, update ----------------------------------------------------------------------
+
+
+def import_summary(result: Any) -> str:
+    """What ``mmtrack import-asv`` brought in (an :class:`~mmtrack.commands.import_asv.ImportResult`)."""
+    s, r = result.summary, result.summary.results
+    lines = [
+        f"imported {s.imported} new run(s), replaced {s.replaced}, skipped {s.unchanged} already imported, "
+        f"{len(s.failed)} file(s) failed, "
+        + (f"{len(s.left_out)} benchmark(s) left out, " if s.left_out else "")
+        + f"of {s.files} results file(s)",
+    ]
+    if s.imported or s.replaced:
+        lines.append(
+            f"  {s.result_count} results ({r['ok']} ok, {r['failed']} failed, {r['skipped']} skipped), "
+            f"{len(s.benchmarks)} benchmarks, {len(s.commits)} commits, "
+            f"{len(s.machines)} machine(s), {len(s.environments)} environment(s)"
+        )
+    lines.append(f"  into {result.url}")
+    return "\n".join(lines)
+
+
+def import_problems(problems: list[str], err_console: Console) -> None:
+    for problem in problems:
+        err_console.print(f"[red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+
+
+def imported(result: Any, console: Console, err_console: Console) -> None:
+    import_problems(result.problems, err_console)
+    console.print(import_summary(result), highlight=False, soft_wrap=unwrapped(console))
+
+
+def published(result: Any, console: Console) -> None:
+    """``mmtrack publish``'s two lines (a :class:`~mmtrack.commands.publish.PublishResult`)."""
+    report = result.report
+    console.print(
+        f"published {result.benchmarks} benchmarks, {result.series} series ({result.read} read), "
+        f"{result.change_points} change points to {escape(str(result.out))} in {result.seconds:.1f} s: "
+        f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
+        f"{len(report.removed)} removed",
+        highlight=False,
+        soft_wrap=unwrapped(console),
+    )
+    console.print(f"open {escape(str(Path(result.out).resolve() / 'index.html'))}", highlight=False,
+                  soft_wrap=unwrapped(console))
+
+
+def updated(outcome: Any, console: Console, err_console: Console) -> None:
+    """What each step of ``mmtrack update`` did (an :class:`~mmtrack.commands.update.UpdateOutcome`)."""
+    import_problems(outcome.imported.problems, err_console)
+    s = outcome.seconds
+    console.print("\n".join(map(escape, import_summary(outcome.imported).split("\n"))), highlight=False,
+                  soft_wrap=unwrapped(console))
+    detected = "detection off" if outcome.detected is None else f"{outcome.detected} change points"
+    console.print(
+        f"detect on {outcome.touched} touched series: {detected} ({s['detect']:.2f} s); "
+        f"publish: {outcome.written} files written, {outcome.unchanged} unchanged, {outcome.removed} removed "
+        f"({s['publish']:.2f} s) to {escape(str(outcome.out))}; import {s['import']:.2f} s",
+        highlight=False,
+        soft_wrap=unwrapped(console),
+    )
+    if outcome.open_regressions:
+        console.print(f"{outcome.open_regressions} regression(s) persist to the latest commit", highlight=False)
+
+
+# -- continuous -----------------------------------------------------------------------------------------
+
+
+def ab_run_line(outcome: Any) -> str:
+    """One line: what ran where, how often, and what the builds and the rounds cost."""
+    r = outcome.result
+
+    def built(side: Any) -> str:
+        return "cached env" if side.env.cached else f"built in {side.env.build_seconds:.1f} s"
+
+    return (
+        f"A/B on {r.machine}: A {r.base.commit.sha[:8]} ({built(r.base)}), B {r.head.commit.sha[:8]} "
+        f"({built(r.head)}); {r.rounds} rounds interleaved {''.join(r.order)}, measuring {r.seconds:.1f} s"
+    )
+
+
+def continuous_result(outcome: Any, fmt: str) -> Any:
+    """``mmtrack continuous``'s output (a :class:`~mmtrack.commands.continuous.ContinuousOutcome`): a rich table, or
+    markdown / JSON text."""
+    from .analysis.render import render_json, render_markdown, render_table, side_json
+
+    if fmt == "markdown":
+        return render_markdown(outcome.comparison) + f"\n<sub>{ab_run_line(outcome)}</sub>\n"
+    if fmt == "json":  # compare's shape (schema_version, sides with full shas and machine), plus the A/B run
+        r = outcome.result
+        sides = {
+            key: side_json(spec, label, side.commit, r.machine, side.environment or None)
+            for key, spec, label, side in (
+                ("before", outcome.specs[0], outcome.comparison.before_label, r.base),
+                ("after", outcome.specs[1], outcome.comparison.after_label, r.head),
+            )
+        }
+        ab = {
+            "machine": r.machine,
+            "rounds": r.rounds,
+            "order": "".join(r.order),
+            "measuring_seconds": r.seconds,
+            "pair_id": outcome.pair_id,
+            "sides": {
+                s.label: {"commit": s.commit.sha, "build_seconds": s.env.build_seconds, "env_cached": s.env.cached,
+                          "run_seconds": s.run_seconds}
+                for s in (r.base, r.head)
+            },
+            "warnings": r.warnings,
+            # The evidence of each verdict: every round's best sample per side, in the order they ran.
+            "round_bests": [
+                {"benchmark": bench, "params": params, "metric": str(metric), "A": case.round_bests[metric],
+                 "B": r.head.cases[(bench, params)].round_bests.get(metric, [])}
+                for (bench, params), case in sorted(r.base.cases.items()) if (bench, params) in r.head.cases
+                for metric in sorted(case.round_bests)
+            ],
+        }
+        return render_json(outcome.comparison, sides, {"ab": ab})
+    table = render_table(outcome.comparison)
+    table.caption = ab_run_line(outcome)
+    return table
+
+
+# -- bisect ---------------------------------------------------------------------------------------------
+
+
+def bisected(outcome: Any, console: Console) -> None:
+    """``mmtrack bisect``'s path, culprit and stored measurements (an :class:`~mmtrack.ab.bisect` outcome)."""
+    table = FitTable(title=f"bisect {outcome.case[0]} {outcome.metric} (GOOD→BAD ×{outcome.total_ratio:.3f})")
+    for col in ("step", "good", "bad", "tested", "tested/good", "z", "rounds", "decided"):
+        table.add_column(col, justify="right" if col in ("step", "tested/good", "z", "rounds") else "left")
+    for i, s in enumerate(outcome.path, 1):
+        table.add_row(str(i), s.good[:8], s.bad[:8], s.tested[:8], f"{math.exp(s.log_ratio):.3f}", f"{s.z:.1f}",
+                      str(s.rounds), s.decided + (" (guess)" if s.guess else ""))
+    console.print(table)
+    size = f"×{outcome.ratio:.3f}" if outcome.ratio else "size unknown"
+    p = f", p={outcome.p_value:.2g}" if outcome.p_value is not None else ""
+    said = f": {outcome.note}" if outcome.note else p  # the row's words, as continuous prints them
+    console.print(
+        f"culprit: {outcome.culprit[:12]} {outcome.culprit_subject!r}: {size} against its parent "
+        f"({outcome.verdict}{said}); {len(outcome.built)} commits built or reused ({outcome.new_builds} new builds), "
+        f"{outcome.seconds:.0f} s",
+        highlight=False,
+        soft_wrap=unwrapped(console),
+    )
+    if outcome.pair_ids:
+        console.print(f"stored {len(outcome.pair_ids)} A/B measurements (pairs #{outcome.pair_ids[0]} to "
+                      f"#{outcome.pair_ids[-1]}, runs of kind ab; `mmtrack list runs` lists them)", highlight=False)
+
+
+
+def bisect_json(outcome: Any) -> str:
+    """``mmtrack bisect --format json``: the culprit, its verdict and every step of the search."""
+    return json.dumps(
+        {
+            "benchmark": outcome.case[0],
+            "params": json.loads(outcome.case[1]),
+            "metric": str(outcome.metric),
+            "good_to_bad_ratio": outcome.total_ratio,
+            "culprit": outcome.culprit,
+            "subject": outcome.culprit_subject,
+            "ratio": outcome.ratio,
+            "p_value": outcome.p_value,
+            "verdict": outcome.verdict,
+            "note": outcome.note,
+            "threshold": outcome.threshold,
+            "round_alpha": outcome.round_alpha,
+            "builds": len(outcome.built),
+            "new_builds": outcome.new_builds,
+            "seconds": outcome.seconds,
+            "stored_pairs": outcome.pair_ids,
+            "path": [
+                {"good": s.good, "bad": s.bad, "tested": s.tested, "log_ratio": s.log_ratio, "z": s.z,
+                 "rounds": s.rounds, "decided": s.decided, "guess": s.guess}
+                for s in outcome.path
+            ],
+        },
+        indent=2,
+        default=lambda v: None,
+    )
+
+
+# -- run --instrument callgrind: why the counts moved ---------------------------------------------------
+
+
+def explanations(found: list[Any], console: Console) -> None:
+    """Each regressed count's top functions (:class:`~mmtrack.analysis.why_counts.WhyChanged`)."""
+    for why in found:
+        name = term(why.row.name)
+        if why.error:
+            console.print(f"why {name} changed: {term(why.error)}", highlight=False)
+            continue
+        console.print(f"why {name} changed (instructions per op, callgrind_annotate of {why.before} and {why.after}):",
+                      highlight=False, soft_wrap=True)
+        for d in why.deltas:
+            console.print(f"  {d.change:+12,.1f}  {d.before:12,.1f} -> {d.after:12,.1f}  {term(d.function)}",
+                          highlight=False)
+
+
+# -- run ------------------------------------------------------------------------------------------------
+
+
+def run_events(console: Console) -> Callable[[Any], None]:
+    """The report ``mmtrack run`` passes its verb: each event on ``console`` as it happens."""
+    from .commands import run as verb
+
+    handlers: dict[type, Callable[[Any], None]] = {
+        verb.PrepareNote: lambda e: console.print(Text.assemble(("note:", "yellow"), " ", term(e.text)),
+                                                  highlight=False, soft_wrap=True),
+        verb.SuiteImportFailed: lambda e: console.print(
+            Text.assemble(("error:", "bold red"), f" could not import {term(e.path)}: {term(e.message)}"),
+            highlight=False, soft_wrap=True),
+        verb.AsvStarting: lambda e: console.print(
+            f"mmtrack run: commit {e.prepared.commit.sha[:12]} on machine {e.prepared.machine!r}, "
+            f"spool {e.prepared.spool_dir}", highlight=False, soft_wrap=True),
+        verb.RunOutcome: lambda e: run_outcome(e, console),
+        verb.CountsExplained: lambda e: explanations(e.explanations, console),
+        verb.NothingToConfirm: lambda e: console.print(f"--confirm: no {e.what} change to re-measure", highlight=False),
+        verb.ConfirmCapped: lambda e: console.print(
+            Text(term(f"--confirm-max {e.confirm_max}: {e.left} not re-measured (the suspected and the larger moves "
+                      "go first)")), highlight=False, soft_wrap=True),
+        verb.Confirming: lambda e: console.print(
+            f"--confirm: re-measuring {e.what} row(s) A/B: {e.before[:8]} against {e.after[:8]}", highlight=False),
+        verb.ConfirmProgress: lambda e: console.print(e.line, highlight=False, style="dim"),
+        verb.ConfirmWarning: lambda e: warning(e.text, console),
+        verb.Confirmed: lambda e: confirmed(e.confirmation, console),
+    }
+    return lambda event: handlers[type(event)](event)
+
+
+def warning(text: str, console: Console) -> None:
+    console.print(Text.assemble(("warning:", "yellow"), " ", term(text)), highlight=False, soft_wrap=True)
+
+
+def confirmed(confirmation: Any, console: Console) -> None:
+    from .ab.confirm import describe
+
+    console.print(Text(term(describe(confirmation))), highlight=False, soft_wrap=True)  # Text: "[s]" is no markup
+
+
+def run_outcome(outcome: Any, console: Console) -> None:
+    """The run's table, its summary and comparison with the previous commit (a :class:`~mmtrack.commands.run.RunOutcome`)."""
+    from rich.table import Table
+
+    from .measure.units import format_quantity
+    from .tables import Name
+
+    c = outcome.collected
+    for w in c.warnings + outcome.reports:
+        warning(w, console)
+    for n in outcome.notes:
+        console.print(Text(f"note: {term(n)}"), highlight=False, soft_wrap=True)
+    table = Table(title=Text(term(f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")))
+    table.add_column("benchmark", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_column("metrics", justify="right", no_wrap=True)
+    styles = {"ok": "", "failed": "red", "skipped": "yellow"}
+    for case in c.cases:
+        value = format_quantity(case.value, case.unit) if case.value is not None else ""
+        status = Text(term(case.status), style=styles.get(case.status, ""))
+        table.add_row(Name(case.label), status, value, str(len(case.metrics)) if case.metrics else "")
+    console.print(table)
+    for line in outcome.summary:
+        console.print(Text(term(line)), highlight=False)
+    if outcome.comparison is not None:
+        run_comparison(outcome.comparison, console)
+    for case in c.failed:
+        console.print(Text.assemble(("failed", "bold red"), f" {term(case.label)}: {term(case.message)}"),
+                      highlight=False, soft_wrap=True)
+    counts = {s: sum(1 for x in c.cases if x.status == s) for s in ("ok", "failed", "skipped")}
+    console.print(
+        f"{len(c.cases)} benchmark cases: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped"
+    )
+
+
+def run_comparison(outcome: Any, console: Console) -> None:
+    """The comparison as `mmtrack compare` renders it, limited to the rows that say something."""
+    import dataclasses
+
+    from .analysis.render import render_table, summary_line
+    from .commands.run import SUMMARY_VERDICTS
+
+    full = outcome.comparison
+    console.print(
+        Text(term(f"compared with the previous commit on {outcome.before.machine} "
+                  f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}")),
+        highlight=False,
+        soft_wrap=True,
+    )
+    shown = dataclasses.replace(
+        full,
+        rows=tuple(r for r in full.rows if r.verdict in SUMMARY_VERDICTS),
+        decided=tuple(r for r in full.decided if r.state == "confirmed"),  # earlier commits' regressions confirmed now
+    )
+    if shown.rows or shown.decided:
+        table = render_table(shown)
+        table.title = None
+        console.print(table)
+
+
+def run_gate(result: Any, console: Console) -> None:
+    """The rows that fail ``mmtrack run --fail-on``, in one line (a :class:`~mmtrack.commands.run.RunResult`)."""
+    if not result.failing:
+        return
+    from .analysis.render import verdict_text
+
+    names = ", ".join(f"{r.name} {r.metric_label} {verdict_text(r)}" for r in result.failing)
+    line = f"--fail-on {','.join(result.fail_on)}: {len(result.failing)} row(s) fail this commit: {names}"
+    console.print(Text(term(line), style="bold red"), highlight=False, soft_wrap=True)
+
+
+# -- bench ----------------------------------------------------------------------------------------------
+
+
+def bench_events(console: Console) -> Callable[[Any], None]:
+    """The report ``mmtrack bench`` passes its verb: each event on ``console`` as it happens."""
+    from .commands import bench as verb  # nothing more: scipy and SQLAlchemy wait until the cases have run
+
+    handlers: dict[type, Callable[[Any], None]] = {
+        verb.JournalUnreadable: lambda e: console.print(f"[yellow]warning:[/] {escape(e.problem)}; move it away",
+                                                        highlight=False),
+        verb.JournalOfAnotherStore: lambda e: console.print(
+            f"note: the journal {escape(str(e.folder))} holds a run for {escape(e.store)}; "
+            "run mmtrack bench with that --db to save it", highlight=False),
+        verb.JournalStillNotSaved: lambda e: console.print(
+            f"[yellow]warning:[/] the journal {escape(str(e.folder))} is still not saved: {escape(e.why)}",
+            highlight=False),
+        verb.JournalSaved: lambda e: console.print(
+            f"saved {e.cases} finished cases of an earlier, unfinished run "
+            f"({e.started_at:%Y-%m-%d %H:%M:%S} UTC) from its journal as run #{e.run_id}", highlight=False),
+        verb.BenchRun: lambda e: bench_run(e, console),
+        verb.NothingToSave: lambda e: console.print("not saved: no benchmark case ran", highlight=False),
+        verb.WaitingForLock: lambda e: console.print(
+            f"waiting for the write lock of {escape(e.store)} (another writer holds it); giving up "
+            f"after {e.timeout:g} s", highlight=False),
+        verb.Saved: lambda e: console.print(f"saved as run #{e.run_id} ({e.commit}) in {escape(e.store)}",
+                                            highlight=False),
+        verb.SaveFailed: lambda e: console.print(
+            f"[bold red]error:[/] run not saved in {escape(e.store)}: {escape(e.why)}; its "
+            f"{e.cases} finished cases are kept in {escape(str(e.journal))}, and the "
+            "next mmtrack bench on this store saves them", highlight=False),
+        verb.ComparisonFailed: lambda e: console.print(
+            f"[yellow]warning:[/] no comparison: {escape(e.error)}: {escape(e.message)}"),
+        verb.Compared: lambda e: bench_comparison(e.baseline, console),
+        verb.CountsExplained: lambda e: explanations(e.explanations, console),
+        verb.ReportWritten: lambda e: console.print(f"report written to {escape(str(e.path))}", highlight=False),
+    }
+    return lambda event: handlers[type(event)](event)
+
+
+def bench_run(run: Any, console: Console) -> None:
+    """Each case's report, or why it has none, and the counts (a :class:`~mmtrack.commands.bench.BenchRun`)."""
+    from .asvbridge.session import Status
+    from .measure.report import render_stats
+
+    for failure in run.suite.failures:
+        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}",
+                      highlight=False, soft_wrap=True)
+    for o in run.outcomes:
+        if o.status is Status.OK and o.stats is not None:
+            console.print(render_stats(o.stats))
+        elif o.status is Status.SKIPPED:
+            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
+                          soft_wrap=True)
+        else:  # one line, however long: the terminal wraps it, rich does not break it
+            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
+                          soft_wrap=True)
+    counts = {s: sum(1 for o in run.outcomes if o.status is s) for s in Status}
+    if run.interrupted:
+        console.print(f"[bold red]interrupted[/] by {run.interrupted}: {len(run.outcomes)} of {run.total} "
+                      "benchmark cases finished", highlight=False)
+    console.print(
+        f"{len(run.outcomes)} benchmark cases: {counts[Status.OK]} ok, "
+        f"{counts[Status.FAILED]} failed, {counts[Status.SKIPPED]} skipped"
+        + (f"; {len(run.suite.failures)} files failed to import" if run.suite.failures else "")
+    )
+
+
+def bench_comparison(result: Any, console: Console) -> None:
+    """The run against its baseline (a :class:`~mmtrack.benchruns.history.BaselineResult`), changed rows only."""
+    from .analysis.render import render_table
+    from .benchruns.history import benchmark_verdicts
+
+    if result.note:
+        console.print(escape(result.note), highlight=False)
+    if result.comparison is None:
+        return
+    verdicts = benchmark_verdicts(result.comparison)
+    console.print(
+        f"[bold]regression analysis[/] against {escape(result.baseline_label or '')}: "
+        f"[red]{len(verdicts['regressed'])} regressed[/], [green]{len(verdicts['improved'])} improved[/], "
+        f"{len(verdicts['unchanged'])} unchanged benchmarks",
+        highlight=False,
+    )
+    if result.comparison.changed():
+        console.print(render_table(result.comparison, only_changed=True))
+
+
+# -- list -----------------------------------------------------------------------------------------------
+
+
+def list_json(records: list[dict[str, Any]]) -> str:
+    """A JSON array of the records, names unchanged (JSON escapes what it must)."""
+    return json.dumps(records, indent=2, ensure_ascii=False, default=str)
+
+
+_LIST_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("id", "started (UTC)", "commit", "machine / environment", "kind", "results"),
+    "commits": ("commit", "date (UTC)", "runs", "branches / message"),
+    "machines": ("machine", "runs", "environments", "cpu / os"),
+    "benchmarks": ("benchmark", "type", "unit", "versions"),
+}
+
+
+def _list_row(what: str, r: dict[str, Any]) -> list[Any]:
+    if what == "runs":
+        return [str(r["id"]), (r["started_at"] or "")[:16].replace("T", " "),
+                r["sha"][:8] + ("+dirty" if r["dirty"] else ""),
+                Text(term(f"{r['machine']} / {r['environment']}"), overflow="fold"), Text(term(r["kind"])),
+                str(r["results"])]
+    if what == "commits":
+        detail = ", ".join(r["branches"]) + (" · " if r["branches"] and r["message"] else "") + r["message"]
+        return [r["sha"][:8], (r["date"] or "")[:16].replace("T", " "), str(r["runs"]),
+                Text(term(detail), overflow="ellipsis", no_wrap=True)]
+    if what == "machines":
+        info = r["info"]
+        return [Name(r["name"]), str(r["runs"]), Text(term(", ".join(r["environments"])), overflow="fold"),
+                Text(term(" / ".join(str(info[k]) for k in ("cpu", "os") if info.get(k))), overflow="fold")]
+    params = ", ".join(r["params"].values())
+    return [Name(r["name"] + (f"({params})" if params else "")), Text(term(r["type"])), Text(term(r["unit"])),
+            str(len(r["versions"]))]
+
+
+def list_table(what: str, records: list[dict[str, Any]]) -> Table:
+    """``mmtrack list``'s table of runs, commits, machines or benchmarks."""
+    t = FitTable(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
+    for col in _LIST_COLUMNS[what]:
+        t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
+                     no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))
+    for r in records:
+        t.add_row(*_list_row(what, r))
+    return t
+
+
+# -- detect ---------------------------------------------------------------------------------------------
+
+
+def detect_table(outcome: Any, show_all: bool = False) -> Table:
+    """``mmtrack detect``'s table (a :class:`~mmtrack.commands.detect.DetectOutcome`): the regressions, or with
+    ``show_all`` every change point, of the code; environment events and small moves in its caption."""
+    from .analysis.ranking import attention, is_small
+    from .commands.detect import state_of
+    from .measure.units import format_quantity
+    from .tables import NAME_MIN_WIDTH, stacked
+
+    code = outcome.code_changes
+    n_ok = sum(r.status == "ok" for r in outcome.reports)
+    title = (
+        f"{len(outcome.reports)} series ({n_ok} analysed, {len(outcome.too_short)} too short for "
+        f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits); "
+        f"{sum(c.kind == 'regression' for c in code)} regressions, "
+        f"{sum(c.kind == 'improvement' for c in code)} improvements, "
+        f"{len(outcome.open_regressions)} still open"
+        + (f", {n} suspected in the newest commits" if (n := len(outcome.suspected_regressions)) else "")
+        + (f"; {outcome.stored} change points stored" if outcome.stored is not None
+           else "; not stored (read-only store)" if outcome.read_only else "; not stored")
+    )
+    listed = [c for c in code if show_all or c.kind == "regression"]
+    rows = [c for c in listed if show_all or not is_small(c)]
+    places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
+    title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
+    # No change point to show: the title alone, not an empty table under it.
+    t = FitTable(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
+                 caption=Text("\n".join(map(term, detect_summary_lines(outcome, len(listed) - len(rows))))),
+                 caption_justify="left")
+    # Fits 80 columns: the benchmark wraps at its dots over its metric; values and shas fold, nothing is dropped.
+    many = len(places) > 1  # then each row names its machine/env under its metric
+    name_header = "benchmark / metric" + (" / machine/env" if many else "")
+    cols = ["", name_header, "before → after / began", "ratio", "persists"]
+    for col in cols:
+        t.add_column(
+            col,
+            justify="right" if col == "ratio" else "left",
+            overflow="fold",
+            no_wrap=col in ("", "ratio", "persists"),
+            min_width=NAME_MIN_WIDTH if col.startswith("benchmark") else None,
+        )
+    for c in sorted(rows, key=attention):
+        style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
+        mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
+        params = json.loads(c.series.params) if c.series.params else {}
+        cells = [
+            Text(mark, style=style),
+            stacked(c.series.benchmark + (f"({', '.join(params.values())})" if params else ""),
+                    f"{c.series.metric.name} [{c.series.metric.unit}]",
+                    *([f"{c.series.machine}/{c.series.environment}"] if many else [])),
+            Text.assemble(
+                term(f"{format_quantity(c.before_value, c.series.metric.unit)} → "
+                     f"{format_quantity(c.after_value, c.series.metric.unit)}") + "\n",
+                (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
+            ),
+            Text(f"{c.ratio:.2f}", style=style),
+            ("yes" if c.persists else "no") + ("\nsuspected" if state_of(c) == "suspected" else "")
+            + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
+        ]
+        t.add_row(*cells)
+    return t
+
+
+def detect_summary_lines(outcome: Any, small_hidden: int) -> list[str]:
+    """One line per environment event, one for the small moves left out of the table, and the commit order used."""
+    from .analysis.ranking import SMALL_MOVE
+
+    lines = [f"environment event (not a regression of the code): {e.describe()}" for e in outcome.events]
+    if small_hidden:
+        lines.append(f"{small_hidden} smaller regressions under {SMALL_MOVE:.0%} not listed (--all lists them)")
+    lines.append(f"commit order: {outcome.commit_order}")
+    return lines
+
+
+def detect_json(outcome: Any) -> str:
+    """``mmtrack detect --format json``: every series, its change points and the environment events."""
+    from .commands.detect import state_of
+
+    def cp(c: Any) -> dict[str, Any]:
+        return {
+            "kind": c.kind,
+            "direction": c.direction.value,
+            "before_sha": c.before_sha,
+            "after_sha": c.after_sha,
+            "before_value": c.before_value,
+            "after_value": c.after_value,
+            "ratio": c.ratio,
+            "p_value": c.p_value,
+            "persists": c.persists,
+            "state": state_of(c),
+            "method": c.method,
+            "cause": c.extra.get("cause", "code"),
+            "event": c.extra.get("event"),
+            "elsewhere": c.extra.get("elsewhere"),
+        }
+
+    def event(e: Any) -> dict[str, Any]:
+        return {
+            "id": e.id, "machine": e.machine, "environments": list(e.environments), "first_run_date": e.date,
+            "series": e.series, "slower": e.slower, "faster": e.faster, "old_commits_at_new_level": e.old_commits,
+            "evidence": e.evidence, "before_sha": e.before_sha, "after_sha": e.after_sha,
+            "median_ratio": e.median_ratio, "summary": e.describe(),
+        }
+
+    return json.dumps(
+        {
+            "method": outcome.policy.name,
+            "stored": outcome.stored,
+            "commit_order": outcome.commit_order,
+            "events": [event(e) for e in outcome.events],
+            "series": [
+                {
+                    "machine": r.series.machine,
+                    "environment": r.series.environment,
+                    "benchmark": r.series.benchmark,
+                    "params": json.loads(r.series.params),
+                    "metric": {"section": r.series.metric.section, "name": r.series.metric.name, "unit": r.series.metric.unit},
+                    "status": r.status,
+                    "points": r.points,
+                    "notes": list(r.notes),
+                    "changes": [cp(c) for c in r.changes],
+                }
+                for r in outcome.reports
+            ],
+        },
+        indent=2,
+    )
+
+
+# -- compare --------------------------------------------------------------------------------------------
+
+
+def _side_json(side: Any) -> dict[str, Any]:
+    from .analysis.render import side_json
+
+    return side_json(side.spec, side.label, side.commit, side.machine, side.environment, side.run_id)
+
+
+def where(outcome: Any) -> str:
+    """``machine/env`` of the comparison (``a/x → b/y`` when the sides differ)."""
+    b, a = outcome.before, outcome.after
+    before, after = f"{b.machine}/{b.environment}", f"{a.machine}/{a.environment}"
+    return before if before == after else f"{before} → {after}"
+
+
+def compared(outcome: Any, fmt: str, only_changed: bool = False, sort: str = "verdict") -> Any:
+    """``mmtrack compare``'s output (a :class:`~mmtrack.commands.compare.CompareOutcome`): a rich table, or a
+    string (markdown, json)."""
+    from .analysis.render import SORTS, render_json, render_markdown, render_table
+    from .errors import EXIT_USAGE, UserError
+
+    if sort not in SORTS:
+        raise UserError(f"unknown --sort {sort!r}; choose from {', '.join(SORTS)}", EXIT_USAGE)
+    if fmt == "markdown":
+        return render_markdown(outcome.comparison, sort, where(outcome))
+    if fmt == "json":
+        sides = {"before": _side_json(outcome.before), "after": _side_json(outcome.after)}
+        return render_json(outcome.comparison, sides)
+    return render_table(outcome.comparison, only_changed=only_changed, sort=sort, where=where(outcome))
