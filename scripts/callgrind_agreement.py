@@ -63,13 +63,19 @@ def direction(ratio: float) -> str:
     return "slower" if ratio > 1 else "faster" if ratio < 1 else "same"
 
 
+def case(row: dict) -> str:
+    """``time_contains``, or ``track_parse_csv(16)`` for a parameterised benchmark."""
+    params = ", ".join(str(v) for v in (row.get("params") or {}).values())
+    return row["benchmark"].rsplit(".", 1)[-1] + (f"({params})" if params else "")
+
+
 def ratios(repo: Path, env: dict[str, str], a: str, b: str, metric: str, *options: str) -> tuple[dict, float]:
     """B/A per benchmark for ``metric`` from ``continuous A B``, and the seconds it took."""
     proc, took = mmtrack(repo, env, "continuous", a, b, *options, "--format", "json", "--no-save")
     if not proc.stdout.strip().startswith("{"):
         raise SystemExit(f"continuous {' '.join(options)} failed: {proc.stderr.strip()[-500:]}")
     rows = json.loads(proc.stdout)["rows"]
-    got = {r["benchmark"].rsplit(".", 1)[-1]: r["ratio"] for r in rows if r["metric"]["name"] == metric}
+    got = {case(r): r["ratio"] for r in rows if r["metric"]["name"] == metric}
     if not got:
         raise SystemExit(f"no {metric} rows; metrics seen: {sorted({r['metric']['name'] for r in rows})}")
     return got, took
