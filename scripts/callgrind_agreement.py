@@ -3,7 +3,7 @@
 One project made from the sortedcontainers 2.4.0 sdist with the 10-benchmark asv suite of
 ``scripts/callgrind_targets.py``, two commits with deliberate edits: commit A makes two operations do extra work
 (``bisect_left``, ``irange``), commit B removes that and adds extra work to two others (``__contains__``,
-``peekitem``). A -> B then holds two speed-ups and two slowdowns of about 2 times (``--small``: about 10%).
+``peekitem``). A -> B then holds two speed-ups and two slowdowns of about 2 times (``--small``: 20-50%).
 A second project runs the engine benchmarks of the project's ``examples/`` (``basic``, ``throughput_units``,
 ``custom_metrics``) on a workload that its package holds: B doubles the CRC block and parses 70 lines instead
 of 100 (the matrix size stays, an A/A row).
@@ -36,9 +36,12 @@ PEEKITEM = ("sorteddict.py", "        key = self._list[index]\n        return ke
 SLOWER_IN_A = [(BISECT, 40), (IRANGE, 2000)]
 SLOWER_IN_B = [(CONTAINS, 40), (PEEKITEM, 60)]
 LARGE = "sum(range({k}))"  # k additions in C: about 2 times the op with these k
-# --small: a Python loop of k empty turns, sized to about 10% of each op (nearer the 5% line)
-SMALL_IN_A, SMALL_IN_B = [(BISECT, 4), (IRANGE, 400)], [(CONTAINS, 4), (PEEKITEM, 4)]
+# --small: a Python loop of k empty turns (--turns, irange 100 times as many): nearer the 5% line
 SMALL = "for _ in range({k}): pass"
+
+
+def small_edits(turns: int) -> tuple[list, list]:
+    return [(BISECT, turns), (IRANGE, 100 * turns)], [(CONTAINS, turns), (PEEKITEM, turns)]
 # The examples' workload constants, moved into the project's package so that a commit can change them.
 EXAMPLES = {"basic.py": "BLOCK = 4096", "throughput_units.py": "LINES = 100", "custom_metrics.py": "N = 24"}
 WORKLOAD_A = "BLOCK = 4096\nLINES = 100\nN = 24\n"
@@ -81,14 +84,17 @@ def ratios(repo: Path, env: dict[str, str], a: str, b: str, metric: str, *option
     return got, took
 
 
-def sortedcontainers_pair(sdist: Path, base: Path, env: dict[str, str], small: bool) -> tuple[Path, str, str]:
+def sortedcontainers_pair(sdist: Path, base: Path, env: dict[str, str], turns: int) -> tuple[Path, str, str]:
+    """``turns`` 0: the 2-times edits; else the loop of that many turns."""
     repo = project(sdist, base, env)
     pristine = base / "pristine"
     shutil.copytree(repo / "sortedcontainers", pristine / "sortedcontainers")
-    edit(repo, *((SMALL_IN_A, SMALL) if small else (SLOWER_IN_A, LARGE)))
+    in_a, in_b = small_edits(turns) if turns else (SLOWER_IN_A, SLOWER_IN_B)
+    work = SMALL if turns else LARGE
+    edit(repo, in_a, work)
     a = commit(repo, env, "A: extra work in bisect_left and irange", 1)
     restore(repo, pristine)
-    edit(repo, *((SMALL_IN_B, SMALL) if small else (SLOWER_IN_B, LARGE)))
+    edit(repo, in_b, work)
     return repo, a, commit(repo, env, "B: that removed; extra work in __contains__ and peekitem", 2)
 
 
@@ -138,14 +144,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sdist", type=Path)
     parser.add_argument("--time-metric", default="time_per_op", help="the wall-clock metric continuous reports")
-    parser.add_argument("--small", action="store_true", help="sortedcontainers edits of about 10%%, not 2 times")
+    parser.add_argument("--small", action="store_true", help="sortedcontainers edits of 20-50%%, not 2 times")
+    parser.add_argument("--turns", type=int, default=4, help="--small's loop turns (1: about 10%%)")
     parser.add_argument("--only", choices=["sortedcontainers", "examples"], help="one project of the two")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="agreement-"))
     env = env_for(base / "home", base / "store.db")
     (base / "home").mkdir(parents=True)
     if args.only != "examples":
-        repo, a, b = sortedcontainers_pair(args.sdist, base / "sc", env, args.small)
+        repo, a, b = sortedcontainers_pair(args.sdist, base / "sc", env, args.turns if args.small else 0)
         agreement("sortedcontainers", repo, env, a, b, args.time_metric)
     if args.only != "sortedcontainers":
         repo, a, b = examples_pair(base / "ex", env)
