@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("sdist", type=Path)
     parser.add_argument("--time-metric", default="time_per_op", help="the wall-clock metric continuous reports")
     parser.add_argument("--small", action="store_true", help="sortedcontainers edits of 20-50%%, not 2 times")
-    parser.add_argument("--turns", type=int, default=4, help="--small's loop turns (4: 20-50%% here)")
+    parser.add_argument("--turns", type=int, default=4, help="--small's loop turns (4: 20-50%%, 1: 5-40%% here)")
     parser.add_argument("--only", choices=["sortedcontainers", "examples"], help="one project of the two")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="agreement-"))
