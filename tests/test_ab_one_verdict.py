@@ -154,3 +154,22 @@ def test_every_verb_widens_a_flag_by_the_same_a_a_offset(builds_read):
     assert "A/A-calibrated" in rows[0].note and rows[0].threshold > 0.10
     builds_read(1.0)
     assert {continuous_row(BASE, scaled(1.07)).verdict, bisect_check(BASE, scaled(1.07)).verdict} == {"regressed"}
+
+
+def test_the_rerun_selection_takes_a_parameterised_benchmark_by_asvs_own_filter():
+    """The undecided benchmarks re-run alone: asv matches a parameterised benchmark's regex against
+    ``name(p0, p1)`` only, so a bare ``^(name)$`` selected nothing and the re-run failed."""
+    from types import SimpleNamespace
+
+    from asv.benchmarks import Benchmarks
+
+    from mmtrack.ab.interleave import bench_regex
+
+    found = [
+        {"name": "b.Units.track_parse", "params": [["10", "70"]], "param_names": ["lines"], "type": "track"},
+        {"name": "b.Units.track_parse_csv", "params": [], "param_names": [], "type": "track"},
+        {"name": "b.Plain.time_add", "params": [], "param_names": [], "type": "time"},
+    ]
+    rows = [SimpleNamespace(benchmark="b.Units.track_parse"), SimpleNamespace(benchmark="b.Plain.time_add")]
+    chosen = Benchmarks(SimpleNamespace(benchmark_dir="benchmarks"), found, regex=bench_regex(rows))
+    assert sorted(chosen) == ["b.Plain.time_add", "b.Units.track_parse"]

@@ -302,10 +302,11 @@ def _over_budget(plan: ABPlan, result: ABResult) -> bool:
 
 
 def bench_regex(rows: Sequence[Any]) -> str:
-    """asv's -b for exactly these benchmarks (asv matches the regex anywhere in the full name)."""
+    """asv's -b for exactly these benchmarks (asv matches the regex anywhere in the full name, and a parameterised
+    benchmark's as ``name(p0, p1)`` only, so every parameter set of a named one is taken)."""
     import re
 
-    return "^(" + "|".join(sorted({re.escape(r.benchmark) for r in rows})) + ")$"
+    return "^(" + "|".join(sorted({re.escape(r.benchmark) for r in rows})) + r")(\(.*\))?$"
 
 
 def _suite_dir(plan: ABPlan) -> Path:
