@@ -382,8 +382,9 @@ def ci_history(rng: np.random.Generator, n: int, tier: str | None, kind: str, si
         else:
             improvements.append(pos)
     elif kind == "revert":  # a step, and back to the level before 10-30 commits later: one of the two a regression
-        pos = int(rng.integers(10, n - 40))
-        back = pos + int(rng.integers(10, 31))
+        span = min(30, (n - 20) // 2)  # short histories (a test's 50 commits) still hold both steps
+        pos = int(rng.integers(10, n - 10 - span))
+        back = pos + int(rng.integers(min(10, span), span + 1))
         sign = 1.0 if rng.random() < 0.5 else -1.0
         values, samples = ci_noise.inject_step(values, samples, pos, sign * size)
         values, samples = ci_noise.inject_step(values, samples, back, -sign * size / (1 + sign * size))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -168,7 +169,19 @@ def test_failures_are_isolated_and_exit_code_is_2(suite_dir):
     assert "7 benchmark cases: 3 ok, 3 failed, 1 skipped; 1 files failed to import" in out
 
 
-def test_asv_class_semantics_in_process(suite_dir):
+@pytest.fixture
+def own_benchmarks_package(monkeypatch):
+    """In-process discovery imports the suite as the package ``benchmarks``, the name of this repository's own
+    suite, which other test modules import: each gets it while this test runs (a CLI discovers in a worker)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name in [n for n in sys.modules if n == "benchmarks" or n.startswith("benchmarks.")]:
+        monkeypatch.delitem(sys.modules, name)
+    yield
+    for name in [n for n in sys.modules if n == "benchmarks" or n.startswith("benchmarks.")]:
+        del sys.modules[name]
+
+
+def test_asv_class_semantics_in_process(suite_dir, own_benchmarks_package):
     suite = discover(suite_dir)
     selected = suite.select(r"Good\.track_fine")
     cases = expand(selected)

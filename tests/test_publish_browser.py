@@ -345,7 +345,7 @@ def test_values_at_or_below_zero_and_beyond_the_float_range_draw(page, tmp_path)
 def test_instruction_counts_read_in_the_units_users_expect(page, tmp_path) -> None:
     """callgrind's counts per op on a benchmark page: "1.27 M instr/op" on the axis and in the hovers, beside time."""
     from mmtrack.publish import SiteModel
-    from mmtrack.publish.synthetic import synthetic_commits
+    from benchmarks.synthetic_history import synthetic_commits
 
     commits = synthetic_commits(12, 0)
     values = {MetricKey("callgrind", "instructions", "instr/op"): 1.271e6,
@@ -369,7 +369,7 @@ def test_instruction_counts_read_in_the_units_users_expect(page, tmp_path) -> No
 def test_a_regressed_count_links_both_commits_kept_callgrind_profiles(page, tmp_path) -> None:
     """`run --instrument callgrind` keeps a profile per case per commit: the regressions page links both sides'."""
     from mmtrack.publish import SiteModel
-    from mmtrack.publish.synthetic import synthetic_commits
+    from benchmarks.synthetic_history import synthetic_commits
     from mmtrack.results import RunVerdict
 
     commits = synthetic_commits(3, 0)
