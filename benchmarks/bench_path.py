@@ -18,7 +18,9 @@ fresh process, timed from outside:
   on the touched series, republish);
 * **nothing new**: ``mmtrack publish`` and ``mmtrack update`` again;
 * with ``--baseline DIR``: ``import-asv`` of that source tree (e.g. ``git archive`` of an
-  earlier commit) into its own store, in the same run, for results/s side by side.
+  earlier commit) into its own store, in the same run, for results/s side by side; and the warm
+  update of that tree, alternating with this one's, each on a site its own code published (a
+  nightly's site is its own code's: a site of other analysis code is rebuilt whole).
 
 Cold steps and ``asv publish`` alternate ``--repeat`` times; medians are reported, and the
 ratios the issue asks for are printed at the end. Nothing runs at import.
@@ -142,17 +144,29 @@ def main(argv: list[str] | None = None) -> int:
 
         copy_store("store0.db", "before.db")
         shutil.copytree(site, work / "site-before", symlinks=True)
-        write_asv_results(results, model, commits=[commits[-1]])
-        warm: list[float] = []
-        warm_cpu: list[float] = []
-        for r in range(args.warm_repeat):
+        codes = {"warm": (env, work / "site-before")}
+        if args.baseline:
+            base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+            shutil.copytree(site, work / "site-before-base", symlinks=True)
             copy_store("before.db", "store0.db")
-            shutil.rmtree(site)
-            shutil.copytree(work / "site-before", site, symlinks=True)
-            t_round, out_warm = _run(update, env, work, "warm")
-            warm.append(t_round)
-            warm_cpu.append(CPU["warm"])
-        t_warm, CPU["warm"] = statistics.median(warm), statistics.median(warm_cpu)
+            _run([*mm, "publish", "-o", str(work / "site-before-base"), "--db", url, "--no-progress", "--title",
+                  "bench"], base_env, work)
+            codes["baseline_warm"] = (base_env, work / "site-before-base")
+        write_asv_results(results, model, commits=[commits[-1]])
+        rounds: dict[str, list[tuple[float, float, float]]] = {k: [] for k in codes}  # (wall, CPU, load)
+        for r in range(args.warm_repeat):
+            for label, (code_env, before_site) in codes.items():  # alternating: both see the same load
+                copy_store("before.db", "store0.db")
+                shutil.rmtree(site)
+                shutil.copytree(before_site, site, symlinks=True)
+                load = os.getloadavg()[0]
+                t_round, out = _run(update, code_env, work, label)
+                out_warm = out if label == "warm" else out_warm
+                rounds[label].append((t_round, CPU[label], load))
+        for label, runs in rounds.items():
+            CPU[label] = statistics.median(c for _, c, _ in runs)
+        warm = [w for w, _, _ in rounds["warm"]]
+        t_warm = statistics.median(warm)
         t_noop_upd, out_noop_upd = _run(update, env, work, "noop_update")
         t_start, _ = _run([*mm, "--help"], env, work, "start")  # what a process start and the CLI cost here
         print(f"  warm, one new commit: mmtrack update {', '.join(f'{w:.2f}' for w in warm)} s (median {t_warm:.2f} s)"
@@ -169,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             "one_new_commit_update_s": t_warm, "one_new_commit_update_runs_s": warm, "nothing_new_publish_s": t_noop_pub, "nothing_new_update_s": t_noop_upd,
             "import_results_per_s": n_results / med(cold["import"]),
             "cpu_s": {**{f"cold_{k}": med(v) for k, v in cpu.items() if v},
-                      **{k: CPU[k] for k in ("warm", "noop_publish", "noop_update", "start")}},
+                      **{k: CPU[k] for k in ("warm", "noop_publish", "noop_update", "start", *rounds)}},
+            "one_new_commit_update_rounds": rounds,
             "cli_start_s": t_start,
         }
         if cold["baseline_import"]:
@@ -187,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
               f" {c['cold_publish']:.1f}]")
         print(f"one new commit, mmtrack update: {t_warm:.2f} s [CPU {c['warm']:.2f}] (target <= 2 s, process start"
               " included)")
+        for label, runs in rounds.items():
+            print(f"  {label}: runs (wall s, CPU s, load) {', '.join(f'({w:.2f}, {u:.2f}, {ld:.1f})' for w, u, ld in runs)}"
+                  f"; median wall {statistics.median(w for w, _, _ in runs):.2f} s, CPU {CPU[label]:.2f} s")
         print(f"nothing new: mmtrack publish {t_noop_pub:.2f} s [CPU {c['noop_publish']:.2f}] (target <= 0.5 s),"
               f" mmtrack update {t_noop_upd:.2f} s [CPU {c['noop_update']:.2f}]")
         line = f"import: {fig['import_results_per_s']:,.0f} results/s [CPU {n_results / c['cold_import']:,.0f}]"

@@ -77,6 +77,14 @@ SETTLE_Z = 2.0
 #: Newest commits judged by the per-commit gate's rules (suspected, then settled by the next ones): the rank test
 #: proves a step only once this many commits hold it.
 NEWEST_COMMITS = 5
+#: A series that only gained newer commits is searched from its last stored step on when that step lies this many
+#: commits or more before the newest: a step nearer the newest still moves as commits arrive (refinement's
+#: bandwidth and settling read the segment after it), so that series is searched whole.
+KEPT_STEP_MIN_AFTER = 50
+#: ...and when every stored step was proved at this p-value: a weaker one may drop out of, or move in, the whole
+#: series' search as commits arrive (its candidates come from the rank statistic of the whole series), so that
+#: series is searched whole (scripts/check_last_segment.py; docs/design/nightly-update-profile.md).
+KEPT_STEP_MAX_P = 1e-12
 # frames
 #: A run within this (log) of the history's median shift ran on the usual runner.
 RUN_SETTLED = 0.03
