@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
         copy_store("store0.db", "before.db")
         shutil.copytree(site, work / "site-before", symlinks=True)
-        codes = {"warm": (env, work / "site-before")}
+        codes = {}
         if args.baseline:
             base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
             shutil.copytree(site, work / "site-before-base", symlinks=True)
@@ -155,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             _run([*mm, "publish", "-o", str(work / "site-before-base"), "--db", url, "--no-progress", "--title",
                   "bench"], base_env, work)
             codes["baseline_warm"] = (base_env, work / "site-before-base")
+        codes["warm"] = (env, work / "site-before")  # last in each round: "nothing new" then updates its own site
         write_asv_results(results, model, commits=[commits[-1]])
         rounds: dict[str, list[tuple[float, float, float]]] = {k: [] for k in codes}  # (wall, CPU, load)
         for r in range(args.warm_repeat):

@@ -50,9 +50,9 @@ def series_run_points(store: Store, keys: Sequence[SeriesKey], columns: Sequence
     return _read_run_points(store, wanted)
 
 
-def _run_days(conn: Any) -> dict[tuple[str, str, str], float | None] | None:
-    """Each clean run's day by (machine, environment, commit), or None where a commit has two clean runs on one
-    machine and environment (the latest run's columns would miss the earlier one)."""
+def _run_days(conn: Any) -> dict[tuple[str, str], dict[str, float | None]] | None:
+    """Each clean run's day by machine and environment, then commit, or None where a commit has two clean runs on
+    one machine and environment (the latest run's columns would miss the earlier one)."""
     rows = fetch_sql(conn, (
         f"SELECT machine.name, environment.name, c.sha, {_day_sql(conn, 'min(run.started_at)')}, count(*) FROM run"
         " JOIN machine ON machine.id = run.machine_id JOIN environment ON environment.id = run.environment_id"
@@ -61,10 +61,13 @@ def _run_days(conn: Any) -> dict[tuple[str, str, str], float | None] | None:
     ))  # fmt: skip
     if any(r[4] > 1 for r in rows):
         return None
-    return {(r[0], r[1], r[2]): r[3] for r in rows}
+    out: dict[tuple[str, str], dict[str, float | None]] = {}
+    for machine, env, sha, day, _ in rows:
+        out.setdefault((machine, env), {})[sha] = day
+    return out
 
 
-def _from_columns(columns: Sequence[Any], days: dict[tuple[str, str, str], float | None]
+def _from_columns(columns: Sequence[Any], days: dict[tuple[str, str], dict[str, float | None]]
                   ) -> dict[SeriesKey, RunColumns]:
     """Each series' runs from its usable columns (a result not 'ok' is unusable there too) and the runs' days,
     without a missing day (as read otherwise)."""
@@ -72,8 +75,7 @@ def _from_columns(columns: Sequence[Any], days: dict[tuple[str, str, str], float
 
     out: dict[SeriesKey, RunColumns] = {}
     for c in columns:
-        machine, env = c.key.machine, c.key.environment
-        day = np.array([days.get((machine, env, sha)) for sha in c.shas], dtype=float)  # None: NaN
+        day = np.array(list(map(days.get((c.key.machine, c.key.environment), {}).get, c.shas)), dtype=float)  # None: NaN
         median = np.array(c.values, dtype=float)
         keep = np.flatnonzero(np.isfinite(median) & ~np.isnan(day))
         if keep.size:
