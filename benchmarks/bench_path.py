@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,6 +62,36 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path, label: str = "") -> tup
     if proc.returncode not in (0, 1):  # 1: detect/import found something to report, still done
         raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return secs, proc.stdout
+
+
+def _time_asv_publish(skip: bool, conf: Path, env: dict[str, str], work: Path, cold: dict[str, list[float]],
+                      cpu: dict[str, list[float]]) -> float:
+    """``asv publish`` of the history, its wall and CPU seconds added to ``cold`` and ``cpu``: the wall seconds (NaN
+    with ``skip``)."""
+    if skip:
+        return math.nan
+    shutil.rmtree(work / "asv" / "html", ignore_errors=True)
+    secs, _ = _run([sys.executable, "-m", "asv", "publish", "--config", str(conf), "--no-pull"], env, work / "asv",
+                   "asv")
+    cold["asv"].append(secs)
+    cpu["asv"].append(CPU["asv"])
+    return secs
+
+
+def _warm_rounds(codes: dict[str, tuple[dict[str, str], Path]], repeat: int, update: list[str], work: Path,
+                 fresh: Any) -> tuple[dict[str, list[tuple[float, float, float]]], str]:
+    """Each code's warm update ``repeat`` times, the codes alternating (both see the same load), each from ``fresh``
+    copies of its own site: (wall s, CPU s, load) per round by label, and the output of this tree's last round."""
+    rounds: dict[str, list[tuple[float, float, float]]] = {k: [] for k in codes}
+    out_warm = ""
+    for _ in range(repeat):
+        for label, (code_env, before_site) in codes.items():
+            fresh(before_site)
+            load = os.getloadavg()[0]
+            t_round, out = _run(update, code_env, work, label)
+            out_warm = out if label == "warm" else out_warm
+            rounds[label].append((t_round, CPU[label], load))
+    return rounds, out_warm
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,12 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                                         "baseline_import": []}
         cpu: dict[str, list[float]] = {k: [] for k in cold}
         for r in range(args.repeat):
-            if not args.no_asv:
-                shutil.rmtree(work / "asv" / "html", ignore_errors=True)
-                secs, _ = _run([sys.executable, "-m", "asv", "publish", "--config", str(conf), "--no-pull"], env,
-                               work / "asv", "asv")
-                cold["asv"].append(secs)
-                cpu["asv"].append(CPU["asv"])
+            asv_s = _time_asv_publish(args.no_asv, conf, env, work, cold, cpu)
             url = f"sqlite:///{work / f'store{r}.db'}"
             site = work / f"site{r}"
             t_imp, _ = _run([*mm, "import-asv", str(results), "--db", url], env, work, "import")
@@ -129,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                                base_env, work, "baseline_import")
                 cold["baseline_import"].append(secs)
                 cpu["baseline_import"].append(CPU["baseline_import"])
-            print(f"  cold run {r + 1}: asv publish {cold['asv'][-1] if cold['asv'] else math.nan:.1f} s; mmtrack import {t_imp:.1f} s +"
+            print(f"  cold run {r + 1}: asv publish {asv_s:.1f} s; mmtrack import {t_imp:.1f} s +"
                   f" detect {t_det:.1f} s + publish {t_pub:.1f} s = {cold['path'][-1]:.1f} s"
                   + (f"; baseline import {cold['baseline_import'][-1]:.1f} s" if args.baseline else ""))
 
@@ -157,16 +183,13 @@ def main(argv: list[str] | None = None) -> int:
             codes["baseline_warm"] = (base_env, work / "site-before-base")
         codes["warm"] = (env, work / "site-before")  # last in each round: "nothing new" then updates its own site
         write_asv_results(results, model, commits=[commits[-1]])
-        rounds: dict[str, list[tuple[float, float, float]]] = {k: [] for k in codes}  # (wall, CPU, load)
-        for r in range(args.warm_repeat):
-            for label, (code_env, before_site) in codes.items():  # alternating: both see the same load
-                copy_store("before.db", "store0.db")
-                shutil.rmtree(site)
-                shutil.copytree(before_site, site, symlinks=True)
-                load = os.getloadavg()[0]
-                t_round, out = _run(update, code_env, work, label)
-                out_warm = out if label == "warm" else out_warm
-                rounds[label].append((t_round, CPU[label], load))
+
+        def fresh(before_site: Path) -> None:  # the store and site as they stood before the commit landed
+            copy_store("before.db", "store0.db")
+            shutil.rmtree(site)
+            shutil.copytree(before_site, site, symlinks=True)
+
+        rounds, out_warm = _warm_rounds(codes, args.warm_repeat, update, work, fresh)
         for label, runs in rounds.items():
             CPU[label] = statistics.median(c for _, c, _ in runs)
         warm = [w for w, _, _ in rounds["warm"]]
@@ -197,8 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"(wall seconds; CPU seconds of the child in brackets. `mmtrack --help` alone: {t_start:.2f} s"
               f" [{c['start']:.2f}])")
-        if args.no_asv:
-            fig["cold_asv_s"] = c["cold_asv"] = math.nan
+        fig.setdefault("cold_asv_s", math.nan)  # --no-asv
+        c.setdefault("cold_asv", math.nan)
         print(f"cold path (import + detect + publish): {fig['cold_path_s']:.1f} s;"
               f" asv publish: {fig['cold_asv_s']:.1f} s;"
               f" ratio {fig['cold_path_s'] / fig['cold_asv_s']:.2f} (target <= 0.33)"
@@ -209,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"one new commit, mmtrack update: {t_warm:.2f} s [CPU {c['warm']:.2f}] (target <= 2 s, process start"
               " included)")
         for label, runs in rounds.items():
-            print(f"  {label}: runs (wall s, CPU s, load) {', '.join(f'({w:.2f}, {u:.2f}, {ld:.1f})' for w, u, ld in runs)}"
+            each = ", ".join(f"({w:.2f}, {u:.2f}, {ld:.1f})" for w, u, ld in runs)
+            print(f"  {label}: runs (wall s, CPU s, load) {each}"
                   f"; median wall {statistics.median(w for w, _, _ in runs):.2f} s, CPU {CPU[label]:.2f} s")
         print(f"nothing new: mmtrack publish {t_noop_pub:.2f} s [CPU {c['noop_publish']:.2f}] (target <= 0.5 s),"
               f" mmtrack update {t_noop_upd:.2f} s [CPU {c['noop_update']:.2f}]")

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.synthetic_history import synthetic_model, write_asv_results
 from mmtrack.analysis.detect import DetectPolicy, find_steps, find_steps_after
 from mmtrack.analysis.series import detect_values, kept_steps
 from mmtrack.measure.metrics import Direction
 from mmtrack.publish import SiteConfig
 from mmtrack.results import MetricKey, SeriesKey
-from benchmarks.synthetic_history import synthetic_model, write_asv_results
-from tests.test_update import mmtrack
+from tests.test_update import mmtrack, stored_fields, updates_then_full_detect
 
 KEY = SeriesKey("m", "e", "b", "", MetricKey("timing", "time_per_op", "s"))
 
@@ -110,36 +110,19 @@ def test_run_points_from_the_columns_are_the_stored_runs_and_a_commit_measured_t
 def test_updates_from_the_last_step_store_what_a_full_detect_stores(tmp_path: Path) -> None:
     from mmtrack.store import reads as q
     from mmtrack.store.db import open_store
+    from mmtrack.store.selection import series_keys
 
     model = synthetic_model(3, 100, 2, seed=5, step_every=1, config=SiteConfig())
-    results, site, url = tmp_path / "results", tmp_path / "site", f"sqlite:///{tmp_path / 'store.db'}"
-    write_asv_results(results, model, commits=list(model.commits[:96]))
-    args = ("update", str(results), "-o", str(site), "--db", url, "--title", "t")
-    assert mmtrack(*args, cwd=tmp_path).returncode == 0
+    url, full_url = updates_then_full_detect(tmp_path, model, 96)
 
-    def stored(url: str) -> list:
-        store = open_store(url)
-        try:
-            return q.load_change_points(store)
-        finally:
-            store.close()
-
-    def fields(url: str) -> list[tuple]:
-        return sorted((str(c.series), c.kind, c.before_sha, c.after_sha, c.before_value, c.after_value, c.ratio,
-                       c.p_value, c.persists, c.method, c.extra["index"], c.extra["points"]) for c in stored(url))
-
-    # The next commit's update searches some series from their last step only
-    new = model.commits[96].sha
-    shas = [c.sha for c in model.commits[:97]]
-    by_series: dict = {}
-    for c in stored(url):
-        by_series.setdefault(c.series, []).append(c)
-    assert any(kept_steps(cps, shas, {new}, DetectPolicy()) for cps in by_series.values())
-    for commit in model.commits[96:]:
-        write_asv_results(results, model, commits=[commit])
-        assert mmtrack(*args, cwd=tmp_path).returncode == 0
-    shutil.copyfile(tmp_path / "store.db", tmp_path / "full.db")
-    full_url = f"sqlite:///{tmp_path / 'full.db'}"
-    assert mmtrack("detect", "--db", full_url, "--format", "json", cwd=tmp_path).returncode in (0, 1)
-    incremental = fields(url)
-    assert incremental and incremental == fields(full_url)
+    incremental = stored_fields(url, "index", "points")
+    assert incremental and incremental == stored_fields(full_url, "index", "points")
+    # ...and the updates searched some series from their last step only: the last one did
+    store = open_store(url)
+    try:
+        columns = [c.usable() for c in q.series_columns(store, series_keys(store))]
+    finally:
+        store.close()
+    policy = DetectPolicy()
+    assert any(kept_steps(_stored(c.values[:-1], c.shas[:-1], policy), c.shas, {c.shas[-1]}, policy)
+               for c in columns)

@@ -75,7 +75,8 @@ def _from_columns(columns: Sequence[Any], days: dict[tuple[str, str], dict[str, 
 
     out: dict[SeriesKey, RunColumns] = {}
     for c in columns:
-        day = np.array(list(map(days.get((c.key.machine, c.key.environment), {}).get, c.shas)), dtype=float)  # None: NaN
+        of_commit = days.get((c.key.machine, c.key.environment), {})
+        day = np.array(list(map(of_commit.get, c.shas)), dtype=float)  # None: NaN
         median = np.array(c.values, dtype=float)
         keep = np.flatnonzero(np.isfinite(median) & ~np.isnan(day))
         if keep.size:
