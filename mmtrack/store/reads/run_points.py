@@ -57,7 +57,7 @@ def _run_days(conn: Any) -> dict[tuple[str, str], dict[str, float | None]] | Non
         f"SELECT machine.name, environment.name, c.sha, {_day_sql(conn, 'min(run.started_at)')}, count(*) FROM run"
         " JOIN machine ON machine.id = run.machine_id JOIN environment ON environment.id = run.environment_id"
         ' JOIN "commit" c ON c.id = run.commit_id WHERE NOT run.dirty'
-        " GROUP BY run.machine_id, run.environment_id, run.commit_id"
+        " GROUP BY machine.id, environment.id, c.id"  # the names depend on these keys (PostgreSQL asks)
     ))  # fmt: skip
     if any(r[4] > 1 for r in rows):
         return None
