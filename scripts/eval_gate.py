@@ -543,11 +543,12 @@ def real_noise_populations(rng: np.random.Generator, pools: dict, n: int, length
 
 
 def evaluate_real_noise(rng: np.random.Generator, pools: dict, n: int, length: int, sizes: Sequence[float],
-                        gate: Gate, show: int) -> dict:
+                        gate: Gate, show: int, tiers: Sequence[str] = ("quiet", "mid", "noisy")) -> dict:
     """Per tier, on series resampled from real CI runners' noise (:mod:`scripts.real_ci_noise`): confirmed false
     alarms per 100 A/A commits (and flagged as the newest commit), and the recall of +5/10/20/50% steps (flagged
     regressed as the newest commit / confirmed by the next ``LATER``). The first ``show`` confirmed false alarms are
-    printed with their note and the commits around them: what confirmed them."""
+    printed with their note and the commits around them: what confirmed them. Every tier's series are drawn, and
+    those of ``tiers`` judged: the same seed draws the same series whichever tiers are judged."""
     sources = ", ".join(f"{m} {len(p)} series" for m, p in sorted(pools.items()))
     print(f"\n== real CI-runner noise, resampled ({sources}): "
           f"{n} series per tier and kind, {length} commits")
@@ -557,6 +558,8 @@ def evaluate_real_noise(rng: np.random.Generator, pools: dict, n: int, length: i
     shown = 0
     for tier in ("quiet", "mid", "noisy"):
         pops = real_noise_populations(rng, pools, n, length, tier, sizes)
+        if tier not in tiers:
+            continue
         tally, alarms = Tally(), []
         for s in pops["aa"]:
             for t in range(WINDOW, len(s.medians) - LATER):
@@ -737,6 +740,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="commits after which the reverts scenario reverts its step, comma-separated")
     ap.add_argument("--real-steps", default="0.05,0.10,0.20,0.50",
                     help="step sizes whose recall the realnoise scenario measures, comma-separated")
+    ap.add_argument("--real-tiers", default="quiet,mid,noisy",
+                    help="tiers the realnoise scenario judges, comma-separated (every tier's series are drawn)")
     ap.add_argument("--show-alarms", type=int, default=0,
                     help="print this many of the realnoise scenario's confirmed false alarms, with their commits")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
@@ -786,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
             rng = np.random.default_rng(args.seed)
             sizes = [float(x) for x in args.real_steps.split(",")]
             results["realnoise"] = evaluate_real_noise(rng, pools, args.series, args.length, sizes, gates["mmtrack"],
-                                                       args.show_alarms)
+                                                       args.show_alarms, args.real_tiers.split(","))
     if "suites" in scenarios:
         rng = np.random.default_rng(args.seed)
         results["suites"] = evaluate_suites(ci_suites(rng, args.suites, 20, args.length, 4), args.length)

@@ -9,7 +9,8 @@ innovations). This module draws it from what real runners recorded instead, so t
   machines: the GitHub-hosted ``gha-ubuntu-noble`` and the self-hosted ``gha-aws-skylake`` and ``gha-aws-graviton``
   GitHub Actions runners), in commit-date order. The code's own steps are taken out: each level
   :mod:`mmtrack.analysis.detect` finds is moved to 0 (log), so that what is left is the runner's noise around the
-  code's level; a source with a long excursion detect did not split off (:data:`EXCURSION_RUN`) is left out.
+  code's level; a source with a long excursion detect did not split off (:data:`EXCURSION_RUN`) is left out, and so
+  is each commit at which the same benchmark on another of the machines moved the same way (:data:`CODE_MOVE`).
 * **Pool.** Each series' residuals are divided by their commit-to-commit robust spread and pooled per machine: one
   runner's noise, in units of its own spread, from every benchmark it ran (a series of 40 commits, bootstrapped
   into 130, would repeat each outlier three times, and a repeated outlier is a level the series "visits").
@@ -52,6 +53,9 @@ MIN_SPREAD = 0.002
 #: not split off (a code change reverted within a few commits, a benchmark's warm-up), not the runner's noise.
 EXCURSION_RUN = 4
 EXCURSION = 6.0
+#: Spreads beyond which a move at one commit, made the same way by the same benchmark on another machine, is the code's
+#: (OpenBLAS's machines measured the same commits): that commit is left out.
+CODE_MOVE = 2.5
 #: Residuals are capped at this many spreads: a quiet source's 1% spread puts a runner's 30% phase there.
 MAX_RESIDUAL = 30.0
 #: ... and, once scaled to the tier's spread, at this (log; x3 either way): a quiet source's 30-spread phase is not a
@@ -69,8 +73,8 @@ class Source:
     within: np.ndarray
 
 
-def _results_points(path: Path) -> list[tuple[str, float, float, float]]:
-    """(series, date, median, relative within-commit spread) of every result of one asv results file."""
+def _results_points(path: Path) -> list[tuple[str, float, str, float, float]]:
+    """(series, date, commit, median, relative within-commit spread) of every result of one asv results file."""
     d = json.loads(path.read_text())
     cols = d.get("result_columns")
     if not cols:
@@ -83,39 +87,65 @@ def _results_points(path: Path) -> list[tuple[str, float, float, float]]:
             continue
         for i, v in enumerate(res):
             if v is not None and v > 0 and math.isfinite(v) and q1[i] is not None and q3[i] is not None:
-                out.append((f"{name}#{i}", float(d.get("date") or 0), float(v), max(q3[i] - q1[i], 0.0) / 1.349 / v))
+                out.append((f"{name}#{i}", float(d.get("date") or 0), str(d.get("commit_hash", "")), float(v),
+                            max(q3[i] - q1[i], 0.0) / 1.349 / v))
     return out
 
 
+@dataclass
+class _Raw:
+    """One machine's series before the code's moves are taken out: commits in date order, residuals (spreads)."""
+
+    commits: list[str]
+    residuals: np.ndarray
+    within: np.ndarray
+
+
 def load_sources(root: Path, machines: tuple[str, ...] = CI_MACHINES) -> dict[str, list[Source]]:
-    """The sources of each machine found under ``root`` (any depth), by machine folder name."""
-    out: dict[str, list[Source]] = {}
+    """The sources of each machine found under ``root`` (any depth), by machine folder name; a commit at which the
+    same benchmark on another machine moved the same way beyond :data:`CODE_MOVE` spreads is left out (the code's)."""
+    raw: dict[str, dict[str, _Raw]] = {}
     for machine_json in sorted(root.rglob("machine.json")):
         machine = machine_json.parent.name
         if machines and machine not in machines:
             continue
-        points: dict[str, list[tuple[float, float, float]]] = collections.defaultdict(list)
+        points: dict[str, list[tuple[float, str, float, float]]] = collections.defaultdict(list)
         for path in sorted(machine_json.parent.glob("*.json")):
             if path.name != "machine.json":
-                for name, date, v, within in _results_points(path):
-                    points[name].append((date, v, within))
-        sources = [s for name, pts in sorted(points.items()) if (s := _source(name, pts)) is not None]
+                for name, date, commit, v, within in _results_points(path):
+                    points[name].append((date, commit, v, within))
+        raw[machine] = {name: r for name, pts in sorted(points.items()) if (r := _raw(pts)) is not None}
+    out: dict[str, list[Source]] = {}
+    for machine, series in raw.items():
+        siblings = [other for m, other in raw.items() if m != machine]
+        sources = [Source(name, *_runner_only(r, [o[name] for o in siblings if name in o]))
+                   for name, r in series.items()]
         if sources:
             out[machine] = sources
     return out
 
 
-def _source(name: str, pts: list[tuple[float, float, float]]) -> Source | None:
+def _raw(pts: list[tuple[float, str, float, float]]) -> _Raw | None:
     if len(pts) < MIN_COMMITS:
         return None
     pts.sort()
-    values = np.array([p[1] for p in pts])
+    values = np.array([p[2] for p in pts])
     x = np.log(values)
     resid = np.concatenate([x[a:b] - np.median(x[a:b]) for a, b in segment_levels(list(values))])
     spread = robust_cv(values)
     if spread < MIN_SPREAD or _longest_excursion(resid / spread) >= EXCURSION_RUN:
         return None
-    return Source(name, np.clip(resid / spread, -MAX_RESIDUAL, MAX_RESIDUAL), np.clip([p[2] for p in pts], 1e-4, None))
+    return _Raw([p[1] for p in pts], np.clip(resid / spread, -MAX_RESIDUAL, MAX_RESIDUAL),
+                np.clip([p[3] for p in pts], 1e-4, None))
+
+
+def _runner_only(r: _Raw, siblings: list[_Raw]) -> tuple[np.ndarray, np.ndarray]:
+    """``r``'s residuals and within-commit spreads without the commits where a sibling moved the same way."""
+    moved = [dict(zip(o.commits, o.residuals)) for o in siblings]
+    keep = np.array([not (abs(x) > CODE_MOVE and any(m.get(c, 0.0) * x > 0 and abs(m.get(c, 0.0)) > CODE_MOVE
+                                                     for m in moved))
+                     for c, x in zip(r.commits, r.residuals)], dtype=bool)
+    return r.residuals[keep], r.within[keep]
 
 
 def _longest_excursion(r: np.ndarray) -> int:
