@@ -93,6 +93,7 @@ from .policy import (
     EDGE_BAND,
     EVIDENCE,
     HISTORY_WINDOW,
+    PHASE_SPREAD,
     QUARTILE_MIN_COUNT,
     RUN_SHARE,
     SIGNIFICANT_BELOW,
@@ -526,6 +527,8 @@ def _on_segment_noise(pair: _Pair, noise: SegmentNoise, beyond: bool, p: float |
     by_density = (distance.near >= 1 or distance.z < distance.z_bar) and beyond and young is None and unseen_step(
         noise, pair.history, pair.a, pair.threshold, pair.policy)  # type: ignore[arg-type]
     state, held_value, went_back, held_back = _persistence(pair, noise, distance.near, by_density, beyond)
+    if state == "confirmed" and (row := _phase_row(pair, noise, held_value, distance.z, fields)) is not None:
+        return row
     if not went_back and held_value and (row := _came_earlier_row(pair, noise, distance.z, fields)) is not None:
         return row
     if (row := _within_noise_row(pair, noise, distance, state, by_density, beyond, p, fields)) is not None:
@@ -597,6 +600,21 @@ def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
     back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
     went_back = back if back and noise.alternates(policy.history_gap) else 0
     return ("refuted" if went_back else state), held_value, went_back, back - went_back
+
+
+def _phase_row(pair: _Pair, noise: SegmentNoise, held_value: float | None, z: float, fields: dict) -> Row | None:
+    """Ambiguous: a level the next commits hold, on a series whose usual runner's spread (:attr:`.noise.SegmentNoise.
+    usual_sd`) reaches :data:`.policy.PHASE_SPREAD` thresholds, where runners hold levels for a few commits and leave
+    them; None on a quieter series (one that flips between tight runner levels included)."""
+    spread, bar = noise.usual_sd, math.log1p(pair.threshold)
+    if spread < PHASE_SPREAD * bar:
+        return None
+    held = held_value or held_median(pair.a, pair.later, pair.policy)
+    shown = f" ×{math.exp(noise.deviation(held)):.2f}" if held else ""
+    return Row(**fields, verdict="ambiguous", history_z=z, note=(
+        f"the next {len(pair.later)} commits held{shown}, but on a series this noisy "
+        f"({math.expm1(spread):.0%} from its level) runners hold a level that long and leave it: "
+        "detect decides once more commits hold it"))
 
 
 def _came_earlier_row(pair: _Pair, noise: SegmentNoise, z: float, fields: dict) -> Row | None:
