@@ -388,7 +388,7 @@ def test_a_level_held_for_five_commits_on_a_noisy_series_is_left_to_detect(monke
     before, after, held = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(2.2, cv=0.005, seed=2)), [2.1, 2.3, 2.2, 2.25]
     row = compare_pair(before, after, history=history, later=held)
     assert (row.verdict, row.state) == ("ambiguous", None)
-    assert "on a series this noisy (16% from its level)" in row.note and "detect decides" in row.note
+    assert "on a series this noisy (its commits stray 15%)" in row.note and "detect decides" in row.note
     assert (compare_pair(before, after, history=history).verdict,
             compare_pair(before, after, history=history).state) == ("regressed", "suspected")
     monkeypatch.setattr(compare_module, "PHASE_SPREAD", math.inf)  # the rule off: the gate before it confirmed

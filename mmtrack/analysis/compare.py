@@ -603,17 +603,19 @@ def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
 
 
 def _phase_row(pair: _Pair, noise: SegmentNoise, held_value: float | None, z: float, fields: dict) -> Row | None:
-    """Ambiguous: a level the next commits hold, on a series whose usual runner's spread (:attr:`.noise.SegmentNoise.
-    usual_sd`) reaches :data:`.policy.PHASE_SPREAD` thresholds, where runners hold levels for a few commits and leave
-    them; None on a quieter series (one that flips between tight runner levels included)."""
-    spread, bar = noise.usual_sd, math.log1p(pair.threshold)
+    """Ambiguous: a level the next commits hold, on a series whose usual runner's spread and commit-to-commit spread
+    (:attr:`.noise.SegmentNoise.usual_sd`, :attr:`~.noise.SegmentNoise.commit_sd`) both reach
+    :data:`.policy.PHASE_SPREAD` thresholds, where runners hold levels for a few commits and leave them; None on a
+    quieter series (one that flips between tight runner levels, whose commits stray far from one to the next,
+    included)."""
+    spread, bar = min(noise.usual_sd, noise.commit_sd), math.log1p(pair.threshold)
     if spread < PHASE_SPREAD * bar:
         return None
     held = held_value or held_median(pair.a, pair.later, pair.policy)
     shown = f" ×{math.exp(noise.deviation(held)):.2f}" if held else ""
     return Row(**fields, verdict="ambiguous", history_z=z, note=(
         f"the next {len(pair.later)} commits held{shown}, but on a series this noisy "
-        f"({math.expm1(spread):.0%} from its level) runners hold a level that long and leave it: "
+        f"(its commits stray {math.expm1(spread):.0%}) runners hold a level that long and leave it: "
         "detect decides once more commits hold it"))
 
 
