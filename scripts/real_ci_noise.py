@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import math
 import sys
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ import numpy as np
 
 from mmtrack.analysis.detect import segment_levels
 from scripts.ci_noise import robust_cv, series_stats, tier_of
-from scripts.eval_detect import shared_dir
+from scripts.eval_detect import _asv_points, shared_dir
 
 #: The machines whose results are CI runners (GitHub Actions: hosted, and self-hosted on AWS).
 CI_MACHINES = ("gha-ubuntu-noble", "gha-aws-skylake", "gha-aws-graviton")
@@ -73,30 +72,12 @@ class Source:
     within: np.ndarray
 
 
-def _results_points(path: Path) -> list[tuple[str, float, str, float, float]]:
-    """(series, date, commit, median, relative within-commit spread) of every result of one asv results file."""
-    d = json.loads(path.read_text())
-    cols = d.get("result_columns")
-    if not cols:
-        return []
-    out = []
-    for name, row in d["results"].items():
-        r = dict(zip(cols, row))
-        res, q1, q3 = r.get("result"), r.get("stats_q_25"), r.get("stats_q_75")
-        if not isinstance(res, list) or not q1 or not q3:
-            continue
-        for i, v in enumerate(res):
-            if v is not None and v > 0 and math.isfinite(v) and q1[i] is not None and q3[i] is not None:
-                out.append((f"{name}#{i}", float(d.get("date") or 0), str(d.get("commit_hash", "")), float(v),
-                            max(q3[i] - q1[i], 0.0) / 1.349 / v))
-    return out
-
-
 @dataclass
 class _Raw:
-    """One machine's series before the code's moves are taken out: commits in date order, residuals (spreads)."""
+    """One machine's series before the code's moves are taken out: its commits' dates (asv's commit date, the same on
+    every machine), in order, and residuals (spreads)."""
 
-    commits: list[str]
+    commits: list[float]
     residuals: np.ndarray
     within: np.ndarray
 
@@ -109,11 +90,12 @@ def load_sources(root: Path, machines: tuple[str, ...] = CI_MACHINES) -> dict[st
         machine = machine_json.parent.name
         if machines and machine not in machines:
             continue
-        points: dict[str, list[tuple[float, str, float, float]]] = collections.defaultdict(list)
+        points: dict[str, list[tuple[float, float, float]]] = collections.defaultdict(list)
         for path in sorted(machine_json.parent.glob("*.json")):
             if path.name != "machine.json":
-                for name, date, commit, v, within in _results_points(path):
-                    points[name].append((date, commit, v, within))
+                for name, date, v, q1, q3 in _asv_points(path):
+                    if v is not None and v > 0 and math.isfinite(v) and q1 is not None and q3 is not None:
+                        points[name.split("/", 2)[-1]].append((date, v, max(q3 - q1, 0.0) / 1.349 / v))
         raw[machine] = {name: r for name, pts in sorted(points.items()) if (r := _raw(pts)) is not None}
     out: dict[str, list[Source]] = {}
     for machine, series in raw.items():
@@ -125,18 +107,18 @@ def load_sources(root: Path, machines: tuple[str, ...] = CI_MACHINES) -> dict[st
     return out
 
 
-def _raw(pts: list[tuple[float, str, float, float]]) -> _Raw | None:
+def _raw(pts: list[tuple[float, float, float]]) -> _Raw | None:
     if len(pts) < MIN_COMMITS:
         return None
     pts.sort()
-    values = np.array([p[2] for p in pts])
+    values = np.array([p[1] for p in pts])
     x = np.log(values)
     resid = np.concatenate([x[a:b] - np.median(x[a:b]) for a, b in segment_levels(list(values))])
     spread = robust_cv(values)
     if spread < MIN_SPREAD or _longest_excursion(resid / spread) >= EXCURSION_RUN:
         return None
-    return _Raw([p[1] for p in pts], np.clip(resid / spread, -MAX_RESIDUAL, MAX_RESIDUAL),
-                np.clip([p[3] for p in pts], 1e-4, None))
+    return _Raw([p[0] for p in pts], np.clip(resid / spread, -MAX_RESIDUAL, MAX_RESIDUAL),
+                np.clip([p[2] for p in pts], 1e-4, None))
 
 
 def _runner_only(r: _Raw, siblings: list[_Raw]) -> tuple[np.ndarray, np.ndarray]:
