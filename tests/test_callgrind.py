@@ -234,10 +234,16 @@ STILL = textwrap.dedent('''
     import mmtrack
 
     class Still:
+        params = [[3], ["-"]]
+        param_names = ["size", "by"]  # not in sorted order: the store keeps them sorted, the profile's name does too
+
+        def setup(self, size, by):
+            self.parts, self.by = "abc"[:size], by
+
         @mmtrack.bench()
         def track_join(self, ctx, chunk_size, chunk_num):
             for _ in range(chunk_size):
-                "-".join(("a", "b", "c"))
+                self.by.join(self.parts)
 ''')
 
 

@@ -37,7 +37,7 @@ class SiteProfiles:
             return []
         from ..asvbridge.callgrind_pool import profile_label  # the worker's modules: only with profiles
 
-        label = profile_label(key.benchmark, [str(v) for v in dict(points[0].measurement.params).values()])
+        label = profile_label(key.benchmark, dict(points[0].measurement.params))
         out: list[list[Any]] = []
         for p in points:
             at = pos.get(p.commit.sha)
@@ -91,7 +91,7 @@ def link_profiles(profiles: SiteProfiles, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         if row.get("source") != "run" or row.get("verdict") != "regressed" or row.get("metric") != COUNTED:
             continue
-        label = profile_label(str(row["bench"]), [str(v) for v in (row.get("params") or {}).values()])
+        label = profile_label(str(row["bench"]), dict(row.get("params") or {}))
         sides = [profiles.found(str(row.get(side)), label) for side in ("before_sha", "after_sha")]
         if sides[0] is not None and sides[1] is not None:
             row["profiles"] = [profiles.copy(path) for path in sides]
