@@ -180,6 +180,16 @@ def run_mmtrack(repo: Path, env: dict, shas: dict[str, str], factor: float) -> d
             "what": f"exit {mm.returncode}, {data['ab'].get('rounds')} rounds, flags {changed}"}
 
 
+def asv_run_round(plan, side, folder: Path):
+    """One round of one side as every round ran before: an ``asv run`` of its own."""
+    from mmtrack.ab import interleave
+    from mmtrack.asvbridge import asvrun
+
+    prepared = interleave.prepared_for(plan, side, folder)
+    asvrun.ensure_machine(prepared)
+    return interleave._run_asv_process(plan, side, prepared)
+
+
 def phases(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
     """Where a round of one side goes: the base's four benchmarks, one round at a time, by ``asv run`` (before) and
     by asv's runner from this process, each benchmark in a fresh interpreter (spawn) or a fork of the round's fork
@@ -198,7 +208,7 @@ def phases(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         interleave.discovered(plan, side)
         print(f"phases: one discovery of the suite {time.perf_counter() - t:.2f} s", flush=True)
-        ways = {"asv run": lambda f: interleave._run_asv_process(plan, side, interleave.prepared_for(plan, side, f)),
+        ways = {"asv run": lambda f: asv_run_round(plan, side, f),
                 "in process, spawn": lambda f: interleave.run_once(
                     replace(plan, asv_args=("--launch-method", "spawn")), side, f),
                 "in process, fork server": lambda f: interleave.run_once(plan, side, f)}
@@ -213,8 +223,12 @@ def phases(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
                 first = min(res.started_at.values()) / 1000 - start
                 per = statistics.mean(res.duration.values())
                 got[name].append((wall, first, per))
+                # What half the window would have read: the best of each benchmark's first half of samples.
+                half = [min(c.samples[:len(c.samples) // 2]) / min(c.samples) for c in collected.cases
+                        if len(c.samples) >= 4]
                 print(f"  round {i + 1}: {name}: wall {wall:.2f} s, first benchmark starts after {first:.2f} s, "
-                      f"{per:.2f} s a benchmark | load {os.getloadavg()[0]:.1f}", flush=True)
+                      f"{per:.2f} s a benchmark; best of the first half over the best: "
+                      f"{', '.join(format(h, '.3f') for h in half)} | load {os.getloadavg()[0]:.1f}", flush=True)
     for name, rows in got.items():
         print(f"phases {name}: medians over {len(rows)}: wall {statistics.median(r[0] for r in rows):.2f} s, launch to "
               f"first benchmark {statistics.median(r[1] for r in rows):.2f} s, "
