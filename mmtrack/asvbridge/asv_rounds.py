@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -64,6 +65,7 @@ def round_args(asv_args: Sequence[str]) -> RoundArgs | None:
                      bool(given["quick"]), tuple(given["bench"] or ()))
 
 
+@functools.cache
 def _existing_environment() -> type:
     from asv.environment import ExistingEnvironment
 
@@ -85,19 +87,19 @@ def _existing_environment() -> type:
 @contextlib.contextmanager
 def _asv_quiet() -> Iterator[None]:
     """asv logs to the root logger; its lines are not this command's output (failures reach the results)."""
+    before = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:
         yield
     finally:
-        logging.disable(logging.NOTSET)
+        logging.disable(before)
 
 
 def discover(prepared: Prepared, python: str, environ: Mapping[str, str]) -> list[dict[str, Any]]:
     """The suite's benchmarks as asv's discovery finds them in ``python``'s environment (asv's own script)."""
     from asv import util
-    from asv.runner import BENCHMARK_RUN_SCRIPT
-
     from asv.config import Config
+    from asv.runner import BENCHMARK_RUN_SCRIPT
 
     conf = Config.load(str(prepared.derived_config))
     env = _existing_environment()(conf, python, environ)
