@@ -49,7 +49,8 @@ decide, and a confirmed one stays ambiguous when every later run moved with it a
 pool that changed, or a change to everything, which only the same-machine A/B tells apart.
 Given the commit of each history value (:class:`RunLabels`), the same suite also takes its runner
 levels out of each series' history before a run on the usual runner is judged (:mod:`.frames`): a step
-onto a level that only other runner types reached before then stands out.
+onto a level that only other runner types reached before then stands out. A deterministic series (counts under
+callgrind, :mod:`.deterministic`) takes no part in either: no runner moves it, its verdict is its two counts'.
 
 **Contention** (:mod:`.contention`): where either side of a single-threaded CPU-domain case waited for a
 CPU (its wall time well beyond its CPU time per op), its wall-clock rows take the verdict of its CPU time per op.
@@ -944,6 +945,12 @@ def _in_after_frame(
     return frames if frames is not None and frames.known(labels.after) else None
 
 
+def _runner_moves(case: Case) -> bool:
+    """Whether a runner can move the case's series: every metric but a deterministic count (:mod:`.deterministic`),
+    which takes no part in a run's shift or frames and is judged on its two counts alone."""
+    return not deterministic.is_deterministic(case[2])
+
+
 def _flagged(row: Row) -> bool:
     return row.verdict in ("regressed", "improved")
 
@@ -1004,8 +1011,11 @@ def compare_measurements(
     amap = {m.case: m for m in after}
     keys = sorted(set(bmap) | set(amap), key=lambda k: (k[0], k[1], k[2]))
     history, later = history or {}, later or {}
-    runs = runs_of({k: _ok_median(m) for k, m in amap.items()}, {k: _ok_median(m) for k, m in bmap.items()},
-                   {k: m.direction for k, m in amap.items()}, history, later, labels, policy)
+    timed = {k: m for k, m in amap.items() if _runner_moves(k)}
+    runs = runs_of({k: _ok_median(m) for k, m in timed.items()},
+                   {k: _ok_median(m) for k, m in bmap.items() if _runner_moves(k)},
+                   {k: m.direction for k, m in timed.items()},
+                   {k: h for k, h in history.items() if _runner_moves(k)}, later, labels, policy)
     rows = tuple(judge_in_run(bmap.get(k), amap.get(k), policy, history.get(k), later.get(k, ()), runs.get(k))
                  for k in keys)
     rows = contention.read_cpu_time_where_contended(rows, bmap, amap)
@@ -1096,6 +1106,8 @@ def decided_in_run(
     from .frames import fit_frames
 
     policy = policy or ComparePolicy()
+    # A deterministic count is judged at its own commit, at once: later commits and the run settle nothing of it.
+    tails = {c: tail for c, tail in tails.items() if _runner_moves(c)}
     medians = {c: [_ok_median(m) for m in points] for c, (points, _) in tails.items()}
     where = {c: {label: i for i, label in enumerate(labels)} for c, (_, labels) in tails.items()}
     directions = {c: points[-1].direction for c, (points, _) in tails.items() if points}
@@ -1189,6 +1201,7 @@ def suite_runs(
     policy = policy or ComparePolicy()
     cases = list(columns)  # numbered: a run's fit hashes each case many times, and a MetricKey hashes slowly
     cols = [columns[c] for c in cases]
+    moves = [_runner_moves(c) for c in cases]
     where = [{sha: i for i, sha in enumerate(shas)} for shas, _, _, _ in cols]
     wanted: dict[str, list[int]] = {}
     number = {c: n for n, c in enumerate(cases)}
@@ -1201,7 +1214,7 @@ def suite_runs(
         history, later, history_labels, later_labels, before_labels = {}, {}, {}, {}, {}
         for n, (shas, medians, versions, direction) in enumerate(cols):
             i = where[n].get(sha)
-            if i is None or i == 0:
+            if i is None or i == 0 or not moves[n]:
                 continue
             after[n], before[n], directions[n], before_labels[n] = medians[i], medians[i - 1], direction, shas[i - 1]
             at = _history_at(medians, versions, i - 1, window)

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -73,9 +73,11 @@ def worker_environment(without: Path | None = None) -> dict[str, str]:
     }
 
 
-def profile_label(benchmark: str, param_values: list[str]) -> str:
-    """A case's profile file name stem: the benchmark and its parameter labels, file-name safe."""
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join([benchmark, *param_values]))[:150]
+def profile_label(benchmark: str, params: Mapping[str, str]) -> str:
+    """A case's profile file name stem: the benchmark and its parameter labels in the order of their names (the
+    store's: a reader knows them from there, not from the suite's declaration), file-name safe."""
+    values = [str(v) for _, v in sorted(params.items())]
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join([benchmark, *values]))[:150]
 
 
 def kept_profile(folder: Path, label: str) -> tuple[Path, int] | None:
@@ -248,7 +250,7 @@ class CallgrindSession:
         """The case's profile moved under ``keep``, named with the ops its region ran (to compare per op)."""
         assert self.keep is not None
         self.keep.mkdir(parents=True, exist_ok=True)
-        label = profile_label(case.benchmark.name, list(case.param_labels.values()))
+        label = profile_label(case.benchmark.name, case.param_labels)
         return Path(shutil.move(profile, self.keep / f"{label}.{ops}ops.callgrind.out"))
 
     def close(self) -> None:
