@@ -141,8 +141,8 @@ def test_continuous_json_has_compare_json_shape_plus_the_ab_block():
     fields (full shas, machine, environment), same schema_version; continuous adds `ab`."""
     from datetime import datetime, timezone
 
-    from mmtrack.cli_render import compared as render_compare
-    from mmtrack.cli_render import continuous_result as render_continuous
+    from mmtrack.cli_results import compared as render_compare
+    from mmtrack.cli_results import continuous_result as render_continuous
     from mmtrack.commands.compare import CompareOutcome, Side as CompareSide
     from mmtrack.commands.continuous import ContinuousOutcome
 
@@ -739,7 +739,7 @@ def test_bisect_round_alpha_decides_the_culprits_verdict_not_the_search(monkeypa
     import json
 
     import mmtrack.ab.bisect as bisect_mod
-    from mmtrack.cli_render import bisect_json as to_json
+    from mmtrack.cli_results import bisect_json as to_json
 
     commits = [f"{i:040x}" for i in range(65)]
     monkeypatch.setattr(bisect_mod, "first_parent_range", lambda repo, good, bad: commits[1:])
