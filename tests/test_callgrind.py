@@ -86,6 +86,8 @@ def test_chunk_sizes_are_powers_of_two_from_an_instruction_count():
     assert chunk_for(4_000_000) == 1
     assert chunk_for(1_000, target=4_000_000) == 4096
     assert chunk_for(1_010, target=4_000_000) == 4096  # a 1% change keeps the chunk
+    assert chunk_for(1_500_000) == 4  # past the target in one op, yet four ops while under 4 M instructions
+    assert chunk_for(50_000) == 32  # small ops: the target alone decides
 
 
 @needs_valgrind

@@ -227,7 +227,7 @@ def test_fast_constructors_build_the_same_frozen_records():
 
     fmt = Measurement.__dataclass_fields__["format"].default
     args = ("b", {"n": "1"}, PRIMARY, Direction.LOWER, "ok", 1.0, 1.5, 2.0, 0.5, 2.5,
-            None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", fmt, "x")  # fmt: skip
+            None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", fmt, "x", "callgrind 2")  # fmt: skip
     fast = points._new_measurement(*args)
     assert type(fast) is Measurement and fast == Measurement(*args)
     assert repr(fast) == repr(Measurement(*args))

@@ -322,9 +322,10 @@ def compare_pair(
 
 
 def _without_numbers(base: dict, before: Measurement | None, after: Measurement | None, thr: float) -> Row | None:
-    """The verdicts no number decides: new, removed, not comparable (the benchmark code version changed, or a side
-    was skipped), failed (still / started failing) and fixed. Reads each side's presence, status, code version and
-    whether its median is a finite number; None where the medians must decide."""
+    """The verdicts no number decides: new, removed, not comparable (the benchmark code version or the counting
+    method changed, or a side was skipped), failed (still / started failing) and fixed. Reads each side's presence,
+    status, code version, counting method and whether its median is a finite number; None where the medians must
+    decide."""
     if before is None:
         return Row(**base, verdict="new", before=None, after=after, threshold=thr)
     if after is None:
@@ -332,6 +333,9 @@ def _without_numbers(base: dict, before: Measurement | None, after: Measurement 
     if before.version is not None and after.version is not None and before.version != after.version:
         return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr,
                    note="benchmark code changed")
+    if before.method and after.method and before.method != after.method:  # a new method moves counts once
+        return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr,
+                   note=f"measurement method changed ({before.method} → {after.method})")
     if "skipped" in (before.status, after.status):
         return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr, note="skipped")
     if _failed(after):
