@@ -111,6 +111,9 @@ NEW_LEVEL_RUN = 2
 NEW_LEVEL_UNSEEN_MISSES = 1
 #: Commits before the segment at its level that show a series visits it (alternates): fewer, a return is a revert.
 ALTERNATION_VISITS = 2
+#: The usual runner's and commit-to-commit spreads (in thresholds) from which the next commits cannot confirm: real CI
+#: runners hold such a series 4-6 commits away from its level and leave, as a step holds (scripts/real_ci_noise.py).
+PHASE_SPREAD = 1.0
 # placement
 #: Commits from the agreed commit within which a change point is the same step, and may move.
 ALIGN_REACH = 8

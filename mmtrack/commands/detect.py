@@ -142,8 +142,9 @@ def run_detect(
         else:
             keys = list(series)
         # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
-        if columns is None:
-            columns = q.series_columns(store, keys, keep_cache=request.store_results)
+        if columns is None:  # detect that stores its results keeps the series cache too
+            read = writes.series_columns_keeping_cache if request.store_results else q.series_columns
+            columns = read(store, keys)
         order = read_commit_order(store, request)
         analysed = [in_order(usable, order) for cols in columns if (usable := cols.usable()).values]
         # Half of the series on the second core when there are many: 500 series take about 0.4 s on one.
