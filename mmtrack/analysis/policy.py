@@ -77,6 +77,11 @@ SETTLE_Z = 2.0
 #: Newest commits judged by the per-commit gate's rules (suspected, then settled by the next ones): the rank test
 #: proves a step only once this many commits hold it.
 NEWEST_COMMITS = 5
+#: Log likelihood ratio of "a step" that the newest commits together, each within the series' own noise, must reach.
+NEWEST_EVIDENCE = 3.5
+#: Commits of the current segment before a newest level is read against its density: a young one has not shown its
+#: runner levels yet (one step's tail read as the next step).
+NEWEST_SEGMENT = 30
 # frames
 #: A run within this (log) of the history's median shift ran on the usual runner.
 RUN_SETTLED = 0.03
