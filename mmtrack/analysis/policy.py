@@ -115,7 +115,7 @@ NEW_LEVEL_RUN = 2
 #: Next commits that may fall short of the threshold when a level no commit came near confirms.
 NEW_LEVEL_UNSEEN_MISSES = 1
 #: Commits before the segment at its level that show a series visits it (alternates): fewer, a return is a revert.
-ALTERNATION_VISITS = 2
+ALTERNATION_VISITS = 6
 # placement
 #: Commits from the agreed commit within which a change point is the same step, and may move.
 ALIGN_REACH = 8
