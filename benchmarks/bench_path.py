@@ -18,7 +18,9 @@ fresh process, timed from outside:
   on the touched series, republish);
 * **nothing new**: ``mmtrack publish`` and ``mmtrack update`` again;
 * with ``--baseline DIR``: ``import-asv`` of that source tree (e.g. ``git archive`` of an
-  earlier commit) into its own store, in the same run, for results/s side by side.
+  earlier commit) into its own store, in the same run, for results/s side by side; and the warm
+  update of that tree, alternating with this one's, each on a site its own code published (a
+  nightly's site is its own code's: a site of other analysis code is rebuilt whole).
 
 Cold steps and ``asv publish`` alternate ``--repeat`` times; medians are reported, and the
 ratios the issue asks for are printed at the end. Nothing runs at import.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import resource
 import shutil
@@ -38,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,6 +64,36 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path, label: str = "") -> tup
     return secs, proc.stdout
 
 
+def _time_asv_publish(skip: bool, conf: Path, env: dict[str, str], work: Path, cold: dict[str, list[float]],
+                      cpu: dict[str, list[float]]) -> float:
+    """``asv publish`` of the history, its wall and CPU seconds added to ``cold`` and ``cpu``: the wall seconds (NaN
+    with ``skip``)."""
+    if skip:
+        return math.nan
+    shutil.rmtree(work / "asv" / "html", ignore_errors=True)
+    secs, _ = _run([sys.executable, "-m", "asv", "publish", "--config", str(conf), "--no-pull"], env, work / "asv",
+                   "asv")
+    cold["asv"].append(secs)
+    cpu["asv"].append(CPU["asv"])
+    return secs
+
+
+def _warm_rounds(codes: dict[str, tuple[dict[str, str], Path]], repeat: int, update: list[str], work: Path,
+                 fresh: Any) -> tuple[dict[str, list[tuple[float, float, float]]], str]:
+    """Each code's warm update ``repeat`` times, the codes alternating (both see the same load), each from ``fresh``
+    copies of its own site: (wall s, CPU s, load) per round by label, and the output of this tree's last round."""
+    rounds: dict[str, list[tuple[float, float, float]]] = {k: [] for k in codes}
+    out_warm = ""
+    for _ in range(repeat):
+        for label, (code_env, before_site) in codes.items():
+            fresh(before_site)
+            load = os.getloadavg()[0]
+            t_round, out = _run(update, code_env, work, label)
+            out_warm = out if label == "warm" else out_warm
+            rounds[label].append((t_round, CPU[label], load))
+    return rounds, out_warm
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--benchmarks", type=int, default=100)
@@ -70,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="10 x 60 x 5")
     ap.add_argument("--baseline", type=Path, help="another mmtrack source tree whose import-asv is timed beside")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--no-asv", action="store_true", help="leave asv publish out (for the warm update's figures)")
     args = ap.parse_args(argv)
     if args.quick:
         args.benchmarks, args.commits = 10, 60
@@ -100,11 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                                         "baseline_import": []}
         cpu: dict[str, list[float]] = {k: [] for k in cold}
         for r in range(args.repeat):
-            shutil.rmtree(work / "asv" / "html", ignore_errors=True)
-            secs, _ = _run([sys.executable, "-m", "asv", "publish", "--config", str(conf), "--no-pull"], env, work / "asv",
-                           "asv")
-            cold["asv"].append(secs)
-            cpu["asv"].append(CPU["asv"])
+            asv_s = _time_asv_publish(args.no_asv, conf, env, work, cold, cpu)
             url = f"sqlite:///{work / f'store{r}.db'}"
             site = work / f"site{r}"
             t_imp, _ = _run([*mm, "import-asv", str(results), "--db", url], env, work, "import")
@@ -124,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                                base_env, work, "baseline_import")
                 cold["baseline_import"].append(secs)
                 cpu["baseline_import"].append(CPU["baseline_import"])
-            print(f"  cold run {r + 1}: asv publish {cold['asv'][-1]:.1f} s; mmtrack import {t_imp:.1f} s +"
+            print(f"  cold run {r + 1}: asv publish {asv_s:.1f} s; mmtrack import {t_imp:.1f} s +"
                   f" detect {t_det:.1f} s + publish {t_pub:.1f} s = {cold['path'][-1]:.1f} s"
                   + (f"; baseline import {cold['baseline_import'][-1]:.1f} s" if args.baseline else ""))
 
@@ -142,17 +173,27 @@ def main(argv: list[str] | None = None) -> int:
 
         copy_store("store0.db", "before.db")
         shutil.copytree(site, work / "site-before", symlinks=True)
+        codes = {}
+        if args.baseline:
+            base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+            shutil.copytree(site, work / "site-before-base", symlinks=True)
+            copy_store("before.db", "store0.db")
+            _run([*mm, "publish", "-o", str(work / "site-before-base"), "--db", url, "--no-progress", "--title",
+                  "bench"], base_env, work)
+            codes["baseline_warm"] = (base_env, work / "site-before-base")
+        codes["warm"] = (env, work / "site-before")  # last in each round: "nothing new" then updates its own site
         write_asv_results(results, model, commits=[commits[-1]])
-        warm: list[float] = []
-        warm_cpu: list[float] = []
-        for r in range(args.warm_repeat):
+
+        def fresh(before_site: Path) -> None:  # the store and site as they stood before the commit landed
             copy_store("before.db", "store0.db")
             shutil.rmtree(site)
-            shutil.copytree(work / "site-before", site, symlinks=True)
-            t_round, out_warm = _run(update, env, work, "warm")
-            warm.append(t_round)
-            warm_cpu.append(CPU["warm"])
-        t_warm, CPU["warm"] = statistics.median(warm), statistics.median(warm_cpu)
+            shutil.copytree(before_site, site, symlinks=True)
+
+        rounds, out_warm = _warm_rounds(codes, args.warm_repeat, update, work, fresh)
+        for label, runs in rounds.items():
+            CPU[label] = statistics.median(c for _, c, _ in runs)
+        warm = [w for w, _, _ in rounds["warm"]]
+        t_warm = statistics.median(warm)
         t_noop_upd, out_noop_upd = _run(update, env, work, "noop_update")
         t_start, _ = _run([*mm, "--help"], env, work, "start")  # what a process start and the CLI cost here
         print(f"  warm, one new commit: mmtrack update {', '.join(f'{w:.2f}' for w in warm)} s (median {t_warm:.2f} s)"
@@ -169,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             "one_new_commit_update_s": t_warm, "one_new_commit_update_runs_s": warm, "nothing_new_publish_s": t_noop_pub, "nothing_new_update_s": t_noop_upd,
             "import_results_per_s": n_results / med(cold["import"]),
             "cpu_s": {**{f"cold_{k}": med(v) for k, v in cpu.items() if v},
-                      **{k: CPU[k] for k in ("warm", "noop_publish", "noop_update", "start")}},
+                      **{k: CPU[k] for k in ("warm", "noop_publish", "noop_update", "start", *rounds)}},
+            "one_new_commit_update_rounds": rounds,
             "cli_start_s": t_start,
         }
         if cold["baseline_import"]:
@@ -178,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"(wall seconds; CPU seconds of the child in brackets. `mmtrack --help` alone: {t_start:.2f} s"
               f" [{c['start']:.2f}])")
+        fig.setdefault("cold_asv_s", math.nan)  # --no-asv
+        c.setdefault("cold_asv", math.nan)
         print(f"cold path (import + detect + publish): {fig['cold_path_s']:.1f} s;"
               f" asv publish: {fig['cold_asv_s']:.1f} s;"
               f" ratio {fig['cold_path_s'] / fig['cold_asv_s']:.2f} (target <= 0.33)"
@@ -187,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
               f" {c['cold_publish']:.1f}]")
         print(f"one new commit, mmtrack update: {t_warm:.2f} s [CPU {c['warm']:.2f}] (target <= 2 s, process start"
               " included)")
+        for label, runs in rounds.items():
+            each = ", ".join(f"({w:.2f}, {u:.2f}, {ld:.1f})" for w, u, ld in runs)
+            print(f"  {label}: runs (wall s, CPU s, load) {each}"
+                  f"; median wall {statistics.median(w for w, _, _ in runs):.2f} s, CPU {CPU[label]:.2f} s")
         print(f"nothing new: mmtrack publish {t_noop_pub:.2f} s [CPU {c['noop_publish']:.2f}] (target <= 0.5 s),"
               f" mmtrack update {t_noop_upd:.2f} s [CPU {c['noop_update']:.2f}]")
         line = f"import: {fig['import_results_per_s']:,.0f} results/s [CPU {n_results / c['cold_import']:,.0f}]"

@@ -127,7 +127,7 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
         from .asvbridge.worker import start_fork_server
 
         start_fork_server(path)  # it imports the engine while this process imports the rest and discovers
-    from . import cli_render
+    from . import cli_events
     from .cli_progress import CaseBar
     from .commands.bench import BenchRequest, run_bench
 
@@ -155,7 +155,7 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
         processes=processes,
         instrument=instrument,
     )
-    result = run_bench(request, report=cli_render.bench_events(console), progress=CaseBar(console))
+    result = run_bench(request, report=cli_events.bench_events(console), progress=CaseBar(console))
     sys.exit(result.exit_code)
 
 
@@ -253,14 +253,14 @@ def db_current(db: str) -> None:
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
     """Import an asv results folder (benchmarks.json, <machine>/*.json) into the store."""
-    from . import cli_render
+    from . import cli_results
     from .cli_progress import progress_bar
     from .commands.import_asv import check_results_dir, run_import
 
     check_results_dir(results_dir)  # before the bar: a wrong folder is one line, nothing drawn
     with progress_bar(None if no_progress else err_console, "importing", detail=True) as tick:
         result = run_import(db, results_dir, progress=tick)
-    cli_render.imported(result, console, err_console)
+    cli_results.imported(result, console, err_console)
     sys.exit(result.exit_code)
 
 
@@ -293,7 +293,7 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
 
     Arguments after `--` go to `asv run` unchanged (e.g. `-- -e -a repeat=20`).
     """
-    from . import cli_render
+    from . import cli_events, cli_results
     from .commands.run import RunRequest, run_command
 
     request = RunRequest(
@@ -314,8 +314,8 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
         fail_on=tuple(fail_on),
         instrument=instrument,
     )
-    result = run_command(request, report=cli_render.run_events(console))
-    cli_render.run_gate(result, console)
+    result = run_command(request, report=cli_events.run_events(console))
+    cli_results.run_gate(result, console)
     sys.exit(result.exit_code)
 
 
@@ -346,14 +346,14 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
 def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, alpha, only_changed,
             sort) -> None:
     """Compare every metric of A (before) and B (after): commits (sha, branch, tag) or run ids (run:ID)."""
-    from . import cli_render
+    from . import cli_results
     from .commands.compare import CompareRequest, parse_threshold_for, run_compare
 
     request = CompareRequest(a=a, b=b, db=db, machine=machine, env=env, metrics=tuple(metrics), fmt=fmt,
                              fail_on=tuple(fail_on), threshold=threshold, thresholds=parse_threshold_for(threshold_for),
                              history=history, alpha=alpha, only_changed=only_changed)
     outcome = run_compare(request)
-    out = cli_render.compared(outcome, fmt, only_changed, sort)
+    out = cli_results.compared(outcome, fmt, only_changed, sort)
     _emit(out)
     sys.exit(outcome.exit_code)
 
@@ -378,7 +378,7 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
-    from . import cli_render
+    from . import cli_results
     from .cli_progress import progress_bar
     from .commands.detect import DetectRequest, check_output_options, run_detect
 
@@ -389,9 +389,9 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
-        echo(cli_render.detect_json(outcome))
+        echo(cli_results.detect_json(outcome))
     else:
-        console.print(cli_render.detect_table(outcome, show_all=show_all))
+        console.print(cli_results.detect_table(outcome, show_all=show_all))
     sys.exit(outcome.exit_code)
 
 
@@ -405,14 +405,14 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
 @format_option("table", "json")
 def list_(what, db, machine, env, bench, limit, fmt) -> None:
     """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
-    from . import cli_render
+    from . import cli_results
     from .commands.list import ListRequest, collect
 
     records = collect(ListRequest(what=what, db=db, machine=machine, env=env, benchmark=bench, limit=limit))
     if fmt == "json":
-        echo(cli_render.list_json(records))
+        echo(cli_results.list_json(records))
     else:
-        console.print(cli_render.list_table(what, records))
+        console.print(cli_results.list_table(what, records))
 
 
 @cli.command()
@@ -426,7 +426,7 @@ def list_(what, db, machine, env, bench, limit, fmt) -> None:
 @no_progress_option()
 def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> None:
     """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
-    from . import cli_render
+    from . import cli_results
     from .cli_progress import progress_bar
     from .commands.publish import PublishRequest, run_publish
 
@@ -434,7 +434,7 @@ def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> 
                              benchmark=bench, machine=machine)
     with progress_bar(None if no_progress else err_console, "reading series") as tick:
         result = run_publish(request, progress=tick)
-    cli_render.published(result, console)
+    cli_results.published(result, console)
     sys.exit(result.exit_code)
 
 
@@ -452,7 +452,7 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
     import gc
 
     gc.disable()  # a one-shot process whose objects form no cycles worth collecting; it exits without teardown
-    from . import cli_render
+    from . import cli_results
     from .commands.publish import PublishRequest
     from .commands.update import UpdateRequest
     from .commands.update import update as run_update
@@ -463,7 +463,7 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
         detect=not no_detect, fail_on=tuple(fail_on),
     )
     outcome = run_update(request)
-    cli_render.updated(outcome, console, err_console)
+    cli_results.updated(outcome, console, err_console)
     exit_without_teardown(outcome.exit_code)
 # -- same-machine A/B: continuous, bisect ------------------------------------------------------------
 
@@ -491,7 +491,7 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
                no_save, instrument, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
-    from . import cli_render
+    from . import cli_results
     from .commands.continuous import ContinuousRequest, run_continuous
 
     request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench,
@@ -499,10 +499,10 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
                                 fail_on=tuple(fail_on), db=db,
                                 machine=machine, quick=quick, save=not no_save, instrument=instrument)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
-    out = cli_render.continuous_result(outcome, fmt)
+    out = cli_results.continuous_result(outcome, fmt)
     _emit(out)
     if outcome.why and fmt == "table":
-        cli_render.explanations(outcome.why, console)
+        cli_results.explanations(outcome.why, console)
     sys.exit(outcome.exit_code)
 
 
@@ -523,7 +523,7 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 @instrument_option()
 def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
-    from . import cli_render
+    from . import cli_results
     from .commands.bisect import BisectRequest, run_bisect
 
     request = BisectRequest(good=good, bad=bad, bench=bench, project=Path.cwd(), config=config,
@@ -532,6 +532,6 @@ def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, 
                             metric=metric or ("instructions" if instrument == "callgrind" else "time_per_op"))
     outcome = run_bisect(request, progress=lambda line: err_console.print(line, highlight=False))
     if fmt == "json":
-        echo(cli_render.bisect_json(outcome))
+        echo(cli_results.bisect_json(outcome))
     else:
-        cli_render.bisected(outcome, console)
+        cli_results.bisected(outcome, console)

@@ -88,6 +88,7 @@ class Measurement:
     version: str | None = None  # benchmark code version; a change breaks comparability
     format: MetricFormat = MetricFormat.NUMBER
     display_name: str | None = None
+    method: str | None = None  # the counting method's version (measure/conditions.py); a change breaks it too
 
     @property
     def params_key(self) -> str:
@@ -105,6 +106,7 @@ class Measurement:
         summary: MetricSummary,
         *,
         version: str | None = None,
+        method: str | None = None,
     ) -> "Measurement":
         values = [v for v in summary.values if math.isfinite(v)]
         st = sample_stats(values) if values else {}
@@ -126,6 +128,7 @@ class Measurement:
             version=version,
             format=summary.format,
             display_name=summary.display_name,
+            method=method,
         )
 
     def scaled(self, factor: float) -> "Measurement":

@@ -44,8 +44,9 @@ Gates side by side, on the same series:
 * ``asv compare``: asv's rule, factor 1.1 plus ``asv._stats.is_different`` on the two
   commits' samples (what ``asv compare`` does).
 
-Usage: python -m scripts.eval_gate [--series N] [--suites N] [--seed S] [--baseline REV] [--scenarios ci,bootstrap,suites,reverts]
-       [--revert-after 5,10,20] [--json PATH]
+Usage: python -m scripts.eval_gate [--series N] [--suites N] [--seed S] [--baseline REV]
+       [--scenarios ci,bootstrap,suites,reverts,realnoise] [--revert-after 5,10,20]
+       [--real-steps 0.05,0.1,0.2,0.5] [--show-alarms N] [--json PATH]
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ from scripts.ci_noise import (
     tier_of,
 )
 from scripts.eval_detect import load_noise_sources, make_history, measurement, shared_dir
+from scripts.real_ci_noise import load_sources as load_real_sources
+from scripts.real_ci_noise import real_ci_series
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -161,6 +164,7 @@ class Series:
     _ms: list[Measurement] = field(default_factory=list)
     model: SeriesModel | None = None  # what drew it (the CI model's lone series): the oracle's knowledge
     runners: np.ndarray | None = None  # the runner type of each commit, shared by its suite (suites only)
+    source: str = ""  # the machine whose real noise it was resampled from (realnoise only)
 
     @property
     def measurements(self) -> list[Measurement]:
@@ -512,6 +516,87 @@ def reading_of(s: Series) -> str:
     return f"{row.verdict} ({'below the threshold' if note.startswith('×') else ' '.join(note.split()[:4]) or 'no note'})"
 
 
+# --------------------------------------------------------------------------- real CI-runner noise, resampled
+
+
+def real_noise_populations(rng: np.random.Generator, pools: dict, n: int, length: int, tier: str,
+                           sizes: Sequence[float]) -> dict[str, list[Series]]:
+    """``n`` series of ``tier`` each (:func:`scripts.real_ci_noise.real_ci_series`, each from a machine drawn at
+    random): A/A ("aa"), and for each step size a +size step at a commit after the first ``WINDOW``."""
+    machines = sorted(pools)
+
+    def draw() -> tuple[np.ndarray, list[np.ndarray], str]:
+        machine = machines[int(rng.integers(len(machines)))]
+        return *real_ci_series(rng, pools[machine], length, tier), machine
+
+    out: dict[str, list[Series]] = {"aa": []}
+    for _ in range(n):
+        values, samples, machine = draw()
+        out["aa"].append(Series(values, samples, tier, source=machine))
+    for size in sizes:
+        out[f"+{size:.0%}"] = []
+        for _ in range(n):
+            values, samples, machine = draw()
+            at = int(rng.integers(WINDOW, length - LATER))
+            out[f"+{size:.0%}"].append(Series(*inject_step(values, samples, at, size), tier, at, source=machine))
+    return out
+
+
+def evaluate_real_noise(rng: np.random.Generator, pools: dict, n: int, length: int, sizes: Sequence[float],
+                        gate: Gate, show: int, tiers: Sequence[str] = ("quiet", "mid", "noisy")) -> dict:
+    """Per tier, on series resampled from real CI runners' noise (:mod:`scripts.real_ci_noise`): confirmed false
+    alarms per 100 A/A commits (and flagged as the newest commit), and the recall of +5/10/20/50% steps (flagged
+    regressed as the newest commit / confirmed by the next ``LATER``). The first ``show`` confirmed false alarms are
+    printed with their note and the commits around them: what confirmed them. Every tier's series are drawn, and
+    those of ``tiers`` judged: the same seed draws the same series whichever tiers are judged."""
+    sources = ", ".join(f"{m} {len(p)} series" for m, p in sorted(pools.items()))
+    print(f"\n== real CI-runner noise, resampled ({sources}): "
+          f"{n} series per tier and kind, {length} commits")
+    kinds = [f"+{size:.0%}" for size in sizes]
+    print(f"{'tier':<7}{'A/A flag':>9}{'conf':>7}{'commits':>8} | " + " | ".join(f"{k:>5} conf" for k in kinds))
+    out: dict = {}
+    shown = 0
+    for tier in ("quiet", "mid", "noisy"):
+        pops = real_noise_populations(rng, pools, n, length, tier, sizes)
+        if tier not in tiers:
+            continue
+        tally, alarms = Tally(), []
+        for s in pops["aa"]:
+            for t in range(WINDOW, len(s.medians) - LATER):
+                now, (final, state) = gate(s.measurements, s.medians, t)
+                tally.aa(now, final, state, tier)
+                if final in FLAGS and state == "confirmed":
+                    alarms.append((s, t))
+        fa = tally.false_alarms()
+        row: dict = {"aa_commits": fa["commits"], "aa_flagged_per_100": fa["any"],
+                     "aa_confirmed_per_100": fa["confirmed"],
+                     "confirmed_by_machine": dict(collections.Counter(s.source for s, _ in alarms))}
+        for kind in kinds:
+            judged = [gate(s.measurements, s.medians, s.step_at) for s in pops[kind]]  # type: ignore[arg-type]
+            n_judged = len(judged)
+            row[kind] = {"series": n_judged, "flagged": sum(now == "regressed" for now, _ in judged) / n_judged,
+                         "confirmed": sum(f == "regressed" and st == "confirmed" for _, (f, st) in judged) / n_judged}
+        out[tier] = row
+        print(f"{tier:<7}{fa['any']:>9.2f}{fa['confirmed']:>7.2f}{fa['commits']:>8} | " + " | ".join(
+            f"{row[k]['flagged']:>5.2f}{row[k]['confirmed']:>5.2f}" for k in kinds))
+        for s, t in alarms:
+            if shown < show:
+                print_alarm(s, t)
+                shown += 1
+    return out
+
+
+def print_alarm(s: Series, t: int) -> None:
+    """One confirmed A/A false alarm: the row once the next commits are in, and the commits around it (×level)."""
+    history = list(s.medians[max(0, t - HISTORY) : t])
+    row = gate_now.compare_pair(s.measurements[t - 1], s.measurements[t], None, history,
+                                list(s.medians[t + 1 : t + 1 + LATER]))
+    level = float(np.median(history))
+    around = " ".join(f"{v / level:.2f}" for v in s.medians[t - 8 : t + 1 + LATER])
+    print(f"    {s.tier} {s.source} c{t}: {row.verdict} ({row.state}) z={row.history_z or 0:.1f} "
+          f"{row.note[:150]!r}\n      x level, c{t - 8}..c{t + LATER}: {around}")
+
+
 # --------------------------------------------------------------------------- suites: series sharing runners
 
 
@@ -647,11 +732,18 @@ def main(argv: list[str] | None = None) -> int:
         "--scenarios", default="ci,bootstrap,suites",
         help="comma-separated: ci (CI-runner model, lone series), bootstrap (MetPy/conda), suites (CI-runner "
         "model, series sharing their runners, judged run by run), reverts (CI-runner model, lone series per tier: "
-        "a step reverted after --revert-after commits, beside first steps; not in the default)",
+        "a step reverted after --revert-after commits, beside first steps; not in the default), realnoise (series "
+        "resampled from real CI runners' asv results, scripts/real_ci_noise.py, per tier; not in the default)",
     )
     ap.add_argument("--suites", type=int, default=20, help="suites in the suites scenario (20 series each)")
     ap.add_argument("--revert-after", default="5,10,20",
                     help="commits after which the reverts scenario reverts its step, comma-separated")
+    ap.add_argument("--real-steps", default="0.05,0.10,0.20,0.50",
+                    help="step sizes whose recall the realnoise scenario measures, comma-separated")
+    ap.add_argument("--real-tiers", default="quiet,mid,noisy",
+                    help="tiers the realnoise scenario judges, comma-separated (every tier's series are drawn)")
+    ap.add_argument("--show-alarms", type=int, default=0,
+                    help="print this many of the realnoise scenario's confirmed false alarms, with their commits")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     ap.add_argument("--history", type=int, default=WINDOW, help=f"commits of history per verdict (default {WINDOW})")
     ap.add_argument("--no-samples", action="store_true",
@@ -691,6 +783,15 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(args.seed)
         after = [int(k) for k in args.revert_after.split(",")]
         results["reverts"] = evaluate_reverts(rng, args.series, args.length, after, gates["mmtrack"])
+    if "realnoise" in scenarios:
+        pools = load_real_sources(shared_dir() / "data" / "asv-results")
+        if not pools:
+            print(f"\nno CI-runner asv results under {shared_dir() / 'data' / 'asv-results'}: realnoise skipped")
+        else:
+            rng = np.random.default_rng(args.seed)
+            sizes = [float(x) for x in args.real_steps.split(",")]
+            results["realnoise"] = evaluate_real_noise(rng, pools, args.series, args.length, sizes, gates["mmtrack"],
+                                                       args.show_alarms, args.real_tiers.split(","))
     if "suites" in scenarios:
         rng = np.random.default_rng(args.seed)
         results["suites"] = evaluate_suites(ci_suites(rng, args.suites, 20, args.length, 4), args.length)

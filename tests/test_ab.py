@@ -141,8 +141,8 @@ def test_continuous_json_has_compare_json_shape_plus_the_ab_block():
     fields (full shas, machine, environment), same schema_version; continuous adds `ab`."""
     from datetime import datetime, timezone
 
-    from mmtrack.cli_render import compared as render_compare
-    from mmtrack.cli_render import continuous_result as render_continuous
+    from mmtrack.cli_results import compared as render_compare
+    from mmtrack.cli_results import continuous_result as render_continuous
     from mmtrack.commands.compare import CompareOutcome, Side as CompareSide
     from mmtrack.commands.continuous import ContinuousOutcome
 
@@ -493,11 +493,13 @@ def test_bad_input_is_one_line_and_exit_2(project, case):
             "bisect bench selects nothing": "-b 'crnch' selects none of the 2 benchmark(s)"}[case] in lines[0]
 
 
-def test_the_selection_is_read_by_asvs_own_discovery_in_the_first_build(project):
+def test_the_selection_is_read_by_asvs_own_discovery_in_the_first_build(project, monkeypatch):
     """-b is checked once the first commit is built (asv's rule: a parameterised benchmark's name with its
     parameters matches too), so a typo costs one build, not every build and a round."""
     from mmtrack.ab.interleave import build_side, discovered, make_plan
 
+    # The suite imports mmtrack: from this checkout, as every other test's asv processes do (not an installed one).
+    monkeypatch.setenv("ASV_PYTHONPATH", project["env"]["ASV_PYTHONPATH"])
     repo, shas = project["repo"], project["shas"]
     suite = ["bench_ab.Crunch.time_crunch", "bench_ab.Crunch.track_crunch_engine"]
 
@@ -737,7 +739,7 @@ def test_bisect_round_alpha_decides_the_culprits_verdict_not_the_search(monkeypa
     import json
 
     import mmtrack.ab.bisect as bisect_mod
-    from mmtrack.cli_render import bisect_json as to_json
+    from mmtrack.cli_results import bisect_json as to_json
 
     commits = [f"{i:040x}" for i in range(65)]
     monkeypatch.setattr(bisect_mod, "first_parent_range", lambda repo, good, bad: commits[1:])

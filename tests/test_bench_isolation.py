@@ -253,7 +253,7 @@ def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeyp
 
     from rich.console import Console
 
-    from mmtrack.cli_render import bench_events
+    from mmtrack.cli_events import bench_events
     from mmtrack.commands import bench as bench_command
     from mmtrack.store import db
 

@@ -86,6 +86,8 @@ def test_chunk_sizes_are_powers_of_two_from_an_instruction_count():
     assert chunk_for(4_000_000) == 1
     assert chunk_for(1_000, target=4_000_000) == 4096
     assert chunk_for(1_010, target=4_000_000) == 4096  # a 1% change keeps the chunk
+    assert chunk_for(1_500_000) == 4  # past the target in one op, yet four ops while under 4 M instructions
+    assert chunk_for(50_000) == 32  # small ops: the target alone decides
 
 
 @needs_valgrind
@@ -227,3 +229,74 @@ def test_bench_keeps_both_runs_profiles_and_says_why_a_count_regressed(tmp_path)
     out = second.stdout
     assert "why grow.Grow.track_sum changed" in out, out
     assert "bench-run-1" in out and "bench-run-2" in out  # the two profiles callgrind_annotate read
+
+
+
+STILL = textwrap.dedent('''
+    import mmtrack
+
+    class Still:
+        params = [[3], ["-"]]
+        param_names = ["size", "by"]  # not in sorted order: the store keeps them sorted, the profile's name does too
+
+        def setup(self, size, by):
+            self.parts, self.by = "abc"[:size], by
+
+        @mmtrack.bench()
+        def track_join(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                self.by.join(self.parts)
+''')
+
+
+def _linked_profiles(site: Path, bench: str) -> list[str]:
+    """The profiles the benchmark page's instruction count series links, one per point, oldest first."""
+    from mmtrack.publish import bench_id
+
+    text = (site / "data" / "b" / f"{bench_id(bench)}.meta.js").read_text()
+    meta = json.loads(text[text.index(",") + 1 : text.rindex(")")])
+    (counted,) = [s for s in meta["series"] if s["metric"].startswith("callgrind/instructions")]
+    assert not [s for s in meta["series"] if s is not counted and "profiles" in s]  # the case's others find them
+    assert [p for p, _ in counted["profiles"]] == sorted({p for p, _ in counted["profiles"]})  # one per commit
+    return [rel for _, rel in counted["profiles"]]
+
+
+@needs_valgrind
+def test_the_benchmark_pages_link_each_saved_runs_kept_profile(tmp_path, monkeypatch):
+    """`bench --instrument callgrind` of two benchmarks at one commit, then of one of them at the next, `publish`
+    after each: each page's points link their run's kept profile, copied into the site byte for byte. The second
+    publish carries one benchmark's pages on and keeps the other's (with their copies): the same site as a
+    publish from scratch."""
+    import subprocess
+
+    from mmtrack.commands.publish import PublishRequest, publish
+
+    root = tmp_path / "proj"
+    (root / "benchmarks").mkdir(parents=True)
+    (root / "benchmarks" / "grow.py").write_text(GROWING)
+    (root / "benchmarks" / "still.py").write_text(STILL)
+    (root / ".gitignore").write_text(".mmtrack/\n")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True, capture_output=True)
+    monkeypatch.chdir(root)  # publish links the profiles kept under ./.mmtrack
+    db, kept = f"sqlite:///{root / '.mmtrack' / 'mmtrack.db'}", root / ".mmtrack" / "profiles"
+    site = tmp_path / "site"
+    for work, only in (("200", ()), ("260", ("-b", "grow"))):
+        (root / "benchmarks" / "work.txt").write_text(work)
+        for args in (["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", work]):
+            subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+        done = run_cli("bench", "benchmarks", "--instrument", "callgrind", *only, cwd=root, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        model, _ = publish(PublishRequest(out=site, db=db))
+    assert model is not None and not model.series.loaded  # carried on: no series read whole
+    grow, still = _linked_profiles(site, "grow.Grow.track_sum"), _linked_profiles(site, "still.Still.track_join")
+    assert [rel.split("/")[1] for rel in grow] == ["bench-run-1", "bench-run-2"], grow
+    assert [rel.split("/")[1] for rel in still] == ["bench-run-1"], still
+    for rel in grow + still:
+        assert (site / rel).read_bytes() == (kept / rel.removeprefix("profiles/")).read_bytes()
+    fresh = tmp_path / "fresh"
+    publish(PublishRequest(out=fresh, db=db))
+    assert _tree(site) == _tree(fresh)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

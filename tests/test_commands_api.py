@@ -1,6 +1,6 @@
 """The verbs in mmtrack/commands/ are a Python API: they return results and print nothing (docs/architecture.md).
 
-The command line renders what they return (mmtrack/cli_render.py); here a Python caller gets the same results
+The command line renders what they return (mmtrack/cli_results.py); here a Python caller gets the same results
 with nothing on its stdout or stderr, and no module of the verbs has a way to the terminal.
 """
 
@@ -18,7 +18,7 @@ METPY_RESULTS = Path(__file__).parent / "data" / "asv-results" / "metpy" / "resu
 #: Calls that write to the terminal, whoever they are called on (a rich console, click, a file of sys).
 WRITING_CALLS = {"print", "echo", "secho", "print_json"}
 #: Modules whose import means output: the terminal's console and the CLI's own modules.
-TERMINAL_MODULES = {"click", "rich.console", "terminal", "cli", "cli_render", "cli_progress"}
+TERMINAL_MODULES = {"click", "rich.console", "terminal", "cli", "cli_events", "cli_results", "cli_progress"}
 
 
 def terminal_writes(source: str) -> list[str]:

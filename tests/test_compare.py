@@ -377,6 +377,28 @@ def test_strays_of_the_tail_one_at_a_time_do_not_stop_a_held_level_from_confirmi
     assert compare_pair(before, after, history=in_a_row, later=held).verdict == "ambiguous"
 
 
+def test_a_level_held_for_five_commits_on_a_noisy_series_is_left_to_detect(monkeypatch):
+    """On a series whose commits stray 15% from its level, five commits holding ×2.2 are a phase as often as a
+    step: real CI runners held such levels for 4-6 commits and left them (scripts/real_ci_noise.py). The next commits
+    no longer confirm it (ambiguous, with why); as the newest commit it is still suspected, and on a quiet series the
+    same five commits confirm it."""
+    from mmtrack.analysis import compare as compare_module
+
+    history = list(np.exp(np.random.default_rng(5).normal(0, 0.15, 100)))
+    before, after, held = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(2.2, cv=0.005, seed=2)), [2.1, 2.3, 2.2, 2.25]
+    row = compare_pair(before, after, history=history, later=held)
+    assert (row.verdict, row.state) == ("ambiguous", None)
+    assert "on a series this noisy (its commits stray 15%)" in row.note and "detect decides" in row.note
+    assert (compare_pair(before, after, history=history).verdict,
+            compare_pair(before, after, history=history).state) == ("regressed", "suspected")
+    monkeypatch.setattr(compare_module, "PHASE_SPREAD", math.inf)  # the rule off: the gate before it confirmed
+    assert compare_pair(before, after, history=history, later=held).state == "confirmed"
+    monkeypatch.undo()
+    quiet = _quiet_history(100, cv=0.01)
+    row = compare_pair(before, meas(noisy(1.25, cv=0.005, seed=2)), history=quiet, later=[1.25, 1.24, 1.26, 1.25])
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+
+
 def test_a_young_history_needs_a_larger_deviation_to_suspect_a_change():
     """30 commits measure a series' spread, and hardly its tail: a +12% commit 4.5 deviations out is
     ambiguous there (5.7 needed, ``history_points``), and suspected against the 100 commits it came from.

@@ -336,7 +336,7 @@ def test_a_quiet_flat_tail_and_a_runner_level_the_series_visits_are_never_suspec
 def test_detect_fails_on_a_suspected_regression_only_when_asked():
     import json
 
-    from mmtrack.cli_render import detect_json as to_json
+    from mmtrack.cli_results import detect_json as to_json
     from mmtrack.commands.detect import DetectOutcome
 
     key, pts = series(noisy_level([1.0] * 95 + [1.3] * 2, seed=4))

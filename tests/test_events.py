@@ -183,7 +183,7 @@ def test_an_event_fails_no_gate_and_is_its_own_json_entry():
     import json
 
     from mmtrack.analysis.detect import DetectPolicy as Policy
-    from mmtrack.cli_render import detect_json, detect_table
+    from mmtrack.cli_results import detect_json, detect_table
     from mmtrack.commands.detect import DetectOutcome
 
     reports, events = run(fleet(1, shift_day=50, code_step=None, reruns=True))

@@ -233,7 +233,7 @@ def test_a_slow_save_without_another_writer_blames_no_writer(tmp_path, monkeypat
     from rich.console import Console
 
     from mmtrack.benchruns import history
-    from mmtrack.cli_render import bench_events
+    from mmtrack.cli_events import bench_events
     from mmtrack.commands import bench as bench_command
     from test_bench_isolation import GOOD, HEADER
     from test_hostile_suite import make_suite

@@ -397,3 +397,46 @@ def test_a_regressed_count_links_both_commits_kept_callgrind_profiles(page, tmp_
         assert copied.is_relative_to(site) and commit.sha in href  # copied into the site: the site stays whole
         assert copied.read_bytes() == (kept / commit.sha / "suite.time_parse.64ops.callgrind.out").read_bytes()
     assert page.problems == []
+
+
+def test_a_benchmark_page_links_the_kept_callgrind_profile_of_each_point(page, tmp_path) -> None:
+    """`run` keeps a profile per commit, `bench` per saved run: the benchmark page lists the chosen case's, newest
+    first, and a click on a point of any of its counted series links that point's own."""
+    from mmtrack.publish import SiteModel
+    from benchmarks.synthetic_history import synthetic_commits
+
+    commits = synthetic_commits(4, 0)
+    series = {}
+    for metric in (MetricKey("callgrind", "instructions", "instr/op"), MetricKey("callgrind", "est_cycles", "cycles/op")):
+        key = SeriesKey("m1", "callgrind-cpython-3.11", "suite.time_parse", "{}", metric)
+        series[key] = [SeriesPoint(c, 10 + i, Measurement(key.benchmark, {}, metric, Direction.LOWER,
+                                                          median=1.0e6 + i)) for i, c in enumerate(commits)]
+    kept = tmp_path / "profiles"
+    folders = {1: commits[1].sha, 3: "bench-run-13"}  # commit 3's point came from saved bench run 13
+    for i, folder in folders.items():
+        (kept / folder).mkdir(parents=True)
+        (kept / folder / "suite.time_parse.64ops.callgrind.out").write_text(
+            f"# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\nevents: Ir\nfn=parse\n1 {64 * (i + 1)}\n")
+    site = tmp_path / "site"
+    build_site(SiteModel(series=series, commits=commits, config=SiteConfig(profiles=kept)), site)
+    open_page(page, site, f"b/{bench_id('suite.time_parse')}.html")
+    wait_charts(page, 2)
+    page.wait_for_selector("#profiles-section:not([hidden]) #profiles a[title]")
+    listed = page.eval_on_selector_all("#profiles a[title]", "as => as.map(a => a.href)")
+    assert [href.split("/")[-2] for href in listed] == [folders[3], folders[1]]  # newest first
+    for href, i in zip(listed, (3, 1)):
+        copied = Path(href.removeprefix("file://"))
+        assert copied.is_relative_to(site)
+        assert copied.read_bytes() == (kept / folders[i] / "suite.time_parse.64ops.callgrind.out").read_bytes()
+    # A click on commit 3's point of the est_cycles chart (the case's other counted series) links its profile.
+    page.evaluate("() => { const d = Array.from(document.querySelectorAll('#charts .js-plotly-plot'))"
+                  ".find(d => d.layout.title.text.includes('est_cycles'));"
+                  " const t = d.data.findIndex(t => t.name === 'median');"
+                  " d.emit('plotly_click', {points: [{data: d.data[t], pointIndex: 3}]}); }")
+    linked = page.get_attribute("#commit-detail .profiles a", "href")
+    assert linked.endswith("/bench-run-13/suite.time_parse.64ops.callgrind.out")
+    page.evaluate("() => { const d = document.querySelector('#charts .js-plotly-plot');"
+                  " const t = d.data.findIndex(t => t.name === 'median');"
+                  " d.emit('plotly_click', {points: [{data: d.data[t], pointIndex: 2}]}); }")
+    assert page.query_selector("#commit-detail .profiles") is None  # commit 2 kept none
+    assert page.problems == []

@@ -227,7 +227,7 @@ def test_fast_constructors_build_the_same_frozen_records():
 
     fmt = Measurement.__dataclass_fields__["format"].default
     args = ("b", {"n": "1"}, PRIMARY, Direction.LOWER, "ok", 1.0, 1.5, 2.0, 0.5, 2.5,
-            None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", fmt, "x")  # fmt: skip
+            None, None, 0.9, 1.1, 3, (1.0, 2.0), "v1", fmt, "x", "callgrind 2")  # fmt: skip
     fast = points._new_measurement(*args)
     assert type(fast) is Measurement and fast == Measurement(*args)
     assert repr(fast) == repr(Measurement(*args))
@@ -341,8 +341,22 @@ def _cache_rows(store) -> dict[int, tuple[int, int, int]]:
         return {r[0]: tuple(r[1:]) for r in q.fetch_sql(conn, "SELECT series_id, changes, appends, max_run_id FROM series_cache")}
 
 
+def test_a_read_writes_no_cache_blob_and_names_the_ones_due(store):
+    """Reads never write: ``series_columns`` leaves series_cache as it was, and says which blobs are due;
+    ``writes.series_columns_keeping_cache`` writes exactly those, the same columns read."""
+    for i in (1, 2):
+        _record(store, i, engine_stats())
+    keys = q.list_series(store)
+    done = q.read_series_columns(store, keys)
+    assert not _cache_rows(store) and done.blobs_due
+    assert q.series_columns(store, keys) == done.columns and not _cache_rows(store)
+    kept = writes.series_columns_keeping_cache(store, keys)
+    assert kept == done.columns and set(_cache_rows(store)) == set(done.blobs_due)
+    assert not q.read_series_columns(store, keys).blobs_due  # every blob current now
+
+
 def test_detect_cache_gives_what_the_measurement_table_gives(store, monkeypatch):
-    """series_columns(keep_cache=True) keeps each series row's columns in series_cache: a series
+    """writes.series_columns_keeping_cache keeps each series row's columns in series_cache: a series
     whose counters did not move is read from its blob, one that only gained newer points from its blob
     plus the new runs, and any other write (an older commit, a second run of a commit, a dirty run, a
     failed case) rereads it whole. Every read equals the per-series read."""
@@ -350,7 +364,7 @@ def test_detect_cache_gives_what_the_measurement_table_gives(store, monkeypatch)
     for i in (1, 2, 3):
         _record(store, i, plain, failed=True)
     keys = q.list_series(store)
-    _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
+    _columns_as_series_reads_them(store, writes.series_columns_keeping_cache(store, keys))
     first = _cache_rows(store)
     assert first and all(max_run > 0 for _, _, max_run in first.values())
 
@@ -365,21 +379,21 @@ def test_detect_cache_gives_what_the_measurement_table_gives(store, monkeypatch)
     # a newer commit: an append, read from the blob plus the new run; the blob is rewritten only once
     # CACHE_TAIL points have piled up behind it
     newest = _record(store, 9, engine_stats(scale=2.0), failed=True)
-    cols = q.series_columns(store, keys, keep_cache=True)
+    cols = writes.series_columns_keeping_cache(store, keys)
     _columns_as_series_reads_them(store, cols)
     assert max(c.values[-1] / c.values[0] for c in cols if c.values and c.values[0] > 0) > 1.5
     assert _cache_rows(store) == first
     monkeypatch.setattr(columns, "CACHE_TAIL", 1)
-    _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
+    _columns_as_series_reads_them(store, writes.series_columns_keeping_cache(store, keys))
     assert {sid: row[2] for sid, row in _cache_rows(store).items()} == {sid: newest for sid in first}
 
     # writes that are not appends: an older commit, a second run of a commit, a dirty run
     _record(store, 5, engine_stats(scale=3.0))
-    _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
+    _columns_as_series_reads_them(store, writes.series_columns_keeping_cache(store, keys))
     _record(store, 9, plain, started=T0.replace(hour=5))
-    _columns_as_series_reads_them(store, q.series_columns(store, keys, keep_cache=True))
+    _columns_as_series_reads_them(store, writes.series_columns_keeping_cache(store, keys))
     _record(store, 10, engine_stats(scale=4.0), dirty=True)
-    cols = q.series_columns(store, keys, keep_cache=True)
+    cols = writes.series_columns_keeping_cache(store, keys)
     _columns_as_series_reads_them(store, cols)
     _columns_as_series_reads_them(store, q.series_columns(store, keys))  # from the blobs just written
     with store.read() as conn:

@@ -13,7 +13,7 @@ from mmtrack.analysis.detect import DetectPolicy, SeriesReport
 from mmtrack.analysis.render import render_markdown, render_table
 from mmtrack.analysis.compare import compare_measurements
 from mmtrack.commands.detect import DetectOutcome
-from mmtrack.cli_render import detect_table
+from mmtrack.cli_results import detect_table
 from mmtrack.measure.metrics import Direction, MetricSummary
 from mmtrack.results import ChangePoint, Measurement, MetricKey, SeriesKey
 from mmtrack.tables import left_ellipsis, wrap_at_dots

@@ -49,7 +49,8 @@ decide, and a confirmed one stays ambiguous when every later run moved with it a
 pool that changed, or a change to everything, which only the same-machine A/B tells apart.
 Given the commit of each history value (:class:`RunLabels`), the same suite also takes its runner
 levels out of each series' history before a run on the usual runner is judged (:mod:`.frames`): a step
-onto a level that only other runner types reached before then stands out.
+onto a level that only other runner types reached before then stands out. A deterministic series (counts under
+callgrind, :mod:`.deterministic`) takes no part in either: no runner moves it, its verdict is its two counts'.
 
 **Contention** (:mod:`.contention`): where either side of a single-threaded CPU-domain case waited for a
 CPU (its wall time well beyond its CPU time per op), its wall-clock rows take the verdict of its CPU time per op.
@@ -93,6 +94,7 @@ from .policy import (
     EDGE_BAND,
     EVIDENCE,
     HISTORY_WINDOW,
+    PHASE_SPREAD,
     QUARTILE_MIN_COUNT,
     RUN_SHARE,
     SIGNIFICANT_BELOW,
@@ -320,9 +322,10 @@ def compare_pair(
 
 
 def _without_numbers(base: dict, before: Measurement | None, after: Measurement | None, thr: float) -> Row | None:
-    """The verdicts no number decides: new, removed, not comparable (the benchmark code version changed, or a side
-    was skipped), failed (still / started failing) and fixed. Reads each side's presence, status, code version and
-    whether its median is a finite number; None where the medians must decide."""
+    """The verdicts no number decides: new, removed, not comparable (the benchmark code version or the counting
+    method changed, or a side was skipped), failed (still / started failing) and fixed. Reads each side's presence,
+    status, code version, counting method and whether its median is a finite number; None where the medians must
+    decide."""
     if before is None:
         return Row(**base, verdict="new", before=None, after=after, threshold=thr)
     if after is None:
@@ -330,6 +333,9 @@ def _without_numbers(base: dict, before: Measurement | None, after: Measurement 
     if before.version is not None and after.version is not None and before.version != after.version:
         return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr,
                    note="benchmark code changed")
+    if before.method and after.method and before.method != after.method:  # a new method moves counts once
+        return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr,
+                   note=f"measurement method changed ({before.method} → {after.method})")
     if "skipped" in (before.status, after.status):
         return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr, note="skipped")
     if _failed(after):
@@ -526,6 +532,8 @@ def _on_segment_noise(pair: _Pair, noise: SegmentNoise, beyond: bool, p: float |
     by_density = (distance.near >= 1 or distance.z < distance.z_bar) and beyond and young is None and unseen_step(
         noise, pair.history, pair.a, pair.threshold, pair.policy)  # type: ignore[arg-type]
     state, held_value, went_back, held_back = _persistence(pair, noise, distance.near, by_density, beyond)
+    if state == "confirmed" and (row := _phase_row(pair, noise, held_value, distance.z, fields)) is not None:
+        return row
     if not went_back and held_value and (row := _came_earlier_row(pair, noise, distance.z, fields)) is not None:
         return row
     if (row := _within_noise_row(pair, noise, distance, state, by_density, beyond, p, fields)) is not None:
@@ -597,6 +605,23 @@ def _persistence(pair: _Pair, noise: SegmentNoise, near: int, by_density: bool,
     back = noise.back_to_earlier(held_value, policy.history_gap, policy.min_history) if held_value else 0
     went_back = back if back and noise.alternates(policy.history_gap) else 0
     return ("refuted" if went_back else state), held_value, went_back, back - went_back
+
+
+def _phase_row(pair: _Pair, noise: SegmentNoise, held_value: float | None, z: float, fields: dict) -> Row | None:
+    """Ambiguous: a level the next commits hold, on a series whose usual runner's spread and commit-to-commit spread
+    (:attr:`.noise.SegmentNoise.usual_sd`, :attr:`~.noise.SegmentNoise.commit_sd`) both reach
+    :data:`.policy.PHASE_SPREAD` thresholds, where runners hold levels for a few commits and leave them; None on a
+    quieter series (one that flips between tight runner levels, whose commits stray far from one to the next,
+    included)."""
+    spread, bar = min(noise.usual_sd, noise.commit_sd), math.log1p(pair.threshold)
+    if spread < PHASE_SPREAD * bar:
+        return None
+    held = held_value or held_median(pair.a, pair.later, pair.policy)
+    shown = f" ×{math.exp(noise.deviation(held)):.2f}" if held else ""
+    return Row(**fields, verdict="ambiguous", history_z=z, note=(
+        f"the next {len(pair.later)} commits held{shown}, but on a series this noisy "
+        f"(its commits stray {math.expm1(spread):.0%}) runners hold a level that long and leave it: "
+        "detect decides once more commits hold it"))
 
 
 def _came_earlier_row(pair: _Pair, noise: SegmentNoise, z: float, fields: dict) -> Row | None:
@@ -940,6 +965,12 @@ def _in_after_frame(
     return frames if frames is not None and frames.known(labels.after) else None
 
 
+def _runner_moves(case: Case) -> bool:
+    """Whether a runner can move the case's series: every metric but a deterministic count (:mod:`.deterministic`),
+    which takes no part in a run's shift or frames and is judged on its two counts alone."""
+    return not deterministic.is_deterministic(case[2])
+
+
 def _flagged(row: Row) -> bool:
     return row.verdict in ("regressed", "improved")
 
@@ -1000,8 +1031,11 @@ def compare_measurements(
     amap = {m.case: m for m in after}
     keys = sorted(set(bmap) | set(amap), key=lambda k: (k[0], k[1], k[2]))
     history, later = history or {}, later or {}
-    runs = runs_of({k: _ok_median(m) for k, m in amap.items()}, {k: _ok_median(m) for k, m in bmap.items()},
-                   {k: m.direction for k, m in amap.items()}, history, later, labels, policy)
+    timed = {k: m for k, m in amap.items() if _runner_moves(k)}
+    runs = runs_of({k: _ok_median(m) for k, m in timed.items()},
+                   {k: _ok_median(m) for k, m in bmap.items() if _runner_moves(k)},
+                   {k: m.direction for k, m in timed.items()},
+                   {k: h for k, h in history.items() if _runner_moves(k)}, later, labels, policy)
     rows = tuple(judge_in_run(bmap.get(k), amap.get(k), policy, history.get(k), later.get(k, ()), runs.get(k))
                  for k in keys)
     rows = contention.read_cpu_time_where_contended(rows, bmap, amap)
@@ -1092,6 +1126,8 @@ def decided_in_run(
     from .frames import fit_frames
 
     policy = policy or ComparePolicy()
+    # A deterministic count is judged at its own commit, at once: later commits and the run settle nothing of it.
+    tails = {c: tail for c, tail in tails.items() if _runner_moves(c)}
     medians = {c: [_ok_median(m) for m in points] for c, (points, _) in tails.items()}
     where = {c: {label: i for i, label in enumerate(labels)} for c, (_, labels) in tails.items()}
     directions = {c: points[-1].direction for c, (points, _) in tails.items() if points}
@@ -1185,6 +1221,7 @@ def suite_runs(
     policy = policy or ComparePolicy()
     cases = list(columns)  # numbered: a run's fit hashes each case many times, and a MetricKey hashes slowly
     cols = [columns[c] for c in cases]
+    moves = [_runner_moves(c) for c in cases]
     where = [{sha: i for i, sha in enumerate(shas)} for shas, _, _, _ in cols]
     wanted: dict[str, list[int]] = {}
     number = {c: n for n, c in enumerate(cases)}
@@ -1197,7 +1234,7 @@ def suite_runs(
         history, later, history_labels, later_labels, before_labels = {}, {}, {}, {}, {}
         for n, (shas, medians, versions, direction) in enumerate(cols):
             i = where[n].get(sha)
-            if i is None or i == 0:
+            if i is None or i == 0 or not moves[n]:
                 continue
             after[n], before[n], directions[n], before_labels[n] = medians[i], medians[i - 1], direction, shas[i - 1]
             at = _history_at(medians, versions, i - 1, window)

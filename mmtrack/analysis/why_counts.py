@@ -38,7 +38,7 @@ def regressed_counts(rows: Iterable) -> list:
 def case_label(row) -> str:
     """The file name stem a case's profile is kept under."""
     m = row.after or row.before
-    return profile_label(row.benchmark, list(dict(m.params).values()) if m else [])
+    return profile_label(row.benchmark, dict(m.params) if m else {})
 
 
 def why_counts_changed(rows: Iterable, before: Path, after: Path, shown: int = SHOWN) -> list[WhyChanged]:

@@ -2,7 +2,7 @@
 
 Valgrind's start-up (an interpreter and mmtrack's imports) is paid once per worker, not once per case, and
 at Valgrind's plain pace: the worker starts with callgrind's instrumentation off and ``vgdb`` switches it on
-before the first case (where vgdb cannot, the worker starts again instrumented throughout: slower, the same
+once the first case's suite is imported (where vgdb cannot, the worker starts again instrumented throughout: slower, the same
 instruction counts). A case that crashes the worker or runs past its time budget fails alone: the worker is ended
 and a fresh one serves the cases after it. The worker's environment and working directory are fixed
 (:func:`worker_environment`), so two runs of one commit read the same counts.
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -73,9 +73,11 @@ def worker_environment(without: Path | None = None) -> dict[str, str]:
     }
 
 
-def profile_label(benchmark: str, param_values: list[str]) -> str:
-    """A case's profile file name stem: the benchmark and its parameter labels, file-name safe."""
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join([benchmark, *param_values]))[:150]
+def profile_label(benchmark: str, params: Mapping[str, str]) -> str:
+    """A case's profile file name stem: the benchmark and its parameter labels in the order of their names (the
+    store's: a reader knows them from there, not from the suite's declaration), file-name safe."""
+    values = [str(v) for _, v in sorted(params.items())]
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join([benchmark, *values]))[:150]
 
 
 def kept_profile(folder: Path, label: str) -> tuple[Path, int] | None:
@@ -170,6 +172,8 @@ class CallgrindSession:
 
     # Instrument from the first job on, not from start-up (scripts/callgrind_targets.py --methods compares both).
     instrument_late = True
+    # ... after the first case's suite is imported (its first case cost 2.5 CPU seconds more, instrumented)
+    import_before_instrumenting = True
 
     def __init__(self, options: RunOptions, timeout: float | None, progress: ProgressFn,
                  keep: Path | None = None, python: Path | None = None, without: Path | None = None) -> None:
@@ -185,21 +189,33 @@ class CallgrindSession:
         self.profiles: dict[str, Path] = {}  # case full name -> its kept profile
         self.late_failed: str | None = None  # why vgdb could not switch the instrumentation on, if it could not
 
-    def _started(self) -> _Worker | str:
+    def _started(self, first: CallgrindJob) -> _Worker | str:
         if self.worker is not None and self.worker.process.poll() is None:
             return self.worker
         self.worker = _Worker(self.scratch, self.python, self.without, instrument_at_start=not self.instrument_late)
         if self.worker.receive(START_TIMEOUT_S) != ("ready",):
-            why = self.worker.why_down()
-            self._drop()
-            return f"could not start the worker under valgrind: {why}"
+            return self._start_failed()
         if self.instrument_late:
+            if self.import_before_instrumenting and not self._loaded(first):
+                return self._start_failed()
             why = callgrind.start_instrumentation(self.worker.process.pid, self.worker.profiles)
             if why is not None:  # no vgdb or no ptrace: start again instrumented throughout (slower, same instructions)
                 self._drop()
                 self.instrument_late, self.late_failed = False, why
-                return self._started()
+                return self._started(first)
         return self.worker
+
+    def _loaded(self, first: CallgrindJob) -> bool:
+        """The first case's suite and package imported before the switch, at Valgrind's plain pace."""
+        assert self.worker is not None
+        sent = self.worker.send(dataclasses.replace(first, load_only=True))
+        return sent and self.worker.receive(START_TIMEOUT_S) == ("loaded",)
+
+    def _start_failed(self) -> str:
+        assert self.worker is not None
+        why = self.worker.why_down()
+        self._drop()
+        return f"could not start the worker under valgrind: {why}"
 
     def _drop(self) -> None:
         if self.worker is not None:
@@ -210,12 +226,12 @@ class CallgrindSession:
         b = case.benchmark
         fail = lambda message: Outcome(b.name, case.param_labels, Status.FAILED, message=message)
         self.progress(case, "starting valgrind", 0, 1)
-        worker = self._started()
+        job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", self.without is not None)
+        worker = self._started(job)
         if isinstance(worker, str):
             return fail(worker)
         self.progress(case, "under callgrind", 0, 1)
         budget = timeout_of(case, self.timeout)
-        job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", self.without is not None)
         reply = worker.receive(0) if not worker.send(job) else worker.receive(budget)
         if reply is None:
             why = (f"over its time budget under valgrind ({budget:g} s of CPU time); raise the benchmark's timeout "
@@ -234,7 +250,7 @@ class CallgrindSession:
         """The case's profile moved under ``keep``, named with the ops its region ran (to compare per op)."""
         assert self.keep is not None
         self.keep.mkdir(parents=True, exist_ok=True)
-        label = profile_label(case.benchmark.name, list(case.param_labels.values()))
+        label = profile_label(case.benchmark.name, case.param_labels)
         return Path(shutil.move(profile, self.keep / f"{label}.{ops}ops.callgrind.out"))
 
     def close(self) -> None:

@@ -1,8 +1,8 @@
 """The worker that runs under ``valgrind --tool=callgrind``: many cases, one Valgrind start-up.
 
 Started by :mod:`.callgrind_pool` as ``valgrind ... python -m mmtrack.asvbridge.callgrind_worker``. It reads
-pickled :class:`CallgrindJob` records from stdin and writes ``("ready",)`` once, then one
-``("outcome", Outcome, profile path)`` per job to what was stdout; the benchmark's own prints go to stderr.
+pickled :class:`CallgrindJob` records from stdin and writes ``("ready",)`` once, then ``("loaded",)`` for a
+job that only imports its suite and one ``("outcome", Outcome, profile path)`` per other job to what was stdout; the benchmark's own prints go to stderr.
 Each case is sampled by :class:`~mmtrack.measure.callgrind.CallgrindRunner`.
 """
 
@@ -25,6 +25,7 @@ class CallgrindJob:
     case: CaseJob
     profiles: Path  # valgrind's --callgrind-out-file, without its ".%p"
     as_asv: bool = False  # import the suite as asv does (a built commit's package, not the checkout's)
+    load_only: bool = False  # import the case's suite and answer ("loaded",): done before instrumentation is on
 
 
 def _send(channel: BinaryIO, message: tuple) -> None:
@@ -45,6 +46,14 @@ def _run(session: SuiteSession, job: CallgrindJob) -> tuple[Outcome, str | None]
     return outcome, str(profile) if outcome.status is Status.OK and profile is not None else None
 
 
+def _load(job: CallgrindJob) -> None:
+    """Import the case's suite and package at Valgrind's plain pace; a failure is said by the case's own job."""
+    try:
+        _find_case(job.case, job.as_asv)
+    except Exception:  # noqa: BLE001  (the real job imports again and reports why)
+        pass
+
+
 def main() -> None:
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the benchmark's prints must not mix with the pickles
@@ -56,6 +65,10 @@ def main() -> None:
             job = pickle.load(jobs)
         except EOFError:
             return
+        if job.load_only:
+            _load(job)
+            _send(channel, ("loaded",))
+            continue
         outcome, profile = _run(session, job)
         _send(channel, ("outcome", outcome, profile))
 

@@ -18,7 +18,7 @@ from ..analysis.compare import ComparePolicy, Comparison, compare_measurements
 from ..asvbridge.host import host_info
 from ..asvbridge.session import Outcome, Status
 from ..errors import UserError
-from ..measure.conditions import COMPARABLE
+from ..measure.conditions import comparable
 from ..measure.metrics import Direction
 from ..results import PRIMARY, BenchContext, Measurement, canonical_params
 from ..store import reads
@@ -52,9 +52,7 @@ def _case_identity(name: str, params: str, version: str | None, setup: dict | No
         backend_label=str(setup.get("backend")),
         version=version or None,
         scenario=str(setup.get("scenario") or ""),
-        conditions=tuple(
-            (name, str(value)) for name, value in (setup.get("conditions") or {}).items() if name in COMPARABLE
-        ),
+        conditions=comparable(setup["conditions"]) if setup.get("conditions") else (),
     )
 
 
@@ -124,7 +122,9 @@ def outcome_measurements(outcomes: Sequence[Outcome], code_versions: dict[str, s
             status = "failed" if o.status is Status.FAILED else "skipped"
             out.append(Measurement(o.name, dict(o.params), PRIMARY, Direction.LOWER, status=status, version=version))
             continue
-        out.extend(Measurement.from_summary(o.name, o.params, s, version=version) for s in o.stats.tracked_metrics())
+        method = (o.stats.conditions.method if o.stats.conditions is not None else "") or None
+        out.extend(Measurement.from_summary(o.name, o.params, s, version=version, method=method)
+                   for s in o.stats.tracked_metrics())
     return out
 
 

@@ -354,7 +354,7 @@ LOCK_NOTICE_S = 2.0  # a wait for the write lock longer than this is worth a lin
 LOCK_POLL_S = 0.1
 
 
-# -- what the verb reports while it runs (rendered by mmtrack/cli_render.py) -------------------------
+# -- what the verb reports while it runs (rendered by mmtrack/cli_events.py) -------------------------
 @dataclass(frozen=True, slots=True)
 class WaitingForLock:
     store: str  # the store, its password redacted

@@ -10,7 +10,7 @@
    A flagged benchmark's tolerance is calibrated on an A/A of BASE against a second build of it
    (:mod:`mmtrack.ab.calibrate`).
 5. Store both sides as runs marked as an A/B pair (:mod:`mmtrack.ab.record`) and return the outcome, which
-   the CLI renders as a table, markdown or JSON (mmtrack/cli_render.py).
+   the CLI renders as a table, markdown or JSON (mmtrack/cli_results.py).
 
 Exit status: 0, or 1 with ``--fail-on`` and a matching row, or 2 for a usage error
 (dirty tree, unknown commit, failed build) or a benchmark that failed on HEAD.

@@ -2,7 +2,7 @@
 
 A verb returns its result; what a long verb has to say before it returns (a note, a lock it waits for, a run
 finished before it is saved) goes to ``report(event)``, an event being a small record of the verb's own. The CLI
-renders each event to the terminal (mmtrack/cli_render.py); a Python caller passes its own callback or none.
+renders each event to the terminal (mmtrack/cli_events.py); a Python caller passes its own callback or none.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ class RunResult:
         return code if code != EXIT_OK or not self.failing else EXIT_FAILURES
 
 
-# -- what the verb reports while it runs (rendered by mmtrack/cli_render.py) -------------------------
+# -- what the verb reports while it runs (rendered by mmtrack/cli_events.py) -------------------------
 @dataclass(frozen=True, slots=True)
 class PrepareNote:
     text: str  # something asv's preparation noticed

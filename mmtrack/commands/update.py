@@ -46,6 +46,7 @@ def update(request: UpdateRequest) -> UpdateOutcome:
     from ..store import reads as q
     from ..store.asv_import import import_asv_results
     from ..store.db import open_store, redact
+    from ..store.writes import series_columns_keeping_cache
 
     url = request.publish.db
     if url is None:
@@ -68,8 +69,9 @@ def update(request: UpdateRequest) -> UpdateOutcome:
             from .detect import DetectRequest, run_detect  # scipy: loaded only when there is something to judge
 
             # Read once for detect and for the pages' verdicts (their history), the blobs of series_cache kept
-            columns = q.series_columns(store, keys, keep_cache=True, usable_only=False)
-            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, columns=columns)
+            columns = series_columns_keeping_cache(store, keys, usable_only=False)
+            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, columns=columns,
+                                 new_commits=summary.commits)
             detected = len(outcome.changes)
             open_regressions = len(outcome.open_regressions) if "regression" in request.fail_on else 0
         elif request.detect:

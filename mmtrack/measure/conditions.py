@@ -15,7 +15,7 @@ import platform
 import sys
 import sysconfig
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Mapping
 
 IN_PROCESS = "in-process"  # the sampling loop runs in the process that discovered the suite
 WORKER_PER_CASE = "worker per case"
@@ -23,7 +23,9 @@ FRESH_PROCESS = "fresh process"
 UNDER_CALLGRIND = "under callgrind"  # measure/callgrind.py: its host time is Valgrind's pace, never a verdict
 
 # The fields two runs must share to be compared (analysis/baseline.py's incompatibility).
-COMPARABLE = ("process_model", "python_build", "gil_enabled", "gc_enabled")
+COMPARABLE = ("process_model", "python_build", "gil_enabled", "gc_enabled", "method")
+# The counting method of runs stored before methods were recorded: every callgrind run then counted as version 1.
+UNRECORDED_METHODS = {UNDER_CALLGRIND: "callgrind 1"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,8 @@ class SamplingConditions:
     heap_rss_bytes: int | None  # resident set size (/proc/self/statm); None where unreadable
     allocated_blocks: int  # sys.getallocatedblocks(): live pymalloc blocks, an allocator-side heap size
     pinned_cpu: int | None = None  # the core the sampling thread was pinned to; None when unpinned
+    # The counting method's version ("callgrind 2"; "" for clocks): counts of two methods are not comparable.
+    method: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -53,6 +57,7 @@ class SamplingConditions:
             heap_rss_bytes=None if d.get("heap_rss_bytes") is None else int(d["heap_rss_bytes"]),
             allocated_blocks=int(d["allocated_blocks"]),
             pinned_cpu=None if d.get("pinned_cpu") is None else int(d["pinned_cpu"]),
+            method=method_of(d),
         )
 
     def describe(self) -> str:
@@ -61,10 +66,22 @@ class SamplingConditions:
         gc_state = "GC on" if self.gc_enabled else "GC off"
         heap = f"heap {self.heap_rss_bytes / 2**20:.1f} MiB RSS, " if self.heap_rss_bytes is not None else "heap "
         where = f"pinned to CPU {self.pinned_cpu}" if self.pinned_cpu is not None else "unpinned"
+        method = f" · method {self.method}" if self.method else ""
         return (
             f"{self.process_model}, {where} · {self.python_build} ({gil}) · {gc_state}, pending "
-            f"{'/'.join(map(str, self.gc_counts))} · {heap}{self.allocated_blocks:,d} blocks"
+            f"{'/'.join(map(str, self.gc_counts))} · {heap}{self.allocated_blocks:,d} blocks{method}"
         )
+
+
+def method_of(conditions: Mapping[str, Any]) -> str:
+    """The counting method a stored record of conditions names: "" for clocks, version 1 for older callgrind runs."""
+    return str(conditions.get("method") or UNRECORDED_METHODS.get(str(conditions.get("process_model")), ""))
+
+
+def comparable(conditions: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A stored record's :data:`COMPARABLE` fields as (name, value) pairs, its counting method filled in."""
+    filled = {**conditions, "method": method_of(conditions)}
+    return tuple((name, str(filled[name])) for name in COMPARABLE if name in filled)
 
 
 def python_build() -> str:
@@ -89,7 +106,7 @@ def resident_bytes() -> int | None:
         return None
 
 
-def capture(process_model: str, pinned_cpu: int | None = None) -> SamplingConditions:
+def capture(process_model: str, pinned_cpu: int | None = None, method: str = "") -> SamplingConditions:
     """The conditions now; called by the runner right before its first timed sample."""
     return SamplingConditions(
         process_model=process_model,
@@ -100,4 +117,5 @@ def capture(process_model: str, pinned_cpu: int | None = None) -> SamplingCondit
         heap_rss_bytes=resident_bytes(),
         allocated_blocks=sys.getallocatedblocks(),
         pinned_cpu=pinned_cpu,
+        method=method,
     )

@@ -11,6 +11,7 @@ Layout of the output folder::
     data/commits/<k>.js           commits k*chunk .. (k+1)*chunk-1
     data/b/<id>.meta.js           the benchmark's series and change points
     data/b/<id>.<k>.js            its points for commit chunk k
+    profiles/<sha or bench-run-N>/ kept callgrind profiles the pages link (publish/profiles.py)
 
 Data files are classic scripts calling ``MM.<kind>(...)`` (fetch() of local
 JSON is refused under file:// in Chromium; script tags are not). Every name and
@@ -38,7 +39,7 @@ from ..analysis.policy import VERDICT_ORDER
 from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import HistoryColumns, SiteModel
-from .profiles import link_profiles
+from .profiles import SiteProfiles, link_profiles
 from .writer import SiteWriter, WriteReport
 
 # What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
@@ -49,7 +50,8 @@ MESSAGE_CHARS = 300
 # 2: encoded by orjson (0.00001 where json wrote 1e-05; both read back exactly).
 # 3: a benchmark's data files side by side in data/b (bench_data), not in a folder of their own.
 # 4: the compare page's verdicts in data/verdicts.js, not in each meta.js.
-FORMAT = 4
+# 5: an instruction count series lists its points' kept callgrind profiles (publish/profiles.py).
+FORMAT = 5
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
@@ -476,8 +478,9 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     _write_frame(writer, model, commits)
     build = _Build.of(model, commits, reusable)
     _prefetch(model, build)
-    pages = _write_benchmarks(writer, model, build)
-    link_profiles(writer, cfg.profiles, pages[1])
+    profiles = SiteProfiles(writer, cfg.profiles)
+    pages = _write_benchmarks(writer, model, build, profiles)
+    link_profiles(profiles, pages[1])
     _write_summaries(writer, model, *pages[:3])
     if model.bench_state is not None:
         _record_state(writer, model, site_token, order, pages[3], len(build.by_bench))
@@ -561,7 +564,7 @@ def _prefetch(model: SiteModel, build: _Build) -> None:
 
 
 def _write_benchmarks(
-    writer: SiteWriter, model: SiteModel, build: _Build
+    writer: SiteWriter, model: SiteModel, build: _Build, profiles: SiteProfiles
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[Any]], dict[str, Any]]:
     """Each benchmark's files, kept, appended to or written anew: (index entries, regression rows, the compare
     page's verdicts per benchmark id, the state the next build reuses)."""
@@ -576,16 +579,18 @@ def _write_benchmarks(
         cached = build.reusable.get(bid)
         tails = cached.get("tails") if isinstance(cached, dict) else None
         kept = build.reused(bench) and isinstance(cached.get("verdicts"), list)  # type: ignore[union-attr]
-        if kept and _keep_benchmark(writer, bid):
+        copies = cached.get("profiles") if isinstance(cached, dict) else None  # the profiles its kept pages link
+        if kept and profiles.keep(bench, copies) and _keep_benchmark(writer, bid):
             entry, rows, steps = cached["entry"], cached["rows"], cached["verdicts"]  # type: ignore[index]
         else:
             keys = _sorted_keys(build.by_bench[bench])
-            args = (writer, bench, bid, keys, model, build.in_runs, build.prints)
+            args = (writer, bench, bid, keys, model, build.in_runs, build.prints, profiles)
             by_key = (build.cps_by_key, build.runs_by_key, build.pos, size)
             done = _append_benchmark(*args, cached, *by_key) if cached else None
             entry, rows, tails, steps = done or _write_benchmark(*args, *by_key)
         if token:
             state[bid] = _bench_state(model, build, bench, token, entry, rows, steps, tails)
+            state[bid]["profiles"] = profiles.linked_by(bench)
         index.append(entry)
         regressions.extend(rows)
         verdicts[bid] = steps
@@ -697,6 +702,7 @@ def _write_benchmark(
     model: SiteModel,
     in_runs: InRuns,
     prints: RunPrints,
+    profiles: SiteProfiles,
     cps_by_key: dict[SeriesKey, list[ChangePoint]],
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
@@ -730,6 +736,8 @@ def _write_benchmark(
         version_changes: list[list[Any]] = []
         version = _place_points(points, band, si, len(keys), pos, size, chunks, None, version_changes)
         series_meta[-1]["versions"] = version_changes
+        if linked := profiles.of_points(key, points, pos):
+            series_meta[-1]["profiles"] = linked
         newest = _newest(model, key, points)
         steps.append(_step_verdicts(newest, _earlier(model, key, newest, points), pos, runs=in_runs.get(key),
                                     prints=prints.get(key)))
@@ -748,6 +756,7 @@ def _append_benchmark(
     model: SiteModel,
     in_runs: InRuns,
     prints: RunPrints,
+    profiles: SiteProfiles,
     cached: dict[str, Any],
     cps_by_key: dict[SeriesKey, list[ChangePoint]],
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
@@ -802,10 +811,14 @@ def _append_benchmark(
     for si, (key, tail, (newest, fresh, at)) in enumerate(zip(keys, old_tails, reads)):
         sm = series_meta[si]
         version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
+        if linked := profiles.of_points(key, fresh, pos):
+            sm["profiles"] = [*sm.get("profiles", ()), *linked]
         steps.append(_step_verdicts(newest, _earlier(model, key, newest), pos, old_steps[si], settled=at - later,
                                     runs=in_runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
+    if not profiles.keep(bench, cached.get("profiles")):
+        return None  # a copy the carried-on pages link is gone
     for k in old_chunks:
         if k != last:
             writer.keep(bench_data(bid, k))
@@ -932,6 +945,9 @@ _BENCH_BODY = """<h1 class="bench-name">{name}</h1>
 <p class="hint" id="status">Loading…</p>
 <section id="charts"></section>
 <section id="commit-detail" class="detail" hidden></section>
+<section id="profiles-section" hidden><h2>Callgrind profiles</h2>
+<p class="hint">Kept by <code>--instrument callgrind</code>, in Valgrind's format: read them with callgrind_annotate
+or KCachegrind.</p><ul id="profiles"></ul></section>
 <section id="changes-section"><h2>Change points</h2><table class="grid" id="changes"></table></section>"""
 
 _INDEX_BODY = """<h1>Benchmarks</h1>

@@ -4,7 +4,7 @@ blobs that ``reads.columns`` keeps. Measurements themselves are written by ``ing
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from sqlalchemy import delete, select
 
@@ -13,6 +13,9 @@ from ..results import ChangePoint, RunVerdict, SeriesKey
 from . import models as m
 from .db import Store
 from .series_names import series_name_columns
+
+if TYPE_CHECKING:
+    from .reads.columns import SeriesColumns
 
 
 def save_change_points(
@@ -80,9 +83,22 @@ def save_run_verdicts(
     return len(rows)
 
 
+def series_columns_keeping_cache(
+    store: Store, keys: Sequence[SeriesKey], *, usable_only: bool = True
+) -> list[SeriesColumns]:
+    """``reads.series_columns``, and the ``series_cache`` blobs that read found due written (on a writable store):
+    the next read of those series takes them from their blobs."""
+    from .reads.columns import read_series_columns
+
+    done = read_series_columns(store, keys, usable_only=usable_only)
+    if done.blobs_due and getattr(store, "writable", True):
+        keep_cached_columns(store, done.blobs_due)
+    return done.columns
+
+
 def keep_cached_columns(store: Store, entries: Mapping[int, tuple[tuple[int, int], tuple[Any, Any]]]) -> None:
-    """Write these series rows' ``series_cache`` blobs (``reads.series_columns(keep_cache=True)``): series row
-    id -> ((changes, appends) read before the rows, columns)."""
+    """Write these series rows' ``series_cache`` blobs (``reads.columns.read_series_columns``'s ``blobs_due``):
+    series row id -> ((changes, appends) read before the rows, columns)."""
     import numpy as np
 
     t = m.SeriesCache.__table__

@@ -250,13 +250,16 @@
       text: 'mmtrack run (per-commit comparison): ' + verdictText(r.verdict, r.state) + (r.note ? ': ' + r.note : '') });
   }
   // `run --instrument callgrind`: both commits' kept profiles of a regressed count (Valgrind's format).
-  var PROFILE = /^profiles\/[0-9a-f]{7,64}\/[A-Za-z0-9_.=-]+$/;
+  // A profile is kept per commit (`run`, `continuous`) or per saved run (`bench`).
+  var PROFILE = /^profiles\/([0-9a-f]{7,64}|bench-run-[0-9]+)\/[A-Za-z0-9_.=-]+$/;
+  var PROFILE_TITLE = 'callgrind_annotate or KCachegrind reads it';
+  function profileLink(path, text) {
+    return el('a', { href: root() + path, text: text, title: PROFILE_TITLE });
+  }
   function profileLinks(r) {
     var p = r.profiles;
     if (!p || p.length !== 2 || !PROFILE.test(p[0]) || !PROFILE.test(p[1])) return '';
-    return el('span', { cls: 'profiles' }, [' · callgrind profiles: ',
-      el('a', { href: root() + p[0], text: 'before', title: 'callgrind_annotate or KCachegrind reads it' }), ' ',
-      el('a', { href: root() + p[1], text: 'after', title: 'callgrind_annotate or KCachegrind reads it' })]);
+    return el('span', { cls: 'profiles' }, [' · callgrind profiles: ', profileLink(p[0], 'before'), ' ', profileLink(p[1], 'after')]);
   }
   function verdictText(verdict, state) {
     return verdict + (state ? ' (' + state + ')' : '');  // unchanged (refuted): a suspicion taken back
@@ -331,6 +334,17 @@
     };
   }
 
+  // Commit position -> the kept callgrind profile of a case (machine, environment, params): its instruction count
+  // series lists them, and every series of the case links them.
+  function profilesOf(meta, s) {
+    var out = {}, key = caseKey(s);
+    meta.series.forEach(function (o) {
+      if (caseKey(o) !== key) return;
+      (o.profiles || []).forEach(function (p) { if (PROFILE.test(p[1])) out[p[0]] = p[1]; });
+    });
+    return out;
+  }
+
   function drawChart(div, id, meta, si, byDate) {
     var s = meta.series[si], d = seriesData(id, meta, si), X = seriesX(d, byDate), xs = d.i.map(X);
     var sc = scaleFor(d.m, s.unit);  // the axis and the hovers share one unit
@@ -391,12 +405,13 @@
       div.on('plotly_click', function (ev) {
         var pt = ev.points && ev.points[0];
         if (!pt || pt.data.name !== 'median') return;
-        showCommit(d.i[pt.pointIndex], d.m[pt.pointIndex], s);
+        var i = d.i[pt.pointIndex];
+        showCommit(i, d.m[pt.pointIndex], s, profilesOf(meta, s)[i]);
       });
     });
   }
 
-  function showCommit(i, value, s) {
+  function showCommit(i, value, s, profile) {
     var c = store.commits[i] || [], box = clear($('commit-detail'));
     box.hidden = false;
     var href = commitHref(c[0]);
@@ -406,6 +421,23 @@
     box.appendChild(el('div', { cls: 'message', text: c[2] || '' }));
     box.appendChild(el('div', null, [s.metric + ': median ' + withUnit(value, s) + '  ',
       href ? el('a', { href: href, target: '_blank', rel: 'noopener noreferrer', text: 'open commit ↗' }) : null]));
+    if (profile) box.appendChild(el('div', { cls: 'profiles' }, ['callgrind profile of this point: ', profileLink(profile, profile.split('/').pop())]));
+  }
+
+  // The chosen case's kept callgrind profiles, newest first (every one is also a click on its point away).
+  var PROFILES_LISTED = 20;
+  function renderProfiles(meta, s) {
+    var byPos = s ? profilesOf(meta, s) : {}, list = clear($('profiles'));
+    var at = Object.keys(byPos).map(Number).sort(function (a, b) { return b - a; });
+    $('profiles-section').hidden = !at.length;
+    at.slice(0, PROFILES_LISTED).forEach(function (i) {
+      var c = store.commits[i] || [];
+      list.appendChild(el('li', null, [shaLink(c[0]), ' ', el('span', { cls: 'muted', text: (c[1] || '').slice(0, 10) + ' ' }),
+        profileLink(byPos[i], byPos[i].split('/').slice(1).join('/'))]));
+    });
+    if (at.length > PROFILES_LISTED) {
+      list.appendChild(el('li', { cls: 'muted', text: (at.length - PROFILES_LISTED) + ' older: click a point of the chart' }));
+    }
   }
 
   function pageBenchmark() {
@@ -474,6 +506,7 @@
       });
       var charts = clear($('charts'));
       $('commit-detail').hidden = true;
+      renderProfiles(meta, chosen.length ? meta.series[chosen[0]] : null);
       if (!chosen.length) { status('No series for this combination.'); return; }
       status('');
       // The primary metric (time per op) first, then the other timing metrics, then the rest, by name.

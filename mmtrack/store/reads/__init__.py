@@ -1,5 +1,5 @@
-"""Reading the store: plain records (``mmtrack.results``), never ORM objects, and nothing written but
-the series cache that ``series_columns(keep_cache=True)`` refreshes (through ``store.writes``).
+"""Reading the store: plain records (``mmtrack.results``), never ORM objects, and nothing written (the series
+cache blobs a read finds due are written by ``store.writes.series_columns_keeping_cache``).
 
 The calls compare, detect, publish and ``mmtrack run`` build on, one module per concern:
 ``catalog`` (names and series keys), ``run_history`` (runs, commits and their measurements),
@@ -26,7 +26,7 @@ from .catalog import (
     series_keys_of,
     series_revisions,
 )
-from .columns import SeriesColumns, series_columns
+from .columns import ColumnsRead, SeriesColumns, read_series_columns, series_columns
 from .points import series, series_many, series_newest_many
 from .run_history import (
     CaseSetup,
@@ -42,10 +42,11 @@ from .run_points import RunColumns, series_run_points
 from .verdicts import load_ab_verdicts, load_change_points, load_run_verdicts
 
 __all__ = [
-    "BenchmarkInfo", "CaseSetup", "EnvironmentInfo", "MachineInfo", "RunColumns",
+    "BenchmarkInfo", "CaseSetup", "ColumnsRead", "EnvironmentInfo", "MachineInfo", "RunColumns",
     "RunInfo", "SeriesColumns", "SeriesRevision", "ab_environments", "case_setups", "commits", "fetch_sql",
     "gc_paused", "list_benchmarks", "list_environments", "list_machines", "list_metrics", "list_series",
     "load_ab_verdicts", "load_change_points", "load_run_verdicts", "measurements_for_commit",
-    "measurements_for_run", "prefer_history", "resolve_commit", "runs", "series", "series_columns",
+    "measurements_for_run", "prefer_history", "read_series_columns", "resolve_commit", "runs", "series",
+    "series_columns",
     "series_keys_of", "series_many", "series_newest_many", "series_revisions", "series_run_points",
 ]  # fmt: skip

@@ -1,5 +1,8 @@
 """Many series as plain columns (``series_columns``, detect's bulk read and the pages' history): their
-medians in commit order, joined in numpy, from the ``series_cache`` blobs where they are current."""
+medians in commit order, joined in numpy, from the ``series_cache`` blobs where they are current.
+
+Reads only: the blobs a read found missing or too far behind come back with it (:func:`read_series_columns`),
+and ``store.writes.series_columns_keeping_cache`` writes them."""
 
 from __future__ import annotations
 
@@ -16,7 +19,6 @@ from .. import models as m
 from ..bulk import fetch_sql, gc_paused
 from ..db import Store
 from ..series_names import DIRECTIONS, named_series
-from ..writes import keep_cached_columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +41,26 @@ class SeriesColumns:
                                    versions=[self.versions[i] for i in keep])
 
 
-def series_columns(
-    store: Store, keys: Sequence[SeriesKey], *, keep_cache: bool = False, usable_only: bool = True
-) -> list[SeriesColumns]:
+#: A series row's ``series_cache`` blob as a read found it due: series row id -> ((changes, appends) read before
+#: its rows, its columns).
+BlobsDue = dict[int, tuple[tuple[int, int], "Columns"]]
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnsRead:
+    """What :func:`read_series_columns` read: the columns, and the cache blobs due (missing, or ``CACHE_TAIL`` runs
+    behind) for the series rows it had to read from the measurement table."""
+
+    columns: list[SeriesColumns]
+    blobs_due: BlobsDue
+
+
+def series_columns(store: Store, keys: Sequence[SeriesKey], *, usable_only: bool = True) -> list[SeriesColumns]:
+    """The medians of many series (:func:`read_series_columns`'s columns)."""
+    return read_series_columns(store, keys, usable_only=usable_only).columns
+
+
+def read_series_columns(store: Store, keys: Sequence[SeriesKey], *, usable_only: bool = True) -> ColumnsRead:
     """The medians of many series, in the order of ``keys`` (those with no usable point come back
     empty). Per key the same points as ``series(..., with_samples=False)`` keeps with an ``ok``
     status: dirty runs left out, the latest run of each commit. ``usable_only=False``: every point
@@ -63,24 +82,24 @@ def series_columns(
       Handing a column to Python costs more than SQLite's scan, so no column comes that numpy
       can derive.
 
-    With ``keep_cache`` (the caller holds a writable store) the series rows not read from a
-    current blob get one, labelled with the counters read before their rows (a write that lands in
-    between moves the counters past the label, so the blob is never taken for newer than it is).
+    The blobs due are those of the series rows not read from a current blob, labelled with the counters read
+    before their rows (a write that lands in between moves the counters past the label, so the blob is never
+    taken for newer than it is).
     """
     wanted = {k: i for i, k in enumerate(keys)}
     with gc_paused(), store.read() as conn:
         info, counters, direction_of = _wanted_series(conn, wanted)
         if not info:
-            return [SeriesColumns(k, Direction.LOWER, [], [], []) for k in keys]
+            return ColumnsRead([SeriesColumns(k, Direction.LOWER, [], [], []) for k in keys], {})
         runs = _clean_runs_by_date(conn)
         cached, since, read = _stored_columns(conn, info, counters)
-    if keep_cache and read and getattr(store, "writable", True):
-        _refresh_cache(store, read, counters, since)
+    due = _blobs_due(read, counters, since)
     read.update(cached)
     series_id, run_id, median = _concatenated(read)
     rank, commit_of_rank, sha_of_rank = _commit_ranks(runs, run_id)
     kidx, rank, median, series_id = _latest_of_each_commit(info, series_id, rank, median, commit_of_rank, usable_only)
-    return _split_by_key(keys, info, direction_of, kidx, rank, median, series_id, sha_of_rank, usable_only)
+    return ColumnsRead(_split_by_key(keys, info, direction_of, kidx, rank, median, series_id, sha_of_rank,
+                                     usable_only), due)
 
 
 def _wanted_series(
@@ -129,15 +148,13 @@ def _stored_columns(
     return cached, since, read
 
 
-def _refresh_cache(store: Store, read: Mapping[int, Columns], counters: Mapping[int, tuple[int, int]],
-                   since: Mapping[int, tuple[int, Columns]]) -> None:
-    """Rewrite the blobs of the series read from the table, and of those whose blob is ``CACHE_TAIL`` runs behind."""
+def _blobs_due(read: Mapping[int, Columns], counters: Mapping[int, tuple[int, int]],
+               since: Mapping[int, tuple[int, Columns]]) -> BlobsDue:
+    """The blobs of the series read from the table, and of those whose blob is ``CACHE_TAIL`` runs behind."""
     # A blob a few runs behind is still read in one step with the runs after it: rewriting all of them after
     # every commit wrote 16 bytes a point of every series (8 MB at 500 x 1,000) for one point each.
-    stale = {sid: (counters[sid], cols) for sid, cols in read.items()
-             if sid not in since or cols[0].size - since[sid][1][0].size >= CACHE_TAIL}  # fmt: skip
-    if stale:
-        keep_cached_columns(store, stale)
+    return {sid: (counters[sid], cols) for sid, cols in read.items()
+            if sid not in since or cols[0].size - since[sid][1][0].size >= CACHE_TAIL}  # fmt: skip
 
 
 def _concatenated(read: Mapping[int, Columns]) -> tuple[Any, Any, Any]:
@@ -296,7 +313,7 @@ def _columns_after(conn: Any, since: Mapping[int, tuple[int, Columns]]) -> dict[
             for sid, (_, old) in since.items()}  # fmt: skip
 
 
-#: Points a series may have gained since its blob before the blob is rewritten (series_columns' keep_cache).
+#: Points a series may have gained since its blob before the blob is due again (:func:`_blobs_due`).
 CACHE_TAIL = 16
 
 

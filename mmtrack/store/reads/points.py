@@ -131,10 +131,11 @@ def _raw(col: Any) -> Any:
     return type_coerce(col, String)
 
 
-# Positional construction order of Measurement; a test pins it to dataclasses.fields(Measurement).
+# Positional construction order of Measurement; a test pins it to dataclasses.fields(Measurement). A series' points
+# leave ``method`` unread (None, unknown): only compare's two sides need it (run_history.py reads it).
 MEASUREMENT_FIELDS = (
     "benchmark", "params", "metric", "direction", "status", "median", "mean", "p95", "min", "max",
-    "q1", "q3", "ci_low", "ci_high", "count", "samples", "version", "format", "display_name",
+    "q1", "q3", "ci_low", "ci_high", "count", "samples", "version", "format", "display_name", "method",
 )  # fmt: skip
 
 
@@ -383,7 +384,7 @@ def _points_of_rows(
         measurement = new_measurement(
             key.benchmark, params, metric, sr.direction, status or "ok",
             median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
-            (), sr.version, sr.format, sr.display_name,
+            (), sr.version, sr.format, sr.display_name, None,
         )  # fmt: skip
         out.append(new_point(commit, run_id, measurement))
     return out
@@ -429,7 +430,7 @@ def _build_points(
         measurement = new_measurement(
             key.benchmark, params, metric, sr.direction, status or "ok",
             median, mean, p95, min_, max_, q1, q3, ci_low, ci_high, count,
-            samples, sr.version, sr.format, sr.display_name,
+            samples, sr.version, sr.format, sr.display_name, None,
         )  # fmt: skip
         dirty = bool(row[-1]) if include_dirty else False
         out.append(new_point(new_commit(sha, date, message, dirty, b), run_id, measurement))

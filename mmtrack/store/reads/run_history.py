@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from sqlalchemy import Select, func, select
 
 from ...errors import UserError
+from ...measure import conditions
 from ...results import CommitInfo, Measurement, MetricKey
 from .. import models as m
 from ..db import Store
@@ -83,6 +84,9 @@ _MEASURE_COLS = (
     m.Measurement.values,
     m.Series.format,
     m.Series.display_name,
+    # The counting method (measure/conditions.py), read from the case's stored conditions, not the whole setup.
+    m.Result.setup["conditions"]["method"].as_string().label("method"),
+    m.Result.setup["conditions"]["process_model"].as_string().label("process_model"),
 )
 
 
@@ -92,6 +96,10 @@ class _Builder:
     def __init__(self) -> None:
         self.params: dict[str, Mapping[str, str]] = {}
         self.metrics: dict[tuple[str, str, str], MetricKey] = {}
+
+    @staticmethod
+    def method(recorded: str | None, process_model: str | None) -> str | None:
+        return conditions.method_of({"method": recorded, "process_model": process_model}) or None
 
     def __call__(self, r: Any) -> Measurement:
         params = self.params.get(r.params)
@@ -122,6 +130,7 @@ class _Builder:
             version=r.version or None,
             format=FORMATS[r.format],
             display_name=r.display_name or None,
+            method=self.method(r.method, r.process_model),
         )
 
 

@@ -1,7 +1,8 @@
-"""The verbs' results and events on the terminal: what ``mmtrack`` prints, and the only place that prints it.
+"""Each verb's result on the terminal, once the verb returns: tables, summaries, JSON and markdown text.
 
-The verbs (mmtrack/commands/) return results and announce events (mmtrack/commands/reporting.py); each
-function here renders one of them to a :class:`~mmtrack.terminal.SafeConsole`, as the command line shows it.
+The verbs (mmtrack/commands/) return results; each function here renders one of them to a
+:class:`~mmtrack.terminal.SafeConsole` (or returns the text to print), as the command line shows it. What a verb
+says while it runs is rendered by :mod:`mmtrack.cli_events`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -20,7 +21,7 @@ from .tables import FitTable, Name, unwrapped
 from .textsafe import markup as escape  # markup escaped, control characters too
 from .textsafe import term
 
-# -- import-asv, publish, update ----------------------------------------------------------------------
+# -- import-asv, publish, update -------------------------------------------------------------------------
 
 
 def import_summary(result: Any) -> str:
@@ -85,7 +86,7 @@ def updated(outcome: Any, console: Console, err_console: Console) -> None:
         console.print(f"{outcome.open_regressions} regression(s) persist to the latest commit", highlight=False)
 
 
-# -- continuous -----------------------------------------------------------------------------------------
+# -- continuous ------------------------------------------------------------------------------------------
 
 
 def ab_run_line(outcome: Any) -> str:
@@ -143,7 +144,7 @@ def continuous_result(outcome: Any, fmt: str) -> Any:
     return table
 
 
-# -- bisect ---------------------------------------------------------------------------------------------
+# -- bisect ----------------------------------------------------------------------------------------------
 
 
 def bisected(outcome: Any, console: Console) -> None:
@@ -168,7 +169,6 @@ def bisected(outcome: Any, console: Console) -> None:
     if outcome.pair_ids:
         console.print(f"stored {len(outcome.pair_ids)} A/B measurements (pairs #{outcome.pair_ids[0]} to "
                       f"#{outcome.pair_ids[-1]}, runs of kind ab; `mmtrack list runs` lists them)", highlight=False)
-
 
 
 def bisect_json(outcome: Any) -> str:
@@ -202,7 +202,7 @@ def bisect_json(outcome: Any) -> str:
     )
 
 
-# -- run --instrument callgrind: why the counts moved ---------------------------------------------------
+# -- --instrument callgrind: why the counts moved (run and bench say it as they go) ----------------------
 
 
 def explanations(found: list[Any], console: Console) -> None:
@@ -219,106 +219,7 @@ def explanations(found: list[Any], console: Console) -> None:
                           highlight=False)
 
 
-# -- run ------------------------------------------------------------------------------------------------
-
-
-def run_events(console: Console) -> Callable[[Any], None]:
-    """The report ``mmtrack run`` passes its verb: each event on ``console`` as it happens."""
-    from .commands import run as verb
-
-    handlers: dict[type, Callable[[Any], None]] = {
-        verb.PrepareNote: lambda e: console.print(Text.assemble(("note:", "yellow"), " ", term(e.text)),
-                                                  highlight=False, soft_wrap=True),
-        verb.SuiteImportFailed: lambda e: console.print(
-            Text.assemble(("error:", "bold red"), f" could not import {term(e.path)}: {term(e.message)}"),
-            highlight=False, soft_wrap=True),
-        verb.AsvStarting: lambda e: console.print(
-            f"mmtrack run: commit {e.prepared.commit.sha[:12]} on machine {e.prepared.machine!r}, "
-            f"spool {e.prepared.spool_dir}", highlight=False, soft_wrap=True),
-        verb.RunOutcome: lambda e: run_outcome(e, console),
-        verb.CountsExplained: lambda e: explanations(e.explanations, console),
-        verb.NothingToConfirm: lambda e: console.print(f"--confirm: no {e.what} change to re-measure", highlight=False),
-        verb.ConfirmCapped: lambda e: console.print(
-            Text(term(f"--confirm-max {e.confirm_max}: {e.left} not re-measured (the suspected and the larger moves "
-                      "go first)")), highlight=False, soft_wrap=True),
-        verb.Confirming: lambda e: console.print(
-            f"--confirm: re-measuring {e.what} row(s) A/B: {e.before[:8]} against {e.after[:8]}", highlight=False),
-        verb.ConfirmProgress: lambda e: console.print(e.line, highlight=False, style="dim"),
-        verb.ConfirmWarning: lambda e: warning(e.text, console),
-        verb.Confirmed: lambda e: confirmed(e.confirmation, console),
-    }
-    return lambda event: handlers[type(event)](event)
-
-
-def warning(text: str, console: Console) -> None:
-    console.print(Text.assemble(("warning:", "yellow"), " ", term(text)), highlight=False, soft_wrap=True)
-
-
-def confirmed(confirmation: Any, console: Console) -> None:
-    from .ab.confirm import describe
-
-    console.print(Text(term(describe(confirmation))), highlight=False, soft_wrap=True)  # Text: "[s]" is no markup
-
-
-def run_outcome(outcome: Any, console: Console) -> None:
-    """The run's table, its summary and comparison with the previous commit (a :class:`~mmtrack.commands.run.RunOutcome`)."""
-    from rich.table import Table
-
-    from .measure.units import format_quantity
-    from .tables import Name
-
-    c = outcome.collected
-    for w in c.warnings + outcome.reports:
-        warning(w, console)
-    for n in outcome.notes:
-        console.print(Text(f"note: {term(n)}"), highlight=False, soft_wrap=True)
-    table = Table(title=Text(term(f"{outcome.prepared.commit.short} on {outcome.prepared.machine}")))
-    table.add_column("benchmark", overflow="fold")
-    table.add_column("status", no_wrap=True)
-    table.add_column("value", justify="right", overflow="fold")
-    table.add_column("metrics", justify="right", no_wrap=True)
-    styles = {"ok": "", "failed": "red", "skipped": "yellow"}
-    for case in c.cases:
-        value = format_quantity(case.value, case.unit) if case.value is not None else ""
-        status = Text(term(case.status), style=styles.get(case.status, ""))
-        table.add_row(Name(case.label), status, value, str(len(case.metrics)) if case.metrics else "")
-    console.print(table)
-    for line in outcome.summary:
-        console.print(Text(term(line)), highlight=False)
-    if outcome.comparison is not None:
-        run_comparison(outcome.comparison, console)
-    for case in c.failed:
-        console.print(Text.assemble(("failed", "bold red"), f" {term(case.label)}: {term(case.message)}"),
-                      highlight=False, soft_wrap=True)
-    counts = {s: sum(1 for x in c.cases if x.status == s) for s in ("ok", "failed", "skipped")}
-    console.print(
-        f"{len(c.cases)} benchmark cases: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped"
-    )
-
-
-def run_comparison(outcome: Any, console: Console) -> None:
-    """The comparison as `mmtrack compare` renders it, limited to the rows that say something."""
-    import dataclasses
-
-    from .analysis.render import render_table, summary_line
-    from .commands.run import SUMMARY_VERDICTS
-
-    full = outcome.comparison
-    console.print(
-        Text(term(f"compared with the previous commit on {outcome.before.machine} "
-                  f"(mmtrack compare {outcome.before.label} {outcome.after.label}): {summary_line(full)}")),
-        highlight=False,
-        soft_wrap=True,
-    )
-    shown = dataclasses.replace(
-        full,
-        rows=tuple(r for r in full.rows if r.verdict in SUMMARY_VERDICTS),
-        decided=tuple(r for r in full.decided if r.state == "confirmed"),  # earlier commits' regressions confirmed now
-    )
-    if shown.rows or shown.decided:
-        table = render_table(shown)
-        table.title = None
-        console.print(table)
+# -- run -------------------------------------------------------------------------------------------------
 
 
 def run_gate(result: Any, console: Console) -> None:
@@ -332,94 +233,7 @@ def run_gate(result: Any, console: Console) -> None:
     console.print(Text(term(line), style="bold red"), highlight=False, soft_wrap=True)
 
 
-# -- bench ----------------------------------------------------------------------------------------------
-
-
-def bench_events(console: Console) -> Callable[[Any], None]:
-    """The report ``mmtrack bench`` passes its verb: each event on ``console`` as it happens."""
-    from .commands import bench as verb  # nothing more: scipy and SQLAlchemy wait until the cases have run
-
-    handlers: dict[type, Callable[[Any], None]] = {
-        verb.JournalUnreadable: lambda e: console.print(f"[yellow]warning:[/] {escape(e.problem)}; move it away",
-                                                        highlight=False),
-        verb.JournalOfAnotherStore: lambda e: console.print(
-            f"note: the journal {escape(str(e.folder))} holds a run for {escape(e.store)}; "
-            "run mmtrack bench with that --db to save it", highlight=False),
-        verb.JournalStillNotSaved: lambda e: console.print(
-            f"[yellow]warning:[/] the journal {escape(str(e.folder))} is still not saved: {escape(e.why)}",
-            highlight=False),
-        verb.JournalSaved: lambda e: console.print(
-            f"saved {e.cases} finished cases of an earlier, unfinished run "
-            f"({e.started_at:%Y-%m-%d %H:%M:%S} UTC) from its journal as run #{e.run_id}", highlight=False),
-        verb.BenchRun: lambda e: bench_run(e, console),
-        verb.NothingToSave: lambda e: console.print("not saved: no benchmark case ran", highlight=False),
-        verb.WaitingForLock: lambda e: console.print(
-            f"waiting for the write lock of {escape(e.store)} (another writer holds it); giving up "
-            f"after {e.timeout:g} s", highlight=False),
-        verb.Saved: lambda e: console.print(f"saved as run #{e.run_id} ({e.commit}) in {escape(e.store)}",
-                                            highlight=False),
-        verb.SaveFailed: lambda e: console.print(
-            f"[bold red]error:[/] run not saved in {escape(e.store)}: {escape(e.why)}; its "
-            f"{e.cases} finished cases are kept in {escape(str(e.journal))}, and the "
-            "next mmtrack bench on this store saves them", highlight=False),
-        verb.ComparisonFailed: lambda e: console.print(
-            f"[yellow]warning:[/] no comparison: {escape(e.error)}: {escape(e.message)}"),
-        verb.Compared: lambda e: bench_comparison(e.baseline, console),
-        verb.CountsExplained: lambda e: explanations(e.explanations, console),
-        verb.ReportWritten: lambda e: console.print(f"report written to {escape(str(e.path))}", highlight=False),
-    }
-    return lambda event: handlers[type(event)](event)
-
-
-def bench_run(run: Any, console: Console) -> None:
-    """Each case's report, or why it has none, and the counts (a :class:`~mmtrack.commands.bench.BenchRun`)."""
-    from .asvbridge.session import Status
-    from .measure.report import render_stats
-
-    for failure in run.suite.failures:
-        console.print(f"[bold red]error:[/] could not import {escape(str(failure.path))}: {escape(failure.message)}",
-                      highlight=False, soft_wrap=True)
-    for o in run.outcomes:
-        if o.status is Status.OK and o.stats is not None:
-            console.print(render_stats(o.stats))
-        elif o.status is Status.SKIPPED:
-            console.print(f"[yellow]skipped[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
-                          soft_wrap=True)
-        else:  # one line, however long: the terminal wraps it, rich does not break it
-            console.print(f"[bold red]failed[/] {escape(o.full_name)}: {escape(o.message)}", highlight=False,
-                          soft_wrap=True)
-    counts = {s: sum(1 for o in run.outcomes if o.status is s) for s in Status}
-    if run.interrupted:
-        console.print(f"[bold red]interrupted[/] by {run.interrupted}: {len(run.outcomes)} of {run.total} "
-                      "benchmark cases finished", highlight=False)
-    console.print(
-        f"{len(run.outcomes)} benchmark cases: {counts[Status.OK]} ok, "
-        f"{counts[Status.FAILED]} failed, {counts[Status.SKIPPED]} skipped"
-        + (f"; {len(run.suite.failures)} files failed to import" if run.suite.failures else "")
-    )
-
-
-def bench_comparison(result: Any, console: Console) -> None:
-    """The run against its baseline (a :class:`~mmtrack.benchruns.history.BaselineResult`), changed rows only."""
-    from .analysis.render import render_table
-    from .benchruns.history import benchmark_verdicts
-
-    if result.note:
-        console.print(escape(result.note), highlight=False)
-    if result.comparison is None:
-        return
-    verdicts = benchmark_verdicts(result.comparison)
-    console.print(
-        f"[bold]regression analysis[/] against {escape(result.baseline_label or '')}: "
-        f"[red]{len(verdicts['regressed'])} regressed[/], [green]{len(verdicts['improved'])} improved[/], "
-        f"{len(verdicts['unchanged'])} unchanged benchmarks",
-        highlight=False,
-    )
-    if result.comparison.changed():
-        console.print(render_table(result.comparison, only_changed=True))
-
-
-# -- list -----------------------------------------------------------------------------------------------
+# -- list ------------------------------------------------------------------------------------------------
 
 
 def list_json(records: list[dict[str, Any]]) -> str:
@@ -465,7 +279,7 @@ def list_table(what: str, records: list[dict[str, Any]]) -> Table:
     return t
 
 
-# -- detect ---------------------------------------------------------------------------------------------
+# -- detect ----------------------------------------------------------------------------------------------
 
 
 def detect_table(outcome: Any, show_all: bool = False) -> Table:
@@ -596,7 +410,7 @@ def detect_json(outcome: Any) -> str:
     )
 
 
-# -- compare --------------------------------------------------------------------------------------------
+# -- compare ---------------------------------------------------------------------------------------------
 
 
 def _side_json(side: Any) -> dict[str, Any]:
