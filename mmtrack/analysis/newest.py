@@ -99,9 +99,10 @@ def _beyond_the_density(values: Sequence[float], j: int, policy: ComparePolicy) 
     """Whether commit ``j`` and every commit after it, together, are a step beyond the levels the window visited:
     their joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's density read over the commits
     there are) at least :data:`.policy.NEWEST_EVIDENCE`, in a segment of :data:`.policy.NEWEST_SEGMENT` commits or
-    more and a full window, ``j`` itself beyond the threshold, at a level the series does not visit (:meth:`.noise.SegmentNoise.visits`), and the
-    commits just before ``j`` not already there (:func:`.noise.already_beyond`). Two or three commits each within
-    the series' own noise hold a level one commit could not show."""
+    more and a full window; ``j`` itself beyond the threshold, their median at a level the series does not visit
+    (:meth:`.noise.SegmentNoise.visits`), and the commits just before ``j`` not already there
+    (:func:`.noise.already_beyond`). Two or three commits each within the series' own noise hold a level one commit
+    could not show."""
     history = values[max(0, j - HISTORY_WINDOW) : j]
     noise = segment_noise(history, policy.min_history)
     if noise is None or len(noise.seen) < policy.history_points or noise.points < NEWEST_SEGMENT:
