@@ -5,7 +5,7 @@ calibrate/warm-up/many-samples model)::
 
     python3 benchmarks/bench_path.py                    # 100 benchmarks x 1,000 commits x 5 metrics
     python3 benchmarks/bench_path.py --quick            # 10 x 60 x 5, a smoke run
-    python3 benchmarks/bench_path.py --baseline DIR     # also time import-asv of another mmtrack source tree
+    python3 benchmarks/bench_path.py --baseline DIR     # also time the cold path of another mmtrack source tree
 
 One asv project (results in asv's format version 2 with samples, benchmarks.json, a real
 git repository) holds the history but its last commit. Every step is the real CLI in a
@@ -17,9 +17,9 @@ fresh process, timed from outside:
 * **warm**: the last commit's results file lands, then ``mmtrack update`` (import, detect
   on the touched series, republish);
 * **nothing new**: ``mmtrack publish`` and ``mmtrack update`` again;
-* with ``--baseline DIR``: ``import-asv`` of that source tree (e.g. ``git archive`` of an
-  earlier commit) into its own store, in the same run, for results/s side by side; and the warm
-  update of that tree, alternating with this one's, each on a site its own code published (a
+* with ``--baseline DIR``: the cold path of that source tree (e.g. ``git archive`` of an
+  earlier commit) into its own store and site, in the same run, for results/s and the ratio side by side; and
+  the warm update of that tree, alternating with this one's, each on a site its own code published (a
   nightly's site is its own code's: a site of other analysis code is rebuilt whole).
 
 Cold steps and ``asv publish`` alternate ``--repeat`` times; medians are reported, and the
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="cold runs (and asv publish runs), alternated")
     ap.add_argument("--warm-repeat", type=int, default=5, help="warm updates, each on a fresh copy (median reported)")
     ap.add_argument("--quick", action="store_true", help="10 x 60 x 5")
-    ap.add_argument("--baseline", type=Path, help="another mmtrack source tree whose import-asv is timed beside")
+    ap.add_argument("--baseline", type=Path, help="another mmtrack source tree whose cold path is timed beside")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--no-asv", action="store_true", help="leave asv publish out (for the warm update's figures)")
     args = ap.parse_args(argv)
@@ -132,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
               f" = {n_results:,} results in {len(list(results.rglob('*.json'))) - 2} files")
 
         cold: dict[str, list[float]] = {"import": [], "detect": [], "publish": [], "path": [], "asv": [],
-                                        "baseline_import": []}
+                                        "baseline_import": [], "baseline_path": []}
         cpu: dict[str, list[float]] = {k: [] for k in cold}
+        loads: list[float] = []  # the 1-minute load average after each cold run: the machine is shared
         for r in range(args.repeat):
             asv_s = _time_asv_publish(args.no_asv, conf, env, work, cold, cpu)
             url = f"sqlite:///{work / f'store{r}.db'}"
@@ -151,13 +152,20 @@ def main(argv: list[str] | None = None) -> int:
             cold["path"].append(t_imp + t_det + t_pub)
             if args.baseline:
                 base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
-                secs, _ = _run([*mm, "import-asv", str(results), "--db", f"sqlite:///{work / f'base{r}.db'}"],
-                               base_env, work, "baseline_import")
+                base_url = f"sqlite:///{work / f'base{r}.db'}"
+                secs, _ = _run([*mm, "import-asv", str(results), "--db", base_url], base_env, work, "baseline_import")
+                rest = [_run([*mm, "detect", "--db", base_url, "--format", "json"], base_env, work, "baseline_detect"),
+                        _run([*mm, "publish", "-o", str(work / f"base-site{r}"), "--db", base_url, "--no-progress",
+                              "--title", "bench"], base_env, work, "baseline_publish")]
                 cold["baseline_import"].append(secs)
+                cold["baseline_path"].append(secs + sum(t for t, _ in rest))
                 cpu["baseline_import"].append(CPU["baseline_import"])
+                cpu["baseline_path"].append(CPU["baseline_import"] + CPU["baseline_detect"] + CPU["baseline_publish"])
             print(f"  cold run {r + 1}: asv publish {asv_s:.1f} s; mmtrack import {t_imp:.1f} s +"
                   f" detect {t_det:.1f} s + publish {t_pub:.1f} s = {cold['path'][-1]:.1f} s"
-                  + (f"; baseline import {cold['baseline_import'][-1]:.1f} s" if args.baseline else ""))
+                  + (f"; baseline import {cold['baseline_import'][-1]:.1f} s, path {cold['baseline_path'][-1]:.1f} s"
+                     if args.baseline else "") + f"; load {os.getloadavg()[0]:.1f}")
+            loads.append(os.getloadavg()[0])
 
         # Warm: the last commit lands in the results folder of the first cold run's store and site.
         url, site = f"sqlite:///{work / 'store0.db'}", work / "site0"
@@ -206,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             "benchmarks": args.benchmarks, "commits": args.commits - 1, "metrics": args.metrics,
             "results": n_results, "repeat": args.repeat,
             **{f"cold_{k}_s": med(v) for k, v in cold.items() if v},
-            "cold_runs_s": cold,
+            "cold_runs_s": cold, "cold_runs_cpu_s": cpu, "load_after_cold_runs": loads,
             "one_new_commit_update_s": t_warm, "one_new_commit_update_runs_s": warm, "nothing_new_publish_s": t_noop_pub, "nothing_new_update_s": t_noop_upd,
             "import_results_per_s": n_results / med(cold["import"]),
             "cpu_s": {**{f"cold_{k}": med(v) for k, v in cpu.items() if v},
@@ -238,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nothing new: mmtrack publish {t_noop_pub:.2f} s [CPU {c['noop_publish']:.2f}] (target <= 0.5 s),"
               f" mmtrack update {t_noop_upd:.2f} s [CPU {c['noop_update']:.2f}]")
         line = f"import: {fig['import_results_per_s']:,.0f} results/s [CPU {n_results / c['cold_import']:,.0f}]"
-        if cold["baseline_import"]:
+        if cold["baseline_path"]:
+            print(f"baseline cold path: {fig['cold_baseline_path_s']:.1f} s; ratio to asv publish"
+                  f" {fig['cold_baseline_path_s'] / fig['cold_asv_s']:.2f}"
+                  f" [CPU {c['cold_baseline_path']:.1f}: {c['cold_baseline_path'] / c['cold_asv']:.2f}]")
             line += (f"; baseline {fig['baseline_import_results_per_s']:,.0f} results/s"
                      f" [CPU {n_results / c['cold_baseline_import']:,.0f}];"
                      f" ratio {fig['import_results_per_s'] / fig['baseline_import_results_per_s']:.2f}x (target >= 3)")
