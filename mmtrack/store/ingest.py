@@ -14,16 +14,18 @@ import operator
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, or_, select, update
 
-from ..measure.benchmark_stats import BenchmarkStats
 from ..measure.metrics import Direction, MetricFormat, MetricSummary
 from ..measure.stats import sample_stats
 from ..results import PRIMARY, CommitInfo, Status, canonical_params
 from . import models as m
 from .db import Store, taking_lock
+
+if TYPE_CHECKING:  # only annotations: update and import-asv never load the engine's statistics
+    from ..measure.benchmark_stats import BenchmarkStats
 
 # -- what callers hand in ------------------------------------------------------------------------
 
