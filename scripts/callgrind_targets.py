@@ -196,7 +196,20 @@ def continuous_trial(repo: Path, env: dict[str, str], before: str, after: str) -
                   if r["verdict"] in ("regressed", "improved", "ambiguous")})
     ratio = next((r["ratio"] for r in rows if r["benchmark"].endswith(TARGET) and r["metric"]["name"] == "instructions"),
                  None)
-    return f"exit {proc.returncode} (want 1), flagged {bad}, contains instructions ×{ratio}, {t:.0f} s"
+    return (f"exit {proc.returncode} (want 1), flagged {bad}, contains instructions ×{ratio}, "
+            f"unchanged cases' largest move {layout_move(rows)}, {t:.0f} s, load {os.getloadavg()[0]:.1f}")
+
+
+def layout_move(rows: list[dict]) -> str:
+    """The largest per-op instructions move of the cases the edit did not touch: the layout band to clear."""
+    moves = [(abs(r["after"]["median"] / r["before"]["median"] - 1), r["benchmark"].rsplit(".", 1)[-1],
+              r["after"]["median"] - r["before"]["median"]) for r in rows
+             if r["metric"]["name"] == "instructions" and not r["benchmark"].endswith(TARGET)
+             and (r["before"] or {}).get("median") and (r["after"] or {}).get("median") is not None]
+    if not moves:
+        return "?"
+    share, case, per_op = max(moves)
+    return f"{share:.4%} ({case}, {per_op:+,.1f} instr/op; {len(moves)} cases)"
 
 
 def bisect_project(sdist: Path, scratch: Path) -> tuple[Path, dict[str, str], list[str]]:
