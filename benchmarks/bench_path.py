@@ -5,7 +5,7 @@ calibrate/warm-up/many-samples model)::
 
     python3 benchmarks/bench_path.py                    # 100 benchmarks x 1,000 commits x 5 metrics
     python3 benchmarks/bench_path.py --quick            # 10 x 60 x 5, a smoke run
-    python3 benchmarks/bench_path.py --baseline DIR     # also time import-asv of another mmtrack source tree
+    python3 benchmarks/bench_path.py --baseline DIR     # also time the cold path of another mmtrack source tree
 
 One asv project (results in asv's format version 2 with samples, benchmarks.json, a real
 git repository) holds the history but its last commit. Every step is the real CLI in a
@@ -17,8 +17,10 @@ fresh process, timed from outside:
 * **warm**: the last commit's results file lands, then ``mmtrack update`` (import, detect
   on the touched series, republish);
 * **nothing new**: ``mmtrack publish`` and ``mmtrack update`` again;
-* with ``--baseline DIR``: ``import-asv`` of that source tree (e.g. ``git archive`` of an
-  earlier commit) into its own store, in the same run, for results/s side by side.
+* with ``--baseline DIR``: the cold path of that source tree (e.g. ``git archive`` of an
+  earlier commit) into its own store and site, in the same run, for results/s and the ratio side by side; and
+  the warm update of that tree, alternating with this one's, each on a site its own code published (a
+  nightly's site is its own code's: a site of other analysis code is rebuilt whole).
 
 Cold steps and ``asv publish`` alternate ``--repeat`` times; medians are reported, and the
 ratios the issue asks for are printed at the end. Nothing runs at import.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import resource
 import shutil
@@ -38,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,6 +64,36 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path, label: str = "") -> tup
     return secs, proc.stdout
 
 
+def _time_asv_publish(skip: bool, conf: Path, env: dict[str, str], work: Path, cold: dict[str, list[float]],
+                      cpu: dict[str, list[float]]) -> float:
+    """``asv publish`` of the history, its wall and CPU seconds added to ``cold`` and ``cpu``: the wall seconds (NaN
+    with ``skip``)."""
+    if skip:
+        return math.nan
+    shutil.rmtree(work / "asv" / "html", ignore_errors=True)
+    secs, _ = _run([sys.executable, "-m", "asv", "publish", "--config", str(conf), "--no-pull"], env, work / "asv",
+                   "asv")
+    cold["asv"].append(secs)
+    cpu["asv"].append(CPU["asv"])
+    return secs
+
+
+def _warm_rounds(codes: dict[str, tuple[dict[str, str], Path]], repeat: int, update: list[str], work: Path,
+                 fresh: Any) -> tuple[dict[str, list[tuple[float, float, float]]], str]:
+    """Each code's warm update ``repeat`` times, the codes alternating (both see the same load), each from ``fresh``
+    copies of its own site: (wall s, CPU s, load) per round by label, and the output of this tree's last round."""
+    rounds: dict[str, list[tuple[float, float, float]]] = {k: [] for k in codes}
+    out_warm = ""
+    for _ in range(repeat):
+        for label, (code_env, before_site) in codes.items():
+            fresh(before_site)
+            load = os.getloadavg()[0]
+            t_round, out = _run(update, code_env, work, label)
+            out_warm = out if label == "warm" else out_warm
+            rounds[label].append((t_round, CPU[label], load))
+    return rounds, out_warm
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--benchmarks", type=int, default=100)
@@ -68,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="cold runs (and asv publish runs), alternated")
     ap.add_argument("--warm-repeat", type=int, default=5, help="warm updates, each on a fresh copy (median reported)")
     ap.add_argument("--quick", action="store_true", help="10 x 60 x 5")
-    ap.add_argument("--baseline", type=Path, help="another mmtrack source tree whose import-asv is timed beside")
+    ap.add_argument("--baseline", type=Path, help="another mmtrack source tree whose cold path is timed beside")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--no-asv", action="store_true", help="leave asv publish out (for the warm update's figures)")
     args = ap.parse_args(argv)
     if args.quick:
         args.benchmarks, args.commits = 10, 60
@@ -97,14 +132,11 @@ def main(argv: list[str] | None = None) -> int:
               f" = {n_results:,} results in {len(list(results.rglob('*.json'))) - 2} files")
 
         cold: dict[str, list[float]] = {"import": [], "detect": [], "publish": [], "path": [], "asv": [],
-                                        "baseline_import": []}
+                                        "baseline_import": [], "baseline_path": []}
         cpu: dict[str, list[float]] = {k: [] for k in cold}
+        loads: list[float] = []  # the 1-minute load average after each cold run: the machine is shared
         for r in range(args.repeat):
-            shutil.rmtree(work / "asv" / "html", ignore_errors=True)
-            secs, _ = _run([sys.executable, "-m", "asv", "publish", "--config", str(conf), "--no-pull"], env, work / "asv",
-                           "asv")
-            cold["asv"].append(secs)
-            cpu["asv"].append(CPU["asv"])
+            asv_s = _time_asv_publish(args.no_asv, conf, env, work, cold, cpu)
             url = f"sqlite:///{work / f'store{r}.db'}"
             site = work / f"site{r}"
             t_imp, _ = _run([*mm, "import-asv", str(results), "--db", url], env, work, "import")
@@ -120,13 +152,20 @@ def main(argv: list[str] | None = None) -> int:
             cold["path"].append(t_imp + t_det + t_pub)
             if args.baseline:
                 base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
-                secs, _ = _run([*mm, "import-asv", str(results), "--db", f"sqlite:///{work / f'base{r}.db'}"],
-                               base_env, work, "baseline_import")
+                base_url = f"sqlite:///{work / f'base{r}.db'}"
+                secs, _ = _run([*mm, "import-asv", str(results), "--db", base_url], base_env, work, "baseline_import")
+                rest = [_run([*mm, "detect", "--db", base_url, "--format", "json"], base_env, work, "baseline_detect"),
+                        _run([*mm, "publish", "-o", str(work / f"base-site{r}"), "--db", base_url, "--no-progress",
+                              "--title", "bench"], base_env, work, "baseline_publish")]
                 cold["baseline_import"].append(secs)
+                cold["baseline_path"].append(secs + sum(t for t, _ in rest))
                 cpu["baseline_import"].append(CPU["baseline_import"])
-            print(f"  cold run {r + 1}: asv publish {cold['asv'][-1]:.1f} s; mmtrack import {t_imp:.1f} s +"
+                cpu["baseline_path"].append(CPU["baseline_import"] + CPU["baseline_detect"] + CPU["baseline_publish"])
+            print(f"  cold run {r + 1}: asv publish {asv_s:.1f} s; mmtrack import {t_imp:.1f} s +"
                   f" detect {t_det:.1f} s + publish {t_pub:.1f} s = {cold['path'][-1]:.1f} s"
-                  + (f"; baseline import {cold['baseline_import'][-1]:.1f} s" if args.baseline else ""))
+                  + (f"; baseline import {cold['baseline_import'][-1]:.1f} s, path {cold['baseline_path'][-1]:.1f} s"
+                     if args.baseline else "") + f"; load {os.getloadavg()[0]:.1f}")
+            loads.append(os.getloadavg()[0])
 
         # Warm: the last commit lands in the results folder of the first cold run's store and site.
         url, site = f"sqlite:///{work / 'store0.db'}", work / "site0"
@@ -142,17 +181,27 @@ def main(argv: list[str] | None = None) -> int:
 
         copy_store("store0.db", "before.db")
         shutil.copytree(site, work / "site-before", symlinks=True)
+        codes = {}
+        if args.baseline:
+            base_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+            shutil.copytree(site, work / "site-before-base", symlinks=True)
+            copy_store("before.db", "store0.db")
+            _run([*mm, "publish", "-o", str(work / "site-before-base"), "--db", url, "--no-progress", "--title",
+                  "bench"], base_env, work)
+            codes["baseline_warm"] = (base_env, work / "site-before-base")
+        codes["warm"] = (env, work / "site-before")  # last in each round: "nothing new" then updates its own site
         write_asv_results(results, model, commits=[commits[-1]])
-        warm: list[float] = []
-        warm_cpu: list[float] = []
-        for r in range(args.warm_repeat):
+
+        def fresh(before_site: Path) -> None:  # the store and site as they stood before the commit landed
             copy_store("before.db", "store0.db")
             shutil.rmtree(site)
-            shutil.copytree(work / "site-before", site, symlinks=True)
-            t_round, out_warm = _run(update, env, work, "warm")
-            warm.append(t_round)
-            warm_cpu.append(CPU["warm"])
-        t_warm, CPU["warm"] = statistics.median(warm), statistics.median(warm_cpu)
+            shutil.copytree(before_site, site, symlinks=True)
+
+        rounds, out_warm = _warm_rounds(codes, args.warm_repeat, update, work, fresh)
+        for label, runs in rounds.items():
+            CPU[label] = statistics.median(c for _, c, _ in runs)
+        warm = [w for w, _, _ in rounds["warm"]]
+        t_warm = statistics.median(warm)
         t_noop_upd, out_noop_upd = _run(update, env, work, "noop_update")
         t_start, _ = _run([*mm, "--help"], env, work, "start")  # what a process start and the CLI cost here
         print(f"  warm, one new commit: mmtrack update {', '.join(f'{w:.2f}' for w in warm)} s (median {t_warm:.2f} s)"
@@ -165,11 +214,12 @@ def main(argv: list[str] | None = None) -> int:
             "benchmarks": args.benchmarks, "commits": args.commits - 1, "metrics": args.metrics,
             "results": n_results, "repeat": args.repeat,
             **{f"cold_{k}_s": med(v) for k, v in cold.items() if v},
-            "cold_runs_s": cold,
+            "cold_runs_s": cold, "cold_runs_cpu_s": cpu, "load_after_cold_runs": loads,
             "one_new_commit_update_s": t_warm, "one_new_commit_update_runs_s": warm, "nothing_new_publish_s": t_noop_pub, "nothing_new_update_s": t_noop_upd,
             "import_results_per_s": n_results / med(cold["import"]),
             "cpu_s": {**{f"cold_{k}": med(v) for k, v in cpu.items() if v},
-                      **{k: CPU[k] for k in ("warm", "noop_publish", "noop_update", "start")}},
+                      **{k: CPU[k] for k in ("warm", "noop_publish", "noop_update", "start", *rounds)}},
+            "one_new_commit_update_rounds": rounds,
             "cli_start_s": t_start,
         }
         if cold["baseline_import"]:
@@ -178,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"(wall seconds; CPU seconds of the child in brackets. `mmtrack --help` alone: {t_start:.2f} s"
               f" [{c['start']:.2f}])")
+        fig.setdefault("cold_asv_s", math.nan)  # --no-asv
+        c.setdefault("cold_asv", math.nan)
         print(f"cold path (import + detect + publish): {fig['cold_path_s']:.1f} s;"
               f" asv publish: {fig['cold_asv_s']:.1f} s;"
               f" ratio {fig['cold_path_s'] / fig['cold_asv_s']:.2f} (target <= 0.33)"
@@ -187,10 +239,17 @@ def main(argv: list[str] | None = None) -> int:
               f" {c['cold_publish']:.1f}]")
         print(f"one new commit, mmtrack update: {t_warm:.2f} s [CPU {c['warm']:.2f}] (target <= 2 s, process start"
               " included)")
+        for label, runs in rounds.items():
+            each = ", ".join(f"({w:.2f}, {u:.2f}, {ld:.1f})" for w, u, ld in runs)
+            print(f"  {label}: runs (wall s, CPU s, load) {each}"
+                  f"; median wall {statistics.median(w for w, _, _ in runs):.2f} s, CPU {CPU[label]:.2f} s")
         print(f"nothing new: mmtrack publish {t_noop_pub:.2f} s [CPU {c['noop_publish']:.2f}] (target <= 0.5 s),"
               f" mmtrack update {t_noop_upd:.2f} s [CPU {c['noop_update']:.2f}]")
         line = f"import: {fig['import_results_per_s']:,.0f} results/s [CPU {n_results / c['cold_import']:,.0f}]"
-        if cold["baseline_import"]:
+        if cold["baseline_path"]:
+            print(f"baseline cold path: {fig['cold_baseline_path_s']:.1f} s; ratio to asv publish"
+                  f" {fig['cold_baseline_path_s'] / fig['cold_asv_s']:.2f}"
+                  f" [CPU {c['cold_baseline_path']:.1f}: {c['cold_baseline_path'] / c['cold_asv']:.2f}]")
             line += (f"; baseline {fig['baseline_import_results_per_s']:,.0f} results/s"
                      f" [CPU {n_results / c['cold_baseline_import']:,.0f}];"
                      f" ratio {fig['import_results_per_s'] / fig['baseline_import_results_per_s']:.2f}x (target >= 3)")

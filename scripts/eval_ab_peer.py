@@ -14,10 +14,14 @@ Experiments (each a fresh subprocess; environments cached after the first build)
             default, mmtrack's) and ``mmtrack continuous base slow`` at the same factor; wall times (medians) and
             how often each flags ``time_add`` and anything else. ``--baseline DIR``: a third contender in every
             pair, the mmtrack of another checkout (e.g. ``git archive main``), so that today's code runs side by
-            side with the change in one session; each pair rotates the order the contenders run in.
+            side with the change in one session; each pair rotates the order the contenders run in. ``--warm``: one
+            untimed run of each contender first, so that no timed run builds an environment.
 
-Usage: python -m scripts.eval_ab_peer aa peer [--runs 10] [--peer-runs 3] [--factor 1.05] [--baseline DIR]
-       [--keep DIR]
+  phases N  N rounds of one side's four benchmarks each way: ``asv run`` per round (before), asv's runner from
+            this process with a fresh interpreter per benchmark, and with a fork server per round (now)
+
+Usage: python -m scripts.eval_ab_peer aa peer phases [--runs 10] [--peer-runs 3] [--factor 1.05] [--baseline DIR]
+       [--warm] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -125,7 +129,7 @@ def asv_flags(stdout: str) -> list[str]:
 
 
 def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, factor: float,
-         baseline: Path | None = None) -> None:
+         baseline: Path | None = None, warm: bool = False) -> None:
     conf = asv_virtualenv_config(folder, repo, CONF)
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
                    capture_output=True)
@@ -136,6 +140,9 @@ def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, f
         contenders["baseline"] = lambda: run_mmtrack(repo, {**env, "PYTHONPATH": str(baseline)}, shas, factor)
     rows: dict[str, list[dict]] = {name: [] for name in contenders}
     names = list(contenders)
+    if warm:  # builds (and the A/A of a flagged benchmark) out of the timed pairs
+        for name in names:
+            print(f"  warm-up: {name} {contenders[name]()['wall']:.1f} s (not counted)", flush=True)
     for i in range(runs):
         for name in names[i % len(names):] + names[:i % len(names)]:
             rows[name].append(contenders[name]())
@@ -173,14 +180,70 @@ def run_mmtrack(repo: Path, env: dict, shas: dict[str, str], factor: float) -> d
             "what": f"exit {mm.returncode}, {data['ab'].get('rounds')} rounds, flags {changed}"}
 
 
+def asv_run_round(plan, side, folder: Path):
+    """One round of one side as every round ran before: an ``asv run`` of its own."""
+    from mmtrack.ab import interleave
+    from mmtrack.asvbridge import asvrun
+
+    prepared = interleave.prepared_for(plan, side, folder)
+    asvrun.ensure_machine(prepared)
+    return interleave._run_asv_process(plan, side, prepared)
+
+
+def phases(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
+    """Where a round of one side goes: the base's four benchmarks, one round at a time, by ``asv run`` (before) and
+    by asv's runner from this process, each benchmark in a fresh interpreter (spawn) or a fork of the round's fork
+    server (now), in rotating order; per round the wall time, the launch to the first benchmark's start and asv's
+    own duration of each benchmark. The suite's one discovery is timed apart."""
+    from dataclasses import replace
+
+    from asv.results import Results
+
+    from mmtrack.ab import interleave
+
+    os.environ.update(env)  # the mmtrack under test runs in this process
+    plan, top = interleave.make_plan(repo, None, MACHINE, None, 1)
+    side = interleave.build_side(plan, top, shas["base"], "A")
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        interleave.discovered(plan, side)
+        print(f"phases: one discovery of the suite {time.perf_counter() - t:.2f} s", flush=True)
+        ways = {"asv run": lambda f: asv_run_round(plan, side, f),
+                "in process, spawn": lambda f: interleave.run_once(
+                    replace(plan, asv_args=("--launch-method", "spawn")), side, f),
+                "in process, fork server": lambda f: interleave.run_once(plan, side, f)}
+        got: dict[str, list[tuple[float, float, float]]] = {name: [] for name in ways}
+        names = list(ways)
+        for i in range(runs):
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                start, t = time.time(), time.perf_counter()
+                collected = ways[name](Path(tmp) / f"{i}-{len(got[name])}-{name.replace(' ', '_')}")
+                wall = time.perf_counter() - t
+                res = Results.load(str(collected.results_file))
+                first = min(res.started_at.values()) / 1000 - start
+                per = statistics.mean(res.duration.values())
+                got[name].append((wall, first, per))
+                # What half the window would have read: the best of each benchmark's first half of samples.
+                half = [min(c.samples[:len(c.samples) // 2]) / min(c.samples) for c in collected.cases
+                        if len(c.samples) >= 4]
+                print(f"  round {i + 1}: {name}: wall {wall:.2f} s, first benchmark starts after {first:.2f} s, "
+                      f"{per:.2f} s a benchmark; best of the first half over the best: "
+                      f"{', '.join(format(h, '.3f') for h in half)} | load {os.getloadavg()[0]:.1f}", flush=True)
+    for name, rows in got.items():
+        print(f"phases {name}: medians over {len(rows)}: wall {statistics.median(r[0] for r in rows):.2f} s, launch to "
+              f"first benchmark {statistics.median(r[1] for r in rows):.2f} s, "
+              f"{statistics.median(r[2] for r in rows):.2f} s a benchmark", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("experiments", nargs="+", choices=["aa", "peer"])
+    ap.add_argument("experiments", nargs="+", choices=["aa", "peer", "phases"])
     ap.add_argument("--runs", type=int, default=10, help="A/A runs")
     ap.add_argument("--peer-runs", type=int, default=3, help="asv / mmtrack pairs")
     ap.add_argument("--factor", type=float, default=1.05,
                     help="factor of both tools in the peer experiment")
     ap.add_argument("--baseline", type=Path, help="peer: also run the mmtrack of this checkout in every pair")
+    ap.add_argument("--warm", action="store_true", help="peer: one untimed run of each contender first (the builds)")
     ap.add_argument("--keep", type=Path, help="keep the repo and each run's JSON under this folder")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="mmtrack-eval-peer-"))
@@ -201,8 +264,10 @@ def main() -> None:
                       f"{min(r['rounds'] for r in got)}-{max(r['rounds'] for r in got)}; wall median "
                       f"{statistics.median(r['wall'] for r in got):.1f} s; load "
                       f"{min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f}", flush=True)
+            elif exp == "phases":
+                phases(env, repo, shas, args.runs)
             else:
-                peer(root, env, repo, shas, args.peer_runs, args.factor, args.baseline)
+                peer(root, env, repo, shas, args.peer_runs, args.factor, args.baseline, args.warm)
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -493,11 +493,13 @@ def test_bad_input_is_one_line_and_exit_2(project, case):
             "bisect bench selects nothing": "-b 'crnch' selects none of the 2 benchmark(s)"}[case] in lines[0]
 
 
-def test_the_selection_is_read_by_asvs_own_discovery_in_the_first_build(project):
+def test_the_selection_is_read_by_asvs_own_discovery_in_the_first_build(project, monkeypatch):
     """-b is checked once the first commit is built (asv's rule: a parameterised benchmark's name with its
     parameters matches too), so a typo costs one build, not every build and a round."""
     from mmtrack.ab.interleave import build_side, discovered, make_plan
 
+    # The suite imports mmtrack: from this checkout, as every other test's asv processes do (not an installed one).
+    monkeypatch.setenv("ASV_PYTHONPATH", project["env"]["ASV_PYTHONPATH"])
     repo, shas = project["repo"], project["shas"]
     suite = ["bench_ab.Crunch.time_crunch", "bench_ab.Crunch.track_crunch_engine"]
 

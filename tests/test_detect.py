@@ -295,6 +295,23 @@ def test_a_step_in_the_newest_two_commits_is_suspected_at_once():
     assert detect_series(key, pts, DetectPolicy(newest=False)).changes == ()  # what detect said before
 
 
+def test_two_newest_commits_at_a_level_two_stray_commits_had_reached_are_suspected_together():
+    """A quiet series that strayed 20% up twice, then two commits there: each lies within the series' own noise (a
+    commit came near), together they are a level no runner showed (the window's density over both); a runner level
+    the series visits often is not, nor one commit alone."""
+    levels = [1.0] * 97 + [1.2] * 2
+    levels[30] = levels[70] = 1.2
+    for seed in range(3):
+        key, pts = series(noisy_level(levels, cv=0.02, seed=seed))
+        (cp,) = detect_series(key, pts).changes
+        assert (cp.kind, _state(cp), cp.extra["index"]) == ("regression", "suspected", 97)
+        key, pts = series(noisy_level([*levels[:-2], 1.0, 1.2], cv=0.02, seed=seed))
+        assert detect_series(key, pts).changes == ()
+        visits = [1.2 if i % 6 == 3 else 1.0 for i in range(97)] + [1.2] * 2  # a runner type, one commit in six
+        key, pts = series(noisy_level(visits, cv=0.02, seed=seed))
+        assert detect_series(key, pts).changes == ()
+
+
 def test_the_next_commits_settle_a_suspected_step():
     """Held by the next commits: no longer suspected (confirmed, or proved by the rank test); left by them: withdrawn."""
     held = noisy_level([1.0] * 95 + [1.3] * 6, seed=4)

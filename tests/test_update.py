@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from mmtrack.publish import SiteConfig
 from benchmarks.synthetic_history import synthetic_model, write_asv_results
@@ -61,33 +62,43 @@ def test_update_bad_input_is_one_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and "not a directory" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-def test_updates_commit_by_commit_store_what_a_full_detect_run_stores(tmp_path: Path) -> None:
-    """The incremental path (update after each new commit, detect on the touched series) and one full `detect`
-    over the same store: the same change points, field by field."""
+def updates_then_full_detect(tmp_path: Path, model: Any, first: int) -> tuple[str, str]:
+    """`mmtrack update` of the model's first ``first`` commits, then of each later one; a copy of that store after a
+    full `mmtrack detect`: (the updated store's URL, the copy's)."""
     import shutil
 
-    from mmtrack.store import reads as q
-    from mmtrack.store.db import open_store
-
-    model = synthetic_model(3, 36, 2, seed=5, step_every=2, config=SiteConfig())
     results, site, url = tmp_path / "results", tmp_path / "site", f"sqlite:///{tmp_path / 'store.db'}"
-    write_asv_results(results, model, commits=list(model.commits[:33]))
+    write_asv_results(results, model, commits=list(model.commits[:first]))
     args = ("update", str(results), "-o", str(site), "--db", url, "--title", "t")
     assert mmtrack(*args, cwd=tmp_path).returncode == 0
-    for commit in model.commits[33:]:
+    for commit in model.commits[first:]:
         write_asv_results(results, model, commits=[commit])
         assert mmtrack(*args, cwd=tmp_path).returncode == 0
     shutil.copyfile(tmp_path / "store.db", tmp_path / "full.db")
     full_url = f"sqlite:///{tmp_path / 'full.db'}"
     assert mmtrack("detect", "--db", full_url, "--format", "json", cwd=tmp_path).returncode in (0, 1)
+    return url, full_url
 
-    def stored(url: str) -> list[tuple]:
-        store = open_store(url)
-        try:
-            return sorted((str(c.series), c.kind, c.before_sha, c.after_sha, c.before_value, c.after_value, c.ratio,
-                           c.p_value, c.persists, c.method) for c in q.load_change_points(store))
-        finally:
-            store.close()
 
-    incremental = stored(url)
-    assert incremental and incremental == stored(full_url)
+def stored_fields(url: str, *extra: str) -> list[tuple]:
+    """Every stored change point's fields (and the ``extra`` entries named), sorted."""
+    from mmtrack.store import reads as q
+    from mmtrack.store.db import open_store
+
+    store = open_store(url)
+    try:
+        return sorted((str(c.series), c.kind, c.before_sha, c.after_sha, c.before_value, c.after_value, c.ratio,
+                       c.p_value, c.persists, c.method, *(c.extra.get(k) for k in extra))
+                      for c in q.load_change_points(store))
+    finally:
+        store.close()
+
+
+def test_updates_commit_by_commit_store_what_a_full_detect_run_stores(tmp_path: Path) -> None:
+    """The incremental path (update after each new commit, detect on the touched series) and one full `detect`
+    over the same store: the same change points, field by field."""
+    model = synthetic_model(3, 36, 2, seed=5, step_every=2, config=SiteConfig())
+    url, full_url = updates_then_full_detect(tmp_path, model, 33)
+
+    incremental = stored_fields(url)
+    assert incremental and incremental == stored_fields(full_url)

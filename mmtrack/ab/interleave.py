@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..asvbridge import asvrun, callgrind_run, spool
+from ..asvbridge import asv_rounds, asvrun, callgrind_run, spool
 from ..measure.metrics import Direction, MetricSummary
 from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
 from .envs import CommitEnv
@@ -152,6 +152,7 @@ class Side:
     cases: dict[CaseKey, PooledCase] = field(default_factory=dict)
     environment: str = ""  # asv's environment name of the side's runs
     run_seconds: float = 0.0
+    suite: list[dict[str, Any]] | None = None  # asv's discovery of the suite (in the first side's build), once a run
 
     def measurements(self, only: set[CaseKey] | None = None) -> list[Measurement]:
         return [m for k, c in sorted(self.cases.items()) if only is None or k in only for m in c.measurements()]
@@ -245,6 +246,8 @@ def run_rounds(plan: ABPlan, result: ABResult, rounds: int, progress: Callable[[
             collected = run_once(plan, side, workdir / f"{slot:03d}-{side.label}")
             side.run_seconds += time.perf_counter() - t
             side.environment = side.environment or collected.environment
+            for other in sides:  # one discovery for both sides, as asv continuous discovers once
+                other.suite = other.suite or side.suite
             result.order.append(side.label)
             result.rounds = len(result.order) // 2
             result.warnings.extend(w for w in collected.warnings if w not in result.warnings)
@@ -349,15 +352,31 @@ def prepared_for(plan: ABPlan, side: Side, folder: Path) -> asvrun.Prepared:
 
 
 def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
-    """One asv run of one side; its cases with their samples and engine records."""
-    from ..errors import UserError
-
+    """One round of one side; its cases with their samples and engine records. asv's runner runs it from this
+    process (:mod:`mmtrack.asvbridge.asv_rounds`), the suite discovered once per side; an asv option it does not
+    carry over runs ``asv run`` itself."""
     prepared = prepared_for(plan, side, folder)
     if plan.instrument == "callgrind":  # the side's build runs the working tree's suite under Valgrind
         return callgrind_run.measure(prepared, plan.bench, None, python=side.env.python,
                                      without=prepared.config_path.parent,
                                      profiles=callgrind_run.profiles_of(plan.project, side.commit.sha))
     asvrun.ensure_machine(prepared)
+    args = asv_rounds.round_args((*(("--quick",) if plan.quick else ()), *ROUND_BUDGET, *plan.asv_args))
+    if args is None:
+        return _run_asv_process(plan, side, prepared)
+    environ = randomised_layout(side_environ(prepared, prepared.config_path.parent))
+    if side.suite is None:
+        side.suite = asv_rounds.discover(prepared, str(side.env.python), environ)
+    started = datetime.now(timezone.utc)
+    path = asv_rounds.run_round(prepared, side.suite, str(side.env.python), environ,
+                                [plan.bench] if plan.bench else [], args)
+    if path is None or not path.is_file():
+        raise _no_result(plan, side, "asv's runner", "")
+    return asvrun.collect(prepared, path, started)
+
+
+def _run_asv_process(plan: ABPlan, side: Side, prepared: asvrun.Prepared) -> asvrun.Collected:
+    """One round of one side by ``asv run`` itself (asv options a round in this process does not carry)."""
     request = asvrun.AsvInvocation(project=plan.project, quick=plan.quick, bench=plan.bench, machine=plan.machine,
                                 python=str(side.env.python), asv_args=(*ROUND_BUDGET, *plan.asv_args))
     since = time.time()
@@ -366,12 +385,18 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
     path = asvrun.results_file(prepared, since)
     if path is None:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-        raise UserError(
-            f"asv run of {side.label} ({side.commit.sha[:12]}) exited {proc.returncode} and wrote no result"
-            + (f" (-b {plan.bench!r} may match no benchmark)" if plan.bench else "")
-            + (f": {' | '.join(tail)}" if tail else "")
-        )
+        raise _no_result(plan, side, "asv run", " | ".join(tail), f" exited {proc.returncode} and")
     return asvrun.collect(prepared, path, started)
+
+
+def _no_result(plan: ABPlan, side: Side, who: str, tail: str, how: str = "") -> Exception:
+    from ..errors import UserError
+
+    return UserError(
+        f"{who} of {side.label} ({side.commit.sha[:12]}){how} wrote no result"
+        + (f" (-b {plan.bench!r} may match no benchmark)" if plan.bench else "")
+        + (f": {tail}" if tail else "")
+    )
 
 
 def side_environ(prepared: asvrun.Prepared, repo: Path) -> dict[str, str]:
@@ -449,33 +474,27 @@ def build_side(plan: ABPlan, repo: Path, sha: str, label: str) -> Side:
 
 
 def discovered(plan: ABPlan, side: Side) -> tuple[list[str], list[str]] | None:
-    """(all, selected): the working tree's benchmarks as asv's discovery finds them in ``side``'s build, and
-    those ``plan.bench`` selects by asv's own rule (a parameterised benchmark's name with its parameters
-    counts too); None when discovery fails there, whose error the rounds then report as asv's."""
-    import subprocess
+    """(all, selected): the working tree's benchmarks as asv's discovery finds them in ``side``'s build (kept for its
+    rounds), and those ``plan.bench`` selects by asv's own rule (a parameterised benchmark's name with its parameters
+    counts too); None when discovery fails there, whose error the rounds then report."""
     from types import SimpleNamespace
 
     from asv.benchmarks import Benchmarks
-    from asv.runner import BENCHMARK_RUN_SCRIPT
 
-    bench_dir = _suite_dir(plan)
+    from ..errors import UserError
+
     with tempfile.TemporaryDirectory(prefix="mmtrack-discover-") as tmp:
         prepared = prepared_for(plan, side, Path(tmp))
-        env = side_environ(prepared, prepared.config_path.parent)
-        # What asv's environments do before running anything in them.
-        path = env.pop("ASV_PYTHONPATH", None)
-        env.pop("PYTHONPATH", None)
-        if path:
-            env["PYTHONPATH"] = path
-        out = Path(tmp) / "benchmarks.json"
-        cmd = [str(side.env.python), BENCHMARK_RUN_SCRIPT, "discover", str(bench_dir), str(out)]
         try:
-            subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, timeout=600, check=True)
-            found = json.loads(out.read_text())
-            chosen = Benchmarks(SimpleNamespace(benchmark_dir=str(bench_dir)), found, regex=plan.bench)
-        except (OSError, ValueError, TypeError, KeyError, subprocess.SubprocessError):
+            side.suite = side.suite or asv_rounds.discover(prepared, str(side.env.python),
+                                                           side_environ(prepared, prepared.config_path.parent))
+        except UserError:
             return None
-    return sorted(b["name"] for b in found), sorted(chosen.keys())
+    try:
+        chosen = Benchmarks(SimpleNamespace(benchmark_dir=str(_suite_dir(plan))), side.suite, regex=plan.bench)
+    except (TypeError, KeyError):
+        return None
+    return sorted(b["name"] for b in side.suite), sorted(chosen.keys())
 
 
 def refuse_empty_selection(plan: ABPlan, side: Side) -> None:

@@ -555,6 +555,16 @@ def find_steps(values: Sequence[float], policy: DetectPolicy | None = None, *, s
     if raw.size < max(policy.min_points, 2 * policy.min_segment):
         return []
     x, logged = _transform(raw)
+    kept = _kept(x, logged, policy, settle)
+    if policy.method == "rankseg":
+        tail = _tail_change(x, kept[-1][0] if kept else 0, logged, policy)
+        if tail is not None:
+            kept.append(tail)
+    return _as_steps(x, logged, kept)
+
+
+def _kept(x: np.ndarray, logged: bool, policy: DetectPolicy, settle: bool) -> list[tuple[int, float]]:
+    """Steps 1-4 of the method: the points that pass their test against their neighbours, with its p-value."""
     if policy.method == "pelt":
         cps = _pelt_candidates(x, logged, policy)
     elif policy.method == "rankseg":
@@ -566,16 +576,45 @@ def find_steps(values: Sequence[float], policy: DetectPolicy | None = None, *, s
         kept = _prune(x, _refine(x, [c for c, _ in kept], policy), logged, policy)
     if kept and settle:
         kept = _prune(x, _settle(x, [c for c, _ in kept], policy), logged, policy)
-    if policy.method == "rankseg":
-        tail = _tail_change(x, kept[-1][0] if kept else 0, logged, policy)
-        if tail is not None:
-            kept.append(tail)
+    return kept
+
+
+def _as_steps(x: np.ndarray, logged: bool, kept: Sequence[tuple[int, float]]) -> list[Step]:
+    """Each kept point with the levels of the segments on either side of it."""
     bounds = [0, *(c for c, _ in kept), x.size]
     steps = []
     for i, (c, p) in enumerate(kept):
         before, after, _ = _effect(x[bounds[i] : c], x[c : bounds[i + 2]], logged)
         steps.append(Step(index=c, before=before, after=after, p_value=p))
     return steps
+
+
+def find_steps_after(values: Sequence[float], kept_before: Sequence[int], policy: DetectPolicy | None = None
+                     ) -> list[Step] | None:
+    """:func:`find_steps` (rankseg, settled) of a series that only gained newer values since its change points
+    ``kept_before`` were found: those are kept, the last of them is tested again against the grown segment after it,
+    and only the values from it on are searched for newer steps (docs/design/nightly-update-profile.md says where
+    this can differ from searching the whole series). None when a kept point no longer passes its test: the
+    caller searches the whole series. Also None when the values from the last kept point on hold a newer step: where
+    it lies can move the points before it, and a new step is rare, so the whole series is searched then."""
+    policy = policy or DetectPolicy()
+    if policy.method != "rankseg" or not kept_before:
+        return None
+    x, logged = _transform(np.asarray(values, dtype=float))
+    last = kept_before[-1]
+    if _kept(x[last:], logged, policy, settle=True):
+        return None
+    bounds = [0, *kept_before, x.size]
+    kept = []
+    for i, c in enumerate(kept_before):
+        ok, p = _passes(x, bounds[i], c, bounds[i + 2], logged, policy)
+        if not ok:
+            return None
+        kept.append((c, p))
+    tail = _tail_change(x, kept[-1][0], logged, policy)
+    if tail is not None:
+        kept.append(tail)
+    return _as_steps(x, logged, kept)
 
 
 def segment_levels(values: Sequence[float], policy: DetectPolicy | None = None) -> list[tuple[int, int]]:
@@ -615,6 +654,7 @@ __all__ = [
     "Step",
     "SeriesReport",
     "find_steps",
+    "find_steps_after",
     "segment_levels",
     "is_worse",
 ]

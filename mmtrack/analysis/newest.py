@@ -4,7 +4,9 @@ Each of the newest :data:`.policy.NEWEST_COMMITS` commits after the series' last
 itself: one commit is never a level) is judged on its median
 as ``mmtrack compare`` judges a commit with history (:func:`.compare.compare_pair`: its move from the current
 segment's level, its distance from every commit the window has seen, the window's density), and the commits after it
-settle it (:func:`.noise.follow_up`, :func:`.noise.held_level`). So such a step is ``suspected`` at once,
+settle it (:func:`.noise.follow_up`, :func:`.noise.held_level`); a commit whose move lies within the series' own
+noise is suspected where it and the commits after it, together, lie beyond the window's density (the gate's density
+evidence read over several commits). So such a step is ``suspected`` at once,
 ``confirmed`` once the next commits agree, and withdrawn (not reported) once they refute it. The first commit so
 flagged starts the new level.
 """
@@ -22,8 +24,8 @@ from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 from .compare import compare_pair
 from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
-from .noise import held_level, segment_noise
-from .policy import HISTORY_WINDOW, NEWEST_COMMITS, ComparePolicy, Evidence
+from .noise import already_beyond, held_level, segment_noise
+from .policy import HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_SEGMENT, ComparePolicy, Evidence
 
 #: What a bare median stands for: the rules read the medians only, and the threshold is the default one.
 _METRIC = MetricKey("detect", "median", "")
@@ -64,7 +66,8 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
                            history=values[max(0, j - HISTORY_WINDOW) : j],
                            later=values[j + 1 : j + 1 + policy.confirm_window], p_value=False)
         flagged = row.verdict in ("regressed", "improved") and row.state in ("suspected", "confirmed")
-        if flagged or (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)):
+        if flagged or (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)) or _beyond_the_density(
+                values, j, policy):
             return NewestStep(j, math.exp(before), math.exp(after), row.state if flagged else "suspected")
     return None
 
@@ -90,6 +93,27 @@ def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> boo
         return False
     so_far = dataclasses.replace(policy, confirm_window=len(later), confirm_agree=len(later))
     return held_level(noise, history, values[j], later, policy.threshold, so_far) == "confirmed"
+
+
+def _beyond_the_density(values: Sequence[float], j: int, policy: ComparePolicy) -> bool:
+    """Whether commit ``j`` and every commit after it, together, are a step beyond the levels the window visited:
+    their joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's density read over the commits
+    there are) at least :data:`.policy.NEWEST_EVIDENCE`, in a segment of :data:`.policy.NEWEST_SEGMENT` commits or
+    more and a full window; ``j`` itself beyond the threshold, their median at a level the series does not visit
+    (:meth:`.noise.SegmentNoise.visits`), and the commits just before ``j`` not already there
+    (:func:`.noise.already_beyond`). Two or three commits each within the series' own noise hold a level one commit
+    could not show."""
+    history = values[max(0, j - HISTORY_WINDOW) : j]
+    noise = segment_noise(history, policy.min_history)
+    if noise is None or len(noise.seen) < policy.history_points or noise.points < NEWEST_SEGMENT:
+        return False
+    held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
+    centre = _median(held)
+    if not held[0] * centre > 0 or abs(held[0]) <= math.log1p(policy.threshold):
+        return False  # the level starts with a commit that moved beyond the threshold its way
+    if noise.visits(math.exp(noise.level + centre)) or already_beyond(noise, history, centre, policy.threshold):
+        return False
+    return noise.held_evidence(held, policy.threshold, math.copysign(1.0, centre)) >= NEWEST_EVIDENCE
 
 
 __all__ = ["NewestStep", "newest_step"]

@@ -98,18 +98,35 @@ class SegmentNoise:
 
         Where the rule of z and gap reads a series that flips between runner types as one wide level (its spread
         spans them), this reads the levels it visits and how often, and one stray commit weighs 1/100th."""
+        return self.held_evidence(np.array([d]), threshold, 1.0), self.held_evidence(np.array([d]), threshold, -1.0)
+
+    def held_evidence(self, held: np.ndarray, threshold: float, way: float) -> float:
+        """:meth:`step_evidence` of several commits together (``held``: their deviations, log): the log likelihood
+        ratio of "one step of ``threshold`` to 100% ``way`` (+1 up, -1 down) under all of them" against "commits like
+        those seen", each commit weighed by the window's density as one commit is."""
+        sizes = np.linspace(math.log1p(threshold), math.log(2.0), UNSEEN_SIZES)
+        here = float(self._log_density(held).sum())
+        moved = self._log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
+        return float(np.logaddexp.reduce(moved.sum(axis=1))) - math.log(sizes.size) - here
+
+    def _log_density(self, y: np.ndarray) -> np.ndarray:
+        """The window's density of deviations at ``y``: a Gaussian kernel over :attr:`seen` with bandwidth
+        :attr:`commit_sd`, :data:`UNSEEN_FLOOR` of its mass spread flat."""
         seen = np.asarray(self.seen)
         bw = max(self.commit_sd, 1e-3)
-        sizes = np.linspace(math.log1p(threshold), math.log(2.0), UNSEEN_SIZES)
+        z = (y[:, None] - seen[None, :]) / bw
+        kernel = np.exp(-0.5 * z * z).mean(axis=1) / (bw * math.sqrt(2 * math.pi))
+        return np.log((1 - UNSEEN_FLOOR) * kernel + UNSEEN_FLOOR)
 
-        def log_density(y: np.ndarray) -> np.ndarray:
-            z = (y[:, None] - seen[None, :]) / bw
-            kernel = np.exp(-0.5 * z * z).mean(axis=1) / (bw * math.sqrt(2 * math.pi))
-            return np.log((1 - UNSEEN_FLOOR) * kernel + UNSEEN_FLOOR)
-
-        here = float(log_density(np.array([d]))[0])
-        return tuple(float(np.logaddexp.reduce(log_density(d - sign * sizes))) - math.log(sizes.size) - here
-                     for sign in (1.0, -1.0))  # type: ignore[return-value]
+    def visits(self, value: float) -> bool:
+        """Whether the commits seen show ``value``'s level as one the series visits: more than :data:`NEW_LEVEL_SEEN`
+        of them within :data:`NEW_LEVEL_RADIUS` deviations of the usual runner, and often, tight or held there."""
+        radius = NEW_LEVEL_RADIUS * self.usual_sd
+        near = self.near(value, radius)
+        return near > NEW_LEVEL_SEEN * len(self.seen) and (
+            near > NEW_LEVEL_OFTEN * len(self.seen)  # a runner type, however it is drawn
+            or near >= NEW_LEVEL_TIGHT * self.near(value, NEW_LEVEL_SPREAD * self.usual_sd)  # its tight level
+            or self.longest_run_near(value, radius) >= NEW_LEVEL_RUN)  # or held: a sticky runner, a phase
 
     def back_to_earlier(self, value: float, gap: float, min_points: int) -> int:
         """How many commits before the segment ``value`` went back to, when it went back to their level.
@@ -228,14 +245,20 @@ def agreement(d: float, later: Sequence[float | None], policy: ComparePolicy | N
     return "suspected"
 
 
+def already_beyond(noise: SegmentNoise, history: Sequence[float], d: float, threshold: float) -> bool:
+    """Whether one of the newest :data:`UNSEEN_QUIET` commits of ``history`` already lay beyond ``threshold`` from
+    the level the way of deviation ``d``: a move that began before is no step at this commit."""
+    bar = math.log1p(threshold)
+    return any(math.copysign(1.0, d) * noise.deviation(v) > bar for v in history[-UNSEEN_QUIET:] if measured(v))
+
+
 def unseen_step(noise: SegmentNoise, history: Sequence[float], value: float, threshold: float,
                 policy: ComparePolicy) -> bool:
     """Whether ``value`` is a step beyond every level the window visited: with at least ``history_points`` commits
     seen, none of the newest :data:`UNSEEN_QUIET` beyond ``threshold`` its way, its way's likelihood ratio
     (:meth:`SegmentNoise.step_evidence`) at least :data:`UNSEEN_BAR` and above the other way's."""
-    d, bar = noise.deviation(value), math.log1p(threshold)
-    if len(noise.seen) < policy.history_points or any(
-            math.copysign(1.0, d) * noise.deviation(v) > bar for v in history[-UNSEEN_QUIET:] if measured(v)):
+    d = noise.deviation(value)
+    if len(noise.seen) < policy.history_points or already_beyond(noise, history, d, threshold):
         return False
     up, down = noise.step_evidence(d, threshold)
     way, other = (up, down) if d > 0 else (down, up)
@@ -320,14 +343,9 @@ def held_level(
     held_value = held_median(value, later, policy)
     if held_value is None:
         return "suspected"
-    centre, radius = noise.deviation(held_value), NEW_LEVEL_RADIUS * noise.usual_sd
-    near = noise.near(held_value, radius)
+    centre = noise.deviation(held_value)
     around = noise.near(held_value, NEW_LEVEL_SPREAD * noise.usual_sd)  # the commits seen in its wider band
-    visited = near > NEW_LEVEL_SEEN * len(noise.seen) and (
-        near > NEW_LEVEL_OFTEN * len(noise.seen)  # a runner type, however it is drawn
-        or near >= NEW_LEVEL_TIGHT * around  # its tight level
-        or noise.longest_run_near(held_value, radius) >= NEW_LEVEL_RUN)  # or held: a sticky runner, a phase
-    if centre * d <= 0 or abs(centre) <= bar or visited or noise.back_to_visited(
+    if centre * d <= 0 or abs(centre) <= bar or noise.visits(held_value) or noise.back_to_visited(
             held_value, policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase it had shown before
     # A level no commit of a full window came near, held by all but NEW_LEVEL_UNSEEN_MISSES of the next commits:
@@ -351,6 +369,7 @@ __all__ = [
     "segment_noise",
     "follow_up",
     "unseen_step",
+    "already_beyond",
     "UNSEEN_BAR",
     "UNSEEN_QUIET",
     "held_median",

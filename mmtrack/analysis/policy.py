@@ -77,6 +77,19 @@ SETTLE_Z = 2.0
 #: Newest commits judged by the per-commit gate's rules (suspected, then settled by the next ones): the rank test
 #: proves a step only once this many commits hold it.
 NEWEST_COMMITS = 5
+#: Log likelihood ratio of "a step" that the newest commits together, each within the series' own noise, must reach.
+NEWEST_EVIDENCE = 3.5
+#: Commits of the current segment before a newest level is read against its density: a young one has not shown its
+#: runner levels yet (one step's tail read as the next step).
+NEWEST_SEGMENT = 30
+#: A series that only gained newer commits is searched from its last stored step on when that step lies this many
+#: commits or more before the newest: a step nearer the newest still moves as commits arrive (refinement's
+#: bandwidth and settling read the segment after it), so that series is searched whole.
+KEPT_STEP_MIN_AFTER = 50
+#: ...and when every stored step was proved at this p-value: a weaker one may drop out of, or move in, the whole
+#: series' search as commits arrive (its candidates come from the rank statistic of the whole series), so that
+#: series is searched whole (scripts/check_last_segment.py; docs/design/nightly-update-profile.md).
+KEPT_STEP_MAX_P = 1e-12
 # frames
 #: A run within this (log) of the history's median shift ran on the usual runner.
 RUN_SETTLED = 0.03
@@ -110,7 +123,7 @@ NEW_LEVEL_RUN = 2
 #: Next commits that may fall short of the threshold when a level no commit came near confirms.
 NEW_LEVEL_UNSEEN_MISSES = 1
 #: Commits before the segment at its level that show a series visits it (alternates): fewer, a return is a revert.
-ALTERNATION_VISITS = 2
+ALTERNATION_VISITS = 6
 #: The usual runner's and commit-to-commit spreads (in thresholds) from which the next commits cannot confirm: real CI
 #: runners hold such a series 4-6 commits away from its level and leave, as a step holds (scripts/real_ci_noise.py).
 PHASE_SPREAD = 1.0

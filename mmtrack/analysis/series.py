@@ -9,13 +9,13 @@ reported ``suspected`` until the next commits settle it. Pure functions over the
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey, SeriesPoint
-from .detect import DetectPolicy, SeriesReport, Step, find_steps, is_worse
+from .detect import DetectPolicy, SeriesReport, Step, find_steps, find_steps_after, is_worse
 from .newest import newest_step
-from .policy import NEWEST_COMMITS
+from .policy import KEPT_STEP_MAX_P, KEPT_STEP_MIN_AFTER, NEWEST_COMMITS
 
 
 def _usable(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
@@ -97,11 +97,13 @@ def detect_values(
     versions: Sequence[str | None],
     direction: Direction,
     policy: DetectPolicy | None = None,
+    kept_before: Sequence[int] | None = None,
 ) -> SeriesReport:
     """Change points of one series given as plain columns of its usable commits (ok, finite), oldest first.
 
     The bulk path of ``mmtrack detect`` reads these columns for every series in one query, without
-    building a record per point.
+    building a record per point. ``kept_before``: the indices of the steps a last detect found, when the series
+    only gained newer commits since (:func:`kept_steps`): only the values from the last of them on are searched.
     """
     policy = policy or DetectPolicy()
     runs = _version_runs(versions)
@@ -113,11 +115,35 @@ def detect_values(
     changes: list[ChangePoint] = []
     for run in runs:
         run_values = values if len(run) == len(values) else [values[i] for i in run]
-        steps: list[tuple[Step, str | None]] = [(s, None) for s in find_steps(run_values, policy, settle=True)]
+        found = find_steps_after(run_values, kept_before, policy) if kept_before and len(runs) == 1 else None
+        if found is None:
+            found = find_steps(run_values, policy, settle=True)
+        steps: list[tuple[Step, str | None]] = [(s, None) for s in found]
         if run is runs[-1] and policy.newest and len(run) >= policy.min_points:
             steps.extend(_newest(run_values, [s for s, _ in steps], direction))
         changes.extend(_change_points(key, shas, values, run, steps, direction, policy, last=run is runs[-1]))
     return SeriesReport(key, "ok", len(values), tuple(changes), tuple(notes))
+
+
+def kept_steps(changes: Sequence[ChangePoint], shas: Sequence[str], new: Collection[str], policy: DetectPolicy
+               ) -> list[int] | None:
+    """The indices of detect's own steps among a series' stored ``changes``, when the series (its usable commits
+    ``shas`` now) only gained the commits ``new`` at its end since they were found and its last step lies
+    ``KEPT_STEP_MIN_AFTER`` commits or more before the newest, every one proved at ``KEPT_STEP_MAX_P``; else None
+    (detect searches the whole series)."""
+    own = [c for c in changes if "state" not in c.extra]  # a newest-commit step is judged again from the steps
+    if not own or any(c.method != policy.name or "aligned_from" in c.extra for c in own):
+        return None  # a step moved to where other machines agree: detect's own place of it is not stored
+    if any(c.p_value is None or c.p_value > KEPT_STEP_MAX_P for c in own):
+        return None
+    counts = {c.extra.get("points") for c in changes}
+    old = counts.pop() if len(counts) == 1 else None
+    if not isinstance(old, int) or not 0 < old < len(shas) or any(sha not in new for sha in shas[old:]):
+        return None
+    if any(sha in new for sha in shas[:old]):  # a commit measured again: its value may have moved
+        return None
+    index = sorted(int(c.extra["index"]) for c in own)
+    return index if index[-1] <= len(shas) - KEPT_STEP_MIN_AFTER else None
 
 
 def _newest(values: Sequence[float], steps: Sequence[Step], direction: Direction) -> list[tuple[Step, str | None]]:
@@ -176,4 +202,4 @@ def detect_all(
 
 
 
-__all__ = ["detect_series", "detect_values", "detect_all", "named_range"]
+__all__ = ["detect_series", "detect_values", "detect_all", "kept_steps", "named_range"]

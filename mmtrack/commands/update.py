@@ -70,7 +70,8 @@ def update(request: UpdateRequest) -> UpdateOutcome:
 
             # Read once for detect and for the pages' verdicts (their history), the blobs of series_cache kept
             columns = series_columns_keeping_cache(store, keys, usable_only=False)
-            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, columns=columns)
+            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, columns=columns,
+                                 new_commits=summary.commits)
             detected = len(outcome.changes)
             open_regressions = len(outcome.open_regressions) if "regression" in request.fail_on else 0
         elif request.detect:

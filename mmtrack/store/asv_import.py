@@ -34,7 +34,7 @@ from ..results import PRIMARY, CommitInfo, MetricKey, canonical_params
 from . import models as m
 from .bulk import gc_paused
 from .db import Store
-from .ingest import BenchmarkIdentity, Dims, MetricIdentity, RunRows, write_run_in
+from .ingest import BenchmarkIdentity, Dims, MeasurementSink, MetricIdentity, RunRows, write_run_in
 
 # -- what an import reports ----------------------------------------------------------------------
 
@@ -900,6 +900,7 @@ class _Batches:
         self.tx: Any = None
         self.conn: Connection | None = None
         self.dims: Dims | None = None
+        self.sink = MeasurementSink()  # the batch's measurement rows, written sorted before it commits
         # What the open transaction holds, to count once it commits or to write again after a failure:
         # (shown, parsed, run, outcome, touched) per file written, (None, item, ...) per file re-stat'ed.
         self.pending: list[tuple[Any, ...]] = []
@@ -919,7 +920,7 @@ class _Batches:
         self._open()
         assert self.conn is not None and self.dims is not None
         try:
-            _, outcome, touched = write_run_in(self.conn, self.dims, **run)
+            _, outcome, touched = write_run_in(self.conn, self.dims, **run, sink=self.sink)
         except SQLAlchemyError:
             self._write_alone([*self.pending, (shown, parsed, run, None, None)])
             return
@@ -938,7 +939,8 @@ class _Batches:
             self._open()
             assert self.conn is not None and self.dims is not None
             try:
-                _, outcome, touched = write_run_in(self.conn, self.dims, **run)
+                _, outcome, touched = write_run_in(self.conn, self.dims, **run, sink=self.sink)
+                self.sink.flush(self.conn)
             except SQLAlchemyError as exc:
                 self._rollback()
                 self.summary.failed.append(_not_stored(shown, exc))
@@ -954,6 +956,7 @@ class _Batches:
             except _Abandoned as exc:
                 tx.__exit__(_Abandoned, exc, exc.__traceback__)
         self.pending = []
+        self.sink = MeasurementSink()
         if self.dims is not None:
             self.dims.new = {}  # rows made in the rolled-back transaction are gone
 
@@ -977,6 +980,11 @@ class _Batches:
 
     def commit(self) -> None:
         if self.tx is None:
+            return
+        try:
+            self.sink.flush(self.conn)
+        except SQLAlchemyError:
+            self._write_alone(self.pending)  # each file flushes its own rows
             return
         tx, self.tx = self.tx, None
         try:

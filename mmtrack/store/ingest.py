@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -206,16 +207,23 @@ _BULK: dict[tuple[str, str, tuple[str, ...]], tuple[str, list[Any]]] = {}
 
 
 def _bulk_insert(conn: Connection, table: Table, columns: Mapping[str, Sequence[Any]]) -> None:
-    """INSERT the rows ``zip(*columns.values())``; on SQLite straight through the driver's executemany.
+    """INSERT the rows ``zip(*columns.values())``; on SQLite straight through the driver's executemany."""
+    if conn.dialect.name != "sqlite":
+        names = tuple(columns)
+        conn.execute(table.insert(), [dict(zip(names, row)) for row in zip(*columns.values())])
+        return
+    sql, rows = _driver_rows(conn, table, columns)
+    conn.exec_driver_sql(sql, rows)
+
+
+def _driver_rows(conn: Connection, table: Table, columns: Mapping[str, Sequence[Any]]) -> tuple[str, list[tuple]]:
+    """The SQLite INSERT of ``columns`` and its rows, ready for the driver's executemany.
 
     Values go through the columns' own bind processors (as SQLAlchemy would convert them), a
     column at a time, but skip its per-row statement machinery, the bulk of an import's cost.
     Per-sample values come packed already (``models.pack_floats``), so they pass as they are.
     """
     names = tuple(columns)
-    if conn.dialect.name != "sqlite":
-        conn.execute(table.insert(), [dict(zip(names, row)) for row in zip(*columns.values())])
-        return
     key = (conn.dialect.name, table.name, names)
     if key not in _BULK:
         cols = ", ".join(conn.dialect.identifier_preparer.quote(n) for n in names)
@@ -235,7 +243,30 @@ def _bulk_insert(conn: Connection, table: Table, columns: Mapping[str, Sequence[
         else [None if v is None else p(v) for v in col]
         for n, col, p in zip(names, columns.values(), procs)
     ]
-    conn.exec_driver_sql(sql, list(zip(*values)))
+    return sql, list(zip(*values))
+
+
+class MeasurementSink:
+    """Measurement rows of several runs held back and inserted together at the end of their
+    transaction, in key order (series, then result): the table is clustered by series, so one run's
+    rows land on as many scattered pages as it has series, where rows of many runs sorted by series
+    fill each page in turn (about a fifth less of SQLite's time on a long import). SQLite only: the
+    caller flushes before it commits, and a row held back is visible to no query of the transaction."""
+
+    def __init__(self) -> None:
+        self.sql = ""
+        self.rows: list[tuple] = []
+
+    def add(self, conn: Connection, columns: Mapping[str, Sequence[Any]]) -> None:
+        self.sql, rows = _driver_rows(conn, m.Measurement.__table__, columns)
+        self.rows += rows
+
+    def flush(self, conn: Connection) -> None:
+        if self.rows:
+            # Result ids grow run by run, and a run has one row per series: a stable sort by series keeps them in order.
+            self.rows.sort(key=operator.itemgetter(0))
+            conn.exec_driver_sql(self.sql, self.rows)
+        self.rows = []
 
 
 def _converted(col: Sequence[Any], process: Callable[[Any], Any]) -> list[Any]:
@@ -472,10 +503,12 @@ def write_run_in(
     digest: str | None = None,
     stat: str | None = None,
     old: Any = None,
+    sink: MeasurementSink | None = None,
 ) -> tuple[int | None, str, set[int]]:
     """Write one run inside the caller's transaction: (run id, outcome, series ids it touched).
 
-    ``old`` is the (id, source_digest) row already stored for ``source`` when the caller looked it up."""
+    ``old`` is the (id, source_digest) row already stored for ``source`` when the caller looked it up.
+    ``sink``: on SQLite, the run's measurement rows are handed to it, for the caller to flush before it commits."""
     run_t = m.Run.__table__
     stmts = _run_statements(conn.dialect.name)
     outcome = "new"
@@ -531,10 +564,12 @@ def write_run_in(
             for i, (key, direction, fmt, display) in zip(rows.measured, rows.metric)
         ])
         if series:
-            _bulk_insert(conn, m.Measurement.__table__, {
-                "series_id": series, "result_id": [ids[i] for i in rows.measured], "position": rows.position,
-                **rows.measure,
-            })
+            measured = {"series_id": series, "result_id": [ids[i] for i in rows.measured], "position": rows.position,
+                        **rows.measure}
+            if sink is not None and conn.dialect.name == "sqlite":
+                sink.add(conn, measured)
+            else:
+                _bulk_insert(conn, m.Measurement.__table__, measured)
         touched.update(series)
     _touch_series(conn, touched, lambda: outcome == "new" and not commit.dirty and _appends_newest(
         conn, run_id, machine_id, environment_id, commit_id))

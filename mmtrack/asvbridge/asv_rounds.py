@@ -1,0 +1,148 @@
+"""asv's own runner driven from this process, for the many short runs of an A/B job.
+
+``asv run`` per round of a side costs a Python start, asv's import, git calls and a discovery
+subprocess importing the suite before the first benchmark, and then a fresh interpreter per
+benchmark importing the suite again. An A/B job runs the same suite in the same two environments
+a dozen times, so here the suite is discovered once per environment (:func:`discover`) and each
+round calls asv's :func:`asv.runner.run_benchmarks` directly (:func:`run_round`), with asv's fork
+server: the suite is imported once per round and each benchmark runs in a fork of it. Everything
+that times a benchmark (asv_runner, its attributes, ``-a`` overrides, timeouts, setup_cache) is
+asv's, and the round's result is asv's result file, read by :func:`.asvrun.collect` as before.
+
+Each round still starts its own fork server in its own environment variables (the hash seed and
+environment size that :func:`mmtrack.ab.interleave.randomised_layout` draws per round).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import io
+import json
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..errors import UserError
+from .asvrun import Prepared
+
+#: What a round may carry over from the user's asv arguments; any other asv option runs ``asv run`` itself.
+HONOURED = {"attribute", "launch_method", "show_stderr", "quick", "bench"}
+#: asv's default is a fresh interpreter per benchmark; a round's fork server imports the suite once.
+LAUNCH_METHOD = "forkserver"
+
+
+@dataclass(frozen=True, slots=True)
+class RoundArgs:
+    """The asv options of the rounds, as ``asv run`` parses them."""
+
+    attribute: dict[str, Any]
+    launch_method: str | None
+    show_stderr: bool
+    quick: bool
+    bench: tuple[str, ...]
+
+
+def round_args(asv_args: Sequence[str]) -> RoundArgs | None:
+    """``asv_args`` as ``asv run`` reads them; None when they hold an option a round here does not honour
+    (or one asv refuses), so that ``asv run`` itself runs them and says what it makes of them."""
+    from asv.commands.run import Run
+
+    parser = argparse.ArgumentParser(add_help=False)
+    Run.setup_arguments(parser.add_subparsers())
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # argparse's usage text: asv run prints its own
+            given = vars(parser.parse_args(["run", *asv_args]))
+            default = vars(parser.parse_args(["run"]))
+    except SystemExit:
+        return None
+    if any(given[k] != default[k] for k in given if k not in HONOURED):
+        return None
+    return RoundArgs(dict(given["attribute"] or {}), given["launch_method"], bool(given["show_stderr"]),
+                     bool(given["quick"]), tuple(given["bench"] or ()))
+
+
+@functools.cache
+def _existing_environment() -> type:
+    from asv.environment import ExistingEnvironment
+
+    class RoundEnvironment(ExistingEnvironment):
+        """asv's environment of an existing interpreter, whose processes get exactly ``environ``: what they would
+        inherit from an ``asv run`` started with it (asv passes its own variables on unchanged)."""
+
+        def __init__(self, conf: Any, python: str, environ: Mapping[str, str]) -> None:
+            super().__init__(conf, python, {}, {})
+            self.environ = dict(environ)
+
+        def run(self, args: Any, **kwargs: Any) -> Any:
+            kwargs["env"] = dict(self.environ)
+            return super().run(args, **kwargs)
+
+    return RoundEnvironment
+
+
+@contextlib.contextmanager
+def _asv_quiet() -> Iterator[None]:
+    """asv logs to the root logger; its lines are not this command's output (failures reach the results)."""
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+
+def discover(prepared: Prepared, python: str, environ: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The suite's benchmarks as asv's discovery finds them in ``python``'s environment (asv's own script)."""
+    from asv import util
+    from asv.config import Config
+    from asv.runner import BENCHMARK_RUN_SCRIPT
+
+    conf = Config.load(str(prepared.derived_config))
+    env = _existing_environment()(conf, python, environ)
+    suite = str(Path(conf.benchmark_dir).resolve())
+    with tempfile.TemporaryDirectory(prefix="mmtrack-discover-") as tmp:
+        out = Path(tmp) / "benchmarks.json"
+        try:
+            with _asv_quiet():
+                env.run([BENCHMARK_RUN_SCRIPT, "discover", suite, str(out)], cwd=tmp, dots=False)
+            found = json.loads(out.read_text())
+        except (util.ProcessError, OSError, ValueError) as exc:
+            lines = [ln for ln in str(getattr(exc, "stdout", "") or exc).strip().splitlines() if ln.strip()]
+            raise UserError(f"asv's discovery of {suite} failed in {python}: "
+                            f"{' | '.join(lines[-3:]) or type(exc).__name__}") from None
+    if not isinstance(found, list):
+        raise UserError(f"asv's discovery of {suite} in {python} wrote no benchmark list")
+    return found
+
+
+def run_round(prepared: Prepared, suite: Sequence[dict[str, Any]], python: str, environ: Mapping[str, str],
+              bench: Sequence[str], args: RoundArgs) -> Path | None:
+    """One round of ``suite``'s benchmarks selected by ``bench`` (asv's -b, any of them), run by asv's runner in
+    ``python``'s environment with ``environ``; the asv result file it wrote, None when nothing was selected."""
+    from asv.benchmarks import Benchmarks
+    from asv.config import Config
+    from asv.machine import Machine
+    from asv.results import Results, get_filename
+    from asv.runner import run_benchmarks
+
+    conf = Config.load(str(prepared.derived_config))
+    benchmarks = Benchmarks(conf, [dict(b) for b in suite], regex=[*bench, *args.bench])
+    if not benchmarks:
+        return None
+    benchmarks.save()  # collect reads each benchmark's unit and parameter names from it
+    env = _existing_environment()(conf, python, environ)
+    machine = Machine.load(machine_name=prepared.machine)
+    machine.save(conf.results_dir)
+    date = prepared.commit.date
+    results = Results({**machine.__dict__, "python": env.python}, {}, prepared.commit.sha,
+                      int(date.timestamp() * 1000) if date else None, env.python, env.name, env.env_vars)
+    with _asv_quiet():
+        run_benchmarks(benchmarks, env, results=results, show_stderr=args.show_stderr, quick=args.quick,
+                       extra_params=args.attribute, record_samples=True,
+                       launch_method=args.launch_method or conf.launch_method or LAUNCH_METHOD)
+    results.save(conf.results_dir)
+    return Path(conf.results_dir) / get_filename(machine.machine, prepared.commit.sha, env.name)

@@ -1,0 +1,96 @@
+"""A/B rounds run by asv's own runner from mmtrack's process (mmtrack/asvbridge/asv_rounds.py): the suite discovered
+once, each round with its own layout, the same cases as ``asv run``, and ``asv run`` itself for options a round here
+does not carry. Real asv, a real git repository and real environment builds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from test_ab import commit, package_project
+from test_run_acceptance import asv_env
+
+from mmtrack.ab import interleave
+from mmtrack.asvbridge import asv_rounds
+
+LAYOUT_SUITE = '''\
+import os
+
+import layoutpkg
+
+
+class Layout:
+    def track_hash_seed(self):
+        return int(os.environ.get("PYTHONHASHSEED", "0"))
+
+    def track_pad(self):
+        return len(os.environ.get("MMTRACK_LAYOUT_PAD", "")) + 1
+
+    def time_tiny(self):
+        layoutpkg.tiny()
+'''
+
+
+@pytest.fixture(scope="module")
+def layout_project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("abrounds")
+    (root / "home").mkdir()
+    env = asv_env(root / "home")
+    repo = package_project(root, env, "layoutpkg", {"bench_layout.py": LAYOUT_SUITE})
+    (repo / "layoutpkg" / "__init__.py").write_text("def tiny():\n    return sum(range(100))\n")
+    return {"repo": repo, "env": env, "sha": commit(repo, env, "base")}
+
+
+def _pair(project, monkeypatch, asv_args=()):
+    for name, value in project["env"].items():
+        monkeypatch.setenv(name, value)
+    plan, top = interleave.make_plan(project["repo"], None, "testbox", None, 2, asv_args=asv_args)
+    plan = dataclasses.replace(plan, asv_args=(*plan.asv_args, "-a", "repeat=(2, 5, 0.05)", "-a", "warmup_time=0"))
+    base = interleave.build_side(plan, top, project["sha"], "A")
+    head = interleave.build_side(plan, top, project["sha"], "B")
+    return plan, base, head
+
+
+def test_round_args_carry_asvs_reading_of_the_attributes_and_refuse_the_rest():
+    args = asv_rounds.round_args(interleave.ROUND_BUDGET)
+    assert args is not None and args.attribute["repeat"] == (10, 250, 1.0) and args.attribute["rounds"] == 1
+    assert asv_rounds.round_args(("--launch-method", "spawn", "-b", "x")).launch_method == "spawn"
+    assert asv_rounds.round_args(("--durations", "2")) is None  # only `asv run` itself reports durations
+    assert asv_rounds.round_args(("--no-such-option",)) is None  # asv run says what is wrong with it
+
+
+def test_one_discovery_serves_both_sides_and_every_round_draws_its_own_layout(layout_project, monkeypatch):
+    calls = []
+    real = asv_rounds.discover
+    monkeypatch.setattr(asv_rounds, "discover", lambda *a: calls.append(a) or real(*a))
+    plan, base, head = _pair(layout_project, monkeypatch)
+    result = interleave.run_interleaved(plan, base, head)
+
+    assert len(calls) == 1 and result.rounds == 2
+    seeds, pads = [], []
+    for side in (result.base, result.head):
+        cases = {b.rsplit(".", 1)[-1]: c for (b, _), c in side.cases.items()}
+        assert set(cases) == {"track_hash_seed", "track_pad", "time_tiny"}
+        assert all(c.status == "ok" and c.rounds == 2 for c in cases.values())
+        seeds += cases["track_hash_seed"].samples
+        pads += cases["track_pad"].samples
+        assert len(cases["time_tiny"].round_bests[next(iter(cases["time_tiny"].round_bests))]) == 2
+    assert len(seeds) == 4 and len(set(seeds)) == 4 and all(s >= 1 for s in seeds)  # a fresh hash seed per round
+    assert len(pads) == 4 and all(1 <= p <= interleave.LAYOUT_PAD + 1 for p in pads)
+
+
+def test_an_option_a_round_does_not_carry_runs_asv_run_itself_with_the_same_cases(layout_project, monkeypatch):
+    ran = []
+    real = interleave._run_asv_process
+    monkeypatch.setattr(interleave, "_run_asv_process", lambda *a: ran.append(a) or real(*a))
+    plan, base, head = _pair(layout_project, monkeypatch, asv_args=("--durations", "1"))
+    by_process = interleave.run_interleaved(dataclasses.replace(plan, rounds=1), base, head)
+    plan, base, head = _pair(layout_project, monkeypatch)
+    in_process = interleave.run_interleaved(dataclasses.replace(plan, rounds=1), base, head)
+
+    assert len(ran) == 2  # both sides of the round with --durations
+    for one, other in ((by_process.base, in_process.base), (by_process.head, in_process.head)):
+        assert {k: (c.status, c.unit, c.version) for k, c in one.cases.items()} == \
+               {k: (c.status, c.unit, c.version) for k, c in other.cases.items()}
+    assert by_process.base.environment == in_process.base.environment
