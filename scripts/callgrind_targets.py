@@ -12,6 +12,9 @@ one extra attribute load in ``SortedList.__contains__`` (one benchmark's work gr
   fresh commits, medians of ``--cost-runs`` each (wall and CPU seconds, with the load);
 - methods: the counts of one commit with the instrumentation switched on after start-up (vgdb) against
   instrumented from start-up (Valgrind's start-up simulated too), read back by ``compare --format json``.
+- unused edit: ``continuous`` across an edit that no benchmark runs (an unused function): each case's move is
+  memory layout's, the band the deterministic tolerance must clear (continuous trials print the same for the
+  cases the slowdown does not touch).
 
     PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 3 --bisect-trials 1
     PYTHONPATH=$PWD python3 -m scripts.callgrind_targets SDIST.tar.gz --trials 0 --continuous-trials 0 \
@@ -196,7 +199,20 @@ def continuous_trial(repo: Path, env: dict[str, str], before: str, after: str) -
                   if r["verdict"] in ("regressed", "improved", "ambiguous")})
     ratio = next((r["ratio"] for r in rows if r["benchmark"].endswith(TARGET) and r["metric"]["name"] == "instructions"),
                  None)
-    return f"exit {proc.returncode} (want 1), flagged {bad}, contains instructions ×{ratio}, {t:.0f} s"
+    return (f"exit {proc.returncode} (want 1), flagged {bad}, contains instructions ×{ratio}, "
+            f"unchanged cases' largest move {layout_move(rows)}, {t:.0f} s, load {os.getloadavg()[0]:.1f}")
+
+
+def layout_move(rows: list[dict], target: str | None = TARGET) -> str:
+    """The largest per-op instructions move of the cases the edit did not touch: the layout band to clear."""
+    moves = [(abs(r["after"]["median"] / r["before"]["median"] - 1), r["benchmark"].rsplit(".", 1)[-1],
+              r["after"]["median"] - r["before"]["median"]) for r in rows
+             if r["metric"]["name"] == "instructions" and not (target and r["benchmark"].endswith(target))
+             and (r["before"] or {}).get("median") and (r["after"] or {}).get("median") is not None]
+    if not moves:
+        return "?"
+    share, case, per_op = max(moves)
+    return f"{share:.4%} ({case}, {per_op:+,.1f} instr/op; {len(moves)} cases)"
 
 
 def bisect_project(sdist: Path, scratch: Path) -> tuple[Path, dict[str, str], list[str]]:
@@ -255,6 +271,29 @@ def methods(sdist: Path, scratch: Path) -> None:
             print(f"  {r['benchmark']} {r['metric']['name']}: {change}")
 
 
+UNUSED = ("\n\ndef _unused_helper(values):\n    total = 0\n    for v in values:\n        total += v * 2\n"
+          "    return total\n")
+
+
+def unused_edit(sdist: Path, scratch: Path) -> str:
+    """An edit that changes no benchmark's work: every case's move is the layout's, the band to clear."""
+    env = env_for(scratch / "home", scratch / "store.db")
+    (scratch / "home").mkdir(parents=True)
+    repo = project(sdist, scratch, env)
+    before = commit(repo, env, "sdist", 0)
+    source = repo / "sortedcontainers" / "sortedlist.py"
+    source.write_text(source.read_text() + UNUSED)
+    after = commit(repo, env, "unused helper", 1)
+    proc, t = mmtrack(repo, env, "continuous", before, after, "--instrument", "callgrind", "--fail-on", "regression",
+                      "--format", "json", "--no-save")
+    rows = json.loads(proc.stdout)["rows"] if proc.stdout.strip().startswith("{") else []
+    every = [r for r in rows if r["metric"]["name"] == "instructions"]
+    bad = sorted(r["benchmark"].rsplit(".", 1)[-1] for r in every
+                 if r["verdict"] in ("regressed", "improved", "ambiguous"))
+    return (f"exit {proc.returncode} (want 0), flagged {bad}, largest move {layout_move(every, target=None)}, "
+            f"{t:.0f} s, load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sdist", type=Path)
@@ -263,6 +302,7 @@ def main() -> None:
     parser.add_argument("--bisect-trials", type=int, default=5)
     parser.add_argument("--cost-runs", type=int, default=0, help="time the suite under each instrument this often")
     parser.add_argument("--methods", action="store_true", help="compare counts of late and start-up instrumentation")
+    parser.add_argument("--unused-edit", action="store_true", help="continuous across an edit no benchmark runs")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="targets-"))
     print(f"load at start: {os.getloadavg()}", flush=True)
@@ -270,6 +310,8 @@ def main() -> None:
         print(f"gate trial {t + 1}: {gate_trial(args.sdist, base / f'gate{t}')}", flush=True)
     if args.methods:
         methods(args.sdist, base / "methods")
+    if args.unused_edit:
+        print(f"unused edit: {unused_edit(args.sdist, base / 'unused')}", flush=True)
     if args.cost_runs:
         cost(args.sdist, base / "cost", args.cost_runs)
     if args.continuous_trials or args.bisect_trials:

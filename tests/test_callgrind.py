@@ -173,6 +173,9 @@ def test_an_instruction_count_beyond_the_tolerance_is_confirmed_without_history(
     with_history = compare_pair(_m("instructions", 10_000), _m("instructions", 9_900), history=[10_000.0] * 3)
     assert (with_history.verdict, with_history.state) == ("improved", "confirmed")
     assert compare_pair(_m("instructions", 10_000), _m("instructions", 10_001)).verdict == "unchanged"
+    # An unrelated edit's layout step (0.41% in the calibration) is not a change; 1% less that step still is.
+    assert compare_pair(_m("instructions", 200_000), _m("instructions", 200_826)).verdict == "unchanged"
+    assert compare_pair(_m("instructions", 200_000), _m("instructions", 201_180)).verdict == "regressed"
     assert compare_pair(_m("instructions", 1_000), _m("instructions", 1_050)).verdict == "unchanged"  # under 64
 
 

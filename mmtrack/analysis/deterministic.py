@@ -5,7 +5,7 @@ Instruction counts under callgrind (:mod:`mmtrack.measure.callgrind`) do not var
 no later commits and no significance test are needed to believe a change, which is ``confirmed``. Simulated
 caches (est_cycles, misses) are as repeatable, but the memory layout of another build or folder moves them:
 beyond a wider tolerance they are ``suspected``. Tolerances: :class:`~.policy.ComparePolicy`, calibrated on
-A/A runs (docs/design/callgrind.md).
+A/A runs and on what an unrelated edit does to the other cases' counts (docs/design/callgrind.md).
 """
 
 from __future__ import annotations
@@ -55,6 +55,6 @@ def judge(before: Measurement, after: Measurement, policy: ComparePolicy) -> Set
     worse = (a > b) if after.direction is Direction.LOWER else (a < b)
     # An instruction count is the code's own: confirmed at once. A simulated cache reading may be the layout's.
     state: Evidence = "confirmed" if counted else "suspected"
-    note = (f"deterministic count: ×{ratio:.4f}, beyond the {tolerance:.2%} an A/A run allows" if counted else
+    note = (f"deterministic count: ×{ratio:.4f}, beyond the {tolerance:.2%} layout can move it" if counted else
             f"simulated caches: ×{ratio:.4f}, beyond {tolerance:.0%}; memory layout moves them too")
     return Settled("regressed" if worse else "improved", ratio, tolerance, state, note)

@@ -179,9 +179,9 @@ class ComparePolicy:
     # of each series' history before the newest commit is judged (:mod:`.frames`).
     run_frames: bool = True
     # Deterministic counts under callgrind (analysis/deterministic.py): a change beyond this share and beyond this
-    # many instructions (or cycles) per op is real at once. A/A runs from one folder read identical counts; the
-    # suite moved to another folder moved them by up to 0.08%, or 38 instructions per op (docs/design/callgrind.md).
-    deterministic_tolerance: float = 0.002
+    # many instructions (or cycles) per op is real at once. An unrelated one-line edit moved an untouched case by
+    # 0.41% through memory layout, so a 1% change can read 0.59%: half-way (docs/design/callgrind.md).
+    deterministic_tolerance: float = 0.005
     deterministic_floor: float = 64.0
     # ... est_cycles: beyond this share it is suspected only: in continuous, two builds of one commit moved
     # est_cycles and L1 data misses of unchanged sortedcontainers benchmarks while their instructions held
