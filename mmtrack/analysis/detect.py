@@ -44,7 +44,7 @@ import numpy as np
 
 from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey
-from .policy import EXACT_MAX_POINTS, MAIN_LEVEL_PRICE, MAIN_LEVEL_Z, REFINE_CONTEXT, REFINE_PASSES, SETTLE_Z
+from .policy import MAIN_LEVEL_PRICE, MAIN_LEVEL_Z, REFINE_CONTEXT, REFINE_PASSES, SETTLE_Z
 
 Method = Literal["rankseg", "edivisive", "pelt"]
 Test = Literal["ttest", "mannwhitney"]
@@ -173,8 +173,8 @@ def _exact_u_p(u: float, k: int, m: int) -> float:
     """Exact two-sided p of the Mann-Whitney U of a side of ``k`` values against ``m`` others, no ties.
 
     The counts of U are the coefficients of the Gaussian binomial [k+m choose k]_q, i.e. the product over
-    i = 1..k of (1 - q^(m+i)) / (1 - q^i), worked out as power series truncated at degree k*m. For k < 8,
-    or k + m <= 40 (at most 6.6e15 on the way), every count fits an int64, so the tail is exact (scipy's exact method costs ~100 times more).
+    i = 1..k of (1 - q^(m+i)) / (1 - q^i), worked out as power series truncated at degree k*m. For k < 8
+    every count fits an int64, so the tail is exact (scipy's exact method costs ~100 times more).
     """
     deg = k * m
     c = np.zeros(deg + 1, dtype=np.int64)
@@ -244,11 +244,10 @@ def _mannwhitney_p(a: np.ndarray, b: np.ndarray) -> float:
         return 1.0
     z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)
     p = min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
-    # A short side makes the normal tail far too wide (3 points above 50: 0.004 instead of the exact 8e-5), and so
-    # do two short segments (10 against 10 fully apart: 1.8e-4 instead of 1.1e-5, above alpha).
+    # A short side makes the normal tail far too wide (3 points above 50: 0.004 instead of the exact 8e-5).
     # The exact distribution is costly, so it is asked for only where it can change the decision.
-    if p < 0.05 and (min(n1, n2) < 8 or n <= EXACT_MAX_POINTS):
-        if counts.size == both.size:  # int64 holds every count for a side under 8, or 40 commits in all
+    if min(n1, n2) < 8 and p < 0.05:
+        if counts.size == both.size:
             small, other = (n1, n2) if n1 <= n2 else (n2, n1)
             p = _exact_u_p(u if n1 <= n2 else n1 * n2 - u, small, other)
         else:  # tied values (a coarse timer): the normal tail is as wide for them, and 3 commits never pass

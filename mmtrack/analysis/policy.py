@@ -68,8 +68,6 @@ QUARTILE_MIN_COUNT = 3
 MAIN_LEVEL_Z = 4.0
 #: Factor on that second test's p-value: leaving commits out must pay for itself.
 MAIN_LEVEL_PRICE = 30.0
-#: Two segments of at most this many commits in all get the exact rank test: the normal tail misses alpha there.
-EXACT_MAX_POINTS = 40
 #: Commits on each side of a refinement window whose residuals take part in its fit.
 REFINE_CONTEXT = 30
 #: Refinement passes at most; each moves a point up to ``reach`` commits.
