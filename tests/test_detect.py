@@ -211,6 +211,15 @@ def test_a_step_among_runner_levels_is_placed_on_its_commit():
     assert [s.index for s in steps if s.after > s.before] == [61]
 
 
+def test_a_step_halfway_through_twenty_commits_is_placed_on_its_commit():
+    """Ten commits against ten, fully apart: the rank test reads 1.8e-4, above alpha, so the tail rule reports the
+    step; it named the first of the newest five commits (15 of 20, 16 of 21), not where the new level began."""
+    for n in (20, 21, 22):
+        for seed in range(5):
+            vals = noisy_level([1.0] * 10 + [2.0] * (n - 10), seed=seed)
+            assert [(s.index, round(s.ratio, 1)) for s in find_steps(vals, settle=True)] == [(10, 2.0)], (n, seed)
+
+
 def test_exact_rank_test_with_ties_is_the_permutation_distribution():
     """The short side's exact p, conditional on tied values, equals enumerating every subset."""
     import itertools
