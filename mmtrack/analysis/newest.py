@@ -67,7 +67,7 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
                            later=values[j + 1 : j + 1 + policy.confirm_window], p_value=False)
         flagged = row.verdict in ("regressed", "improved") and row.state in ("suspected", "confirmed")
         if flagged or (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)) or _beyond_the_density(
-                values, j, policy):
+                values, j, start, policy):
             return NewestStep(j, math.exp(before), math.exp(after), row.state if flagged else "suspected")
     return None
 
@@ -95,25 +95,27 @@ def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> boo
     return held_level(noise, history, values[j], later, policy.threshold, so_far) == "confirmed"
 
 
-def _beyond_the_density(values: Sequence[float], j: int, policy: ComparePolicy) -> bool:
+def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: ComparePolicy) -> bool:
     """Whether commit ``j`` and every commit after it, together, are a step beyond the levels the window visited:
-    their joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's density read over the commits
-    there are) at least :data:`.policy.NEWEST_EVIDENCE`, in a segment of :data:`.policy.NEWEST_SEGMENT` commits or
-    more and a full window; ``j`` itself beyond the threshold, their median at a level the series does not visit
-    (:meth:`.noise.SegmentNoise.visits`), and the commits just before ``j`` not already there
-    (:func:`.noise.already_beyond`). Two or three commits each within the series' own noise hold a level one commit
-    could not show."""
+    each of them beyond the threshold the same way from the segment's level (each agrees, as the next commits must
+    to confirm a suspicion), their joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's
+    density read over the commits there are) at least :data:`.policy.NEWEST_EVIDENCE`, and the commits just before
+    ``j`` not already there (:func:`.noise.already_beyond`); with a full window, and :data:`.policy.NEWEST_SEGMENT`
+    commits or more both in the gate's segment and since detect's last change point ``start``. Two or three commits
+    each within the series' own noise hold a level one commit could not show."""
+    if j - start < NEWEST_SEGMENT:
+        return False  # the tail of a step detect just found: its runner levels are not seen yet
     history = values[max(0, j - HISTORY_WINDOW) : j]
     noise = segment_noise(history, policy.min_history)
     if noise is None or len(noise.seen) < policy.history_points or noise.points < NEWEST_SEGMENT:
         return False
     held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
-    centre = _median(held)
-    if not held[0] * centre > 0 or abs(held[0]) <= math.log1p(policy.threshold):
-        return False  # the level starts with a commit that moved beyond the threshold its way
-    if noise.visits(math.exp(noise.level + centre)) or already_beyond(noise, history, centre, policy.threshold):
+    way = math.copysign(1.0, held[0])
+    if not np.all(way * held > math.log1p(policy.threshold)):
+        return False  # a commit that went back: a runner phase, or a level not held yet
+    if already_beyond(noise, history, way, policy.threshold):
         return False
-    return noise.held_evidence(held, policy.threshold, math.copysign(1.0, centre)) >= NEWEST_EVIDENCE
+    return noise.held_evidence(held, policy.threshold, way) >= NEWEST_EVIDENCE
 
 
 __all__ = ["NewestStep", "newest_step"]

@@ -77,8 +77,9 @@ SETTLE_Z = 2.0
 #: Newest commits judged by the per-commit gate's rules (suspected, then settled by the next ones): the rank test
 #: proves a step only once this many commits hold it.
 NEWEST_COMMITS = 5
-#: Log likelihood ratio of "a step" that the newest commits together, each within the series' own noise, must reach.
-NEWEST_EVIDENCE = 3.5
+#: Log likelihood ratio of "a step" that the newest commits together, each within the series' own noise but each
+#: beyond the threshold, must reach: the A/A tails that hold so reach 3.2 at most (docs/design/analysis.md).
+NEWEST_EVIDENCE = 2.0
 #: Commits of the current segment before a newest level is read against its density: a young one has not shown its
 #: runner levels yet (one step's tail read as the next step).
 NEWEST_SEGMENT = 30
