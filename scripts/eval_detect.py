@@ -508,7 +508,7 @@ def print_ci(table: dict[str, dict[str, dict]]) -> None:
         for n in names:
             c = table[n][row]
             v = c.get("f1", c.get("value"))
-            text = f"{v:.3f}" if row.startswith(("F1", "A/A")) else f"{v:.3f} ({c['of']})" if "of" in c else f"{v:.2f}"
+            text = f"{v:.3f}" if row.startswith(("F1", "A/A", "newest 2-5 found")) else f"{v:.3f} ({c['of']})" if "of" in c else f"{v:.2f}"
             cells.append(text.rjust(width))
         print(row.ljust(28) + "".join(cells))
 

@@ -24,8 +24,9 @@ from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 from .compare import compare_pair
 from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
-from .noise import already_beyond, held_level, segment_noise
-from .policy import HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_SEGMENT, ComparePolicy, Evidence
+from .noise import UNSEEN_QUIET, SegmentNoise, already_beyond, held_level, segment_noise
+from .policy import (HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_EVIDENCE_HELD, NEWEST_HELD_VISITED,
+                     NEWEST_SEGMENT, ComparePolicy, Evidence)
 
 #: What a bare median stands for: the rules read the medians only, and the threshold is the default one.
 _METRIC = MetricKey("detect", "median", "")
@@ -96,26 +97,43 @@ def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> boo
 
 
 def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: ComparePolicy) -> bool:
-    """Whether commit ``j`` and every commit after it, together, are a step beyond the levels the window visited:
-    each of them beyond the threshold the same way from the segment's level (each agrees, as the next commits must
-    to confirm a suspicion), their joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's
-    density read over the commits there are) at least :data:`.policy.NEWEST_EVIDENCE`, and the commits just before
-    ``j`` not already there (:func:`.noise.already_beyond`); with a full window, and :data:`.policy.NEWEST_SEGMENT`
-    commits or more both in the gate's segment and since detect's last change point ``start``. Two or three commits
-    each within the series' own noise hold a level one commit could not show."""
+    """Whether commit ``j`` and every commit after it, together, are a step beyond the levels the window visited: their
+    joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's density read over the commits there
+    are) at least :data:`.policy.NEWEST_EVIDENCE`, or :data:`.policy.NEWEST_EVIDENCE_HELD` where each of them lies
+    beyond the threshold the same way (each agrees, as the next commits must to confirm a suspicion). ``j`` and the
+    newest commit beyond the threshold that way; a full window, and :data:`.policy.NEWEST_SEGMENT` commits or more
+    both in the gate's segment and since detect's last change point ``start``. Where fewer than
+    :data:`.policy.NEWEST_HELD_VISITED` commits each hold it, the held median not at a level the series visits
+    (:meth:`.noise.SegmentNoise.visits`) and none of the commits just before ``j`` already there
+    (:func:`.noise.already_beyond`); where more do, only the move must not have begun before ``j``
+    (:func:`_moved_before`). Two or three commits each within the series' own noise hold a level one commit could
+    not show, and three that each hold it are no runner's visit."""
     if j - start < NEWEST_SEGMENT:
-        return False  # the tail of a step detect just found: its runner levels are not seen yet
+        return False  # the tail of a step detect just found: the new level's runners are not seen yet
     history = values[max(0, j - HISTORY_WINDOW) : j]
     noise = segment_noise(history, policy.min_history)
     if noise is None or len(noise.seen) < policy.history_points or noise.points < NEWEST_SEGMENT:
         return False
     held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
-    way = math.copysign(1.0, held[0])
-    if not np.all(way * held > math.log1p(policy.threshold)):
-        return False  # a commit that went back: a runner phase, or a level not held yet
-    if already_beyond(noise, history, way, policy.threshold):
+    centre, bar = _median(held), math.log1p(policy.threshold)
+    way = math.copysign(1.0, centre)
+    if not (way * held[0] > bar and way * held[-1] > bar):
+        return False  # the level starts with a commit beyond the threshold, and the newest has not gone back
+    each = bool(np.all(way * held > bar))
+    if each and held.size >= NEWEST_HELD_VISITED:
+        if _moved_before(noise, history, way, bar):
+            return False
+    elif noise.visits(math.exp(noise.level + centre)) or already_beyond(noise, history, way, policy.threshold):
         return False
-    return noise.held_evidence(held, policy.threshold, way) >= NEWEST_EVIDENCE
+    return noise.held_evidence(held, policy.threshold, way) >= (NEWEST_EVIDENCE_HELD if each else NEWEST_EVIDENCE)
+
+
+def _moved_before(noise: SegmentNoise, history: Sequence[float], way: float, bar: float) -> bool:
+    """Whether the move began before the held commits: the commit just before them, or two of the
+    :data:`.noise.UNSEEN_QUIET` before, beyond ``bar`` (log) ``way`` from the level; one of them alone is a runner's
+    visit."""
+    before = [way * noise.deviation(v) > bar for v in history[-UNSEEN_QUIET:]]
+    return bool(before) and (before[-1] or sum(before) >= 2)
 
 
 __all__ = ["NewestStep", "newest_step"]

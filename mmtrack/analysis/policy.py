@@ -77,9 +77,13 @@ SETTLE_Z = 2.0
 #: Newest commits judged by the per-commit gate's rules (suspected, then settled by the next ones): the rank test
 #: proves a step only once this many commits hold it.
 NEWEST_COMMITS = 5
-#: Log likelihood ratio of "a step" that the newest commits together, each within the series' own noise but each
-#: beyond the threshold, must reach: the A/A tails that hold so reach 3.2 at most (docs/design/analysis.md).
-NEWEST_EVIDENCE = 2.0
+#: Log likelihood ratio of "a step" that the newest commits together, each within the series' own noise, must reach.
+NEWEST_EVIDENCE = 3.5
+#: ... where each of them lies beyond the threshold the same way: 32 of 1,440 A/A tails held so, 7 reached 2.0.
+NEWEST_EVIDENCE_HELD = 2.0
+#: Newest commits, each beyond the threshold, that hold a step onto a level the series visits or just after one commit
+#: there: 2 can be a runner's visit; 3 or more reached NEWEST_EVIDENCE_HELD in 2 of 1,440 A/A tails (docs/design).
+NEWEST_HELD_VISITED = 3
 #: Commits of the current segment before a newest level is read against its density: a young one has not shown its
 #: runner levels yet (one step's tail read as the next step).
 NEWEST_SEGMENT = 30
