@@ -348,6 +348,26 @@ def test_the_tail_of_a_step_detect_just_found_is_not_read_against_the_density():
     assert not _beyond_the_density([*values[:-1], values[96]], 97, 0, ComparePolicy())  # its newest commit went back
 
 
+def test_a_move_that_began_before_the_held_commits_is_told_from_a_runner_visit():
+    """One commit of the 3 before on a slower runner is a visit; the one just before, two of three, or half of the 10
+    before at that level is a move that began before (a step detect has not split yet)."""
+    from mmtrack.analysis.newest import _moved_before
+    from mmtrack.analysis.noise import segment_noise
+
+    flat = noisy_level([1.0] * 90, cv=0.01, seed=1)
+    noise = segment_noise(flat)
+    bar = np.log(1.1)
+
+    def moved(tail):
+        return _moved_before(noise, [*flat, *tail], 1.0, bar)
+
+    assert not moved([1.0] * 7 + [1.2, 1.0, 1.0])
+    assert moved([1.0] * 9 + [1.2])
+    assert moved([1.0] * 7 + [1.2, 1.2, 1.0])
+    assert moved([1.2, 1.0, 1.2, 1.2, 1.0, 1.2, 1.2, 1.0, 1.0, 1.0])
+    assert not moved([1.0] * 7 + [0.8, 0.8, 0.8])  # the other way
+
+
 def test_the_next_commits_settle_a_suspected_step():
     """Held by the next commits: no longer suspected (confirmed, or proved by the rank test); left by them: withdrawn."""
     held = noisy_level([1.0] * 95 + [1.3] * 6, seed=4)

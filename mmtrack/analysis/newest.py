@@ -26,7 +26,7 @@ from .compare import compare_pair
 from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
 from .noise import UNSEEN_QUIET, SegmentNoise, already_beyond, held_level, segment_noise
 from .policy import (HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_EVIDENCE_HELD, NEWEST_HELD_VISITED,
-                     NEWEST_SEGMENT, ComparePolicy, Evidence)
+                     NEWEST_RECENT, NEWEST_SEGMENT, ComparePolicy, Evidence)
 
 #: What a bare median stands for: the rules read the medians only, and the threshold is the default one.
 _METRIC = MetricKey("detect", "median", "")
@@ -130,10 +130,11 @@ def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: Com
 
 def _moved_before(noise: SegmentNoise, history: Sequence[float], way: float, bar: float) -> bool:
     """Whether the move began before the held commits: the commit just before them, or two of the
-    :data:`.noise.UNSEEN_QUIET` before, beyond ``bar`` (log) ``way`` from the level; one of them alone is a runner's
-    visit."""
-    before = [way * noise.deviation(v) > bar for v in history[-UNSEEN_QUIET:]]
-    return bool(before) and (before[-1] or sum(before) >= 2)
+    :data:`.noise.UNSEEN_QUIET` before, beyond ``bar`` (log) ``way`` from the level (one of them alone is a runner's
+    visit); or half the :data:`.policy.NEWEST_RECENT` before (a level reached before: a step detect has not split)."""
+    beyond = [way * noise.deviation(v) > bar for v in history[-NEWEST_RECENT:]]
+    recent = beyond[-UNSEEN_QUIET:]
+    return bool(recent) and (recent[-1] or sum(recent) >= 2 or 2 * sum(beyond) >= NEWEST_RECENT)
 
 
 __all__ = ["NewestStep", "newest_step"]
