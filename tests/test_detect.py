@@ -349,9 +349,9 @@ def test_the_tail_of_a_step_detect_just_found_is_not_read_against_the_density():
 
 
 def test_a_move_that_began_before_the_held_commits_is_told_from_a_runner_visit():
-    """One commit of the 3 before on a slower runner is a visit; the one just before, two of three, or half of the 10
-    before at that level is a move that began before (a step detect has not split yet)."""
-    from mmtrack.analysis.newest import _moved_before
+    """One commit of the 3 before on a slower runner is a visit; the one just before, or two of three, is a move that
+    began before; 4 of the 10 before at that level is a level reached before (a step detect has not split yet)."""
+    from mmtrack.analysis.newest import _moved_before, _reached_before
     from mmtrack.analysis.noise import segment_noise
 
     flat = noisy_level([1.0] * 90, cv=0.01, seed=1)
@@ -364,8 +364,10 @@ def test_a_move_that_began_before_the_held_commits_is_told_from_a_runner_visit()
     assert not moved([1.0] * 7 + [1.2, 1.0, 1.0])
     assert moved([1.0] * 9 + [1.2])
     assert moved([1.0] * 7 + [1.2, 1.2, 1.0])
-    assert moved([1.2, 1.0, 1.2, 1.2, 1.0, 1.2, 1.2, 1.0, 1.0, 1.0])
     assert not moved([1.0] * 7 + [0.8, 0.8, 0.8])  # the other way
+    reached = [1.2, 1.0, 1.2, 1.2, 1.0, 1.2, 1.0, 1.0, 1.0, 1.0]
+    assert not moved(reached) and _reached_before(noise, [*flat, *reached], 1.0, bar)
+    assert not _reached_before(noise, [*flat, *reached[1:], 1.0], 1.0, bar)  # 3 of 10: runner visits
 
 
 def test_the_next_commits_settle_a_suspected_step():

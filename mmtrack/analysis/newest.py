@@ -26,7 +26,7 @@ from .compare import compare_pair
 from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
 from .noise import UNSEEN_QUIET, SegmentNoise, already_beyond, held_level, segment_noise
 from .policy import (HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_EVIDENCE_HELD, NEWEST_HELD_VISITED,
-                     NEWEST_RECENT, NEWEST_SEGMENT, ComparePolicy, Evidence)
+                     NEWEST_RECENT, NEWEST_RECENT_SEEN, NEWEST_SEGMENT, ComparePolicy, Evidence)
 
 #: What a bare median stands for: the rules read the medians only, and the threshold is the default one.
 _METRIC = MetricKey("detect", "median", "")
@@ -105,9 +105,10 @@ def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: Com
     both in the gate's segment and since detect's last change point ``start``. Where fewer than
     :data:`.policy.NEWEST_HELD_VISITED` commits each hold it, the held median not at a level the series visits
     (:meth:`.noise.SegmentNoise.visits`) and none of the commits just before ``j`` already there
-    (:func:`.noise.already_beyond`); where more do, only the move must not have begun before ``j``
-    (:func:`_moved_before`). Two or three commits each within the series' own noise hold a level one commit could
-    not show, and three that each hold it are no runner's visit."""
+    (:func:`.noise.already_beyond`); where more do, only the move must not have begun just before ``j``
+    (:func:`_moved_before`). Either way, not a level the commits before reached (:func:`_reached_before`). Two or
+    three commits each within the series' own noise hold a level one commit could not show, and three that each hold
+    it are no runner's visit."""
     if j - start < NEWEST_SEGMENT:
         return False  # the tail of a step detect just found: the new level's runners are not seen yet
     history = values[max(0, j - HISTORY_WINDOW) : j]
@@ -117,7 +118,7 @@ def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: Com
     held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
     centre, bar = _median(held), math.log1p(policy.threshold)
     way = math.copysign(1.0, centre)
-    if not (way * held[0] > bar and way * held[-1] > bar):
+    if not (way * held[0] > bar and way * held[-1] > bar) or _reached_before(noise, history, way, bar):
         return False  # the level starts with a commit beyond the threshold, and the newest has not gone back
     each = bool(np.all(way * held > bar))
     if each and held.size >= NEWEST_HELD_VISITED:
@@ -129,12 +130,18 @@ def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: Com
 
 
 def _moved_before(noise: SegmentNoise, history: Sequence[float], way: float, bar: float) -> bool:
-    """Whether the move began before the held commits: the commit just before them, or two of the
-    :data:`.noise.UNSEEN_QUIET` before, beyond ``bar`` (log) ``way`` from the level (one of them alone is a runner's
-    visit); or half the :data:`.policy.NEWEST_RECENT` before (a level reached before: a step detect has not split)."""
-    beyond = [way * noise.deviation(v) > bar for v in history[-NEWEST_RECENT:]]
-    recent = beyond[-UNSEEN_QUIET:]
-    return bool(recent) and (recent[-1] or sum(recent) >= 2 or 2 * sum(beyond) >= NEWEST_RECENT)
+    """Whether the move began just before the held commits: the commit right before them, or two of the
+    :data:`.noise.UNSEEN_QUIET` before, beyond ``bar`` (log) ``way`` from the level; one of them alone is a runner's
+    visit."""
+    recent = [way * noise.deviation(v) > bar for v in history[-UNSEEN_QUIET:]]
+    return bool(recent) and (recent[-1] or sum(recent) >= 2)
+
+
+def _reached_before(noise: SegmentNoise, history: Sequence[float], way: float, bar: float) -> bool:
+    """Whether :data:`.policy.NEWEST_RECENT_SEEN` or more of the :data:`.policy.NEWEST_RECENT` commits before the held
+    ones lay beyond ``bar`` (log) ``way`` from the level: a level the series reached before (a step detect missed,
+    not split from the segment yet), not a new one."""
+    return sum(way * noise.deviation(v) > bar for v in history[-NEWEST_RECENT:]) >= NEWEST_RECENT_SEEN
 
 
 __all__ = ["NewestStep", "newest_step"]

@@ -84,9 +84,10 @@ NEWEST_EVIDENCE_HELD = 2.0
 #: Newest commits, each beyond the threshold, that hold a step onto a level the series visits or just after one commit
 #: there: 2 can be a runner's visit; 3 or more reached NEWEST_EVIDENCE_HELD in 2 of 1,440 A/A tails (docs/design).
 NEWEST_HELD_VISITED = 3
-#: ... and half the commits just before them beyond the threshold that way is a level reached before (a step detect
-#: missed), not a new one: read over this many (a revert's missed step was read at its tail).
+#: Commits before the newest ones read for a level the series reached before (a step detect missed, read at its tail).
 NEWEST_RECENT = 10
+#: ... and how many of them beyond the threshold that way show it: 5 left a revert's missed step, 3 cost recall.
+NEWEST_RECENT_SEEN = 4
 #: Commits of the current segment before a newest level is read against its density: a young one has not shown its
 #: runner levels yet (one step's tail read as the next step).
 NEWEST_SEGMENT = 30
