@@ -435,7 +435,8 @@ def _confirmed_phase(pair: _Pair) -> int:
             return 0
         phase, before = float(np.median(x[-k:])), float(np.median(x[-k - SHORT_PHASE:-k]))
         back = (a - phase) * (before - phase) > 0 and abs(a - phase) > half
-        if back and abs(phase - before) > bar and _step_confirmed(pair, h.tolist(), k, phase - before):
+        held = abs(x[-1] - phase) < abs(x[-1] - before)  # up to the before commit: an earlier return is not this one
+        if back and held and abs(phase - before) > bar and _step_confirmed(pair, h.tolist(), k, phase - before):
             return k
     return 0
 
