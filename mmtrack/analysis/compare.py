@@ -33,9 +33,12 @@ ambiguous until persistence confirms it. With a full window, a commit that z and
 ambiguous is suspected still where the window's density puts no commit near it, a step from where
 they lie (:func:`.noise.unseen_step`): on a series that flips between runner types, the spread spans
 them, and z read a step beyond both as a few deviations.
-A value back at the level of most commits before the current segment is ambiguous too: that
-segment was a phase (a run of commits on another runner type, or a change since reverted), and
-against it a return to the usual level looked like a step that later commits would "confirm".
+A value back at the level of most commits before the current segment is ambiguous too where the
+series had visited the segment's level before (it alternates): that segment was a phase (a run of
+commits on another runner type), and against it a return to the usual level looked like a step that
+later commits would "confirm". Where it had not (it stepped there; or the gate confirmed the step into
+a phase of 5-7 commits, too short for detect, then read with the spread from before that step:
+:func:`_confirmed_phase`), the return is a change reverted, judged as a step.
 Such a verdict is only **suspected**: later commits **confirm** or **refute** it
 (:func:`.noise.follow_up`), and the gate fails on confirmed regressions by default. The level that the
 commit and the next ones hold confirms too, where one commit could not prove it (:func:`.noise.held_level`):
