@@ -133,6 +133,9 @@ NEW_LEVEL_RUN = 2
 NEW_LEVEL_UNSEEN_MISSES = 1
 #: Commits before the segment at its level that show a series visits it (alternates): fewer, a return is a revert.
 ALTERNATION_VISITS = 6
+#: Commits a phase at the end of the history needs for segment_noise to split it off (detect's 8); a shorter one whose
+#: step the gate confirmed is read with the spread of the segment before that step (compare._confirmed_phase).
+SHORT_PHASE = 8
 #: The usual runner's and commit-to-commit spreads (in thresholds) from which the next commits cannot confirm: real CI
 #: runners hold such a series 4-6 commits away from its level and leave, as a step holds (scripts/real_ci_noise.py).
 PHASE_SPREAD = 1.0
