@@ -64,7 +64,7 @@ def _pair(project, monkeypatch, asv_args=()):
 
 def test_round_args_carry_asvs_reading_of_the_attributes_and_refuse_the_rest():
     args = asv_rounds.round_args(interleave.ROUND_BUDGET)
-    assert args is not None and args.attribute["repeat"] == (10, 250, 0.5) and args.attribute["rounds"] == 1
+    assert args is not None and args.attribute["repeat"] == (10, 250, 1.0) and args.attribute["rounds"] == 1
     assert asv_rounds.round_args(("--launch-method", "spawn", "-b", "x")).launch_method == "spawn"
     assert asv_rounds.round_args(("--durations", "2")) is None  # only `asv run` itself reports durations
     assert asv_rounds.round_args(("--no-such-option",)) is None  # asv run says what is wrong with it

@@ -191,16 +191,16 @@ class ABPlan:
     early_stop: bool = True  # :func:`measure_pair` runs :data:`EARLY_LOOK` rounds, :func:`settle` the rest as needed
 
 
-#: One round of one side: a single asv process round, up to half a second per benchmark (engine
+#: One round of one side: a single asv process round, up to a second per benchmark (engine
 #: benchmarks included). Samples of about 2 ms, 10 to 250 of them: a sample shorter than the
 #: scheduler's time slice often runs undisturbed on a loaded machine, so a round's best sample
 #: (:func:`round_best`) is the code's own cost; a 10 ms sample (asv's default) is nearly always cut
-#: by a neighbour there. Half a second, not the second the rounds once took: the window is most of a
-#: round's wall time, and since rounds stop per benchmark once decided (:func:`settle`) and layouts are
-#: drawn per round, a shorter window costs a round more now and then, not a verdict: beside ``asv
-#: continuous``, the sortedcontainers slowdown was found as often and two builds of identical code were
-#: flagged as rarely (docs/design/ab-rounds-in-process.md). ``asv_args`` given later win.
-ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 0.5)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
+#: by a neighbour there. A second, not half of one: the machine's slow spells last a second or more,
+#: and the best sample of a longer window more often reaches a fast stretch. On the 10%-slower
+#: kernel of ``scripts/eval_ab.py``, side by side: 6 of 6 flagged and nothing else, against 4 of 6,
+#: one unrelated benchmark flagged and one run read x0.667 with half a second (docs/design/ab.md).
+#: ``asv_args`` given later win.
+ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
 
 
 #: Rounds every benchmark runs before it may leave the A/B run decided either way (:func:`settle`): one
