@@ -19,7 +19,8 @@ Experiments (each a fresh subprocess; environments cached after the first build)
 
   profile   one ``mmtrack continuous base slow`` after an untimed one (builds, A/A calibration): its progress lines
             timed, so that the wall splits into start-up and builds, discovery and the first round-side, each
-            round-side (with the number of benchmarks still open) and the A/A calibration and decision
+            round-side (with the number of benchmarks still open) and the A/A calibration and decision;
+            ``--baseline DIR``: the same for that checkout's mmtrack right after, on the same repo
 
   phases N  N rounds of one side's four benchmarks each way: ``asv run`` per round (before), asv's runner from
             this process with a fresh interpreter per benchmark, and with a fork server per round (now)
@@ -296,7 +297,10 @@ def main() -> None:
             elif exp == "phases":
                 phases(env, repo, shas, args.runs)
             elif exp == "profile":
-                profile(env, repo, shas, args.factor)
+                for who, checkout in (("this checkout", None), ("baseline", args.baseline)):
+                    if who == "this checkout" or checkout is not None:
+                        print(f"profile of {who}:", flush=True)
+                        profile({**env, "PYTHONPATH": str(checkout)} if checkout else env, repo, shas, args.factor)
             else:
                 peer(root, env, repo, shas, args.peer_runs, args.factor, args.baseline, args.warm)
     finally:
