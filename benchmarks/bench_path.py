@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT)}
     env.pop("MMTRACK_DB", None)
     # An installed mmtrack runs from cached bytecode (pip compiles it): a child that compiles every module each
-    # time (PYTHONDONTWRITEBYTECODE set) would time the compiler, ~0.1-0.2 s of CPU per command.
+    # time (PYTHONDONTWRITEBYTECODE set) would time the compiler, about 0.1 s of CPU per command here.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     mm = [sys.executable, "-m", "mmtrack"]
     try:
