@@ -12,12 +12,12 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+from test_publish_runs import SERIES, N, _import, _publish, level, tree
 
+from benchmarks.synthetic_history import synthetic_model, write_asv_results
 from mmtrack.analysis import compare
 from mmtrack.publish import SiteConfig
 from mmtrack.publish.builder import STEP_COMMITS
-from benchmarks.synthetic_history import synthetic_model, write_asv_results
-from test_publish_runs import N, SERIES, _import, _publish, level, tree
 
 FIRST = 31
 SKIP = (3, 34)  # series 3 has no run at commit 34
@@ -30,7 +30,8 @@ def _model():
         first = model.series[key][0].measurement.median
         model.series[key] = [
             dataclasses.replace(p, measurement=dataclasses.replace(
-                p.measurement, median=(m := first * level(i, k) * (1 + rng.normal(0, 0.004))), q1=m * 0.995, q3=m * 1.005))
+                p.measurement, median=(m := first * level(i, k) * (1 + rng.normal(0, 0.004))),
+                q1=m * 0.995, q3=m * 1.005))
             for k, p in enumerate(model.series[key]) if (i, k) != SKIP
         ]  # fmt: skip
     return model

@@ -310,8 +310,8 @@ def _suite_runs(model: SiteModel, last: Mapping[SeriesKey, LastBuild], pos: Mapp
     :func:`mmtrack.analysis.compare.suite_runs`), and each one's fingerprint: one pass over every series of each
     machine and environment, before any benchmark is built, so that the pages judge a commit as ``mmtrack compare``
     does. Read from the series' columns (medians), never their samples. A commit whose run's inputs are the last
-    build's (``last``: each series' last point then and run prints by position in ``pos``, :mod:`.runcarry`) keeps its fingerprints and is
-    fitted only if a verdict on it is worked out again."""
+    build's (``last``: each series' last point then and run prints by position in ``pos``, :mod:`.runcarry`) keeps
+    its fingerprints and is fitted only if a verdict on it is worked out again."""
     from ..analysis.compare import ComparePolicy, suite_runs
 
     policy = ComparePolicy()
