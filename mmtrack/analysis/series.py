@@ -138,9 +138,10 @@ def kept_steps(changes: Sequence[ChangePoint], shas: Sequence[str], new: Collect
         return None
     counts = {c.extra.get("points") for c in changes}
     old = counts.pop() if len(counts) == 1 else None
-    if not isinstance(old, int) or not 0 < old < len(shas) or any(sha not in new for sha in shas[old:]):
+    new = new if isinstance(new, (set, frozenset)) else set(new)  # set operations: 1,000 commits a series in C
+    if not isinstance(old, int) or not 0 < old < len(shas) or not new.issuperset(shas[old:]):
         return None
-    if any(sha in new for sha in shas[:old]):  # a commit measured again: its value may have moved
+    if not new.isdisjoint(shas[:old]):  # a commit measured again: its value may have moved
         return None
     index = sorted(int(c.extra["index"]) for c in own)
     return index if index[-1] <= len(shas) - KEPT_STEP_MIN_AFTER else None

@@ -30,7 +30,7 @@ import struct
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import orjson
 
@@ -40,6 +40,7 @@ from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import HistoryColumns, SiteModel
 from .profiles import SiteProfiles, link_profiles
+from .runcarry import CaseRuns, LastBuild, SuiteRuns, carried_prints
 from .writer import SiteWriter, WriteReport
 
 # What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
@@ -265,7 +266,7 @@ def _change_row(cp: ChangePoint, pos: dict[str, int], series_index: int | None) 
 
 Earlier = tuple[Sequence[float | None], Sequence[str | None]]  # medians (None: failed) and code versions
 # Per series, what each run says about the verdict on its commit (analysis.compare.InRun), by after sha
-InRuns = dict[SeriesKey, dict[str, Any]]
+InRuns = dict[SeriesKey, CaseRuns]
 # Per series, the fingerprint of each of those (InRun.fingerprint), by after sha
 RunPrints = dict[SeriesKey, dict[str, str]]
 
@@ -303,24 +304,70 @@ def _columns(model: SiteModel, key: SeriesKey, points: Sequence[SeriesPoint] | N
     return [p.commit.sha for p in whole], medians, versions, direction
 
 
-def _suite_runs(model: SiteModel) -> InRuns:
+def _suite_runs(model: SiteModel, last: Mapping[SeriesKey, LastBuild], pos: Mapping[str, int]
+                ) -> tuple[InRuns, RunPrints]:
     """What each run says about the verdict on each series' newest commits (its frames and shift,
-    :func:`mmtrack.analysis.compare.suite_runs`): one pass over every series of each machine and
-    environment, before any benchmark is built, so that the pages judge a commit as ``mmtrack compare``
-    does. Read from the series' columns (medians), never their samples."""
+    :func:`mmtrack.analysis.compare.suite_runs`), and each one's fingerprint: one pass over every series of each
+    machine and environment, before any benchmark is built, so that the pages judge a commit as ``mmtrack compare``
+    does. Read from the series' columns (medians), never their samples. A commit whose run's inputs are the last
+    build's (``last``: each series' last point then and run prints by position in ``pos``, :mod:`.runcarry`) keeps
+    its fingerprints and is fitted only if a verdict on it is worked out again."""
     from ..analysis.compare import ComparePolicy, suite_runs
 
+    policy = ComparePolicy()
     suites: dict[tuple[str, str], list[SeriesKey]] = {}
     for key in model.series:
         suites.setdefault((key.machine, key.environment), []).append(key)
-    suites = {s: keys for s, keys in suites.items() if len(keys) >= max(ComparePolicy().min_suite, 1)}
+    suites = {s: keys for s, keys in suites.items() if len(keys) >= max(policy.min_suite, 1)}
     if model.prefetch_columns is not None:
         model.prefetch_columns([k for keys in suites.values() for k in keys])
-    out: InRuns = {}
+    in_runs: InRuns = {}
+    prints: RunPrints = {}
     for keys in suites.values():
-        columns = {(k.benchmark, k.params, k.metric): _columns(model, k) for k in keys}
-        runs = suite_runs(columns, {case: cols[0][-STEP_COMMITS:] for case, cols in columns.items()}, window=HISTORY)
-        out.update((k, runs.get((k.benchmark, k.params, k.metric), {})) for k in keys)
+        cases = {k: (k.benchmark, k.params, k.metric) for k in keys}
+        columns = {cases[k]: _columns(model, k) for k in keys}
+        judged = {case: cols[0][-STEP_COMMITS:] for case, cols in columns.items()}
+        order = list(dict.fromkeys(sha for shas in judged.values() for sha in shas))  # suite_runs' order
+        carried = carried_prints(columns, order, {cases[k]: last[k] for k in keys if k in last}, pos,
+                                 policy.confirm_window)
+        fresh = {case: [sha for sha in shas if sha not in carried] for case, shas in judged.items()}
+        fitted = suite_runs(columns, fresh, window=HISTORY)
+        runs = SuiteRuns(columns, judged, fitted, carried, HISTORY)
+        for k in keys:
+            case, mine = cases[k], fitted.get(cases[k], {})
+            in_runs[k] = CaseRuns(runs, case)
+            wanted = set(judged[case])
+            prints[k] = {sha: fp for sha in order if sha in wanted and (fp := _print_of(sha, case, carried, mine))}
+    return in_runs, prints
+
+
+def _print_of(sha: str, case: Any, carried: dict[str, dict[Any, str]], fitted: Mapping[str, Any]) -> str | None:
+    """A commit's run fingerprint for one series: the last build's, if carried over, else its fitted InRun's."""
+    if sha in carried:
+        return carried[sha].get(case)
+    run = fitted.get(sha)
+    return run.fingerprint() if run is not None else None
+
+
+def _last_runs(model: SiteModel, by_bench: dict[str, list[SeriesKey]], reusable: dict[str, Any]
+               ) -> dict[SeriesKey, LastBuild]:
+    """Each series whose benchmark only gained newer points since the last build (:func:`_appended_only`): the commit
+    of its last point then and that build's run fingerprints by position. Empty when a benchmark of the last build
+    is gone (its series took part in their runs)."""
+    if not reusable or not set(reusable) <= {bench_id(b) for b in by_bench}:
+        return {}
+    out: dict[SeriesKey, LastBuild] = {}
+    for bench, keys in by_bench.items():
+        cached = reusable.get(bench_id(bench))
+        if not isinstance(cached, dict):
+            continue
+        keys = _sorted_keys(keys)
+        tails, runs = cached.get("tails"), cached.get("runs")
+        if not isinstance(runs, list) or len(runs) != len(keys) or not _appended_only(keys, model, tails):
+            continue
+        for key, tail, by_pos in zip(keys, tails, runs):
+            if isinstance(by_pos, dict) and isinstance(tail[4], list) and tail[4] and isinstance(tail[4][0], str):
+                out[key] = (tail[4][0], by_pos)
     return out
 
 
@@ -334,7 +381,7 @@ def _with_runs(token: str | None, prints: Sequence[dict[str, str]]) -> str | Non
 
 def _step_verdicts(
     newest: Sequence[SeriesPoint], earlier: Earlier, pos: dict[str, int], old: Any = None, settled: int = 0,
-    runs: dict[str, Any] | None = None, prints: dict[str, str] | None = None, old_prints: Any = None,
+    runs: CaseRuns | None = None, prints: dict[str, str] | None = None, old_prints: Any = None,
 ) -> list[list[Any]]:
     """``[before position, after position, verdict, state, ratio]`` of the series' newest commits,
     each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`, each read with
@@ -357,7 +404,8 @@ def _step_verdicts(
             break  # not on the last build's pages (a commit it did not place), or its run reads otherwise now
         out.append(v)
         j += 1
-    in_run = [(runs or {}).get(p.commit.sha) for p in newest]
+    # Only the commits judged below: a carried-over commit's run is fitted on first use (publish/runcarry.py).
+    in_run = [runs.get(p.commit.sha) if runs is not None and i >= j else None for i, p in enumerate(newest)]
     # The pages show verdicts, not p-values: the test runs only where it decides one.
     for j, row in series_steps([p.measurement for p in newest], last=len(newest) - j, p_value=False, earlier=earlier,
                                runs=in_run):
@@ -531,11 +579,10 @@ class _Build:
         runs_by_key: dict[SeriesKey, list[RunVerdict]] = {}
         for v in model.run_verdicts:
             runs_by_key.setdefault(v.series, []).append(v)
-        in_runs = _suite_runs(model)
-        prints: RunPrints = {k: {sha: r.fingerprint() for sha, r in by_sha.items()} for k, by_sha in in_runs.items()}
+        pos = {c.sha: i for i, c in enumerate(commits)}
+        in_runs, prints = _suite_runs(model, _last_runs(model, by_bench, reusable), pos)
         tokens = {bench: _with_runs(model.bench_state.get(bench), [prints.get(k, {}) for k in _sorted_keys(keys)])
                   for bench, keys in by_bench.items()} if model.bench_state is not None else {}
-        pos = {c.sha: i for i, c in enumerate(commits)}
         return cls(by_bench, cps_by_key, runs_by_key, in_runs, prints, tokens, reusable, pos)
 
     def reused(self, bench: str) -> bool:
