@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import filecmp
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mmtrack import forked
 from mmtrack.commands.publish import PublishRequest, publish
+from mmtrack.commands.detect import DetectRequest, run_detect
 from mmtrack.publish import builder
+from mmtrack.store.asv_import import import_asv_results
+from mmtrack.store.db import open_store
+from test_store_support import store_url  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 METPY = ROOT / "tests" / "data" / "asv-results" / "metpy" / "results"
@@ -21,28 +23,27 @@ METPY = ROOT / "tests" / "data" / "asv-results" / "metpy" / "results"
 pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="needs Linux with 2 CPUs or more (fork)")
 
 
-@pytest.fixture(scope="module")
-def store_url(tmp_path_factory) -> str:
-    work = tmp_path_factory.mktemp("store")
-    url = f"sqlite:///{work / 'mmtrack.db'}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("MMTRACK_DB", None)
-    for args in (["import-asv", str(METPY), "--db", url], ["detect", "--db", url]):
-        r = subprocess.run([sys.executable, "-m", "mmtrack", *args], cwd=work, env=env, capture_output=True, text=True,
-                           timeout=300)
-        assert r.returncode in (0, 1), r.stderr
-    return url
+@pytest.fixture
+def history(store_url: str) -> str:
+    """MetPy's results imported and detected (SQLite, and PostgreSQL with MMTRACK_TEST_PG)."""
+    store = open_store(store_url)
+    try:
+        assert not import_asv_results(store, METPY).failed
+    finally:
+        store.close()
+    assert run_detect(DetectRequest(db=store_url)).changes
+    return store_url
 
 
 def _files(site: Path) -> list[str]:
     return sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
 
 
-def test_the_split_publish_writes_the_single_process_site(store_url: str, tmp_path: Path, monkeypatch) -> None:
+def test_the_split_publish_writes_the_single_process_site(history: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(builder, "SPLIT_MIN", 10**9)
-    _, alone = publish(PublishRequest(out=tmp_path / "alone", db=store_url, title="t"))
+    _, alone = publish(PublishRequest(out=tmp_path / "alone", db=history, title="t"))
     monkeypatch.setattr(builder, "SPLIT_MIN", 2)
-    model, split = publish(PublishRequest(out=tmp_path / "split", db=store_url, title="t"))
+    model, split = publish(PublishRequest(out=tmp_path / "split", db=history, title="t"))
 
     assert model is not None and model.series.read_elsewhere  # the child read (and rendered) its half
     assert not set(model.series.loaded) & model.series.read_elsewhere
@@ -54,9 +55,9 @@ def test_the_split_publish_writes_the_single_process_site(store_url: str, tmp_pa
     assert mismatch == [] and errors == []  # the manifest too: same files, hashes, inputs and state
 
 
-def test_a_failing_child_leaves_its_half_to_the_parent(store_url: str, tmp_path: Path, monkeypatch) -> None:
+def test_a_failing_child_leaves_its_half_to_the_parent(history: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(builder, "SPLIT_MIN", 10**9)
-    publish(PublishRequest(out=tmp_path / "alone", db=store_url, title="t"))
+    publish(PublishRequest(out=tmp_path / "alone", db=history, title="t"))
     monkeypatch.setattr(builder, "SPLIT_MIN", 2)
     parent = os.getpid()
     render = builder._render
@@ -67,7 +68,7 @@ def test_a_failing_child_leaves_its_half_to_the_parent(store_url: str, tmp_path:
         return render(*args)
 
     monkeypatch.setattr(builder, "_render", broken_in_child)
-    model, _ = publish(PublishRequest(out=tmp_path / "split", db=store_url, title="t"))
+    model, _ = publish(PublishRequest(out=tmp_path / "split", db=history, title="t"))
     assert model is not None and set(model.series.loaded) == set(model.series)  # all read here in the end
     names = _files(tmp_path / "alone")
     _, mismatch, errors = filecmp.cmpfiles(tmp_path / "alone", tmp_path / "split", names, shallow=False)
