@@ -158,6 +158,14 @@ class H_Slow:
         time.sleep(0.5)
 '''
 
+STUCK_SUITE = HEADER + GOOD.format(name="G0") + '''
+class H_Stuck:
+    @mmtrack.bench(chunk_size=1, backend=mmtrack.WallClockBackend)
+    def track_stuck(self, ctx, chunk_size, chunk_num):
+        import time
+        time.sleep(120)
+'''
+
 
 def _ctrl_c_as_from_a_terminal() -> None:
     """SIGINT back to its default in the child: a test run started in the background (``pytest &`` from a
@@ -207,10 +215,11 @@ def test_a_killed_run_is_saved_by_the_next_one(tmp_path):
 
 
 def test_timeout_option_and_in_process_mode(tmp_path):
-    project = make_project(tmp_path / "proj", SLOW_SUITE)
-    proc = run_cli("bench", "benchmarks", *FAST, "--no-save", "-b", "Slow", "--timeout", "1", cwd=project)
+    project = make_project(tmp_path / "proj", STUCK_SUITE)
+    # A case stuck far past a timeout several seconds long: a loaded machine's slow import cannot reach it.
+    proc = run_cli("bench", "benchmarks", *FAST, "--no-save", "-b", "Stuck", "--timeout", "8", cwd=project)
     assert proc.returncode == 2
-    assert "failed suite.H_Slow.track_slow: worker timed out after 1 s" in proc.stdout
+    assert "failed suite.H_Stuck.track_stuck: worker timed out after 8 s" in proc.stdout
     proc = run_cli("bench", "benchmarks", *FAST, "--no-save", "-b", "G0", "--in-process", cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 benchmark cases: 1 ok" in proc.stdout
