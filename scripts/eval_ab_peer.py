@@ -17,10 +17,15 @@ Experiments (each a fresh subprocess; environments cached after the first build)
             side with the change in one session; each pair rotates the order the contenders run in. ``--warm``: one
             untimed run of each contender first, so that no timed run builds an environment.
 
+  profile   one ``mmtrack continuous base slow`` after an untimed one (builds, A/A calibration): its progress lines
+            timed, so that the wall splits into start-up and builds, discovery and the first round-side, each
+            round-side (with the number of benchmarks still open) and the A/A calibration and decision;
+            ``--baseline DIR``: the same for that checkout's mmtrack right after, on the same repo
+
   phases N  N rounds of one side's four benchmarks each way: ``asv run`` per round (before), asv's runner from
             this process with a fresh interpreter per benchmark, and with a fork server per round (now)
 
-Usage: python -m scripts.eval_ab_peer aa peer phases [--runs 10] [--peer-runs 3] [--factor 1.05] [--baseline DIR]
+Usage: python -m scripts.eval_ab_peer aa peer profile phases [--runs 10] [--peer-runs 3] [--factor 1.05] [--baseline DIR]
        [--warm] [--keep DIR]
 """
 
@@ -174,10 +179,38 @@ def run_mmtrack(repo: Path, env: dict, shas: dict[str, str], factor: float) -> d
     data = json.loads(mm.stdout) if mm.returncode in (0, 1) else {"rows": [], "ab": {}}
     changed = [(r["benchmark"].rsplit(".", 1)[-1], r["verdict"], round(r["ratio"] or 0, 3)) for r in data["rows"]
                if r["verdict"] in ("regressed", "improved")]
-    return {"wall": wall, "hit": any(b == "time_add" and v == "regressed" for b, v, _ in changed),
+    add = next((r for r in data["rows"] if r["benchmark"].endswith("time_add")), None)
+    if add and add["verdict"] != "regressed":  # a miss: what the slowed benchmark's row said
+        changed.append(("time_add", add["verdict"], round(add["ratio"] or 0, 3), add.get("note", "")))
+    return {"wall": wall, "hit": any(c[0] == "time_add" and c[1] == "regressed" for c in changed),
             "other": [c for c in changed if c[0] != "time_add"], "rounds": data["ab"].get("rounds"),
             "load": os.getloadavg()[0],
             "what": f"exit {mm.returncode}, {data['ab'].get('rounds')} rounds, flags {changed}"}
+
+
+def profile(env: dict, repo: Path, shas: dict[str, str], factor: float) -> None:
+    """Where one ``mmtrack continuous`` run's wall goes, from its own progress lines (see the module)."""
+    args = [sys.executable, "-m", "mmtrack", "continuous", shas["base"], shas["slow"], "--factor", str(factor),
+            "--no-save", "--format", "json"]
+    subprocess.run(args, cwd=repo, env=env, capture_output=True)  # the builds and the A/A calibration, untimed
+    t = time.perf_counter()
+    proc = subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    marks = [(time.perf_counter() - t, line.strip()) for line in proc.stderr]
+    out = proc.stdout.read()
+    proc.wait()
+    wall = time.perf_counter() - t
+    data = json.loads(out) if proc.returncode in (0, 1) else {"rows": [], "ab": {}}
+    open_now, last = 4, (0.0, "start: mmtrack's import, git, the plan")
+    for at, line in [*marks, (wall, "end")]:
+        what = last[1] + (f" ({open_now} benchmarks)" if last[1].startswith("round ") else "")
+        print(f"  {last[0]:6.2f} s +{at - last[0]:5.2f} s  {what}", flush=True)
+        if "undecided after" in line:
+            open_now = int(line.split()[0])
+        last = (at, line)
+    flags = [(r["benchmark"].rsplit(".", 1)[-1], r["verdict"], round(r["ratio"] or 0, 3)) for r in data["rows"]
+             if r["verdict"] != "unchanged"]
+    print(f"profile: wall {wall:.1f} s, {data['ab'].get('rounds')} rounds, exit {proc.returncode}, not unchanged "
+          f"{flags}; load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 def asv_run_round(plan, side, folder: Path):
@@ -237,7 +270,7 @@ def phases(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("experiments", nargs="+", choices=["aa", "peer", "phases"])
+    ap.add_argument("experiments", nargs="+", choices=["aa", "peer", "profile", "phases"])
     ap.add_argument("--runs", type=int, default=10, help="A/A runs")
     ap.add_argument("--peer-runs", type=int, default=3, help="asv / mmtrack pairs")
     ap.add_argument("--factor", type=float, default=1.05,
@@ -266,6 +299,11 @@ def main() -> None:
                       f"{min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f}", flush=True)
             elif exp == "phases":
                 phases(env, repo, shas, args.runs)
+            elif exp == "profile":
+                for who, checkout in (("this checkout", None), ("baseline", args.baseline)):
+                    if who == "this checkout" or checkout is not None:
+                        print(f"profile of {who}:", flush=True)
+                        profile({**env, "PYTHONPATH": str(checkout)} if checkout else env, repo, shas, args.factor)
             else:
                 peer(root, env, repo, shas, args.peer_runs, args.factor, args.baseline, args.warm)
     finally:

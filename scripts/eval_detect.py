@@ -424,12 +424,17 @@ def build_ci_suite(rng: np.random.Generator, per_cell: int, length: int, tol: in
     return groups
 
 
+#: The groups of a 20% step 2-5 commits before the newest commit (issue 46's target).
+NEWEST_2_5 = tuple(f"newest {k} up 20%" for k in range(2, 6))
+
+
 def evaluate_ci(groups: dict[str, list[History]], detectors: dict[str, Detector]) -> dict[str, dict[str, dict]]:
     """Per detector: F1 by size, by measured tier and overall; A/A rate; creep and newest found; time."""
     out: dict[str, dict[str, dict]] = {}
     for name, det in detectors.items():
         cells: dict[str, Score] = {}
         found: dict[str, float] = {}
+        newest_by_tier: dict[str, list[bool]] = {t: [] for t in ci_noise.TIERS}
         seconds = 0.0
         calls = 0
         aa_points = aa_either = aa_commits = 0
@@ -452,6 +457,8 @@ def evaluate_ci(groups: dict[str, list[History]], detectors: dict[str, Detector]
                     aa_commits += len(h.samples)
                 sc = score(idx, h.truth, ramp=h.kind == "creep")
                 hits += sc.tp > 0
+                if g in NEWEST_2_5:
+                    newest_by_tier[h.tier].append(sc.tp > 0)  # type: ignore[attr-defined]
                 s.add(sc)
             cells[g] = s
             found[g] = hits / max(len(hs), 1)
@@ -477,6 +484,8 @@ def evaluate_ci(groups: dict[str, list[History]], detectors: dict[str, Detector]
         for k in range(1, 6):
             table[f"newest {k} found"] = {"value": found[f"newest {k} up 20%"]}
         table["newest 2-5 found"] = {"value": float(np.mean([found[f"newest {k} up 20%"] for k in range(2, 6)]))}
+        for tier, hit in newest_by_tier.items():  # the tier measured before the step: where the misses are
+            table[f"newest 2-5 {tier}"] = {"value": float(np.mean(hit)) if hit else float("nan"), "of": len(hit)}
         table["F1 reverts 20%"] = {"f1": cells["revert 20%"].f1}
         table["revert regression found"] = {"value": found["revert 20%"]}
         table["ms per series"] = {"value": 1000 * seconds / max(calls, 1)}
@@ -499,7 +508,8 @@ def print_ci(table: dict[str, dict[str, dict]]) -> None:
         for n in names:
             c = table[n][row]
             v = c.get("f1", c.get("value"))
-            cells.append((f"{v:.3f}" if row.startswith(("F1", "A/A")) else f"{v:.2f}" if "ms" not in row else f"{v:.2f}").rjust(width))
+            text = f"{v:.3f}" if row.startswith(("F1", "A/A", "newest 2-5 found")) else f"{v:.3f} ({c['of']})" if "of" in c else f"{v:.2f}"
+            cells.append(text.rjust(width))
         print(row.ljust(28) + "".join(cells))
 
 

@@ -45,7 +45,7 @@ Gates side by side, on the same series:
   commits' samples (what ``asv compare`` does).
 
 Usage: python -m scripts.eval_gate [--series N] [--suites N] [--seed S] [--baseline REV]
-       [--scenarios ci,bootstrap,suites,reverts,realnoise] [--revert-after 5,10,20]
+       [--scenarios ci,bootstrap,suites,reverts,realnoise] [--revert-after 5,10,20] [--revert-paired]
        [--real-steps 0.05,0.1,0.2,0.5] [--show-alarms N] [--json PATH]
 """
 
@@ -456,10 +456,12 @@ def tier_series(rng: np.random.Generator, length: int, tier: str) -> tuple[np.nd
 
 
 def revert_populations(rng: np.random.Generator, n: int, length: int, tier: str, after: Sequence[int],
-                       step: float) -> dict[str, list[Series]]:
+                       step: float, paired: bool = False) -> dict[str, list[Series]]:
     """``n`` series of ``tier`` each: A/A ("aa"), a first step of +``step`` ("step"), and for each k of ``after`` an
     optimisation (×1/(1+``step``)) that a commit reverts k commits later ("revert k"; ``step_at`` is the reverting
-    commit, a +``step`` regression judged against a series that held the faster level for k commits)."""
+    commit, a +``step`` regression judged against a series that held the faster level for k commits). ``paired``:
+    also "step k", the same series as "revert k" with a first +``step`` at the same commit instead (the same draws:
+    a revert's recall against a first step's without the noise of two populations)."""
     out: dict[str, list[Series]] = {"aa": [], "step": []}
     for _ in range(n):
         values, samples = tier_series(rng, length, tier)
@@ -468,27 +470,29 @@ def revert_populations(rng: np.random.Generator, n: int, length: int, tier: str,
         at = int(rng.integers(WINDOW, length - LATER))
         out["step"].append(Series(*inject_step(values, samples, at, step), tier, at))
     for k in after:
-        out[f"revert {k}"] = []
+        out[f"revert {k}"], out[f"step {k}"] = [], []
         for _ in range(n):
             values, samples = tier_series(rng, length, tier)
             at = int(rng.integers(WINDOW, length - LATER))
+            if paired:
+                out[f"step {k}"].append(Series(*inject_step(values, samples, at, step), tier, at))
             values, samples = inject_step(values, samples, at - k, 1.0 / (1.0 + step) - 1.0)
             out[f"revert {k}"].append(Series(*inject_step(values, samples, at, step), tier, at))
-    return out
+    return {kind: pop for kind, pop in out.items() if pop}
 
 
 def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Sequence[int], gate: Gate,
-                     step: float = 0.20) -> dict:
+                     step: float = 0.20, paired: bool = False) -> dict:
     """Per tier: confirmed false alarms per 100 A/A commits (and flagged as the newest commit), the recall of first
     +20% steps and of reverts after k commits (flagged regressed as the newest commit; confirmed by the next
     ``LATER``), and the reading of each revert the gate did not flag (its note's first words)."""
     print(f"\n== reverts (CI-runner model, lone series, {n} series per tier and kind): an optimisation "
           f"×{1 / (1 + step):.3f} reverted k commits later (a +{step:.0%} regression), beside first +{step:.0%} steps")
-    kinds = ["step", *(f"revert {k}" for k in after)]
+    kinds = ["step", *(f"revert {k}" for k in after), *(f"step {k}" for k in after if paired)]
     print(f"{'tier':<7}{'A/A flag':>9}{'conf':>7} | " + " | ".join(f"{k:>10} conf" for k in kinds))
     out: dict = {}
     for tier in ("quiet", "mid", "noisy"):
-        pops = revert_populations(rng, n, length, tier, after, step)
+        pops = revert_populations(rng, n, length, tier, after, step, paired)
         tally = tally_lone(pops["aa"], [], gate)
         fa = tally.false_alarms()
         row: dict = {"aa_commits": fa["commits"], "aa_flagged_per_100": fa["any"], "aa_confirmed_per_100": fa["confirmed"]}
@@ -498,7 +502,7 @@ def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Seque
             row[kind] = {"series": len(judged),
                          "flagged": sum(now == "regressed" for (now, _), _ in judged) / len(judged),
                          "confirmed": sum(f == "regressed" and st == "confirmed" for (_, (f, st)), _ in judged) / len(judged)}
-            if kind != "step":
+            if kind.startswith("revert"):
                 readings.update(f"{kind}: {reading_of(s)}" for (now, _), s in judged if now != "regressed")
         row["missed_reverts"] = dict(readings)
         out[tier] = row
@@ -738,6 +742,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", type=int, default=20, help="suites in the suites scenario (20 series each)")
     ap.add_argument("--revert-after", default="5,10,20",
                     help="commits after which the reverts scenario reverts its step, comma-separated")
+    ap.add_argument("--revert-paired", action="store_true",
+                    help="the reverts scenario also judges a first step on each revert's own series ('step k')")
     ap.add_argument("--real-steps", default="0.05,0.10,0.20,0.50",
                     help="step sizes whose recall the realnoise scenario measures, comma-separated")
     ap.add_argument("--real-tiers", default="quiet,mid,noisy",
@@ -782,7 +788,8 @@ def main(argv: list[str] | None = None) -> int:
     if "reverts" in scenarios:
         rng = np.random.default_rng(args.seed)
         after = [int(k) for k in args.revert_after.split(",")]
-        results["reverts"] = evaluate_reverts(rng, args.series, args.length, after, gates["mmtrack"])
+        results["reverts"] = evaluate_reverts(rng, args.series, args.length, after, gates["mmtrack"],
+                                              paired=args.revert_paired)
     if "realnoise" in scenarios:
         pools = load_real_sources(shared_dir() / "data" / "asv-results")
         if not pools:

@@ -5,6 +5,9 @@ does not carry. Real asv, a real git repository and real environment builds."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -16,6 +19,7 @@ from mmtrack.asvbridge import asv_rounds
 
 LAYOUT_SUITE = '''\
 import os
+import sys
 
 import layoutpkg
 
@@ -29,6 +33,12 @@ class Layout:
 
     def time_tiny(self):
         layoutpkg.tiny()
+
+    def track_runner_loaded_pympler(self):
+        return int("pympler" in sys.modules)
+
+    def mem_list(self):
+        return [0] * 1000
 '''
 
 
@@ -71,7 +81,7 @@ def test_one_discovery_serves_both_sides_and_every_round_draws_its_own_layout(la
     seeds, pads = [], []
     for side in (result.base, result.head):
         cases = {b.rsplit(".", 1)[-1]: c for (b, _), c in side.cases.items()}
-        assert set(cases) == {"track_hash_seed", "track_pad", "time_tiny"}
+        assert set(cases) == {"track_hash_seed", "track_pad", "time_tiny", "track_runner_loaded_pympler", "mem_list"}
         assert all(c.status == "ok" and c.rounds == 2 for c in cases.values())
         seeds += cases["track_hash_seed"].samples
         pads += cases["track_pad"].samples
@@ -94,3 +104,34 @@ def test_an_option_a_round_does_not_carry_runs_asv_run_itself_with_the_same_case
         assert {k: (c.status, c.unit, c.version) for k, c in one.cases.items()} == \
                {k: (c.status, c.unit, c.version) for k, c in other.cases.items()}
     assert by_process.base.environment == in_process.base.environment
+
+
+def test_a_round_without_memory_benchmarks_starts_its_server_without_pympler_and_one_with_them_keeps_it(
+        layout_project, monkeypatch):
+    def pympler_loaded(bench):
+        plan, base, head = _pair(layout_project, monkeypatch)  # fresh sides: a side pools every round it ran
+        result = interleave.run_interleaved(dataclasses.replace(plan, rounds=1, bench=bench), base, head)
+        return result, [c.samples for side in (result.base, result.head) for (b, _), c in side.cases.items()
+                        if b.endswith("pympler")]
+
+    assert pympler_loaded("time_tiny|track_runner")[1] == [[0], [0]]  # no mem_ benchmark: asv_runner left it out
+    every, loaded = pympler_loaded(None)
+    assert loaded == [[1], [1]]
+    mem = [c for side in (every.base, every.head) for (b, _), c in side.cases.items() if b.endswith("mem_list")]
+    assert len(mem) == 2 and all(c.status == "ok" and c.samples[0] > 1000 for c in mem)
+
+
+def test_the_round_server_script_runs_asvs_script_as_asv_would_less_the_memory_type(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import json, sys\nimport asv_runner.benchmarks as b\n"
+        "print(json.dumps({'argv': sys.argv, 'path0': sys.path[0], 'numpy': 'numpy' in sys.modules,\n"
+        "  'types': sorted(t.__name__ for t in b.benchmark_types)}))\n")
+    by_launcher = subprocess.run([sys.executable, str(asv_rounds.WITHOUT_MEM), str(script), "run_server", "x"],
+                                 capture_output=True, text=True, check=True)
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    got, usual = json.loads(by_launcher.stdout), json.loads(plain.stdout)
+
+    assert got["argv"] == [str(script), "run_server", "x"] and got["path0"] == str(tmp_path)
+    assert "MemBenchmark" in usual["types"] and "MemBenchmark" not in got["types"]
+    assert set(usual["types"]) - set(got["types"]) == {"MemBenchmark"} and not got["numpy"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -170,3 +171,17 @@ def test_the_gate_harness_reverts_a_step_after_k_commits_in_the_tier_asked_for()
     gate = G.mmtrack_gate(G.gate_now, later=True)
     flagged = [gate(s.measurements, s.medians, s.step_at)[0] for s in pops["revert 10"]]
     assert flagged.count("regressed") >= 2
+
+
+def test_the_gate_harness_pairs_each_revert_with_a_first_step_on_the_same_series():
+    """``--revert-paired``: "step k" is the "revert k" series itself with a first +20% step at the judged commit
+    instead, and the reverts are drawn as without it."""
+    G = _load("eval_gate")
+    plain = G.revert_populations(np.random.default_rng(4), 3, G.WINDOW + 12, "quiet", [5], 0.20)
+    pops = G.revert_populations(np.random.default_rng(4), 3, G.WINDOW + 12, "quiet", [5], 0.20, paired=True)
+    assert "step 5" not in plain and len(pops["step 5"]) == 3
+    for r, p, s in zip(plain["revert 5"], pops["revert 5"], pops["step 5"]):
+        at = s.step_at
+        assert r.step_at == p.step_at == at and np.allclose(r.medians, p.medians)
+        gap = np.log(p.medians / s.medians)
+        assert np.allclose(gap[: at - 5], 0) and np.allclose(gap[at - 5 :], math.log(1 / 1.2))

@@ -536,8 +536,9 @@ def test_a_return_to_the_level_a_series_left_by_a_step_is_a_change_reverted():
     before, back = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
     now = compare_pair(before, back, history=history)
     assert (now.verdict, now.state) == ("regressed", "suspected")
-    assert re.search(r"back to the level of 2[0-4] commits before the last 6, which the series left by a step and "
-                     r"had never visited otherwise: a change reverted", now.note)
+    assert re.search(r"back to the level of 2[0-4] commits before the last 6, which the series left 6 commits before "
+                     r"by a step the gate confirmed \(read with the spread of the commits before it\): a change reverted",
+                     now.note)
     settled = compare_pair(before, back, history=history, later=[1.0, 1.01, 0.99, 1.0])
     assert (settled.verdict, settled.state) == ("regressed", "confirmed") and "a change reverted" in settled.note
     assert should_fail(compare_measurements([before], [back], history={before.case: history},
@@ -559,6 +560,41 @@ def test_a_series_whose_phases_repeat_reads_the_second_return_as_a_phase_ended()
     assert segment_noise(second_phase).alternates(2.5)
     second = compare_pair(before, back, history=second_phase, later=[1.0, 1.01, 0.99, 1.0])
     assert second.verdict == "ambiguous" and "the series visits both levels" in second.note
+
+
+def test_a_quiet_series_reverting_an_optimisation_after_5_commits_is_flagged_as_a_revert():
+    """An optimisation held 5 commits (one of them on a slower runner), then reverted: detect splits no phase that
+    short, so against the whole window the return was no move ("below the threshold"). The gate had confirmed the
+    optimisation's commit, so the return is judged as a step from the phase, with the spread of the commits before
+    it, and the row says which reading applied."""
+    quiet = _quiet_history(60, cv=0.015)
+    history = quiet + [0.83, 0.84, 0.83, 1.1, 0.835]
+    assert segment_noise(history).points == len(history)  # no phase split off
+    before, back = meas(noisy(0.835, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    now = compare_pair(before, back, history=history)
+    assert (now.verdict, now.state) == ("regressed", "suspected")
+    assert re.search(r"back to the level of 5\d commits before the last 5, which the series left 5 commits before by a "
+                     r"step the gate confirmed .*: a change reverted", now.note)
+    settled = compare_pair(before, back, history=history, later=[1.0, 1.01, 0.99, 1.0])
+    assert (settled.verdict, settled.state) == ("regressed", "confirmed")
+    # Four commits could not have been confirmed (the gate asks the next 4): no revert reading.
+    four = compare_pair(before, back, history=quiet + [0.83, 0.84, 0.83, 0.835])
+    assert four.verdict != "regressed"
+
+
+def test_a_short_phase_on_a_series_that_alternates_still_reads_as_a_runner_phase():
+    """The series held the faster level 8 commits before, then 20 back, then 5 there again. The gate confirms the
+    second step down (a level of its own, long gone from the window's earlier segments), yet the series has shown it
+    visits both levels: the return is a runner phase that ended, not a change reverted."""
+    pre = _quiet_history(24) + _quiet_history(8, seed=5, level=0.8) + _quiet_history(20, seed=6)
+    phase = _quiet_history(5, seed=4, level=0.8)
+    down = compare_pair(meas(noisy(pre[-1], cv=0.005, seed=1)), meas(noisy(phase[0], cv=0.005, seed=3)),
+                        history=pre, later=phase[1:])
+    assert (down.verdict, down.state) == ("improved", "confirmed")
+    before, back = meas(noisy(0.8, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    row = compare_pair(before, back, history=pre + phase, later=[1.0, 1.01, 0.99, 1.0])
+    assert row.verdict == "ambiguous" and "the series visits both levels" in row.note
+    assert "a runner phase ended" in row.note
 
 
 def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_change():

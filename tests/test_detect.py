@@ -211,6 +211,15 @@ def test_a_step_among_runner_levels_is_placed_on_its_commit():
     assert [s.index for s in steps if s.after > s.before] == [61]
 
 
+def test_a_step_halfway_through_twenty_commits_is_placed_on_its_commit():
+    """Ten commits against ten, fully apart: the rank test reads 1.8e-4, above alpha, so the tail rule reports the
+    step; it named the first of the newest five commits (15 of 20, 16 of 21), not where the new level began."""
+    for n in (20, 21, 22):
+        for seed in range(5):
+            vals = noisy_level([1.0] * 10 + [2.0] * (n - 10), seed=seed)
+            assert [(s.index, round(s.ratio, 1)) for s in find_steps(vals, settle=True)] == [(10, 2.0)], (n, seed)
+
+
 def test_exact_rank_test_with_ties_is_the_permutation_distribution():
     """The short side's exact p, conditional on tied values, equals enumerating every subset."""
     import itertools
@@ -310,6 +319,64 @@ def test_two_newest_commits_at_a_level_two_stray_commits_had_reached_are_suspect
         visits = [1.2 if i % 6 == 3 else 1.0 for i in range(97)] + [1.2] * 2  # a runner type, one commit in six
         key, pts = series(noisy_level(visits, cv=0.02, seed=seed))
         assert detect_series(key, pts).changes == ()
+
+
+def _tail_regressions(levels, cv, seeds):
+    """Per seed, how many regressions detect reports in the newest 5 commits of ``levels`` (noise ``cv``)."""
+    out = []
+    for seed in seeds:
+        key, pts = series(noisy_level(levels, cv=cv, seed=seed))
+        out.append(sum(c.kind == "regression" and c.extra["index"] >= len(levels) - 5 for c in detect_series(key, pts).changes))
+    return out
+
+
+def test_a_newest_step_onto_a_level_the_series_strayed_to_is_suspected_once_each_commit_holds_it():
+    """A mid-noise series (5%) that strays 20% up one commit in 16, then 3 commits 20% up: each lies within the
+    series' own noise and at a level it strayed to, all three beyond the threshold together are a step (the window's
+    density over them). Before, "a level the series visits" vetoed it: 7 of 12 seeds found. The same tail with its
+    newest commit back is no level, nor are the stray commits alone, nor 2 commits at a level visited one commit in 4."""
+    strays = [1.2 if i % 16 == 7 else 1.0 for i in range(100)]
+    assert sum(_tail_regressions(strays[:97] + [1.2] * 3, 0.05, range(12))) >= 10
+    assert sum(_tail_regressions(strays, 0.05, range(12))) == 0
+    assert sum(_tail_regressions(strays[:97] + [1.2, 1.2, 1.0], 0.05, range(12))) <= 1
+    often = [1.2 if i % 4 == 3 else 1.0 for i in range(100)]
+    assert sum(_tail_regressions(often[:98] + [1.2, 1.2], 0.05, range(12))) == 0
+
+
+def test_the_tail_of_a_step_detect_just_found_is_not_read_against_the_density():
+    """The same 3 newest commits 20% up read as a step when detect's last change point lies 30 commits back or more,
+    and not when it lies nearer: after a step the window has not yet shown the new level's runners (a quiet series
+    whose step detect had found 7 commits before got a second, false point there)."""
+    from mmtrack.analysis.newest import _beyond_the_density
+    from mmtrack.analysis.policy import ComparePolicy
+
+    strays = [1.2 if i % 16 == 7 else 1.0 for i in range(97)]
+    values = noisy_level(strays + [1.2] * 3, cv=0.05, seed=3)
+    assert _beyond_the_density(values, 97, 0, ComparePolicy())
+    assert not _beyond_the_density(values, 97, 80, ComparePolicy())
+    assert not _beyond_the_density([*values[:-1], values[96]], 97, 0, ComparePolicy())  # its newest commit went back
+
+
+def test_a_move_that_began_before_the_held_commits_is_told_from_a_runner_visit():
+    """One commit of the 3 before on a slower runner is a visit; the one just before, or two of three, is a move that
+    began before; 4 of the 10 before at that level is a level reached before (a step detect has not split yet)."""
+    from mmtrack.analysis.newest import _moved_before, _reached_before
+    from mmtrack.analysis.noise import segment_noise
+
+    flat = noisy_level([1.0] * 90, cv=0.01, seed=1)
+    noise = segment_noise(flat)
+    bar = np.log(1.1)
+
+    def moved(tail):
+        return _moved_before(noise, [*flat, *tail], 1.0, bar)
+
+    assert not moved([1.0] * 7 + [1.2, 1.0, 1.0])
+    assert moved([1.0] * 9 + [1.2])
+    assert moved([1.0] * 7 + [1.2, 1.2, 1.0])
+    assert not moved([1.0] * 7 + [0.8, 0.8, 0.8])  # the other way
+    reached = [1.2, 1.0, 1.2, 1.2, 1.0, 1.2, 1.0, 1.0, 1.0, 1.0]
+    assert not moved(reached) and _reached_before(noise, [*flat, *reached], 1.0, bar)
+    assert not _reached_before(noise, [*flat, *reached[1:], 1.0], 1.0, bar)  # 3 of 10: runner visits
 
 
 def test_the_next_commits_settle_a_suspected_step():

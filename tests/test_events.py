@@ -210,3 +210,25 @@ def test_the_pages_run_verdict_of_a_pair_an_event_holds_says_so():
     assert (shown["verdict"], shown["state"], shown["kind"]) == ("ambiguous", None, "change")
     assert "environment event" in shown["note"] and "43 series slower" in shown["note"]
     assert _agreeing(row, [_change()]) == row  # detect agrees: the row stands
+
+
+def test_condas_run_date_shift_is_one_event_beside_the_code_steps_of_that_days_newest_commits(tmp_path):
+    """conda's real history (tests/data): the runs of 2019-01-11 read its old commit 41a54cec at the new level in 14
+    series. That day also measured the newest commits, newest first, and some series step among them by commit: a
+    day's cluster holding both is judged at each commit range too, so those code steps no longer sink the event."""
+    from conftest import CONDA_RESULTS
+
+    from mmtrack.commands.detect import DetectRequest, run_detect
+    from mmtrack.store.asv_import import import_asv_results
+    from mmtrack.store.db import open_store
+
+    store = open_store(str(tmp_path / "conda.db"))
+    try:
+        import_asv_results(store, CONDA_RESULTS)
+        out = run_detect(DetectRequest(store_results=False), store)
+    finally:
+        store.close()
+    (event,) = out.events
+    assert (event.date, event.series, event.slower, event.evidence) == ("2019-01-11", 14, 14, "run date")
+    at_shift = [c for r in out.reports for c in r.changes if c.before_sha.startswith("2de50fd6")]
+    assert len(at_shift) == 14 and all(is_environment(c) for c in at_shift)

@@ -33,9 +33,12 @@ ambiguous until persistence confirms it. With a full window, a commit that z and
 ambiguous is suspected still where the window's density puts no commit near it, a step from where
 they lie (:func:`.noise.unseen_step`): on a series that flips between runner types, the spread spans
 them, and z read a step beyond both as a few deviations.
-A value back at the level of most commits before the current segment is ambiguous too: that
-segment was a phase (a run of commits on another runner type, or a change since reverted), and
-against it a return to the usual level looked like a step that later commits would "confirm".
+A value back at the level of most commits before the current segment is ambiguous too where the
+series had visited the segment's level before (it alternates): that segment was a phase (a run of
+commits on another runner type), and against it a return to the usual level looked like a step that
+later commits would "confirm". Where it had not (it stepped there; or the gate confirmed the step into
+a phase of 5-7 commits, too short for detect, then read with the spread from before that step:
+:func:`_confirmed_phase`), the return is a change reverted, judged as a step.
 Such a verdict is only **suspected**: later commits **confirm** or **refute** it
 (:func:`.noise.follow_up`), and the gate fails on confirmed regressions by default. The level that the
 commit and the next ones hold confirms too, where one commit could not prove it (:func:`.noise.held_level`):
@@ -85,6 +88,7 @@ from .noise import (
     held_level,
     held_median,
     measured,
+    phase_noise,
     positive,
     segment_noise,
     unseen_step,
@@ -97,6 +101,7 @@ from .policy import (
     PHASE_SPREAD,
     QUARTILE_MIN_COUNT,
     RUN_SHARE,
+    SHORT_PHASE,
     SIGNIFICANT_BELOW,
     ComparePolicy,
     Evidence,
@@ -410,7 +415,47 @@ def _segment(pair: _Pair) -> tuple[SegmentNoise | None, bool]:
     no_step = pair.history is not None and pair.logs and pair.threshold > 0 and not _is_step(pair.ratio, pair.threshold)
     if no_step or pair.history is None or not pair.logs:
         return None, no_step
-    return segment_noise(pair.history, pair.policy.min_history), no_step
+    noise = segment_noise(pair.history, pair.policy.min_history)
+    k = _confirmed_phase(pair) if noise is not None else 0
+    if not k:
+        return noise, no_step
+    if noise.points == k:  # detect split the phase off: its own model judges, as before, marked a confirmed step's
+        return dataclasses.replace(noise, short_phase=k), no_step  # type: ignore[arg-type]
+    return phase_noise(pair.history, k, pair.policy.min_history) or noise, no_step  # type: ignore[arg-type]
+
+
+def _confirmed_phase(pair: _Pair) -> int:
+    """The commits of a phase shorter than :data:`.policy.SHORT_PHASE` at the end of the history that the after
+    commit moves from, back towards the level before it, where the gate, judging the phase's first commit on the
+    medians, confirmed it a change (:func:`_step_confirmed`): a level the series left by a step and held on both
+    sides, judged as a step (:func:`.noise.phase_noise` where detect did not split it off: against the whole window
+    the return was no move). 0 otherwise."""
+    h = positive(pair.history)  # type: ignore[arg-type]
+    x, a = np.log(h), math.log(pair.a)
+    bar, half = math.log1p(pair.threshold), math.log1p(pair.threshold / 2)
+    for k in range(pair.policy.confirm_window + 1, SHORT_PHASE):
+        if h.size < k + SHORT_PHASE:
+            return 0
+        phase, before = float(np.median(x[-k:])), float(np.median(x[-k - SHORT_PHASE:-k]))
+        back = (a - phase) * (before - phase) > 0 and abs(a - phase) > half
+        held = abs(x[-1] - phase) < abs(x[-1] - before)  # up to the before commit: an earlier return is not this one
+        if back and held and abs(phase - before) > bar and _step_confirmed(pair, h.tolist(), k, phase - before):
+            return k
+    return 0
+
+
+def _step_confirmed(pair: _Pair, h: list[float], k: int, moved: float) -> bool:
+    """Whether the gate, judging the commit ``k`` before the after one on the medians (as :func:`_confirmed_earlier`
+    does), confirmed it changed ``moved``'s way (log) by the next commits."""
+    earlier = compare_pair(_on_medians(pair.after, h[-k - 1]), _on_medians(pair.after, h[-k]), pair.policy, h[:-k],
+                           h[len(h) - k + 1:])
+    return earlier.state == "confirmed" and earlier.verdict == _changed(moved, pair.direction)
+
+
+def _on_medians(m: Measurement, median: float) -> Measurement:
+    """``m`` with ``median`` and nothing else measured: an earlier commit of its history, judged on the medians."""
+    return dataclasses.replace(m, median=median, samples=(), q1=None, q3=None, ci_low=None, ci_high=None, count=0,
+                               mean=None, p95=None, min=None, max=None)
 
 
 def _effect(pair: _Pair) -> _Effect:
@@ -679,12 +724,21 @@ def _notes(pair: _Pair, noise: SegmentNoise | None, read: _Persistence) -> list[
         notes.append(f"beyond every level the last {len(noise.seen)} commits visited ({read.z:.1f} deviations of a "  # type: ignore[union-attr]
                      "series spread over several runner levels)")
     if read.reverted:
-        notes.append(f"back to the level of {read.reverted} commits before the last {noise.points}, which the "  # type: ignore[union-attr]
-                     "series left by a step and had never visited otherwise: a change reverted, judged as a step")
+        notes.append(_reverted_note(noise, read.reverted))  # type: ignore[arg-type]
     if read.went_back:
         notes.append(f"the next commits went back to the level of {read.went_back} commits before the last "
                      f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
     return notes
+
+
+def _reverted_note(noise: SegmentNoise, reverted: int) -> str:
+    """The reading of a flagged return to an earlier level: a change reverted (a step the series had not visited
+    otherwise; one the gate confirmed a few commits before, read with the spread from before it), never a runner
+    phase that ended (:meth:`.noise.SegmentNoise.alternates`)."""
+    left = (f"left {noise.short_phase} commits before by a step the gate confirmed (read with the spread of the "
+            "commits before it)" if noise.short_phase else "left by a step and had never visited otherwise")
+    return (f"back to the level of {reverted} commits before the last {noise.points}, which the series {left}: "
+            "a change reverted, judged as a step")
 
 
 def detect_says(verdict: str, note: str, change: ChangePoint) -> tuple[str, str] | None:
@@ -758,9 +812,7 @@ def _confirmed_earlier(after: Measurement, history: Sequence[float], value: floa
     k = _started_before(history, value, later, threshold, policy.confirm_window)
     if not k or len(history) <= k or not all(measured(v) for v in history[-k - 1:]):
         return 0
-    bare = functools.partial(dataclasses.replace, after, samples=(), q1=None, q3=None, ci_low=None, ci_high=None,
-                             count=0, mean=None, p95=None, min=None, max=None)
-    earlier = compare_pair(bare(median=history[-k - 1]), bare(median=history[-k]), policy, history[:-k],
+    earlier = compare_pair(_on_medians(after, history[-k - 1]), _on_medians(after, history[-k]), policy, history[:-k],
                            [*history[len(history) - k + 1:], value, *later])
     return k if (earlier.verdict, earlier.state) == (verdict, "confirmed") else 0
 

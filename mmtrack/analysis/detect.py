@@ -21,7 +21,8 @@ so that a step is a ratio:
 4. *Settling.* A clear step moves to where the fewest commits lie on the wrong side of it (:func:`_settle`), so
    that the commits it names read the levels it shows.
 5. *Tail.* A change in the newest 3-5 commits, which the rank test cannot yet prove, is reported when
-   every one of them lies ``tail_z`` robust sigmas beyond the segment before it.
+   every one of them lies ``tail_z`` robust sigmas beyond the segment before it; at the start of the run of such
+   commits where the ones before them lie beyond too.
 
 A series' change points as ``mmtrack detect`` reports them, a step in the newest commits judged by the per-commit
 gate's rules among them, are :mod:`.series`'s (it reads the gate's modules, which read this one).
@@ -395,10 +396,22 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
         dev = (tail - med) / sigma
         if not (np.all(dev > policy.tail_z) or np.all(dev < -policy.tail_z)):
             continue
+        start = _run_start(x, last, start, med, math.copysign(policy.tail_z * sigma, float(dev[0])), policy)
+        seg, tail = x[last:start], x[start:]
         if _effect(seg, tail, logged)[2] < policy.min_effect:
             continue
         return start, _test(seg, tail, policy)
     return None
+
+
+def _run_start(x: np.ndarray, last: int, start: int, med: float, bound: float, policy: DetectPolicy) -> int:
+    """Where the run of commits beyond ``bound`` from ``med`` that ends at ``start`` begins, leaving ``min_points``
+    before it: a step the rank test could not prove (10 commits against 10 read 1.8e-4) is not in the newest few
+    commits, and they alone would name the wrong commit."""
+    beyond = (x[last:start] - med) > bound if bound > 0 else (x[last:start] - med) < bound
+    while start - last > max(policy.min_points, policy.min_segment) and beyond[start - last - 1]:
+        start -= 1
+    return start
 
 
 

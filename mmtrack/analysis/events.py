@@ -208,6 +208,35 @@ def _clusters(found: list[_Found], reach: float) -> list[list[_Found]]:
     return out
 
 
+def _evidence(group: Iterable[_Found]) -> list[DateEvidence]:
+    return [f.evidence for f in group if f.evidence is not None]
+
+
+def _dated_parts(group: list[_Found]) -> list[list[_Found]]:
+    """The parts of one day's cluster that follow the run date (loosely): the whole cluster, else each of its sets of
+    at least :data:`EVENT_MIN_SERIES` change points at one commit range that does. A day can hold several changes:
+    a batch measures the newest commits in one sitting (asv newest first), so a code step among them misplaces runs
+    by date and, pooled with a shift of that day at other commits, outweighs it."""
+    if follows_run_date(_evidence(group), strict=False):
+        return [group]
+    return [part for part in _by_commits(group)
+            if len(part) >= EVENT_MIN_SERIES and follows_run_date(_evidence(part), strict=False)]
+
+
+def _by_commits(group: list[_Found]) -> list[list[_Found]]:
+    """``group`` split where no change point's commit range (last old commit, first new commit] reaches over."""
+    parts: list[list[_Found]] = []
+    reach = -math.inf
+    for f in sorted(group, key=lambda f: f.lo):
+        if parts and f.lo < reach:
+            parts[-1].append(f)
+            reach = max(reach, f.hi)
+        else:
+            parts.append([f])
+            reach = f.hi
+    return parts
+
+
 def _spans(shas: Sequence[str], position: Mapping[str, int]) -> tuple[int, int]:
     ps = [position[s] for s in shas if s in position]
     return (min(ps), max(ps)) if ps else (0, -1)
@@ -392,13 +421,13 @@ def find_events(
     nearby: list[tuple[EnvironmentEvent, list[_Found]]] = []  # passed the loose run-date test only
     for place, found in found_by_place.items():
         for group in _clusters(found, EVENT_DAYS):
-            ev = [f.evidence for f in group if f.evidence is not None]
-            if follows_run_date(ev, strict=False):
-                members = [f for f in group if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
+            dated = _dated_parts(group)
+            for part in dated:
+                members = [f for f in part if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
                 if members:
-                    strict = events if follows_run_date(ev) else nearby
+                    strict = events if follows_run_date(_evidence(part)) else nearby
                     strict.append((_event_of(members, "run date", worse), members))
-            elif len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
+            if not dated and len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
                 quiet, other_machines = _siblings_quiet(group, place, spans, stepped, EVENT_REACH)
                 members = [f for f in group if quiet and not _elsewhere_too(f, by_series, other_machines)]
                 if members:

@@ -24,8 +24,9 @@ from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
 from .compare import compare_pair
 from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
-from .noise import already_beyond, held_level, segment_noise
-from .policy import HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_SEGMENT, ComparePolicy, Evidence
+from .noise import UNSEEN_QUIET, SegmentNoise, already_beyond, held_level, segment_noise
+from .policy import (HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_EVIDENCE_HELD, NEWEST_HELD_VISITED,
+                     NEWEST_RECENT, NEWEST_RECENT_SEEN, NEWEST_SEGMENT, ComparePolicy, Evidence)
 
 #: What a bare median stands for: the rules read the medians only, and the threshold is the default one.
 _METRIC = MetricKey("detect", "median", "")
@@ -67,7 +68,7 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
                            later=values[j + 1 : j + 1 + policy.confirm_window], p_value=False)
         flagged = row.verdict in ("regressed", "improved") and row.state in ("suspected", "confirmed")
         if flagged or (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)) or _beyond_the_density(
-                values, j, policy):
+                values, j, start, policy):
             return NewestStep(j, math.exp(before), math.exp(after), row.state if flagged else "suspected")
     return None
 
@@ -95,25 +96,52 @@ def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> boo
     return held_level(noise, history, values[j], later, policy.threshold, so_far) == "confirmed"
 
 
-def _beyond_the_density(values: Sequence[float], j: int, policy: ComparePolicy) -> bool:
-    """Whether commit ``j`` and every commit after it, together, are a step beyond the levels the window visited:
-    their joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's density read over the commits
-    there are) at least :data:`.policy.NEWEST_EVIDENCE`, in a segment of :data:`.policy.NEWEST_SEGMENT` commits or
-    more and a full window; ``j`` itself beyond the threshold, their median at a level the series does not visit
-    (:meth:`.noise.SegmentNoise.visits`), and the commits just before ``j`` not already there
-    (:func:`.noise.already_beyond`). Two or three commits each within the series' own noise hold a level one commit
-    could not show."""
+def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: ComparePolicy) -> bool:
+    """Whether commit ``j`` and every commit after it, together, are a step beyond the levels the window visited: their
+    joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's density read over the commits there
+    are) at least :data:`.policy.NEWEST_EVIDENCE`, or :data:`.policy.NEWEST_EVIDENCE_HELD` where each of them lies
+    beyond the threshold the same way (each agrees, as the next commits must to confirm a suspicion). ``j`` and the
+    newest commit beyond the threshold that way; a full window, and :data:`.policy.NEWEST_SEGMENT` commits or more
+    both in the gate's segment and since detect's last change point ``start``. Where fewer than
+    :data:`.policy.NEWEST_HELD_VISITED` commits each hold it, the held median not at a level the series visits
+    (:meth:`.noise.SegmentNoise.visits`) and none of the commits just before ``j`` already there
+    (:func:`.noise.already_beyond`); where more do, only the move must not have begun just before ``j``
+    (:func:`_moved_before`). Either way, not a level the commits before reached (:func:`_reached_before`). Two or
+    three commits each within the series' own noise hold a level one commit could not show, and three that each hold
+    it are no runner's visit."""
+    if j - start < NEWEST_SEGMENT:
+        return False  # the tail of a step detect just found: the new level's runners are not seen yet
     history = values[max(0, j - HISTORY_WINDOW) : j]
     noise = segment_noise(history, policy.min_history)
     if noise is None or len(noise.seen) < policy.history_points or noise.points < NEWEST_SEGMENT:
         return False
     held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
-    centre = _median(held)
-    if not held[0] * centre > 0 or abs(held[0]) <= math.log1p(policy.threshold):
-        return False  # the level starts with a commit that moved beyond the threshold its way
-    if noise.visits(math.exp(noise.level + centre)) or already_beyond(noise, history, centre, policy.threshold):
+    centre, bar = _median(held), math.log1p(policy.threshold)
+    way = math.copysign(1.0, centre)
+    if not (way * held[0] > bar and way * held[-1] > bar) or _reached_before(noise, history, way, bar):
+        return False  # the level starts with a commit beyond the threshold, and the newest has not gone back
+    each = bool(np.all(way * held > bar))
+    if each and held.size >= NEWEST_HELD_VISITED:
+        if _moved_before(noise, history, way, bar):
+            return False
+    elif noise.visits(math.exp(noise.level + centre)) or already_beyond(noise, history, way, policy.threshold):
         return False
-    return noise.held_evidence(held, policy.threshold, math.copysign(1.0, centre)) >= NEWEST_EVIDENCE
+    return noise.held_evidence(held, policy.threshold, way) >= (NEWEST_EVIDENCE_HELD if each else NEWEST_EVIDENCE)
+
+
+def _moved_before(noise: SegmentNoise, history: Sequence[float], way: float, bar: float) -> bool:
+    """Whether the move began just before the held commits: the commit right before them, or two of the
+    :data:`.noise.UNSEEN_QUIET` before, beyond ``bar`` (log) ``way`` from the level; one of them alone is a runner's
+    visit."""
+    recent = [way * noise.deviation(v) > bar for v in history[-UNSEEN_QUIET:]]
+    return bool(recent) and (recent[-1] or sum(recent) >= 2)
+
+
+def _reached_before(noise: SegmentNoise, history: Sequence[float], way: float, bar: float) -> bool:
+    """Whether :data:`.policy.NEWEST_RECENT_SEEN` or more of the :data:`.policy.NEWEST_RECENT` commits before the held
+    ones lay beyond ``bar`` (log) ``way`` from the level: a level the series reached before (a step detect missed,
+    not split from the segment yet), not a new one."""
+    return sum(way * noise.deviation(v) > bar for v in history[-NEWEST_RECENT:]) >= NEWEST_RECENT_SEEN
 
 
 __all__ = ["NewestStep", "newest_step"]

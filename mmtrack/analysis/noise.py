@@ -22,6 +22,7 @@ from .policy import (
     NEW_LEVEL_SPREAD,
     NEW_LEVEL_TIGHT,
     NEW_LEVEL_UNSEEN_MISSES,
+    SHORT_PHASE,
     UNSEEN_BAR,
     UNSEEN_FLOOR,
     UNSEEN_QUIET,
@@ -71,6 +72,9 @@ class SegmentNoise:
     # The window's commit-to-commit spread (the robust sigma of consecutive log differences over sqrt 2): how far
     # one commit strays from the one before, the bandwidth of :meth:`step_evidence`.
     commit_sd: float = 0.0
+    # The commits of a phase too short for a spread of its own (:func:`phase_noise`), whose spread is the segment's
+    # before its step; 0 for a segment read with its own.
+    short_phase: int = 0
 
     def deviation(self, value: float) -> float:
         return math.log(value) - self.level
@@ -183,7 +187,7 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
         return None
     # Only splits the whole sides prove: one proved on the main runner's level alone (detect's default) shortens
     # the segment to where the series' other runner levels are not in sight.
-    levels = segment_levels(list(h), DetectPolicy(min_points=max(8, min_points), main_level=False))
+    levels = segment_levels(list(h), DetectPolicy(min_points=max(SHORT_PHASE, min_points), main_level=False))
     start, stop = levels[-1]
     all_x = np.log(h)
     own = stop - start >= min_points
@@ -205,6 +209,24 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     commit_sd = 1.4826 * float(np.median(np.abs(np.diff(all_x)))) / math.sqrt(2) if all_x.size > 1 else 0.0
     return SegmentNoise(med, sd, usual_sd, tuple(dev.tolist()), int(x.size), tuple(earlier.tolist()),
                         tuple(in_order.tolist()), commit_sd)
+
+
+def phase_noise(history: Sequence[float], k: int, min_points: int = 5) -> SegmentNoise | None:
+    """The noise model of a phase: the newest ``k`` commits of ``history`` (medians, oldest first), at their own
+    level, with the spread, commits seen and commit-to-commit spread of the segment before them
+    (:func:`segment_noise` of the commits before): the same series on the same runners, its level moved by a step.
+    A few commits have no spread of their own to speak of, and detect splits none off under :data:`SHORT_PHASE`: against
+    the whole window a return from them is no move. None when the commits before are too few."""
+    h = positive(history)
+    before = segment_noise(h[:-k], min_points) if 0 < k < h.size else None
+    if before is None:
+        return None
+    x = np.log(h[-k:])
+    level = float(np.median(x))
+    own = x - level
+    return SegmentNoise(level, before.sd, before.usual_sd, tuple(sorted((*before.seen, *own.tolist()))), k,
+                        tuple(np.sort(np.log(h[:-k]) - level).tolist()), (*before.in_order, *own.tolist()),
+                        before.commit_sd, short_phase=k)
 
 
 def measured(value: float | None) -> bool:
@@ -348,6 +370,8 @@ def held_level(
     if centre * d <= 0 or abs(centre) <= bar or noise.visits(held_value) or noise.back_to_visited(
             held_value, policy.history_gap, policy.min_history):
         return "refuted"  # a runner level the series visits, or back where it was before a phase it had shown before
+    if noise.short_phase and noise.back_to_earlier(held_value, policy.history_gap, policy.min_history):
+        return "confirmed"  # back where it was before a step the gate confirmed: too short a phase for detect to split
     # A level no commit of a full window came near, held by all but NEW_LEVEL_UNSEEN_MISSES of the next commits:
     # detect's tail rule (below) asks every one of them to lie 4 sigmas out, so one commit on a faster runner kept it
     # from starting a level that nothing in 60 commits or more had shown (docs/design/analysis.md, "An unseen level").
@@ -367,6 +391,7 @@ __all__ = [
     "measured",
     "SegmentNoise",
     "segment_noise",
+    "phase_noise",
     "follow_up",
     "unseen_step",
     "already_beyond",

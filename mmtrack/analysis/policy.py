@@ -79,6 +79,15 @@ SETTLE_Z = 2.0
 NEWEST_COMMITS = 5
 #: Log likelihood ratio of "a step" that the newest commits together, each within the series' own noise, must reach.
 NEWEST_EVIDENCE = 3.5
+#: ... where each of them lies beyond the threshold the same way: 32 of 1,440 A/A tails held so, 7 reached 2.0.
+NEWEST_EVIDENCE_HELD = 2.0
+#: Newest commits, each beyond the threshold, that hold a step onto a level the series visits or just after one commit
+#: there: 2 can be a runner's visit; 3 or more reached NEWEST_EVIDENCE_HELD in 2 of 1,440 A/A tails (docs/design).
+NEWEST_HELD_VISITED = 3
+#: Commits before the newest ones read for a level the series reached before (a step detect missed, read at its tail).
+NEWEST_RECENT = 10
+#: ... and how many of them beyond the threshold that way show it: 5 left a revert's missed step, 3 cost recall.
+NEWEST_RECENT_SEEN = 4
 #: Commits of the current segment before a newest level is read against its density: a young one has not shown its
 #: runner levels yet (one step's tail read as the next step).
 NEWEST_SEGMENT = 30
@@ -124,6 +133,9 @@ NEW_LEVEL_RUN = 2
 NEW_LEVEL_UNSEEN_MISSES = 1
 #: Commits before the segment at its level that show a series visits it (alternates): fewer, a return is a revert.
 ALTERNATION_VISITS = 6
+#: Commits a phase at the end of the history needs for segment_noise to split it off (detect's 8); a shorter one whose
+#: step the gate confirmed is read with the spread of the segment before that step (compare._confirmed_phase).
+SHORT_PHASE = 8
 #: The usual runner's and commit-to-commit spreads (in thresholds) from which the next commits cannot confirm: real CI
 #: runners hold such a series 4-6 commits away from its level and leave, as a step holds (scripts/real_ci_noise.py).
 PHASE_SPREAD = 1.0

@@ -10,7 +10,9 @@ that times a benchmark (asv_runner, its attributes, ``-a`` overrides, timeouts, 
 asv's, and the round's result is asv's result file, read by :func:`.asvrun.collect` as before.
 
 Each round still starts its own fork server in its own environment variables (the hash seed and
-environment size that :func:`mmtrack.ab.interleave.randomised_layout` draws per round).
+environment size that :func:`mmtrack.ab.interleave.randomised_layout` draws per round). What a round's start
+costs besides is cut: asv's probe of the interpreter's version runs once per interpreter (:func:`_environment`),
+and a round with no memory benchmark starts its server through :data:`WITHOUT_MEM`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from .asvrun import Prepared
 HONOURED = {"attribute", "launch_method", "show_stderr", "quick", "bench"}
 #: asv's default is a fresh interpreter per benchmark; a round's fork server imports the suite once.
 LAUNCH_METHOD = "forkserver"
+#: asv's benchmark script without asv_runner's memory benchmark type, whose pympler imports numpy in every round's
+#: server (a round with no ``mem_`` benchmark has no use for it).
+WITHOUT_MEM = Path(__file__).with_name("round_server.py")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +81,30 @@ def _existing_environment() -> type:
         def __init__(self, conf: Any, python: str, environ: Mapping[str, str]) -> None:
             super().__init__(conf, python, {}, {})
             self.environ = dict(environ)
+            self.without_mem = False  # benchmark processes start through WITHOUT_MEM
 
         def run(self, args: Any, **kwargs: Any) -> Any:
+            from asv.runner import BENCHMARK_RUN_SCRIPT
+
             kwargs["env"] = dict(self.environ)
+            if self.without_mem and args[:1] == [BENCHMARK_RUN_SCRIPT] and args[1:2] in (["run_server"], ["run"]):
+                args = [str(WITHOUT_MEM), *args]
             return super().run(args, **kwargs)
 
     return RoundEnvironment
+
+
+_MADE: dict[str, Any] = {}  # interpreter -> its round environment (:func:`_environment`)
+
+
+def _environment(conf: Any, python: str, environ: Mapping[str, str], without_mem: bool = False) -> Any:
+    """asv's environment of ``python`` with ``environ`` for one round or discovery: made once per interpreter, since
+    asv starts the interpreter to read its version each time it makes one (0.1-0.4 s a round on a loaded machine)."""
+    env = _MADE.get(python)
+    if env is None:
+        env = _MADE[python] = _existing_environment()(conf, python, environ)
+    env.environ, env.without_mem = dict(environ), without_mem
+    return env
 
 
 @contextlib.contextmanager
@@ -102,7 +125,7 @@ def discover(prepared: Prepared, python: str, environ: Mapping[str, str]) -> lis
     from asv.runner import BENCHMARK_RUN_SCRIPT
 
     conf = Config.load(str(prepared.derived_config))
-    env = _existing_environment()(conf, python, environ)
+    env = _environment(conf, python, environ)
     suite = str(Path(conf.benchmark_dir).resolve())
     with tempfile.TemporaryDirectory(prefix="mmtrack-discover-") as tmp:
         out = Path(tmp) / "benchmarks.json"
@@ -134,7 +157,8 @@ def run_round(prepared: Prepared, suite: Sequence[dict[str, Any]], python: str, 
     if not benchmarks:
         return None
     benchmarks.save()  # collect reads each benchmark's unit and parameter names from it
-    env = _existing_environment()(conf, python, environ)
+    env = _environment(conf, python, environ, without_mem=not any(b.get("type") == "memory"
+                                                                  for b in benchmarks.values()))
     machine = Machine.load(machine_name=prepared.machine)
     machine.save(conf.results_dir)
     date = prepared.commit.date
