@@ -165,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
                 cold["baseline_path"].append(secs + sum(t for t, _ in rest))
                 cpu["baseline_import"].append(CPU["baseline_import"])
                 cpu["baseline_path"].append(CPU["baseline_import"] + CPU["baseline_detect"] + CPU["baseline_publish"])
+            ratio = (f" (ratio {cold['path'][-1] / asv_s:.2f}, CPU {cpu['path'][-1]:.1f} / {cpu['asv'][-1]:.1f} s ="
+                     f" {cpu['path'][-1] / cpu['asv'][-1]:.2f})" if not args.no_asv else "")
             print(f"  cold run {r + 1}: asv publish {asv_s:.1f} s; mmtrack import {t_imp:.1f} s +"
-                  f" detect {t_det:.1f} s + publish {t_pub:.1f} s = {cold['path'][-1]:.1f} s"
+                  f" detect {t_det:.1f} s + publish {t_pub:.1f} s = {cold['path'][-1]:.1f} s{ratio}"
                   + (f"; baseline import {cold['baseline_import'][-1]:.1f} s, path {cold['baseline_path'][-1]:.1f} s"
                      if args.baseline else "") + f"; load {os.getloadavg()[0]:.1f}")
             loads.append(os.getloadavg()[0])

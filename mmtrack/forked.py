@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 from typing import Callable, Sequence, TypeVar
 
@@ -27,10 +28,12 @@ def can_fork() -> bool:
 
 
 def map_split(
-    fn: Callable[[T], R], items: Sequence[T], *, min_items: int, progress: Callable[[int, int], None] | None = None
+    fn: Callable[[T], R], items: Sequence[T], *, min_items: int, progress: Callable[[int, int], None] | None = None,
+    child_start: Callable[[], None] | None = None,
 ) -> list[R]:
     """``[fn(x) for x in items]``, the second half computed in a forked child when there are at least
-    ``min_items`` and :func:`can_fork`. ``progress(done, total)`` is called here as results arrive."""
+    ``min_items`` and :func:`can_fork`. ``progress(done, total)`` is called here as results arrive;
+    ``child_start()`` runs first in the child (to drop what it must not share, such as database connections)."""
     total = len(items)
     cut = total // 2
     if total < min_items or not can_fork():
@@ -43,6 +46,8 @@ def map_split(
         try:
             os.close(read_fd)
             die_with_parent(parent)
+            if child_start is not None:
+                child_start()
             data = pickle.dumps([fn(x) for x in items[cut:]], protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(data)
@@ -50,11 +55,15 @@ def map_split(
         finally:
             os._exit(status)
     os.close(write_fd)
+    pipe = os.fdopen(read_fd, "rb")
     try:
         mine = _mapped(fn, items[:cut], 0, total, progress)
-        with os.fdopen(read_fd, "rb") as pipe:
-            data = pipe.read()
+        data = pipe.read()
+    except BaseException:  # an error or Ctrl-C here: the child's half is not wanted
+        os.kill(pid, signal.SIGKILL)
+        raise
     finally:
+        pipe.close()
         _, status = os.waitpid(pid, 0)
     theirs: list[R] | None = None
     if status == 0:
@@ -83,7 +92,6 @@ def die_with_parent(parent: int) -> None:
     """In a forked child of process ``parent``: end with it when it is killed (PR_SET_PDEATHSIG), and now
     if it already ended before this call."""
     import ctypes
-    import signal
 
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -56,3 +57,29 @@ def test_a_child_killed_mid_way_leaves_its_half_to_the_parent() -> None:
         return -x
 
     assert forked.map_split(killed_in_child, list(range(10)), min_items=2) == [-x for x in range(10)]
+
+
+def test_child_start_runs_in_the_child_only() -> None:
+    parent = os.getpid()
+    started: list[int] = []
+    got = forked.map_split(lambda x: (x, os.getpid() != parent, len(started)), list(range(6)), min_items=2,
+                           child_start=lambda: started.append(os.getpid()))
+    assert got == [(0, False, 0), (1, False, 0), (2, False, 0), (3, True, 1), (4, True, 1), (5, True, 1)]
+    assert started == []  # the parent never ran it
+
+
+def test_an_error_here_ends_the_child_at_once(tmp_path) -> None:
+    parent = os.getpid()
+    marker = tmp_path / "child-finished"
+
+    def slow_in_child(x: int) -> int:
+        if os.getpid() != parent:
+            time.sleep(60)  # would outlive the test unless the parent ends it
+            marker.write_text("done")
+            return x
+        raise KeyboardInterrupt  # Ctrl-C while the parent computes its half
+
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        forked.map_split(slow_in_child, [1, 2], min_items=2)
+    assert time.monotonic() - t < 30 and not marker.exists()  # not waited for: killed (and reaped)

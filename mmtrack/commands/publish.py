@@ -172,6 +172,7 @@ def run_publish(request: PublishRequest, progress: Callable[[int, int], None] | 
         return PublishResult(request.out, n.get("benchmarks", 0), n.get("series", 0), 0, n.get("change_points", 0),
                              report, secs)
     # A republish reads only the series that changed, and only the newest points of those that only grew.
-    read = {*getattr(model.series, "loaded", model.series), *getattr(model.series, "newest_read", ())}
+    read = {*getattr(model.series, "loaded", model.series), *getattr(model.series, "newest_read", ()),
+            *getattr(model.series, "read_elsewhere", ())}
     return PublishResult(request.out, len(model.benchmarks()), len(model.series), len(read), len(model.change_points),
                          report, secs)

@@ -30,18 +30,19 @@ import struct
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import orjson
 
 from ..analysis.compare import detect_says
 from ..analysis.policy import VERDICT_ORDER
+from ..forked import can_fork, map_split
 from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import HistoryColumns, SiteModel
 from .profiles import SiteProfiles, link_profiles
 from .runcarry import CaseRuns, LastBuild, SuiteRuns, carried_prints
-from .writer import SiteWriter, WriteReport
+from .writer import RecordingWriter, SiteWriter, WriteReport, replay
 
 # What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
 _JS_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
@@ -60,6 +61,9 @@ STEP_COMMITS = 10
 # read as medians only (``SiteModel.history_columns``): HISTORY commits, analysis.compare.HISTORY_WINDOW (a test pins it).
 NEWEST = STEP_COMMITS + 1
 HISTORY = 100
+# Benchmarks rebuilt whole, at least this many: half are read and rendered in a forked child (a first publish of
+# 500 series is seconds of one core, and a CI runner has two or more).
+SPLIT_MIN = 32
 
 
 def bench_id(name: str) -> str:
@@ -525,9 +529,11 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     reusable = _reusable(writer, model, site_token, order)
     _write_frame(writer, model, commits)
     build = _Build.of(model, commits, reusable)
-    _prefetch(model, build)
     profiles = SiteProfiles(writer, cfg.profiles)
-    pages = _write_benchmarks(writer, model, build, profiles)
+    whole = _split_whole(model, build, profiles)
+    _prefetch(model, build, set(whole))
+    rendered = _render_split(model, build, profiles, whole)
+    pages = _write_benchmarks(writer, model, build, profiles, rendered)
     link_profiles(profiles, pages[1])
     _write_summaries(writer, model, *pages[:3])
     if model.bench_state is not None:
@@ -598,23 +604,63 @@ class _Build:
                                                           cached.get("tails"))
 
 
-def _prefetch(model: SiteModel, build: _Build) -> None:
+def _prefetch(model: SiteModel, build: _Build, elsewhere: Collection[str] = ()) -> None:
     """A lazy store model: read the series of every benchmark to rebuild in bulk (but only the newest points of
     those that only gained newer points), and every one's newest points with their samples (the compare page's
-    verdicts)."""
+    verdicts); ``elsewhere``: benchmarks :func:`_render_split` reads for itself."""
     prefetch = getattr(model.series, "prefetch", None)
     if prefetch is None:
         return
-    rebuilt = [bench for bench in sorted(build.by_bench) if not build.reused(bench)]
+    rebuilt = [bench for bench in sorted(build.by_bench) if not build.reused(bench) and bench not in elsewhere]
     prefetch([k for bench in rebuilt if not build.appended(bench, model) for k in build.by_bench[bench]])
     model.series.prefetch_newest([k for bench in rebuilt for k in build.by_bench[bench]], NEWEST)
 
 
+def _split_whole(model: SiteModel, build: _Build, profiles: SiteProfiles) -> list[str]:
+    """The benchmarks :func:`_render_split` renders in two processes: those with nothing of the last build to keep or
+    carry on (a first publish: all), when there are ``SPLIT_MIN`` or more and no profiles to copy into the site."""
+    if profiles.kept is not None or not can_fork():
+        return []
+    whole = [bench for bench in sorted(build.by_bench) if not build.reusable.get(bench_id(bench))]
+    return whole if len(whole) >= SPLIT_MIN else []
+
+
+def _render_split(model: SiteModel, build: _Build, profiles: SiteProfiles, whole: list[str]) -> dict[str, Any]:
+    """``whole``'s benchmarks read and rendered, the second half in a forked child (its own store connections):
+    per benchmark, what :func:`_write_benchmark` returns and the files it put, for the writer to replay in order."""
+    if not whole:
+        return {}
+    cut = len(whole) // 2
+    halves = [whole[:cut], whole[cut:]]
+    done = map_split(lambda part: _render(model, build, profiles, part), halves, min_items=2,
+                     child_start=getattr(model.series, "after_fork", None))
+    if hasattr(model.series, "read_by_child"):
+        model.series.read_by_child([k for bench in halves[1] for k in build.by_bench[bench]])
+    return dict(item for part in done for item in part)
+
+
+def _render(model: SiteModel, build: _Build, profiles: SiteProfiles, benches: list[str]) -> list[tuple[str, Any]]:
+    """Read ``benches``' series in bulk, then each benchmark's pages into a :class:`RecordingWriter`."""
+    keys = [k for bench in benches for k in build.by_bench[bench]]
+    if hasattr(model.series, "prefetch"):
+        model.series.prefetch(keys)
+        model.series.prefetch_newest(keys, NEWEST)
+    out = []
+    for bench in benches:
+        recorder = RecordingWriter()
+        done = _write_benchmark(recorder, bench, bench_id(bench), _sorted_keys(build.by_bench[bench]), model,  # type: ignore[arg-type]
+                                build.in_runs, build.prints, profiles, build.cps_by_key, build.runs_by_key, build.pos,
+                                model.config.chunk_size)
+        out.append((bench, (*done, recorder.calls)))
+    return out
+
+
 def _write_benchmarks(
-    writer: SiteWriter, model: SiteModel, build: _Build, profiles: SiteProfiles
+    writer: SiteWriter, model: SiteModel, build: _Build, profiles: SiteProfiles, rendered: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[Any]], dict[str, Any]]:
-    """Each benchmark's files, kept, appended to or written anew: (index entries, regression rows, the compare
-    page's verdicts per benchmark id, the state the next build reuses)."""
+    """Each benchmark's files, kept, appended to or written anew (``rendered``: written anew already, by
+    :func:`_render_split`, to replay): (index entries, regression rows, the compare page's verdicts per benchmark
+    id, the state the next build reuses)."""
     size = model.config.chunk_size
     index: list[dict[str, Any]] = []
     regressions: list[dict[str, Any]] = []
@@ -629,6 +675,9 @@ def _write_benchmarks(
         copies = cached.get("profiles") if isinstance(cached, dict) else None  # the profiles its kept pages link
         if kept and profiles.keep(bench, copies) and _keep_benchmark(writer, bid):
             entry, rows, steps = cached["entry"], cached["rows"], cached["verdicts"]  # type: ignore[index]
+        elif bench in rendered:
+            entry, rows, tails, steps, calls = rendered[bench]
+            replay(writer, calls)
         else:
             keys = _sorted_keys(build.by_bench[bench])
             args = (writer, bench, bid, keys, model, build.in_runs, build.prints, profiles)

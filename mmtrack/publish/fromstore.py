@@ -21,6 +21,7 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
         self._known = set(self._keys)
         self.loaded: dict[SeriesKey, Sequence[SeriesPoint]] = {}
         self.newest_read: set[SeriesKey] = set()  # series read only for their newest points
+        self.read_elsewhere: set[SeriesKey] = set()  # series read by a forked child (builder: rendered there)
         self._newest: dict[tuple[SeriesKey, int], Sequence[SeriesPoint]] = {}  # read in bulk, handed out once
         # reads.SeriesColumns (usable_only=False) of the prefetched series, their history; ``columns``: read already
         self._columns: dict[SeriesKey, Any] = {c.key: c for c in columns}
@@ -85,6 +86,17 @@ class StoreSeries(Mapping[SeriesKey, Sequence[SeriesPoint]]):
             self.loaded.update(reads.series_many(self._store, missing))
             if self._progress:
                 self._progress(len(self.loaded), len(self._keys))
+
+    def after_fork(self) -> None:
+        """In a forked child that renders benchmarks: its own connections, and no progress drawn from it."""
+        self._store.after_fork()
+        self._progress = None
+
+    def read_by_child(self, keys: Sequence[SeriesKey]) -> None:
+        """These series were read whole by a forked child (the progress counts them)."""
+        self.read_elsewhere.update(k for k in keys if k not in self.loaded)
+        if self._progress:
+            self._progress(len(self.loaded) + len(self.read_elsewhere), len(self._keys))
 
     def __iter__(self) -> Iterator[SeriesKey]:
         return iter(self._keys)

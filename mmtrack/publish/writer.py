@@ -230,6 +230,29 @@ def _str_map(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
+class RecordingWriter:
+    """Stands in for a :class:`SiteWriter` where benchmarks are rendered in a forked child: records what they put, for
+    the build's writer to replay in the serial order (the same files, manifest and report as written there)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None, bytes | str]] = []  # (path, put_lazy's fingerprint or None, content)
+
+    def put(self, rel: str, content: bytes | str) -> None:
+        self.calls.append((rel, None, content))
+
+    def put_lazy(self, rel: str, fingerprint: str, produce: Callable[[], bytes | str]) -> None:
+        self.calls.append((rel, fingerprint, produce()))  # the last build's inputs are the writer's to compare
+
+
+def replay(writer: SiteWriter, calls: list[tuple[str, str | None, bytes | str]]) -> None:
+    """Put what a :class:`RecordingWriter` recorded, in its order."""
+    for rel, fingerprint, content in calls:
+        if fingerprint is None:
+            writer.put(rel, content)
+        else:
+            writer.put_lazy(rel, fingerprint, lambda: content)  # noqa: B023 - called at once, if at all
+
+
 class SiteWriter:
     """Collects files by relative path and writes the ones that changed, atomically at :meth:`finish`."""
 

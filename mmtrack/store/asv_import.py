@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import math
+import operator
 import os
 import time
 from dataclasses import dataclass, field
@@ -736,10 +737,11 @@ def import_asv_results(
                 summary.unchanged += 1
                 batches.restat(item)
                 continue
-            kept = len({b[0] for b in result.rows.benchmark})
-            summary.left_out.extend(
-                FileProblem(item.shown, f"{_one_line(why)}; left out, the file's other {kept} benchmark(s) imported")
-                for why in result.left_out)
+            if result.left_out:
+                kept = len({b[0] for b in result.rows.benchmark})
+                summary.left_out.extend(
+                    FileProblem(item.shown, f"{_one_line(why)}; left out, the file's other {kept} benchmark(s) imported")
+                    for why in result.left_out)
             batches.write(
                 item.shown,
                 result,
@@ -958,7 +960,7 @@ class _Batches:
         self.pending = []
         self.sink = MeasurementSink()
         if self.dims is not None:
-            self.dims.new = {}  # rows made in the rolled-back transaction are gone
+            self.dims.new, self.dims.last = {}, {}  # rows made in the rolled-back transaction are gone
 
     def _open(self) -> Connection:
         if self.tx is None:
@@ -1014,5 +1016,5 @@ class _Batches:
             for status, count in rows.status_counts.items():
                 s.results[status] += count
             s.measurements += len(rows.measured)
-            s.benchmarks.update(b[0] for b in rows.benchmark)
+            s.benchmarks.update(map(operator.itemgetter(0), rows.benchmark))
         self.pending = []

@@ -149,6 +149,11 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
+    def after_fork(self) -> None:
+        """In a forked child: leave the parent's pooled connections alone and open its own (SQLAlchemy's
+        recipe for ``os.fork``: a SQLite or PostgreSQL connection must not be used by two processes)."""
+        self.engine.dispose(close=False)
+
     def __enter__(self) -> "Store":
         return self
 

@@ -291,6 +291,9 @@ class Dims:
         self.conn = conn
         self.shared: dict[tuple, int] = store.__dict__.setdefault("_dim_cache", {})
         self.new: dict[tuple, int] = {}
+        # The last run's keys and ids, per kind: the runs of a history mostly hold the same cases, and comparing two
+        # lists costs a fraction of a lookup per key. Valid for this transaction only (a rollback discards it).
+        self.last: dict[str, tuple[Any, list[int]]] = {}
 
     def _get(self, table: Table, key: dict[str, Any], extra: dict[str, Any] | None = None) -> int:
         ck = (table.name, *key.values())
@@ -323,6 +326,14 @@ class Dims:
     def benchmark_ids(self, keys: Sequence[BenchmarkIdentity]) -> list[int]:
         """The id of each benchmark (name, params, version, unit, type), made where missing, in a few
         statements for a whole run, not three per new case."""
+        last = self.last.get("benchmark")
+        if last is not None and last[0] == keys:
+            return list(last[1])
+        ids = self._benchmark_ids(keys)
+        self.last["benchmark"] = (list(keys), ids)
+        return list(ids)
+
+    def _benchmark_ids(self, keys: Sequence[BenchmarkIdentity]) -> list[int]:
         t = m.Benchmark.__table__
         shared, new = self.shared, self.new
         cks = [("benchmark", name, params, version) for name, params, version, _, _ in keys]
@@ -354,6 +365,14 @@ class Dims:
     def series(self, machine_id: int, environment_id: int, keys: Sequence[SeriesIdentity]) -> list[int]:
         """The series id of each (benchmark id, metric id, direction, format, display name) on a
         machine and environment, made where missing, in a few statements (a run holds hundreds)."""
+        last = self.last.get("series")
+        if last is not None and last[0] == (machine_id, environment_id, keys):
+            return list(last[1])
+        ids = self._series(machine_id, environment_id, keys)
+        self.last["series"] = ((machine_id, environment_id, list(keys)), ids)
+        return list(ids)
+
+    def _series(self, machine_id: int, environment_id: int, keys: Sequence[SeriesIdentity]) -> list[int]:
         t = m.Series.__table__
 
         def ck(key: SeriesIdentity) -> tuple:
@@ -560,7 +579,7 @@ def write_run_in(
                 _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True),
                 [dict(zip(names, row)) for row in zip(*results.values())],
             ).scalars().all()
-        metric_ids = {key: dims.metric(key) for key in dict.fromkeys(x[0] for x in rows.metric)}  # in order
+        metric_ids = {ident[0]: dims.metric(ident[0]) for ident in dict.fromkeys(rows.metric)}  # in order
         series = dims.series(machine_id, environment_id, [
             (bids[i], metric_ids[key], direction, fmt, display)
             for i, (key, direction, fmt, display) in zip(rows.measured, rows.metric)
