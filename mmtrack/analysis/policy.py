@@ -79,14 +79,14 @@ SETTLE_Z = 2.0
 NEWEST_COMMITS = 5
 #: Log likelihood ratio of "a step" that the newest commits together, each within the series' own noise, must reach.
 NEWEST_EVIDENCE = 3.5
-#: ... where each of them lies beyond the threshold the same way: 32 of 1,440 A/A tails held so, 7 reached 2.0.
+#: ... where each of them lies beyond the threshold the same way: few A/A tails hold so (docs/design/analysis.md).
 NEWEST_EVIDENCE_HELD = 2.0
 #: Newest commits, each beyond the threshold, that hold a step onto a level the series visits or just after one commit
-#: there: 2 can be a runner's visit; 3 or more reached NEWEST_EVIDENCE_HELD in 2 of 1,440 A/A tails (docs/design).
+#: there: 2 can be a runner's visit; 3 or more are rarely one (docs/design/analysis.md).
 NEWEST_HELD_VISITED = 3
 #: Commits before the newest ones read for a level the series reached before (a step detect missed, read at its tail).
 NEWEST_RECENT = 10
-#: ... and how many of them beyond the threshold that way show it: 5 left a revert's missed step, 3 cost recall.
+#: ... and how many of them beyond the threshold that way show it: more left a revert's missed step, fewer cost recall.
 NEWEST_RECENT_SEEN = 4
 #: Commits of the current segment before a newest level is read against its density: a young one has not shown its
 #: runner levels yet (one step's tail read as the next step).

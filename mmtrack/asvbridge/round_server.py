@@ -1,6 +1,6 @@
 """asv's benchmark script (the path in ``sys.argv[1]``) started without asv_runner's memory benchmark type.
 
-That type's module imports pympler, and pympler imports numpy: 0.1-0.2 s of CPU in every round's fork server
+That type's module imports pympler, and pympler imports numpy: a cost in every round's fork server
 (docs/design/ab-rounds-in-process.md). A round with no ``mem_`` benchmark has no use for it, so
 :mod:`.asv_rounds` starts such a round's server by this script: asv_runner reads pympler as not installed
 while it collects its benchmark types (its own "not requested" path), and the suite may import pympler or
