@@ -110,6 +110,9 @@ def test_a_site_missing_a_file_or_built_otherwise_is_rebuilt(history, tmp_path: 
     _publish(url, site)
     _publish(url, fresh)
     assert tree(site) == tree(fresh)
+    # edited verdict rules (mmtrack.analysis) are another build too: a plain republish must not keep older verdicts
+    names = {name for name, _, _ in source._code_stamp()}
+    assert set(source.VERDICT_CODE) <= names and "builder.py" in names
 
 
 def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: Path) -> None:

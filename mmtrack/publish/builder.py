@@ -41,6 +41,7 @@ from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import HistoryColumns, SiteModel
 from .profiles import SiteProfiles, link_profiles
+from .source import FORMAT, VERDICT_CODE
 from .runcarry import CaseRuns, LastBuild, SuiteRuns, carried_prints
 from .writer import RecordingWriter, SiteWriter, WriteReport, replay
 
@@ -48,12 +49,6 @@ from .writer import RecordingWriter, SiteWriter, WriteReport, replay
 _JS_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
                ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
 MESSAGE_CHARS = 300
-# Bump when the data file format changes: fingerprints then miss, and the site is rebuilt.
-# 2: encoded by orjson (0.00001 where json wrote 1e-05; both read back exactly).
-# 3: a benchmark's data files side by side in data/b (bench_data), not in a folder of their own.
-# 4: the compare page's verdicts in data/verdicts.js, not in each meta.js.
-# 5: an instruction count series lists its points' kept callgrind profiles (publish/profiles.py).
-FORMAT = 5
 # The compare page shows `mmtrack compare`'s verdict on each of a series' newest commits against the
 # commit before it; a verdict needs the history before it (and samples, read for these points only).
 STEP_COMMITS = 10
@@ -474,7 +469,7 @@ def _analysis_stamp() -> str:
     """A hash of the code behind the compare page's verdicts: the pages of a site built by other
     verdict code are rebuilt (a carried-on benchmark keeps its older steps' verdicts)."""
     h = hashlib.sha256()
-    for name in ("compare.py", "detect.py", "frames.py", "noise.py", "policy.py"):
+    for name in VERDICT_CODE:
         h.update((resources.files("mmtrack.analysis") / name).read_bytes())
     return h.hexdigest()
 

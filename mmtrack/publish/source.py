@@ -16,13 +16,22 @@ from pathlib import Path
 
 from .model import SiteConfig
 
+# Bump when the data file format changes: fingerprints then miss, and the site is rebuilt.
+# 2: encoded by orjson (0.00001 where json wrote 1e-05; both read back exactly).
+# 3: a benchmark's data files side by side in data/b (bench_data), not in a folder of their own.
+# 4: the compare page's verdicts in data/verdicts.js, not in each meta.js.
+# 5: an instruction count series lists its points' kept callgrind profiles (publish/profiles.py).
+FORMAT = 5
+#: The analysis modules behind the compare page's verdicts (the builder's reuse token hashes them too).
+VERDICT_CODE = ("compare.py", "detect.py", "frames.py", "noise.py", "policy.py")
+
 
 def source_key(store_digest_: str, config: SiteConfig, benchmark: str | None, machine: str | None) -> str:
     """The key a build records: the store's digest, the selection, the site settings, and the code that
-    writes the pages (the mmtrack version, and the size and mtime of this package's files and of
-    plotly.min.js, so that an edited page script or an upgraded plotly rebuilds without a version bump)."""
+    writes the pages (the mmtrack version, and the size and mtime of this package's files, of the analysis
+    code behind the pages' verdicts and of plotly.min.js, so that an edited page script, edited verdict rules
+    or an upgraded plotly rebuild without a version bump)."""
     from .. import __version__
-    from .builder import FORMAT
 
     parts = [store_digest_, benchmark, machine, config.title, config.safe_commit_url, config.chunk_size,
              FORMAT, __version__, _code_stamp()]  # fmt: skip
@@ -32,6 +41,7 @@ def source_key(store_digest_: str, config: SiteConfig, benchmark: str | None, ma
 def _code_stamp() -> list[tuple[str, int, int]]:
     here = Path(__file__).resolve().parent
     files = sorted([*here.glob("*.py"), *(here / "assets").glob("*")])
+    files += [here.parent / "analysis" / name for name in VERDICT_CODE]
     try:
         import importlib.util
 
