@@ -41,8 +41,8 @@ from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from .model import HistoryColumns, SiteModel
 from .profiles import SiteProfiles, link_profiles
-from .source import FORMAT, VERDICT_CODE
 from .runcarry import CaseRuns, LastBuild, SuiteRuns, carried_prints
+from .source import FORMAT, VERDICT_CODE
 from .writer import RecordingWriter, SiteWriter, WriteReport, replay
 
 # What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
