@@ -94,15 +94,17 @@ def _existing_environment() -> type:
     return RoundEnvironment
 
 
-_MADE: dict[str, Any] = {}  # interpreter -> its round environment (:func:`_environment`)
+_MADE: dict[tuple, Any] = {}  # (interpreter, the settings asv's environment reads) -> it (:func:`_environment`)
 
 
 def _environment(conf: Any, python: str, environ: Mapping[str, str], without_mem: bool = False) -> Any:
-    """asv's environment of ``python`` with ``environ`` for one round or discovery: made once per interpreter, since
-    asv starts the interpreter to read its version each time it makes one (0.1-0.4 s a round on a loaded machine)."""
-    env = _MADE.get(python)
+    """asv's environment of ``python`` with ``environ`` for one round or discovery: made once per interpreter and suite
+    settings, since asv starts the interpreter to read its version each time it makes one."""
+    # Keyed by what asv's Environment copies from the configuration too: another suite's settings are another one.
+    key = (python, conf.env_dir, conf.repo_subdir, conf.install_timeout, conf.default_benchmark_timeout, conf.project)
+    env = _MADE.get(key)
     if env is None:
-        env = _MADE[python] = _existing_environment()(conf, python, environ)
+        env = _MADE[key] = _existing_environment()(conf, python, environ)
     env.environ, env.without_mem = dict(environ), without_mem
     return env
 
