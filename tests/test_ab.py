@@ -323,6 +323,7 @@ def test_benchmarks_leave_the_rounds_once_decided_either_way(monkeypatch):
     monkeypatch.setattr(interleave, "run_once", fake_run_once)
     monkeypatch.setattr(interleave, "build_side", lambda plan, repo, sha, label: _side(label, []))
     monkeypatch.setattr(interleave, "refuse_empty_selection", lambda plan, side: None)
+    monkeypatch.setattr(interleave, "discover_suite", lambda plan, side: None)
     plan = interleave.ABPlan(Path("."), Path("asv.conf.json"), {}, "box", rounds=6, max_rounds=12)
     result = interleave.measure_pair(plan, Path("."), "a" * 40, "b" * 40)
     assert result.rounds == interleave.EARLY_LOOK

@@ -90,6 +90,25 @@ def test_one_discovery_serves_both_sides_and_every_round_draws_its_own_layout(la
     assert len(pads) == 4 and all(1 <= p <= interleave.LAYOUT_PAD + 1 for p in pads)
 
 
+def test_a_kept_discovery_is_read_again_until_a_file_of_the_suite_changes(layout_project, monkeypatch, tmp_path):
+    plan, base, _ = _pair(layout_project, monkeypatch)
+    prepared = interleave.prepared_for(plan, base, tmp_path / "round")
+    environ = interleave.side_environ(prepared, prepared.config_path.parent)
+    found = asv_rounds.discover(prepared, str(base.env.python), environ, tmp_path)
+    [kept] = tmp_path.glob("suite-*.json")
+    assert {b["name"].rsplit(".", 1)[-1] for b in found} >= {"time_tiny", "mem_list"}
+    kept.write_text(json.dumps([{"name": "read.from_the_kept_file"}]))
+    assert asv_rounds.discover(prepared, str(base.env.python), environ, tmp_path) == [
+        {"name": "read.from_the_kept_file"}]
+    note = layout_project["repo"] / "benchmarks" / "notes.txt"  # untracked: the tree stays clean for git
+    note.write_text("a new file in the suite's folder\n")
+    try:
+        again = asv_rounds.discover(prepared, str(base.env.python), environ, tmp_path)
+    finally:
+        note.unlink()
+    assert again == found and len(list(tmp_path.glob("suite-*.json"))) == 2
+
+
 def test_an_option_a_round_does_not_carry_runs_asv_run_itself_with_the_same_cases(layout_project, monkeypatch):
     ran = []
     real = interleave._run_asv_process

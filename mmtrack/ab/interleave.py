@@ -366,7 +366,7 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
         return _run_asv_process(plan, side, prepared)
     environ = randomised_layout(side_environ(prepared, prepared.config_path.parent))
     if side.suite is None:
-        side.suite = asv_rounds.discover(prepared, str(side.env.python), environ)
+        side.suite = asv_rounds.discover(prepared, str(side.env.python), environ, side.env.path)
     started = datetime.now(timezone.utc)
     path = asv_rounds.run_round(prepared, side.suite, str(side.env.python), environ,
                                 [plan.bench] if plan.bench else [], args)
@@ -487,7 +487,8 @@ def discovered(plan: ABPlan, side: Side) -> tuple[list[str], list[str]] | None:
         prepared = prepared_for(plan, side, Path(tmp))
         try:
             side.suite = side.suite or asv_rounds.discover(prepared, str(side.env.python),
-                                                           side_environ(prepared, prepared.config_path.parent))
+                                                           side_environ(prepared, prepared.config_path.parent),
+                                                           side.env.path)
         except UserError:
             return None
     try:
@@ -515,15 +516,36 @@ def refuse_empty_selection(plan: ABPlan, side: Side) -> None:
     )
 
 
+def build_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str) -> tuple[Side, Side]:
+    """Both sides, the head built on the second core while the base builds and its suite is discovered: a cold
+    run's builds and discovery are processes of their own, and nothing is measured until both are done."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if base_sha == head_sha:  # one build: the head's call reads the base's from the cache
+        base = build_side(plan, repo, base_sha, "A")
+        refuse_empty_selection(plan, base)
+        return base, build_side(plan, repo, head_sha, "B")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mmtrack-build") as pool:
+        head = pool.submit(build_side, plan, repo, head_sha, "B")
+        base = build_side(plan, repo, base_sha, "A")
+        refuse_empty_selection(plan, base)
+        discover_suite(plan, base)
+        return base, head.result()
+
+
+def discover_suite(plan: ABPlan, side: Side) -> None:
+    """The suite's discovery in ``side``'s build, ahead of its first round (a failure: the rounds report it)."""
+    if plan.instrument == "wall" and side.suite is None:
+        discovered(plan, side)
+
+
 def measure_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str,
                  progress: Callable[[str], None] | None = None) -> ABResult:
     """Build (or reuse) both commits and run the interleaved rounds."""
     if progress:
         same = " (the same commit: an A/A run, which measures this machine's noise)" if base_sha == head_sha else ""
         progress(f"building {base_sha[:8]} and {head_sha[:8]}{same}")
-    base = build_side(plan, repo, base_sha, "A")
-    refuse_empty_selection(plan, base)
-    head = build_side(plan, repo, head_sha, "B")
+    base, head = build_pair(plan, repo, base_sha, head_sha)
     if plan.early_stop:  # :func:`settle` adds rounds up to plan.rounds for the benchmarks still undecided
         from dataclasses import replace
 

@@ -120,15 +120,49 @@ def _asv_quiet() -> Iterator[None]:
         logging.disable(before)
 
 
-def discover(prepared: Prepared, python: str, environ: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The suite's benchmarks as asv's discovery finds them in ``python``'s environment (asv's own script)."""
-    from asv import util
+def discover(prepared: Prepared, python: str, environ: Mapping[str, str], keep: Path | None = None
+             ) -> list[dict[str, Any]]:
+    """The suite's benchmarks as asv's discovery finds them in ``python``'s environment (asv's own script).
+
+    ``keep``: a folder (the commit's cached build) where the discovery is kept per suite content, interpreter and asv
+    version, so that a later run of the same build and the same suite files reads it instead of importing the suite."""
     from asv.config import Config
-    from asv.runner import BENCHMARK_RUN_SCRIPT
 
     conf = Config.load(str(prepared.derived_config))
+    suite = Path(conf.benchmark_dir).resolve()
+    kept = keep / f"suite-{_suite_key(suite, python)}.json" if keep is not None else None
+    if kept is not None and kept.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            found = json.loads(kept.read_text())
+            if isinstance(found, list):
+                return found
+    found = _discover(conf, python, environ, str(suite))
+    if kept is not None:
+        with contextlib.suppress(OSError):
+            tmp = kept.with_suffix(".tmp")
+            tmp.write_text(json.dumps(found))
+            tmp.replace(kept)  # atomic: a killed run leaves no half-written list
+    return found
+
+
+def _suite_key(suite: Path, python: str) -> str:
+    """What a discovery depends on: every file of the suite (path and bytes), the interpreter and asv's version."""
+    import hashlib
+
+    import asv
+
+    digest = hashlib.sha256(f"{python}\0{suite}\0{asv.__version__}".encode())
+    for path in sorted(p for p in suite.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(f"\0{path.relative_to(suite)}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _discover(conf: Any, python: str, environ: Mapping[str, str], suite: str) -> list[dict[str, Any]]:
+    from asv import util
+    from asv.runner import BENCHMARK_RUN_SCRIPT
+
     env = _environment(conf, python, environ)
-    suite = str(Path(conf.benchmark_dir).resolve())
     with tempfile.TemporaryDirectory(prefix="mmtrack-discover-") as tmp:
         out = Path(tmp) / "benchmarks.json"
         try:
