@@ -1,32 +1,36 @@
 """A/B on a small real package: A/A false flags of `mmtrack continuous`, and its wall time beside `asv continuous`.
 
 A throwaway git repo holds sortedcontainers (the installed release's source, Apache 2.0; its LICENSE is
-copied beside it) as a setuptools project, with an asv suite of four benchmarks over it. Three commits:
+copied beside it) as a setuptools project, with an asv suite of four benchmarks over it. Four commits:
 
   base      the release as it is
   comment   identical code, one comment added to ``sortedlist.py`` (an A/A pair with base)
-  slow      ``SortedList.add`` does a little more work per call (a real slowdown of ``time_add``)
+  slow      ``SortedList.add`` does a little more work per call (a real slowdown of ``time_add``, about 6-10%)
+  slower    twice that extra work (about 12%): a step clearly past the 5% threshold and its A/A-calibrated
+            tolerance (6-7%), which judges the hit rate better than ``slow``'s step sitting on it
 
 Experiments (each a fresh subprocess; environments cached after the first build):
 
   aa N      N runs of ``mmtrack continuous base comment`` at the defaults: runs that flag anything, either way
-  peer N    N pairs, alternating: ``asv continuous base slow`` (virtualenv, its own builds, factor 1.05 by
-            default, mmtrack's) and ``mmtrack continuous base slow`` at the same factor; wall times (medians) and
-            how often each flags ``time_add`` and anything else. ``--baseline DIR``: a third contender in every
+  peer N    N pairs, alternating: ``asv continuous base STEP`` (virtualenv, its own builds, factor 1.05 by default,
+            mmtrack's) and ``mmtrack continuous base STEP`` at the same factor (``--step``: ``slower`` by default,
+            or ``slow``); wall times (medians) and how often each flags ``time_add`` and anything else.
+            ``--baseline DIR``: a third contender in every
             pair, the mmtrack of another checkout (e.g. ``git archive main``), so that today's code runs side by
             side with the change in one session; each pair rotates the order the contenders run in. ``--warm``: one
             untimed run of each contender first, so that no timed run builds an environment.
 
-  profile   one ``mmtrack continuous base slow`` after an untimed one (builds, A/A calibration): its progress lines
-            timed, so that the wall splits into start-up and builds, discovery and the first round-side, each
-            round-side (with the number of benchmarks still open) and the A/A calibration and decision;
-            ``--baseline DIR``: the same for that checkout's mmtrack right after, on the same repo
+  profile   one ``mmtrack continuous base STEP`` on a fresh repo (the builds, the A/A calibration), then one more
+            (all cached), each run's progress lines timed, so that the wall splits into start-up and builds, discovery
+            and the first round-side, each round-side (with the number of benchmarks still open) and the A/A
+            calibration and decision; ``--baseline DIR``: the same for that checkout's mmtrack right after, on the same
+            repo (its cold run builds afresh)
 
   phases N  N rounds of one side's four benchmarks each way: ``asv run`` per round (before), asv's runner from
             this process with a fresh interpreter per benchmark, and with a fork server per round (now)
 
-Usage: python -m scripts.eval_ab_peer aa peer profile phases [--runs 10] [--peer-runs 3] [--factor 1.05] [--baseline DIR]
-       [--warm] [--keep DIR]
+Usage: python -m scripts.eval_ab_peer aa peer profile phases [--runs 10] [--peer-runs 3] [--factor 1.05] [--step slower]
+       [--baseline DIR] [--warm] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ CONF = {"version": 1, "project": "sortedcontainers", "repo": ".", "branches": ["
 #: 10% of ``time_add``, timed in one process).
 ADD_LINE = "        _lists = self._lists\n"
 SLOWER = "        _lists = self._lists\n        len(self._maxes)\n        len(self._lists)\n        self._len\n"
+#: Twice the slowdown's extra work: about 12.5% of ``time_add`` in one process (6% for ``SLOWER``), 6 December 2026.
+SLOWER_STILL = SLOWER + "        len(self._maxes)\n        len(self._lists)\n        self._load\n"
 
 
 def source_of_release() -> Path:
@@ -97,7 +103,7 @@ def source_of_release() -> Path:
 
 
 def make_repo(root: Path, env: dict) -> tuple[Path, dict[str, str]]:
-    """The repo and the shas of ``base``, ``comment`` and ``slow``."""
+    """The repo and the shas of ``base``, ``comment``, ``slow`` and ``slower``."""
     repo = root / "sc"
     shutil.copytree(source_of_release(), repo / "sortedcontainers", ignore=shutil.ignore_patterns("__pycache__"))
     licence = next(source_of_release().parent.glob("sortedcontainers-*.dist-info/LICENSE"), None)
@@ -115,7 +121,8 @@ def make_repo(root: Path, env: dict) -> tuple[Path, dict[str, str]]:
     original = sortedlist.read_text()
     assert original.count(ADD_LINE) >= 1, "the release's SortedList.add changed: pick another line"
     for name, text in [("base", original), ("comment", "# identical code: only this comment differs\n" + original),
-                       ("slow", original.replace(ADD_LINE, SLOWER, 1))]:
+                       ("slow", original.replace(ADD_LINE, SLOWER, 1)),
+                       ("slower", original.replace(ADD_LINE, SLOWER_STILL, 1))]:
         sortedlist.write_text(text)
         git(repo, env, "add", "-A")
         git(repo, env, "commit", "-q", "-m", name)
@@ -139,7 +146,7 @@ def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, f
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
                    capture_output=True)
     asv_cmd = [sys.executable, "-m", "asv", "continuous", "--config", str(conf), "--machine", MACHINE,
-               "--factor", str(factor), shas["base"], shas["slow"]]
+               "--factor", str(factor), shas["base"], shas["step"]]
     contenders = {"asv": lambda: run_asv(asv_cmd, repo, env), "mmtrack": lambda: run_mmtrack(repo, env, shas, factor)}
     if baseline is not None:
         contenders["baseline"] = lambda: run_mmtrack(repo, {**env, "PYTHONPATH": str(baseline)}, shas, factor)
@@ -174,7 +181,7 @@ def run_asv(cmd: list[str], repo: Path, env: dict) -> dict:
 
 
 def run_mmtrack(repo: Path, env: dict, shas: dict[str, str], factor: float) -> dict:
-    mm, wall = mmtrack(repo, env, "continuous", shas["base"], shas["slow"], "--factor", str(factor),
+    mm, wall = mmtrack(repo, env, "continuous", shas["base"], shas["step"], "--factor", str(factor),
                        "--format", "json", "--no-save")
     data = json.loads(mm.stdout) if mm.returncode in (0, 1) else {"rows": [], "ab": {}}
     changed = [(r["benchmark"].rsplit(".", 1)[-1], r["verdict"], round(r["ratio"] or 0, 3)) for r in data["rows"]
@@ -189,10 +196,17 @@ def run_mmtrack(repo: Path, env: dict, shas: dict[str, str], factor: float) -> d
 
 
 def profile(env: dict, repo: Path, shas: dict[str, str], factor: float) -> None:
-    """Where one ``mmtrack continuous`` run's wall goes, from its own progress lines (see the module)."""
-    args = [sys.executable, "-m", "mmtrack", "continuous", shas["base"], shas["slow"], "--factor", str(factor),
+    """Where ``mmtrack continuous`` runs' wall goes, from their own progress lines (see the module): a cold run (no
+    environment built, no A/A ratio kept), then a warm one."""
+    args = [sys.executable, "-m", "mmtrack", "continuous", shas["base"], shas["step"], "--factor", str(factor),
             "--no-save", "--format", "json"]
-    subprocess.run(args, cwd=repo, env=env, capture_output=True)  # the builds and the A/A calibration, untimed
+    shutil.rmtree(repo / ".mmtrack", ignore_errors=True)
+    for kind in ("cold: both builds, the A/A calibration of a flag", "warm: all cached"):
+        print(f" {kind}", flush=True)
+        timed_run(args, repo, env)
+
+
+def timed_run(args: list[str], repo: Path, env: dict) -> None:
     t = time.perf_counter()
     proc = subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     marks = [(time.perf_counter() - t, line.strip()) for line in proc.stderr]
@@ -275,6 +289,8 @@ def main() -> None:
     ap.add_argument("--peer-runs", type=int, default=3, help="asv / mmtrack pairs")
     ap.add_argument("--factor", type=float, default=1.05,
                     help="factor of both tools in the peer experiment")
+    ap.add_argument("--step", choices=["slower", "slow"], default="slower",
+                    help="peer, profile: the slowed commit (slower: about 12%%; slow: about 6-10%%)")
     ap.add_argument("--baseline", type=Path, help="peer: also run the mmtrack of this checkout in every pair")
     ap.add_argument("--warm", action="store_true", help="peer: one untimed run of each contender first (the builds)")
     ap.add_argument("--keep", type=Path, help="keep the repo and each run's JSON under this folder")
@@ -285,8 +301,9 @@ def main() -> None:
     # The mmtrack under test is this checkout's, whatever is installed.
     env = {**base_env(root / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     repo, shas = make_repo(root, env)
+    shas["step"] = shas[args.step]
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; sortedcontainers "
-          f"repo in {repo}: base {shas['base'][:8]}, comment {shas['comment'][:8]}, slow {shas['slow'][:8]}",
+          f"repo in {repo}: base {shas['base'][:8]}, comment {shas['comment'][:8]}, {args.step} {shas['step'][:8]}",
           flush=True)
     try:
         for exp in args.experiments:

@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .envs import CommitEnv, build_env
-from .interleave import MIN_ROUNDS, ABPlan, ABResult, bench_regex, env_cache, judge, run_rounds
+from .interleave import MIN_ROUNDS, ABPlan, ABResult, bench_regex, env_cache, judge, round_ratios, run_rounds
+from .rule import EQUIVALENCE_MIN_ROUNDS
 
 #: Rounds of the A/A of the base against its second build, per side.
 AA_ROUNDS = MIN_ROUNDS + 1
+#: A/A rounds after which a flag that stands even at the tolerance the worst of them widens it to needs no more.
+AA_EARLY_LOOK = EQUIVALENCE_MIN_ROUNDS
 FLAGS = ("regressed", "improved")
 #: Beside the second build: per machine, each benchmark's A/A ratio (:func:`load_offsets`).
 OFFSETS = "aa-offsets.json"
@@ -45,25 +48,41 @@ def calibrate(plan: ABPlan, repo: Path, result: ABResult, comparison: Any, polic
         if progress:
             progress(f"{len({r.benchmark for r in missing})} benchmarks flagged: A/A of "
                      f"{result.base.commit.sha[:8]} against a second build of it, for their tolerance")
-        aa = measure_twin(plan, twin, result, missing, progress)
-        measured = {_key(r): r for r in judge(aa, policy).rows if r.ratio and r.ratio > 0}
-        known.update({_name(r, result): (measured[_key(r)].ratio, aa.rounds) for r in missing if _key(r) in measured})
+        known.update(measure_offsets(plan, twin, result, missing, policy, progress))
         save_offsets(twin.path, plan.machine, known)
     rows = tuple(recheck(r, known.get(_name(r, result)), result, policy) if r.verdict in FLAGS else r
                  for r in comparison.rows)
     return dataclasses.replace(comparison, rows=rows)
 
 
-def measure_twin(plan: ABPlan, twin: CommitEnv, result: ABResult, rows: list[Any],
-                 progress: Callable[[str], None] | None = None) -> ABResult:
-    """:data:`AA_ROUNDS` interleaved rounds of ``rows``' benchmarks: the base's build against a second build of it."""
+def measure_offsets(plan: ABPlan, twin: CommitEnv, result: ABResult, rows: list[Any], policy: Any,
+                    progress: Callable[[str], None] | None = None) -> dict[str, tuple[float, int]]:
+    """Each flagged row's A/A ratio, the base's build against a second build of it, interleaved: :data:`AA_ROUNDS`
+    rounds, as bisect's sequential test stops once decided, :data:`AA_EARLY_LOOK` for a row whose flag stands even
+    at the tolerance the worst of its A/A rounds so far widens it to (that worst round is kept as its ratio)."""
     base = result.base
     first = dataclasses.replace(base, label="A", cases={}, environment="", run_seconds=0.0)
     second = dataclasses.replace(base, label="A2", env=twin, cases={}, environment="", run_seconds=0.0)
     aa = ABResult(first, second, 0, [], plan.machine, datetime.now(timezone.utc))
-    run_rounds(plan, aa, AA_ROUNDS, progress, bench_regex(rows))
+    run_rounds(plan, aa, AA_EARLY_LOOK, progress, bench_regex(rows))
+    offsets = {}
+    for row in rows:
+        worst = worst_round(aa, row)
+        if worst is not None and recheck(row, (worst, aa.rounds), result, policy).verdict == row.verdict:
+            offsets[_name(row, result)] = (worst, aa.rounds)
+    still = [r for r in rows if _name(r, result) not in offsets]
+    if still:
+        run_rounds(plan, aa, AA_ROUNDS - aa.rounds, progress, bench_regex(still))
+        measured = {_key(r): r for r in judge(aa, policy).rows if r.ratio and r.ratio > 0}
+        offsets.update({_name(r, result): (measured[_key(r)].ratio, aa.rounds) for r in still if _key(r) in measured})
     result.seconds += aa.seconds
-    return aa
+    return offsets
+
+
+def worst_round(aa: ABResult, row: Any) -> float | None:
+    """The A/A round ratio of ``row``'s metric farthest from 1 (None without rounds)."""
+    ratios = [r for r in round_ratios(aa, (row.benchmark, row.params), row.metric) if r > 0]
+    return max(ratios, key=lambda r: abs(math.log(r))) if ratios else None
 
 
 def recheck(row: Any, offset: tuple[float, int] | None, result: ABResult, policy: Any) -> Any:

@@ -138,7 +138,7 @@ def round_evidence(a: Sequence[float], b: Sequence[float], direction: Direction,
     - and no round of the slower side that its fast mode set aside as a stray reaches within the
       threshold of the faster side's level (:func:`slower_side_stray`).
     """
-    from scipy import stats
+    from scipy.special import stdtr  # Student's t as scipy.stats computes it, without importing scipy.stats
 
     fa, fb = fast_mode(a, direction), fast_mode(b, direction)
     n = min(len(fa), len(fb))
@@ -147,7 +147,7 @@ def round_evidence(a: Sequence[float], b: Sequence[float], direction: Direction,
                f"a change needs at least {MIN_ROUNDS} per side (raise --rounds)")
         return rank_evidence(a, b, ratio, threshold, few, alpha)
     diff, se, df = log_difference(fa, fb)
-    p = float(2 * stats.t.sf(abs(diff) / se, df))
+    p = float(2 * stdtr(df, -abs(diff) / se))
     if not p < alpha:
         return p, (f"rounds disagree: fast-mode ratio {ratio:.3f}, p={p:.2g} over {len(fa)}+{len(fb)} "
                    f"of {len(a)}+{len(b)} rounds")
@@ -209,13 +209,13 @@ def rank_evidence(a: Sequence[float], b: Sequence[float], ratio: float, threshol
 def equivalent(a: Sequence[float], b: Sequence[float], direction: Direction, threshold: float) -> bool:
     """Whether the fast-mode rounds bound the difference inside ``threshold``: two one-sided Welch tests at
     :data:`EQUIVALENCE_ALPHA`, given enough fast rounds per side (:func:`_enough_to_bound`)."""
-    from scipy import stats
+    from scipy.special import stdtrit
 
     fa, fb = fast_mode(a, direction), fast_mode(b, direction)
     if not (_enough_to_bound(fa, a) and _enough_to_bound(fb, b)):
         return False
     diff, se, df = log_difference(fa, fb)
-    reach = float(stats.t.ppf(1 - EQUIVALENCE_ALPHA, df)) * se
+    reach = float(stdtrit(df, 1 - EQUIVALENCE_ALPHA)) * se
     return abs(diff) + reach < math.log1p(threshold)
 
 

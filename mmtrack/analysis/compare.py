@@ -221,6 +221,8 @@ def significance(before: Measurement, after: Measurement, alpha: float, *,
 
     ``quartiles``: without samples, test the medians on the quartiles (:func:`quartile_test`) before
     falling back to the confidence intervals; the history gate asks for it (see there)."""
+    if alpha >= 1.0:  # every p is below 1: no test can decide (A/B judges its rounds instead, ab/interleave.judge)
+        return True, None, "effect-only"
     a, b = finite(before.samples), finite(after.samples)
     # the smallest p the exact test can reach is 1 / comb: compared as an int, which no sample count overflows
     if a.size and b.size and math.comb(a.size + b.size, min(a.size, b.size)) > 1.0 / alpha:
