@@ -383,6 +383,50 @@ def test_a_flag_stands_only_beyond_what_two_builds_of_the_base_read(monkeypatch,
     assert again == rows and sum(m.startswith("A2:") for m in measured) == calibrate.AA_ROUNDS + calibrate.AA_EARLY_LOOK
 
 
+def test_an_a_a_stopped_early_is_a_bound_a_smaller_flag_measures_it_in_full(monkeypatch, tmp_path):
+    """A 30% change stops its A/A at the early look (the worse round kept, two builds 6% apart); a later 9% change
+    against the same base does not stand at that bound, so its A/A runs all its rounds instead of reading it."""
+    import re
+    from datetime import datetime, timezone
+
+    from mmtrack.ab import calibrate, interleave
+    from mmtrack.ab.envs import CommitEnv
+    from mmtrack.analysis.compare import ComparePolicy
+    from mmtrack.asvbridge.asvrun import CaseResult, Collected
+
+    change = {"b.time_x": 1.3}
+    measured: list[str] = []
+
+    def fake_run_once(plan, side, folder):
+        if plan.bench and not re.search(plan.bench, "b.time_x"):
+            return Collected("existing-py", folder, [], [], [])
+        measured.append(side.label)
+        level = {"A": 1.0, "B": change["b.time_x"], "A2": 1.06}[side.label]
+        values = tuple(v * level for v in CALM)
+        return Collected("existing-py", folder, [CaseResult("b.time_x", {}, "ok", value=values[0], samples=values,
+                                                            unit="seconds")], [], [])
+
+    twin = CommitEnv("a" * 40, tmp_path, Path(sys.executable), 0.0, True)
+    monkeypatch.setattr(interleave, "run_once", fake_run_once)
+    monkeypatch.setattr(calibrate, "build_env", lambda *args, **kwargs: twin)
+    plan = interleave.ABPlan(Path("."), Path("asv.conf.json"), {}, "box", rounds=4)
+    policy = ComparePolicy(threshold=interleave.AB_THRESHOLD)
+
+    def one_run():
+        a, b = _side("A", []), _side("B", [])
+        a.cases.clear(), b.cases.clear()
+        result = interleave.ABResult(a, b, 0, [], "box", datetime.now(timezone.utc))
+        interleave.run_rounds(plan, result, 4)
+        measured.clear()
+        return calibrate.calibrate(plan, Path("."), result, interleave.judge(result, policy), policy).rows[0]
+
+    assert one_run().verdict == "regressed" and measured.count("A2") == calibrate.AA_EARLY_LOOK
+    change["b.time_x"] = 1.09
+    row = one_run()
+    assert measured.count("A2") == calibrate.AA_ROUNDS and row.verdict != "regressed"
+    assert f"over {calibrate.AA_ROUNDS} rounds" in row.note
+
+
 def test_env_is_built_once_and_holds_that_commits_code(project, tmp_path):
     repo, shas = project["repo"], project["shas"]
     first = build_env(repo, shas[2], tmp_path / "envs")

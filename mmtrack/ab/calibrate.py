@@ -37,13 +37,14 @@ def calibrate(plan: ABPlan, repo: Path, result: ABResult, comparison: Any, polic
     """``comparison`` with each flagged row re-judged at its A/A-calibrated tolerance, the row's note saying so.
 
     The A/A's ratio of each benchmark is kept beside the second build, per machine and benchmark version: the
-    next run against the same base on this machine reads it instead of measuring it again."""
+    next run against the same base on this machine reads it instead of measuring it again; a ratio from an A/A
+    stopped early is only a bound, so a flag it does not let stand is measured on all :data:`AA_ROUNDS`."""
     flagged = [r for r in comparison.rows if r.verdict in FLAGS]
     if not flagged or plan.instrument == "callgrind":  # counts carry their own A/A tolerance (analysis.deterministic)
         return comparison
     twin = build_env(repo, result.base.commit.sha, env_cache(plan), plan.config, twin=True)
     known = load_offsets(twin.path, plan.machine)
-    missing = [r for r in flagged if _name(r, result) not in known]
+    missing = [r for r in flagged if not _settled_by(known.get(_name(r, result)), r, result, policy)]
     if missing:
         if progress:
             progress(f"{len({r.benchmark for r in missing})} benchmarks flagged: A/A of "
@@ -77,6 +78,14 @@ def measure_offsets(plan: ABPlan, twin: CommitEnv, result: ABResult, rows: list[
         offsets.update({_name(r, result): (measured[_key(r)].ratio, aa.rounds) for r in still if _key(r) in measured})
     result.seconds += aa.seconds
     return offsets
+
+
+def _settled_by(offset: tuple[float, int] | None, row: Any, result: ABResult, policy: Any) -> bool:
+    """Whether a kept A/A ratio decides ``row``: a full A/A's always, an early-stopped one's (the worst round of
+    :data:`AA_EARLY_LOOK`) only when the flag stands at its wider tolerance."""
+    if offset is None:
+        return False
+    return offset[1] >= AA_ROUNDS or recheck(row, offset, result, policy).verdict == row.verdict
 
 
 def worst_round(aa: ABResult, row: Any) -> float | None:
