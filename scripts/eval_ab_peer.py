@@ -218,7 +218,7 @@ def timed_run(args: list[str], repo: Path, env: dict) -> None:
     for at, line in [*marks, (wall, "end")]:
         what = last[1] + (f" ({open_now} benchmarks)" if last[1].startswith("round ") else "")
         print(f"  {last[0]:6.2f} s +{at - last[0]:5.2f} s  {what}", flush=True)
-        if "undecided after" in line:
+        if "undecided after" in line or "benchmarks flagged" in line:
             open_now = int(line.split()[0])
         last = (at, line)
     flags = [(r["benchmark"].rsplit(".", 1)[-1], r["verdict"], round(r["ratio"] or 0, 3)) for r in data["rows"]
