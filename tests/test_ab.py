@@ -333,6 +333,24 @@ def test_benchmarks_leave_the_rounds_once_decided_either_way(monkeypatch):
     assert runs["b.time_scattered"] > 2 * 3 and 3 < result.rounds <= 12
 
 
+def test_a_failed_base_build_abandons_the_head_build_beside_it(monkeypatch):
+    from mmtrack.ab import envs, interleave
+
+    saw: list[bool] = []
+
+    def fake_build_side(plan, repo, sha, label):
+        if label == "A":
+            raise UserError("building commit aaaa failed")
+        saw.append(envs.ABANDONED.wait(timeout=30))  # what the head's next pip attempt reads
+        raise UserError("building commit bbbb abandoned")
+
+    monkeypatch.setattr(interleave, "build_side", fake_build_side)
+    plan = interleave.ABPlan(Path("."), Path("asv.conf.json"), {}, "box")
+    with pytest.raises(UserError, match="aaaa failed"):
+        interleave.build_pair(plan, Path("."), "a" * 40, "b" * 40)
+    assert saw == [True] and not envs.ABANDONED.is_set()
+
+
 def test_a_flag_stands_only_beyond_what_two_builds_of_the_base_read(monkeypatch, tmp_path):
     """Two builds of the base read 6% apart: a flagged 7% change is within that tolerance (not flagged, the row
     says why), a 30% change is beyond it (and beyond the worst A/A round, so its A/A stops early); an unflagged

@@ -26,6 +26,7 @@ import sys
 import sysconfig
 import tarfile
 import tempfile
+import threading
 import time
 import venv
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from ..vcs import git_output, resolve_rev
 
 ENV_CACHE = Path(".mmtrack") / "envs"
 MARKER = "built.json"
+#: Set while builds running beside one another are abandoned (Ctrl-C or a failure in one): the others stop before
+#: their next pip attempt instead of retrying a build the interrupt cut (:func:`mmtrack.ab.interleave.build_pair`).
+ABANDONED = threading.Event()
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +202,8 @@ def _install(src: Path, python: Path, log: Path, config: dict[str, Any]) -> None
     attempts: list[Sequence[str]] = [[*pip, "--no-build-isolation", str(src)], [*pip, str(src)]]
     logs = []
     for cmd in attempts:
+        if ABANDONED.is_set():
+            raise UserError(f"building commit {src.parent.name[:12]} abandoned: the build beside it stopped")
         proc = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True)
         logs.append(f"$ {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}")
         log.write_text("\n".join(logs))

@@ -525,11 +525,21 @@ def build_pair(plan: ABPlan, repo: Path, base_sha: str, head_sha: str) -> tuple[
         base = build_side(plan, repo, base_sha, "A")
         refuse_empty_selection(plan, base)
         return base, build_side(plan, repo, head_sha, "B")
+    from .envs import ABANDONED
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mmtrack-build") as pool:
         head = pool.submit(build_side, plan, repo, head_sha, "B")
-        base = build_side(plan, repo, base_sha, "A")
-        refuse_empty_selection(plan, base)
-        discover_suite(plan, base)
+        try:
+            base = build_side(plan, repo, base_sha, "A")
+            refuse_empty_selection(plan, base)
+            discover_suite(plan, base)
+        except BaseException:
+            ABANDONED.set()  # the head's build stops before its next pip attempt: no wait for a build nobody reads
+            try:
+                head.exception()
+            finally:
+                ABANDONED.clear()
+            raise
         return base, head.result()
 
 
