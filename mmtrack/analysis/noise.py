@@ -113,6 +113,13 @@ class SegmentNoise:
         moved = self._log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
         return float(np.logaddexp.reduce(moved.sum(axis=1))) - math.log(sizes.size) - here
 
+    def held_step(self, held: np.ndarray, threshold: float, way: float) -> float:
+        """The step (log, ``way``) of :meth:`held_evidence`'s sizes under which ``held`` fit the window's density best:
+        the new level its evidence reads, whatever runner each commit ran on."""
+        sizes = np.linspace(math.log1p(threshold), math.log(2.0), UNSEEN_SIZES)
+        moved = self._log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
+        return way * float(sizes[int(np.argmax(moved.sum(axis=1)))])
+
     def _log_density(self, y: np.ndarray) -> np.ndarray:
         """The window's density of deviations at ``y``: a Gaussian kernel over :attr:`seen` with bandwidth
         :attr:`commit_sd`, :data:`UNSEEN_FLOOR` of its mass spread flat."""
