@@ -151,9 +151,9 @@ def _level_beyond_every_other(values: Sequence[float], j: int, start: int, befor
     (:meth:`.noise.SegmentNoise.held_evidence`) at least :data:`.policy.UNSEEN_BAR`, whatever single commits did after
     ``j`` (a commit back on a faster runner the series visits reads as that runner, moved by the step; the level is
     the step that fits them best, not their median), and above the other way's; ``j`` itself beyond the threshold
-    from the level ``before`` (log) that way; a full window and :data:`.policy.NEWEST_SEGMENT` commits since detect's last change point ``start`` and in
-    the gate's segment, and not a level the commits before reached (:func:`_reached_before`), as
-    :func:`_beyond_the_density` asks. None where they do not."""
+    from the level ``before`` (log) that way; a full window and :data:`.policy.NEWEST_SEGMENT` commits since detect's
+    last change point ``start`` and in the gate's segment, and not a level the commits before reached
+    (:func:`_reached_before`), as :func:`_beyond_the_density` asks. None where they do not."""
     way, bar = math.copysign(1.0, first - before), math.log1p(policy.threshold)
     if way * (first - before) <= bar or j - start < NEWEST_SEGMENT:
         return None  # the cheap tests first: the gate's segment model is the cost
