@@ -25,7 +25,7 @@ from mmtrack.analysis.compare import (
     significance,
 )
 from mmtrack.analysis.detect import find_steps
-from mmtrack.analysis.noise import follow_up, segment_noise, young_level
+from mmtrack.analysis.noise import follow_up, phase_noise, segment_noise, young_level
 from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line, verdict_text
 from mmtrack.measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from mmtrack.results import Measurement, MetricKey
@@ -580,6 +580,22 @@ def test_a_quiet_series_reverting_an_optimisation_after_5_commits_is_flagged_as_
     # Four commits could not have been confirmed (the gate asks the next 4): no revert reading.
     four = compare_pair(before, back, history=quiet + [0.83, 0.84, 0.83, 0.835])
     assert four.verdict != "regressed"
+
+
+def test_a_revert_on_a_series_with_a_runner_type_a_third_of_its_commits_visit_is_a_change_reverted():
+    """A third of the commits ran on a runner type 10% faster, so the spread (the IQR's) spans the 17% optimisation:
+    every earlier commit lay within 2.5 of those deviations of the phase's level, and the series read as one that
+    visits both levels. Only commits nearer the phase than their own level, within the usual runner's spread, visited
+    it: none here, and the revert is a change reverted, as the same step on a series without that runner type."""
+    usual = _quiet_history(60, cv=0.01)
+    for i in range(0, 60, 3):
+        usual[i] *= 0.9
+    history = usual + [0.83, 0.75, 0.84, 0.76, 0.835]
+    phase = phase_noise(history, 5)
+    assert phase.sd > 0.07 and phase.visited_before(2.5) == 0 and not phase.alternates(2.5)
+    before, back = meas(noisy(0.835, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    row = compare_pair(before, back, history=history, later=[1.0, 0.9, 1.01, 1.0])
+    assert (row.verdict, row.state) == ("regressed", "confirmed") and "a change reverted" in row.note
 
 
 def test_a_short_phase_on_a_series_that_alternates_still_reads_as_a_runner_phase():

@@ -150,12 +150,17 @@ class SegmentNoise:
         return near if abs(d - centre) < gap * spread and near >= max(min_points, e.size / 2) else 0
 
     def visited_before(self, gap: float) -> int:
-        """How many commits before the segment lay at the segment's own level (within ``gap`` deviations of it).
+        """How many commits before the segment lay at the segment's own level (within ``gap`` deviations of it, and
+        nearer to it than to the earlier commits' median).
 
         A series that left its usual level for the segment and had been there before alternates between the two
         (runner types it visits, a sticky runner's phases); one that had never been there stepped to it."""
         e = np.asarray(self.earlier)
-        return int(np.count_nonzero(np.abs(e) < gap * self.sd))
+        if e.size == 0:
+            return 0
+        # A spread wide with runner levels spans the step itself: a commit at the earlier level never visited this one.
+        centre = float(np.median(e))
+        return int(np.count_nonzero((np.abs(e) < gap * self.usual_sd) & (np.abs(e) < np.abs(e - centre))))
 
     def alternates(self, gap: float) -> bool:
         """Whether the series had visited the segment's level before it, repeatedly (:data:`ALTERNATION_VISITS`
