@@ -598,6 +598,22 @@ def test_a_revert_on_a_series_with_a_runner_type_a_third_of_its_commits_visit_is
     assert (row.verdict, row.state) == ("regressed", "confirmed") and "a change reverted" in row.note
 
 
+def test_a_revert_on_a_series_that_visited_the_phases_level_one_commit_at_a_time_is_a_change_reverted():
+    """7 of 90 commits ran on a runner type 17% faster, never two in a row: strays, not a level the series held, so
+    5 commits in a row there (an optimisation) and a return are a change reverted; the row says what it had seen.
+    The same visits a quarter of the time still read as alternation (test_back_to_the_level_before_a_runner_phase)."""
+    usual = _quiet_history(90, cv=0.01)
+    for i in (5, 17, 30, 44, 58, 71, 83):
+        usual[i] *= 0.83
+    history = usual + [0.83, 0.84, 0.83, 0.82, 0.835]
+    noise = segment_noise(history)
+    assert noise.points == 5 and noise.visited_before(2.5) == 7 and not noise.alternates(2.5)
+    before, back = meas(noisy(0.835, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    row = compare_pair(before, back, history=history, later=[1.0, 0.99, 1.01, 1.0])
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    assert "left by a step and had visited only now and then (7 earlier commits): a change reverted" in row.note
+
+
 def test_a_short_phase_on_a_series_that_alternates_still_reads_as_a_runner_phase():
     """The series held the faster level 8 commits before, then 20 back, then 5 there again. The gate confirms the
     second step down (a level of its own, long gone from the window's earlier segments), yet the series has shown it
