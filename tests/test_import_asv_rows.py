@@ -225,6 +225,34 @@ def test_a_file_that_fails_to_store_loses_only_itself(tmp_path):
         store.close()
 
 
+def test_a_run_row_the_database_refuses_loses_only_its_file(tmp_path):
+    """On SQLite a file's run row is inserted through the driver's cursor, not SQLAlchemy's execute: the
+    driver's refusal (here a trigger's) must still reach the batches as SQLAlchemy's error, so that only
+    that file is lost and the import goes on."""
+    from mmtrack.store.db import open_store
+
+    folder = tmp_path / "results"
+    box = folder / "box"
+    box.mkdir(parents=True)
+    (folder / "benchmarks.json").write_text(json.dumps(BENCHMARKS_JSON))
+    for sha in ("a1" * 20, "b2" * 20, "c3" * 20):
+        (box / f"{sha[:8]}-virtualenv-py3.12.json").write_text(json.dumps(_odd_file(sha)))
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        with store.write() as conn:
+            conn.exec_driver_sql("CREATE TRIGGER refuse BEFORE INSERT ON run WHEN NEW.source LIKE '%b2b2b2b2%' "
+                                 "BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END")
+        summary = import_asv_results(store, folder)
+        assert summary.imported == 2
+        [problem] = summary.failed
+        assert problem.path.endswith("b2b2b2b2-virtualenv-py3.12.json")
+        assert "not stored: IntegrityError" in problem.message and "refused by a test trigger" in problem.message
+        for sha in ("a1" * 20, "c3" * 20):
+            assert len(_stored(store, f"asv:box/{sha[:8]}-virtualenv-py3.12.json")) == 9
+    finally:
+        store.close()
+
+
 def test_a_parse_worker_that_dies_costs_only_its_speed(tmp_path, monkeypatch):
     """The worker that parses ahead is killed early on: this process parses the rest itself."""
     import multiprocessing
