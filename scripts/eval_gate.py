@@ -497,6 +497,7 @@ def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Seque
         fa = tally.false_alarms()
         row: dict = {"aa_commits": fa["commits"], "aa_flagged_per_100": fa["any"], "aa_confirmed_per_100": fa["confirmed"]}
         readings: collections.Counter = collections.Counter()
+        unconfirmed: collections.Counter = collections.Counter()
         for kind in kinds:
             judged = [(gate(s.measurements, s.medians, s.step_at), s) for s in pops[kind]]  # type: ignore[arg-type]
             row[kind] = {"series": len(judged),
@@ -504,20 +505,28 @@ def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Seque
                          "confirmed": sum(f == "regressed" and st == "confirmed" for (_, (f, st)), _ in judged) / len(judged)}
             if kind.startswith("revert"):
                 readings.update(f"{kind}: {reading_of(s)}" for (now, _), s in judged if now != "regressed")
+            unconfirmed.update(f"{kind}: {reading_of(s, later=True)}" for (_, (f, st)), s in judged
+                               if not (f == "regressed" and st == "confirmed"))
         row["missed_reverts"] = dict(readings)
+        row["unconfirmed"] = dict(unconfirmed)
         out[tier] = row
         print(f"{tier:<7}{fa['any']:>9.2f}{fa['confirmed']:>7.2f} | " + " | ".join(
             f"{row[k]['flagged']:>10.2f}{row[k]['confirmed']:>5.2f}" for k in kinds))
         print_breakdown("reverts not flagged as the newest commit", readings)
+        print_breakdown("not confirmed by the next commits", unconfirmed)
     return out
 
 
-def reading_of(s: Series) -> str:
-    """The verdict of ``s``'s judged commit as the newest commit, and its note's first words (what left it unflagged)."""
-    history = list(s.medians[max(0, s.step_at - HISTORY) : s.step_at])  # type: ignore[operator]
-    row = gate_now.compare_pair(s.measurements[s.step_at - 1], s.measurements[s.step_at], None, history)  # type: ignore[index,operator]
+def reading_of(s: Series, later: bool = False) -> str:
+    """The verdict of ``s``'s judged commit as the newest commit (``later``: once the next commits are in, with its
+    state), and its note's first words (what left it unflagged or unconfirmed)."""
+    t = s.step_at
+    history = list(s.medians[max(0, t - HISTORY) : t])  # type: ignore[operator]
+    after = list(s.medians[t + 1 : t + 1 + LATER]) if later else []  # type: ignore[operator]
+    row = gate_now.compare_pair(s.measurements[t - 1], s.measurements[t], None, history, after)  # type: ignore[index,operator]
     note = row.note or ""
-    return f"{row.verdict} ({'below the threshold' if note.startswith('×') else ' '.join(note.split()[:4]) or 'no note'})"
+    state = f" {row.state}" if later and row.state else ""
+    return f"{row.verdict}{state} ({'below the threshold' if note.startswith('×') else ' '.join(note.split()[:4]) or 'no note'})"
 
 
 # --------------------------------------------------------------------------- real CI-runner noise, resampled

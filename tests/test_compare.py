@@ -25,7 +25,7 @@ from mmtrack.analysis.compare import (
     significance,
 )
 from mmtrack.analysis.detect import find_steps
-from mmtrack.analysis.noise import follow_up, segment_noise, young_level
+from mmtrack.analysis.noise import follow_up, phase_noise, segment_noise, young_level
 from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line, verdict_text
 from mmtrack.measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
 from mmtrack.results import Measurement, MetricKey
@@ -580,6 +580,38 @@ def test_a_quiet_series_reverting_an_optimisation_after_5_commits_is_flagged_as_
     # Four commits could not have been confirmed (the gate asks the next 4): no revert reading.
     four = compare_pair(before, back, history=quiet + [0.83, 0.84, 0.83, 0.835])
     assert four.verdict != "regressed"
+
+
+def test_a_revert_on_a_series_with_a_runner_type_a_third_of_its_commits_visit_is_a_change_reverted():
+    """A third of the commits ran on a runner type 10% faster, so the spread (the IQR's) spans the 17% optimisation:
+    every earlier commit lay within 2.5 of those deviations of the phase's level, and the series read as one that
+    visits both levels. Only commits nearer the phase than their own level, within the usual runner's spread, visited
+    it: none here, and the revert is a change reverted, as the same step on a series without that runner type."""
+    usual = _quiet_history(60, cv=0.01)
+    for i in range(0, 60, 3):
+        usual[i] *= 0.9
+    history = usual + [0.83, 0.75, 0.84, 0.76, 0.835]
+    phase = phase_noise(history, 5)
+    assert phase.sd > 0.07 and phase.visited_before(2.5) == 0 and not phase.alternates(2.5)
+    before, back = meas(noisy(0.835, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    row = compare_pair(before, back, history=history, later=[1.0, 0.9, 1.01, 1.0])
+    assert (row.verdict, row.state) == ("regressed", "confirmed") and "a change reverted" in row.note
+
+
+def test_a_revert_on_a_series_that_visited_the_phases_level_one_commit_at_a_time_is_a_change_reverted():
+    """7 of 90 commits ran on a runner type 17% faster, never two in a row: strays, not a level the series held, so
+    5 commits in a row there (an optimisation) and a return are a change reverted; the row says what it had seen.
+    The same visits a quarter of the time still read as alternation (test_back_to_the_level_before_a_runner_phase)."""
+    usual = _quiet_history(90, cv=0.01)
+    for i in (5, 17, 30, 44, 58, 71, 83):
+        usual[i] *= 0.83
+    history = usual + [0.83, 0.84, 0.83, 0.82, 0.835]
+    noise = segment_noise(history)
+    assert noise.points == 5 and noise.visited_before(2.5) == 7 and not noise.alternates(2.5)
+    before, back = meas(noisy(0.835, cv=0.005, seed=1)), meas(noisy(1.0, cv=0.005, seed=2))
+    row = compare_pair(before, back, history=history, later=[1.0, 0.99, 1.01, 1.0])
+    assert (row.verdict, row.state) == ("regressed", "confirmed")
+    assert "left by a step and had visited only now and then (7 earlier commits): a change reverted" in row.note
 
 
 def test_a_short_phase_on_a_series_that_alternates_still_reads_as_a_runner_phase():

@@ -343,6 +343,20 @@ def test_a_newest_step_onto_a_level_the_series_strayed_to_is_suspected_once_each
     assert sum(_tail_regressions(often[:98] + [1.2, 1.2], 0.05, range(12))) == 0
 
 
+def test_a_newest_step_whose_next_commits_ran_on_a_faster_runner_is_suspected():
+    """A quiet series that runs 30% faster one commit in 8, then a 20% step 3 commits before the newest whose next
+    two commits ran on the faster runner: no single commit holds the step (two of three lie below the level before),
+    together they lie beyond every level the window visited (the gate's bar for an unseen commit, read over all
+    three). The same tail without the step, or with the step's commit alone, is no level."""
+    runner = [0.7 if i % 8 == 5 else 1.0 for i in range(97)]
+    found = [detect_series(*series(noisy_level(runner + [1.2, 0.84, 0.84], cv=0.01, seed=seed))).changes
+             for seed in range(8)]
+    assert sum(len(c) == 1 and c[0].kind == "regression" and c[0].extra["index"] == 97 for c in found) >= 7
+    assert all(_state(c[0]) == "suspected" for c in found if c)
+    for tail in ([1.0, 0.7, 0.7], [1.2, 0.7, 0.7]):
+        assert sum(_tail_regressions(runner + tail, 0.01, range(8))) == 0
+
+
 def test_the_tail_of_a_step_detect_just_found_is_not_read_against_the_density():
     """The same 3 newest commits 20% up read as a step when detect's last change point lies 30 commits back or more,
     and not when it lies nearer: after a step the window has not yet shown the new level's runners (a quiet series

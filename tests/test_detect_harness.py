@@ -83,3 +83,16 @@ def test_a_revert_steps_away_and_back_to_the_level_before():
         away = np.median(m[first:second]) - np.median(m[:first])
         assert abs(abs(away) - np.log(1.2)) < 0.05 and (away > 0) == (first == up)
         assert abs(np.median(m[second:]) - np.median(m[:first])) < 0.05
+
+
+def test_newest_misses_names_the_test_that_stops_a_step():
+    """A step 3 commits before the newest whose next two commits went back under the threshold is "back"; one that
+    begins 10 commits after detect's last step is too young a segment to read."""
+    from mmtrack.analysis.policy import ComparePolicy
+    from scripts.newest_misses import why_missed
+
+    rng = np.random.default_rng(3)
+    flat = list(np.exp(rng.normal(0.0, 0.01, 97)))
+    assert why_missed(flat + [1.2, 1.0, 1.0], 97, 0, ComparePolicy()) == "back"
+    assert why_missed(flat + [1.2, 1.2, 1.2], 97, 90, ComparePolicy()) == "segment < 30"
+    assert why_missed(flat + [1.2, 1.2, 1.2], 97, 96, ComparePolicy()) == "detect's own step in the newest 5"

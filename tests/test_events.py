@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from rich.console import Console
 
 from mmtrack.analysis.detect import DetectPolicy
@@ -212,23 +213,42 @@ def test_the_pages_run_verdict_of_a_pair_an_event_holds_says_so():
     assert _agreeing(row, [_change()]) == row  # detect agrees: the row stands
 
 
-def test_condas_run_date_shift_is_one_event_beside_the_code_steps_of_that_days_newest_commits(tmp_path):
-    """conda's real history (tests/data): the runs of 2019-01-11 read its old commit 41a54cec at the new level in 14
-    series. That day also measured the newest commits, newest first, and some series step among them by commit: a
-    day's cluster holding both is judged at each commit range too, so those code steps no longer sink the event."""
+@pytest.fixture(scope="module")
+def conda_detect(tmp_path_factory):
+    """detect over conda's real history (tests/data), imported into a fresh store once for the tests below."""
     from conftest import CONDA_RESULTS
 
     from mmtrack.commands.detect import DetectRequest, run_detect
     from mmtrack.store.asv_import import import_asv_results
     from mmtrack.store.db import open_store
 
-    store = open_store(str(tmp_path / "conda.db"))
+    store = open_store(str(tmp_path_factory.mktemp("conda") / "conda.db"))
     try:
         import_asv_results(store, CONDA_RESULTS)
-        out = run_detect(DetectRequest(store_results=False), store)
+        return run_detect(DetectRequest(store_results=False), store)
     finally:
         store.close()
+
+
+def test_condas_run_date_shift_is_one_event_beside_the_code_steps_of_that_days_newest_commits(conda_detect):
+    """conda's real history (tests/data): the runs of 2019-01-11 read its old commit 41a54cec at the new level in 14
+    series. That day also measured the newest commits, newest first, and some series step among them by commit: a
+    day's cluster holding both is judged at each commit range too, so those code steps no longer sink the event."""
+    out = conda_detect
     (event,) = out.events
     assert (event.date, event.series, event.slower, event.evidence) == ("2019-01-11", 14, 14, "run date")
     at_shift = [c for r in out.reports for c in r.changes if c.before_sha.startswith("2de50fd6")]
     assert len(at_shift) == 14 and all(is_environment(c) for c in at_shift)
+
+
+def test_condas_return_from_the_events_phase_is_not_read_as_a_change_reverted(conda_detect):
+    """conda's time_solve_anaconda_53 (tests/data) stepped x3.8 at the 2019-01-11 event (37f5ce41, old commits
+    measured that day included) and read 36-38 s for 6 commits; its two newest commits, measured earlier that day,
+    read 12 s. The gate's rules read the return as a change reverted (a suspected x0.33 improvement): the phase began
+    at the event's step, so leaving it is the environment's, not the code's."""
+    by_name = {r.series.benchmark: r for r in conda_detect.reports
+               if r.series.machine == "benchmarkers-MacBook-Pro.local"}
+    for name in ("time_solve_anaconda_53", "peakmem_solve_anaconda_53"):
+        changes = by_name[name].changes
+        assert is_environment(changes[-1]) and changes[-1].after_sha.startswith("37f5ce41")
+        assert not any(c.before_sha.startswith("64bde065") for c in changes)

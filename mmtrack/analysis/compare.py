@@ -726,19 +726,21 @@ def _notes(pair: _Pair, noise: SegmentNoise | None, read: _Persistence) -> list[
         notes.append(f"beyond every level the last {len(noise.seen)} commits visited ({read.z:.1f} deviations of a "  # type: ignore[union-attr]
                      "series spread over several runner levels)")
     if read.reverted:
-        notes.append(_reverted_note(noise, read.reverted))  # type: ignore[arg-type]
+        notes.append(_reverted_note(noise, read.reverted, pair.policy.history_gap))  # type: ignore[arg-type]
     if read.went_back:
         notes.append(f"the next commits went back to the level of {read.went_back} commits before the last "
                      f"{noise.points}: a runner phase ended")  # type: ignore[union-attr]
     return notes
 
 
-def _reverted_note(noise: SegmentNoise, reverted: int) -> str:
+def _reverted_note(noise: SegmentNoise, reverted: int, gap: float) -> str:
     """The reading of a flagged return to an earlier level: a change reverted (a step the series had not visited
-    otherwise; one the gate confirmed a few commits before, read with the spread from before it), never a runner
-    phase that ended (:meth:`.noise.SegmentNoise.alternates`)."""
+    otherwise, or now and then only; one the gate confirmed a few commits before, read with the spread from before
+    it), never a runner phase that ended (:meth:`.noise.SegmentNoise.alternates`)."""
+    visits = noise.visited_before(gap)
+    seen = f"had visited only now and then ({visits} earlier commits)" if visits else "had never visited otherwise"
     left = (f"left {noise.short_phase} commits before by a step the gate confirmed (read with the spread of the "
-            "commits before it)" if noise.short_phase else "left by a step and had never visited otherwise")
+            "commits before it)" if noise.short_phase else f"left by a step and {seen}")
     return (f"back to the level of {reverted} commits before the last {noise.points}, which the series {left}: "
             "a change reverted, judged as a step")
 

@@ -458,10 +458,31 @@ def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, 
     return out
 
 
+def without_returns_from_events(reports: Sequence[SeriesReport]) -> list[SeriesReport]:
+    """``reports`` (marked by :func:`mark_events`) without the change points in the newest commits that the gate's
+    rules read as a change reverted (``extra["state"]``, :func:`.compare._confirmed_phase`) where the phase they
+    return from began at the series' previous change point, an environment event's: the step into the phase followed
+    the run date, so leaving it is no revert of the code."""
+    return [dataclasses.replace(r, changes=tuple(c for i, c in enumerate(r.changes) if not (
+        i and _returns_from_event(r.changes[i - 1], c)))) for r in reports]
+
+
+def _returns_from_event(event_step: ChangePoint, cp: ChangePoint) -> bool:
+    """Whether ``cp``, a newest-commit change point, goes back from the level ``event_step`` (an environment event's)
+    stepped to, and lands nearer the level before that step than the one after it."""
+    if "state" not in cp.extra or not is_environment(event_step):
+        return False
+    values = (event_step.before_value, event_step.after_value, cp.after_value)
+    if not all(v > 0 and math.isfinite(v) for v in values):
+        return False
+    before, phase, back = (math.log(v) for v in values)
+    return abs(back - before) < abs(back - phase)
+
+
 def is_environment(cp: ChangePoint) -> bool:
     """Whether a change point belongs to an environment event (not to the code)."""
     return cp.extra.get("cause") == "environment"
 
 
 __all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "date_evidence", "follows_run_date", "find_events",
-           "mark_events", "is_environment"]
+           "mark_events", "without_returns_from_events", "is_environment"]

@@ -8,7 +8,9 @@ settle it (:func:`.noise.follow_up`, :func:`.noise.held_level`); a commit whose 
 noise is suspected where it and the commits after it, together, lie beyond the window's density (the gate's density
 evidence read over several commits). So such a step is ``suspected`` at once,
 ``confirmed`` once the next commits agree, and withdrawn (not reported) once they refute it. The first commit so
-flagged starts the new level.
+flagged starts the new level. Where the commits from one on, together, lie beyond every level the window visited as
+clearly as the gate asks of one commit no commit came near (:data:`.policy.UNSEEN_BAR`), it is suspected whatever
+the single commits after it did: one back on a faster runner the series visits reads as that runner, moved.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .compare import compare_pair
 from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
 from .noise import UNSEEN_QUIET, SegmentNoise, already_beyond, held_level, segment_noise
 from .policy import (HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_EVIDENCE_HELD, NEWEST_HELD_VISITED,
-                     NEWEST_RECENT, NEWEST_RECENT_SEEN, NEWEST_SEGMENT, ComparePolicy, Evidence)
+                     NEWEST_RECENT, NEWEST_RECENT_SEEN, NEWEST_SEGMENT, UNSEEN_BAR, ComparePolicy, Evidence)
 
 #: What a bare median stands for: the rules read the medians only, and the threshold is the default one.
 _METRIC = MetricKey("detect", "median", "")
@@ -61,15 +63,28 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
     logs, offset = np.log(window), n - window.size
     for j in range(first, n - 1):  # one commit is never a level
         before, after = _median(logs[: j - offset]), _median(logs[j - offset :])
-        if not _holds_the_move(before, logs[j - offset :], policy.threshold):
-            continue  # no level to report, whatever the gate says: its segment model (the cost) is skipped
-        row = compare_pair(_bare(values[j - 1], direction), _bare(values[j], direction), policy,
-                           history=values[max(0, j - HISTORY_WINDOW) : j],
-                           later=values[j + 1 : j + 1 + policy.confirm_window], p_value=False)
-        flagged = row.verdict in ("regressed", "improved") and row.state in ("suspected", "confirmed")
-        if flagged or (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)) or _beyond_the_density(
-                values, j, start, policy):
-            return NewestStep(j, math.exp(before), math.exp(after), row.state if flagged else "suspected")
+        state = _gate_state(values, j, start, direction, policy) if _holds_the_move(
+            before, logs[j - offset :], policy.threshold) else None  # else no level: the gate's model is skipped
+        if state is not None:
+            return NewestStep(j, math.exp(before), math.exp(after), state)
+        level = _level_beyond_every_other(values, j, start, before, logs[j - offset], policy)
+        if level is not None:
+            return NewestStep(j, math.exp(before), math.exp(level), "suspected")
+    return None
+
+
+def _gate_state(values: Sequence[float], j: int, start: int, direction: Direction, policy: ComparePolicy
+                ) -> Evidence | None:
+    """The state of commit ``j``'s step by the gate's rules (suspected or confirmed), or None where they do not
+    flag it: the gate's own row, its held level read over the commits there are, or the window's density."""
+    row = compare_pair(_bare(values[j - 1], direction), _bare(values[j], direction), policy,
+                       history=values[max(0, j - HISTORY_WINDOW) : j],
+                       later=values[j + 1 : j + 1 + policy.confirm_window], p_value=False)
+    if row.verdict in ("regressed", "improved") and row.state in ("suspected", "confirmed"):
+        return row.state
+    if (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)) or _beyond_the_density(
+            values, j, start, policy):
+        return "suspected"
     return None
 
 
@@ -127,6 +142,32 @@ def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: Com
     elif noise.visits(math.exp(noise.level + centre)) or already_beyond(noise, history, way, policy.threshold):
         return False
     return noise.held_evidence(held, policy.threshold, way) >= (NEWEST_EVIDENCE_HELD if each else NEWEST_EVIDENCE)
+
+
+def _level_beyond_every_other(values: Sequence[float], j: int, start: int, before: float, first: float,
+                              policy: ComparePolicy) -> float | None:
+    """The new level (log) where commit ``j`` and every commit after it, together, lie beyond every level the window
+    visited as clearly as the gate asks of one commit no commit came near: their joint step evidence
+    (:meth:`.noise.SegmentNoise.held_evidence`) at least :data:`.policy.UNSEEN_BAR`, whatever single commits did after
+    ``j`` (a commit back on a faster runner the series visits reads as that runner, moved by the step; the level is
+    the step that fits them best, not their median), and above the other way's; ``j`` itself beyond the threshold
+    from the level ``before`` (log) that way; a full window and :data:`.policy.NEWEST_SEGMENT` commits since detect's
+    last change point ``start`` and in the gate's segment, and not a level the commits before reached
+    (:func:`_reached_before`), as :func:`_beyond_the_density` asks. None where they do not."""
+    way, bar = math.copysign(1.0, first - before), math.log1p(policy.threshold)
+    if way * (first - before) <= bar or j - start < NEWEST_SEGMENT:
+        return None  # the cheap tests first: the gate's segment model is the cost
+    history = values[max(0, j - HISTORY_WINDOW) : j]
+    noise = segment_noise(history, policy.min_history)
+    if noise is None or len(noise.seen) < policy.history_points or noise.points < NEWEST_SEGMENT:
+        return None
+    held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
+    if _reached_before(noise, history, way, bar):
+        return None
+    evidence = noise.held_evidence(held, policy.threshold, way)
+    if evidence < UNSEEN_BAR or evidence < noise.held_evidence(held, policy.threshold, -way):
+        return None  # as the gate's unseen step: a commit that ran faster before a slower level is no step down
+    return noise.level + noise.held_step(held, policy.threshold, way)
 
 
 def _moved_before(noise: SegmentNoise, history: Sequence[float], way: float, bar: float) -> bool:

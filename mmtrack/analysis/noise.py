@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .policy import (
+    ALTERNATION_RUN,
     ALTERNATION_VISITS,
     NEW_LEVEL_OFTEN,
     NEW_LEVEL_RADIUS,
@@ -64,7 +65,7 @@ class SegmentNoise:
     # not the runner levels around it.
     seen: tuple[float, ...]
     points: int  # commits in the segment
-    # The deviations of the window's commits before the segment, ascending (empty when the segment is the window).
+    # The deviations of the window's commits before the segment, in commit order (empty when the segment is the window).
     earlier: tuple[float, ...] = ()
     # :attr:`seen` in the order the commits came, NaN for a commit not seen (one of a level too short to have its own):
     # whether the series held a level for commits in a row or only strayed there now and then.
@@ -113,6 +114,13 @@ class SegmentNoise:
         moved = self._log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
         return float(np.logaddexp.reduce(moved.sum(axis=1))) - math.log(sizes.size) - here
 
+    def held_step(self, held: np.ndarray, threshold: float, way: float) -> float:
+        """The step (log, ``way``) of :meth:`held_evidence`'s sizes under which ``held`` fit the window's density best:
+        the new level its evidence reads, whatever runner each commit ran on."""
+        sizes = np.linspace(math.log1p(threshold), math.log(2.0), UNSEEN_SIZES)
+        moved = self._log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
+        return way * float(sizes[int(np.argmax(moved.sum(axis=1)))])
+
     def _log_density(self, y: np.ndarray) -> np.ndarray:
         """The window's density of deviations at ``y``: a Gaussian kernel over :attr:`seen` with bandwidth
         :attr:`commit_sd`, :data:`UNSEEN_FLOOR` of its mass spread flat."""
@@ -150,21 +158,42 @@ class SegmentNoise:
         return near if abs(d - centre) < gap * spread and near >= max(min_points, e.size / 2) else 0
 
     def visited_before(self, gap: float) -> int:
-        """How many commits before the segment lay at the segment's own level (within ``gap`` deviations of it).
+        """How many commits before the segment lay at the segment's own level (within ``gap`` deviations of it, and
+        nearer to it than to the earlier commits' median).
 
         A series that left its usual level for the segment and had been there before alternates between the two
         (runner types it visits, a sticky runner's phases); one that had never been there stepped to it."""
+        return int(np.count_nonzero(self._at_segment_level(gap)))
+
+    def _at_segment_level(self, gap: float) -> np.ndarray:
+        """For each commit before the segment, in order: whether it lay at the segment's level (:meth:`visited_before`)."""
         e = np.asarray(self.earlier)
-        return int(np.count_nonzero(np.abs(e) < gap * self.sd))
+        if e.size == 0:
+            return np.zeros(0, dtype=bool)
+        # A spread wide with runner levels spans the step itself: a commit at the earlier level never visited this one.
+        centre = float(np.median(e))
+        return (np.abs(e) < gap * self.usual_sd) & (np.abs(e) < np.abs(e - centre))
 
     def alternates(self, gap: float) -> bool:
         """Whether the series had visited the segment's level before it, repeatedly (:data:`ALTERNATION_VISITS`
-        commits or more): then a return to the earlier level is a phase that ended, else a change reverted."""
-        return self.visited_before(gap) >= ALTERNATION_VISITS
+        commits or more), often (more than :data:`NEW_LEVEL_OFTEN` of them) or held (:data:`ALTERNATION_RUN` in a row):
+        then a return to the earlier level is a phase that ended, else a change reverted."""
+        at = self._at_segment_level(gap)
+        visits = int(np.count_nonzero(at))
+        return visits >= ALTERNATION_VISITS and (visits > NEW_LEVEL_OFTEN * at.size or _longest_run(at) >= ALTERNATION_RUN)
 
     def back_to_visited(self, value: float, gap: float, min_points: int) -> int:
         """:meth:`back_to_earlier` where the series alternates (:meth:`alternates`); 0 for a revert."""
         return self.back_to_earlier(value, gap, min_points) if self.alternates(gap) else 0
+
+
+def _longest_run(flags: np.ndarray) -> int:
+    """The most ``True`` in a row."""
+    best = run = 0
+    for f in flags.tolist():
+        run = run + 1 if f else 0
+        best = max(best, run)
+    return best
 
 
 def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise | None:
@@ -196,7 +225,7 @@ def segment_noise(history: Sequence[float], min_points: int = 5) -> SegmentNoise
     q1, q3 = np.percentile(x, [25, 75])
     usual_sd = max(1.4826 * float(np.median(np.abs(x - med))), 1e-4)
     sd = max(usual_sd, float(q3 - q1) / 1.349)
-    earlier = np.sort(all_x[:start] - med) if own else np.empty(0)
+    earlier = all_x[:start] - med if own else np.empty(0)
     if own:  # a step moves the level, not the runners: the earlier levels' commits, each from its own level
         in_order = np.full(all_x.size, np.nan)
         for a, b in levels[:-1]:
@@ -225,7 +254,7 @@ def phase_noise(history: Sequence[float], k: int, min_points: int = 5) -> Segmen
     level = float(np.median(x))
     own = x - level
     return SegmentNoise(level, before.sd, before.usual_sd, tuple(sorted((*before.seen, *own.tolist()))), k,
-                        tuple(np.sort(np.log(h[:-k]) - level).tolist()), (*before.in_order, *own.tolist()),
+                        tuple((np.log(h[:-k]) - level).tolist()), (*before.in_order, *own.tolist()),
                         before.commit_sd, short_phase=k)
 
 

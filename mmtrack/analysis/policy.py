@@ -113,7 +113,8 @@ MIN_SHIFT_SPREAD = 0.01
 UNSEEN_FLOOR = 0.001
 #: Step sizes weighed, log-evenly from the threshold to 100%, by the density's step evidence.
 UNSEEN_SIZES = 25
-#: Log likelihood ratio that suspects a commit whatever z and the gap say: where no commit came near.
+#: Log likelihood ratio that suspects a commit whatever z and the gap say, where no commit came near; and the newest
+#: commits read together, whatever each of them did (analysis/newest.py).
 UNSEEN_BAR = 6.5
 #: Newest commits of the history that must not already lie beyond the threshold the same way.
 UNSEEN_QUIET = 3
@@ -133,6 +134,8 @@ NEW_LEVEL_RUN = 2
 NEW_LEVEL_UNSEEN_MISSES = 1
 #: Commits before the segment at its level that show a series visits it (alternates): fewer, a return is a revert.
 ALTERNATION_VISITS = 6
+#: ... of which this many in a row: a level visited one commit at a time is a runner's strays, not a phase it holds.
+ALTERNATION_RUN = 2
 #: Commits a phase at the end of the history needs for segment_noise to split it off (detect's 8); a shorter one whose
 #: step the gate confirmed is read with the spread of the segment before that step (compare._confirmed_phase).
 SHORT_PHASE = 8

@@ -13,7 +13,8 @@ from typing import Any, Callable, Collection, Sequence
 
 from ..analysis.commit_order import BY_DATE, CommitOrder, by_date, from_history, permutation
 from ..analysis.detect import DetectPolicy, SeriesReport
-from ..analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
+from ..analysis.events import (EnvironmentEvent, RunPoints, find_events, is_environment, mark_events,
+                               without_returns_from_events)
 from ..analysis.placement import align_to_agreement
 from ..analysis.ranking import with_confirmations
 from ..analysis.series import detect_values, kept_steps
@@ -243,7 +244,8 @@ def with_events(store: Any, reports: list[SeriesReport], analysed: Sequence[Any]
     reports = align_to_agreement(reports, {c.key: (c.shas, c.values) for c in analysed}, position)
     points = {k: RunPoints(v.shas, v.days, v.values) for k, v in runs.items()}
     events, held = find_events(reports, points, position, {c.key: c.shas for c in analysed})
-    return with_confirmations(mark_events(reports, held, events), position), events
+    marked = without_returns_from_events(mark_events(reports, held, events))
+    return with_confirmations(marked, position), events
 
 
 # --------------------------------------------------------------------------- output
