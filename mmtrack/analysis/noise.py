@@ -109,17 +109,22 @@ class SegmentNoise:
         """:meth:`step_evidence` of several commits together (``held``: their deviations, log): the log likelihood
         ratio of "one step of ``threshold`` to 100% ``way`` (+1 up, -1 down) under all of them" against "commits like
         those seen", each commit weighed by the window's density as one commit is."""
-        sizes = np.linspace(math.log1p(threshold), math.log(2.0), UNSEEN_SIZES)
+        sizes, moved = self._moved_fits(held, threshold, way)
         here = float(self._log_density(held).sum())
-        moved = self._log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
-        return float(np.logaddexp.reduce(moved.sum(axis=1))) - math.log(sizes.size) - here
+        return float(np.logaddexp.reduce(moved)) - math.log(sizes.size) - here
 
     def held_step(self, held: np.ndarray, threshold: float, way: float) -> float:
         """The step (log, ``way``) of :meth:`held_evidence`'s sizes under which ``held`` fit the window's density best:
         the new level its evidence reads, whatever runner each commit ran on."""
+        sizes, moved = self._moved_fits(held, threshold, way)
+        return way * float(sizes[int(np.argmax(moved))])
+
+    def _moved_fits(self, held: np.ndarray, threshold: float, way: float) -> tuple[np.ndarray, np.ndarray]:
+        """The step sizes weighed (log, :data:`UNSEEN_SIZES` from ``threshold`` to 100%) and, for each, the log
+        density of ``held`` moved back by it ``way``, summed over the commits."""
         sizes = np.linspace(math.log1p(threshold), math.log(2.0), UNSEEN_SIZES)
         moved = self._log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
-        return way * float(sizes[int(np.argmax(moved.sum(axis=1)))])
+        return sizes, moved.sum(axis=1)
 
     def _log_density(self, y: np.ndarray) -> np.ndarray:
         """The window's density of deviations at ``y``: a Gaussian kernel over :attr:`seen` with bandwidth
