@@ -16,9 +16,10 @@ the single commits after it did: one back on a faster runner the series visits r
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -63,18 +64,20 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
     logs, offset = np.log(window), n - window.size
     for j in range(first, n - 1):  # one commit is never a level
         before, after = _median(logs[: j - offset]), _median(logs[j - offset :])
-        state = _gate_state(values, j, start, direction, policy) if _holds_the_move(
+        # The gate's segment model of the commits before j, the cost: worked out once, and only if a rule reads it.
+        noise_before = functools.cache(functools.partial(_segment_before, values, j, policy))
+        state = _gate_state(values, j, start, direction, policy, noise_before) if _holds_the_move(
             before, logs[j - offset :], policy.threshold) else None  # else no level: the gate's model is skipped
         if state is not None:
             return NewestStep(j, math.exp(before), math.exp(after), state)
-        level = _level_beyond_every_other(values, j, start, before, logs[j - offset], policy)
+        level = _level_beyond_every_other(values, j, start, before, logs[j - offset], policy, noise_before)
         if level is not None:
             return NewestStep(j, math.exp(before), math.exp(level), "suspected")
     return None
 
 
-def _gate_state(values: Sequence[float], j: int, start: int, direction: Direction, policy: ComparePolicy
-                ) -> Evidence | None:
+def _gate_state(values: Sequence[float], j: int, start: int, direction: Direction, policy: ComparePolicy,
+                noise_before: Callable[[], SegmentNoise | None]) -> Evidence | None:
     """The state of commit ``j``'s step by the gate's rules (suspected or confirmed), or None where they do not
     flag it: the gate's own row, its held level read over the commits there are, or the window's density."""
     row = compare_pair(_bare(values[j - 1], direction), _bare(values[j], direction), policy,
@@ -82,8 +85,8 @@ def _gate_state(values: Sequence[float], j: int, start: int, direction: Directio
                        later=values[j + 1 : j + 1 + policy.confirm_window], p_value=False)
     if row.verdict in ("regressed", "improved") and row.state in ("suspected", "confirmed"):
         return row.state
-    if (row.verdict == "ambiguous" and _holds_so_far(values, j, policy)) or _beyond_the_density(
-            values, j, start, policy):
+    if (row.verdict == "ambiguous" and _holds_so_far(values, j, policy, noise_before)) or _beyond_the_density(
+            values, j, start, policy, noise_before):
         return "suspected"
     return None
 
@@ -96,22 +99,31 @@ def _holds_the_move(before: float, held: np.ndarray, threshold: float) -> bool:
     return int(np.count_nonzero(way * (held - before) > math.log1p(threshold))) * 2 > held.size
 
 
-def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy) -> bool:
+def _segment_before(values: Sequence[float], j: int, policy: ComparePolicy) -> SegmentNoise | None:
+    """The gate's noise model (:func:`.noise.segment_noise`) of the window of commits before commit ``j``."""
+    return segment_noise(values[max(0, j - HISTORY_WINDOW) : j], policy.min_history)
+
+
+def _segment_of_newest(noise: SegmentNoise | None, policy: ComparePolicy) -> bool:
+    """Whether ``noise`` reads a full window and :data:`.policy.NEWEST_SEGMENT` commits or more in its segment."""
+    return noise is not None and len(noise.seen) >= policy.history_points and noise.points >= NEWEST_SEGMENT
+
+
+def _holds_so_far(values: Sequence[float], j: int, policy: ComparePolicy,
+                  noise_before: Callable[[], SegmentNoise | None]) -> bool:
     """Whether commit ``j`` and the commits after it, fewer than ``confirm_window``, hold a new level by the gate's
     held-level rule (:func:`.noise.held_level`) read over the commits there are: a commit the gate left ambiguous
     that the next commits would confirm, were it the last of them."""
     later = list(values[j + 1 : j + 1 + policy.confirm_window])
-    if not 1 <= len(later) < policy.confirm_window:
+    if not 1 <= len(later) < policy.confirm_window or (noise := noise_before()) is None:
         return False
     history = values[max(0, j - HISTORY_WINDOW) : j]
-    noise = segment_noise(history, policy.min_history)
-    if noise is None:
-        return False
     so_far = dataclasses.replace(policy, confirm_window=len(later), confirm_agree=len(later))
     return held_level(noise, history, values[j], later, policy.threshold, so_far) == "confirmed"
 
 
-def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: ComparePolicy) -> bool:
+def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: ComparePolicy,
+                        noise_before: Callable[[], SegmentNoise | None] | None = None) -> bool:
     """Whether commit ``j`` and every commit after it, together, are a step beyond the levels the window visited: their
     joint step evidence (:meth:`.noise.SegmentNoise.held_evidence`, the gate's density read over the commits there
     are) at least :data:`.policy.NEWEST_EVIDENCE`, or :data:`.policy.NEWEST_EVIDENCE_HELD` where each of them lies
@@ -126,10 +138,10 @@ def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: Com
     it are no runner's visit."""
     if j - start < NEWEST_SEGMENT:
         return False  # the tail of a step detect just found: the new level's runners are not seen yet
-    history = values[max(0, j - HISTORY_WINDOW) : j]
-    noise = segment_noise(history, policy.min_history)
-    if noise is None or len(noise.seen) < policy.history_points or noise.points < NEWEST_SEGMENT:
+    noise = noise_before() if noise_before else _segment_before(values, j, policy)
+    if not _segment_of_newest(noise, policy):
         return False
+    history = values[max(0, j - HISTORY_WINDOW) : j]
     held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
     centre, bar = _median(held), math.log1p(policy.threshold)
     way = math.copysign(1.0, centre)
@@ -145,7 +157,7 @@ def _beyond_the_density(values: Sequence[float], j: int, start: int, policy: Com
 
 
 def _level_beyond_every_other(values: Sequence[float], j: int, start: int, before: float, first: float,
-                              policy: ComparePolicy) -> float | None:
+                              policy: ComparePolicy, noise_before: Callable[[], SegmentNoise | None]) -> float | None:
     """The new level (log) where commit ``j`` and every commit after it, together, lie beyond every level the window
     visited as clearly as the gate asks of one commit no commit came near: their joint step evidence
     (:meth:`.noise.SegmentNoise.held_evidence`) at least :data:`.policy.UNSEEN_BAR`, whatever single commits did after
@@ -157,10 +169,10 @@ def _level_beyond_every_other(values: Sequence[float], j: int, start: int, befor
     way, bar = math.copysign(1.0, first - before), math.log1p(policy.threshold)
     if way * (first - before) <= bar or j - start < NEWEST_SEGMENT:
         return None  # the cheap tests first: the gate's segment model is the cost
-    history = values[max(0, j - HISTORY_WINDOW) : j]
-    noise = segment_noise(history, policy.min_history)
-    if noise is None or len(noise.seen) < policy.history_points or noise.points < NEWEST_SEGMENT:
+    noise = noise_before()
+    if not _segment_of_newest(noise, policy):
         return None
+    history = values[max(0, j - HISTORY_WINDOW) : j]
     held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
     if _reached_before(noise, history, way, bar):
         return None
