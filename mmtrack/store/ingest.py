@@ -234,8 +234,11 @@ def _driver_execute(conn: Connection, stmt: Any, params: Mapping[str, Any] | Non
         raise DBAPIError.instance(sql, row, exc, conn.dialect.dbapi.Error, dialect=conn.dialect) from exc
 
 
-def _driver_scalar(conn: Connection, stmt: Any, params: Mapping[str, Any] | None = None, *, convert: bool = True) -> Any:
-    """The first column of the first row of :func:`_driver_execute`, or None."""
+def _scalar(conn: Connection, stmt: Any, params: Mapping[str, Any] | None = None, *, convert: bool = True) -> Any:
+    """The first column of ``stmt``'s first row, or None: on SQLite through :func:`_driver_execute` (``convert`` as
+    there), elsewhere a Core execute."""
+    if conn.dialect.name != "sqlite":
+        return conn.execute(stmt, params or {}).scalar()
     cursor = _driver_execute(conn, stmt, params, convert=convert)
     try:
         row = cursor.fetchone()
@@ -450,10 +453,7 @@ class Dims:
         # Insert first: a commit is usually new (one statement); an existing one is merged.
         values = {"sha": info.sha, "date": m.as_utc(info.date), "message": info.message,
                   "branches": sorted(set(info.branches))}
-        if self.conn.dialect.name == "sqlite":
-            new_id = _driver_scalar(self.conn, stmts.new_commit, values)
-        else:
-            new_id = self.conn.execute(stmts.new_commit, values).scalar()
+        new_id = _scalar(self.conn, stmts.new_commit, values)
         if new_id is not None:
             return new_id
         row = self.conn.execute(stmts.commit_by_sha, {"sha": info.sha}).one()
@@ -531,14 +531,9 @@ def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_
     is of a commit dated strictly before it."""
     stmts = _run_statements(conn.dialect.name)
     later_params = {"machine_id": machine_id, "environment_id": environment_id, "run_id": run_id}
-    if conn.dialect.name == "sqlite":  # the date as stored, compared as stored
-        date = _driver_scalar(conn, stmts.commit_date, {"commit_id": commit_id})
-        return date is not None and _driver_scalar(conn, stmts.later_run, {"date": date, **later_params},
-                                                   convert=False) is None
-    date = conn.execute(stmts.commit_date, {"commit_id": commit_id}).scalar()
-    if date is None:
-        return False
-    return conn.execute(stmts.later_run, {"date": date, **later_params}).first() is None
+    date = _scalar(conn, stmts.commit_date, {"commit_id": commit_id})
+    # On SQLite the date as stored, compared as stored (no conversion back); later_run's column is a key, never NULL.
+    return date is not None and _scalar(conn, stmts.later_run, {"date": date, **later_params}, convert=False) is None
 
 
 def _series_of_run(conn: Connection, run_id: int) -> set[int]:
@@ -607,7 +602,7 @@ def write_run_in(
         "source_stat": stat,
     }
     if conn.dialect.name == "sqlite":
-        run_id = _driver_scalar(conn, stmts.new_run, run_values)
+        run_id = _scalar(conn, stmts.new_run, run_values)
     else:
         run_id = conn.execute(stmts.new_run, run_values).scalar_one()
     if rows.benchmark:
@@ -618,7 +613,7 @@ def write_run_in(
         if conn.dialect.name == "sqlite":
             # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
             # plain executemany is several times faster than INSERT ... RETURNING.
-            first = (_driver_scalar(conn, stmts.max_result_id) or 0) + 1
+            first = (_scalar(conn, stmts.max_result_id) or 0) + 1
             ids: Sequence[int] = range(first, first + n)
             _bulk_insert(conn, res_t, {"id": ids, **results})
         else:
