@@ -209,7 +209,8 @@ def _run_statements(dialect: str) -> _RunStatements:
 _DRIVER: dict[tuple[Any, tuple[str, ...]], tuple[str, tuple[str, ...], dict[str, Any], dict[str, Any]]] = {}
 
 
-def _driver_execute(conn: Connection, stmt: Any, params: Mapping[str, Any] | None = None, *, convert: bool = True) -> Any:
+def _driver_execute(conn: Connection, stmt: Any, params: Mapping[str, Any] | None = None, *,
+                    convert: bool = True) -> Any:
     """SQLite: ``stmt`` (one of :func:`_run_statements`) run straight through the driver's cursor, compiled once
     and its values converted by the statement's own bind processors (``convert``; off for values read raw from
     the store). A Core execute costs about 20 µs of Python, several statements per results file.
