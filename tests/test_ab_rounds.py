@@ -5,6 +5,7 @@ does not carry. Real asv, a real git repository and real environment builds."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from test_ab import commit, package_project
 from test_run_acceptance import asv_env
 
 from mmtrack.ab import interleave
-from mmtrack.asvbridge import asv_rounds
+from mmtrack.asvbridge import asv_rounds, round_server
 
 LAYOUT_SUITE = '''\
 import os
@@ -154,3 +155,44 @@ def test_the_round_server_script_runs_asvs_script_as_asv_would_less_the_memory_t
     assert got["argv"] == [str(script), "run_server", "x"] and got["path0"] == str(tmp_path)
     assert "MemBenchmark" in usual["types"] and "MemBenchmark" not in got["types"]
     assert set(usual["types"]) - set(got["types"]) == {"MemBenchmark"} and not got["numpy"]
+
+
+class _Scripted:
+    """A timer whose samples are given: the settled-window rule reads only their order."""
+
+    def __init__(self, timings):
+        self.timings = iter(timings)
+
+    def timeit(self, number):
+        return next(self.timings)
+
+
+def test_a_settled_window_ends_once_its_best_came_in_the_first_half_and_runs_on_while_it_improves():
+    from mmtrack.asvbridge.round_server import _until_settled
+
+    ticks = iter(range(10_000))
+    clock = lambda: next(ticks)  # noqa: E731  (one tick a call: the least window is passed at once)
+    settled = _until_settled(_Scripted([1.0] * 100), 1, [1.2, 1.0], 100, deadline=10**6, not_before=0, clock=clock)
+    improving = _until_settled(_Scripted([1.0 - i / 100 for i in range(60)] + [0.4] * 100), 1, [1.2], 200,
+                               deadline=10**6, not_before=0, clock=clock)
+
+    assert len(settled) == 2  # the best came at sample 2 of 4
+    assert len(improving) >= 2 * 60 - 1  # a new best each sample: it ran on until they were half of it
+    assert len(_until_settled(_Scripted([1.0] * 100), 1, [1.0], 30, 10**6, 10**6, clock)) == 29  # asv's max_repeat
+
+
+def test_the_round_server_ends_a_time_benchmarks_window_once_its_best_settled_within_asvs_limits(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import json, time\nfrom asv_runner.benchmarks.time import TimeBenchmark\n"
+        "def time_tiny():\n    sum(range(100))\n"
+        "time_tiny.repeat, time_tiny.warmup_time, time_tiny.number = (5, 10**6, 3.0), 0, 10\n"
+        "t = time.perf_counter()\n"
+        "got = TimeBenchmark('time_tiny', time_tiny, [time_tiny]).run()\n"
+        "print(json.dumps({'samples': len(got['samples']), 'seconds': time.perf_counter() - t}))\n")
+    ran = subprocess.run([sys.executable, str(asv_rounds.WITHOUT_MEM), str(script)], capture_output=True, text=True,
+                         check=True, env={**os.environ, round_server.SETTLED_WINDOW: "0.05"})
+    got = json.loads(ran.stdout)
+
+    assert got["samples"] >= 5  # asv's min_repeat still holds
+    assert got["seconds"] < 2.5  # asv alone samples this for 3 s: the settled best ended it

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..asvbridge import asv_rounds, asvrun, callgrind_run, spool
+from ..asvbridge import asv_rounds, asvrun, callgrind_run, round_server, spool
 from ..measure.metrics import Direction, MetricSummary
 from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
 from .envs import CommitEnv
@@ -202,6 +202,11 @@ class ABPlan:
 #: ``asv_args`` given later win.
 ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
 
+#: The least window of samples of a benchmark in a round, in seconds; past it the window ends once the round's best
+#: has settled (:func:`mmtrack.asvbridge.round_server.settle_windows`), at the latest at ``ROUND_BUDGET``'s second.
+#: The best comes early on a quiet machine, and only the best counts (docs/design/ab-settled-window.md).
+SETTLED_WINDOW = 0.2
+
 
 #: Rounds every benchmark runs before it may leave the A/B run decided either way (:func:`settle`): one
 #: balanced A B B A block, enough for the equivalence test (:func:`.rule.equivalent`); a change needs
@@ -364,7 +369,8 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
     args = asv_rounds.round_args((*(("--quick",) if plan.quick else ()), *ROUND_BUDGET, *plan.asv_args))
     if args is None:
         return _run_asv_process(plan, side, prepared)
-    environ = randomised_layout(side_environ(prepared, prepared.config_path.parent))
+    environ = {**randomised_layout(side_environ(prepared, prepared.config_path.parent)),
+               round_server.SETTLED_WINDOW: str(SETTLED_WINDOW)}
     if side.suite is None:
         side.suite = asv_rounds.discover(prepared, str(side.env.python), environ, side.env.path)
     started = datetime.now(timezone.utc)

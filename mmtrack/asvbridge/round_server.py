@@ -1,15 +1,25 @@
-"""asv's benchmark script (the path in ``sys.argv[1]``) started without asv_runner's memory benchmark type.
+"""asv's benchmark script (the path in ``sys.argv[1]``) started without asv_runner's memory benchmark type, its time
+benchmarks' sampling ending once their best has settled.
 
 That type's module imports pympler, and pympler imports numpy: a cost in every round's fork server
 (docs/design/ab-rounds-in-process.md). A round with no ``mem_`` benchmark has no use for it, so
 :mod:`.asv_rounds` starts such a round's server by this script: asv_runner reads pympler as not installed
 while it collects its benchmark types (its own "not requested" path), and the suite may import pympler or
 numpy as usual afterwards. Run as a script in the benchmarked environment; it imports nothing of mmtrack's.
+
+With :data:`SETTLED_WINDOW` set (seconds), a time benchmark's window of samples ends once its best has settled
+(:func:`settle_windows`), not at asv's ``max_time``: an A/B round keeps only its best sample
+(docs/design/ab-settled-window.md).
 """
 
 import os
 import runpy
 import sys
+
+#: The variable that asks for settled windows: the least window, in seconds, after the warm-up.
+SETTLED_WINDOW = "MMTRACK_SETTLED_WINDOW"
+#: A new best closer than this to the one before does not count as unsettled: rounds of one build scatter 2-4%.
+SETTLE_TOLERANCE = 0.005
 
 
 def main() -> None:
@@ -19,9 +29,54 @@ def main() -> None:
         import asv_runner.benchmarks  # noqa: F401  (collects its types once, without the memory one)
     finally:
         del sys.modules["pympler"]
+    least = os.environ.get(SETTLED_WINDOW)
+    if least:
+        settle_windows(float(least))
     sys.argv = sys.argv[1:]
     sys.path[0] = os.path.dirname(os.path.abspath(script))  # as when asv starts its script itself
     runpy.run_path(script, run_name="__main__")
+
+
+def settle_windows(least: float) -> None:
+    """asv_runner's time benchmarks sample until their best has settled: for ``least`` seconds after asv's first
+    ``min_repeat`` samples, then until the last notable new best came in the first half of the samples, within
+    asv's own limits (``max_repeat`` samples, ``max_time``).
+
+    asv's warm-up, calibration and first ``min_repeat`` samples run as asv runs them; only the rest of the window
+    is this rule's. On a quiet machine the best comes in the first samples and the window ends early; beside a
+    busy neighbour the best keeps improving as fast stretches come, and the window runs on to asv's ``max_time``.
+    """
+    from asv_runner.benchmarks.time import TimeBenchmark
+
+    asv_timing = TimeBenchmark.benchmark_timing
+
+    def benchmark_timing(self, timer, min_repeat, max_repeat, max_time, warmup_time, number, min_run_count):
+        from timeit import default_timer as wall_timer  # asv_runner's own clock
+
+        deadline = wall_timer() + warmup_time + max_time  # asv's own end of the window
+        samples, number = asv_timing(self, timer, min_repeat, min(min_repeat, max_repeat), max_time, warmup_time,
+                                     number, min_run_count)
+        return samples + _until_settled(timer, number, samples, max_repeat, deadline, wall_timer() + least,
+                                        wall_timer), number
+
+    TimeBenchmark.benchmark_timing = benchmark_timing
+
+
+def _until_settled(timer, number, first, max_repeat, deadline, not_before, clock):
+    """More samples after ``first``: until the best has settled (see :func:`settle_windows`), ``max_repeat`` samples
+    in all, or asv's ``deadline``."""
+    more = []
+    best = min(first) if first else float("inf")
+    last_new_best = len(first)
+    while len(first) + len(more) < max_repeat and clock() < deadline:
+        timing = timer.timeit(number)
+        more.append(timing)
+        if timing < best * (1 - SETTLE_TOLERANCE):
+            last_new_best = len(first) + len(more)
+        best = min(best, timing)
+        if clock() >= not_before and 2 * last_new_best <= len(first) + len(more):
+            break
+    return more
 
 
 if __name__ == "__main__":
