@@ -199,13 +199,15 @@ class ABPlan:
 #: and the best sample of a longer window more often reaches a fast stretch. On the 10%-slower
 #: kernel of ``scripts/eval_ab.py``, side by side: 6 of 6 flagged and nothing else, against 4 of 6,
 #: one unrelated benchmark flagged and one run read x0.667 with half a second (docs/design/ab.md).
-#: ``asv_args`` given later win.
-ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.1")
+#: The second is the most: a time benchmark's window ends sooner once its best has settled
+#: (:data:`SETTLED_WINDOW`), which also makes a long warm-up needless (a cold first sample only delays
+#: the best). ``asv_args`` given later win.
+ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.05")
 
 #: The least window of samples of a benchmark in a round, in seconds; past it the window ends once the round's best
 #: has settled (:func:`mmtrack.asvbridge.round_server.settle_windows`), at the latest at ``ROUND_BUDGET``'s second.
 #: The best comes early on a quiet machine, and only the best counts (docs/design/ab-settled-window.md).
-SETTLED_WINDOW = 0.2
+SETTLED_WINDOW = 0.1
 
 
 #: Rounds every benchmark runs before it may leave the A/B run decided either way (:func:`settle`): one
