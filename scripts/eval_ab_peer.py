@@ -159,28 +159,40 @@ def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, f
         for name in names[i % len(names):] + names[:i % len(names)]:
             rows[name].append(contenders[name]())
             got = rows[name][-1]
-            print(f"  pair {i + 1}: {name} {got['wall']:.1f} s ({got['what']}) | load {got['load']:.1f}", flush=True)
+            print(f"  pair {i + 1}: {name} {got['wall']:.1f} s, cpu {got['cpu']:.1f} s ({got['what']}) | load "
+                  f"{got['load']:.1f}", flush=True)
     for name, got in rows.items():
-        print(f"peer {name}: wall median {statistics.median(r['wall'] for r in got):.1f} s "
+        print(f"peer {name}: wall median {statistics.median(r['wall'] for r in got):.1f} s, cpu median "
+              f"{statistics.median(r['cpu'] for r in got):.1f} s "
               f"({', '.join(format(r['wall'], '.1f') for r in got)}); time_add flagged {sum(r['hit'] for r in got)}/"
               f"{len(got)}; runs flagging another benchmark {sum(bool(r['other']) for r in got)}/{len(got)}; load "
               f"{min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f}")
     for name in names[1:]:
         ratio = statistics.median(r["wall"] for r in rows[name]) / statistics.median(r["wall"] for r in rows["asv"])
-        print(f"peer: {name} / asv wall, medians: {ratio:.2f}")
+        cpu = statistics.median(r["cpu"] for r in rows[name]) / statistics.median(r["cpu"] for r in rows["asv"])
+        print(f"peer: {name} / asv, medians: wall {ratio:.2f}, cpu {cpu:.2f}")
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's finished children (and theirs): a run's cost where the wall is the load's."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def run_asv(cmd: list[str], repo: Path, env: dict) -> dict:
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
     flags = asv_flags(proc.stdout)
-    return {"wall": wall, "hit": any(f.startswith("+") and "time_add" in f for f in flags),
+    return {"wall": wall, "cpu": children_cpu() - cpu, "hit": any(f.startswith("+") and "time_add" in f for f in flags),
             "other": [f for f in flags if "time_add" not in f], "load": os.getloadavg()[0],
             "what": f"exit {proc.returncode}, flags {flags}"}
 
 
 def run_mmtrack(repo: Path, env: dict, shas: dict[str, str], factor: float) -> dict:
+    cpu = children_cpu()
     mm, wall = mmtrack(repo, env, "continuous", shas["base"], shas["step"], "--factor", str(factor),
                        "--format", "json", "--no-save")
     data = json.loads(mm.stdout) if mm.returncode in (0, 1) else {"rows": [], "ab": {}}
@@ -189,7 +201,8 @@ def run_mmtrack(repo: Path, env: dict, shas: dict[str, str], factor: float) -> d
     add = next((r for r in data["rows"] if r["benchmark"].endswith("time_add")), None)
     if add and add["verdict"] != "regressed":  # a miss: what the slowed benchmark's row said
         changed.append(("time_add", add["verdict"], round(add["ratio"] or 0, 3), add.get("note", "")))
-    return {"wall": wall, "hit": any(c[0] == "time_add" and c[1] == "regressed" for c in changed),
+    return {"wall": wall, "cpu": children_cpu() - cpu,
+            "hit": any(c[0] == "time_add" and c[1] == "regressed" for c in changed),
             "other": [c for c in changed if c[0] != "time_add"], "rounds": data["ab"].get("rounds"),
             "load": os.getloadavg()[0],
             "what": f"exit {mm.returncode}, {data['ab'].get('rounds')} rounds, flags {changed}"}
