@@ -445,6 +445,37 @@ def test_an_a_a_stopped_early_is_a_bound_a_smaller_flag_measures_it_in_full(monk
     assert f"over {calibrate.AA_ROUNDS} rounds" in row.note
 
 
+def test_an_a_a_that_reads_the_machines_slow_state_is_no_offset_and_the_flag_stays_ambiguous(monkeypatch, tmp_path):
+    """The base's second build read 1.5x its first in every A/A round (the machine's slow state, not a build's
+    layout): that ratio is not kept, and the flag it would have widened stays ambiguous rather than being judged at
+    a 57% tolerance by this run and every later one."""
+    from datetime import datetime, timezone
+
+    from mmtrack.ab import calibrate, interleave
+    from mmtrack.ab.envs import CommitEnv
+    from mmtrack.analysis.compare import ComparePolicy
+    from mmtrack.asvbridge.asvrun import CaseResult, Collected
+
+    def fake_run_once(plan, side, folder):
+        values = tuple(v * {"A": 1.0, "B": 1.2, "A2": 1.5}[side.label] for v in CALM)
+        return Collected("existing-py", folder, [CaseResult("b.time_x", {}, "ok", value=values[0], samples=values,
+                                                            unit="seconds")], [], [])
+
+    twin = CommitEnv("a" * 40, tmp_path, Path(sys.executable), 0.0, True)
+    monkeypatch.setattr(interleave, "run_once", fake_run_once)
+    monkeypatch.setattr(calibrate, "build_env", lambda *args, **kwargs: twin)
+    plan = interleave.ABPlan(Path("."), Path("asv.conf.json"), {}, "box", rounds=4)
+    policy = ComparePolicy(threshold=interleave.AB_THRESHOLD)
+    a, b = _side("A", []), _side("B", [])
+    a.cases.clear(), b.cases.clear()
+    result = interleave.ABResult(a, b, 0, [], "box", datetime.now(timezone.utc))
+    interleave.run_rounds(plan, result, 4)
+    row = calibrate.calibrate(plan, Path("."), result, interleave.judge(result, policy), policy).rows[0]
+
+    assert row.verdict == "ambiguous" and "no A/A" in row.note
+    assert calibrate.load_offsets(tmp_path, "box") == {}  # the next run measures it again
+
+
 def test_env_is_built_once_and_holds_that_commits_code(project, tmp_path):
     repo, shas = project["repo"], project["shas"]
     first = build_env(repo, shas[2], tmp_path / "envs")

@@ -20,11 +20,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .envs import CommitEnv, build_env
-from .interleave import MIN_ROUNDS, ABPlan, ABResult, bench_regex, env_cache, judge, round_ratios, run_rounds
-from .rule import EQUIVALENCE_MIN_ROUNDS
+from .interleave import MIN_ROUNDS, ABPlan, ABResult, bench_regex, env_cache, judge, round_ratios, run_rounds, settle
+from .rule import EQUIVALENCE_MIN_ROUNDS, MODE_GAP
 
 #: Rounds of the A/A of the base against its second build, per side.
 AA_ROUNDS = MIN_ROUNDS + 1
+#: The most A/A rounds a side: an A/A its rounds leave ambiguous gets two more at a time up to this.
+AA_MAX_ROUNDS = 2 * AA_ROUNDS
+#: The farthest from 1 an A/A ratio is taken as two builds' offset: layout moves a timing by several percent, while
+#: the machine's slow state is 1.4-1.6x away (an A/A whose fast modes fell in different states read x1.519).
+AA_MOST_OFFSET = 1 + MODE_GAP
 #: A/A rounds after which a flag that stands even at the tolerance the worst of them widens it to needs no more.
 AA_EARLY_LOOK = EQUIVALENCE_MIN_ROUNDS
 FLAGS = ("regressed", "improved")
@@ -74,10 +79,19 @@ def measure_offsets(plan: ABPlan, twin: CommitEnv, result: ABResult, rows: list[
     still = [r for r in rows if _name(r, result) not in offsets]
     if still:
         run_rounds(plan, aa, AA_ROUNDS - aa.rounds, progress, bench_regex(still))
-        measured = {_key(r): r for r in judge(aa, policy).rows if r.ratio and r.ratio > 0}
+        more = dataclasses.replace(plan, rounds=AA_ROUNDS, max_rounds=AA_MAX_ROUNDS)
+        measured = {_key(r): r for r in settle(more, aa, policy, progress).rows if _an_offset(r)}
         offsets.update({_name(r, result): (measured[_key(r)].ratio, aa.rounds) for r in still if _key(r) in measured})
     result.seconds += aa.seconds
     return offsets
+
+
+def _an_offset(row: Any) -> bool:
+    """Whether an A/A row's ratio measures two builds' offset: its rounds decided it, and it lies within the layout's
+    reach, not the machine's slow state's. Otherwise no ratio is kept, and the flag it would have judged stays
+    ambiguous ("no A/A ... to calibrate") until a later run measures one."""
+    return (row.ratio is not None and row.ratio > 0 and row.verdict != "ambiguous"
+            and abs(math.log(row.ratio)) <= math.log(AA_MOST_OFFSET))
 
 
 def _settled_by(offset: tuple[float, int] | None, row: Any, result: ABResult, policy: Any) -> bool:
