@@ -474,6 +474,9 @@ def test_an_a_a_that_reads_the_machines_slow_state_is_no_offset_and_the_flag_sta
 
     assert row.verdict == "ambiguous" and "no A/A" in row.note
     assert calibrate.load_offsets(tmp_path, "box") == {}  # the next run measures it again
+    calibrate.save_offsets(tmp_path, "box", {"kept before": (1.519, calibrate.AA_ROUNDS),
+                                             "a bound": (1.2, calibrate.AA_EARLY_LOOK)})
+    assert calibrate.load_offsets(tmp_path, "box") == {"a bound": (1.2, calibrate.AA_EARLY_LOOK)}
 
 
 def test_env_is_built_once_and_holds_that_commits_code(project, tmp_path):

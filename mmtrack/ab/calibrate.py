@@ -122,12 +122,15 @@ def recheck(row: Any, offset: tuple[float, int] | None, result: ABResult, policy
 
 
 def load_offsets(twin: Path, machine: str) -> dict[str, tuple[float, int]]:
-    """The A/A ratios measured before on ``machine`` (an unreadable file: none)."""
+    """The A/A ratios measured before on ``machine`` (an unreadable file: none), less a full A/A's ratio beyond
+    :data:`AA_MOST_OFFSET` that an earlier version kept (an early look's worst round is a bound, and may be)."""
     try:
         data = json.loads((twin / OFFSETS).read_text()).get(machine, {})
-        return {k: (float(v[0]), int(v[1])) for k, v in data.items()}
+        kept = {k: (float(v[0]), int(v[1])) for k, v in data.items()}
     except (OSError, ValueError, TypeError, AttributeError, IndexError):
         return {}
+    return {k: (ratio, rounds) for k, (ratio, rounds) in kept.items()
+            if ratio > 0 and (rounds < AA_ROUNDS or abs(math.log(ratio)) <= math.log(AA_MOST_OFFSET))}
 
 
 def save_offsets(twin: Path, machine: str, known: dict[str, tuple[float, int]]) -> None:
