@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .envs import CommitEnv, build_env
-from .interleave import MIN_ROUNDS, ABPlan, ABResult, bench_regex, env_cache, judge, round_ratios, run_rounds, settle
+from .interleave import MIN_ROUNDS, ABPlan, ABResult, bench_regex, env_cache, judge, round_ratios, run_rounds
 from .rule import EQUIVALENCE_MIN_ROUNDS, MODE_GAP
 
 #: Rounds of the A/A of the base against its second build, per side.
@@ -79,11 +79,27 @@ def measure_offsets(plan: ABPlan, twin: CommitEnv, result: ABResult, rows: list[
     still = [r for r in rows if _name(r, result) not in offsets]
     if still:
         run_rounds(plan, aa, AA_ROUNDS - aa.rounds, progress, bench_regex(still))
-        more = dataclasses.replace(plan, rounds=AA_ROUNDS, max_rounds=AA_MAX_ROUNDS)
-        measured = {_key(r): r for r in settle(more, aa, policy, progress).rows if _an_offset(r)}
-        offsets.update({_name(r, result): (measured[_key(r)].ratio, aa.rounds) for r in still if _key(r) in measured})
+        measured = _settled_aa(plan, aa, still, policy, progress)
+        offsets.update({_name(r, result): (measured[_key(r)].ratio, aa.rounds) for r in still
+                        if _key(r) in measured and _an_offset(measured[_key(r)])})
     result.seconds += aa.seconds
     return offsets
+
+
+def _settled_aa(plan: ABPlan, aa: ABResult, rows: list[Any], policy: Any,
+                progress: Callable[[str], None] | None = None) -> dict[tuple[Any, ...], Any]:
+    """The A/A's rows of ``rows``' metrics, those its rounds leave ambiguous given two more rounds at a time up to
+    :data:`AA_MAX_ROUNDS` (as :func:`.interleave.settle` does for the A/B rounds)."""
+    wanted = {_key(r) for r in rows}
+    while True:
+        measured = {_key(r): r for r in judge(aa, policy).rows if _key(r) in wanted}
+        open_rows = [r for r in measured.values() if r.verdict == "ambiguous"]
+        before = aa.rounds
+        if not open_rows or before >= AA_MAX_ROUNDS:
+            return measured
+        run_rounds(plan, aa, min(2, AA_MAX_ROUNDS - before), progress, bench_regex(open_rows))
+        if aa.rounds == before:  # the budget stopped it
+            return measured
 
 
 def _an_offset(row: Any) -> bool:
