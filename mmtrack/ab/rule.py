@@ -192,12 +192,12 @@ def rank_evidence(a: Sequence[float], b: Sequence[float], ratio: float, threshol
     likely as another. They need :data:`RANK_MIN_ROUNDS` per side: at 5 + 5, complete separation
     alone gives p = 0.008, so only a change that stands clear of the whole scatter is confirmed.
     """
-    from scipy import stats
-
     la = [math.log(x) for x in a if x > 0 and math.isfinite(x)]
     lb = [math.log(y) for y in b if y > 0 and math.isfinite(y)]
     if min(len(la), len(lb)) < RANK_MIN_ROUNDS:
         return None, doubt
+    from scipy import stats  # only here: its import costs a short run up to a second, and most never rank
+
     p = float(stats.mannwhitneyu(lb, la, alternative="two-sided", method="exact").pvalue)
     shift = statistics.median(y - x for x in la for y in lb)
     side = 1.0 if ratio > 1 else -1.0
