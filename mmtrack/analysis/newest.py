@@ -178,7 +178,7 @@ def _level_beyond_every_other(values: Sequence[float], j: int, start: int, befor
     history = values[max(0, j - HISTORY_WINDOW) : j]
     held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
     up, down = noise.held_evidence(held, policy.threshold, 1.0), noise.held_evidence(held, policy.threshold, -1.0)
-    way = 1.0 if up >= down else -1.0  # as the gate's unseen step: a faster commit before a slower level is no step down
+    way = 1.0 if up >= down else -1.0  # as the gate's unseen step: a faster commit before a slower level is no fall
     if max(up, down) < UNSEEN_BAR or _reached_before(noise, history, way, bar):
         return None
     step = noise.held_step(held, policy.threshold, way)
