@@ -272,7 +272,8 @@ def _driver_rows(conn: Connection, table: Table, columns: Mapping[str, Sequence[
     key = (conn.dialect.name, table.name, names)
     if key not in _BULK:
         cols = ", ".join(conn.dialect.identifier_preparer.quote(n) for n in names)
-        sql = f"INSERT INTO {conn.dialect.identifier_preparer.quote(table.name)} ({cols}) VALUES ({', '.join('?' * len(names))})"
+        quoted = conn.dialect.identifier_preparer.quote(table.name)
+        sql = f"INSERT INTO {quoted} ({cols}) VALUES ({', '.join('?' * len(names))})"
         # Only these types need converting for sqlite3; numbers, strings and bytes pass as they are.
         procs = [
             table.c[n].type._cached_bind_processor(conn.dialect)
@@ -397,7 +398,8 @@ class Dims:
         load()
         todo = [k for ident, k in missing.items() if ("benchmark", *ident) not in new]
         if todo:
-            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
+            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(
+                index_elements=["name", "params", "version"])
             self.conn.execute(stmt, [dict(zip(("name", "params", "version", "unit", "type"), k)) for k in todo])
             load()
         return [shared.get(c) or new[c] for c in cks]
@@ -742,7 +744,8 @@ def _length(column: Any) -> int | None:
 def identity_problem(case: EngineCaseRecord) -> str | None:
     """Why the store cannot keep even a failed row of this case (its name, params or version), or None."""
     b = m.Benchmark.__table__.c
-    checks = [("benchmark name", case.benchmark, _length(b.name)), ("code version", case.version or "", _length(b.version)),
+    checks = [("benchmark name", case.benchmark, _length(b.name)),
+              ("code version", case.version or "", _length(b.version)),
               ("parameters", canonical_params(case.params), None)]
     return next(filter(None, (_text_problem(*check) for check in checks)), None)
 
@@ -759,7 +762,8 @@ def case_problem(case: EngineCaseRecord) -> str | None:
     for x in measures:
         section, name, unit = x.metric
         checks = [("section", section, _length(metric.section)), ("name", name, _length(metric.name)),
-                  ("unit", unit, _length(metric.unit)), ("display name", x.display_name or "", _length(series.display_name))]
+                  ("unit", unit, _length(metric.unit)),
+                  ("display name", x.display_name or "", _length(series.display_name))]
         problem = next(filter(None, (_text_problem(*check) for check in checks)), None)
         if problem is not None:
             shown = name if len(name) <= 60 else name[:60] + "..."
