@@ -209,6 +209,12 @@ def _run_statements(dialect: str) -> _RunStatements:
 _DRIVER: dict[tuple[Any, tuple[str, ...]], tuple[str, tuple[str, ...], dict[str, Any], dict[str, Any]]] = {}
 
 
+def _bind_processor(type_: Any, dialect: Any) -> Any:
+    """The dialect's converter for values of ``type_`` (None where they pass as they are): public API, so it is
+    worked out once per statement and kept with it."""
+    return type_.dialect_impl(dialect).bind_processor(dialect)
+
+
 def _driver_execute(conn: Connection, stmt: Any, params: Mapping[str, Any] | None = None, *,
                     convert: bool = True) -> Any:
     """SQLite: ``stmt`` (one of :func:`_run_statements`) run straight through the driver's cursor, compiled once
@@ -220,8 +226,9 @@ def _driver_execute(conn: Connection, stmt: Any, params: Mapping[str, Any] | Non
     key = (stmt, tuple(params))
     if key not in _DRIVER:
         compiled = stmt.compile(dialect=conn.dialect, column_keys=list(params))
-        _DRIVER[key] = (compiled.string, tuple(compiled.positiontup or ()), dict(compiled.params),
-                        dict(compiled._bind_processors))
+        names = tuple(compiled.positiontup or ())
+        procs = {n: _bind_processor(compiled.binds[n].type, conn.dialect) for n in names}
+        _DRIVER[key] = (compiled.string, names, dict(compiled.params), {n: p for n, p in procs.items() if p})
     sql, names, defaults, procs = _DRIVER[key]
     values = {**defaults, **params}
     row = [values[n] for n in names]
@@ -276,7 +283,7 @@ def _driver_rows(conn: Connection, table: Table, columns: Mapping[str, Sequence[
         sql = f"INSERT INTO {quoted} ({cols}) VALUES ({', '.join('?' * len(names))})"
         # Only these types need converting for sqlite3; numbers, strings and bytes pass as they are.
         procs = [
-            table.c[n].type._cached_bind_processor(conn.dialect)
+            _bind_processor(table.c[n].type, conn.dialect)
             if isinstance(table.c[n].type, (DateTime, JSON, Boolean))
             else None
             for n in names
