@@ -509,21 +509,51 @@ def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Seque
                                if not (f == "regressed" and st == "confirmed"))
         row["missed_reverts"] = dict(readings)
         row["unconfirmed"] = dict(unconfirmed)
+        if paired:
+            row["by_runner_phase"] = {k: paired_by_runner_phase(pops[f"revert {k}"], pops[f"step {k}"], gate) for k in after}
         out[tier] = row
         print(f"{tier:<7}{fa['any']:>9.2f}{fa['confirmed']:>7.2f} | " + " | ".join(
             f"{row[k]['flagged']:>10.2f}{row[k]['confirmed']:>5.2f}" for k in kinds))
         print_breakdown("reverts not flagged as the newest commit", readings)
         print_breakdown("not confirmed by the next commits", unconfirmed)
+        for k, split in row.get("by_runner_phase", {}).items():
+            print(f"  revert {k} / step {k} confirmed on the same series, by the gate's reading of the phase: " + "; ".join(
+                f"{name} {v['series']} series, {v['revert']:.2f} / {v['step']:.2f}" for name, v in split.items()))
     return out
+
+
+RUNNER_PHASE = ("the series visits both levels", "a runner phase ended")
+
+
+def paired_by_runner_phase(reverts: list[Series], steps: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
+    """The revert and the first step on the same series, confirmed (shares), split by whether the gate read the
+    revert's phase as a runner level the series visits (its note, as the newest commit or once the next commits are
+    in: "the series visits both levels", "a runner phase ended"): the reading issue 46 keeps for a series that has
+    shown it alternates. On the other series a revert should confirm as often as the first step."""
+    split: dict[str, list[tuple[bool, bool]]] = {"never visited": [], "visits the phase's level": []}
+    for r, s in zip(reverts, steps):
+        rows = [reading_row(r, later) for later in (False, True)]
+        visits = any(phrase in (row.note or "") for row in rows for phrase in RUNNER_PHASE)
+        confirmed = [(final, state) == ("regressed", "confirmed")
+                     for _, (final, state) in (gate(x.measurements, x.medians, x.step_at) for x in (r, s))]  # type: ignore[arg-type]
+        split["visits the phase's level" if visits else "never visited"].append((confirmed[0], confirmed[1]))
+    return {name: {"series": len(pairs), "revert": float(np.mean([p[0] for p in pairs])) if pairs else float("nan"),
+                   "step": float(np.mean([p[1] for p in pairs])) if pairs else float("nan")}
+            for name, pairs in split.items()}
+
+
+def reading_row(s: Series, later: bool = False):
+    """The row of ``s``'s judged commit as the newest commit (``later``: once the next commits are in)."""
+    t = s.step_at
+    history = list(s.medians[max(0, t - HISTORY) : t])  # type: ignore[operator]
+    after = list(s.medians[t + 1 : t + 1 + LATER]) if later else []  # type: ignore[operator]
+    return gate_now.compare_pair(s.measurements[t - 1], s.measurements[t], None, history, after)  # type: ignore[index,operator]
 
 
 def reading_of(s: Series, later: bool = False) -> str:
     """The verdict of ``s``'s judged commit as the newest commit (``later``: once the next commits are in, with its
     state), and its note's first words (what left it unflagged or unconfirmed)."""
-    t = s.step_at
-    history = list(s.medians[max(0, t - HISTORY) : t])  # type: ignore[operator]
-    after = list(s.medians[t + 1 : t + 1 + LATER]) if later else []  # type: ignore[operator]
-    row = gate_now.compare_pair(s.measurements[t - 1], s.measurements[t], None, history, after)  # type: ignore[index,operator]
+    row = reading_row(s, later)
     note = row.note or ""
     state = f" {row.state}" if later and row.state else ""
     return f"{row.verdict}{state} ({'below the threshold' if note.startswith('×') else ' '.join(note.split()[:4]) or 'no note'})"
