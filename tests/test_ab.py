@@ -401,9 +401,9 @@ def test_a_flag_stands_only_beyond_what_two_builds_of_the_base_read(monkeypatch,
     assert again == rows and sum(m.startswith("A2:") for m in measured) == calibrate.AA_ROUNDS + calibrate.AA_EARLY_LOOK
 
 
-def test_an_a_a_stopped_early_is_a_bound_a_smaller_flag_measures_it_in_full(monkeypatch, tmp_path):
-    """A 30% change stops its A/A at the early look (the worse round kept, two builds 6% apart); a later 9% change
-    against the same base does not stand at that bound, so its A/A runs all its rounds instead of reading it."""
+def _one_benchmark_runs(monkeypatch, tmp_path, level: dict[str, float], measured: list[str]):
+    """A run of ``b.time_x`` alone, each side reading ``level[label]`` x CALM (``level`` may change between runs),
+    its flag calibrated against a second build of the base: a function of no arguments that returns its row."""
     import re
     from datetime import datetime, timezone
 
@@ -412,15 +412,11 @@ def test_an_a_a_stopped_early_is_a_bound_a_smaller_flag_measures_it_in_full(monk
     from mmtrack.analysis.compare import ComparePolicy
     from mmtrack.asvbridge.asvrun import CaseResult, Collected
 
-    change = {"b.time_x": 1.3}
-    measured: list[str] = []
-
     def fake_run_once(plan, side, folder):
         if plan.bench and not re.search(plan.bench, "b.time_x"):
             return Collected("existing-py", folder, [], [], [])
         measured.append(side.label)
-        level = {"A": 1.0, "B": change["b.time_x"], "A2": 1.06}[side.label]
-        values = tuple(v * level for v in CALM)
+        values = tuple(v * level[side.label] for v in CALM)
         return Collected("existing-py", folder, [CaseResult("b.time_x", {}, "ok", value=values[0], samples=values,
                                                             unit="seconds")], [], [])
 
@@ -438,8 +434,20 @@ def test_an_a_a_stopped_early_is_a_bound_a_smaller_flag_measures_it_in_full(monk
         measured.clear()
         return calibrate.calibrate(plan, Path("."), result, interleave.judge(result, policy), policy).rows[0]
 
+    return one_run
+
+
+def test_an_a_a_stopped_early_is_a_bound_a_smaller_flag_measures_it_in_full(monkeypatch, tmp_path):
+    """A 30% change stops its A/A at the early look (the worse round kept, two builds 6% apart); a later 9% change
+    against the same base does not stand at that bound, so its A/A runs all its rounds instead of reading it."""
+    from mmtrack.ab import calibrate
+
+    level = {"A": 1.0, "B": 1.3, "A2": 1.06}
+    measured: list[str] = []
+    one_run = _one_benchmark_runs(monkeypatch, tmp_path, level, measured)
+
     assert one_run().verdict == "regressed" and measured.count("A2") == calibrate.AA_EARLY_LOOK
-    change["b.time_x"] = 1.09
+    level["B"] = 1.09
     row = one_run()
     assert measured.count("A2") == calibrate.AA_ROUNDS and row.verdict != "regressed"
     assert f"over {calibrate.AA_ROUNDS} rounds" in row.note
@@ -449,28 +457,9 @@ def test_an_a_a_that_reads_the_machines_slow_state_is_no_offset_and_the_flag_sta
     """The base's second build read 1.5x its first in every A/A round (the machine's slow state, not a build's
     layout): that ratio is not kept, and the flag it would have widened stays ambiguous rather than being judged at
     a 57% tolerance by this run and every later one."""
-    from datetime import datetime, timezone
+    from mmtrack.ab import calibrate
 
-    from mmtrack.ab import calibrate, interleave
-    from mmtrack.ab.envs import CommitEnv
-    from mmtrack.analysis.compare import ComparePolicy
-    from mmtrack.asvbridge.asvrun import CaseResult, Collected
-
-    def fake_run_once(plan, side, folder):
-        values = tuple(v * {"A": 1.0, "B": 1.2, "A2": 1.5}[side.label] for v in CALM)
-        return Collected("existing-py", folder, [CaseResult("b.time_x", {}, "ok", value=values[0], samples=values,
-                                                            unit="seconds")], [], [])
-
-    twin = CommitEnv("a" * 40, tmp_path, Path(sys.executable), 0.0, True)
-    monkeypatch.setattr(interleave, "run_once", fake_run_once)
-    monkeypatch.setattr(calibrate, "build_env", lambda *args, **kwargs: twin)
-    plan = interleave.ABPlan(Path("."), Path("asv.conf.json"), {}, "box", rounds=4)
-    policy = ComparePolicy(threshold=interleave.AB_THRESHOLD)
-    a, b = _side("A", []), _side("B", [])
-    a.cases.clear(), b.cases.clear()
-    result = interleave.ABResult(a, b, 0, [], "box", datetime.now(timezone.utc))
-    interleave.run_rounds(plan, result, 4)
-    row = calibrate.calibrate(plan, Path("."), result, interleave.judge(result, policy), policy).rows[0]
+    row = _one_benchmark_runs(monkeypatch, tmp_path, {"A": 1.0, "B": 1.2, "A2": 1.5}, [])()
 
     assert row.verdict == "ambiguous" and "no A/A" in row.note
     assert calibrate.load_offsets(tmp_path, "box") == {}  # the next run measures it again
