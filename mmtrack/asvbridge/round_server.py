@@ -16,7 +16,7 @@ import os
 import runpy
 import sys
 
-#: The variable that asks for settled windows: the least window, in seconds, after the warm-up.
+#: The variable that asks for settled windows: the least window, in seconds, after asv's first ``min_repeat`` samples.
 SETTLED_WINDOW = "MMTRACK_SETTLED_WINDOW"
 #: A new best closer than this to the one before does not count as unsettled: rounds of one build scatter 2-4%.
 SETTLE_TOLERANCE = 0.005
