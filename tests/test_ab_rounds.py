@@ -196,3 +196,15 @@ def test_the_round_server_ends_a_time_benchmarks_window_once_its_best_settled_wi
 
     assert got["samples"] >= 5  # asv's min_repeat still holds
     assert got["seconds"] < 8.0  # asv alone samples this for 10 s: the settled best ended it
+
+
+def test_the_settled_window_leaves_an_asv_runner_timing_loop_of_another_shape_as_it_is(monkeypatch):
+    from asv_runner.benchmarks.time import TimeBenchmark
+
+    def other_timing(self, timer, repeat, number):  # a future asv_runner's loop, its parameters changed
+        return [], number
+
+    monkeypatch.setattr(TimeBenchmark, "benchmark_timing", other_timing)
+    round_server.settle_windows(0.1)
+
+    assert TimeBenchmark.benchmark_timing is other_timing
