@@ -56,7 +56,8 @@ def commit_info(cwd: Path, rev: str = "HEAD", *, check_dirty: bool = True) -> Co
     """Full sha, commit date and message of ``rev``; dirty only describes the working tree."""
     sha, date, message = _git(cwd, "show", "-s", "--format=%H%x00%cI%x00%s", rev).split("\x00", 2)
     branches = tuple(
-        b.strip() for b in _git(cwd, "branch", "--format=%(refname:short)", "--points-at", sha).splitlines() if b.strip()
+        b.strip() for b in _git(cwd, "branch", "--format=%(refname:short)", "--points-at", sha).splitlines()
+        if b.strip()
     )
     dirty = check_dirty and rev == "HEAD" and is_dirty(cwd)
     return CommitInfo(sha=sha, date=datetime.fromisoformat(date), message=message, dirty=dirty, branches=branches)

@@ -278,13 +278,16 @@ class Tally:
         return out
 
 
-def tally_lone(aa: list[Series], steps: list[Series], gate: Gate) -> Tally:
-    """Every judged commit of the A/A series, each stepped series' step commit, and the commits after it."""
+def tally_lone(aa: list[Series], steps: list[Series], gate: Gate, alarms: list | None = None) -> Tally:
+    """Every judged commit of the A/A series, each stepped series' step commit, and the commits after it; ``alarms``
+    gets each confirmed A/A false alarm's series and commit."""
     tally, t0 = Tally(), time.perf_counter()
     for s in aa:
         for t in range(WINDOW, len(s.medians) - LATER):
             now, (final, state) = gate(s.measurements, s.medians, t)
             tally.aa(now, final, state, s.tier)
+            if alarms is not None and final in FLAGS and state == "confirmed":
+                alarms.append((s, t))
     for s in steps:
         assert s.step_at is not None
         now, (final, state) = gate(s.measurements, s.medians, s.step_at)
@@ -297,16 +300,18 @@ def tally_lone(aa: list[Series], steps: list[Series], gate: Gate) -> Tally:
     return tally
 
 
-def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, Gate]) -> dict:
+def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, Gate], show: int = 0) -> dict:
+    """Each gate's false alarms and recall on ``aa`` and ``steps``; the first ``show`` confirmed false alarms of
+    today's gate, with their commits."""
     tiers = {t: sum(s.tier == t for s in aa) for t in ("quiet", "mid", "noisy")}
     print(f"\n== {name}: {len(aa)} A/A series, {len(steps)} series with a +20% step; A/A tiers {tiers}")
     print(
         f"{'gate':<18}{'A/A flag':>9}{'regr':>7}{'conf':>7}{'after':>7} | {'recall':>7}{'conf':>6} | {'quiet':>6}{'conf':>6}"
         f" | {'mid':>5}{'noisy':>6} | {'s/series':>8}"
     )
-    out = {}
+    out, alarms = {}, []
     for gname, gate in gates.items():
-        tally = tally_lone(aa, steps, gate)
+        tally = tally_lone(aa, steps, gate, alarms if gname == "mmtrack" else None)
         secs = tally.seconds / (len(aa) + len(steps))
         fa, rec = tally.false_alarms(), tally.recall()
         has_states = gname == "mmtrack"
@@ -324,6 +329,8 @@ def evaluate(name: str, aa: list[Series], steps: list[Series], gates: dict[str, 
         print("mmtrack, " + settled_line(fa, {t: r["settled"] for t, r in rec.items()}))
         print("mmtrack, confirmed false alarms per 100 A/A commits by tier: " + ", ".join(
             f"{t} {v:.2f}" for t, v in out["mmtrack"]["confirmed_by_tier"].items()))
+    for s, t in alarms[:show]:
+        print_alarm(s, t)
     return out
 
 
@@ -482,10 +489,11 @@ def revert_populations(rng: np.random.Generator, n: int, length: int, tier: str,
 
 
 def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Sequence[int], gate: Gate,
-                     step: float = 0.20, paired: bool = False) -> dict:
+                     step: float = 0.20, paired: bool = False, show: int = 0) -> dict:
     """Per tier: confirmed false alarms per 100 A/A commits (and flagged as the newest commit), the recall of first
     +20% steps and of reverts after k commits (flagged regressed as the newest commit; confirmed by the next
-    ``LATER``), and the reading of each revert the gate did not flag (its note's first words)."""
+    ``LATER``), and the reading of each revert the gate did not flag (its note's first words); the first ``show``
+    confirmed false alarms of each tier, with their commits."""
     print(f"\n== reverts (CI-runner model, lone series, {n} series per tier and kind): an optimisation "
           f"×{1 / (1 + step):.3f} reverted k commits later (a +{step:.0%} regression), beside first +{step:.0%} steps")
     kinds = ["step", *(f"revert {k}" for k in after), *(f"step {k}" for k in after if paired)]
@@ -493,7 +501,8 @@ def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Seque
     out: dict = {}
     for tier in ("quiet", "mid", "noisy"):
         pops = revert_populations(rng, n, length, tier, after, step, paired)
-        tally = tally_lone(pops["aa"], [], gate)
+        alarms: list = []
+        tally = tally_lone(pops["aa"], [], gate, alarms)
         fa = tally.false_alarms()
         row: dict = {"aa_commits": fa["commits"], "aa_flagged_per_100": fa["any"], "aa_confirmed_per_100": fa["confirmed"]}
         readings: collections.Counter = collections.Counter()
@@ -509,21 +518,53 @@ def evaluate_reverts(rng: np.random.Generator, n: int, length: int, after: Seque
                                if not (f == "regressed" and st == "confirmed"))
         row["missed_reverts"] = dict(readings)
         row["unconfirmed"] = dict(unconfirmed)
+        if paired:
+            row["by_runner_phase"] = {k: paired_by_runner_phase(pops[f"revert {k}"], pops[f"step {k}"], gate) for k in after}
         out[tier] = row
         print(f"{tier:<7}{fa['any']:>9.2f}{fa['confirmed']:>7.2f} | " + " | ".join(
             f"{row[k]['flagged']:>10.2f}{row[k]['confirmed']:>5.2f}" for k in kinds))
         print_breakdown("reverts not flagged as the newest commit", readings)
         print_breakdown("not confirmed by the next commits", unconfirmed)
+        for k, split in row.get("by_runner_phase", {}).items():
+            print(f"  revert {k} / step {k} confirmed on the same series, by the gate's reading of the phase: " + "; ".join(
+                f"{name} {v['series']} series, {v['revert']:.2f} / {v['step']:.2f}" for name, v in split.items()))
+        for s, t in alarms[:show]:
+            print_alarm(s, t)
     return out
+
+
+RUNNER_PHASE = ("the series visits both levels", "a runner phase ended")
+
+
+def paired_by_runner_phase(reverts: list[Series], steps: list[Series], gate: Gate) -> dict[str, dict[str, float]]:
+    """The revert and the first step on the same series, confirmed (shares), split by whether the gate read the
+    revert's phase as a runner level the series visits (its note, as the newest commit or once the next commits are
+    in: "the series visits both levels", "a runner phase ended"): the reading issue 46 keeps for a series that has
+    shown it alternates. On the other series a revert should confirm as often as the first step."""
+    split: dict[str, list[tuple[bool, bool]]] = {"never visited": [], "visits the phase's level": []}
+    for r, s in zip(reverts, steps):
+        rows = [reading_row(r, later) for later in (False, True)]
+        visits = any(phrase in (row.note or "") for row in rows for phrase in RUNNER_PHASE)
+        confirmed = [(final, state) == ("regressed", "confirmed")
+                     for _, (final, state) in (gate(x.measurements, x.medians, x.step_at) for x in (r, s))]  # type: ignore[arg-type]
+        split["visits the phase's level" if visits else "never visited"].append((confirmed[0], confirmed[1]))
+    return {name: {"series": len(pairs), "revert": float(np.mean([p[0] for p in pairs])) if pairs else float("nan"),
+                   "step": float(np.mean([p[1] for p in pairs])) if pairs else float("nan")}
+            for name, pairs in split.items()}
+
+
+def reading_row(s: Series, later: bool = False):
+    """The row of ``s``'s judged commit as the newest commit (``later``: once the next commits are in)."""
+    t = s.step_at
+    history = list(s.medians[max(0, t - HISTORY) : t])  # type: ignore[operator]
+    after = list(s.medians[t + 1 : t + 1 + LATER]) if later else []  # type: ignore[operator]
+    return gate_now.compare_pair(s.measurements[t - 1], s.measurements[t], None, history, after)  # type: ignore[index,operator]
 
 
 def reading_of(s: Series, later: bool = False) -> str:
     """The verdict of ``s``'s judged commit as the newest commit (``later``: once the next commits are in, with its
     state), and its note's first words (what left it unflagged or unconfirmed)."""
-    t = s.step_at
-    history = list(s.medians[max(0, t - HISTORY) : t])  # type: ignore[operator]
-    after = list(s.medians[t + 1 : t + 1 + LATER]) if later else []  # type: ignore[operator]
-    row = gate_now.compare_pair(s.measurements[t - 1], s.measurements[t], None, history, after)  # type: ignore[index,operator]
+    row = reading_row(s, later)
     note = row.note or ""
     state = f" {row.state}" if later and row.state else ""
     return f"{row.verdict}{state} ({'below the threshold' if note.startswith('×') else ' '.join(note.split()[:4]) or 'no note'})"
@@ -758,7 +799,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real-tiers", default="quiet,mid,noisy",
                     help="tiers the realnoise scenario judges, comma-separated (every tier's series are drawn)")
     ap.add_argument("--show-alarms", type=int, default=0,
-                    help="print this many of the realnoise scenario's confirmed false alarms, with their commits")
+                    help="print this many confirmed false alarms, with their commits: the realnoise scenario's, the "
+                         "ci scenario's and each tier's of the reverts scenario")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     ap.add_argument("--history", type=int, default=WINDOW, help=f"commits of history per verdict (default {WINDOW})")
     ap.add_argument("--no-samples", action="store_true",
@@ -789,7 +831,7 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(args.seed)
         aa = ci_population(rng, args.series, args.length, None)
         steps = ci_population(rng, args.series, args.length, 0.20)
-        results["ci"] = evaluate("CI-runner noise (scripts/ci_noise.py)", aa, steps, gates)
+        results["ci"] = evaluate("CI-runner noise (scripts/ci_noise.py)", aa, steps, gates, args.show_alarms)
         results["ci"]["quiet_by_runners"] = recall_by_runner_visits(steps, gates["mmtrack"])
         rates = sorted({0.3, round(results["ci"]["mmtrack"]["false_alarms_per_100"]["any"], 2)})
         results["ci"]["bound"] = oracle_bound(aa, steps, rates, 0.20)
@@ -798,7 +840,7 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(args.seed)
         after = [int(k) for k in args.revert_after.split(",")]
         results["reverts"] = evaluate_reverts(rng, args.series, args.length, after, gates["mmtrack"],
-                                              paired=args.revert_paired)
+                                              paired=args.revert_paired, show=args.show_alarms)
     if "realnoise" in scenarios:
         pools = load_real_sources(shared_dir() / "data" / "asv-results")
         if not pools:

@@ -185,3 +185,32 @@ def test_the_gate_harness_pairs_each_revert_with_a_first_step_on_the_same_series
         assert r.step_at == p.step_at == at and np.allclose(r.medians, p.medians)
         gap = np.log(p.medians / s.medians)
         assert np.allclose(gap[: at - 5], 0) and np.allclose(gap[at - 5 :], math.log(1 / 1.2))
+
+
+def test_the_gate_harness_splits_paired_reverts_by_whether_the_series_visits_the_phases_level():
+    """``--revert-paired`` also prints the revert against the first step on the same series, split by the gate's own
+    reading of the phase: a series that ran on a 17% faster runner type for 2-4 commits at a time (it visits the
+    phase's level) lands in the second group, a series that never left its level in the first; every pair is counted."""
+    G = _load("eval_gate")
+    rng = np.random.default_rng(8)
+
+    def series(medians: np.ndarray, at: int):
+        samples = [m * (1 + 0.003 * rng.standard_normal(10)) for m in medians]
+        return G.Series(np.array([float(np.median(s)) for s in samples]), samples, "quiet", at)
+
+    n, at = G.WINDOW + 12, G.WINDOW + 4
+    base = 1 + 0.005 * rng.standard_normal(n)
+    visits = base.copy()
+    for start in range(8, at - 10, 12):
+        visits[start : start + 3] *= 0.833  # a faster runner type, three commits at a time
+    reverts, steps = [], []
+    for level in (base, visits):
+        revert, step = level.copy(), level.copy()
+        revert[at - 5 : at] *= 0.833
+        step[at:] *= 1.2
+        reverts.append(series(revert, at))
+        steps.append(series(step, at))
+    split = G.paired_by_runner_phase(reverts, steps, G.mmtrack_gate(G.gate_now, later=True))
+    assert split["never visited"]["series"] == 1 and split["visits the phase's level"]["series"] == 1
+    assert split["visits the phase's level"]["revert"] == 0.0  # the phase's end reads as a runner's
+    assert split["never visited"]["step"] == 1.0  # a +20% step on a quiet series is confirmed

@@ -357,6 +357,20 @@ def test_a_newest_step_whose_next_commits_ran_on_a_faster_runner_is_suspected():
         assert sum(_tail_regressions(runner + tail, 0.01, range(8))) == 0
 
 
+def test_a_newest_step_whose_first_commit_ran_on_a_faster_runner_is_suspected_there():
+    """The same quiet series, its step 2 commits before the newest: the step's commit ran on the faster runner (30%
+    below, moved 20% up: within no threshold of either level), the newest on the usual one. The window's density reads
+    the two as one step up, and the first as the faster runner moved by it, so the step is suspected at its commit.
+    The faster runner unmoved before a commit 20% up, or that commit's level not held, is no level."""
+    runner = [0.7 if i % 8 == 5 else 1.0 for i in range(98)]
+    found = [detect_series(*series(noisy_level(runner + [0.84, 1.2], cv=0.01, seed=seed))).changes
+             for seed in range(8)]
+    assert sum(len(c) == 1 and c[0].kind == "regression" and c[0].extra["index"] == 98 for c in found) >= 7
+    assert all(_state(c[0]) == "suspected" for c in found if c)
+    for tail in ([0.7, 1.2], [0.84, 1.0]):
+        assert sum(_tail_regressions(runner + tail, 0.01, range(8))) == 0
+
+
 def test_the_tail_of_a_step_detect_just_found_is_not_read_against_the_density():
     """The same 3 newest commits 20% up read as a step when detect's last change point lies 30 commits back or more,
     and not when it lies nearer: after a step the window has not yet shown the new level's runners (a quiet series

@@ -10,7 +10,8 @@ evidence read over several commits). So such a step is ``suspected`` at once,
 ``confirmed`` once the next commits agree, and withdrawn (not reported) once they refute it. The first commit so
 flagged starts the new level. Where the commits from one on, together, lie beyond every level the window visited as
 clearly as the gate asks of one commit no commit came near (:data:`.policy.UNSEEN_BAR`), it is suspected whatever
-the single commits after it did: one back on a faster runner the series visits reads as that runner, moved.
+the single commits after it did: one back on a faster runner the series visits reads as that runner, moved, and so
+does the first commit of the step itself when it ran there.
 """
 
 from __future__ import annotations
@@ -160,26 +161,37 @@ def _level_beyond_every_other(values: Sequence[float], j: int, start: int, befor
                               policy: ComparePolicy, noise_before: Callable[[], SegmentNoise | None]) -> float | None:
     """The new level (log) where commit ``j`` and every commit after it, together, lie beyond every level the window
     visited as clearly as the gate asks of one commit no commit came near: their joint step evidence
-    (:meth:`.noise.SegmentNoise.held_evidence`) at least :data:`.policy.UNSEEN_BAR`, whatever single commits did after
-    ``j`` (a commit back on a faster runner the series visits reads as that runner, moved by the step; the level is
-    the step that fits them best, not their median), and above the other way's; ``j`` itself beyond the threshold
-    from the level ``before`` (log) that way; a full window and :data:`.policy.NEWEST_SEGMENT` commits since detect's
-    last change point ``start`` and in the gate's segment, and not a level the commits before reached
-    (:func:`_reached_before`), as :func:`_beyond_the_density` asks. None where they do not."""
-    way, bar = math.copysign(1.0, first - before), math.log1p(policy.threshold)
-    if way * (first - before) <= bar or j - start < NEWEST_SEGMENT:
+    (:meth:`.noise.SegmentNoise.held_evidence`) at least :data:`.policy.UNSEEN_BAR` the way it is higher, whatever
+    single commits did after ``j`` (a commit back on a faster runner the series visits reads as that runner, moved by
+    the step; the level is the step that fits them best, not their median); ``j`` itself beyond the threshold from the
+    level ``before`` (log) that way, or read by the window's density as a commit moved by that step
+    (:func:`_moved_by`: the step's first commit ran on a faster runner); a full window and
+    :data:`.policy.NEWEST_SEGMENT` commits since detect's last change point ``start`` and in the gate's segment, and
+    not a level the commits before reached (:func:`_reached_before`), as :func:`_beyond_the_density` asks. None where
+    they do not."""
+    bar = math.log1p(policy.threshold)
+    if abs(first - before) <= bar or j - start < NEWEST_SEGMENT:
         return None  # the cheap tests first: the gate's segment model is the cost
     noise = noise_before()
     if not _segment_of_newest(noise, policy):
         return None
     history = values[max(0, j - HISTORY_WINDOW) : j]
     held = np.log(np.asarray(values[j:], dtype=float)) - noise.level
-    if _reached_before(noise, history, way, bar):
+    up, down = noise.held_evidence(held, policy.threshold, 1.0), noise.held_evidence(held, policy.threshold, -1.0)
+    way = 1.0 if up >= down else -1.0  # as the gate's unseen step: a faster commit before a slower level is no fall
+    if max(up, down) < UNSEEN_BAR or _reached_before(noise, history, way, bar):
         return None
-    evidence = noise.held_evidence(held, policy.threshold, way)
-    if evidence < UNSEEN_BAR or evidence < noise.held_evidence(held, policy.threshold, -way):
-        return None  # as the gate's unseen step: a commit that ran faster before a slower level is no step down
-    return noise.level + noise.held_step(held, policy.threshold, way)
+    step = noise.held_step(held, policy.threshold, way)
+    if way * (first - before) <= bar and not _moved_by(noise, float(held[0]), step):
+        return None
+    return noise.level + step
+
+
+def _moved_by(noise: SegmentNoise, d: float, step: float) -> bool:
+    """Whether the window's density reads a commit at deviation ``d`` (log) as one moved by ``step`` (log) rather than
+    one like those seen: a commit on a faster runner the step moved, though within the threshold of the old level."""
+    moved, here = noise.log_density(np.array([d - step, d]))
+    return bool(moved > here)
 
 
 def _moved_before(noise: SegmentNoise, history: Sequence[float], way: float, bar: float) -> bool:

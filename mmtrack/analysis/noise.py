@@ -110,7 +110,7 @@ class SegmentNoise:
         ratio of "one step of ``threshold`` to 100% ``way`` (+1 up, -1 down) under all of them" against "commits like
         those seen", each commit weighed by the window's density as one commit is."""
         sizes, moved = self._moved_fits(held, threshold, way)
-        here = float(self._log_density(held).sum())
+        here = float(self.log_density(held).sum())
         return float(np.logaddexp.reduce(moved)) - math.log(sizes.size) - here
 
     def held_step(self, held: np.ndarray, threshold: float, way: float) -> float:
@@ -123,10 +123,10 @@ class SegmentNoise:
         """The step sizes weighed (log, :data:`UNSEEN_SIZES` from ``threshold`` to 100%) and, for each, the log
         density of ``held`` moved back by it ``way``, summed over the commits."""
         sizes = np.linspace(math.log1p(threshold), math.log(2.0), UNSEEN_SIZES)
-        moved = self._log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
+        moved = self.log_density((held[None, :] - way * sizes[:, None]).ravel()).reshape(sizes.size, held.size)
         return sizes, moved.sum(axis=1)
 
-    def _log_density(self, y: np.ndarray) -> np.ndarray:
+    def log_density(self, y: np.ndarray) -> np.ndarray:
         """The window's density of deviations at ``y``: a Gaussian kernel over :attr:`seen` with bandwidth
         :attr:`commit_sd`, :data:`UNSEEN_FLOOR` of its mass spread flat."""
         seen = np.asarray(self.seen)

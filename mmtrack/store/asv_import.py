@@ -176,7 +176,8 @@ def _text(value: Any, what: str, limit: int | None = None) -> str:
     if not isinstance(value, str):
         raise ResultsFileError(f"{what} is {type(value).__name__}, expected a string")
     if limit is not None and len(value) > limit:  # PostgreSQL would refuse it, and with it the whole batch
-        raise ResultsFileError(f"{what} {value[:60]!r}... is {len(value):,} characters long; the store keeps at most {limit}")
+        raise ResultsFileError(
+            f"{what} {value[:60]!r}... is {len(value):,} characters long; the store keeps at most {limit}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -281,7 +282,8 @@ def parse_results_file(
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise ResultsFileError("'params' is not an object")
-    machine = _text(params.get("machine", machine_dir or ""), "params.machine", NAME_LIMITS["machine"]) or (machine_dir or "")
+    machine_name = params.get("machine", machine_dir or "")
+    machine = _text(machine_name, "params.machine", NAME_LIMITS["machine"]) or (machine_dir or "")
     if not machine:
         raise ResultsFileError("no machine name (params.machine)")
     env_name = data.get("env_name")
@@ -330,9 +332,12 @@ def _table_of(
 
 
 # The schema's lengths, checked before the write: the same refusal on SQLite and PostgreSQL.
-NAME_LIMITS = {"machine": m.Machine.__table__.c.name.type.length, "environment": m.Environment.__table__.c.name.type.length,
-               "benchmark": m.Benchmark.__table__.c.name.type.length, "version": m.Benchmark.__table__.c.version.type.length,
-               "unit": m.Metric.__table__.c.unit.type.length, "type": m.Benchmark.__table__.c.type.type.length}
+NAME_LIMITS = {"machine": m.Machine.__table__.c.name.type.length,
+               "environment": m.Environment.__table__.c.name.type.length,
+               "benchmark": m.Benchmark.__table__.c.name.type.length,
+               "version": m.Benchmark.__table__.c.version.type.length,
+               "unit": m.Metric.__table__.c.unit.type.length,
+               "type": m.Benchmark.__table__.c.type.type.length}
 
 
 def _over_limits(name: str, meta: AsvBenchmark) -> str:
@@ -740,7 +745,8 @@ def import_asv_results(
             if result.left_out:
                 kept = len({b[0] for b in result.rows.benchmark})
                 summary.left_out.extend(
-                    FileProblem(item.shown, f"{_one_line(why)}; left out, the file's other {kept} benchmark(s) imported")
+                    FileProblem(item.shown,
+                                f"{_one_line(why)}; left out, the file's other {kept} benchmark(s) imported")
                     for why in result.left_out)
             batches.write(
                 item.shown,
@@ -867,7 +873,8 @@ def _stored_sources(store: Store) -> dict[str, tuple[str | None, str | None]]:
     """source -> (digest, "size:mtime_ns") of every imported file: unchanged files are skipped unread."""
     run = m.Run.__table__
     with store.read() as conn:
-        rows = conn.execute(select(run.c.source, run.c.source_digest, run.c.source_stat).where(run.c.source.is_not(None)))
+        columns = select(run.c.source, run.c.source_digest, run.c.source_stat)
+        rows = conn.execute(columns.where(run.c.source.is_not(None)))
         return {r.source: (r.source_digest, r.source_stat) for r in rows}
 
 

@@ -209,6 +209,12 @@ def _run_statements(dialect: str) -> _RunStatements:
 _DRIVER: dict[tuple[Any, tuple[str, ...]], tuple[str, tuple[str, ...], dict[str, Any], dict[str, Any]]] = {}
 
 
+def _bind_processor(type_: Any, dialect: Any) -> Any:
+    """The dialect's converter for values of ``type_`` (None where they pass as they are): public API, so it is
+    worked out once per statement and kept with it."""
+    return type_.dialect_impl(dialect).bind_processor(dialect)
+
+
 def _driver_execute(conn: Connection, stmt: Any, params: Mapping[str, Any] | None = None, *,
                     convert: bool = True) -> Any:
     """SQLite: ``stmt`` (one of :func:`_run_statements`) run straight through the driver's cursor, compiled once
@@ -220,8 +226,9 @@ def _driver_execute(conn: Connection, stmt: Any, params: Mapping[str, Any] | Non
     key = (stmt, tuple(params))
     if key not in _DRIVER:
         compiled = stmt.compile(dialect=conn.dialect, column_keys=list(params))
-        _DRIVER[key] = (compiled.string, tuple(compiled.positiontup or ()), dict(compiled.params),
-                        dict(compiled._bind_processors))
+        names = tuple(compiled.positiontup or ())
+        procs = {n: _bind_processor(compiled.binds[n].type, conn.dialect) for n in names}
+        _DRIVER[key] = (compiled.string, names, dict(compiled.params), {n: p for n, p in procs.items() if p})
     sql, names, defaults, procs = _DRIVER[key]
     values = {**defaults, **params}
     row = [values[n] for n in names]
@@ -272,10 +279,11 @@ def _driver_rows(conn: Connection, table: Table, columns: Mapping[str, Sequence[
     key = (conn.dialect.name, table.name, names)
     if key not in _BULK:
         cols = ", ".join(conn.dialect.identifier_preparer.quote(n) for n in names)
-        sql = f"INSERT INTO {conn.dialect.identifier_preparer.quote(table.name)} ({cols}) VALUES ({', '.join('?' * len(names))})"
+        quoted = conn.dialect.identifier_preparer.quote(table.name)
+        sql = f"INSERT INTO {quoted} ({cols}) VALUES ({', '.join('?' * len(names))})"
         # Only these types need converting for sqlite3; numbers, strings and bytes pass as they are.
         procs = [
-            table.c[n].type._cached_bind_processor(conn.dialect)
+            _bind_processor(table.c[n].type, conn.dialect)
             if isinstance(table.c[n].type, (DateTime, JSON, Boolean))
             else None
             for n in names
@@ -397,7 +405,8 @@ class Dims:
         load()
         todo = [k for ident, k in missing.items() if ("benchmark", *ident) not in new]
         if todo:
-            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=["name", "params", "version"])
+            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(
+                index_elements=["name", "params", "version"])
             self.conn.execute(stmt, [dict(zip(("name", "params", "version", "unit", "type"), k)) for k in todo])
             load()
         return [shared.get(c) or new[c] for c in cks]
@@ -742,7 +751,8 @@ def _length(column: Any) -> int | None:
 def identity_problem(case: EngineCaseRecord) -> str | None:
     """Why the store cannot keep even a failed row of this case (its name, params or version), or None."""
     b = m.Benchmark.__table__.c
-    checks = [("benchmark name", case.benchmark, _length(b.name)), ("code version", case.version or "", _length(b.version)),
+    checks = [("benchmark name", case.benchmark, _length(b.name)),
+              ("code version", case.version or "", _length(b.version)),
               ("parameters", canonical_params(case.params), None)]
     return next(filter(None, (_text_problem(*check) for check in checks)), None)
 
@@ -759,7 +769,8 @@ def case_problem(case: EngineCaseRecord) -> str | None:
     for x in measures:
         section, name, unit = x.metric
         checks = [("section", section, _length(metric.section)), ("name", name, _length(metric.name)),
-                  ("unit", unit, _length(metric.unit)), ("display name", x.display_name or "", _length(series.display_name))]
+                  ("unit", unit, _length(metric.unit)),
+                  ("display name", x.display_name or "", _length(series.display_name))]
         problem = next(filter(None, (_text_problem(*check) for check in checks)), None)
         if problem is not None:
             shown = name if len(name) <= 60 else name[:60] + "..."
