@@ -6,6 +6,7 @@ calibrate/warm-up/many-samples model)::
     python3 benchmarks/bench_path.py                    # 100 benchmarks x 1,000 commits x 5 metrics
     python3 benchmarks/bench_path.py --quick            # 10 x 60 x 5, a smoke run
     python3 benchmarks/bench_path.py --baseline DIR     # also time the cold path of another mmtrack source tree
+    TMPDIR=/var/tmp python3 benchmarks/bench_path.py --no-asv --settle 65 --baseline DIR  # nightly update, side by side
 
 One asv project (results in asv's format version 2 with samples, benchmarks.json, a real
 git repository) holds the history but its last commit. Every step is the real CLI in a
