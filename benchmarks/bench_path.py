@@ -6,6 +6,7 @@ calibrate/warm-up/many-samples model)::
     python3 benchmarks/bench_path.py                    # 100 benchmarks x 1,000 commits x 5 metrics
     python3 benchmarks/bench_path.py --quick            # 10 x 60 x 5, a smoke run
     python3 benchmarks/bench_path.py --baseline DIR     # also time the cold path of another mmtrack source tree
+    TMPDIR=/var/tmp python3 benchmarks/bench_path.py --no-asv --settle 65 --baseline DIR  # nightly update, side by side
 
 One asv project (results in asv's format version 2 with samples, benchmarks.json, a real
 git repository) holds the history but its last commit. Every step is the real CLI in a
@@ -80,14 +81,16 @@ def _time_asv_publish(skip: bool, conf: Path, env: dict[str, str], work: Path, c
 
 
 def _warm_rounds(codes: dict[str, tuple[dict[str, str], Path]], repeat: int, update: list[str], work: Path,
-                 fresh: Any) -> tuple[dict[str, list[tuple[float, float, float]]], str]:
+                 fresh: Any, settle: float = 0.0) -> tuple[dict[str, list[tuple[float, float, float]]], str]:
     """Each code's warm update ``repeat`` times, the codes alternating (both see the same load), each from ``fresh``
-    copies of its own site: (wall s, CPU s, load) per round by label, and the output of this tree's last round."""
+    copies of its own site, ``settle`` seconds after the copy: (wall s, CPU s, load) per round by label, and the
+    output of this tree's last round."""
     rounds: dict[str, list[tuple[float, float, float]]] = {k: [] for k in codes}
     out_warm = ""
     for _ in range(repeat):
         for label, (code_env, before_site) in codes.items():
             fresh(before_site)
+            time.sleep(settle)
             load = os.getloadavg()[0]
             t_round, out = _run(update, code_env, work, label)
             out_warm = out if label == "warm" else out_warm
@@ -106,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", type=Path, help="another mmtrack source tree whose cold path is timed beside")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--no-asv", action="store_true", help="leave asv publish out (for the warm update's figures)")
+    ap.add_argument("--settle", type=float, default=0.0, metavar="S",
+                    help="wait S seconds between a warm round's fresh copy of the site and its update (65: an ext4"
+                         " without a journal skips inodes freed in the last minute when it creates a file, so removing"
+                         " the last round's site slowed the page writes; docs/design/nightly-update-profile.md)")
     args = ap.parse_args(argv)
     if args.quick:
         args.benchmarks, args.commits = 10, 60
@@ -203,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(site)
             shutil.copytree(before_site, site, symlinks=True)
 
-        rounds, out_warm = _warm_rounds(codes, args.warm_repeat, update, work, fresh)
+        rounds, out_warm = _warm_rounds(codes, args.warm_repeat, update, work, fresh, args.settle)
         for label, runs in rounds.items():
             CPU[label] = statistics.median(c for _, c, _ in runs)
         warm = [w for w, _, _ in rounds["warm"]]

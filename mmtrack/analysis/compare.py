@@ -1278,12 +1278,12 @@ def suite_runs(
     cases = list(columns)  # numbered: a run's fit hashes each case many times, and a MetricKey hashes slowly
     cols = [columns[c] for c in cases]
     moves = [_runner_moves(c) for c in cases]
-    where = [{sha: i for i, sha in enumerate(shas)} for shas, _, _, _ in cols]
     wanted: dict[str, list[int]] = {}
     number = {c: n for n, c in enumerate(cases)}
     for c, shas in judged.items():
         for sha in shas:
             wanted.setdefault(sha, []).append(number[c])
+    where = [_last_positions(shas, wanted) for shas, _, _, _ in cols]
     out: dict[Case, dict[str, InRun]] = {c: {} for c in judged}
     for sha, judged_here in wanted.items():
         after, before, directions = {}, {}, {}
@@ -1302,6 +1302,19 @@ def suite_runs(
         for n in judged_here:
             if n in runs:
                 out[cases[n]][sha] = runs[n]  # type: ignore[index]
+    return out
+
+
+def _last_positions(shas: Sequence[str], wanted: Iterable[str]) -> dict[str, int]:
+    """The index of each wanted sha's last place in ``shas``, where it has one: what a map of every sha to its
+    index gives for them, without a dict of the whole series for the few commits a run fit asks about."""
+    backwards = list(shas)[::-1]
+    out = {}
+    for sha in wanted:
+        try:
+            out[sha] = len(backwards) - 1 - backwards.index(sha)
+        except ValueError:
+            continue
     return out
 
 

@@ -209,8 +209,12 @@ class _Dirs:
 
 def _write_new(dir_fd: int, name: str, data: bytes) -> None:
     fd = os.open(name, _NEW_FILE, 0o644, dir_fd=dir_fd)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    try:  # straight to the descriptor: a buffered file object per page file cost more than the write
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _read_json(dir_fd: int, name: str) -> dict[str, Any] | None:

@@ -193,7 +193,9 @@ def _latest_of_each_commit(info: Mapping[int, tuple[int, str | None]], series_id
     kidx = key_of_row[series_id]
     keep = (kidx >= 0) & (rank >= 0)
     kidx, rank, median, series_id = kidx[keep], rank[keep], median[keep], series_id[keep]
-    order = np.lexsort((rank, kidx))
+    # One stable sort of (key, rank) packed in one integer: lexsort's permutation, but timsort takes each series'
+    # block in its run order as it comes (5x faster at 500 x 1,000)
+    order = np.argsort(kidx * (int(rank.max(initial=0)) + 1) + rank, kind="stable")
     kidx, rank, median, series_id = kidx[order], rank[order], median[order], series_id[order]
     commit = commit_of_rank[rank]
     # the latest run of each commit: runs of one commit are adjacent in commit order
@@ -214,6 +216,7 @@ def _split_by_key(keys: Sequence[SeriesKey], info: Mapping[int, tuple[int, str |
     versions_per_key: dict[int, set[str | None]] = {}
     for i, v in info.values():
         versions_per_key.setdefault(i, set()).add(v)
+    shas = np.array(sha_of_rank, dtype=object)  # the same str objects, indexed in C
     out = []
     for i, key in enumerate(keys):
         a, z = int(bounds[i]), int(bounds[i + 1])
@@ -224,7 +227,7 @@ def _split_by_key(keys: Sequence[SeriesKey], info: Mapping[int, tuple[int, str |
         if not usable_only:
             values = [v if v != math.inf else None for v in values]
         out.append(SeriesColumns(
-            key, direction_of.get(i, Direction.LOWER), [sha_of_rank[r] for r in rank[a:z].tolist()], values, versions,
+            key, direction_of.get(i, Direction.LOWER), shas[rank[a:z]].tolist(), values, versions,
         ))  # fmt: skip
     return out
 
