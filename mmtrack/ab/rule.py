@@ -196,7 +196,7 @@ def rank_evidence(a: Sequence[float], b: Sequence[float], ratio: float, threshol
     lb = [math.log(y) for y in b if y > 0 and math.isfinite(y)]
     if min(len(la), len(lb)) < RANK_MIN_ROUNDS:
         return None, doubt
-    from scipy import stats  # only here: its import costs a short run up to a second, and most never rank
+    from scipy import stats  # only here: its import is a large part of a short run, and most runs never rank
 
     p = float(stats.mannwhitneyu(lb, la, alternative="two-sided", method="exact").pvalue)
     shift = statistics.median(y - x for x in la for y in lb)

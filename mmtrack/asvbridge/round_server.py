@@ -19,7 +19,7 @@ import sys
 
 #: The variable that asks for settled windows: the least window, in seconds, after asv's first ``min_repeat`` samples.
 SETTLED_WINDOW = "MMTRACK_SETTLED_WINDOW"
-#: A new best closer than this to the one before does not count as unsettled: rounds of one build scatter 2-4%.
+#: A new best closer than this to the one before does not count as unsettled: far less than rounds of one build scatter.
 SETTLE_TOLERANCE = 0.005
 #: The parameters of asv_runner's ``TimeBenchmark.benchmark_timing`` that this module wraps (asv_runner 0.3).
 _ASV_TIMING_PARAMETERS = ["self", "timer", "min_repeat", "max_repeat", "max_time", "warmup_time", "number",
