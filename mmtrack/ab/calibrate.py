@@ -106,8 +106,12 @@ def _an_offset(row: Any) -> bool:
     """Whether an A/A row's ratio measures two builds' offset: its rounds decided it, and it lies within the layout's
     reach, not the machine's slow state's. Otherwise no ratio is kept, and the flag it would have judged stays
     ambiguous ("no A/A ... to calibrate") until a later run measures one."""
-    return (row.ratio is not None and row.ratio > 0 and row.verdict != "ambiguous"
-            and abs(math.log(row.ratio)) <= math.log(AA_MOST_OFFSET))
+    return row.ratio is not None and row.verdict != "ambiguous" and _within_layout_reach(row.ratio)
+
+
+def _within_layout_reach(ratio: float) -> bool:
+    """Whether two builds' A/A ``ratio`` lies within :data:`AA_MOST_OFFSET` of 1 either way."""
+    return ratio > 0 and abs(math.log(ratio)) <= math.log(AA_MOST_OFFSET)
 
 
 def _settled_by(offset: tuple[float, int] | None, row: Any, result: ABResult, policy: Any) -> bool:
@@ -146,7 +150,7 @@ def load_offsets(twin: Path, machine: str) -> dict[str, tuple[float, int]]:
     except (OSError, ValueError, TypeError, AttributeError, IndexError):
         return {}
     return {k: (ratio, rounds) for k, (ratio, rounds) in kept.items()
-            if ratio > 0 and (rounds < AA_ROUNDS or abs(math.log(ratio)) <= math.log(AA_MOST_OFFSET))}
+            if ratio > 0 and (rounds < AA_ROUNDS or _within_layout_reach(ratio))}
 
 
 def save_offsets(twin: Path, machine: str, known: dict[str, tuple[float, int]]) -> None:
