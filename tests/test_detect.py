@@ -441,3 +441,17 @@ def test_detect_fails_on_a_suspected_regression_only_when_asked():
         assert outcome.exit_code == code and len(outcome.suspected_regressions) == 1 and not outcome.open_regressions
     (change,) = json.loads(to_json(outcome))["series"][0]["changes"]
     assert change["state"] == "suspected" and change["kind"] == "regression"
+
+
+def test_ranks_are_numpys_unique_ranks_bit_for_bit() -> None:
+    """detect's ranks from one sort give what np.unique's inverse and counts give, ties and NaN included."""
+    from mmtrack.analysis.detect import _ranks
+
+    rng = np.random.default_rng(11)
+    cases = [rng.normal(size=n) for n in (1, 2, 7, 300)] + [np.round(rng.normal(size=200), 1), np.ones(9),
+                                                              np.array([0.0, -0.0, 1.0]), np.array([0.0, -0.0, 1.0, np.nan, np.nan, 2.0])]
+    for x in cases:
+        _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+        ranks, got_counts = _ranks(x)
+        assert ranks.tobytes() == (np.cumsum(counts) - (counts - 1) / 2.0)[inverse].tobytes()
+        assert got_counts.tolist() == counts.tolist()

@@ -72,7 +72,7 @@ import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Collection, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -1343,6 +1343,77 @@ def series_steps(
     return out
 
 
+#: A step verdict as the pages keep it: (index of the after commit, verdict, state, ratio as measured).
+StepVerdict = tuple[int, Verdict, "Evidence | None", "float | None"]
+
+
+def series_step_verdicts(
+    points: Sequence[Measurement], policy: ComparePolicy | None = None, *, window: int = HISTORY_WINDOW,
+    last: int = 10, earlier: tuple[Sequence[float | None], Sequence[str | None]] = ((), ()),
+    runs: Sequence[InRun | None] = (),
+) -> list[StepVerdict]:
+    """:func:`series_steps` without p-values, as ``(index, verdict, state, ratio)``: the same verdicts, but a pair
+    :func:`compare_pair` settles at once as unchanged (:func:`_unchanged_at_once`, in every reading
+    :func:`judge_in_run` makes of it) is not judged through the rules (most of the pages' 2,500 after a commit)."""
+    policy = policy or ComparePolicy()
+    own_medians, own_versions = history_columns(points)
+    medians, versions = [*earlier[0], *own_medians], [*earlier[1], *own_versions]
+    offset = len(earlier[0])
+    out: list[StepVerdict] = []
+    for j in range(max(1, len(points) - last), len(points)):
+        before, after, run = points[j - 1], points[j], (runs[j] if j < len(runs) else None)
+
+        def plain() -> tuple[Sequence[float], Sequence[float]]:
+            return _history(medians, versions, offset + j - 1, window), series_later(points, j, policy)
+
+        ratio = _unchanged_in_run(before, after, policy, run, plain)
+        if ratio is not None:
+            out.append((j, "unchanged", None, ratio))
+            continue
+        history, later = plain()
+        row = judge_in_run(before, after, policy, history, later, run, p_value=False)
+        out.append((j, row.verdict, row.state, row.ratio))
+    return out
+
+
+def _unchanged_in_run(before: Measurement, after: Measurement, policy: ComparePolicy, run: InRun | None,
+                      plain: Callable[[], tuple[Sequence[float], Sequence[float]]]) -> float | None:
+    """The ratio of :func:`judge_in_run`'s row (p_value=False) where each :func:`compare_pair` it calls settles the pair
+    as unchanged at once (:func:`_unchanged_at_once`), and no state lets the run's shift read it again; else None.
+    ``plain``: the series' own history and later commits, asked for only where the plain reading is made."""
+    if run is None or run.framed is None:
+        return _unchanged_at_once(before, after, policy, *plain(), 1.0)
+    in_frame, later_in_frame, factor = run.framed
+    ratio = _unchanged_at_once(before, after, policy, in_frame, later_in_frame, factor)
+    if ratio is None or run.usual:
+        return ratio
+    return _unchanged_at_once(before, after, policy, *plain(), 1.0)  # not flagged in its frame: the plain row
+
+
+def _unchanged_at_once(before: Measurement, after: Measurement, policy: ComparePolicy, history: Sequence[float],
+                       later: Sequence[float], frame: float) -> float | None:
+    """``compare_pair(..., p_value=False)``'s ratio where it reads ``unchanged`` (no state) at once: two ok runs of one
+    code version and method (:func:`_without_numbers` decides nothing), not a deterministic count, in log space, with
+    enough history for a noise model, and a step from the before commit (in ``frame``) of at most half the threshold
+    (:func:`_segment`'s no-step: size 0, neither beyond the threshold nor at its edge, no test). None otherwise."""
+    if not (before.status == "ok" == after.status and before.median is not None and after.median is not None):
+        return None
+    if before.version is not None and after.version is not None and before.version != after.version:
+        return None
+    if (before.method and after.method and before.method != after.method) or deterministic.is_deterministic(after.metric):
+        return None
+    thr = policy.threshold_for(after.benchmark, after.metric)
+    b, a = float(before.median * frame if frame != 1.0 else before.median), float(after.median)
+    if not (thr > 0 and a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and not _edge(0.0, thr)):
+        return None
+    ratio = a / b
+    if not (0 < ratio < math.inf and all(w is None or not math.isfinite(w) or w > 0 for w in later)):
+        return None
+    if _is_step(ratio, thr) or sum(1 for v in history if 0 < v < math.inf) < policy.min_history:
+        return None
+    return a / float(before.median) if frame != 1.0 else ratio
+
+
 def settled_by_ab(row: Row, state: str, ratio: float | None, p_value: float | None = None, rounds: int = 0) -> Row:
     """``row`` as a same-machine A/B run of its pair settled it (``mmtrack run --confirm``): ``confirmed``, the change
     it measured (a row history left ambiguous reads as that change); ``refuted``, unchanged. The A/B evidence is the
@@ -1412,6 +1483,8 @@ __all__ = [
     "series_history_at",
     "series_later",
     "series_steps",
+    "series_step_verdicts",
+    "StepVerdict",
     "suite_runs",
     "SuiteColumns",
     "InRun",

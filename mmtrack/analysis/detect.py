@@ -120,10 +120,25 @@ def _median(a: np.ndarray) -> float:
 
 
 def _ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Average ranks (tied values share one) and the size of each group of ties, from one sort."""
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    upper = np.cumsum(counts)
-    return (upper - (counts - 1) / 2.0)[inverse], counts
+    """Average ranks (tied values share one) and the size of each group of ties, from one sort: what
+    ``np.unique(return_inverse, return_counts)`` gives, without its layers (detect ranks thousands of segments)."""
+    n = x.size
+    order = np.argsort(x, kind="stable")
+    ordered = x[order]
+    if n == 0 or np.isnan(ordered[-1]):  # NaN sorts last; np.unique's rule for it (equal NaNs) is kept
+        _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+        return (np.cumsum(counts) - (counts - 1) / 2.0)[inverse], counts
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    ranks = np.empty(n)
+    if new.all():  # no ties (the common case on timings): each value's rank is its place
+        ranks[order] = np.arange(1.0, n + 1.0)
+        return ranks, np.ones(n, dtype=np.intp)
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, n))
+    ranks[order] = (np.cumsum(counts) - (counts - 1) / 2.0)[np.cumsum(new) - 1]
+    return ranks, counts
 
 
 def _transform(values: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -239,7 +254,7 @@ def _mannwhitney_p(a: np.ndarray, b: np.ndarray) -> float:
     ranks, counts = _ranks(both)
     n = n1 + n2
     u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
-    tie = float(np.sum(counts**3 - counts)) / (n * (n - 1))
+    tie = 0.0 if counts.size == n else float(np.sum(counts**3 - counts)) / (n * (n - 1))
     var = n1 * n2 / 12 * ((n + 1) - tie)
     if var <= 0:
         return 1.0
@@ -340,7 +355,7 @@ def _rank_split(x: np.ndarray, min_segment: int) -> tuple[int, float] | None:
     if n < 2 * min_segment:
         return None
     r, counts = _ranks(x)  # tied values share one rank
-    tie = 1.0 - float(np.sum(counts**3 - counts)) / (n**3 - n)
+    tie = 1.0 if counts.size == n else 1.0 - float(np.sum(counts**3 - counts)) / (n**3 - n)
     if tie <= 0:  # every value equal
         return None
     t = np.arange(min_segment, n - min_segment + 1)
@@ -390,6 +405,8 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
             continue
         seg, tail = x[last:start], x[start:]
         med = _median(seg)
+        if not (np.all(tail > med) or np.all(tail < med)):  # dev below needs every one on one side: no spread asked
+            continue
         sigma = _spread(seg, med)[1]
         if sigma <= 0:
             sigma = 1e-9 * (abs(med) or 1.0)  # a constant segment: any move is a change

@@ -383,14 +383,14 @@ def _step_verdicts(
     runs: CaseRuns | None = None, prints: dict[str, str] | None = None, old_prints: Any = None,
 ) -> list[list[Any]]:
     """``[before position, after position, verdict, state, ratio]`` of the series' newest commits,
-    each against the commit before it, by :func:`mmtrack.analysis.compare.series_steps`, each read with
+    each against the commit before it, by :func:`mmtrack.analysis.compare.series_step_verdicts`, each read with
     what its run says (``runs``, by after sha; :func:`_suite_runs`).
 
     ``old``: the last build's list, for a series that only gained newer points since; ``settled``: the
     index in ``newest`` of the last step that already had every later commit its verdict reads then
     (its history is older still), so its verdict, and every older one's, is the last build's, as long as
     what its run says is unchanged too (``prints`` now, ``old_prints`` then, by after position)."""
-    from ..analysis.compare import series_steps  # scipy: only when a benchmark is rebuilt
+    from ..analysis.compare import series_step_verdicts  # scipy: only when a benchmark is judged
 
     out = []
     j = max(1, len(newest) - STEP_COMMITS)
@@ -406,11 +406,11 @@ def _step_verdicts(
     # Only the commits judged below: a carried-over commit's run is fitted on first use (publish/runcarry.py).
     in_run = [runs.get(p.commit.sha) if runs is not None and i >= j else None for i, p in enumerate(newest)]
     # The pages show verdicts, not p-values: the test runs only where it decides one.
-    for j, row in series_steps([p.measurement for p in newest], last=len(newest) - j, p_value=False, earlier=earlier,
-                               runs=in_run):
+    for j, verdict, state, ratio in series_step_verdicts([p.measurement for p in newest], last=len(newest) - j,
+                                                         earlier=earlier, runs=in_run):
         b, a = pos.get(newest[j - 1].commit.sha), pos.get(newest[j].commit.sha)
         if a is not None and b is not None:
-            out.append([b, a, row.verdict, row.state, _finite(row.ratio)])
+            out.append([b, a, verdict, state, _finite(ratio)])
     return out
 
 
