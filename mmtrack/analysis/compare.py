@@ -992,10 +992,10 @@ def runs_of(
         hl, ll = labels.history.get(k, ()), labels.later.get(k, ())  # type: ignore[union-attr]
         hl, ll = (hl if len(hl) == len(h) else ()), (ll if len(ll) == len(v) else ())  # unlabelled: as measured
         before_label = labels.before_of(k)  # type: ignore[union-attr]
-        f = frames.factors(k, [*hl, *ll, before_label or ""], labels.after)  # type: ignore[union-attr]  # one call
-        return ([x * g for x, g in zip(h, f[: len(hl)])] if hl else list(h),
-                [x * g for x, g in zip(v, f[len(hl) : -1])] if ll else list(v),
-                f[-1] if before_label is not None else 1.0)
+        f = frames.factor_array(k, [*hl, *ll, before_label or ""], labels.after)  # type: ignore[union-attr]
+        return ((np.asarray(h, dtype=float) * f[: len(hl)]).tolist() if hl else list(h),
+                (np.asarray(v, dtype=float) * f[len(hl) : -1]).tolist() if ll else list(v),
+                float(f[-1]) if before_label is not None else 1.0)
 
     return {k: InRun(framed(k), usual, shift, tuple(later_shifts)) for k in after.keys() | before.keys()}
 
@@ -1293,8 +1293,7 @@ def suite_runs(
             if i is None or i == 0 or not moves[n]:
                 continue
             after[n], before[n], directions[n], before_labels[n] = medians[i], medians[i - 1], direction, shas[i - 1]
-            at = _history_at(medians, versions, i - 1, window)
-            history[n], history_labels[n] = [medians[x] for x in at], [shas[x] for x in at]
+            history[n], history_labels[n] = _history_with_labels(shas, medians, versions, i - 1, window)
             later[n] = _later(medians, versions, i, policy.confirm_window)
             later_labels[n] = shas[i + 1 : i + 1 + len(later[n])]
         labels = RunLabels(before_labels, sha, history_labels, later_labels)  # type: ignore[arg-type]
@@ -1303,6 +1302,17 @@ def suite_runs(
             if n in runs:
                 out[cases[n]][sha] = runs[n]  # type: ignore[index]
     return out
+
+
+def _history_with_labels(shas: Sequence[str], medians: Sequence[float | None], versions: Sequence[str | None], at: int,
+                         window: int) -> tuple[list[float], list[str]]:
+    """:func:`_history` and the commit of each of its values: a window of one code version without a failed run is
+    taken as it lies (two slices, not a test of each commit)."""
+    lo = max(0, at + 1 - window)
+    if versions[lo : at + 1].count(versions[at]) == at + 1 - lo and None not in medians[lo : at + 1]:
+        return list(medians[lo : at + 1]), list(shas[lo : at + 1])  # type: ignore[arg-type]
+    index = _history_at(medians, versions, at, window)
+    return [medians[x] for x in index], [shas[x] for x in index]  # type: ignore[misc]
 
 
 def _last_positions(shas: Sequence[str], wanted: Iterable[str]) -> dict[str, int]:

@@ -242,7 +242,24 @@ def _spans(shas: Sequence[str], position: Mapping[str, int]) -> tuple[int, int]:
     return (min(ps), max(ps)) if ps else (0, -1)
 
 
-def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[SeriesKey, tuple[int, int]],
+class _Spans:
+    """Each analysed series' first and last commit position (:func:`_spans`), worked out only for the series a sibling
+    test reads: a store of one machine and environment reads none, and every series' whole history is long."""
+
+    def __init__(self, commits_of: Mapping[SeriesKey, Sequence[str]], position: Mapping[str, int]) -> None:
+        self.commits_of, self.position = commits_of, position
+        self.known: dict[SeriesKey, tuple[int, int]] = {}
+
+    def keys(self) -> Iterable[SeriesKey]:
+        return self.commits_of.keys()
+
+    def __getitem__(self, key: SeriesKey) -> tuple[int, int]:
+        if key not in self.known:
+            self.known[key] = _spans(self.commits_of[key], self.position)
+        return self.known[key]
+
+
+def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: _Spans,
                     stepped: Mapping[SeriesKey, list[tuple[int, int, bool]]], reach: int) -> tuple[bool, bool]:
     """Whether the same benchmarks elsewhere, which measured commits on both sides of the group, stayed put: at least
     :data:`EVENT_MIN_SERIES` of them, at most :data:`SIBLING_SHARE` stepped the group's way (a code change moves a
@@ -251,8 +268,8 @@ def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: Mapping[
     same machine (the same jobs, the same commits); and whether the other machines were the ones read."""
     lo, hi = min(f.lo for f in group), max(f.hi for f in group)
     benches = {_bench(f.cp.series) for f in group}
-    around = [k for k, (first, last) in spans.items()
-              if _place(k) != place and _bench(k) in benches and first < lo and last >= hi]
+    around = [k for k in spans.keys() if _place(k) != place and _bench(k) in benches
+              and (span := spans[k])[0] < lo and span[1] >= hi]
     others = [k for k in around if k.machine != place[0]]
     siblings = others if len(others) >= EVENT_MIN_SERIES else [k for k in around if k.machine == place[0]]
     up = float(np.median([math.log(f.cp.ratio) if 0 < f.cp.ratio < math.inf else 0.0 for f in group])) > 0
@@ -416,7 +433,7 @@ def find_events(
             found_by_place[_place(r.series)].append(f)
             by_series[r.series].append(f)
             stepped[r.series].append((lo, hi, c.ratio > 1))
-    spans = {k: _spans(v, position) for k, v in commits_of.items()}
+    spans = _Spans(commits_of, position)
     events: list[tuple[EnvironmentEvent, list[_Found]]] = []
     nearby: list[tuple[EnvironmentEvent, list[_Found]]] = []  # passed the loose run-date test only
     for place, found in found_by_place.items():

@@ -58,14 +58,18 @@ class SuiteFrames:
 
     def factors(self, series: Hashable, labels: Sequence[str], target: str) -> list[float]:
         """:meth:`factor` of each of ``labels``, at once."""
+        return self.factor_array(series, labels, target).tolist()
+
+    def factor_array(self, series: Hashable, labels: Sequence[str], target: str) -> np.ndarray:
+        """:meth:`factors` as an array (to multiply a series' values with, in C)."""
         row, to = self.rows.get(series), self.columns.get(target)
         if row is None or to is None or not math.isfinite(self.offsets[row, to]):
-            return [1.0] * len(labels)
+            return np.ones(len(labels))
         # map in C: the pages look up about a hundred labels for each of 500 series in each of ten runs
         cols = np.fromiter(map(self.columns.get, labels, itertools.repeat(-1)), dtype=np.intp, count=len(labels))
         own = np.where(cols >= 0, self.offsets[row, cols], np.nan)
         out = np.exp(self.offsets[row, to] - own)
-        return np.where(np.isfinite(out), out, 1.0).tolist()
+        return np.where(np.isfinite(out), out, 1.0)
 
     def settled(self, label: str) -> bool:
         """Whether run ``label`` ran on the usual runner (its shift near the history's median)."""
@@ -98,13 +102,7 @@ def fit_frames(
     names = list(values)
     # every label once, in order of first appearance (dict.fromkeys keeps it, at C speed)
     columns = {label: c for c, label in enumerate(dict.fromkeys(itertools.chain.from_iterable(values.values())))}
-    raw = np.full((len(names), len(columns)), np.nan)
-    in_history = np.zeros(raw.shape, dtype=bool)
-    at = columns.__getitem__
-    for r, name in enumerate(names):
-        by_label = values[name]
-        raw[r, list(map(at, by_label))] = [np.nan if v is None else v for v in by_label.values()]
-        in_history[r, [columns[h] for h in history.get(name, ()) if h in columns]] = True
+    raw, in_history = _table(values, history, names, columns)
     with _quiet_nans():  # NaN rows and columns are expected: a series missing from a run
         logs = np.where(raw > 0, np.log(raw), np.nan)
         logs[~np.isfinite(logs)] = np.nan
@@ -128,6 +126,28 @@ def fit_frames(
         {name: r for r, name in enumerate(names) if taking[r]}, columns,
         {name: float(sensitivity[r]) for r, name in enumerate(names) if taking[r]}, usual,
         tuple(float(v) for v in visited))
+
+
+def _table(values: Mapping[Hashable, Mapping[str, float]], history: Mapping[Hashable, Iterable[str]],
+           names: Sequence[Hashable], columns: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The suite's values as a series x run table (NaN where none) and which cells are each series' history: every
+    series' cells in one assignment (a suite's rows one by one cost more than the fit itself)."""
+    rows = np.arange(len(names))
+    by_row = [values[name] for name in names]
+    sizes = np.fromiter(map(len, by_row), dtype=np.intp, count=len(by_row))
+    cells = np.fromiter(map(columns.__getitem__, itertools.chain.from_iterable(by_row)), dtype=np.intp,
+                        count=int(sizes.sum()))
+    raw = np.full((len(names), len(columns)), np.nan)
+    raw[np.repeat(rows, sizes), cells] = [
+        np.nan if v is None else v for v in itertools.chain.from_iterable(d.values() for d in by_row)]
+    own = [list(history.get(name, ())) for name in names]
+    sizes = np.fromiter(map(len, own), dtype=np.intp, count=len(own))
+    cells = np.fromiter(map(columns.get, itertools.chain.from_iterable(own), itertools.repeat(-1)), dtype=np.intp,
+                        count=int(sizes.sum()))
+    known = cells >= 0  # a history label no value carries is no column
+    in_history = np.zeros(raw.shape, dtype=bool)
+    in_history[np.repeat(rows, sizes)[known], cells[known]] = True
+    return raw, in_history
 
 
 @contextlib.contextmanager
