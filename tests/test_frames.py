@@ -202,3 +202,28 @@ def test_a_step_right_after_a_slow_run_is_confirmed_in_its_frame_too():
     assert [(r.benchmark, r.verdict, r.state) for r in rows] == [("suite.time_00", "regressed", "confirmed")]
     # where it was suspected, and why so small a measured move is a step
     assert re.fullmatch(r"at c60: ×1\.\d+ with the before commit put in this run's frame \(×0\.\d+\)", rows[0].note)
+
+
+def test_nan_median_is_numpys_bit_for_bit() -> None:
+    """The fits' row and column medians from one sort give np.nanmedian's, ties, empty lines, infinities and a
+    negative zero (numpy's own path then) included."""
+    import warnings
+
+    from mmtrack.analysis.frames import nan_median
+
+    rng = np.random.default_rng(5)
+    for shape in [(40, 105), (7, 3), (1, 1), (3, 700)]:
+        for trial in range(30):
+            a = rng.normal(size=shape)
+            if trial % 3 == 0:
+                a = np.round(a, 1) + 0.0  # ties, and +0.0 only
+            a[rng.random(shape) < [0.0, 0.1, 0.6, 1.0][trial % 4]] = np.nan
+            if trial % 7 == 0:
+                a.flat[0], a.flat[-1] = np.inf, -np.inf
+            if trial % 11 == 0:
+                a.flat[a.size // 2] = -0.0
+            for axis in (0, 1):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    want = np.nanmedian(a, axis=axis)
+                assert nan_median(a, axis).tobytes() == want.tobytes()

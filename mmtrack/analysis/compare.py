@@ -857,10 +857,10 @@ def _log_centres(history: Mapping[Case, Sequence[float]], min_points: int) -> di
     table = np.full((len(keys), max(len(history[k]) for k in keys)), np.nan)
     for row, k in enumerate(keys):
         table[row, : len(history[k])] = history[k]
-    from .frames import _quiet_nans  # a history with no usable value: NaN, left out below
+    from .frames import _quiet_nans, nan_median  # a history with no usable value: NaN, left out below
 
     with _quiet_nans():
-        centres = np.nanmedian(np.where(np.isfinite(table) & (table > 0), np.log(table), np.nan), axis=1)
+        centres = nan_median(np.where(np.isfinite(table) & (table > 0), np.log(table), np.nan), axis=1)
     return {k: float(c) for k, c in zip(keys, centres) if math.isfinite(c)}
 
 
