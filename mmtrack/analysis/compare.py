@@ -66,6 +66,7 @@ choices) are never flagged. A changed benchmark code version: **not comparable**
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import functools
 import hashlib
@@ -965,9 +966,26 @@ class InRun:
         h = hashlib.blake2b(digest_size=8)
         if self.framed is not None:
             for part in self.framed[:2]:
-                h.update(np.asarray(part, dtype=float).tobytes() + b"|")
-        h.update(repr((self.framed and self.framed[2], self.usual, self.shift, self.later_shifts)).encode())
+                h.update(array.array("d", part).tobytes() + b"|")  # as np.asarray(part, float) holds them
+        # repr of the 4-tuple (factor, usual, shift, later shifts); the run's part is one string for all its cases
+        h.update(f"({(self.framed and self.framed[2])!r}, {self.usual!r}, {_run_repr(self.shift, self.later_shifts)})"
+                 .encode())
         return h.hexdigest()
+
+
+_RUN_REPRS: dict[tuple[int, int], tuple[object, object, str]] = {}  # the objects kept: their ids stay theirs
+
+
+def _run_repr(shift: RunShift | None, later: tuple[RunShift | None, ...]) -> str:
+    """``repr`` of a run's shift and later shifts, once for the InRuns that share those objects (by identity: equal
+    values may differ in repr, 0.0 and -0.0)."""
+    key = (id(shift), id(later))
+    hit = _RUN_REPRS.get(key)
+    if hit is None or hit[0] is not shift or hit[1] is not later:
+        if len(_RUN_REPRS) >= 64:
+            _RUN_REPRS.clear()
+        hit = _RUN_REPRS[key] = (shift, later, f"{shift!r}, {later!r}")
+    return hit[2]
 
 
 def runs_of(
@@ -997,7 +1015,8 @@ def runs_of(
                 (np.asarray(v, dtype=float) * f[len(hl) : -1]).tolist() if ll else list(v),
                 float(f[-1]) if before_label is not None else 1.0)
 
-    return {k: InRun(framed(k), usual, shift, tuple(later_shifts)) for k in after.keys() | before.keys()}
+    later_run = tuple(later_shifts)  # one object for all: their fingerprints read its repr once
+    return {k: InRun(framed(k), usual, shift, later_run) for k in after.keys() | before.keys()}
 
 
 def _in_after_frame(

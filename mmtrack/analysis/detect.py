@@ -399,13 +399,14 @@ def _tail_change(x: np.ndarray, last: int, logged: bool, policy: DetectPolicy) -
     absolute deviation (times 1.2533, a sigma for normal data) takes its place.
     """
     n = x.size
+    newest = x[max(0, n - policy.tail_commits) :].tolist()  # the sides of a few values, in Python, not numpy calls
     for k in range(policy.tail_commits, policy.min_segment - 1, -1):
         start = n - k
         if start - last < max(policy.min_points, policy.min_segment):
             continue
         seg, tail = x[last:start], x[start:]
         med = _median(seg)
-        if not (np.all(tail > med) or np.all(tail < med)):  # dev below needs every one on one side: no spread asked
+        if not (all(v > med for v in newest[-k:]) or all(v < med for v in newest[-k:])):  # dev below needs it
             continue
         sigma = _spread(seg, med)[1]
         if sigma <= 0:
