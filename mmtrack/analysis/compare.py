@@ -1438,9 +1438,21 @@ def _unchanged_at_once(before: Measurement, after: Measurement, policy: CompareP
     ratio = a / b
     if not (0 < ratio < math.inf and all(w is None or not math.isfinite(w) or w > 0 for w in later)):
         return None
-    if _is_step(ratio, thr) or sum(1 for v in history if 0 < v < math.inf) < policy.min_history:
+    if _is_step(ratio, thr) or not _has_positive(history, policy.min_history):
         return None
     return a / float(before.median) if frame != 1.0 else ratio
+
+
+def _has_positive(history: Sequence[float], count: int) -> bool:
+    """Whether ``history`` holds ``count`` finite values above 0 (:func:`_enough_history`), read only that far."""
+    if count <= 0:
+        return True
+    for v in history:
+        if 0 < v < math.inf:
+            count -= 1
+            if not count:
+                return True
+    return False
 
 
 def settled_by_ab(row: Row, state: str, ratio: float | None, p_value: float | None = None, rounds: int = 0) -> Row:
