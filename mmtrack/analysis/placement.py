@@ -59,16 +59,20 @@ def align_to_agreement(reports: Sequence[SeriesReport], columns: Mapping[object,
             out.append(r)
             continue
         shas, values = cols
-        as_floats = np.asarray(values, dtype=float)
-        x = np.log(as_floats) if bool(np.all(as_floats > 0)) else as_floats
-        index = {s: i for i, s in enumerate(shas)}
+        index: dict[str, int] | None = None  # worked out for the first change point other places agree on
         changes = list(r.changes)
         for k, c in enumerate(changes):
             others = [o for o in by_bench[(c.series.benchmark, c.series.params, c.series.metric)]
                       if (o.series.machine, o.series.environment) != (c.series.machine, c.series.environment)]
             target = _agreed(c, others, position)
             at = c.extra.get("index")
-            if target is None or target not in index or not isinstance(at, int):
+            if target is None:
+                continue
+            if index is None:
+                index = {s: i for i, s in enumerate(shas)}
+                as_floats = np.asarray(values, dtype=float)
+                x = np.log(as_floats) if bool(np.all(as_floats > 0)) else as_floats
+            if target not in index or not isinstance(at, int):
                 continue
             lo = changes[k - 1].extra.get("index", 0) if k else 0
             hi = changes[k + 1].extra.get("index", len(x)) if k + 1 < len(changes) else len(x)
