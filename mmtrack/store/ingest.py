@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError
 from ..measure.metrics import Direction, MetricFormat, MetricSummary
 from ..measure.stats import sample_stats
 from ..results import PRIMARY, CommitInfo, Status, canonical_params
-from . import models as m
+from . import schema as m
 from .db import Store, taking_lock
 
 if TYPE_CHECKING:  # only annotations: update and import-asv never load the engine's statistics

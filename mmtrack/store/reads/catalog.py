@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence, TypeV
 from sqlalchemy import func, select
 
 from ...results import MetricKey, SeriesKey
-from .. import models as m
+from .. import schema as m
 from ..db import Store
 from ..series_names import named_series
 

@@ -15,7 +15,7 @@ from sqlalchemy import LargeBinary, String, bindparam, func, literal_column, nul
 
 from ...measure.metrics import Direction, MetricFormat
 from ...results import CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint
-from .. import models as m
+from .. import schema as m
 from ..bulk import fetch_sql, gc_paused
 from ..db import Store
 from ..series_names import DIRECTIONS, FORMATS, named_series
