@@ -56,8 +56,8 @@ def test_update_imports_detects_touched_series_and_republishes(tmp_path: Path) -
     assert tree(site) == tree(tmp_path / "fresh")
 
 
-# Modules the nightly update must not load: the ORM (the store's reads and writes are Core, over store.schema).
-NOT_ON_UPDATE_PATH = ("sqlalchemy.orm", "mmtrack.store.models")
+# Modules the nightly update must not load: the ORM (the store's reads and writes are Core, over store.schema), plotly (its file is read, not imported).
+NOT_ON_UPDATE_PATH = ("sqlalchemy.orm", "mmtrack.store.models", "plotly")
 
 
 def test_update_of_one_new_commit_loads_no_orm(tmp_path: Path) -> None:
