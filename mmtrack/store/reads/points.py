@@ -23,7 +23,7 @@ from ..series_names import DIRECTIONS, FORMATS, named_series
 
 @dataclass(frozen=True, slots=True)
 class _SeriesRow:
-    """What the points of one series row share (see models.Series)."""
+    """What the points of one series row share (see schema.Series)."""
 
     version: str | None
     direction: Direction
@@ -416,7 +416,7 @@ def _build_points(
                 b = branch_cache[branches] = tuple(json.loads(branches) or ())
         else:
             b = tuple(branches or ())
-        if values:  # packed float64 (models.PackedFloats); NaN marks a sample without a value
+        if values:  # packed float64 (schema.PackedFloats); NaN marks a sample without a value
             size = len(values)
             unpack = unpackers.get(size)
             if unpack is None:
