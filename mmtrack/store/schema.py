@@ -298,17 +298,25 @@ SeriesCache = _table(
     _required("data", LargeBinary),  # little-endian int64 run ids, then float64 medians
 )
 
+def _series_by_name() -> list[Column]:
+    """A series named by its machine, environment, benchmark case and metric (not by id): the verdict tables'
+    key, as results.SeriesKey spells it."""
+    return [
+        _required("machine", String(255)),
+        _required("environment", String(255)),
+        _required("benchmark", String(512)),
+        _required("params", Text),
+        _required("section", String(128)),
+        _required("metric", String(255)),
+        _required("unit", String(64)),
+    ]
+
+
 # A change point found by detect (``mmtrack.results.ChangePoint``), keyed by series.
 ChangePointRow = _table(
     "change_point",
     _key(),
-    _required("machine", String(255)),
-    _required("environment", String(255)),
-    _required("benchmark", String(512)),
-    _required("params", Text),
-    _required("section", String(128)),
-    _required("metric", String(255)),
-    _required("unit", String(64)),
+    *_series_by_name(),
     _required("direction", String(8)),
     _required("kind", String(16)),  # regression, improvement, change
     _required("before_sha", String(64)),
@@ -344,13 +352,7 @@ ABVerdict = _table(
     "ab_verdict",
     _key(),
     _optional("pair_id", Integer, ForeignKey("ab_pair.id", ondelete="SET NULL")),
-    _required("machine", String(255)),
-    _required("environment", String(255)),  # of the history series that raised the suspicion
-    _required("benchmark", String(512)),
-    _required("params", Text),
-    _required("section", String(128)),
-    _required("metric", String(255)),
-    _required("unit", String(64)),
+    *_series_by_name(),  # the environment: of the history series that raised the suspicion
     _required("before_sha", String(64)),
     _required("after_sha", String(64)),
     _required("state", String(16)),  # confirmed, refuted; suspected or ambiguous: A/B could not tell
@@ -367,13 +369,7 @@ ABVerdict = _table(
 RunVerdict = _table(
     "run_verdict",
     _key(),
-    _required("machine", String(255)),
-    _required("environment", String(255)),
-    _required("benchmark", String(512)),
-    _required("params", Text),
-    _required("section", String(128)),
-    _required("metric", String(255)),
-    _required("unit", String(64)),
+    *_series_by_name(),
     _required("before_sha", String(64)),
     _required("after_sha", String(64)),
     _required("verdict", String(16)),
