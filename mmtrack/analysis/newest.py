@@ -69,7 +69,13 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
         found = _flagged_at(values, j, start, direction, policy, logs[: j - offset], logs[j - offset :])
         if found is None:
             continue
-        if found.state == "suspected":  # a later step the other way may read the same commits better
+        if found.state == "suspected":  # a step the other way, here or later, may read the same commits better
+            before = _median(logs[: j - offset])
+            level = _level_beyond_every_other(values, j, start, before, float(logs[j - offset]), policy,
+                                              functools.cache(functools.partial(_segment_before, values, j, policy)))
+            if level is not None and _reads_better(values, found, NewestStep(j, math.exp(before), math.exp(level),
+                                                                              "suspected"), policy):
+                return NewestStep(j, math.exp(before), math.exp(level), "suspected")
             for later in range(j + 1, n - 1):
                 other = _flagged_at(values, later, start, direction, policy, logs[: later - offset],
                                     logs[later - offset :])
