@@ -21,7 +21,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -70,19 +70,27 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
         if found is None:
             continue
         if found.state == "suspected":  # a step the other way, here or later, may read the same commits better
-            before = _median(logs[: j - offset])
-            level = _level_beyond_every_other(values, j, start, before, float(logs[j - offset]), policy,
-                                              functools.cache(functools.partial(_segment_before, values, j, policy)))
-            if level is not None and _reads_better(values, found, NewestStep(j, math.exp(before), math.exp(level),
-                                                                              "suspected"), policy):
-                return NewestStep(j, math.exp(before), math.exp(level), "suspected")
-            for later in range(j + 1, n - 1):
-                other = _flagged_at(values, later, start, direction, policy, logs[: later - offset],
-                                    logs[later - offset :])
-                if other is not None and _reads_better(values, found, other, policy):
+            for other in _other_readings(values, j, start, direction, policy, logs, offset):
+                if _reads_better(values, found, other, policy):
                     return other
         return found
     return None
+
+
+def _other_readings(values: Sequence[float], j: int, start: int, direction: Direction, policy: ComparePolicy,
+                    logs: np.ndarray, offset: int) -> Iterator[NewestStep]:
+    """The readings of the newest commits besides the one flagged at ``j``, oldest first: the commits from ``j`` on
+    read together (:func:`_level_beyond_every_other`), then each later commit flagged by every rule (``logs``: the
+    window's logs, ``offset``: the index of its first commit)."""
+    before = _median(logs[: j - offset])
+    level = _level_beyond_every_other(values, j, start, before, float(logs[j - offset]), policy,
+                                      functools.cache(functools.partial(_segment_before, values, j, policy)))
+    if level is not None:
+        yield NewestStep(j, math.exp(before), math.exp(level), "suspected")
+    for later in range(j + 1, len(values) - 1):
+        other = _flagged_at(values, later, start, direction, policy, logs[: later - offset], logs[later - offset :])
+        if other is not None:
+            yield other
 
 
 def _flagged_at(values: Sequence[float], j: int, start: int, direction: Direction, policy: ComparePolicy,
