@@ -35,6 +35,8 @@ import numpy as np
 from ..results import ChangePoint, SeriesKey
 from .detect import SeriesReport
 from .policy import (
+    ELSEWHERE_PLACES,
+    ELSEWHERE_SIZE,
     EVENT_ATTACH_DAYS,
     EVENT_DATE_GAIN,
     EVENT_DATE_MARGIN,
@@ -43,8 +45,6 @@ from .policy import (
     EVENT_REACH,
     EVENT_SHARE,
     EVENT_SIGN_ALPHA,
-    ELSEWHERE_PLACES,
-    ELSEWHERE_SIZE,
     SIBLING_SHARE,
     SMALL_MOVE,
 )

@@ -30,8 +30,19 @@ from ..results import Measurement, MetricKey
 from .compare import compare_pair
 from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
 from .noise import UNSEEN_QUIET, SegmentNoise, already_beyond, held_level, segment_noise
-from .policy import (HISTORY_WINDOW, NEWEST_COMMITS, NEWEST_EVIDENCE, NEWEST_EVIDENCE_HELD, NEWEST_HELD_VISITED,
-                     NEWEST_RECENT, NEWEST_RECENT_SEEN, NEWEST_SEGMENT, UNSEEN_BAR, ComparePolicy, Evidence)
+from .policy import (
+    HISTORY_WINDOW,
+    NEWEST_COMMITS,
+    NEWEST_EVIDENCE,
+    NEWEST_EVIDENCE_HELD,
+    NEWEST_HELD_VISITED,
+    NEWEST_RECENT,
+    NEWEST_RECENT_SEEN,
+    NEWEST_SEGMENT,
+    UNSEEN_BAR,
+    ComparePolicy,
+    Evidence,
+)
 
 #: What a bare median stands for: the rules read the medians only, and the threshold is the default one.
 _METRIC = MetricKey("detect", "median", "")

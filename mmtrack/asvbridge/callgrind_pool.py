@@ -224,7 +224,10 @@ class CallgrindSession:
 
     def run_case(self, case: Case) -> Outcome:
         b = case.benchmark
-        fail = lambda message: Outcome(b.name, case.param_labels, Status.FAILED, message=message)
+
+        def fail(message: str) -> Outcome:
+            return Outcome(b.name, case.param_labels, Status.FAILED, message=message)
+
         self.progress(case, "starting valgrind", 0, 1)
         job = CallgrindJob(case_job(case, self.options), self.scratch / "callgrind.out", self.without is not None)
         worker = self._started(job)

@@ -13,8 +13,14 @@ from typing import Any, Callable, Collection, Sequence
 
 from ..analysis.commit_order import BY_DATE, CommitOrder, by_date, from_history, permutation
 from ..analysis.detect import DetectPolicy, SeriesReport
-from ..analysis.events import (EnvironmentEvent, RunPoints, find_events, is_environment, mark_events,
-                               without_returns_from_events)
+from ..analysis.events import (
+    EnvironmentEvent,
+    RunPoints,
+    find_events,
+    is_environment,
+    mark_events,
+    without_returns_from_events,
+)
 from ..analysis.placement import align_to_agreement
 from ..analysis.ranking import with_confirmations
 from ..analysis.series import detect_values, kept_steps

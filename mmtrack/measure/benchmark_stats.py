@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .backend import MeasurementDomain
 from . import contention
+from .backend import MeasurementDomain
 from .conditions import UNDER_CALLGRIND, SamplingConditions
 from .metrics import Direction, MetricSummary
 from .roles import RoleStats, ScenarioInfo
