@@ -366,9 +366,10 @@ class SiteWriter:
         if self._old_below is None:  # asked once per benchmark: index the files by every folder above them
             self._old_below = {}
             for k in self.old:
-                for i, c in enumerate(k):
-                    if c == "/":
-                        self._old_below.setdefault(k[: i + 1], []).append(k)
+                i = k.find("/")
+                while i >= 0:
+                    self._old_below.setdefault(k[: i + 1], []).append(k)
+                    i = k.find("/", i + 1)
                 stem = k.find(".", k.rfind("/") + 1)
                 if stem > 0:
                     self._old_below.setdefault(k[: stem + 1], []).append(k)
