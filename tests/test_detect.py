@@ -371,6 +371,35 @@ def test_a_newest_step_whose_first_commit_ran_on_a_faster_runner_is_suspected_th
         assert sum(_tail_regressions(runner + tail, 0.01, range(8))) == 0
 
 
+def test_a_newest_step_after_a_faster_runner_visit_is_not_read_as_an_improvement():
+    """A series that runs 35% faster two commits in five, then a faster commit, a 20% step 2 commits before the newest,
+    and the newest on the faster runner moved by it: read from the faster commits on, they look like a step down
+    (two of three below), but the window's density reads them better as that runner unmoved, then the step up.
+    Before, 6 of 8 seeds reported an improvement at the faster commits and no regression. The same tail without the
+    step, or the faster runner twice after a usual commit, is no level either way."""
+    runner = [0.65 if i % 5 in (1, 2) else 1.0 for i in range(97)]
+    found = [detect_series(*series(noisy_level(runner + [0.65, 1.2, 0.78], cv=0.01, seed=seed))).changes
+             for seed in range(8)]
+    assert sum(len(c) == 1 and c[0].kind == "regression" and c[0].extra["index"] == 98 for c in found) >= 7
+    assert all(_state(c[0]) == "suspected" for c in found if c)
+    for tail in ([0.65, 1.0, 0.65], [1.0, 0.65, 0.65]):
+        assert all(not detect_series(*series(noisy_level(runner + tail, cv=0.01, seed=seed))).changes
+                   for seed in range(8))
+
+
+def test_a_newest_step_most_of_whose_commits_ran_on_a_faster_runner_is_not_read_as_an_improvement():
+    """The same series, a 20% step 4 commits before the newest, three of its four commits on the faster runner moved
+    by it (22% below the usual level, one 20% above): the gate reads the first as a step down, the window's density
+    reads the four far better as one step up. Before, every seed reported an improvement there. Four commits 22% below
+    with none above are either reading, and no regression is reported."""
+    runner = [0.65 if i % 5 in (1, 2) else 1.0 for i in range(96)]
+    found = [detect_series(*series(noisy_level(runner + [0.78, 1.2, 0.78, 0.78], cv=0.01, seed=seed))).changes
+             for seed in range(8)]
+    assert sum(len(c) == 1 and c[0].kind == "regression" and c[0].extra["index"] == 96 for c in found) >= 7
+    assert all(_state(c[0]) == "suspected" for c in found if c)
+    assert sum(_tail_regressions(runner + [0.78] * 4, 0.01, range(8))) == 0
+
+
 def test_the_tail_of_a_step_detect_just_found_is_not_read_against_the_density():
     """The same 3 newest commits 20% up read as a step when detect's last change point lies 30 commits back or more,
     and not when it lies nearer: after a step the window has not yet shown the new level's runners (a quiet series

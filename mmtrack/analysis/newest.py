@@ -11,7 +11,8 @@ evidence read over several commits). So such a step is ``suspected`` at once,
 flagged starts the new level. Where the commits from one on, together, lie beyond every level the window visited as
 clearly as the gate asks of one commit no commit came near (:data:`.policy.UNSEEN_BAR`), it is suspected whatever
 the single commits after it did: one back on a faster runner the series visits reads as that runner, moved, and so
-does the first commit of the step itself when it ran there.
+does the first commit of the step itself when it ran there. A suspected step gives way to a later one the other way
+that reads the same commits far better: a faster runner's visit just before a step up is no step down.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -54,8 +55,9 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
                 policy: ComparePolicy | None = None) -> NewestStep | None:
     """The first of the newest commits of ``values`` (oldest first, one benchmark code version) after index ``start``
     (the last change point, or 0) that the per-commit gate flags, suspected or confirmed, and the commits after it do
-    not refute; None if none is, or where a value of the window is at or below 0. The newest commit alone is the
-    gate's (``mmtrack compare``, ``run``): one commit is never a level."""
+    not refute, unless a later one flagged the other way reads the commits far better (:func:`_reads_better`); None
+    if none is, or where a value of the window is at or below 0. The newest commit alone is the gate's (``mmtrack
+    compare``, ``run``): one commit is never a level."""
     policy = policy or ComparePolicy()
     n = len(values)
     first = max(start + policy.min_history, n - NEWEST_COMMITS, 1)
@@ -64,17 +66,67 @@ def newest_step(values: Sequence[float], start: int, direction: Direction,
         return None  # no noise model out of log space: every wiggle around 0 would read as a step
     logs, offset = np.log(window), n - window.size
     for j in range(first, n - 1):  # one commit is never a level
-        before, after = _median(logs[: j - offset]), _median(logs[j - offset :])
-        # The gate's segment model of the commits before j, the cost: worked out once, and only if a rule reads it.
-        noise_before = functools.cache(functools.partial(_segment_before, values, j, policy))
-        state = _gate_state(values, j, start, direction, policy, noise_before) if _holds_the_move(
-            before, logs[j - offset :], policy.threshold) else None  # else no level: the gate's model is skipped
-        if state is not None:
-            return NewestStep(j, math.exp(before), math.exp(after), state)
-        level = _level_beyond_every_other(values, j, start, before, logs[j - offset], policy, noise_before)
-        if level is not None:
-            return NewestStep(j, math.exp(before), math.exp(level), "suspected")
+        found = _flagged_at(values, j, start, direction, policy, logs[: j - offset], logs[j - offset :])
+        if found is None:
+            continue
+        if found.state == "suspected":  # a step the other way, here or later, may read the same commits better
+            for other in _other_readings(values, j, start, direction, policy, logs, offset):
+                if _reads_better(values, found, other, policy):
+                    return other
+        return found
     return None
+
+
+def _other_readings(values: Sequence[float], j: int, start: int, direction: Direction, policy: ComparePolicy,
+                    logs: np.ndarray, offset: int) -> Iterator[NewestStep]:
+    """The readings of the newest commits besides the one flagged at ``j``, oldest first: the commits from ``j`` on
+    read together (:func:`_level_beyond_every_other`), then each later commit flagged by every rule (``logs``: the
+    window's logs, ``offset``: the index of its first commit)."""
+    before = _median(logs[: j - offset])
+    level = _level_beyond_every_other(values, j, start, before, float(logs[j - offset]), policy,
+                                      functools.cache(functools.partial(_segment_before, values, j, policy)))
+    if level is not None:
+        yield NewestStep(j, math.exp(before), math.exp(level), "suspected")
+    for later in range(j + 1, len(values) - 1):
+        other = _flagged_at(values, later, start, direction, policy, logs[: later - offset], logs[later - offset :])
+        if other is not None:
+            yield other
+
+
+def _flagged_at(values: Sequence[float], j: int, start: int, direction: Direction, policy: ComparePolicy,
+                logs_before: np.ndarray, logs_from: np.ndarray) -> NewestStep | None:
+    """The step the gate's rules flag at commit ``j`` (``logs_before``: the window's logs before it, ``logs_from``:
+    from it on), or None."""
+    before, after = _median(logs_before), _median(logs_from)
+    # The gate's segment model of the commits before j, the cost: worked out once, and only if a rule reads it.
+    noise_before = functools.cache(functools.partial(_segment_before, values, j, policy))
+    state = _gate_state(values, j, start, direction, policy, noise_before) if _holds_the_move(
+        before, logs_from, policy.threshold) else None  # else no level: the gate's model is skipped
+    if state is not None:
+        return NewestStep(j, math.exp(before), math.exp(after), state)
+    level = _level_beyond_every_other(values, j, start, before, float(logs_from[0]), policy, noise_before)
+    if level is not None:
+        return NewestStep(j, math.exp(before), math.exp(level), "suspected")
+    return None
+
+
+def _reads_better(values: Sequence[float], found: NewestStep, other: NewestStep, policy: ComparePolicy) -> bool:
+    """Whether ``other``, a later step the other way than the suspected ``found``, reads the commits from ``found`` on
+    better by the window's density before ``found`` (:meth:`.noise.SegmentNoise.log_density`), the commits before
+    ``other`` unmoved and those from it on moved by its step against all of them moved by ``found``'s, by a log
+    likelihood ratio of :data:`.policy.UNSEEN_BAR` or more: as clearly as the gate asks of a commit no commit came
+    near. A faster runner's visit just before a step up reads as a step down when the step's later commits ran there
+    too."""
+    if (found.after > found.before) == (other.after > other.before):
+        return False
+    noise = _segment_before(values, found.index, policy)
+    if noise is None:
+        return False
+    d = np.log(np.asarray(values[found.index :], dtype=float)) - noise.level
+    split = other.index - found.index
+    moved = d - (math.log(found.after) - noise.level)
+    unmoved_then_moved = np.concatenate([d[:split], d[split:] - (math.log(other.after) - noise.level)])
+    return float(noise.log_density(unmoved_then_moved).sum() - noise.log_density(moved).sum()) >= UNSEEN_BAR
 
 
 def _gate_state(values: Sequence[float], j: int, start: int, direction: Direction, policy: ComparePolicy,

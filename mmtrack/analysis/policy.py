@@ -113,8 +113,9 @@ MIN_SHIFT_SPREAD = 0.01
 UNSEEN_FLOOR = 0.001
 #: Step sizes weighed, log-evenly from the threshold to 100%, by the density's step evidence.
 UNSEEN_SIZES = 25
-#: Log likelihood ratio that suspects a commit whatever z and the gap say, where no commit came near; and the newest
-#: commits read together, whatever each of them did (analysis/newest.py).
+#: Log likelihood ratio that suspects a commit whatever z and the gap say, where no commit came near; the newest
+#: commits read together, whatever each of them did, and a newest step the other way that replaces a suspected one
+#: (analysis/newest.py).
 UNSEEN_BAR = 6.5
 #: Newest commits of the history that must not already lie beyond the threshold the same way.
 UNSEEN_QUIET = 3
