@@ -14,10 +14,10 @@ from alembic import context
 from sqlalchemy import create_engine
 
 from mmtrack.store.db import normalize_url
-from mmtrack.store.models import Base
+from mmtrack.store.schema import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _configure(connection) -> None:

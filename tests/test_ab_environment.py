@@ -16,7 +16,7 @@ from test_store_support import commit_info, engine_stats
 
 from mmtrack.ab.record import ab_environment
 from mmtrack.store.ingest import EngineCaseRecord, RunRecord, record_engine_run
-from mmtrack.store.models import AB_RUN_KIND
+from mmtrack.store.schema import AB_RUN_KIND
 
 HISTORY_ENV = "existing-py_tmp_nc_venv_bin_python3"  # asv's name for the environment `mmtrack run` ran in
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

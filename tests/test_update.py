@@ -56,6 +56,26 @@ def test_update_imports_detects_touched_series_and_republishes(tmp_path: Path) -
     assert tree(site) == tree(tmp_path / "fresh")
 
 
+# Modules the nightly update must not load: the ORM (the store's reads and writes are Core, over store.schema), plotly (its file is read, not imported).
+NOT_ON_UPDATE_PATH = ("sqlalchemy.orm", "mmtrack.store.models", "plotly")
+
+
+def test_update_of_one_new_commit_loads_no_orm(tmp_path: Path) -> None:
+    """Every command pays its imports: the update's reads and writes go through the Core tables alone."""
+    model = synthetic_model(3, 12, 1, seed=5, config=SiteConfig())
+    results, site, url = tmp_path / "results", tmp_path / "site", f"sqlite:///{tmp_path / 'store.db'}"
+    write_asv_results(results, model, commits=list(model.commits[:-1]))
+    args = ("update", str(results), "-o", str(site), "--db", url, "--title", "t")
+    assert mmtrack(*args, cwd=tmp_path).returncode == 0
+    write_asv_results(results, model, commits=[model.commits[-1]])
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "mmtrack", *args], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)  # importtime: every module loaded, on stderr
+    assert out.returncode == 0 and "detect on 3 touched series" in out.stdout, out.stdout + out.stderr
+    loaded = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert {"sqlalchemy", "mmtrack.store.schema", "mmtrack.commands.update"} <= loaded
+    assert not loaded & set(NOT_ON_UPDATE_PATH)
+
+
 def test_update_bad_input_is_one_line(tmp_path: Path) -> None:
     r = mmtrack("update", str(tmp_path / "missing"), "-o", str(tmp_path / "site"), "--db",
                 f"sqlite:///{tmp_path / 's.db'}", cwd=tmp_path)

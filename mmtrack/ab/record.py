@@ -12,7 +12,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
-from ..store.models import AB_RUN_KIND
+from ..store.schema import AB_RUN_KIND
 from .interleave import ABResult, Side
 
 

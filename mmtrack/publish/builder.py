@@ -42,7 +42,7 @@ from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoin
 from .model import HistoryColumns, SiteModel
 from .profiles import SiteProfiles, link_profiles
 from .runcarry import CaseRuns, LastBuild, SuiteRuns, carried_prints
-from .source import FORMAT, VERDICT_CODE
+from .source import FORMAT, VERDICT_CODE, plotly_js_file
 from .writer import RecordingWriter, SiteWriter, WriteReport, replay
 
 # What a script may not hold raw: "</script>" and friends, and the two line separators that end a line of JS.
@@ -126,13 +126,15 @@ def js_call(fn: str, *args: Any) -> bytes:
 
 def plotly_js() -> bytes:
     """plotly.min.js as shipped inside the plotly Python package."""
+    path = plotly_js_file()
     try:
-        ref = resources.files("plotly") / "package_data" / "plotly.min.js"
-        return ref.read_bytes()
-    except (FileNotFoundError, ModuleNotFoundError) as exc:  # pragma: no cover - broken install
-        from ..errors import UserError
+        if path is not None:
+            return path.read_bytes()
+    except FileNotFoundError:  # pragma: no cover - broken install
+        pass
+    from ..errors import UserError
 
-        raise UserError("plotly.min.js not found in the plotly package; reinstall plotly (pip install plotly)") from exc
+    raise UserError("plotly.min.js not found in the plotly package; reinstall plotly (pip install plotly)")
 
 
 def _asset(name: str) -> bytes:

@@ -42,14 +42,9 @@ def _code_stamp() -> list[tuple[str, int, int]]:
     here = Path(__file__).resolve().parent
     files = sorted([*here.glob("*.py"), *(here / "assets").glob("*")])
     files += [here.parent / "analysis" / name for name in VERDICT_CODE]
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("plotly")  # found, not imported (plotly takes seconds to import)
-        if spec is not None and spec.origin:
-            files.append(Path(spec.origin).parent / "package_data" / "plotly.min.js")
-    except (ImportError, ValueError):
-        pass
+    plotly = plotly_js_file()
+    if plotly is not None:
+        files.append(plotly)
     stamp = []
     for f in files:
         try:
@@ -58,3 +53,14 @@ def _code_stamp() -> list[tuple[str, int, int]]:
             continue
         stamp.append((f.name, st.st_size, st.st_mtime_ns))
     return stamp
+
+
+def plotly_js_file() -> Path | None:
+    """plotly.min.js inside the plotly Python package, found without importing plotly (its import is slow)."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("plotly")
+    except (ImportError, ValueError):
+        return None
+    return Path(spec.origin).parent / "package_data" / "plotly.min.js" if spec is not None and spec.origin else None

@@ -1,7 +1,7 @@
 """The history store: every metric of every benchmark per commit, in SQL.
 
-``db`` opens a store (URL, engine, upgrade on first use), ``models`` holds the
-schema; writes: ``ingest`` (runs: the one write path) and ``asv_import`` (asv results, through ingest),
+``db`` opens a store (URL, engine, upgrade on first use), ``schema`` holds the
+tables (``models`` the ORM classes over them, for session writers); writes: ``ingest`` (runs: the one write path) and ``asv_import`` (asv results, through ingest),
 ``writes`` (change points, run verdicts, the series cache); reads: ``reads``
 (plain records, ``mmtrack.results``), ``selection`` (what a command looks at)
 and ``digest`` (one hash of the small tables). Nothing here runs at import time.

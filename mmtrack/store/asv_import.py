@@ -32,7 +32,7 @@ from ..fsutil import unreadable_entry
 from ..measure.metrics import Direction, MetricFormat, default_direction
 from ..measure.stats import sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, canonical_params
-from . import models as m
+from . import schema as m
 from .bulk import gc_paused
 from .db import Store
 from .ingest import BenchmarkIdentity, Dims, MeasurementSink, MetricIdentity, RunRows, write_run_in

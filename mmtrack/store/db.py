@@ -23,17 +23,19 @@ import time
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from ..errors import StoreError, UserError
 from ..fsutil import folder_problem
 from .url import DEFAULT_RELATIVE, ENV_VAR, is_in_memory, normalize_url, redact, resolve_url  # noqa: F401  (re-exported)
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 BUSY_TIMEOUT_S = 120.0
 MMAP_BYTES = 256 * 1024 * 1024
@@ -108,11 +110,10 @@ MIGRATIONS = migrations_dir()
 
 @dataclass
 class Store:
-    """An open store: one engine, a session factory, and write/read transactions."""
+    """An open store: one engine, write/read transactions, and ORM sessions for the few writers that use them."""
 
     url: str
     engine: Engine
-    sessions: sessionmaker[Session]
     writable: bool = True  # False: a read-only SQLite file, opened read-only
 
     @property
@@ -140,7 +141,9 @@ class Store:
                 yield conn
 
     def session(self) -> Session:
-        return self.sessions()
+        from sqlalchemy.orm import Session  # the ORM only for its users: every command opens a store
+
+        return Session(self.engine, expire_on_commit=False)
 
     def current_revision(self) -> str | None:
         with self.engine.connect() as conn:
@@ -356,7 +359,7 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing:
         raise StoreError(f"store {redact(url)} is read-only (file or folder not writable); "
                         "give a writable --db / MMTRACK_DB, or copy the store")
     engine = make_engine(url, read_only=not writable)
-    store = Store(url=url, engine=engine, sessions=sessionmaker(engine, expire_on_commit=False), writable=writable)
+    store = Store(url=url, engine=engine, writable=writable)
     try:
         retry_locked(lambda: _ready(store, existing, upgrade_schema))
     except DatabaseError as exc:  # OperationalError too: unreachable, not a database, locked, ...
@@ -393,9 +396,9 @@ def check_not_foreign(url: str) -> None:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError:
         return  # not a database, locked, unreadable: open_store says so in its own line
-    from .models import Base
+    from .schema import metadata
 
-    foreign = sorted(tables - set(Base.metadata.tables) - {"alembic_version"})
+    foreign = sorted(tables - set(metadata.tables) - {"alembic_version"})
     if "alembic_version" not in tables and foreign:
         shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise StoreError(f"{redact(url)} is another application's database (tables {shown}) and holds no "

@@ -3,7 +3,7 @@ can tell before it reads any series.
 
 It covers the small tables whole (names, commits, runs, series rows, change points, A/B and run
 verdicts, the schema revision) but not the big ones (result, measurement): every change of a
-series' points bumps that series' counter (``models.Series.changes``), which the series table
+series' points bumps that series' counter (``schema.Series.changes``), which the series table
 carries.
 
 A plain SQLite file can be hashed with the standard library's ``sqlite3``, without importing

@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError
 from ..measure.metrics import Direction, MetricFormat, MetricSummary
 from ..measure.stats import sample_stats
 from ..results import PRIMARY, CommitInfo, Status, canonical_params
-from . import models as m
+from . import schema as m
 from .db import Store, taking_lock
 
 if TYPE_CHECKING:  # only annotations: update and import-asv never load the engine's statistics
@@ -128,7 +128,7 @@ class RunRows:
     measured: list[int]  # the index of each measurement's result
     position: list[int]  # its place among its result's metrics
     metric: list[MetricIdentity]
-    measure: dict[str, list[Any]]  # MEASURE_COLUMNS; "values" packed (models.pack_floats) or None
+    measure: dict[str, list[Any]]  # MEASURE_COLUMNS; "values" packed (schema.pack_floats) or None
 
     @property
     def status_counts(self) -> dict[str, int]:
@@ -273,7 +273,7 @@ def _driver_rows(conn: Connection, table: Table, columns: Mapping[str, Sequence[
 
     Values go through the columns' own bind processors (as SQLAlchemy would convert them), a
     column at a time, but skip its per-row statement machinery, the bulk of an import's cost.
-    Per-sample values come packed already (``models.pack_floats``), so they pass as they are.
+    Per-sample values come packed already (``schema.pack_floats``), so they pass as they are.
     """
     names = tuple(columns)
     key = (conn.dialect.name, table.name, names)
@@ -330,7 +330,7 @@ def _converted(col: Sequence[Any], process: Callable[[Any], Any]) -> list[Any]:
 
 
 # benchmark id, metric id, direction, format, display name ("" for none): with the machine and
-# environment, what makes a series row (models.Series)
+# environment, what makes a series row (schema.Series)
 SeriesIdentity = tuple[int, int, str, str, str]
 SERIES_KEY = ("machine_id", "environment_id", "benchmark_id", "metric_id", "direction", "format", "display_name")
 
@@ -494,7 +494,7 @@ def _write_run(store: Store, **run: Any) -> tuple[int | None, str]:
 
 
 def _touch_series(conn: Connection, ids: set[int], appended: Callable[[], bool] = lambda: False) -> None:
-    """Bump the change counters (models.Series.changes) publish compares with the last build, and
+    """Bump the change counters (schema.Series.changes) publish compares with the last build, and
     ``appends`` too when ``appended()`` says the write only added a newest point (asked once the
     rows are locked, so that no concurrent write to these series can be missed)."""
     t = m.Series.__table__

@@ -10,7 +10,7 @@ from sqlalchemy import Select, select
 
 from ..measure.metrics import Direction, MetricFormat
 from ..results import MetricKey, SeriesKey
-from . import models as m
+from . import schema as m
 
 DIRECTIONS = {d.value: d for d in Direction}
 FORMATS = {f.value: f for f in MetricFormat}

@@ -10,7 +10,7 @@ from sqlalchemy import delete, select
 
 from ..measure.metrics import Direction
 from ..results import ChangePoint, RunVerdict, SeriesKey
-from . import models as m
+from . import schema as m
 from .db import Store
 from .series_names import series_name_columns
 

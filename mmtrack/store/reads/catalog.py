@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence, TypeV
 from sqlalchemy import func, select
 
 from ...results import MetricKey, SeriesKey
-from .. import models as m
+from .. import schema as m
 from ..db import Store
 from ..series_names import named_series
 
@@ -158,7 +158,7 @@ def list_series(
 
 class SeriesRevision(NamedTuple):
     """What a series key stands at in the store: its rows (one per code version and declaration),
-    the sums of their change and append counters (models.Series.changes, .appends), their ids."""
+    the sums of their change and append counters (schema.Series.changes, .appends), their ids."""
 
     rows: int
     changes: int

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from ...measure.metrics import Direction
 from ...results import MetricKey, SeriesKey
-from .. import models as m
+from .. import schema as m
 from ..bulk import fetch_sql, gc_paused
 from ..db import Store
 from ..series_names import DIRECTIONS, named_series

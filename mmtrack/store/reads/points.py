@@ -15,7 +15,7 @@ from sqlalchemy import LargeBinary, String, bindparam, func, literal_column, nul
 
 from ...measure.metrics import Direction, MetricFormat
 from ...results import CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint
-from .. import models as m
+from .. import schema as m
 from ..bulk import fetch_sql, gc_paused
 from ..db import Store
 from ..series_names import DIRECTIONS, FORMATS, named_series
@@ -23,7 +23,7 @@ from ..series_names import DIRECTIONS, FORMATS, named_series
 
 @dataclass(frozen=True, slots=True)
 class _SeriesRow:
-    """What the points of one series row share (see models.Series)."""
+    """What the points of one series row share (see schema.Series)."""
 
     version: str | None
     direction: Direction
@@ -417,7 +417,7 @@ def _build_points(
                 b = branch_cache[branches] = tuple(json.loads(branches) or ())
         else:
             b = tuple(branches or ())
-        if values:  # packed float64 (models.PackedFloats); NaN marks a sample without a value
+        if values:  # packed float64 (schema.PackedFloats); NaN marks a sample without a value
             size = len(values)
             unpack = unpackers.get(size)
             if unpack is None:

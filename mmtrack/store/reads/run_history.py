@@ -14,7 +14,7 @@ from sqlalchemy import Select, func, select
 from ...errors import UserError
 from ...measure import conditions
 from ...results import CommitInfo, Measurement, MetricKey
-from .. import models as m
+from .. import schema as m
 from ..db import Store
 from ..series_names import DIRECTIONS, FORMATS
 from .catalog import ab_environments, prefer_history

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ...results import MetricKey, SeriesKey
-from .. import models as m
+from .. import schema as m
 from ..bulk import fetch_sql
 from ..db import Store
 from ..series_names import named_series

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 from sqlalchemy import and_, or_, select
 
 from ...results import ChangePoint, RunVerdict, SeriesKey
-from .. import models as m
+from .. import schema as m
 from ..db import Store
 from ..series_names import DIRECTIONS, stored_series
 
