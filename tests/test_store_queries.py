@@ -291,6 +291,36 @@ def test_newest_points_are_read_further_back_where_the_newest_runs_hold_too_few(
     assert [p.run_id for p in q.series_newest_many(store, [key], 7)[key]] == [p.run_id for p in q.series(store, key)]
 
 
+def test_newest_points_read_the_newest_last_runs_first_then_the_slack(store, monkeypatch):
+    """Every series in every run (the nightly case): the newest ``last`` runs alone; two runs of every commit: then
+    ``last + NEWEST_SLACK`` runs, which hold enough commits."""
+    stats = engine_stats()
+    for i in range(1, 13):
+        _record(store, i, stats, started=T0.replace(hour=i))
+    key = SeriesKey("m1", "py3.11", stats.name, canonical_params(stats.params), PRIMARY)
+    depths: list[int] = []
+    real = points._newest_in_runs
+    monkeypatch.setattr(points, "_newest_in_runs", lambda *args: depths.append(args[5]) or real(*args))
+    assert q.series_newest_many(store, [key], 3) == {key: q.series(store, key, last=3)}
+    assert depths == [3]
+    for i in range(10, 13):  # a second run of the three newest commits
+        _record(store, i, engine_stats(scale=1.5), started=T0.replace(hour=i, minute=30))
+    depths.clear()
+    assert q.series_newest_many(store, [key], 3) == {key: q.series(store, key, last=3)}
+    assert depths == [3, 3 + points.NEWEST_SLACK]
+
+
+@pytest.mark.parametrize("packed", [
+    [5, 0, 3, 1, 4, 2],  # dense and distinct: placed by the table
+    [2, 0, 2, 1, 0, 1],  # repeats: the stable sort
+    [10**9, 3, 7],  # sparse: the stable sort
+    [],
+])
+def test_the_columns_packed_order_is_the_stable_sort(packed):
+    values = np.array(packed, dtype=np.int64)
+    assert columns._packed_order(values).tolist() == np.argsort(values, kind="stable").tolist()
+
+
 def test_bulk_reads_equal_the_per_series_read(store):
     """series_many (publish) and series_columns (detect) read many series at once: per key the
     same points as ``series``, with several series rows behind a key, two runs of one commit, a

@@ -350,11 +350,11 @@ def _print_of(sha: str, case: Any, carried: dict[str, dict[Any, str]], fitted: M
     return run.fingerprint() if run is not None else None
 
 
-def _last_runs(model: SiteModel, by_bench: dict[str, list[SeriesKey]], reusable: dict[str, Any]
-               ) -> dict[SeriesKey, LastBuild]:
-    """Each series whose benchmark only gained newer points since the last build (:func:`_appended_only`): the commit
-    of its last point then and that build's run fingerprints by position. Empty when a benchmark of the last build
-    is gone (its series took part in their runs)."""
+def _last_runs(model: SiteModel, by_bench: dict[str, list[SeriesKey]], reusable: dict[str, Any],
+               appended: Mapping[str, bool]) -> dict[SeriesKey, LastBuild]:
+    """Each series whose benchmark only gained newer points since the last build (``appended``, by
+    :func:`_appended_only`): the commit of its last point then and that build's run fingerprints by position. Empty
+    when a benchmark of the last build is gone (its series took part in their runs)."""
     if not reusable or not set(reusable) <= {bench_id(b) for b in by_bench}:
         return {}
     out: dict[SeriesKey, LastBuild] = {}
@@ -364,7 +364,7 @@ def _last_runs(model: SiteModel, by_bench: dict[str, list[SeriesKey]], reusable:
             continue
         keys = _sorted_keys(keys)
         tails, runs = cached.get("tails"), cached.get("runs")
-        if not isinstance(runs, list) or len(runs) != len(keys) or not _appended_only(keys, model, tails):
+        if not isinstance(runs, list) or len(runs) != len(keys) or not appended.get(bench):
             continue
         for key, tail, by_pos in zip(keys, tails, runs):
             if isinstance(by_pos, dict) and isinstance(tail[4], list) and tail[4] and isinstance(tail[4][0], str):
@@ -570,6 +570,7 @@ class _Build:
     tokens: dict[str, str | None]
     reusable: dict[str, Any]
     pos: dict[str, int]
+    appended_only: dict[str, bool]  # per benchmark with a last build: its series only gained newer points since
 
     @classmethod
     def of(cls, model: SiteModel, commits: Sequence[CommitInfo], reusable: dict[str, Any]) -> _Build:
@@ -583,10 +584,12 @@ class _Build:
         for v in model.run_verdicts:
             runs_by_key.setdefault(v.series, []).append(v)
         pos = {c.sha: i for i, c in enumerate(commits)}
-        in_runs, prints = _suite_runs(model, _last_runs(model, by_bench, reusable), pos)
+        appended = {bench: _appended_only(_sorted_keys(keys), model, cached.get("tails"))
+                    for bench, keys in by_bench.items() if isinstance(cached := reusable.get(bench_id(bench)), dict)}
+        in_runs, prints = _suite_runs(model, _last_runs(model, by_bench, reusable, appended), pos)
         tokens = {bench: _with_runs(model.bench_state.get(bench), [prints.get(k, {}) for k in _sorted_keys(keys)])
                   for bench, keys in by_bench.items()} if model.bench_state is not None else {}
-        return cls(by_bench, cps_by_key, runs_by_key, in_runs, prints, tokens, reusable, pos)
+        return cls(by_bench, cps_by_key, runs_by_key, in_runs, prints, tokens, reusable, pos, appended)
 
     def reused(self, bench: str) -> bool:
         """Whether the last build's files of ``bench`` still hold: its token matches."""
@@ -594,11 +597,9 @@ class _Build:
         cached = self.reusable.get(bench_id(bench))
         return bool(token) and isinstance(cached, dict) and cached.get("token") == token
 
-    def appended(self, bench: str, model: SiteModel) -> bool:
+    def appended(self, bench: str) -> bool:
         """Whether ``bench``'s series only gained newer points since the last build."""
-        cached = self.reusable.get(bench_id(bench))
-        return isinstance(cached, dict) and _appended_only(_sorted_keys(self.by_bench[bench]), model,
-                                                          cached.get("tails"))
+        return self.appended_only.get(bench, False)
 
 
 def _prefetch(model: SiteModel, build: _Build, elsewhere: Collection[str] = ()) -> None:
@@ -609,7 +610,7 @@ def _prefetch(model: SiteModel, build: _Build, elsewhere: Collection[str] = ()) 
     if prefetch is None:
         return
     rebuilt = [bench for bench in sorted(build.by_bench) if not build.reused(bench) and bench not in elsewhere]
-    prefetch([k for bench in rebuilt if not build.appended(bench, model) for k in build.by_bench[bench]])
+    prefetch([k for bench in rebuilt if not build.appended(bench) for k in build.by_bench[bench]])
     model.series.prefetch_newest([k for bench in rebuilt for k in build.by_bench[bench]], NEWEST)
 
 
@@ -679,7 +680,7 @@ def _write_benchmarks(
             keys = _sorted_keys(build.by_bench[bench])
             args = (writer, bench, bid, keys, model, build.in_runs, build.prints, profiles)
             by_key = (build.cps_by_key, build.runs_by_key, build.pos, size)
-            done = _append_benchmark(*args, cached, *by_key) if cached else None
+            done = _append_benchmark(*args, cached, *by_key) if cached and build.appended(bench) else None
             entry, rows, tails, steps = done or _write_benchmark(*args, *by_key)
         if token:
             state[bid] = _bench_state(model, build, bench, token, entry, rows, steps, tails)
@@ -857,11 +858,11 @@ def _append_benchmark(
     size: int,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]] | None:
     """A benchmark whose series only gained newer points since the last build (the store's append
-    counters say so): its last build's files carried on from each series' newest points, the chunks
-    before its last kept as they are. The same files as :func:`_write_benchmark`; None (and nothing
-    done) where that is not provable, e.g. a point replaced or removed, or more new points than read."""
+    counters say so: the caller asks :func:`_appended_only` first): its last build's files carried on from each
+    series' newest points, the chunks before its last kept as they are. The same files as :func:`_write_benchmark`;
+    None (and nothing done) where that is not provable, e.g. more new points than read."""
     old_tails = cached.get("tails")
-    if model.newest_points is None or not _appended_only(keys, model, old_tails):
+    if model.newest_points is None:
         return None
     meta = _old_call(writer, bench_data(bid, "meta"), "meta")
     old_meta = meta[1] if meta and len(meta) == 2 and isinstance(meta[1], dict) else {}

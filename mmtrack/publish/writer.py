@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -66,6 +67,7 @@ class SitePath:
         return "/".join(self.parts)
 
 
+@functools.lru_cache(maxsize=None)  # a carried-on benchmark's files are looked up several times each
 def safe_relpath(rel: str) -> SitePath:
     """A relative path whose every part is a plain, strictly sanitised name ("a//b", "./a", "a/" refused)."""
     parts = tuple(rel.split("/"))
@@ -103,9 +105,14 @@ def _tree(root: Path) -> Iterator[tuple[str, os.DirEntry]]:
                 yield name, entry
 
 
-def check_tree(root: Path) -> None:
-    """Refuse (one line) an output tree holding a symbolic link or anything but files and folders."""
-    for _, entry in _tree(root):
+def check_tree(root: Path) -> set[str]:
+    """Refuse (one line) an output tree holding a symbolic link or anything but files and folders; return the
+    relative paths of its files."""
+    files = set()
+    for name, entry in _tree(root):
+        if entry.is_file(follow_symlinks=False):
+            files.add(name)
+            continue
         if entry.is_symlink():
             raise UserError(
                 f"{entry.path}: is a symbolic link inside the site folder (a link can lead outside the site"
@@ -113,6 +120,7 @@ def check_tree(root: Path) -> None:
             )
         if not entry.is_dir(follow_symlinks=False) and not entry.is_file(follow_symlinks=False):
             raise UserError(f"{entry.path}: is not a regular file or folder; remove it and publish again")
+    return files
 
 
 def last_build_state(root: Path) -> dict[str, Any] | None:
@@ -267,7 +275,9 @@ class SiteWriter:
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out}: exists and is not a folder; pass a folder for the site")
         self.out.mkdir(parents=True, exist_ok=True)
-        check_tree(self.out)
+        # The live tree's files as found here: nothing changes the live tree before finish() swaps the staged
+        # folders in, and a stat per lookup cost more than the carried-on benchmarks' other bookkeeping
+        self.live_files = {k for k in check_tree(self.out) if not k.startswith(STAGING_PREFIX)}
         self.root = self.out.resolve()
         self.root_fd = os.open(self.root, _DIR_FLAGS)
         self.live = _Dirs(self.root_fd)
@@ -356,9 +366,10 @@ class SiteWriter:
         if self._old_below is None:  # asked once per benchmark: index the files by every folder above them
             self._old_below = {}
             for k in self.old:
-                for i, c in enumerate(k):
-                    if c == "/":
-                        self._old_below.setdefault(k[: i + 1], []).append(k)
+                i = k.find("/")
+                while i >= 0:
+                    self._old_below.setdefault(k[: i + 1], []).append(k)
+                    i = k.find("/", i + 1)
                 stem = k.find(".", k.rfind("/") + 1)
                 if stem > 0:
                     self._old_below.setdefault(k[: stem + 1], []).append(k)
@@ -366,18 +377,8 @@ class SiteWriter:
 
     # -- the live tree ----------------------------------------------------------------------------
 
-    def _live_stat(self, relpath: SitePath) -> os.stat_result | None:
-        fd = self.live.get(relpath.parts[:-1], create=False)
-        if fd is None:
-            return None
-        try:
-            return os.stat(relpath.name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-
     def _live_is_file(self, relpath: SitePath) -> bool:
-        st = self._live_stat(relpath)
-        return st is not None and stat.S_ISREG(st.st_mode)
+        return relpath.as_posix() in self.live_files
 
     def _live_bytes(self, relpath: SitePath) -> bytes | None:
         if not self._live_is_file(relpath):
@@ -416,28 +417,12 @@ class SiteWriter:
                 continue
             shutil.rmtree(self.root / name)
 
-    def _walk_live(self, parts: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], bool]]:
-        """(path parts, is a folder) of everything below the live folder ``parts``."""
-        fd = self.live.get(parts, create=False)
-        if fd is None:
-            return
-        for name in sorted(os.listdir(fd)):
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                yield (*parts, name), True
-                yield from self._walk_live((*parts, name))
-            elif stat.S_ISREG(st.st_mode):
-                yield (*parts, name), False
-            else:
-                raise UserError(f"{'/'.join((*parts, name))}: is not a regular file or folder; remove it")
-
     def _stage_rest(self, top: str, written: set[str], removed: set[str]) -> None:
         """Complete the staged copy of folder ``top``: link every live file this build neither rewrote nor removed."""
         self._staging_dir((top,))
-        for parts, is_dir in self._walk_live((top,)):
-            key = "/".join(parts)
-            if is_dir or key in written or key in removed:
-                continue
+        below = f"{top}/"
+        for key in sorted(k for k in self.live_files if k.startswith(below) and k not in written and k not in removed):
+            parts = tuple(key.split("/"))
             src = self.live.get(parts[:-1], create=False)
             dst = self._staging_dir(parts[:-1])
             try:
@@ -465,9 +450,9 @@ class SiteWriter:
         finally:
             if self._staged is not None:
                 self._staged.close(keep_root=False)
-            self.live.close(keep_root=False)
             if self._staging is not None:
-                shutil.rmtree(self._staging, ignore_errors=True)
+                _remove_tree(self.root_fd, self._staging.name)
+            self.live.close(keep_root=False)
 
     def _finish(self) -> WriteReport:
         removed = set()
@@ -526,3 +511,29 @@ def _read_raw(dir_fd: int, name: str) -> bytes | None:
         return None
     with os.fdopen(fd, "rb") as f:
         return f.read()
+
+
+def _remove_tree(parent_fd: int, name: str) -> None:
+    """Remove folder ``name`` of ``parent_fd`` and everything below it, links not followed, errors ignored (what
+    ``shutil.rmtree(ignore_errors=True)`` does, by file descriptors and names alone: it joined a path per file)."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        return
+    try:
+        with os.scandir(fd) as entries:
+            listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+        for child, is_dir in listed:
+            try:
+                if is_dir:
+                    _remove_tree(fd, child)
+                else:
+                    os.unlink(child, dir_fd=fd)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=parent_fd)
+    except OSError:
+        pass

@@ -191,18 +191,36 @@ def _latest_of_each_commit(info: Mapping[int, tuple[int, str | None]], series_id
     key_of_row = np.full(max(max(info), int(series_id.max(initial=0))) + 1, -1, dtype=np.int64)
     key_of_row[list(info)] = [v[0] for v in info.values()]
     kidx = key_of_row[series_id]
-    keep = (kidx >= 0) & (rank >= 0)
-    kidx, rank, median, series_id = kidx[keep], rank[keep], median[keep], series_id[keep]
-    # One stable sort of (key, rank) packed in one integer: lexsort's permutation, but timsort takes each series'
-    # block in its run order as it comes, which lexsort's two passes cannot
-    order = np.argsort(kidx * (int(rank.max(initial=0)) + 1) + rank, kind="stable")
+    kidx, rank, median, series_id = _where((kidx >= 0) & (rank >= 0), kidx, rank, median, series_id)
+    order = _packed_order(kidx * (int(rank.max(initial=0)) + 1) + rank)
     kidx, rank, median, series_id = kidx[order], rank[order], median[order], series_id[order]
     commit = commit_of_rank[rank]
     # the latest run of each commit: runs of one commit are adjacent in commit order
     last = np.ones(kidx.size, dtype=bool)
     last[:-1] = (kidx[1:] != kidx[:-1]) | (commit[1:] != commit[:-1])
     usable = last & np.isfinite(median) if usable_only else last
-    return kidx[usable], rank[usable], median[usable], series_id[usable]
+    return _where(usable, kidx, rank, median, series_id)
+
+
+def _where(mask: Any, *arrays: Any) -> tuple[Any, ...]:
+    """The ``arrays``' values where ``mask`` holds (the arrays themselves where it holds everywhere, the usual case)."""
+    return arrays if mask.all() else tuple(a[mask] for a in arrays)
+
+
+def _packed_order(packed: Any) -> Any:
+    """The stable sort order of ``packed`` (key and rank in one non-negative integer)."""
+    import numpy as np
+
+    if packed.size and int(packed.max()) < 4 * packed.size:
+        # Dense, and distinct where each run measures a series once: each value's slot in a table gives its place
+        # in one pass, where a sort compares (the stable order too when no value repeats)
+        slot = np.full(int(packed.max()) + 1, -1, dtype=np.int64)
+        slot[packed] = np.arange(packed.size)
+        order = slot[slot >= 0]
+        if order.size == packed.size:
+            return order
+    # timsort takes each series' block in its run order as it comes, which lexsort's two passes cannot
+    return np.argsort(packed, kind="stable")
 
 
 def _split_by_key(keys: Sequence[SeriesKey], info: Mapping[int, tuple[int, str | None]],
@@ -217,17 +235,18 @@ def _split_by_key(keys: Sequence[SeriesKey], info: Mapping[int, tuple[int, str |
     for i, v in info.values():
         versions_per_key.setdefault(i, set()).add(v)
     shas = np.array(sha_of_rank, dtype=object)  # the same str objects, indexed in C
+    all_values = median.tolist()
+    if not usable_only:  # unusable points: None, found in C rather than a comparison per value
+        for j in np.flatnonzero(median == math.inf).tolist():
+            all_values[j] = None
     out = []
     for i, key in enumerate(keys):
         a, z = int(bounds[i]), int(bounds[i + 1])
         vs = versions_per_key.get(i, {None})
         versions = ([next(iter(vs))] * (z - a) if len(vs) == 1
                     else [version_of_row[sid] for sid in series_id[a:z].tolist()])  # fmt: skip
-        values = median[a:z].tolist()
-        if not usable_only:
-            values = [v if v != math.inf else None for v in values]
         out.append(SeriesColumns(
-            key, direction_of.get(i, Direction.LOWER), shas[rank[a:z]].tolist(), values, versions,
+            key, direction_of.get(i, Direction.LOWER), shas[rank[a:z]].tolist(), all_values[a:z], versions,
         ))  # fmt: skip
     return out
 

@@ -283,8 +283,9 @@ def _clean_runs(conn: Any) -> list[Any]:
     return runs
 
 
-# The newest runs read first per machine and environment, beyond ``last``: a series skipped by a few runs still
-# finds its points there. A history with two runs of many commits (asv and mmtrack) reads ``2 * last`` next.
+# The newest runs read next per machine and environment, beyond ``last``, for the series that had fewer commits among
+# the newest ``last`` (a series skipped by a few runs). A history with two runs of many commits (asv and mmtrack)
+# reads ``2 * last`` after that.
 NEWEST_SLACK = 8
 
 
@@ -293,9 +294,9 @@ def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> di
     it (samples included): what publish reads for the benchmarks it carries on from their newest points.
 
     Read from the newest runs only, in the order of ``series``: they end every series of theirs, so a
-    series with ``last`` commits among them has its newest points there. The newest ``last + NEWEST_SLACK``
-    runs per machine and environment first, then ``2 * last`` for the series that had fewer commits
-    there; one statement for all series each time (results by run, then their measurements), where
+    series with ``last`` commits among them has its newest points there. The newest ``last`` runs per
+    machine and environment first (the nightly case: every series in every run), then ``last + NEWEST_SLACK`` and
+    ``2 * last`` for the series that had fewer commits there; one statement for all series each time (results by run, then their measurements), where
     ``series`` sorts each series' whole history. A series measured less often still is read by ``series``."""
     out: dict[SeriesKey, list[SeriesPoint]] = {}
     with gc_paused():
@@ -305,7 +306,7 @@ def series_newest_many(store: Store, keys: Sequence[SeriesKey], last: int) -> di
             for r in _clean_runs(conn):
                 newest.setdefault((r[7], r[8]), []).append(r)
             wanted = [k for k in dict.fromkeys(keys) if k in rows_of]
-            for depth in (last + NEWEST_SLACK, 2 * last):
+            for depth in dict.fromkeys((last, last + NEWEST_SLACK, 2 * last)):
                 wanted = _newest_in_runs(conn, wanted, rows_of, where, newest, depth, last, out)
                 if not wanted:
                     break
