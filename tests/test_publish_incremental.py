@@ -330,8 +330,9 @@ def test_carried_on_verdicts_match_a_full_rebuild_as_later_commits_decide_them(t
     site = tmp_path / "site"
     _publish(url, site)
     calls = []
-    real_compare_pair = compare.compare_pair
-    monkeypatch.setattr(compare, "compare_pair", lambda *a, **k: calls.append(1) or real_compare_pair(*a, **k))
+    real_series_step_verdicts = compare.series_step_verdicts  # the pairs it is asked to judge: those recomputed
+    monkeypatch.setattr(compare, "series_step_verdicts",
+                        lambda *a, **k: calls.extend([1] * k["last"]) or real_series_step_verdicts(*a, **k))
     seen: dict[str, list[tuple[str, str | None]]] = {step_key.benchmark: [], spike_key.benchmark: []}
     for i in range(at + 1, n):
         write_asv_results(results, model, commits=[model.commits[i]])
