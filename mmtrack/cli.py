@@ -10,19 +10,14 @@ from typing import NoReturn
 import click
 
 from . import __distribution__, __version__
+from . import cli_options as o
 from .cli_options import (
-    FAIL_ON_CHOICES,
+    ASV_CONFIG_READ_HELP,
+    ASV_MACHINE_HELP,
     bench_option,
-    config_option,
-    env_option,
     fail_on_option,
     format_option,
-    instrument_option,
-    machine_option,
-    metric_option,
-    no_progress_option,
-    quick_option,
-    round_alpha_option,
+    min_effect_option,
 )
 from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from .tables import unwrapped
@@ -34,33 +29,7 @@ console = SafeConsole() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").
 err_console = SafeConsole(stderr=True, soft_wrap=True)
 
 
-def db_option(f):  # noqa: ANN001, ANN201 - a click decorator
-    """``--db URL``: the store (default $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).
-
-    The decorated command receives ``db`` already resolved to a URL.
-    """
-
-    def resolve(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
-        from .store.url import is_in_memory, resolve_url  # not store.db: no SQLAlchemy before sampling
-
-        url = resolve_url(value)
-        if is_in_memory(url):  # a command's results would be gone when it exits
-            raise UserError(f"--db / MMTRACK_DB {url} is an in-memory store: nothing in it outlives this command; "
-                            "give a file, e.g. --db .mmtrack/mmtrack.db")
-        return url
-
-    return click.option(
-        "--db",
-        "db",
-        metavar="URL",
-        callback=resolve,
-        expose_value=True,
-        help="Store URL or SQLite file (default: $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).",
-    )(f)
-
-
-ASV_MACHINE_HELP = "asv machine name (default: MMTRACK_MACHINE, else the host name)."
-ASV_CONFIG_READ_HELP = "asv config to read the project's title and commit URL from (default: asv.conf.json here)."
+db_option = o.DB()  # --db URL: the decorated command receives ``db`` already resolved to a URL
 
 
 def _emit(out) -> None:  # noqa: ANN001 - a rendered text (markdown, JSON) or a rich renderable (table)
@@ -82,35 +51,22 @@ def cli() -> None:
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path), default=Path("benchmarks"))
 @bench_option("Run only benchmarks whose name matches this regex.", old=[("-k", "--filter")])
-@quick_option("A short budget: smoke runs, not numbers to trust.")
-@click.option("--warm-up", type=float, help="Warm-up seconds per benchmark (default 1).")
-@click.option("--duration", type=float, help="Target measured seconds per benchmark (default 5).")
-@click.option("--min-samples", type=int, help="Fewest samples per benchmark (default 20).")
-@click.option("--max-samples", type=int, help="Most samples per benchmark (default 100).")
-@click.option("--order", type=click.Choice(["declared", "random"]), default="declared", show_default=True)
-@click.option("--seed", type=int, default=None, help="Seed for --order random.")
-@click.option("--cooldown", type=float, default=0.0, help="Seconds to sleep between cases.")
-@click.option("--no-pin", is_flag=True, help="Do not pin the measuring thread to one CPU.")
-@click.option("--no-save", is_flag=True, help="Do not save this run in the store.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds a case may take before its worker is stopped (default: asv's timeout attribute, "
-                   "else 60).")
-@click.option("--in-process", is_flag=True,
-              help="Run every case in this process instead of a worker per case (debugging, profiling).")
-@click.option("--processes", type=click.IntRange(min=1, max=100), default=None,
-              help="Worker processes per case, one after the other, each taking a share of its samples "
-                   "(default 4, 1 with --quick); the report says when processes differ more than samples "
-                   "within one.")
-@instrument_option()
-@click.option(
-    "--compare",
-    default="latest",
-    show_default=True,
-    metavar="none|latest|RUN|COMMIT",
-    help="Baseline for the regression analysis: none, the latest compatible run, a run id (N or run:N; a number "
-         "of 7 digits or more that git knows as a commit is that commit) or a commit.",
-)
-@fail_on_option(("regression", "ambiguous", "failed"), "Exit 1 when the end-of-run comparison has a row with this verdict")
+@o.QUICK("A short budget: smoke runs, not numbers to trust.")
+@o.WARM_UP()
+@o.DURATION()
+@o.MIN_SAMPLES()
+@o.MAX_SAMPLES()
+@o.ORDER()
+@o.SEED()
+@o.COOLDOWN()
+@o.NO_PIN()
+@o.NO_SAVE("Do not save this run in the store.")
+@o.TIMEOUT()
+@o.IN_PROCESS()
+@o.PROCESSES()
+@o.INSTRUMENT()
+@o.COMPARE_WITH()
+@fail_on_option("bench", "Exit 1 when the end-of-run comparison has a row with this verdict")
 @db_option
 def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order, seed, cooldown, no_pin,
           no_save, timeout, in_process, processes, instrument, compare, fail_on, db) -> None:
@@ -250,7 +206,7 @@ def db_current(db: str) -> None:
 @cli.command("import-asv")
 @click.argument("results_dir", type=click.Path(path_type=Path, file_okay=False))
 @db_option
-@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+@o.NO_PROGRESS()
 def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
     """Import an asv results folder (benchmarks.json, <machine>/*.json) into the store."""
     from . import cli_results
@@ -268,24 +224,21 @@ def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
 
 
 @cli.command()
-@quick_option("asv --quick: a short engine budget; smoke runs, not numbers to trust.")
+@o.QUICK("asv --quick: a short engine budget; smoke runs, not numbers to trust.")
 @bench_option("Run only benchmarks matching REGEX (asv -b).")
 @db_option
-@machine_option(ASV_MACHINE_HELP)
-@config_option()
-@click.option("--commit", default="HEAD", show_default=True, help="The commit to record; must be checked out.")
-@click.option("--confirm", is_flag=True, help="Re-measure suspected regressions A/B against the previous commit.")
-@click.option("--confirm-ambiguous", is_flag=True,
-              help="With --confirm, also re-measure the rows history could not decide (ambiguous).")
-@click.option("--confirm-budget", type=float, metavar="SECONDS", help="Time bound of the --confirm rounds.")
-@click.option("--confirm-max", type=int, metavar="N",
-              help="At most N benchmarks re-measured by --confirm: suspected before ambiguous, regressions before "
-                   "improvements, larger moves first.")
-@click.option("--confirm-rounds", type=int, metavar="N",
-              help="Interleaved A/B rounds per side for --confirm (default 4; undecided benchmarks: up to twice as many).")
-@round_alpha_option("Significance the --confirm rounds must reach to confirm a regression (default 0.01).")
-@fail_on_option(FAIL_ON_CHOICES, "Exit 1 when the comparison with the previous commit has a row with this verdict")
-@instrument_option()
+@o.MACHINE(ASV_MACHINE_HELP)
+@o.CONFIG()
+@o.COMMIT()
+@o.CONFIRM()
+@o.CONFIRM_AMBIGUOUS()
+@o.CONFIRM_BUDGET()
+@o.CONFIRM_MAX()
+@o.CONFIRM_ROUNDS()
+@o.ROUND_ALPHA("Significance the --confirm rounds must reach to confirm a regression (default {alpha}).",
+               extra={"alpha": 0.01})
+@fail_on_option("run", "Exit 1 when the comparison with the previous commit has a row with this verdict")
+@o.INSTRUMENT()
 @click.argument("asv_args", nargs=-1, type=click.UNPROCESSED)
 def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, confirm_budget, confirm_max,
         confirm_rounds, round_alpha, fail_on, instrument, asv_args) -> None:
@@ -326,31 +279,26 @@ def run(quick, bench, db, machine, config, commit, confirm, confirm_ambiguous, c
 @click.argument("a")
 @click.argument("b")
 @db_option
-@machine_option("Machine of both sides (needed when a commit ran on several).")
-@env_option("Environment of both sides (needed when a commit ran in several).")
-@metric_option()
+@o.MACHINE("Machine of both sides (needed when a commit ran on several).")
+@o.ENV("Environment of both sides (needed when a commit ran in several).")
+@o.METRIC()
 @format_option("table", "markdown", "json")
-@fail_on_option(FAIL_ON_CHOICES, "Exit 1 when a row has this verdict")
-@click.option("--threshold", type=float, help="Minimum effect, relative (default 0.1; counters 0.01).")
-@click.option("--threshold-for", "threshold_for", multiple=True, metavar="PATTERN=VALUE",
-              help="Minimum effect for benchmarks or metrics matching a glob; repeatable.")
-@click.option("--history", type=int, default=100, show_default=True,  # analysis.compare.HISTORY_WINDOW
-              help="Commits of A's series that judge a change against its own noise (0: off; with fewer than 60, "
-                   "a change must stand further out to be suspected).")
-@click.option("--alpha", type=float, metavar="P",
-              help="Significance the two commits' samples must reach (default 0.002, asv's; 0.01 with history, "
-                   "where the series' noise model must agree too).")
-@click.option("--only-changed", is_flag=True, help="Table: leave out unchanged rows.")
-@click.option("--sort", type=click.Choice(["verdict", "ratio", "name"]), default="verdict", show_default=True,
-              help="Row order: what needs attention first, the worst ratio first, or by name.")
-def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_for, history, alpha, only_changed,
+@fail_on_option("compare", "Exit 1 when a row has this verdict")
+@min_effect_option("Minimum effect, relative (default {effect}; counters {counters}).", 0.1, 0.01, ("--threshold",))
+@o.THRESHOLD_FOR()
+@o.HISTORY()
+@o.ALPHA("Significance the two commits' samples must reach (default {asv}, asv's; {history} with history, "
+         "where the series' noise model must agree too).", extra={"asv": 0.002, "history": 0.01})
+@o.ONLY_CHANGED()
+@o.SORT()
+def compare(a, b, db, machine, env, metrics, fmt, fail_on, min_effect, threshold_for, history, alpha, only_changed,
             sort) -> None:
     """Compare every metric of A (before) and B (after): commits (sha, branch, tag) or run ids (run:ID)."""
     from . import cli_results
     from .commands.compare import CompareRequest, parse_threshold_for, run_compare
 
     request = CompareRequest(a=a, b=b, db=db, machine=machine, env=env, metrics=tuple(metrics), fmt=fmt,
-                             fail_on=tuple(fail_on), threshold=threshold, thresholds=parse_threshold_for(threshold_for),
+                             fail_on=tuple(fail_on), threshold=min_effect, thresholds=parse_threshold_for(threshold_for),
                              history=history, alpha=alpha, only_changed=only_changed)
     outcome = run_compare(request)
     out = cli_results.compared(outcome, fmt, only_changed, sort)
@@ -360,21 +308,19 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
 
 @cli.command()
 @db_option
-@machine_option("Only series of this machine.")
-@env_option("Only series of this environment.")
+@o.MACHINE("Only series of this machine.")
+@o.ENV("Only series of this environment.")
 @bench_option("Only benchmarks whose name matches this regex.", old=[("--benchmark",)])
-@metric_option()
-@click.option("--method", type=click.Choice(["rankseg", "edivisive", "pelt"]), default="rankseg", show_default=True)
-@click.option("--min-effect", type=float, help="Smallest relative step reported (default 0.02).")
-@click.option("--alpha", type=float, help="Significance of each change point (default 0.0001).")
-@click.option("--dry-run", is_flag=True, help="Report only; do not store the change points.")
-@click.option("--all", "show_all", is_flag=True, help="Also list improvements, neutral changes and moves under 5%.")
-@click.option("--repo", type=click.Path(file_okay=False), metavar="PATH",
-              help="A git checkout whose history orders the commits (default: the current directory's repository, "
-                   "where it is one; commits it lacks, or all without one, by their recorded dates).")
+@o.METRIC()
+@o.METHOD()
+@min_effect_option("Smallest relative step reported (default {effect}).", 0.02, 0.02)
+@o.ALPHA("Significance of each change point (default {detect}).", extra={"detect": 0.0001})
+@o.DRY_RUN()
+@o.SHOW_ALL()
+@o.REPO()
 @format_option("table", "json")
-@fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
-@no_progress_option()
+@fail_on_option("detect", "Exit 1 when a regression persists to the latest commit")
+@o.NO_PROGRESS()
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, fmt, fail_on,
            no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
@@ -398,10 +344,10 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
 @cli.command("list")
 @click.argument("what", type=click.Choice(["runs", "commits", "machines", "benchmarks"]))
 @db_option
-@machine_option("Only this machine.")
-@env_option("Only this environment.")
+@o.MACHINE("Only this machine.")
+@o.ENV("Only this environment.")
 @bench_option("Only benchmarks whose name matches this regex (list benchmarks only).", old=[("--benchmark",)])
-@click.option("--limit", type=int, help="Only the first N rows (runs and commits: the latest N).")
+@o.LIMIT()
 @format_option("table", "json")
 def list_(what, db, machine, env, bench, limit, fmt) -> None:
     """List what the store holds: runs (with ids), commits, machines (with environments) or benchmarks."""
@@ -416,14 +362,14 @@ def list_(what, db, machine, env, bench, limit, fmt) -> None:
 
 
 @cli.command()
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, help="Folder for the site.")
+@o.OUTPUT()
 @db_option
-@click.option("--title", help="Site title (default: asv.conf.json's project, else 'mmtrack').")
-@click.option("--commit-url", help="URL prefix a commit sha is appended to (default: asv's show_commit_url).")
-@config_option(ASV_CONFIG_READ_HELP)
+@o.TITLE()
+@o.COMMIT_URL()
+@o.CONFIG(ASV_CONFIG_READ_HELP)
 @bench_option("Publish only benchmarks whose name matches this regex.", old=[("--benchmark",)])
-@machine_option("Publish only this machine.")
-@no_progress_option()
+@o.MACHINE("Publish only this machine.")
+@o.NO_PROGRESS()
 def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> None:
     """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
     from . import cli_results
@@ -440,13 +386,13 @@ def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> 
 
 @cli.command()
 @click.argument("results_dir", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, help="Folder for the site.")
+@o.OUTPUT()
 @db_option
-@click.option("--title", help="Site title (default: asv.conf.json's project, else 'mmtrack').")
-@click.option("--commit-url", help="URL prefix a commit sha is appended to (default: asv's show_commit_url).")
-@config_option(ASV_CONFIG_READ_HELP)
-@click.option("--no-detect", is_flag=True, help="Import and republish only.")
-@fail_on_option(("regression",), "Exit 1 when a touched series has a regression that persists to the latest commit")
+@o.TITLE()
+@o.COMMIT_URL()
+@o.CONFIG(ASV_CONFIG_READ_HELP)
+@o.NO_DETECT()
+@fail_on_option("update", "Exit 1 when a touched series has a regression that persists to the latest commit")
 def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) -> None:
     """The per-commit CI step: import new asv results, detect on the series they touched, republish DIR."""
     import gc
@@ -472,30 +418,32 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
 @click.argument("base")
 @click.argument("head", default="HEAD")
 @bench_option("Run only benchmarks matching REGEX (asv -b).")
-@click.option("--rounds", type=int, default=6, show_default=True,
-              help="Interleaved rounds per side (A B, B A, ...) for a benchmark not decided either way sooner "
-                   "(unchanged from the second round, a change from the third).")
-@click.option("--max-rounds", type=int, metavar="N",
-              help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; 0: never).")
-@click.option("--factor", type=float, help="asv's factor: flag changes beyond it (default 1.05, both commits measured here; counters 1.01).")
-@round_alpha_option("Significance the rounds must reach to confirm a change (default 0.01; lower: fewer false "
-                    "flags on a busy machine, more undecided rows and rounds).")
-@fail_on_option(("regression", "ambiguous", "failed"), "Exit 1 when a row has this verdict")
+@o.ROUNDS("Interleaved rounds per side (A B, B A, ...) for a benchmark not decided either way sooner "
+          "(unchanged from the second round, a change from the third).", default=6)
+@o.MAX_ROUNDS()
+@min_effect_option("Minimum effect, relative: flag changes beyond it (default {effect}, both commits measured here; "
+                   "counters {counters}).", 0.05, 0.01)
+@o.FACTOR()
+@o.ROUND_ALPHA("Significance the rounds must reach to confirm a change (default {alpha}; lower: fewer false "
+               "flags on a busy machine, more undecided rows and rounds).", extra={"alpha": 0.01})
+@fail_on_option("continuous", "Exit 1 when a row has this verdict")
 @format_option("table", "markdown", "json")
-@quick_option("asv --quick: smoke runs, not numbers to trust.")
-@machine_option(ASV_MACHINE_HELP)
-@config_option()
-@click.option("--no-save", is_flag=True, help="Do not store the two runs.")
-@instrument_option()
+@o.QUICK("asv --quick: smoke runs, not numbers to trust.")
+@o.MACHINE(ASV_MACHINE_HELP)
+@o.CONFIG()
+@o.NO_SAVE("Do not store the two runs.")
+@o.INSTRUMENT()
 @db_option
-def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_on, fmt, quick, machine, config,
-               no_save, instrument, db) -> None:
+def continuous(base, head, bench, rounds, max_rounds, min_effect, factor, round_alpha, fail_on, fmt, quick, machine,
+               config, no_save, instrument, db) -> None:
     """Build BASE and HEAD, run their benchmarks interleaved on this machine and compare them."""
     from . import cli_results
     from .commands.continuous import ContinuousRequest, run_continuous
 
+    min_effect, factor = o.factor_to_min_effect(min_effect, factor)
     request = ContinuousRequest(base=base, head=head, project=Path.cwd(), config=config, bench=bench,
-                                rounds=rounds, max_rounds=max_rounds, factor=factor, round_alpha=round_alpha,
+                                rounds=rounds, max_rounds=max_rounds, min_effect=min_effect, factor=factor,
+                                round_alpha=round_alpha,
                                 fail_on=tuple(fail_on), db=db,
                                 machine=machine, quick=quick, save=not no_save, instrument=instrument)
     outcome = run_continuous(request, progress=lambda line: err_console.print(line, highlight=False))
@@ -510,17 +458,17 @@ def continuous(base, head, bench, rounds, max_rounds, factor, round_alpha, fail_
 @click.argument("good")
 @click.argument("bad")
 @bench_option("The benchmark (asv -b regex).", required=True)
-@click.option("--metric", default=None, help="The metric that moved (name; default time_per_op, or instructions "
-                                             "with --instrument callgrind).")
-@click.option("--rounds", type=int, default=4, show_default=True,
-              help="Interleaved rounds per step (doubled on noise).")
-@round_alpha_option("Significance the rounds must reach to call the culprit's change confirmed (default 0.01).")
-@machine_option(ASV_MACHINE_HELP)
-@config_option()
+@o.METRIC("The metric that moved (name; default time_per_op, or instructions with --instrument callgrind).",
+          dest="metric", multiple=False)
+@o.ROUNDS("Interleaved rounds per step (doubled on noise).", default=4)
+@o.ROUND_ALPHA("Significance the rounds must reach to call the culprit's change confirmed (default {alpha}).",
+               extra={"alpha": 0.01})
+@o.MACHINE(ASV_MACHINE_HELP)
+@o.CONFIG()
 @format_option("table", "json")
-@click.option("--no-save", is_flag=True, help="Do not store the A/B measurements.")
+@o.NO_SAVE("Do not store the A/B measurements.")
 @db_option
-@instrument_option()
+@o.INSTRUMENT()
 def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
     from . import cli_results

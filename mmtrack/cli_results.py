@@ -285,8 +285,8 @@ def list_table(what: str, records: list[dict[str, Any]]) -> Table:
 def detect_table(outcome: Any, show_all: bool = False) -> Table:
     """``mmtrack detect``'s table (a :class:`~mmtrack.commands.detect.DetectOutcome`): the regressions, or with
     ``show_all`` every change point, of the code; environment events and small moves in its caption."""
+    from .analysis.gate import state_of
     from .analysis.ranking import attention, is_small
-    from .commands.detect import state_of
     from .measure.units import format_quantity
     from .tables import NAME_MIN_WIDTH, stacked
 
@@ -357,7 +357,7 @@ def detect_summary_lines(outcome: Any, small_hidden: int) -> list[str]:
 
 def detect_json(outcome: Any) -> str:
     """``mmtrack detect --format json``: every series, its change points and the environment events."""
-    from .commands.detect import state_of
+    from .analysis.gate import state_of
 
     def cp(c: Any) -> dict[str, Any]:
         return {

@@ -39,6 +39,6 @@ def os_reason(exc: OSError) -> str:
 
 
 def is_relative_effect(value: float) -> bool:
-    """A minimum relative effect a user may give (``compare --threshold``/``--threshold-for``, ``detect --min-effect``):
+    """A minimum relative effect a user may give (``--min-effect``, ``compare --threshold-for``):
     from 0 up to 10 (x11); NaN and inf are not."""
     return 0 <= value <= 10

@@ -1,7 +1,7 @@
 """Check that ``analysis.compare.compare_pair`` gives the same rows as another revision's (default: main's).
 
-A refactor of the verdict must not change one bit of it. This script loads the reference revision's
-``mmtrack/analysis/compare.py`` as a module of its own (``git show REV:...``) beside the working tree's, and
+A refactor of the verdict must not change one bit of it. This script checks the reference revision out in a
+temporary git worktree and imports its ``mmtrack.analysis.compare`` beside the working tree's (scripts/revision.py), and
 compares the rows both give, field by field (NaN equals NaN):
 
 * every consecutive pair of every series of the asv results in tests/data/asv-results (imported into a
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import math
 import random
 import subprocess
@@ -32,23 +31,15 @@ from mmtrack.analysis import compare as new
 from mmtrack.analysis.compare import ComparePolicy
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import Measurement, MetricKey
+from scripts.revision import module_at
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "asv-results"
 
 
-def reference_module(rev: str, module: str = "mmtrack/analysis/compare.py") -> Any:
-    """``module`` at ``rev``, imported as a sibling of the working tree's (its relative imports resolve)."""
-    source = subprocess.run(["git", "show", f"{rev}:{module}"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / Path(module).name
-    path.write_text(source)
-    package, name = module.removesuffix(".py").replace("/", ".").rsplit(".", 1)
-    spec = importlib.util.spec_from_file_location(f"{package}._{name}_reference", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+def reference_module(rev: str, module: str = "mmtrack.analysis.compare") -> Any:
+    """``module`` (dotted) at ``rev``, from that revision's whole package in a git worktree."""
+    return module_at(rev, module)
 
 
 def same(x: Any, y: Any) -> bool:

@@ -1,8 +1,8 @@
 """Check that ``store.reads.series_columns`` reads the same columns as another revision's (default: main's).
 
 Imports each asv results folder of tests/data/asv-results into a SQLite store, copies it, and reads it through the
-reference revision's module of ``series_columns`` (``mmtrack/store/reads/columns.py``, or ``mmtrack/store/queries.py``
-before the store's reads were split; ``git show REV:...``, imported as a module of its own) and the
+reference revision's module of ``series_columns`` (``mmtrack.store.reads.columns``, or ``mmtrack.store.queries``
+before the store's reads were split; that revision's whole package from a git worktree, scripts/revision.py) and the
 working tree's, one copy each, in the same sequence: every key, usable points only and every point, writing the
 series cache (through ``store.writes`` since reads stopped writing) and reading it back, a few keys (the path that
 reads by series id), keys in reverse with one unknown.
@@ -26,14 +26,10 @@ from mmtrack.store import reads as new
 from mmtrack.store.db import open_store
 from mmtrack.store.writes import keep_cached_columns
 from scripts.check_compare_equivalence import DATA, ROOT, Tally, reference_module
-
+from scripts.revision import has_module
 
 #: Where ``series_columns`` lives: since issue 42's split of the store's reads, and before it.
-SOURCES = ("mmtrack/store/reads/columns.py", "mmtrack/store/queries.py")
-
-
-def _exists(rev: str, path: str) -> bool:
-    return subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"], cwd=ROOT, capture_output=True).returncode == 0
+SOURCES = ("mmtrack.store.reads.columns", "mmtrack.store.queries")
 
 
 def _keeping_cache(module: Any, store: Any, keys: list[SeriesKey], usable_only: bool = True) -> Any:
@@ -68,7 +64,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", default="main")
     args = parser.parse_args()
-    ref = reference_module(args.rev, next(p for p in SOURCES if _exists(args.rev, p)))
+    ref = reference_module(args.rev, next(p for p in SOURCES if has_module(args.rev, p)))
     tally, columns = Tally(), 0
     with tempfile.TemporaryDirectory() as tmp:
         for project in sorted(p for p in DATA.iterdir() if p.is_dir()):

@@ -54,10 +54,8 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import importlib.util
 import json
 import math
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -101,21 +99,10 @@ Gate = Callable[[Sequence[Measurement], Sequence[float], int], Judgement]
 
 
 def load_compare_at(rev: str) -> ModuleType:
-    """mmtrack/analysis/compare.py as it was at git revision ``rev``, importable beside today's."""
-    src = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:mmtrack/analysis/compare.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    name = "mmtrack.analysis._compare_at_" + rev.replace("-", "_").replace("~", "_").replace("^", "_")
-    spec = importlib.util.spec_from_loader(name, loader=None)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    module.__package__ = "mmtrack.analysis"
-    sys.modules[name] = module  # dataclasses look their module up
-    exec(compile(src, f"{rev}:mmtrack/analysis/compare.py", "exec"), module.__dict__)
-    return module
+    """mmtrack.analysis.compare as it was at git revision ``rev``, from that revision's package in a git worktree."""
+    from scripts.revision import module_at
+
+    return module_at(rev, "mmtrack.analysis.compare")
 
 
 def mmtrack_gate(module: ModuleType, later: bool) -> Gate:

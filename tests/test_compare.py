@@ -18,13 +18,12 @@ from mmtrack.analysis.compare import (
     compare_pair,
     decided_by_last,
     decided_in_run,
-    failing_rows,
     series_history,
     series_later,
-    should_fail,
     significance,
 )
 from mmtrack.analysis.detect import find_steps
+from mmtrack.analysis.gate import failing_rows
 from mmtrack.analysis.noise import follow_up, phase_noise, segment_noise, young_level
 from mmtrack.analysis.render import render_json, render_markdown, render_table, summary_line, verdict_text
 from mmtrack.measure.metrics import Direction, MetricFormat, MetricSummary, default_direction
@@ -77,7 +76,7 @@ def test_neutral_metric_is_never_flagged():
     assert row.direction is Direction.NEUTRAL
     assert row.verdict == "unchanged"
     assert "neutral" in row.note
-    assert not should_fail(compare_measurements([b], [a]))
+    assert not failing_rows(compare_measurements([b], [a]))
 
 
 def test_small_change_is_unchanged():
@@ -119,7 +118,7 @@ def test_failed_fixed_new_removed_not_comparable():
     # a newly failing benchmark gates --fail-on regression; a still failing one does not
     assert [r.benchmark for r in failing_rows(c)] == ["suite.Bench.time_x"]
     still = compare_measurements([failed], [failed])
-    assert still.rows[0].verdict == "failed" and not should_fail(still)
+    assert still.rows[0].verdict == "failed" and not failing_rows(still)
 
 
 def test_counters_use_a_much_smaller_threshold():
@@ -308,13 +307,13 @@ def test_gate_fails_on_confirmed_regressions_and_opts_in_to_suspected():
     before, after = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(1.25, cv=0.005, seed=2))
     suspected = compare_measurements([before], [after], history={before.case: history})
     assert suspected.states() == {"suspected": 1}
-    assert not should_fail(suspected, ["regression"]) and should_fail(suspected, ["suspected"])
+    assert not failing_rows(suspected, ["regression"]) and failing_rows(suspected, ["suspected"])
     confirmed = compare_measurements(
         [before], [after], history={before.case: history}, later={before.case: [1.25, 1.26, 1.24, 1.25]}
     )
-    assert should_fail(confirmed, ["regression"])
+    assert failing_rows(confirmed, ["regression"])
     refuted = compare_measurements([before], [after], history={before.case: history}, later={before.case: [1.0] * 3})
-    assert not should_fail(refuted, ["regression"]) and not should_fail(refuted, ["suspected"])
+    assert not failing_rows(refuted, ["regression"]) and not failing_rows(refuted, ["suspected"])
 
 
 def test_summary_line_shows_each_verdicts_states_beside_it():
@@ -541,7 +540,7 @@ def test_a_return_to_the_level_a_series_left_by_a_step_is_a_change_reverted():
                      now.note)
     settled = compare_pair(before, back, history=history, later=[1.0, 1.01, 0.99, 1.0])
     assert (settled.verdict, settled.state) == ("regressed", "confirmed") and "a change reverted" in settled.note
-    assert should_fail(compare_measurements([before], [back], history={before.case: history},
+    assert failing_rows(compare_measurements([before], [back], history={before.case: history},
                                             later={before.case: [1.0, 1.01, 0.99, 1.0]}))
     # ... and a revert the next commits leave again is refuted, as a first step would be
     left = compare_pair(before, back, history=history, later=[0.8, 0.81, 0.79, 0.8])
@@ -641,7 +640,7 @@ def test_a_phase_that_ends_through_another_runner_type_is_not_confirmed_as_a_cha
     assert (row.verdict, row.state) == ("unchanged", "refuted")
     assert re.match(r"suspected regressed; the next commits did not hold the level; the next commits went back "
                     r"to the level of (?:1[5-9]|2[0-5]) commits before the last [56]", row.note)
-    assert not should_fail(compare_measurements([before], [between], history={before.case: history},
+    assert not failing_rows(compare_measurements([before], [between], history={before.case: history},
                                                 later={before.case: [1.0, 1.01, 0.99, 1.0]}), ["suspected"])
     # mmtrack run reports it settled once, at the commit that went back, as refuted
     points = [meas(noisy(v, cv=0.005, seed=i)) for i, v in enumerate([*history, 0.9, 1.0, 1.01, 0.99, 1.0])]
@@ -717,7 +716,7 @@ def test_decided_by_last_reports_each_settled_suspicion_once():
     assert decided_by_last(points, labels) == []  # already settled by c34: not reported again
     c = compare_measurements([points[33]], [points[34]], history={points[33].case: [p.median for p in points[4:34]]},
                              decided=rows)
-    assert should_fail(c, ["regression"])
+    assert failing_rows(c, ["regression"])
 
 
 def test_change_at_the_threshold_edge_is_ambiguous_not_unchanged():
@@ -738,12 +737,12 @@ def test_change_at_the_threshold_edge_is_ambiguous_not_unchanged():
 
 def test_fail_on_values():
     c = compare_measurements([meas(noisy(1.0, seed=1))], [meas(noisy(1.5, seed=2))])
-    assert should_fail(c, ["regression"])
-    assert not should_fail(c, ["failed"])
+    assert failing_rows(c, ["regression"])
+    assert not failing_rows(c, ["failed"])
     with pytest.raises(ValueError, match="unknown --fail-on"):
         failing_rows(c, ["bogus"])
     improved = compare_measurements([meas(noisy(1.5, seed=1))], [meas(noisy(1.0, seed=2))])
-    assert not should_fail(improved)
+    assert not failing_rows(improved)
 
 
 def test_params_distinguish_cases():
@@ -871,7 +870,7 @@ def test_a_run_wide_move_is_not_confirmed_four_commits_later_either():
     assert len(rows) == 12 and {(r.verdict, r.state) for r in rows} == {("ambiguous", None)}
     assert rows[0].note.startswith("at c30: the whole run moved ×1.2") and "and the next 4 runs too" in rows[0].note
     c = compare_measurements([], [], decided=rows)
-    assert not should_fail(c, ["regression"])
+    assert not failing_rows(c, ["regression"])
     # Two series of twelve: their own regressions, confirmed whatever the run did.
     rows = decided_in_run(tails(2))
     assert [(r.benchmark, r.verdict, r.state, r.note) for r in rows] == [

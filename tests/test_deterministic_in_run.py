@@ -17,7 +17,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from mmtrack.analysis.compare import series_steps, should_fail, suite_runs
+from mmtrack.analysis.compare import series_steps, suite_runs
+from mmtrack.analysis.gate import failing_rows
 from mmtrack.commands.compare import CompareRequest, run_compare
 from mmtrack.measure.metrics import Direction, MetricSummary
 from mmtrack.results import CommitInfo, SeriesKey
@@ -80,7 +81,7 @@ def test_every_count_is_confirmed_at_its_commit_whatever_the_run_did(gated, when
     assert len(counts) == CASES
     assert {(r.verdict, r.state, r.test) for r in counts} == {("regressed", "confirmed", "deterministic")}
     assert all("whole run" not in r.note for r in counts)
-    assert should_fail(gated[when], ["regression"])
+    assert failing_rows(gated[when], ["regression"])
     # est_cycles stays what its own rule says (suspected: memory layout), never the run's "ambiguous"
     cycles = _by_metric(rows, "est_cycles")
     assert {(r.verdict, r.state) for r in cycles} == {("regressed", "suspected")}

@@ -7,8 +7,8 @@ import re
 
 import click
 import pytest
-
 from doccheck import REPO, USER_DOCS, blocks_run_here, command_blocks, fenced_blocks, is_slow, run_page
+
 from mmtrack.cli import cli
 
 REFERENCE = REPO / "docs" / "reference"
@@ -150,3 +150,14 @@ def test_relative_links_reach_a_file(page):
         if re.match(r"^[a-z]+:", target):
             continue
         assert (page.parent / target).exists(), f"{page.relative_to(REPO)} links to {target}, which does not exist"
+
+
+@pytest.mark.parametrize("full_name,command", commands(), ids=lambda v: v if isinstance(v, str) else "")
+def test_reference_option_rows_are_rendered_from_the_declarations(full_name, command):
+    """Each option row is what mmtrack/cli_options.py declares (flags, value, help, default), in --help's order;
+    `python3 -m scripts.reference_rows` rewrites the rows after a change."""
+    from scripts.reference_rows import rewritten
+
+    page = REFERENCE / f"{full_name.split()[1]}.md"
+    text = page.read_text(encoding="utf-8")
+    assert rewritten(text, full_name, command) == text, f"{page.name}: run python3 -m scripts.reference_rows"

@@ -14,8 +14,9 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from mmtrack.analysis.compare import ComparePolicy, RunLabels, compare_measurements, decided_in_run, should_fail
+from mmtrack.analysis.compare import ComparePolicy, RunLabels, compare_measurements, decided_in_run
 from mmtrack.analysis.frames import RUN_SETTLED, fit_frames
+from mmtrack.analysis.gate import failing_rows
 from mmtrack.measure.metrics import MetricSummary
 from mmtrack.results import Measurement
 
@@ -165,7 +166,7 @@ def test_a_phase_on_a_known_slow_runner_fails_no_gate_for_a_series_that_follows_
     tails = {k: (pts, [f"c{j}" for j in range(len(pts))]) for k, pts in series.items()}
     for policy in (ComparePolicy(run_frames=False), ComparePolicy(min_suite=0), ComparePolicy()):
         rows = decided_in_run(tails, policy)
-        assert not should_fail(compare_measurements([], [], decided=rows), ["regression"]), policy
+        assert not failing_rows(compare_measurements([], [], decided=rows), ["regression"]), policy
         assert not any(r.state == "confirmed" and r.verdict == "regressed" for r in rows), policy
 
 
@@ -177,7 +178,7 @@ def test_the_gate_fails_once_later_runs_confirm_the_step_in_their_frames():
     rows = decided_in_run(tails)
     assert [(r.benchmark, r.verdict, r.state, r.note) for r in rows] == [
         ("suite.time_00", "regressed", "confirmed", "at c60")]
-    assert should_fail(compare_measurements([], [], decided=rows), ["regression"])
+    assert failing_rows(compare_measurements([], [], decided=rows), ["regression"])
     assert decided_in_run(tails, ComparePolicy(run_frames=False)) == []
 
 

@@ -80,6 +80,7 @@ import numpy as np
 from ..measure.metrics import Direction
 from ..results import ChangePoint, Measurement, MetricKey
 from . import contention, deterministic
+from .gate import FAIL_ON, failing_rows  # noqa: F401 - the gate decides; re-exported for older imports
 from .noise import (
     SegmentNoise,
     YoungLevel,
@@ -128,16 +129,6 @@ MARKS: dict[str, str] = {
     "new": "n",
     "removed": "r",
 }
-
-#: What ``--fail-on`` accepts, and the verdicts each one gates on. Regressions gate only when
-#: confirmed (or judged without history); ``suspected`` opts in to the history's first word.
-FAIL_ON: dict[str, frozenset[str]] = {
-    "regression": frozenset({"regressed", "failed"}),  # a benchmark that starts failing regressed too
-    "suspected": frozenset({"regressed", "failed"}),
-    "failed": frozenset({"failed"}),
-    "ambiguous": frozenset({"regressed", "failed", "ambiguous"}),
-}
-
 
 
 Case = tuple[str, str, MetricKey]  # (benchmark, canonical params, metric): Measurement.case
@@ -1476,32 +1467,6 @@ def settled_by_ab(row: Row, state: str, ratio: float | None, p_value: float | No
     return dataclasses.replace(row, verdict=verdict, state=state, note=evidence)  # type: ignore[arg-type]
 
 
-def failing_rows(comparison: Comparison, fail_on: Iterable[str] = ("regression",)) -> list[Row]:
-    """The rows that make ``--fail-on`` fail; "failed" gates only newly failing rows.
-
-    History verdicts gate once confirmed (also those of earlier commits that the after
-    commit confirms); ``suspected`` also gates on suspected ones. Refuted ones never gate.
-    """
-    gates: set[str] = set()
-    for name in fail_on:
-        if name not in FAIL_ON:
-            raise ValueError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}")
-        gates |= FAIL_ON[name]
-    opt_in = "suspected" in fail_on
-    return [
-        r
-        for r in (*comparison.rows, *comparison.decided)
-        if r.verdict in gates
-        and r.direction is not Direction.NEUTRAL
-        and not (r.verdict == "failed" and r.note == "still failing")
-        and (r.state in (None, "confirmed") or (opt_in and r.state == "suspected"))
-    ]
-
-
-def should_fail(comparison: Comparison, fail_on: Iterable[str] = ("regression",)) -> bool:
-    return bool(failing_rows(comparison, fail_on))
-
-
 __all__ = [
     "MARKS",
     "FAIL_ON",
@@ -1537,5 +1502,4 @@ __all__ = [
     "compare_pair",
     "compare_measurements",
     "failing_rows",
-    "should_fail",
 ]

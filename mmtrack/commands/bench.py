@@ -133,6 +133,9 @@ def refuse_options_that_cannot_apply(request: BenchRequest) -> None:
     """Options that would do nothing with the others given: one line before anything is run or written."""
     if request.seed is not None and request.order != "random":
         raise UserError(f"--seed {request.seed} shuffles --order random only; add --order random or drop --seed")
+    from ..analysis.gate import checked
+
+    checked("bench", request.fail_on)
     if request.fail_on and request.compare == "none":
         raise UserError(f"--fail-on {' '.join(request.fail_on)} reads the comparison that --compare none turns off; "
                         "give --compare latest|RUN|COMMIT or drop --fail-on")
@@ -442,9 +445,9 @@ class BenchResult:
             return EXIT_USAGE
         comparison = getattr(self.baseline, "comparison", None)
         if self.run.exit_code == EXIT_OK and self.fail_on and comparison is not None:
-            from ..analysis.compare import failing_rows
+            from ..analysis.gate import Gate
 
-            if failing_rows(comparison, self.fail_on):
+            if Gate("bench", self.fail_on).rows(comparison):
                 return EXIT_FAILURES
         return self.run.exit_code
 

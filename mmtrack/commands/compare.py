@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..analysis.compare import (
-    FAIL_ON,
     HISTORY_WINDOW,
     ComparePolicy,
     Comparison,
@@ -22,13 +21,13 @@ from ..analysis.compare import (
     RunLabels,
     compare_measurements,
     decided_in_run,
-    failing_rows,
     reconciled_with_detect,
     series_history,
     series_history_at,
     series_later,
     settled_by_ab,
 )
+from ..analysis.gate import Gate
 from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 from ..results import ChangePoint, CommitInfo, Measurement, MetricKey, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, metric_matches, unknown
@@ -273,7 +272,7 @@ def policy_for(request: CompareRequest) -> ComparePolicy:
             f"--history {request.history} is not a number of commits; give 0 (off) or more, e.g. 100", EXIT_USAGE
         )
     if request.threshold is not None and not is_relative_effect(request.threshold):
-        raise UserError(f"--threshold {request.threshold} is not a relative effect; give e.g. 0.1 for 10%", EXIT_USAGE)
+        raise UserError(f"--min-effect {request.threshold} is not a relative effect; give e.g. 0.1 for 10%", EXIT_USAGE)
     if request.alpha is not None and not (0 < request.alpha < 1):
         raise UserError(f"--alpha {request.alpha:g} is not a significance level; give one between 0 and 1, "
                         "e.g. 0.002", EXIT_USAGE)
@@ -306,9 +305,7 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
     """Resolve A and B in the store, compare every metric, decide the exit code."""
     from ..store.db import open_store
 
-    for name in request.fail_on:
-        if name not in FAIL_ON:
-            raise UserError(f"unknown --fail-on value {name!r}; choose from {', '.join(FAIL_ON)}", EXIT_USAGE)
+    gate = Gate.of("compare", request.fail_on)
     if request.only_changed and request.fmt != "table":
         raise UserError(f"--only-changed leaves unchanged rows out of the table; --format {request.fmt} lists every "
                         "row (markdown folds the unchanged away): drop one of them", EXIT_USAGE)
@@ -350,7 +347,7 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
         comparison = dataclasses.replace(comparison, rows=tuple(
             r if (c := detected.get((r.benchmark, r.params, r.metric))) is None else reconciled_with_detect(r, c)
             for r in comparison.rows))
-    failing = failing_rows(comparison, request.fail_on) if request.fail_on else []
+    failing = gate.rows(comparison)
     return CompareOutcome(comparison, before, after, failing)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
+from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError, is_relative_effect
 
 DEFAULT_ROUNDS = 6
 
@@ -36,7 +36,8 @@ class ContinuousRequest:
     bench: str | None = None
     rounds: int = DEFAULT_ROUNDS
     max_rounds: int | None = None  # undecided benchmarks re-run up to this (None: twice rounds; 0: never)
-    factor: float | None = None  # asv's factor: 1.1 flags changes beyond 10%
+    min_effect: float | None = None  # flag changes beyond it: 0.1 flags changes beyond 10% (None: AB_THRESHOLD)
+    factor: float | None = None  # the same as asv's factor (1.1), --factor's former spelling; give one of the two
     round_alpha: float | None = None  # significance the rounds must reach (None: ab.interleave.ROUND_ALPHA)
     fail_on: tuple[str, ...] = ()
     db: str | None = None
@@ -75,13 +76,16 @@ def round_alpha_for(round_alpha: float | None) -> float:
     return round_alpha
 
 
-def policy_for(factor: float | None, round_alpha: float | None = None) -> Any:
+def policy_for(factor: float | None, round_alpha: float | None = None, min_effect: float | None = None) -> Any:
     from ..ab.rule import AB_THRESHOLD
     from ..ab.verdicts import ab_policy
 
     if factor is not None and not factor > 1.0:
         raise UserError(f"--factor {factor}: asv's factor is a ratio above 1 (1.1 flags changes beyond 10%)")
-    return ab_policy(AB_THRESHOLD if factor is None else factor - 1.0, round_alpha_for(round_alpha))
+    if min_effect is not None and not (is_relative_effect(min_effect) and min_effect > 0):
+        raise UserError(f"--min-effect {min_effect}: give a relative effect above 0, e.g. 0.05 for 5%")
+    threshold = min_effect if min_effect is not None else AB_THRESHOLD if factor is None else factor - 1.0
+    return ab_policy(threshold, round_alpha_for(round_alpha))
 
 
 def refuse_dirty(repo: Path) -> None:
@@ -99,9 +103,10 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     from ..ab.envs import resolve_commit
     from ..ab.interleave import make_plan, measure_pair
     from ..ab.verdicts import pair_verdicts
-    from ..analysis.compare import failing_rows
+    from ..analysis.gate import Gate
 
-    policy = policy_for(request.factor, request.round_alpha)
+    gate = Gate.of("continuous", request.fail_on or ())
+    policy = policy_for(request.factor, request.round_alpha, request.min_effect)
     max_rounds = request.max_rounds if request.max_rounds is not None else 2 * request.rounds
     if max_rounds < 0 or 0 < max_rounds < request.rounds:  # the knobs first, before the project is read
         raise UserError(f"--max-rounds {max_rounds}: below --rounds {request.rounds} (0 turns the extra rounds off)")
@@ -115,7 +120,7 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
     head_sha = resolve_commit(repo, request.head)
     result = measure_pair(plan, repo, base_sha, head_sha, progress)
     comparison = pair_verdicts(plan, repo, result, policy, progress)
-    outcome = ContinuousOutcome(result, comparison, failing_rows(comparison, request.fail_on or ()),
+    outcome = ContinuousOutcome(result, comparison, gate.rows(comparison),
                                 specs=(request.base, request.head))
     if request.instrument == "callgrind":  # both sides' profiles are kept per commit: why a count changed
         from ..analysis.why_counts import why_counts_changed

@@ -21,6 +21,7 @@ from ..analysis.events import (
     mark_events,
     without_returns_from_events,
 )
+from ..analysis.gate import Gate, checked, persisting_regressions, state_of  # noqa: F401 - state_of: re-exported
 from ..analysis.placement import align_to_agreement
 from ..analysis.ranking import with_confirmations
 from ..analysis.series import detect_values, kept_steps
@@ -73,12 +74,12 @@ class DetectOutcome:
     @property
     def open_regressions(self) -> list[ChangePoint]:
         """Regressions that persist to the latest commit, proved by the rank test or confirmed by the next commits."""
-        return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "confirmed"]
+        return persisting_regressions(self.code_changes, "confirmed")
 
     @property
     def suspected_regressions(self) -> list[ChangePoint]:
         """Regressions in the newest commits that the next commits have not settled yet (``--fail-on suspected``)."""
-        return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "suspected"]
+        return persisting_regressions(self.code_changes, "suspected")
 
     @property
     def too_short(self) -> list[SeriesReport]:
@@ -86,14 +87,7 @@ class DetectOutcome:
 
     @property
     def exit_code(self) -> int:
-        failing = ("regression" in self.fail_on or "suspected" in self.fail_on) and self.open_regressions
-        return EXIT_FAILURES if failing or ("suspected" in self.fail_on and self.suspected_regressions) else EXIT_OK
-
-
-def state_of(change: ChangePoint) -> str:
-    """``suspected``: a step in the newest commits the next commits have not settled (analysis/newest.py);
-    ``confirmed``: proved by the rank test, or confirmed by the next commits."""
-    return str(change.extra.get("state", "confirmed"))
+        return EXIT_FAILURES if Gate("detect", self.fail_on).changes(self.code_changes) else EXIT_OK
 
 
 METHODS = ("rankseg", "edivisive", "pelt")
@@ -103,6 +97,7 @@ PARALLEL_SERIES = 200  # fewer series than this are detected in this process alo
 
 def policy_for(request: DetectRequest) -> DetectPolicy:
     """The detector's policy; every knob is checked here so that bad values fail as one line, exit 2."""
+    checked("detect", request.fail_on)
     if request.method not in METHODS:
         raise UserError(f"unknown --method {request.method!r}; choose one of {', '.join(METHODS)}", EXIT_USAGE)
     kw: dict[str, Any] = {"method": request.method}

@@ -200,6 +200,9 @@ def execute(request: RunRequest, report: Report = silent) -> RunOutcome:
 def run_command(request: RunRequest, report: Report = silent) -> RunResult:
     """Run, store, compare with the previous commit, ``--confirm``, gate. ``report`` sees, in order: the
     preparation's notes, :class:`AsvStarting`, the :class:`RunOutcome` once stored, then what ``--confirm`` does."""
+    from ..analysis.gate import checked
+
+    checked("run", request.fail_on)
     check_confirm_options(request)
     outcome = execute(request, report)
     report(outcome)
@@ -220,7 +223,8 @@ def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[st
     as the change A/B measured (``--confirm-ambiguous``)."""
     import dataclasses
 
-    from ..analysis.compare import failing_rows, settled_by_ab
+    from ..analysis.compare import settled_by_ab
+    from ..analysis.gate import Gate
 
     if outcome.comparison is None:
         return []
@@ -232,7 +236,7 @@ def gate(outcome: RunOutcome, confirmations: Sequence[Any], fail_on: Sequence[st
             return r if c is None else settled_by_ab(r, c.state, c.ratio, c.p_value, c.rounds)
 
         comparison = dataclasses.replace(comparison, rows=tuple(settle(r) for r in comparison.rows))
-    return failing_rows(comparison, fail_on)
+    return Gate.of("run", fail_on).rows(comparison)
 
 
 def confirm_rows(outcome: RunOutcome, request: RunRequest, report: Report = silent) -> list[Any]:

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.gate import Gate, checked
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from .import_asv import ImportResult, check_results_folder
 from .publish import PublishRequest, publish
@@ -30,7 +31,7 @@ class UpdateOutcome:
     imported: ImportResult
     touched: int  # series keys with new, replaced or removed points
     detected: int | None  # change points found on the touched series; None when detection was off
-    open_regressions: int  # counted with fail_on=("regression",) only
+    open_regressions: int  # counted by the gate: 0 without --fail-on
     written: int
     unchanged: int
     removed: int
@@ -48,6 +49,7 @@ def update(request: UpdateRequest) -> UpdateOutcome:
     from ..store.db import open_store, redact
     from ..store.writes import series_columns_keeping_cache
 
+    checked("update", request.fail_on)
     url = request.publish.db
     if url is None:
         raise UserError("no store given; pass --db URL or set MMTRACK_DB")
@@ -70,10 +72,10 @@ def update(request: UpdateRequest) -> UpdateOutcome:
 
             # Read once for detect and for the pages' verdicts (their history), the blobs of series_cache kept
             columns = series_columns_keeping_cache(store, keys, usable_only=False)
-            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, columns=columns,
+            outcome = run_detect(DetectRequest(db=url), store=store, columns=columns,
                                  new_commits=summary.commits)
             detected = len(outcome.changes)
-            open_regressions = len(outcome.open_regressions) if "regression" in request.fail_on else 0
+            open_regressions = len(Gate("update", request.fail_on).changes(outcome.code_changes))
         elif request.detect:
             detected = 0
         seconds["detect"] = time.perf_counter() - t
