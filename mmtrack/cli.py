@@ -298,7 +298,8 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, min_effect, threshold
     from .commands.compare import CompareRequest, parse_threshold_for, run_compare
 
     request = CompareRequest(a=a, b=b, db=db, machine=machine, env=env, metrics=tuple(metrics), fmt=fmt,
-                             fail_on=tuple(fail_on), threshold=min_effect, thresholds=parse_threshold_for(threshold_for),
+                             fail_on=tuple(fail_on), threshold=min_effect,
+                             thresholds=parse_threshold_for(threshold_for),
                              history=history, alpha=alpha, only_changed=only_changed)
     outcome = run_compare(request)
     out = cli_results.compared(outcome, fmt, only_changed, sort)

@@ -145,7 +145,7 @@ PATH = click.Path(path_type=Path)
 # -- shared by several verbs ---------------------------------------------------------------------------------------
 DB = declare("--db", dest="db", metavar="URL", callback=_store_url,
              help="Store URL or SQLite file (default: $MMTRACK_DB, else .mmtrack/mmtrack.db in the project root).")
-#: Former spellings: bench's ``-k/--filter``, and detect's, list's and publish's ``--benchmark`` (each verb names its own).
+#: Former spellings: bench's ``-k/--filter``; detect's, list's and publish's ``--benchmark`` (each verb names its own).
 BENCH = declare("-b", "--bench", dest="bench", metavar="REGEX", callback=_regex("-b"),
                 old=(("-k", "--filter"), ("--benchmark",)))
 CONFIG = declare("--config", dest="config", type=PATH, old=(("--asv-config",),),

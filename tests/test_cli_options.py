@@ -44,7 +44,7 @@ def test_the_old_spellings_are_hidden_and_the_new_ones_shown():
 
 
 def test_fail_on_offers_each_verb_the_words_its_gate_accepts():
-    """``--help`` lists the words the verb's gate (analysis/gate.py) accepts, no others, and each one it lists parses."""
+    """``--help`` lists the words the verb's gate (analysis/gate.py) accepts, no others, and each one parses."""
     sets = {verb: tuple(o.type.choices) for verb, command in commands().items() for o in visible_options(command)
             if o.name == "fail_on"}
     assert sets == ACCEPTS
