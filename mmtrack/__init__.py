@@ -25,15 +25,14 @@ if TYPE_CHECKING:
         BenchSampleResult,
         DiagnosticError,
         DiagnosticResult,
-        Direction,
         InvalidMetricError,
-        MetricFormat,
         MetricSummary,
         MetricValue,
     )
     from .measure.perf import LinuxPerfBackend
     from .measure.runner import BenchmarkDefinitionError, BenchSpec, RunOptions, run_benchmark
     from .measure.throughput import Throughput
+    from .vocabulary import Direction, MetricFormat
 
 __version__ = "0.2.0"
 #: The distribution this package installs as: the PyPI name "mmtrack" belongs to an unrelated project.
@@ -58,12 +57,12 @@ _LAZY = {
     "CudaEventBackend": ".measure.cuda",
     "DiagnosticError": ".measure.metrics",
     "DiagnosticResult": ".measure.metrics",
-    "Direction": ".measure.metrics",
+    "Direction": ".vocabulary",
     "InvalidMetricError": ".measure.metrics",
     "LinuxPerfBackend": ".measure.perf",
     "MeasurementBackend": ".measure.backend",
     "MeasurementDomain": ".measure.backend",
-    "MetricFormat": ".measure.metrics",
+    "MetricFormat": ".vocabulary",
     "MetricSummary": ".measure.metrics",
     "MetricValue": ".measure.metrics",
     "Results": ".measure.backend",

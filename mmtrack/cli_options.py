@@ -84,9 +84,11 @@ class Option:
     def __call__(self, help: str | None = None, **changes: Any) -> Decorator:
         """The click decorator for one verb; ``help`` and ``changes`` (default, choices, ...) are that verb's."""
         o = dataclasses.replace(self, **({"help": help} if help is not None else {}), **changes)
-        main = click.option(*o.flags, o.dest, help=o.text() or None, type=o.type, default=o.default,
-                            show_default=o.show_default, is_flag=o.is_flag, multiple=o.multiple, metavar=o.metavar,
-                            required=o.required, hidden=o.hidden, callback=o.callback)
+        given = {"help": o.text() or None, "type": o.type, "default": o.default, "metavar": o.metavar,
+                 "show_default": o.show_default, "is_flag": o.is_flag, "multiple": o.multiple,
+                 "required": o.required, "hidden": o.hidden, "callback": o.callback}
+        # only what the declaration sets: click's own defaults stand for the rest (a flag not given is False)
+        main = click.option(*o.flags, o.dest, **{k: v for k, v in given.items() if v is not None and v is not False})
         return with_aliases(main, o.dest, o.spelling, o.old, o.type) if o.old else main
 
 

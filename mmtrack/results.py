@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Mapping
 
-from .measure.metrics import Direction, MetricFormat, MetricSummary
+from .measure.metrics import MetricSummary
 from .measure.stats import sample_stats
+from .vocabulary import Direction, MetricFormat, MetricKey  # noqa: F401 - MetricKey: re-exported
 
 Status = Literal["ok", "failed", "skipped"]
 
@@ -22,19 +23,6 @@ Status = Literal["ok", "failed", "skipped"]
 def canonical_params(params: Mapping[str, str] | None) -> str:
     """One stable string for a parameter combination (part of a series' identity)."""
     return json.dumps(dict(params or {}), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class MetricKey:
-    """Metric identity: (section, name, unit). Display names are cosmetic."""
-
-    section: str
-    name: str
-    unit: str
-
-    def __str__(self) -> str:
-        base = f"{self.name} [{self.unit}]"
-        return f"{self.section}/{base}" if self.section else base
 
 
 # The primary metric of every benchmark: asv's value (seconds per op for engine benchmarks).

@@ -21,9 +21,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mmtrack"
 #: Lowest first. A module may import from its own layer and the ones before it; siblings in one layer
 #: (ab, publish and benchruns) may not import each other.
 LAYERS: list[set[str]] = [
-    {"errors", "textsafe", "terminal", "tables", "fsutil", "forked", "schemas"},  # plain helpers, no mmtrack imports
+    # plain helpers and the words results are told in (Direction, MetricFormat, MetricKey): no mmtrack imports
+    {"errors", "textsafe", "terminal", "tables", "fsutil", "forked", "schemas", "vocabulary"},
     {"measure"},  # the engine
-    {"vocabulary", "results", "vcs"},  # the words of results and the records: commits, measurements, series keys
+    {"results", "vcs"},  # records: commits, measurements, series keys
     {"asvbridge"},
     {"store"},
     {"analysis"},
@@ -196,6 +197,19 @@ def test_the_checker_sees_a_circle_and_a_backward_import():
     assert "mmtrack.asvbridge.asvrun" in edges["mmtrack.ab.interleave"]
     assert "mmtrack.store.ingest" in edges["mmtrack.commands.run"]  # imported inside a function
     assert "mmtrack.measure.concurrent" in edges["mmtrack.asvbridge.declare"]  # under TYPE_CHECKING too
+
+
+def test_no_layer_above_the_engine_imports_it_for_a_word():
+    """Direction, MetricFormat, MetricKey and default_direction come from mmtrack/vocabulary.py outside the engine."""
+    words = {"Direction", "MetricFormat", "MetricKey", "default_direction"}
+    found = []
+    for name, path in module_names().items():
+        if name.startswith("mmtrack.measure") or name == "mmtrack":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("measure.metrics"):
+                found += [f"{name}: {a.name}" for a in node.names if a.name in words]
+    assert not found, found
 
 
 # -- the checker on small synthetic trees: each planted import is caught --------------------------------------------

@@ -80,7 +80,7 @@ def rows_to_confirm(comparison: Any, *, ambiguous: bool = False) -> list[Any]:
 def by_priority(rows: Sequence[Any]) -> list[Any]:
     """``rows`` most worth an A/B run first: suspected before ambiguous (a suspected row is what the gate may
     fail on), a move the worse way before one the better way, then the larger move; rows without a ratio last."""
-    from ..measure.metrics import Direction
+    from ..vocabulary import Direction
 
     def key(r: Any) -> tuple[int, int, float]:
         ratio = r.ratio if r.ratio and r.ratio > 0 and math.isfinite(r.ratio) else None

@@ -36,7 +36,6 @@ from typing import Any, Sequence
 from ..errors import UserError
 from ..vcs import git_output, resolve_rev
 
-ENV_CACHE = Path(".mmtrack") / "envs"
 MARKER = "built.json"
 #: Set while builds running beside one another are abandoned (Ctrl-C or a failure in one): the others stop before
 #: their next pip attempt instead of retrying a build the interrupt cut (:func:`mmtrack.ab.interleave.build_pair`).

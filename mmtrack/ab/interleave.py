@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..asvbridge import asv_rounds, asvrun, callgrind_run, round_server, spool
-from ..measure.metrics import Direction, MetricSummary
+from ..measure.metrics import MetricSummary
 from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
+from ..vocabulary import Direction
 from .envs import CommitEnv
 from .rule import (  # noqa: F401  (the rule's names, as A/B code and tests have always read them here)
     AB_THRESHOLD,

@@ -27,7 +27,7 @@ from typing import Sequence
 
 from ..analysis.compare import significant_below
 from ..analysis.policy import EDGE_BAND
-from ..measure.metrics import Direction
+from ..vocabulary import Direction
 
 #: Significance the rounds must reach by default (``--round-alpha``).
 ROUND_ALPHA = 0.01

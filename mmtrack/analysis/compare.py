@@ -77,8 +77,8 @@ from typing import TYPE_CHECKING, Callable, Collection, Iterable, Literal, Mappi
 
 import numpy as np
 
-from ..measure.metrics import Direction
 from ..results import ChangePoint, Measurement, MetricKey
+from ..vocabulary import Direction
 from . import contention, deterministic
 from .gate import FAIL_ON, failing_rows  # noqa: F401 - the gate decides; re-exported for older imports
 from .noise import (

@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 
 from ..measure import contention as engine
 from ..measure.cputime import CPU_TIME_COUNTER
-from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
+from ..vocabulary import Direction
 
 Case = tuple[str, str, MetricKey]  # compare.Case (compare imports this module)
 Row = Any  # compare.Row, a frozen dataclass

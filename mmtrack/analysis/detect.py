@@ -43,8 +43,8 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey
+from ..vocabulary import Direction
 from .policy import MAIN_LEVEL_PRICE, MAIN_LEVEL_Z, REFINE_CONTEXT, REFINE_PASSES, SETTLE_Z
 
 Method = Literal["rankseg", "edivisive", "pelt"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
+from ..vocabulary import Direction
 from .policy import ComparePolicy, Evidence
 
 SECTION = "callgrind"  # measure/callgrind.py's section (the analysis layer does not import the engine)

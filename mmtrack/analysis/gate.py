@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Protocol, Sequence
 
 from ..errors import EXIT_USAGE, UserError
-from ..measure.metrics import Direction
 from ..results import ChangePoint
+from ..vocabulary import Direction
 
 #: Every word ``--fail-on`` knows, in the order ``--help`` lists them, with what each one fails on.
 MEANING: dict[str, str] = {

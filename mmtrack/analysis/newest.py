@@ -25,8 +25,8 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..measure.metrics import Direction
 from ..results import Measurement, MetricKey
+from ..vocabulary import Direction
 from .compare import compare_pair
 from .detect import _median  # np.median's wrapper layers cost more than the medians of these short arrays
 from .noise import UNSEEN_QUIET, SegmentNoise, already_beyond, held_level, segment_noise

@@ -10,11 +10,11 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..measure.metrics import Direction, MetricFormat
 from ..measure.units import format_spread
 from ..results import Measurement
 from ..tables import NAME_MIN_WIDTH, FitTable, stacked
 from ..textsafe import md_code, md_text, term
+from ..vocabulary import Direction, MetricFormat
 from .compare import MARKS, Comparison, Row, failing_rows
 from .policy import VERDICT_ORDER
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Callable, Collection, Iterable, Mapping, Sequence
 
-from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey, SeriesPoint
+from ..vocabulary import Direction
 from .detect import DetectPolicy, SeriesReport, Step, find_steps, find_steps_after, is_worse
 from .newest import newest_step
 from .policy import KEPT_STEP_MAX_P, KEPT_STEP_MIN_AFTER, NEWEST_COMMITS

@@ -19,7 +19,6 @@ from ..asvbridge.host import host_info
 from ..asvbridge.session import Outcome, Status
 from ..errors import UserError
 from ..measure.conditions import comparable
-from ..measure.metrics import Direction
 from ..results import PRIMARY, BenchContext, Measurement, canonical_params
 from ..store import reads
 from ..store.db import Store
@@ -32,6 +31,7 @@ from ..store.ingest import (
     record_engine_run,
 )
 from ..vcs import resolve_rev
+from ..vocabulary import Direction
 
 # How many earlier runs to inspect for a compatible baseline before giving up.
 BASELINE_SEARCH_DEPTH = 50

@@ -81,7 +81,6 @@ class RunOutcome:
     collected: Collected
     asv_exit: int | None  # None: asv did not run (--instrument callgrind counted the suite itself)
     started_at: datetime
-    ingested: bool = False
     comparison: Any = None  # mmtrack compare's outcome against the previous commit, if there is one
     summary: list[str] = field(default_factory=list)  # what the comparison could not say
     reports: list[str] = field(default_factory=list)  # leftover spool files that could not be ingested
@@ -315,7 +314,6 @@ def ingest(outcome: RunOutcome, db: str | None) -> None:
     store = open_store(resolve_url(db))
     try:
         _ingest_into(store, outcome)
-        outcome.ingested = True
         summarize(store, outcome)
     finally:
         store.close()

@@ -117,19 +117,6 @@ class ConcurrentSampleInfo:
     index: int
 
 
-class ConcurrentSampleLifecycle(Protocol):
-    """Optional observer around every sample; both methods may be left out.
-
-    ``before_sample(ctx, info)`` runs after ``prepare`` and before the workers start;
-    ``after_sample(ctx, info)`` runs after every worker joined and the timing stopped, and returns
-    scenario metrics (MetricValue list; those of warm-up samples are discarded).
-    """
-
-    def before_sample(self, ctx: Any, info: ConcurrentSampleInfo) -> None: ...
-
-    def after_sample(self, ctx: Any, info: ConcurrentSampleInfo) -> Sequence[MetricValue] | None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class ConcurrentGroup:
     """The options of one concurrent benchmark (micromeasure's concurrent group)."""

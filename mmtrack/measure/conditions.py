@@ -19,7 +19,6 @@ from typing import Any, Mapping
 
 IN_PROCESS = "in-process"  # the sampling loop runs in the process that discovered the suite
 WORKER_PER_CASE = "worker per case"
-FRESH_PROCESS = "fresh process"
 UNDER_CALLGRIND = "under callgrind"  # measure/callgrind.py: its host time is Valgrind's pace, never a verdict
 
 # The fields two runs must share to be compared (analysis/baseline.py's incompatibility).

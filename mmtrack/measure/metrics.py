@@ -8,52 +8,15 @@ is a rendering hint (INTEGER means an id or a count and prints no decimals).
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from ..vocabulary import Direction, MetricFormat, default_direction  # the words, re-exported for the engine's API
 from .quantiles import percentile
 
 GIB = 1024.0**3
-
-
-class MetricFormat(str, enum.Enum):
-    NUMBER = "number"
-    INTEGER = "integer"
-
-
-class Direction(str, enum.Enum):
-    """Which way is better for a metric; NEUTRAL metrics are never flagged."""
-
-    LOWER = "lower"
-    HIGHER = "higher"
-    NEUTRAL = "neutral"
-
-
-_RATE_UNITS = ("tflop/s", "gflop/s", "gib/s", "mib/s", "gb/s", "mb/s", "flop/s")
-_TIME_UNITS = {"s", "ms", "us", "µs", "ns", "seconds", "sec"}
-
-
-def default_direction(unit: str, fmt: MetricFormat = MetricFormat.NUMBER) -> Direction:
-    """The default direction implied by a unit.
-
-    Rates (``/s``, TFLOP/s, GiB/s) are higher-better; durations and counts are
-    lower-better; INTEGER-format metrics that are not counts (ids) are neutral.
-    """
-    u = unit.strip().lower()
-    if u.endswith("/s") or u in _RATE_UNITS or u.endswith("per second"):
-        return Direction.HIGHER
-    if u in _TIME_UNITS or u.endswith("/op") or u.startswith("s/") or u.startswith("ns/"):
-        return Direction.LOWER
-    if fmt is MetricFormat.INTEGER and u in {"id", "index", "algo", "enum", ""}:
-        return Direction.NEUTRAL
-    if u in {"id", "index", "enum", "ratio"}:
-        return Direction.NEUTRAL
-    if u in {"bytes", "b", "count", "pages", "faults", "misses", "events", "%"}:
-        return Direction.LOWER
-    return Direction.LOWER if fmt is MetricFormat.NUMBER else Direction.NEUTRAL
 
 
 # Squares of samples (variance, stddev) overflow a float beyond about 1.3e154; this bound

@@ -6,7 +6,7 @@ import math
 from typing import Iterable
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -104,10 +104,6 @@ def render_stats(stats: BenchmarkStats) -> Group:
     for w in list(stats.warnings) + stability_warnings(stats):
         parts.append(Text(f"warning: {term(w)}", style="yellow"))
     return Group(*parts)
-
-
-def print_stats(stats: BenchmarkStats, console: Console | None = None) -> None:
-    (console or Console()).print(render_stats(stats))
 
 
 # -- concurrent benchmarks (measure/concurrent.py) ---------------------------------------------

@@ -37,8 +37,8 @@ import orjson
 from ..analysis.compare import detect_says
 from ..analysis.policy import VERDICT_ORDER
 from ..forked import can_fork, map_split
-from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
+from ..vocabulary import Direction
 from .model import HistoryColumns, SiteModel
 from .profiles import SiteProfiles, link_profiles
 from .runcarry import CaseRuns, LastBuild, SuiteRuns, carried_prints

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ..measure.metrics import Direction
 from ..results import ChangePoint, RunVerdict, SeriesKey, SeriesPoint
+from ..vocabulary import Direction
 from .model import SiteConfig, SiteModel
 from .source import source_key
 

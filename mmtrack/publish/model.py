@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..measure.metrics import Direction
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
+from ..vocabulary import Direction
 
 # A series' commits (shas), medians (None: a failed run), code versions and direction: what a verdict's
 # history reads, and what its run's frames and shift are read from (analysis.compare.SuiteColumns)

@@ -29,9 +29,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from ..errors import UserError
 from ..forked import can_fork, die_with_parent
 from ..fsutil import unreadable_entry
-from ..measure.metrics import Direction, MetricFormat, default_direction
 from ..measure.stats import sample_stats_rows
 from ..results import PRIMARY, CommitInfo, MetricKey, canonical_params
+from ..vocabulary import Direction, MetricFormat, default_direction
 from . import schema as m
 from .bulk import gc_paused
 from .db import Store

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.exc import DBAPIError
 
-from ..measure.metrics import Direction, MetricFormat, MetricSummary
+from ..measure.metrics import MetricSummary
 from ..measure.stats import sample_stats
 from ..results import PRIMARY, CommitInfo, Status, canonical_params
+from ..vocabulary import Direction, MetricFormat
 from . import schema as m
 from .db import Store, taking_lock
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import Select, select
 
-from ..measure.metrics import Direction, MetricFormat
 from ..results import MetricKey, SeriesKey
+from ..vocabulary import Direction, MetricFormat
 from . import schema as m
 
 DIRECTIONS = {d.value: d for d in Direction}

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from sqlalchemy import delete, select
 
-from ..measure.metrics import Direction
 from ..results import ChangePoint, RunVerdict, SeriesKey
+from ..vocabulary import Direction
 from . import schema as m
 from .db import Store
 from .series_names import series_name_columns

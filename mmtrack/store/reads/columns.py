@@ -13,8 +13,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from sqlalchemy import func, select
 
-from ...measure.metrics import Direction
 from ...results import MetricKey, SeriesKey
+from ...vocabulary import Direction
 from .. import schema as m
 from ..bulk import fetch_sql, gc_paused
 from ..db import Store

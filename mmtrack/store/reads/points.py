@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 from sqlalchemy import LargeBinary, String, bindparam, func, literal_column, null, select, type_coerce
 
-from ...measure.metrics import Direction, MetricFormat
 from ...results import CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint
+from ...vocabulary import Direction, MetricFormat
 from .. import schema as m
 from ..bulk import fetch_sql, gc_paused
 from ..db import Store
