@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settle", type=float, default=0.0, metavar="S",
                     help="wait S seconds between a warm round's fresh copy of the site and its update (65: an ext4"
                          " without a journal skips inodes freed in the last minute when it creates a file, so removing"
-                         " the last round's site slowed the page writes; docs/design/nightly-update-profile.md)")
+                         " the last round's site slowed the page writes; docs/design/archive/nightly-update-profile.md)")
     args = ap.parse_args(argv)
     if args.quick:
         args.benchmarks, args.commits = 10, 60

@@ -1,5 +1,5 @@
 """What SQLite's inserts of an asv import cost, by insert order and schema setting: the figures behind the
-sorted measurement insert of ``import-asv`` (docs/design/nightly-update-profile.md, "The cold path").
+sorted measurement insert of ``import-asv`` (docs/design/archive/nightly-update-profile.md, "The cold path").
 
 Run as a script (plain ``sqlite3`` on this store's schema, one result and one measurement row per run and
 series, as an asv history of one case per benchmark writes them; CPU seconds of this process)::

@@ -2,7 +2,7 @@
 
     PYTHONPATH=<source tree> python benchmarks/publish_phases.py <folder with store.db and site/>
 
-Used for docs/design/publish.md ("One new commit"); run it from a folder that is not a checkout's root.
+Used for docs/design/archive/publish.md ("One new commit"); run it from a folder that is not a checkout's root.
 Nothing runs at import: asv and ``mmtrack run`` import every file of ``benchmarks/``.
 """
 

@@ -118,7 +118,7 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
 def exit_without_teardown(code: int) -> NoReturn:
     """Exit at once, skipping the interpreter's teardown, for a command that has nothing left to clean up
     (its store closed, no worker process, no temporary file): finalising SQLAlchemy's and numpy's modules
-    takes about 0.2 s, a tenth of `mmtrack update`'s budget for the per-commit step of a CI job."""
+    is a tenth of `mmtrack update`'s budget (docs/design/nightly-update-profile.md)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

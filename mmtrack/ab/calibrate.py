@@ -28,7 +28,7 @@ AA_ROUNDS = MIN_ROUNDS + 1
 #: The most A/A rounds a side: an A/A its rounds leave ambiguous gets two more at a time up to this.
 AA_MAX_ROUNDS = 2 * AA_ROUNDS
 #: The farthest from 1 an A/A ratio is taken as two builds' offset: layout moves a timing by several percent, the
-#: machine's slow state by far more (docs/design/ab-settled-window.md).
+#: machine's slow state by far more (docs/design/archive/ab-settled-window.md).
 AA_MOST_OFFSET = 1 + MODE_GAP
 #: A/A rounds after which a flag that stands even at the tolerance the worst of them widens it to needs no more.
 AA_EARLY_LOOK = EQUIVALENCE_MIN_ROUNDS

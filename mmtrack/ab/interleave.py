@@ -192,22 +192,17 @@ class ABPlan:
     early_stop: bool = True  # :func:`measure_pair` runs :data:`EARLY_LOOK` rounds, :func:`settle` the rest as needed
 
 
-#: One round of one side: a single asv process round, up to a second per benchmark (engine
-#: benchmarks included). Samples of about 2 ms, 10 to 250 of them: a sample shorter than the
-#: scheduler's time slice often runs undisturbed on a loaded machine, so a round's best sample
-#: (:func:`round_best`) is the code's own cost; a 10 ms sample (asv's default) is nearly always cut
-#: by a neighbour there. A second, not half of one: the machine's slow spells last a second or more,
-#: and the best sample of a longer window more often reaches a fast stretch. On the 10%-slower
-#: kernel of ``scripts/eval_ab.py``, side by side: 6 of 6 flagged and nothing else, against 4 of 6,
-#: one unrelated benchmark flagged and one run read x0.667 with half a second (docs/design/ab.md).
-#: The second is the most: a time benchmark's window ends sooner once its best has settled
-#: (:data:`SETTLED_WINDOW`), which also makes a long warm-up needless (a cold first sample only delays
-#: the best). ``asv_args`` given later win.
+#: One round of one side: a single asv process round, up to a second per benchmark (engine benchmarks included), of
+#: short samples: one shorter than the scheduler's time slice often runs undisturbed on a loaded machine, so a round's
+#: best sample (:func:`round_best`) is the code's own cost, where asv's longer default is cut by a neighbour. A second,
+#: not less: the machine's slow spells last that long, and a longer window more often reaches a fast stretch (the
+#: figures: docs/design/ab.md, "How a run goes"). A time benchmark's window ends sooner once its best has settled
+#: (:data:`SETTLED_WINDOW`), so a long warm-up is needless. ``asv_args`` given later win.
 ROUND_BUDGET = ("-a", "rounds=1", "-a", "repeat=(10, 250, 1.0)", "-a", "sample_time=0.002", "-a", "warmup_time=0.05")
 
 #: The least window of samples of a benchmark in a round, in seconds; past it the window ends once the round's best
 #: has settled (:func:`mmtrack.asvbridge.round_server.settle_windows`), at the latest at ``ROUND_BUDGET``'s second.
-#: The best comes early on a quiet machine, and only the best counts (docs/design/ab-settled-window.md).
+#: The best comes early on a quiet machine, and only the best counts (docs/design/archive/ab-settled-window.md).
 SETTLED_WINDOW = 0.1
 
 

@@ -44,7 +44,7 @@ ROUND_SD_FLOOR = 0.01
 #: Significance of the equivalence test (two one-sided t-tests) that lets an unchanged benchmark stop early.
 EQUIVALENCE_ALPHA = 0.05
 #: Fast-mode rounds per side an equivalence test needs: two make one balanced A B B A block, and the
-#: t quantile of so few degrees of freedom widens the bound by itself (docs/design/ab-one-verdict.md).
+#: t quantile of so few degrees of freedom widens the bound by itself (docs/design/archive/ab-one-verdict.md).
 EQUIVALENCE_MIN_ROUNDS = 2
 #: A/B's default minimum effect: both commits measured here, interleaved, so the between-runner
 #: noise that sets history's 10% is gone; the round test guards against the rest.
@@ -222,7 +222,7 @@ def equivalent(a: Sequence[float], b: Sequence[float], direction: Direction, thr
 def _enough_to_bound(fast: Sequence[float], rounds: Sequence[float]) -> bool:
     """At least :data:`MIN_ROUNDS` fast rounds, or, at the first look, every round of the side in its fast mode
     (:data:`EQUIVALENCE_MIN_ROUNDS` of them): a fast mode of two among more rounds is a thin sample of a
-    machine that changes state, and let a real change pass for unchanged (docs/design/ab-one-verdict.md)."""
+    machine that changes state, and let a real change pass for unchanged (docs/design/archive/ab-one-verdict.md)."""
     return len(fast) >= MIN_ROUNDS or len(fast) >= EQUIVALENCE_MIN_ROUNDS and len(fast) == len(rounds)
 
 

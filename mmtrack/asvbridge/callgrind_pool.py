@@ -33,9 +33,9 @@ from .callgrind_worker import CallgrindJob
 from .session import Case, Outcome, Status
 from .worker import case_job, timeout_of
 
-START_TIMEOUT_S = 120.0  # CPU seconds for an interpreter and mmtrack's imports under Valgrind: 2-16 s here
-# Budgets count the worker's CPU time: at a load of 14 on 2 cores a start-up of 8 CPU seconds took over 2 minutes
-# of wall time. A worker that waits without using the CPU (a sleep, a lock) is stopped after this many budgets.
+START_TIMEOUT_S = 120.0  # CPU seconds for an interpreter and mmtrack's imports under Valgrind (docs/design/callgrind.md)
+# Budgets count the worker's CPU time: on a loaded machine a start-up's wall time is many times its CPU time. A
+# worker that waits without using the CPU (a sleep, a lock) is stopped after this many budgets.
 WALL_FACTOR = 10.0
 POLL_S = 0.5
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -2,14 +2,14 @@
 benchmarks' sampling ending once their best has settled.
 
 That type's module imports pympler, and pympler imports numpy: a cost in every round's fork server
-(docs/design/ab-rounds-in-process.md). A round with no ``mem_`` benchmark has no use for it, so
+(docs/design/archive/ab-rounds-in-process.md). A round with no ``mem_`` benchmark has no use for it, so
 :mod:`.asv_rounds` starts such a round's server by this script: asv_runner reads pympler as not installed
 while it collects its benchmark types (its own "not requested" path), and the suite may import pympler or
 numpy as usual afterwards. Run as a script in the benchmarked environment; it imports nothing of mmtrack's.
 
 With :data:`SETTLED_WINDOW` set (seconds), a time benchmark's window of samples ends once its best has settled
 (:func:`settle_windows`), not at asv's ``max_time``: an A/B round keeps only its best sample
-(docs/design/ab-settled-window.md).
+(docs/design/archive/ab-settled-window.md).
 """
 
 import inspect

@@ -43,10 +43,9 @@ if TYPE_CHECKING:
     from ..benchruns.history import BaselineResult
 
 
-# Worker processes per case, each taking a share of the samples (measure/processes.py). Four: in two
-# interleaved peer runs (docs/design/measurement.md, section 7) they kept the memory-bound sum's run-to-run
-# CV at or below pyperf's where one process did not, for about 1.2 s more per case. A --quick smoke
-# run keeps one: its numbers are not to be trusted anyway.
+# Worker processes per case, each taking a share of the samples (measure/processes.py). Four kept a memory-bound
+# case's run-to-run spread at pyperf's where one process did not (docs/design/measurement.md, section 7). A --quick
+# smoke run keeps one: its numbers are not to be trusted anyway.
 DEFAULT_PROCESSES = 4
 QUICK_PROCESSES = 1
 

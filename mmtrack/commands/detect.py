@@ -92,7 +92,7 @@ class DetectOutcome:
 
 METHODS = ("rankseg", "edivisive", "pelt")
 
-PARALLEL_SERIES = 200  # fewer series than this are detected in this process alone (a fork costs ~10 ms)
+PARALLEL_SERIES = 200  # fewer series than this are detected in this process alone: a fork would cost more
 
 
 def policy_for(request: DetectRequest) -> DetectPolicy:
@@ -152,7 +152,7 @@ def run_detect(
         order = read_commit_order(store, request)
         analysed = [in_order(usable, order) for cols in columns if (usable := cols.usable()).values]
         kept = _kept_steps(store, analysed, new_commits, policy) if new_commits is not None and order is None else {}
-        # Half of the series on the second core when there are many: 500 series take about 0.4 s on one.
+        # Half of the series on the second core when there are many (docs/design/nightly-update-profile.md).
         reports = map_split(
             lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy, kept.get(c.key)),
             analysed, min_items=PARALLEL_SERIES, progress=progress,

@@ -97,7 +97,7 @@ def publish(
     store = store or open_store(request.db, existing=True)
     try:
         # Hundreds of thousands of records, none in a cycle: with the collector on, every
-        # collection would traverse all of them again (about 20% of the load time).
+        # collection would traverse all of them again (docs/design/publish.md).
         with q.gc_paused():
             model = model_from_store(
                 store, config, benchmark_pattern=request.benchmark, machine=request.machine, progress=progress,
