@@ -285,27 +285,14 @@ def list_table(what: str, records: list[dict[str, Any]]) -> Table:
 def detect_table(outcome: Any, show_all: bool = False) -> Table:
     """``mmtrack detect``'s table (a :class:`~mmtrack.commands.detect.DetectOutcome`): the regressions, or with
     ``show_all`` every change point, of the code; environment events and small moves in its caption."""
-    from .analysis.gate import state_of
     from .analysis.ranking import attention, is_small
-    from .measure.units import format_quantity
-    from .tables import NAME_MIN_WIDTH, stacked
+    from .tables import NAME_MIN_WIDTH
 
     code = outcome.code_changes
-    n_ok = sum(r.status == "ok" for r in outcome.reports)
-    title = (
-        f"{len(outcome.reports)} series ({n_ok} analysed, {len(outcome.too_short)} too short for "
-        f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits); "
-        f"{sum(c.kind == 'regression' for c in code)} regressions, "
-        f"{sum(c.kind == 'improvement' for c in code)} improvements, "
-        f"{len(outcome.open_regressions)} still open"
-        + (f", {n} suspected in the newest commits" if (n := len(outcome.suspected_regressions)) else "")
-        + (f"; {outcome.stored} change points stored" if outcome.stored is not None
-           else "; not stored (read-only store)" if outcome.read_only else "; not stored")
-    )
     listed = [c for c in code if show_all or c.kind == "regression"]
     rows = [c for c in listed if show_all or not is_small(c)]
     places = sorted({f"{c.series.machine}/{c.series.environment}" for c in rows})
-    title = term(title) + (f"\non {term(places[0])}" if len(places) == 1 else "")
+    title = term(_detect_title(outcome)) + (f"\non {term(places[0])}" if len(places) == 1 else "")
     # No change point to show: the title alone, not an empty table under it.
     t = FitTable(box=box.SIMPLE_HEAD if rows else None, title=Text(title), title_justify="left", show_header=bool(rows),
                  caption=Text("\n".join(map(term, detect_summary_lines(outcome, len(listed) - len(rows))))),
@@ -323,25 +310,49 @@ def detect_table(outcome: Any, show_all: bool = False) -> Table:
             min_width=NAME_MIN_WIDTH if col.startswith("benchmark") else None,
         )
     for c in sorted(rows, key=attention):
-        style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
-        mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
-        params = json.loads(c.series.params) if c.series.params else {}
-        cells = [
-            Text(mark, style=style),
-            stacked(c.series.benchmark + (f"({', '.join(params.values())})" if params else ""),
-                    f"{c.series.metric.name} [{c.series.metric.unit}]",
-                    *([f"{c.series.machine}/{c.series.environment}"] if many else [])),
-            Text.assemble(
-                term(f"{format_quantity(c.before_value, c.series.metric.unit)} → "
-                     f"{format_quantity(c.after_value, c.series.metric.unit)}") + "\n",
-                (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
-            ),
-            Text(f"{c.ratio:.2f}", style=style),
-            ("yes" if c.persists else "no") + ("\nsuspected" if state_of(c) == "suspected" else "")
-            + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
-        ]
-        t.add_row(*cells)
+        t.add_row(*_detect_row(c, many))
     return t
+
+
+def _detect_title(outcome: Any) -> str:
+    """How many series were analysed, what was found in the code, and whether it was stored."""
+    code = outcome.code_changes
+    n_ok = sum(r.status == "ok" for r in outcome.reports)
+    return (
+        f"{len(outcome.reports)} series ({n_ok} analysed, {len(outcome.too_short)} too short for "
+        f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits); "
+        f"{sum(c.kind == 'regression' for c in code)} regressions, "
+        f"{sum(c.kind == 'improvement' for c in code)} improvements, "
+        f"{len(outcome.open_regressions)} still open"
+        + (f", {n} suspected in the newest commits" if (n := len(outcome.suspected_regressions)) else "")
+        + (f"; {outcome.stored} change points stored" if outcome.stored is not None
+           else "; not stored (read-only store)" if outcome.read_only else "; not stored")
+    )
+
+
+def _detect_row(c: Any, many: bool) -> list[Any]:
+    """One change point's cells: mark, name (and machine/env when several), values and shas, ratio, persistence."""
+    from .analysis.gate import state_of
+    from .measure.units import format_quantity
+    from .tables import stacked
+
+    style = {"regression": "red", "improvement": "green"}.get(c.kind, "")
+    mark = {"regression": "+", "improvement": "-"}.get(c.kind, "~")
+    params = json.loads(c.series.params) if c.series.params else {}
+    return [
+        Text(mark, style=style),
+        stacked(c.series.benchmark + (f"({', '.join(params.values())})" if params else ""),
+                f"{c.series.metric.name} [{c.series.metric.unit}]",
+                *([f"{c.series.machine}/{c.series.environment}"] if many else [])),
+        Text.assemble(
+            term(f"{format_quantity(c.before_value, c.series.metric.unit)} → "
+                 f"{format_quantity(c.after_value, c.series.metric.unit)}") + "\n",
+            (f"{c.before_sha[:8]}..{c.after_sha[:8]}", "dim"),
+        ),
+        Text(f"{c.ratio:.2f}", style=style),
+        ("yes" if c.persists else "no") + ("\nsuspected" if state_of(c) == "suspected" else "")
+        + (f"\n+{n} elsewhere" if (n := c.extra.get("elsewhere")) else ""),
+    ]
 
 
 def detect_summary_lines(outcome: Any, small_hidden: int) -> list[str]:
