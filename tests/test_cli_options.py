@@ -164,3 +164,16 @@ def test_the_old_spellings_of_the_minimum_effect_still_work(tmp_path, args, old,
     notes = [line for line in proc.stderr.splitlines() if "deprecated" in line]
     assert notes == [f"mmtrack: {old} is deprecated and will be removed in the next release; use {new}"]
     assert proc.returncode == 2  # then stopped by what this folder lacks: a store, a project
+
+
+def test_continuous_min_effect_is_the_threshold_its_factor_was():
+    from mmtrack.ab.rule import AB_THRESHOLD
+    from mmtrack.commands.continuous import policy_for
+    from mmtrack.errors import UserError
+
+    assert policy_for(None).threshold == AB_THRESHOLD  # neither given: the default, unchanged
+    assert policy_for(None, None, 0.1).threshold == 0.1
+    assert policy_for(1.1).threshold == pytest.approx(0.1)  # the old spelling, as before
+    for bad in (0.0, -0.1, float("nan")):
+        with pytest.raises(UserError, match="--min-effect"):
+            policy_for(None, None, bad)
