@@ -1,0 +1,136 @@
+"""Issue 60, the measurement half: what a hostile benchmark does to the measurement itself (callgrind's chunk
+markers, children outliving the verb, mmtrack's own threads beside a timed sample, what a benchmark prints)."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mmtrack.asvbridge.callgrind_pool import CallgrindSession
+from mmtrack.asvbridge.discover import discover
+from mmtrack.asvbridge.session import Status, expand
+from mmtrack.measure.runner import RunOptions
+
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _counted(path: Path, pattern: str, timeout: float = 120, timed: bool = False) -> dict:
+    cases = expand(discover(path, timed=timed).select(pattern))
+    session = CallgrindSession(RunOptions(), timeout, lambda *a: None)
+    try:
+        return {o.full_name: o for o in map(session.run_case, cases)}
+    finally:
+        session.close()
+
+
+def _instructions(outcome) -> float:
+    return next(m.median for m in outcome.stats.metrics if m.key[:2] == ("callgrind", "instructions"))
+
+
+# -- 1. callgrind's chunk markers cannot be hit by a benchmark ----------------------------------------------------
+MARKERS = '''
+    import os
+    import mmtrack
+
+    class Marks:
+        @mmtrack.bench()
+        def track_a_calls_getppid(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                os.getppid()
+                sorted(range(200, 0, -1))
+
+        @mmtrack.bench()
+        def track_b_calls_getpgrp(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                os.getpgrp()
+                sorted(range(200, 0, -1))
+
+        @mmtrack.bench()
+        def track_c_plain(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                sorted(range(200, 0, -1))
+'''
+
+
+@needs_valgrind
+def test_a_benchmark_calling_the_old_markers_counts_its_work_and_leaves_the_next_case_alone(tmp_path):
+    path = _write(tmp_path, "bench_marks.py", MARKERS)
+    together = _counted(path, "Marks")
+    alone = _counted(path, "track_c_plain")["bench_marks.Marks.track_c_plain"]
+    for name, outcome in together.items():
+        assert outcome.status is Status.OK, (name, outcome.message)
+        assert _instructions(outcome) > 1000, name  # sorted(200) is thousands of instructions, never 0 or less
+    plain = together["bench_marks.Marks.track_c_plain"]
+    # The cases before it moved it no more than the heap's layout does (within the 0.5% tolerance; it read 0 when a
+    # case before it called getpgrp, the old dump marker).
+    assert _instructions(plain) == pytest.approx(_instructions(alone), rel=0.005)
+
+
+TIMED_MARKERS = '''
+    import os
+
+    class Timed:
+        def time_getpgrp_100(self):
+            for _ in range(100):
+                os.getpgrp()
+
+        def time_getppid_100(self):
+            for _ in range(100):
+                os.getppid()
+'''
+
+
+@needs_valgrind
+def test_asv_time_methods_calling_the_old_markers_stay_in_budget_and_count_more_than_zero(tmp_path):
+    path = _write(tmp_path / "benchmarks", "bench_timed.py", TIMED_MARKERS)
+    got = _counted(path, "Timed", timeout=60, timed=True)
+    for name, outcome in got.items():
+        assert outcome.status is Status.OK, (name, outcome.message)
+        assert _instructions(outcome) > 100 * 10, name  # 100 calls of a C function: well over 10 instructions each
+
+
+NEIGHBOURS = '''
+    import mmtrack
+    from mmtrack.measure import valgrind_request
+
+    class Odd:
+        @mmtrack.bench()
+        def track_a_less_work_for_more_ops(self, ctx, chunk_size, chunk_num):
+            for _ in range(200_000 // chunk_size):  # the chunk of 2n ops runs fewer instructions than that of n
+                pass
+
+        @mmtrack.bench()
+        def track_b_dumps_itself(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                sorted(range(200, 0, -1))
+            valgrind_request.request(valgrind_request.DUMP_STATS)  # callgrind's own request, not mmtrack's label
+
+        @mmtrack.bench()
+        def track_c_plain(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                sorted(range(200, 0, -1))
+'''
+
+
+@needs_valgrind
+def test_a_count_that_does_not_grow_or_a_foreign_dump_fails_its_case_in_one_line(tmp_path):
+    path = _write(tmp_path, "bench_odd.py", NEIGHBOURS)
+    got = _counted(path, "Odd")
+    shrinking = got["bench_odd.Odd.track_a_less_work_for_more_ops"]
+    assert shrinking.status is Status.FAILED and shrinking.stats is None
+    assert "instructions per op" in shrinking.message and "\n" not in shrinking.message
+    foreign = got["bench_odd.Odd.track_b_dumps_itself"]
+    assert foreign.status is Status.FAILED and "mmtrack did not ask for" in foreign.message, foreign.message
+    assert "\n" not in foreign.message
+    plain = got["bench_odd.Odd.track_c_plain"]  # the next case reads its own profiles again
+    assert plain.status is Status.OK and _instructions(plain) > 1000
