@@ -3,11 +3,17 @@ markers, children outliving the verb, mmtrack's own threads beside a timed sampl
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
+from conftest import cli_env
 
 from mmtrack.asvbridge.callgrind_pool import CallgrindSession
 from mmtrack.asvbridge.discover import discover
@@ -134,3 +140,83 @@ def test_a_count_that_does_not_grow_or_a_foreign_dump_fails_its_case_in_one_line
     assert "\n" not in foreign.message
     plain = got["bench_odd.Odd.track_c_plain"]  # the next case reads its own profiles again
     assert plain.status is Status.OK and _instructions(plain) > 1000
+
+
+# -- 2. every child dies with mmtrack ------------------------------------------------------------------------------
+BUSY_SUITE = '''
+    import mmtrack
+
+    class Busy:
+        @mmtrack.bench(chunk_size=1)
+        def track_busy(self, ctx, chunk_size, chunk_num):
+            while True:
+                pass
+'''
+
+
+def _family(pid: int) -> dict[int, str]:
+    """The descendants of ``pid`` and their command lines, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            try:
+                found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            todo.append(child)
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@needs_valgrind
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_bench_under_callgrind_leaves_no_valgrind_behind(tmp_path):
+    path = _write(tmp_path / "benchmarks", "bench_busy.py", BUSY_SUITE)
+    proc = subprocess.Popen([sys.executable, "-m", "mmtrack", "bench", str(path), "--instrument", "callgrind",
+                             "--no-save", "--timeout", "600"], cwd=tmp_path, env=cli_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    valgrind: dict[int, str] = {}
+    while time.monotonic() < deadline and not valgrind:
+        time.sleep(0.2)
+        valgrind = {p: c for p, c in _family(proc.pid).items() if "callgrind_worker" in c}
+    try:
+        assert valgrind, "no worker under valgrind started"
+        # Busy in the case, not still starting (a worker waiting for its job ends at its closed pipe anyway).
+        while time.monotonic() < deadline and all(_cpu_seconds(p) < 8 for p in valgrind):
+            time.sleep(0.2)
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_running(p) for p in valgrind):
+            time.sleep(0.2)
+        left = [p for p in valgrind if _running(p)]
+        assert not left, f"still running after mmtrack bench was SIGKILLed: {[valgrind[p] for p in left]}"
+    finally:
+        proc.kill()
+        for p in valgrind:
+            if _running(p):
+                os.kill(p, signal.SIGKILL)

@@ -11,6 +11,7 @@ and a fresh one serves the cases after it. The worker's environment and working 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import os
 import pickle
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import UserError
+from ..forked import die_with_parent
 from ..measure import callgrind
 from ..measure.runner import RunOptions
 from .callgrind_worker import CallgrindJob
@@ -98,9 +100,12 @@ class _Worker:
         self.log = open(scratch / "worker.log", "ab")
         command = [*callgrind.valgrind_args(self.profiles, instrument_at_start=instrument_at_start),
                    str(python or sys.executable), "-m", "mmtrack.asvbridge.callgrind_worker"]
+        # Its own session (killpg ends the benchmark's children too), and SIGKILLed by the kernel when this thread
+        # ends (PR_SET_PDEATHSIG survives valgrind's exec): a SIGKILLed mmtrack leaves no valgrind.bin busy.
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            env=worker_environment(without), cwd=scratch / "cwd", start_new_session=True)
+            env=worker_environment(without), cwd=scratch / "cwd", start_new_session=True,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()))
         assert self.process.stdout is not None and self.process.stdin is not None
         self.replies: IO[bytes] = self.process.stdout
         self.jobs: IO[bytes] = self.process.stdin
