@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import cli_env
+from conftest import REPO, cli_env
 
 from mmtrack.asvbridge.callgrind_pool import CallgrindSession
 from mmtrack.asvbridge.discover import discover
@@ -220,3 +220,29 @@ def test_a_killed_bench_under_callgrind_leaves_no_valgrind_behind(tmp_path):
         for p in valgrind:
             if _running(p):
                 os.kill(p, signal.SIGKILL)
+
+
+# -- 3. PYTHONPATH naming the project root ------------------------------------------------------------------------
+WORK = '''
+    import mmtrack
+
+    class Work:
+        @mmtrack.bench()
+        def track_sum(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                sum(range(100))
+'''
+
+
+@needs_valgrind
+def test_pythonpath_naming_the_project_root_works_under_callgrind(tmp_path):
+    project = tmp_path / "project"
+    _write(project / "benchmarks", "__init__.py", "")
+    _write(project / "benchmarks", "bench_work.py", WORK)
+    # mmtrack's own checkout holds a `benchmarks` package too, ahead of the project on the path: it must not shadow
+    # the suite being run.
+    env = cli_env(PYTHONPATH=os.pathsep.join([str(REPO), str(project)]))
+    done = subprocess.run([sys.executable, "-m", "mmtrack", "bench", "benchmarks", "--instrument", "callgrind",
+                           "--no-save"], cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 ok, 0 failed" in done.stdout, done.stdout[-2000:]
