@@ -246,3 +246,74 @@ def test_pythonpath_naming_the_project_root_works_under_callgrind(tmp_path):
                            "--no-save"], cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "1 ok, 0 failed" in done.stdout, done.stdout[-2000:]
+
+
+# -- 4. nothing of mmtrack's runs beside a timed sample -----------------------------------------------------------
+SEES_THREADS = '''
+    import threading
+    import mmtrack
+
+    SEEN = {seen!r}
+
+    class Threads:
+        @mmtrack.bench()
+        def track_threads_seen(self, ctx, chunk_size, chunk_num):
+            names = sorted(t.name for t in threading.enumerate())
+            for _ in range(chunk_size):
+                sum(range(100))
+            with open(SEEN, "a") as f:
+                f.write(",".join(names) + "\\n")
+'''
+
+
+def _drained(master: int) -> bytes:
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer closed the terminal
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
+def _bench(args: list[str], cwd: Path, terminal: bool, timeout: float = 600) -> tuple[int, str]:
+    """The real CLI, its output on a pipe or on a pseudo-terminal (as an interactive shell gives it)."""
+    command = [sys.executable, "-m", "mmtrack", "bench", *args]
+    env = cli_env()
+    if not terminal:
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        return done.returncode, done.stdout + done.stderr
+    import pty
+    import threading
+
+    master, slave = pty.openpty()
+    env.pop("COLUMNS", None)
+    env["TERM"] = "xterm-256color"
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(_drained(master)))
+    reader.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    finally:
+        proc.kill()
+    reader.join(30)
+    os.close(master)
+    return code, b"".join(got).decode(errors="replace")
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+@pytest.mark.parametrize("instrument", ["wall", pytest.param("callgrind", marks=needs_valgrind)])
+def test_a_timed_sample_sees_only_the_benchmarks_own_thread(tmp_path, terminal, instrument):
+    seen = tmp_path / "seen.txt"
+    path = _write(tmp_path / "benchmarks", "bench_threads.py", SEES_THREADS.format(seen=str(seen)))
+    args = [str(path), "--no-save", "--instrument", instrument]
+    if instrument == "wall":
+        args += ["--quick", "--min-samples", "5", "--max-samples", "8", "--compare", "none"]
+    code, output = _bench(args, tmp_path, terminal)
+    assert code == 0, output[-3000:]
+    lines = set(seen.read_text().splitlines())
+    assert lines == {"MainThread"}, f"threads seen in timed samples: {lines}"

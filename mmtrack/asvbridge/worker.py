@@ -25,7 +25,6 @@ import pickle
 import re
 import select
 import signal
-import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -218,11 +217,56 @@ def guard_worker(timeout: float) -> None:
 
     Its parent is the fork server, which dies with ``mmtrack bench`` (forkserver_guard); a
     SIGKILLed ``mmtrack bench`` must not leave a worker spinning at 100% CPU, past any timeout.
+    The deadline is kept by a watchdog process, not a thread: nothing of mmtrack's runs in the
+    benchmark's process beside a timed sample.
     """
     die_with_parent(os.getppid())
-    timer = threading.Timer(timeout + ORPHAN_GRACE_S, os.kill, (os.getpid(), signal.SIGKILL))
-    timer.daemon = True
-    timer.start()
+    start_watchdog(timeout + ORPHAN_GRACE_S)
+
+
+def start_watchdog(after: float) -> None:
+    """SIGKILL this process once ``after`` seconds have passed, from a process that is not its child (a
+    benchmark's ``os.wait()`` never sees it) and that ends as soon as this process does."""
+    target = os.getpid()
+    try:
+        handle: int | None = os.pidfd_open(target)  # Linux 5.3: no pid reuse to fear
+    except (AttributeError, OSError):
+        handle = None
+    middle = os.fork()
+    if middle == 0:  # the middle process: forks the watchdog and leaves, so that init adopts it
+        try:
+            if os.fork() == 0:
+                _watch(target, handle, after)
+        finally:
+            os._exit(0)
+    if handle is not None:
+        os.close(handle)
+    os.waitpid(middle, 0)
+
+
+def _watch(target: int, handle: int | None, after: float) -> None:
+    keep = handle if handle is not None else -1
+    os.closerange(3, keep if keep > 3 else 3)  # no pipe of the worker's stays open here: EOFs arrive as before
+    os.closerange(max(keep + 1, 3), MAX_FD)
+    deadline = time.monotonic() + after
+    if handle is not None:
+        if not select.select([handle], [], [], after)[0]:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+        return
+    while time.monotonic() < deadline:  # no pidfd: poll (the pid can only be reused once the worker is gone)
+        time.sleep(min(POLL_ORPHAN_S, max(deadline - time.monotonic(), 0.0)))
+        try:
+            os.kill(target, 0)
+        except ProcessLookupError:
+            return
+    try:
+        os.kill(target, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+MAX_FD = 1 << 16
+POLL_ORPHAN_S = 0.5
 
 
 ENGINE_LOG = "mmtrack.measure"
