@@ -317,3 +317,33 @@ def test_a_timed_sample_sees_only_the_benchmarks_own_thread(tmp_path, terminal, 
     assert code == 0, output[-3000:]
     lines = set(seen.read_text().splitlines())
     assert lines == {"MainThread"}, f"threads seen in timed samples: {lines}"
+
+
+# -- 6. a relative MMTRACK_OUTPUT is where the command started ----------------------------------------------------
+WANDERS = '''
+    import os
+    import mmtrack
+
+    class Wanders:
+        def setup(self):
+            os.chdir({elsewhere!r})
+
+        @mmtrack.bench(chunk_size=10)
+        def track_sum(self, ctx, chunk_size, chunk_num):
+            for _ in range(chunk_size):
+                sum(range(100))
+'''
+
+
+def test_a_relative_mmtrack_output_is_written_where_the_command_started(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    project = tmp_path / "project"
+    path = _write(project / "benchmarks", "bench_wanders.py", WANDERS.format(elsewhere=str(elsewhere)))
+    done = subprocess.run([sys.executable, "-m", "mmtrack", "bench", str(path), "--in-process", "--no-save",
+                           "--quick", "--min-samples", "3", "--max-samples", "4", "--compare", "none"],
+                          cwd=project, env=cli_env(MMTRACK_OUTPUT="report.json"), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (project / "report.json").is_file()
+    assert not (elsewhere / "report.json").exists()

@@ -550,6 +550,8 @@ def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProg
     runs saved now, the :class:`BenchRun` once its cases ran, where it was saved, :class:`Compared`, the JSON
     report written; ``progress`` sees the cases run."""
     started_at = datetime.now(timezone.utc)
+    if request.output is not None:  # where the command started: a benchmark may chdir (--in-process)
+        request.output = Path(request.output).absolute()
     plan = _plan(request)  # usage errors first, before anything is run or written
     if request.instrument == "callgrind":
         require_valgrind()
