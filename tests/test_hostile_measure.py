@@ -347,3 +347,34 @@ def test_a_relative_mmtrack_output_is_written_where_the_command_started(tmp_path
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert (project / "report.json").is_file()
     assert not (elsewhere / "report.json").exists()
+
+
+# -- 7. an unreadable case file of a bench journal is said, and the rest kept --------------------------------------
+def test_an_unreadable_journal_case_is_said_in_one_line_and_the_rest_is_saved(tmp_path):
+    from datetime import datetime, timezone
+
+    from mmtrack.asvbridge.host import host_info
+    from mmtrack.asvbridge.session import Outcome
+    from mmtrack.benchruns import journal as bench_journal
+    from mmtrack.commands.bench import JournalCasesUnreadable, JournalSaved, recover_journals
+    from mmtrack.results import BenchContext, CommitInfo
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    context = BenchContext("benchmarks", host_info(), CommitInfo("a" * 40, datetime(2026, 1, 2, tzinfo=timezone.utc)),
+                           datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), {"s.A.track": "v1", "s.B.track": "v1"})
+    journal = bench_journal.Journal.create(tmp_path, context, url, "the store")
+    journal.add(Outcome("s.A.track", {}, Status.FAILED, message="boom"))
+    journal.add(Outcome("s.B.track", {}, Status.FAILED, message="bang"))
+    broken = sorted(p for p in journal.folder.glob("*.json") if p.name != bench_journal.HEADER)[0]
+    broken.write_bytes(b"\x00\xffnot json")
+    events: list = []
+    recover_journals(tmp_path, url, events.append)
+    unreadable = [e for e in events if isinstance(e, JournalCasesUnreadable)]
+    assert len(unreadable) == 1 and unreadable[0].cases == 1 and broken.name in unreadable[0].problem
+    assert "\n" not in unreadable[0].problem
+    saved = [e for e in events if isinstance(e, JournalSaved)]
+    assert len(saved) == 1 and saved[0].cases == 1  # the readable case is in the store
+    kept = unreadable[0].kept
+    assert (kept / broken.name).read_bytes() == b"\x00\xffnot json"  # the unreadable one is kept, not deleted
+    assert not journal.folder.exists()
+    assert bench_journal.leftovers(tmp_path) == []  # and not read again as a journal

@@ -367,6 +367,14 @@ class JournalUnreadable:
 
 
 @dataclass(frozen=True, slots=True)
+class JournalCasesUnreadable:
+    folder: Path  # the journal
+    cases: int  # case files that cannot be read
+    problem: str  # the first one's file and what is wrong with it, one line
+    kept: Path  # where they were moved to
+
+
+@dataclass(frozen=True, slots=True)
 class JournalOfAnotherStore:
     folder: Path
     store: str  # the store the journal's run belongs to
@@ -519,7 +527,12 @@ def recover_journals(project: Path, url: str, report: Report = silent) -> None:
         if journal.store != bench_journal.store_digest(url):
             report(JournalOfAnotherStore(folder, journal.store_label))
             continue
-        outcomes = journal.outcomes()
+        outcomes, unreadable = journal.read()
+        if unreadable:
+            kept = journal.set_aside(unreadable)
+            first = unreadable[0]
+            why = " ".join(first.error.replace(str(first.path), "").strip(": ").split())
+            report(JournalCasesUnreadable(folder, len(unreadable), f"{first.path.name}: {why}", kept))
         if not outcomes:
             journal.remove()
             continue
