@@ -378,3 +378,67 @@ def test_an_unreadable_journal_case_is_said_in_one_line_and_the_rest_is_saved(tm
     assert (kept / broken.name).read_bytes() == b"\x00\xffnot json"  # the unreadable one is kept, not deleted
     assert not journal.folder.exists()
     assert bench_journal.leftovers(tmp_path) == []  # and not read again as a journal
+
+
+# -- 5. what a benchmark writes never reaches the terminal raw ---------------------------------------------------
+NOISY = '''
+    import os
+    import sys
+    import mmtrack
+
+    class Noisy:
+        @mmtrack.bench(chunk_size=10)
+        def track_a_prints_escapes(self, ctx, chunk_size, chunk_num):
+            print("\\x1b]0;owned\\x07\\x1b]52;c;aGk=\\x07\\x1b]8;;http://x\\x07link\\x1b]8;;\\x07\\x1b[2Jcleared")
+            sys.stderr.write("\\x1b[31mred\\n")
+            for _ in range(chunk_size):
+                sum(range(100))
+
+        @mmtrack.bench(chunk_size=10)
+        def track_b_closes_fds(self, ctx, chunk_size, chunk_num):
+            os.closerange(3, 4096)
+            sum(range(chunk_size))
+'''
+
+
+def test_what_a_benchmark_prints_is_summarised_escaped_and_a_closed_pipe_fails_in_one_line(tmp_path):
+    path = _write(tmp_path / "benchmarks", "bench_noisy.py", NOISY)
+    code, output = _bench([str(path), "--no-save", "--quick", "--min-samples", "3", "--max-samples", "4",
+                           "--compare", "none", "--processes", "1"], tmp_path, terminal=False)
+    assert "\x1b" not in output and "\x07" not in output, output[-3000:]
+    assert code == 2, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    assert "wrote" in output and "\\x1b[31mred" in output  # summarised, escaped: its last line
+    failed = [line for line in output.splitlines() if "track_b_closes_fds" in line and "failed" in line]
+    assert failed and "Bad file descriptor" in failed[0], output[-3000:]
+
+
+CRASHES = '''
+    import os
+    import signal
+    import mmtrack
+
+    class Crash:
+        @mmtrack.bench()
+        def track_segfaults(self, ctx, chunk_size, chunk_num):
+            print("said before dying", flush=True)
+            os.kill(os.getpid(), signal.SIGSEGV)
+'''
+
+
+@needs_valgrind
+def test_a_callgrind_failure_quotes_the_programs_last_words_not_valgrinds_cache_warning(tmp_path):
+    path = _write(tmp_path, "bench_crash.py", CRASHES)
+    crashed = _counted(path, "Crash")["bench_crash.Crash.track_segfaults"]
+    assert crashed.status is Status.FAILED
+    assert "SIGSEGV" in crashed.message and "said before dying" in crashed.message, crashed.message
+    assert "cache" not in crashed.message, crashed.message
+
+
+@needs_valgrind
+def test_what_a_benchmark_prints_under_callgrind_is_summarised_escaped(tmp_path):
+    path = _write(tmp_path, "bench_noisy.py", NOISY)
+    outcome = _counted(path, "prints_escapes")["bench_noisy.Noisy.track_a_prints_escapes"]
+    assert outcome.status is Status.OK, outcome.message
+    notes = [n for n in outcome.stats.notes if "wrote" in n]
+    assert notes and "\\x1b[31mred" in notes[0] and "\x1b" not in notes[0], outcome.stats.notes

@@ -31,6 +31,7 @@ from ..errors import UserError
 from ..forked import die_with_parent
 from ..measure import callgrind
 from ..measure.runner import RunOptions
+from . import captured
 from .callgrind_worker import CallgrindJob
 from .session import Case, Outcome, Status
 from .worker import case_job, timeout_of
@@ -91,6 +92,12 @@ def kept_profile(folder: Path, label: str) -> tuple[Path, int] | None:
     return None
 
 
+def _tail(path: Path, size: int = 8192) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(f.seek(0, os.SEEK_END) - size, 0))
+        return f.read().decode("utf-8", errors="replace")
+
+
 class _Worker:
     """One ``valgrind python -m mmtrack.asvbridge.callgrind_worker`` process and its pipes."""
 
@@ -145,10 +152,26 @@ class _Worker:
         except (BrokenPipeError, OSError):
             return False
 
+    def last_words(self) -> str:
+        """The program's last line on stderr (a traceback's exception, a benchmark's print), else Valgrind's own last
+        message that is not a warning, escaped for a terminal: Valgrind's cache warnings say nothing of a failure."""
+        for log, skip in ((self.scratch / "worker.log", ()), (callgrind.valgrind_log(self.profiles), ("warning:",))):
+            try:
+                lines = _tail(log).splitlines()
+            except OSError:
+                continue
+            said = [line for line in lines if not skip or not line.strip().split("-- ", 1)[-1].startswith(skip)]
+            if captured.last_line("\n".join(said)):
+                return captured.last_line("\n".join(said))
+        return ""
+
     def why_down(self) -> str:
-        code = self.process.poll()
-        tail = (self.scratch / "worker.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
-        said = f": {tail[0][-200:]}" if tail[0] else ""
+        try:  # a closed pipe comes a moment before the exit status; a worker over its budget is still running
+            code = self.process.poll() if self.overran else self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        tail = self.last_words()
+        said = f": {tail}" if tail else ""
         if code is None:
             return f"the worker under valgrind stopped answering{said}"
         if code < 0:
@@ -240,6 +263,8 @@ class CallgrindSession:
             return fail(worker)
         self.progress(case, "under callgrind", 0, 1)
         budget = timeout_of(case, self.timeout)
+        log = self.scratch / "worker.log"
+        since = log.stat().st_size if log.exists() else 0
         reply = worker.receive(0) if not worker.send(job) else worker.receive(budget)
         if reply is None:
             why = (f"over its time budget under valgrind ({budget:g} s of CPU time); raise the benchmark's timeout "
@@ -252,6 +277,9 @@ class CallgrindSession:
         if outcome.stats is not None:
             outcome.stats.notes.append(f"counted under {self.valgrind}" + (
                 f" (instrumented from start-up: {self.late_failed})" if self.late_failed else ""))
+            written = captured.summary(log, since)  # the benchmark's prints: in the worker's log, summarised here
+            if written is not None:
+                outcome.stats.notes.append(written.note())
         return dataclasses.replace(outcome, name=b.name, params=case.param_labels)
 
     def _kept(self, case: Case, profile: Path, ops: int) -> Path:

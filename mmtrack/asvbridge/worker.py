@@ -34,6 +34,7 @@ from typing import Any, Callable
 from ..forked import die_with_parent
 from ..measure.backend import announce_once
 from ..measure.runner import RunOptions
+from . import captured
 from .session import Case, Outcome, Status, SuiteSession
 
 DEFAULT_TIMEOUT_S = 60.0  # asv's default ``timeout``
@@ -142,6 +143,11 @@ def start_fork_server(suite: Path | None = None) -> None:
 class WorkerResult:
     value: Any = None  # an Outcome (CaseJob) or bytes (CacheJob); None when the worker failed
     error: str = ""  # the cause, one line: "exited with status 3", "killed by SIGSEGV", ...
+    output: captured.Written | None = None  # what the worker wrote to stdout/stderr, summarised
+
+    def error_line(self) -> str:
+        """The cause and, where the worker wrote something, its last line (a traceback's exception)."""
+        return f"{self.error}: {self.output.last_line}" if self.output and self.output.last_line else self.error
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -160,12 +166,25 @@ def start_worker(target: Callable[..., None], *args: Any) -> tuple[Any, Connecti
     """A fresh worker running ``target(send_end, *args)``; returns the process and the read end."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
+    output = captured.new_capture()
     # Not a daemon: a benchmark may start processes of its own (a daemon may not); the caller ends
     # the worker whatever happens (end_worker).
-    process = ctx.Process(target=target, args=(send, *args), name="mmtrack-worker", daemon=False)
-    process.start()
+    process = ctx.Process(target=_captured_main, args=(output, target, send, *args), name="mmtrack-worker",
+                          daemon=False)
+    process.mmtrack_output = output  # read and removed by end_worker
+    try:
+        process.start()
+    except BaseException:
+        output.unlink(missing_ok=True)
+        raise
     send.close()  # the parent keeps only the read end: the worker's exit closes the pipe
     return process, receive
+
+
+def _captured_main(output: Path, target: Callable[..., None], *args: Any) -> None:
+    """The worker's stdout and stderr go to the parent's file, never to its terminal raw (asvbridge/captured.py)."""
+    captured.redirect_into(output)
+    target(*args)
 
 
 def next_message(process: Any, receive: Connection, deadline: float, timeout: float,
@@ -195,21 +214,27 @@ def next_message(process: Any, receive: Connection, deadline: float, timeout: fl
             return None, describe_exit(process.exitcode)
 
 
-def end_worker(process: Any, receive: Connection) -> None:
+def end_worker(process: Any, receive: Connection) -> captured.Written | None:
+    """End the worker; what it wrote to stdout/stderr, summarised."""
     receive.close()
     if process.is_alive():
         process.kill()
     process.join(5)
+    output = getattr(process, "mmtrack_output", None)
+    return captured.taken(output) if output is not None else None
 
 
 def run_in_worker(job: Job, timeout: float, progress: ProgressFn | None = None) -> WorkerResult:
     """Run ``job`` in a fresh worker; wait at most ``timeout`` seconds for its answer."""
     process, receive = start_worker(_worker_main, job, timeout)
+    result = WorkerResult()
     try:
-        message, error = next_message(process, receive, time.monotonic() + timeout, timeout, progress)
-        return WorkerResult(error=error) if message is None else WorkerResult(value=message[1])
+        message, result.error = next_message(process, receive, time.monotonic() + timeout, timeout, progress)
+        if message is not None:
+            result.value = message[1]
     finally:
-        end_worker(process, receive)
+        result.output = end_worker(process, receive)
+    return result
 
 
 def guard_worker(timeout: float) -> None:

@@ -194,7 +194,7 @@ class _WorkerSession:
                 self._caches[b.cache_key] = worker.run_in_worker(worker.CacheJob(b.source, b.suite, b.name), timeout)
             got = self._caches[b.cache_key]
             if got.error:
-                return Outcome(b.name, case.param_labels, Status.FAILED, message=f"setup_cache {got.error}")
+                return Outcome(b.name, case.param_labels, Status.FAILED, message=f"setup_cache {got.error_line()}")
             if isinstance(got.value, Outcome):  # setup_cache raised: the same outcome for every case
                 return dataclasses.replace(got.value, name=b.name, params=case.param_labels)
             cache = got.value
@@ -222,8 +222,10 @@ class _WorkerSession:
             lambda phase, done, total: self.progress(case, phase + which, done, total),
         )
         if result.error:
-            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error}{which}")
+            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error_line()}{which}")
         assert isinstance(result.value, Outcome)
+        if result.output is not None and result.value.stats is not None:  # shown escaped, never raw
+            result.value.stats.notes.append(result.output.note() + which)
         return dataclasses.replace(result.value, name=b.name, params=case.param_labels)
 
 

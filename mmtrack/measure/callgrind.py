@@ -91,7 +91,13 @@ def valgrind_args(out_file: Path, geometry: CacheGeometry = GEOMETRY, instrument
         "valgrind", "--tool=callgrind", "--cache-sim=yes", *geometry.options(),
         *([] if instrument_at_start else ["--instr-atstart=no"]),
         f"--callgrind-out-file={out_file}.%p", f"--vgdb-prefix={vgdb_prefix(out_file)}", "--quiet",
+        f"--log-file={valgrind_log(out_file)}",
     ]
+
+
+def valgrind_log(out_file: Path) -> Path:
+    """Where Valgrind writes its own messages (its cache warnings among them), apart from the program's stderr."""
+    return Path(f"{out_file}.valgrind.log")
 
 
 def vgdb_prefix(out_file: Path) -> str:
