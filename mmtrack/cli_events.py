@@ -129,6 +129,10 @@ def bench_events(console: Console) -> Callable[[Any], None]:
     handlers: dict[type, Callable[[Any], None]] = {
         verb.JournalUnreadable: lambda e: console.print(f"[yellow]warning:[/] {escape(e.problem)}; move it away",
                                                         highlight=False),
+        verb.JournalCasesUnreadable: lambda e: console.print(
+            f"[yellow]warning:[/] {e.cases} case file(s) of the journal {escape(str(e.folder))} cannot be read "
+            f"({escape(e.problem)}); its other cases are saved, and the unreadable ones kept in "
+            f"{escape(str(e.kept))}", highlight=False),
         verb.JournalOfAnotherStore: lambda e: console.print(
             f"note: the journal {escape(str(e.folder))} holds a run for {escape(e.store)}; "
             "run mmtrack bench with that --db to save it", highlight=False),

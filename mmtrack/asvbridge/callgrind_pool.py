@@ -11,6 +11,7 @@ and a fresh one serves the cases after it. The worker's environment and working 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import os
 import pickle
@@ -27,8 +28,10 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import UserError
+from ..forked import die_with_parent
 from ..measure import callgrind
 from ..measure.runner import RunOptions
+from . import captured
 from .callgrind_worker import CallgrindJob
 from .session import Case, Outcome, Status
 from .worker import case_job, timeout_of
@@ -89,6 +92,12 @@ def kept_profile(folder: Path, label: str) -> tuple[Path, int] | None:
     return None
 
 
+def _tail(path: Path, size: int = 8192) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(f.seek(0, os.SEEK_END) - size, 0))
+        return f.read().decode("utf-8", errors="replace")
+
+
 class _Worker:
     """One ``valgrind python -m mmtrack.asvbridge.callgrind_worker`` process and its pipes."""
 
@@ -98,9 +107,12 @@ class _Worker:
         self.log = open(scratch / "worker.log", "ab")
         command = [*callgrind.valgrind_args(self.profiles, instrument_at_start=instrument_at_start),
                    str(python or sys.executable), "-m", "mmtrack.asvbridge.callgrind_worker"]
+        # Its own session (killpg ends the benchmark's children too), and SIGKILLed by the kernel when this thread
+        # ends (PR_SET_PDEATHSIG survives valgrind's exec): a SIGKILLed mmtrack leaves no valgrind.bin busy.
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            env=worker_environment(without), cwd=scratch / "cwd", start_new_session=True)
+            env=worker_environment(without), cwd=scratch / "cwd", start_new_session=True,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()))
         assert self.process.stdout is not None and self.process.stdin is not None
         self.replies: IO[bytes] = self.process.stdout
         self.jobs: IO[bytes] = self.process.stdin
@@ -140,10 +152,26 @@ class _Worker:
         except (BrokenPipeError, OSError):
             return False
 
+    def last_words(self) -> str:
+        """The program's last line on stderr (a traceback's exception, a benchmark's print), else Valgrind's own last
+        message that is not a warning, escaped for a terminal: Valgrind's cache warnings say nothing of a failure."""
+        for log, skip in ((self.scratch / "worker.log", ()), (callgrind.valgrind_log(self.profiles), ("warning:",))):
+            try:
+                lines = _tail(log).splitlines()
+            except OSError:
+                continue
+            said = [line for line in lines if not skip or not line.strip().split("-- ", 1)[-1].startswith(skip)]
+            if captured.last_line("\n".join(said)):
+                return captured.last_line("\n".join(said))
+        return ""
+
     def why_down(self) -> str:
-        code = self.process.poll()
-        tail = (self.scratch / "worker.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
-        said = f": {tail[0][-200:]}" if tail[0] else ""
+        try:  # a closed pipe comes a moment before the exit status; a worker over its budget is still running
+            code = self.process.poll() if self.overran else self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        tail = self.last_words()
+        said = f": {tail}" if tail else ""
         if code is None:
             return f"the worker under valgrind stopped answering{said}"
         if code < 0:
@@ -235,6 +263,8 @@ class CallgrindSession:
             return fail(worker)
         self.progress(case, "under callgrind", 0, 1)
         budget = timeout_of(case, self.timeout)
+        log = self.scratch / "worker.log"
+        since = log.stat().st_size if log.exists() else 0
         reply = worker.receive(0) if not worker.send(job) else worker.receive(budget)
         if reply is None:
             why = (f"over its time budget under valgrind ({budget:g} s of CPU time); raise the benchmark's timeout "
@@ -247,6 +277,9 @@ class CallgrindSession:
         if outcome.stats is not None:
             outcome.stats.notes.append(f"counted under {self.valgrind}" + (
                 f" (instrumented from start-up: {self.late_failed})" if self.late_failed else ""))
+            written = captured.summary(log, since)  # the benchmark's prints: in the worker's log, summarised here
+            if written is not None:
+                outcome.stats.notes.append(written.note())
         return dataclasses.replace(outcome, name=b.name, params=case.param_labels)
 
     def _kept(self, case: Case, profile: Path, ops: int) -> Path:

@@ -195,7 +195,11 @@ def _import(name: str, file: Path, sys_path_entry: Path, as_asv: bool = False) -
         top = sys_path_entry / name.split(".", 1)[0]
         if not any(getattr(f, "_name", None) == top.name for f in sys.meta_path):
             update_sys_path(str(top))
-    elif str(sys_path_entry) not in sys.path:
+    elif sys.path[:1] != [str(sys_path_entry)]:
+        # First, even where PYTHONPATH names it further down: a folder before it may hold another package of the
+        # suite's name (mmtrack's own checkout has a `benchmarks` package), which would shadow the suite's modules.
+        if str(sys_path_entry) in sys.path:
+            sys.path.remove(str(sys_path_entry))
         sys.path.insert(0, str(sys_path_entry))
     return importlib.import_module(name)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from ..measure.benchmark_stats import BenchmarkStats
 from ..measure.metrics import InvalidMetricError
-from ..measure.runner import BenchmarkDefinitionError, Runner, RunOptions
+from ..measure.runner import BenchmarkDefinitionError, MeasurementRejected, Runner, RunOptions
 from ..textsafe import bounded
 from .discover import EngineBenchmark
 
@@ -130,7 +130,7 @@ class SuiteSession:
             report = (lambda phase, done, total: self.progress(case, phase, done, total)) if self.progress else None
             stats = self.runner(spec, self.options, progress=report).run()
             return Outcome(b.name, labels, Status.OK, stats=stats)
-        except (BenchmarkDefinitionError, InvalidMetricError) as exc:
+        except (BenchmarkDefinitionError, InvalidMetricError, MeasurementRejected) as exc:
             return Outcome(b.name, labels, Status.FAILED, message=str(exc))
         except SystemExit as exc:
             return Outcome(b.name, labels, Status.FAILED, message=_exit_message(exc))

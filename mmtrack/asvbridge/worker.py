@@ -25,7 +25,6 @@ import pickle
 import re
 import select
 import signal
-import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -35,6 +34,7 @@ from typing import Any, Callable
 from ..forked import die_with_parent
 from ..measure.backend import announce_once
 from ..measure.runner import RunOptions
+from . import captured
 from .session import Case, Outcome, Status, SuiteSession
 
 DEFAULT_TIMEOUT_S = 60.0  # asv's default ``timeout``
@@ -143,6 +143,11 @@ def start_fork_server(suite: Path | None = None) -> None:
 class WorkerResult:
     value: Any = None  # an Outcome (CaseJob) or bytes (CacheJob); None when the worker failed
     error: str = ""  # the cause, one line: "exited with status 3", "killed by SIGSEGV", ...
+    output: captured.Written | None = None  # what the worker wrote to stdout/stderr, summarised
+
+    def error_line(self) -> str:
+        """The cause and, where the worker wrote something, its last line (a traceback's exception)."""
+        return f"{self.error}: {self.output.last_line}" if self.output and self.output.last_line else self.error
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -161,12 +166,25 @@ def start_worker(target: Callable[..., None], *args: Any) -> tuple[Any, Connecti
     """A fresh worker running ``target(send_end, *args)``; returns the process and the read end."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
+    output = captured.new_capture()
     # Not a daemon: a benchmark may start processes of its own (a daemon may not); the caller ends
     # the worker whatever happens (end_worker).
-    process = ctx.Process(target=target, args=(send, *args), name="mmtrack-worker", daemon=False)
-    process.start()
+    process = ctx.Process(target=_captured_main, args=(output, target, send, *args), name="mmtrack-worker",
+                          daemon=False)
+    process.mmtrack_output = output  # read and removed by end_worker
+    try:
+        process.start()
+    except BaseException:
+        output.unlink(missing_ok=True)
+        raise
     send.close()  # the parent keeps only the read end: the worker's exit closes the pipe
     return process, receive
+
+
+def _captured_main(output: Path, target: Callable[..., None], *args: Any) -> None:
+    """The worker's stdout and stderr go to the parent's file, never to its terminal raw (asvbridge/captured.py)."""
+    captured.redirect_into(output)
+    target(*args)
 
 
 def next_message(process: Any, receive: Connection, deadline: float, timeout: float,
@@ -196,21 +214,27 @@ def next_message(process: Any, receive: Connection, deadline: float, timeout: fl
             return None, describe_exit(process.exitcode)
 
 
-def end_worker(process: Any, receive: Connection) -> None:
+def end_worker(process: Any, receive: Connection) -> captured.Written | None:
+    """End the worker; what it wrote to stdout/stderr, summarised."""
     receive.close()
     if process.is_alive():
         process.kill()
     process.join(5)
+    output = getattr(process, "mmtrack_output", None)
+    return captured.taken(output) if output is not None else None
 
 
 def run_in_worker(job: Job, timeout: float, progress: ProgressFn | None = None) -> WorkerResult:
     """Run ``job`` in a fresh worker; wait at most ``timeout`` seconds for its answer."""
     process, receive = start_worker(_worker_main, job, timeout)
+    result = WorkerResult()
     try:
-        message, error = next_message(process, receive, time.monotonic() + timeout, timeout, progress)
-        return WorkerResult(error=error) if message is None else WorkerResult(value=message[1])
+        message, result.error = next_message(process, receive, time.monotonic() + timeout, timeout, progress)
+        if message is not None:
+            result.value = message[1]
     finally:
-        end_worker(process, receive)
+        result.output = end_worker(process, receive)
+    return result
 
 
 def guard_worker(timeout: float) -> None:
@@ -218,11 +242,56 @@ def guard_worker(timeout: float) -> None:
 
     Its parent is the fork server, which dies with ``mmtrack bench`` (forkserver_guard); a
     SIGKILLed ``mmtrack bench`` must not leave a worker spinning at 100% CPU, past any timeout.
+    The deadline is kept by a watchdog process, not a thread: nothing of mmtrack's runs in the
+    benchmark's process beside a timed sample.
     """
     die_with_parent(os.getppid())
-    timer = threading.Timer(timeout + ORPHAN_GRACE_S, os.kill, (os.getpid(), signal.SIGKILL))
-    timer.daemon = True
-    timer.start()
+    start_watchdog(timeout + ORPHAN_GRACE_S)
+
+
+def start_watchdog(after: float) -> None:
+    """SIGKILL this process once ``after`` seconds have passed, from a process that is not its child (a
+    benchmark's ``os.wait()`` never sees it) and that ends as soon as this process does."""
+    target = os.getpid()
+    try:
+        handle: int | None = os.pidfd_open(target)  # Linux 5.3: no pid reuse to fear
+    except (AttributeError, OSError):
+        handle = None
+    middle = os.fork()
+    if middle == 0:  # the middle process: forks the watchdog and leaves, so that init adopts it
+        try:
+            if os.fork() == 0:
+                _watch(target, handle, after)
+        finally:
+            os._exit(0)
+    if handle is not None:
+        os.close(handle)
+    os.waitpid(middle, 0)
+
+
+def _watch(target: int, handle: int | None, after: float) -> None:
+    keep = handle if handle is not None else -1
+    os.closerange(3, keep if keep > 3 else 3)  # no pipe of the worker's stays open here: EOFs arrive as before
+    os.closerange(max(keep + 1, 3), MAX_FD)
+    deadline = time.monotonic() + after
+    if handle is not None:
+        if not select.select([handle], [], [], after)[0]:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+        return
+    while time.monotonic() < deadline:  # no pidfd: poll (the pid can only be reused once the worker is gone)
+        time.sleep(min(POLL_ORPHAN_S, max(deadline - time.monotonic(), 0.0)))
+        try:
+            os.kill(target, 0)
+        except ProcessLookupError:
+            return
+    try:
+        os.kill(target, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+MAX_FD = 1 << 16
+POLL_ORPHAN_S = 0.5
 
 
 ENGINE_LOG = "mmtrack.measure"

@@ -25,6 +25,7 @@ from ..results import BenchContext, CommitInfo
 FORMAT = "mmtrack-journal/1"
 JOURNAL_DIR = Path(".mmtrack") / "journal"
 HEADER = "run.json"
+UNREADABLE_DIR = Path(".mmtrack") / "journal-unreadable"  # case files no run could read, kept beside the journals
 
 
 def store_digest(url: str) -> str:
@@ -85,9 +86,24 @@ class Journal:
 
     def outcomes(self) -> list[Outcome]:
         """The cases written so far, in the order they finished."""
-        records = [e.record for e in spool.scan(self.folder) if e.record is not None]
+        return self.read()[0]
+
+    def read(self) -> tuple[list[Outcome], list[spool.SpoolEntry]]:
+        """The readable cases in the order they finished, and the case files that cannot be read."""
+        entries = [e for e in spool.scan(self.folder) if e.path.name != HEADER]
+        records = [e.record for e in entries if e.record is not None]
         records.sort(key=lambda r: int(r.info.get("order", 0)))
-        return [Outcome(r.benchmark, r.params, Status(r.status), stats=r.stats, message=r.message) for r in records]
+        outcomes = [Outcome(r.benchmark, r.params, Status(r.status), stats=r.stats, message=r.message)
+                    for r in records]
+        return outcomes, [e for e in entries if e.record is None]
+
+    def set_aside(self, entries: list[spool.SpoolEntry]) -> Path:
+        """Move unreadable case files out of the journal, kept for a person to look at: the folder they are in."""
+        kept = self.folder.parent.parent / UNREADABLE_DIR.name / self.folder.name
+        kept.mkdir(parents=True, exist_ok=True)
+        for entry in entries:
+            shutil.move(str(entry.path), str(kept / entry.path.name))
+        return kept
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -196,7 +196,7 @@ class _WorkerSession:
                 self._caches[b.cache_key] = worker.run_in_worker(worker.CacheJob(b.source, b.suite, b.name), timeout)
             got = self._caches[b.cache_key]
             if got.error:
-                return Outcome(b.name, case.param_labels, Status.FAILED, message=f"setup_cache {got.error}")
+                return Outcome(b.name, case.param_labels, Status.FAILED, message=f"setup_cache {got.error_line()}")
             if isinstance(got.value, Outcome):  # setup_cache raised: the same outcome for every case
                 return dataclasses.replace(got.value, name=b.name, params=case.param_labels)
             cache = got.value
@@ -224,8 +224,10 @@ class _WorkerSession:
             lambda phase, done, total: self.progress(case, phase + which, done, total),
         )
         if result.error:
-            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error}{which}")
+            return Outcome(b.name, case.param_labels, Status.FAILED, message=f"worker {result.error_line()}{which}")
         assert isinstance(result.value, Outcome)
+        if result.output is not None and result.value.stats is not None:  # shown escaped, never raw
+            result.value.stats.notes.append(result.output.note() + which)
         return dataclasses.replace(result.value, name=b.name, params=case.param_labels)
 
 
@@ -366,6 +368,14 @@ class WaitingForLock:
 @dataclass(frozen=True, slots=True)
 class JournalUnreadable:
     problem: str  # the journal and what is wrong with it
+
+
+@dataclass(frozen=True, slots=True)
+class JournalCasesUnreadable:
+    folder: Path  # the journal
+    cases: int  # case files that cannot be read
+    problem: str  # the first one's file and what is wrong with it, one line
+    kept: Path  # where they were moved to
 
 
 @dataclass(frozen=True, slots=True)
@@ -521,7 +531,12 @@ def recover_journals(project: Path, url: str, report: Report = silent) -> None:
         if journal.store != bench_journal.store_digest(url):
             report(JournalOfAnotherStore(folder, journal.store_label))
             continue
-        outcomes = journal.outcomes()
+        outcomes, unreadable = journal.read()
+        if unreadable:
+            kept = journal.set_aside(unreadable)
+            first = unreadable[0]
+            why = " ".join(first.error.replace(str(first.path), "").strip(": ").split())
+            report(JournalCasesUnreadable(folder, len(unreadable), f"{first.path.name}: {why}", kept))
         if not outcomes:
             journal.remove()
             continue
@@ -552,6 +567,8 @@ def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProg
     runs saved now, the :class:`BenchRun` once its cases ran, where it was saved, :class:`Compared`, the JSON
     report written; ``progress`` sees the cases run."""
     started_at = datetime.now(timezone.utc)
+    if request.output is not None:  # where the command started: a benchmark may chdir (--in-process)
+        request.output = Path(request.output).absolute()
     plan = _plan(request)  # usage errors first, before anything is run or written
     if request.instrument == "callgrind":
         require_valgrind()

@@ -1,10 +1,11 @@
 """Deterministic CPU measurement under Valgrind's callgrind: instructions and simulated cache misses per op.
 
-The worker process runs under ``valgrind --tool=callgrind`` with :func:`valgrind_args`. Callgrind
-zeroes its counters when the program enters ``getppid`` and writes a profile when it enters
-``getpgrp``, so :class:`CallgrindBackend` brackets each sample with ``os.getppid()`` and
-``os.getpgrp()`` and reads the profile's ``summary:`` line: interpreter start-up, imports, setup and
-this module's own code fall outside the bracket. No compiler, no client-request extension.
+The worker process runs under ``valgrind --tool=callgrind`` with :func:`valgrind_args`.
+:class:`CallgrindBackend` brackets each sample with callgrind's client requests (:mod:`.valgrind_request`):
+``CALLGRIND_ZERO_STATS`` before, ``CALLGRIND_DUMP_STATS_AT(label)`` after, the label naming this process's
+nonce and the sample's number. It reads the profile's ``summary:`` line only when the profile's trigger is that
+label, so a dump the benchmark caused never passes for a sample: interpreter start-up, imports, setup and this
+module's own code fall outside the bracket. No compiler, no extension module.
 
 :class:`CallgrindRunner` samples a case deterministically: a chunk size chosen from an instruction
 count (never from a clock), one warm-up chunk, then the chunk of ``n`` and of ``2n`` ops. The
@@ -14,17 +15,19 @@ first-touch misses of each chunk cancel. The choice and its figures: docs/design
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
+import secrets
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import conditions
+from . import conditions, valgrind_request
 from .backend import MeasurementBackend, MeasurementDomain, Results
 from .metrics import Direction, MetricValue, aggregate_metrics
-from .runner import BenchmarkDefinitionError, Runner, RunOptions
+from .runner import BenchmarkDefinitionError, MeasurementRejected, Runner, RunOptions
 
 #: The process model a callgrind run records (measure/conditions.py): never compared with wall-clock runs.
 PROCESS_MODEL = conditions.UNDER_CALLGRIND
@@ -32,11 +35,11 @@ SECTION = "callgrind"
 #: The Debian package that brings valgrind, callgrind_annotate and callgrind.h.
 PACKAGE = "valgrind"
 HASH_SEED = "0"  # PYTHONHASHSEED of the worker: str and bytes hashes, and so set and dict order, fixed
-ZERO_MARKER, DUMP_MARKER = "getppid", "getpgrp"
 # The counting method's version, kept in each case's conditions: counts of two versions are never read as a code
 # change. Raise it when the worker's work around the regions changes (it moves the heap, and with it the counts
 # once): docs/design/callgrind.md, Cost. Version 1 is every run stored before versions were (conditions.py).
-METHOD = "callgrind 2"
+# Method 3: client requests instead of the getppid/getpgrp markers (the ctypes call moves the heap).
+METHOD = "callgrind 3"
 # A chunk is sized so that it runs at least this many instructions: 4 M (method 1) cost a quarter more CPU time
 # and read the same counts twice alike; the A/A tolerance is calibrated at this size (docs/design/callgrind.md).
 TARGET_INSTRUCTIONS = 1_000_000
@@ -87,9 +90,14 @@ def valgrind_args(out_file: Path, geometry: CacheGeometry = GEOMETRY, instrument
     return [
         "valgrind", "--tool=callgrind", "--cache-sim=yes", *geometry.options(),
         *([] if instrument_at_start else ["--instr-atstart=no"]),
-        f"--zero-before={ZERO_MARKER}", f"--dump-before={DUMP_MARKER}",
         f"--callgrind-out-file={out_file}.%p", f"--vgdb-prefix={vgdb_prefix(out_file)}", "--quiet",
+        f"--log-file={valgrind_log(out_file)}",
     ]
+
+
+def valgrind_log(out_file: Path) -> Path:
+    """Where Valgrind writes its own messages (its cache warnings among them), apart from the program's stderr."""
+    return Path(f"{out_file}.valgrind.log")
 
 
 def vgdb_prefix(out_file: Path) -> str:
@@ -127,17 +135,22 @@ def valgrind_version() -> str | None:
 
 
 # -- reading a profile ----------------------------------------------------------------------------
-HEADER_KEYS = ("events", "summary")  # callgrind writes both in the header, before any cost line
+HEADER_KEYS = ("desc", "events", "summary")  # callgrind writes them in the header, before any cost line
+TRIGGER = "Trigger:"  # desc: Trigger: Client Request: <label>  (or: Program termination, ...)
 
 
-def read_summary(path: Path) -> dict[str, int]:
-    """The event totals of one callgrind profile (its ``summary:`` line, what callgrind_annotate totals)."""
+def read_header(path: Path) -> tuple[str, dict[str, int]]:
+    """What made callgrind write this profile (its ``desc: Trigger:`` line) and its event totals (its
+    ``summary:`` line, what callgrind_annotate totals)."""
     found: dict[str, list[str]] = {}
+    trigger = ""
     # Line by line up to the summary: the worker reads three profiles per case, simulated like the ops it counts.
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             key, _, value = line.partition(":")
-            if key in HEADER_KEYS:
+            if key == "desc" and value.strip().startswith(TRIGGER):
+                trigger = value.strip()[len(TRIGGER):].strip()
+            elif key in HEADER_KEYS:
                 found[key] = value.split()
                 if key == "summary":
                     break
@@ -145,7 +158,12 @@ def read_summary(path: Path) -> dict[str, int]:
         raise ValueError(f"{path}: not a callgrind profile (no events:/summary: header)")
     values = [int(v) for v in found["summary"]]
     # Trailing zero events are left out of the line.
-    return {e: values[i] if i < len(values) else 0 for i, e in enumerate(found["events"])}
+    return trigger, {e: values[i] if i < len(values) else 0 for i, e in enumerate(found["events"])}
+
+
+def read_summary(path: Path) -> dict[str, int]:
+    """The event totals of one callgrind profile."""
+    return read_header(path)[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,10 +223,25 @@ class _Profiles:
 
     base: str = ""  # the --callgrind-out-file valgrind was given, without its ".%p"
     written: int = 0
+    nonce: str = ""  # this process's, in every label it dumps with: no other dump carries it
+
+    def path(self, number: int) -> Path:
+        return Path(f"{self.base}.{os.getpid()}.{number}")
 
     def next(self) -> Path:
         self.written += 1
-        return Path(f"{self.base}.{os.getpid()}.{self.written}")
+        return self.path(self.written)
+
+    def label(self, number: int) -> str:
+        if not self.nonce:
+            self.nonce = secrets.token_hex(8)
+        return f"mmtrack {self.nonce} sample {number}"
+
+    def catch_up(self) -> None:
+        """Count the profiles someone else made this process dump (a benchmark issuing its own client
+        requests), so that the next sample reads its own."""
+        while self.path(self.written + 1).exists():
+            self.written += 1
 
 
 _profiles = _Profiles()
@@ -251,12 +284,16 @@ class CallgrindBackend(MeasurementBackend):
 
     def __init__(self) -> None:
         self.regions: list[Region] = []
+        self._label = ctypes.create_string_buffer(b"")
 
     def begin(self) -> None:
-        os.getppid()  # callgrind zeroes its counters here (--zero-before)
+        _profiles.catch_up()
+        # Made before the counters are zeroed: the label's allocation is not part of the region.
+        self._label = ctypes.create_string_buffer(_profiles.label(_profiles.written + 1).encode())
+        valgrind_request.zero_stats()
 
     def end(self) -> None:
-        os.getpgrp()  # ... and writes the region's profile here (--dump-before)
+        valgrind_request.dump_stats_at(self._label)  # callgrind writes the region's profile here
 
     def collect(self, host_elapsed, ops, chunk_index, results: Results, metrics) -> None:
         profile = _profiles.next()
@@ -264,7 +301,13 @@ class CallgrindBackend(MeasurementBackend):
             raise NotUnderCallgrind(
                 "no callgrind profile was written for the sample: run the worker under valgrind --tool=callgrind "
                 "(mmtrack bench --instrument callgrind)")
-        self.regions.append(Region(ops, Counts.of(read_summary(profile)), profile))
+        trigger, events = read_header(profile)
+        if trigger != f"Client Request: {self._label.value.decode()}":
+            _profiles.catch_up()
+            raise MeasurementRejected(
+                f"callgrind wrote a profile inside the sample that mmtrack did not ask for ({trigger[:80]!r}): the "
+                "benchmark issues Valgrind client requests itself; its counts are not kept")
+        self.regions.append(Region(ops, Counts.of(events), profile))
         results.duration = host_elapsed
         results.iterations = ops
         results.chunks_executed = 1
@@ -326,6 +369,11 @@ class CallgrindRunner(Runner):
                 gc.enable()
         one, two = backend.regions[-2:]
         per_op = two.counts.minus(one.counts).per(two.ops - one.ops)
+        if per_op.ir <= 0:
+            raise MeasurementRejected(
+                f"callgrind counted {per_op.ir:g} instructions per op ({one.ops} ops: {one.counts.ir:g}, "
+                f"{two.ops} ops: {two.counts.ir:g}): a count that does not grow with the ops is not kept; "
+                "the op must do its work on every call")
         # One sample, the 2n chunk: its host time is Valgrind's pace, not the program's; the counts are the measurement.
         stats = self._stats(chunk, samples[1:], [], [], [backend.describe() or ""])
         stats.metrics = [*stats.metrics, *aggregate_metrics([per_op.metrics()])]

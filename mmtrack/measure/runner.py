@@ -52,6 +52,11 @@ class BenchmarkDefinitionError(TypeError):
     """The benchmark itself is wrong (bad return type, bad option): fix the code."""
 
 
+class MeasurementRejected(RuntimeError):
+    """The backend cannot vouch for what it measured (a count that did not grow with the ops, a marker hit inside
+    a sample): the case fails with this one line, nothing of it is kept."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunOptions:
     """The measurement budget, as micromeasure's BenchmarkRuntimeOptions."""
