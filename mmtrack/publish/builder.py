@@ -538,6 +538,10 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     return writer.finish()
 
 
+#: The commits of a series that ``mmtrack detect`` needs: the regressions page says so while the site has fewer.
+DETECT_MIN_COMMITS = 8
+
+
 def _write_frame(writer: SiteWriter, model: SiteModel, commits: Sequence[CommitInfo]) -> None:
     """The assets, the site's settings and the commit chunks: what every page reads."""
     cfg, size = model.config, model.config.chunk_size
@@ -549,7 +553,7 @@ def _write_frame(writer: SiteWriter, model: SiteModel, commits: Sequence[CommitI
         js_call(
             "site",
             {"title": cfg.title, "commit_url": cfg.safe_commit_url, "n_commits": len(commits), "chunk": size,
-             "verdict_order": list(VERDICT_ORDER)},
+             "verdict_order": list(VERDICT_ORDER), "detect_min": DETECT_MIN_COMMITS},
         ),
     )
     for k in range(math.ceil(len(commits) / size) if commits else 0):

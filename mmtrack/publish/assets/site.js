@@ -264,6 +264,21 @@
   function verdictText(verdict, state) {
     return verdict + (state ? ' (' + state + ')' : '');  // unchanged (refuted): a suspicion taken back
   }
+  // What the page shows of what it has, the counts adding up; with nothing at all, why, and what it needs.
+  function regressionsSummary(rows, shown) {
+    var runs = shown.filter(function (r) { return r.source === 'run'; }).length;
+    var hidden = rows.length - shown.length;
+    var text = shown.length + ' of ' + rows.length + ' rows shown' + (hidden ? ' (' + hidden + ' hidden by the filters above)' : '') +
+      ': ' + plural(shown.length - runs, 'change point') + ' found by mmtrack detect, ' +
+      plural(runs, 'verdict') + ' of mmtrack run\'s per-commit comparison';
+    var need = store.site.detect_min, have = store.site.n_commits;
+    if (need && have < need) {
+      text += '. mmtrack detect needs ' + need + ' commits of a series and this site has ' + plural(have, 'commit') +
+        ': measure ' + (need - have) + ' more; until then, mmtrack run\'s verdicts (from the second commit on) show here';
+    }
+    return text;
+  }
+  function plural(n, word) { return n + ' ' + word + (n === 1 ? '' : 's'); }
   function pageRegressions() {
     load('data/regressions.js').then(function () {
       var rows = store.regressions;
@@ -275,9 +290,7 @@
           return isKind && (!m || r.machine === m) && (!pers || r.persists) &&
             (!q || r.bench.toLowerCase().indexOf(q) >= 0);
         });
-        var runs = shown.filter(function (r) { return r.source === 'run'; }).length;
-        $('summary').textContent = shown.length + ' of ' + rows.length + ' rows: ' + (shown.length - runs) +
-          ' change points found by mmtrack detect, ' + runs + ' verdicts of mmtrack run\'s per-commit comparison';
+        $('summary').textContent = regressionsSummary(rows, shown);
         table($('regressions'), ['Benchmark', 'Machine', 'Environment', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B', 'Found by'], shown.map(function (r) {
           return {
             cls: (r.event ? 'event' : r.kind) + (r.source === 'run' ? ' from-run' : ''),  // an event is no regression
