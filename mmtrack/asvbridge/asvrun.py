@@ -546,8 +546,28 @@ def _benchmarks_json(results_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterator[CaseResult]:
-    """The cases asv ran in this run (its file keeps older results of benchmarks not selected)."""
+def selected_params(meta: dict[str, Any], bench: str | None) -> dict[str, set[int]]:
+    """Per parameterised benchmark, the indexes of the parameter combinations ``-b`` selects, by asv's own rule
+    (:class:`asv.benchmarks.Benchmarks`): asv keeps the others' earlier values in the commit's results file and stamps
+    the benchmark as run, so they would pass for this run's."""
+    if not bench:
+        return {}
+    from types import SimpleNamespace
+
+    from asv.benchmarks import Benchmarks
+
+    entries = [b for b in meta.values() if isinstance(b, dict) and "name" in b]
+    try:
+        chosen = Benchmarks(SimpleNamespace(benchmark_dir=""), entries, regex=bench).benchmark_selection
+    except (TypeError, KeyError, re.error):
+        return {}
+    return {name: set(idx) for name, idx in chosen.items() if idx is not None}
+
+
+def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime,
+                    selection: dict[str, set[int]] | None = None) -> Iterator[CaseResult]:
+    """The cases asv ran in this run (its file keeps older results of benchmarks not selected, and of the parameter
+    combinations ``selection`` leaves out)."""
     from asv.results import Results
 
     res = Results.load(str(path))
@@ -565,6 +585,8 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterat
         combos = list(itertools.product(*params)) if params else [()]
         names += [f"param{i + 1}" for i in range(len(names), len(params))]
         for i, combo in enumerate(combos):
+            if selection and key in selection and i not in selection[key]:
+                continue  # an earlier run's value, carried over in the file
             value = values[i] if i < len(values) else None
             if value is None:
                 status, message = "failed", "failed under asv (run with -- -e to see its error)"
@@ -584,11 +606,12 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterat
             )
 
 
-def collect(prepared: Prepared, path: Path, since: datetime) -> Collected:
+def collect(prepared: Prepared, path: Path, since: datetime, bench: str | None = None) -> Collected:
     from asv.results import Results
 
     env_name = Results.load(str(path)).env_name
-    cases = list(_iter_asv_cases(path, _benchmarks_json(prepared.results_dir), since))
+    meta = _benchmarks_json(prepared.results_dir)
+    cases = list(_iter_asv_cases(path, meta, since, selected_params(meta, bench)))
     ours: dict[tuple[str, str], spool.SpoolEntry] = {}
     leftovers: list[spool.SpoolEntry] = []
     warnings: list[str] = []
