@@ -132,7 +132,9 @@ def test_a_metric_not_measured_is_neither_failing_nor_fixed():
     assert both.verdict == "not comparable" and both.note == "not measured in either run"
     then = compare_pair(na, valued)
     assert then.verdict == "not comparable" and then.note == "not measured before"
-    assert not should_fail(compare_measurements([na], [na]), ("regression", "failed"))
+    now = compare_pair(valued, na)
+    assert now.verdict == "not comparable" and now.note == "not measured in this run"
+    assert not should_fail(compare_measurements([valued], [na]), ("regression", "failed"))
     failed = dataclasses.replace(valued, status="failed", median=None, samples=())
     assert compare_pair(failed, valued).verdict == "fixed"
 

@@ -286,10 +286,12 @@ def _not_measured(m: Measurement) -> bool:
 
 
 def _unmeasured_note(before: Measurement, after: Measurement) -> str:
-    """Why a pair with n/a before is not comparable (n/a is no failure, so a value after it fixed nothing); "" else."""
-    if not _not_measured(before) or after.status != "ok":
+    """Why a pair with an n/a side is not comparable (n/a is no failure, so a value after it fixed nothing); "" else."""
+    if after.status != "ok" or not (_not_measured(before) or _not_measured(after)):
         return ""
-    return "not measured in either run" if _not_measured(after) else "not measured before"
+    if _not_measured(before):
+        return "not measured in either run" if _not_measured(after) else "not measured before"
+    return "not measured in this run"
 
 
 def _edge(effect: float, threshold: float) -> bool:
