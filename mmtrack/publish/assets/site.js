@@ -162,6 +162,10 @@
   function fillSelect(sel, values, keepFirst) {
     while (sel.options.length > (keepFirst ? 1 : 0)) sel.remove(sel.options.length - 1);
     values.forEach(function (v) { sel.appendChild(el('option', { value: v, text: v })); });
+    // A long environment name shows whole on hover, whatever width the control has.
+    function titled() { sel.title = sel.value; }
+    titled();
+    if (!sel.dataset.titled) { sel.dataset.titled = '1'; sel.addEventListener('change', titled); }
   }
   // A benchmark's name as a link that may break after each dot and underscore (<wbr>, no text of its own), so a
   // narrow column breaks "TimeSuite.time_|absolute_|momentum", not "time_a|bsolute"; its textContent is the name.
@@ -358,6 +362,18 @@
     return out;
   }
 
+  // The x axis in this series' own commits (oldest → newest): at most 12 ticks, each its commit's short sha over its date.
+  function commitAxis(d) {
+    var step = Math.max(1, Math.ceil(d.i.length / 12)), vals = [];
+    for (var j = 0; j < d.i.length; j += step) vals.push(j);
+    var text = vals.map(function (j) {
+      var c = store.commits[d.i[j]] || [];
+      return pe(shortSha(c[0])) + (c[1] ? '<br>' + pe(String(c[1]).slice(0, 10)) : '');
+    });
+    return { title: { text: 'commit in this history (oldest → newest)', font: { size: 11 }, standoff: 4 }, type: 'linear',
+             zeroline: false, gridcolor: '#eef0f3', tick0: 0, dtick: step, tickmode: 'array', tickvals: vals, ticktext: text,
+             tickfont: { size: 10 } };
+  }
   function drawChart(div, id, meta, si, byDate) {
     var s = meta.series[si], d = seriesData(id, meta, si), X = seriesX(d, byDate), xs = d.i.map(X);
     var sc = scaleFor(d.m, s.unit);  // the axis and the hovers share one unit
@@ -403,11 +419,10 @@
       title: { text: '<b>' + pe(title) + '</b> <span style="font-size:11px;color:#6b7280">[' + unit + ']' +
                (s.direction === 'lower' || s.direction === 'higher' ? ' · ' + pe(s.direction) + ' is better' : '') + '</span>',
                x: 0, xanchor: 'left', font: { size: 14 } },
-      height: 300, margin: { l: 64, r: 16, t: 48, b: 40 },
+      height: 300, margin: { l: 64, r: 16, t: 48, b: byDate ? 40 : 56 },
       xaxis: byDate
         ? { title: { text: 'commit date', font: { size: 11 } }, type: 'date', zeroline: false, gridcolor: '#eef0f3' }
-        : { title: { text: 'commit in this history (oldest → newest)', font: { size: 11 } }, type: 'linear', zeroline: false,
-            gridcolor: '#eef0f3', tick0: 0, dtick: Math.max(1, Math.ceil(d.i.length / 12)), tickformat: 'd' },
+        : commitAxis(d),
       yaxis: { title: { text: unit, font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3', rangemode: 'tozero' },
       hovermode: 'closest', hoverlabel: { align: 'left' }, showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1, yanchor: 'bottom', font: { size: 11 } },
       shapes: shapes, annotations: notes, paper_bgcolor: '#fff', plot_bgcolor: '#fff', font: { family: 'system-ui, sans-serif' }
