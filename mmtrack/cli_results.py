@@ -270,7 +270,7 @@ def _list_row(what: str, r: dict[str, Any]) -> list[Any]:
 
 def list_table(what: str, records: list[dict[str, Any]]) -> Table:
     """``mmtrack list``'s table of runs, commits, machines or benchmarks."""
-    t = FitTable(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
+    t = FitTable(box=box.SIMPLE_HEAD, title=plural(len(records), what.removesuffix("s"), what), title_justify="left")
     for col in _LIST_COLUMNS[what]:
         t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
                      no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))

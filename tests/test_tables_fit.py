@@ -187,3 +187,16 @@ def test_counts_take_their_number():
     assert (plural(1, "benchmark"), plural(2, "benchmark"), plural(0, "commit")) == ("1 benchmark", "2 benchmarks",
                                                                                      "0 commits")
     assert plural(1, "series", "series") == "1 series" and plural(3, "series", "series") == "3 series"
+
+
+def test_list_titles_take_their_number():
+    from rich.console import Console
+
+    from mmtrack.cli_results import list_table
+
+    machine = {"name": "ci-1", "runs": 3, "environments": ["py3.12"], "info": {"cpu": "x86", "os": "Linux"}}
+    console = Console(width=80, record=True)
+    console.print(list_table("machines", [machine]))
+    console.print(list_table("machines", [machine, {**machine, "name": "ci-2"}]))
+    titles = [line.strip() for line in console.export_text().splitlines() if line.strip().endswith(("machine", "machines"))]
+    assert titles == ["1 machine", "2 machines"], titles
