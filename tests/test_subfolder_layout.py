@@ -188,3 +188,6 @@ def test_the_readme_subfolder_commands_run_as_written(tmp_path):
     assert "regressed" in verbs["continuous"], verbs["continuous"][-3000:]
     assert (project / "site" / "index.html").exists()
     assert "Traceback" not in "".join(outputs.values())
+    text = (project / "site" / "data" / "regressions.js").read_text()
+    rows = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    assert any(r["source"] == "ab" and r["kind"] == "regression" for r in rows), rows  # continuous's, on the page

@@ -249,6 +249,8 @@
   }
   // A detected change point, or what `mmtrack run` said when it compared the commit with the one before.
   function foundBy(r) {
+    if (r.source === 'ab') return el('span', { cls: 'from-ab', title: 'both commits measured interleaved on one machine',
+      text: 'mmtrack continuous (A/B): ' + r.verdict });
     if (r.source !== 'run') return 'detect';
     return el('span', { cls: 'from-run', title: 'mmtrack run compared this commit with the previous one (mmtrack compare); not a change point of detect',
       text: 'mmtrack run (per-commit comparison): ' + verdictText(r.verdict, r.state) + (r.note ? ': ' + r.note : '') });
@@ -271,10 +273,12 @@
   // What the page shows of what it has, the counts adding up; with nothing at all, why, and what it needs.
   function regressionsSummary(rows, shown) {
     var runs = shown.filter(function (r) { return r.source === 'run'; }).length;
+    var abs = shown.filter(function (r) { return r.source === 'ab'; }).length;
     var hidden = rows.length - shown.length;
     var text = shown.length + ' of ' + rows.length + ' rows shown' + (hidden ? ' (' + hidden + ' hidden by the filters above)' : '') +
-      ': ' + plural(shown.length - runs, 'change point') + ' found by mmtrack detect, ' +
-      plural(runs, 'verdict') + ' of mmtrack run\'s per-commit comparison';
+      ': ' + plural(shown.length - runs - abs, 'change point') + ' found by mmtrack detect, ' +
+      plural(runs, 'verdict') + ' of mmtrack run\'s per-commit comparison' +
+      (abs ? ', ' + plural(abs, 'verdict') + ' of mmtrack continuous (A/B)' : '');
     var need = store.site.detect_min, have = store.site.n_commits;
     if (need && have < need) {
       text += '. mmtrack detect needs ' + need + ' commits of a series and this site has ' + plural(have, 'commit') +
@@ -308,7 +312,7 @@
                 : el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
               pair(r.before_value, r.after_value, r),
               el('span', { cls: 'nowrap' }, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
-              r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
+              r.source === 'run' || r.source === 'ab' ? '' : r.persists ? 'yes' : 'no',
               abText(r.ab),
               el('span', null, [foundBy(r), profileLinks(r)])
             ]
