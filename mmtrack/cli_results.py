@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .tables import FitTable, Name, unwrapped
+from .tables import FitTable, Name, plural, unwrapped
 from .textsafe import markup as escape  # markup escaped, control characters too
 from .textsafe import term
 
@@ -36,7 +36,7 @@ def import_summary(result: Any) -> str:
     if s.imported or s.replaced:
         lines.append(
             f"  {s.result_count} results ({r['ok']} ok, {r['failed']} failed, {r['skipped']} skipped), "
-            f"{len(s.benchmarks)} benchmarks, {len(s.commits)} commits, "
+            f"{plural(len(s.benchmarks), 'benchmark')}, {plural(len(s.commits), 'commit')}, "
             f"{len(s.machines)} machine(s), {len(s.environments)} environment(s)"
         )
     lines.append(f"  into {result.url}")
@@ -57,8 +57,8 @@ def published(result: Any, console: Console) -> None:
     """``mmtrack publish``'s two lines (a :class:`~mmtrack.commands.publish.PublishResult`)."""
     report = result.report
     console.print(
-        f"published {result.benchmarks} benchmarks, {result.series} series ({result.read} read), "
-        f"{result.change_points} change points to {escape(str(result.out))} in {result.seconds:.1f} s: "
+        f"published {plural(result.benchmarks, 'benchmark')}, {result.series} series ({result.read} read), "
+        f"{plural(result.change_points, 'change point')} to {escape(str(result.out))} in {result.seconds:.1f} s: "
         f"{len(report.written)} files written ({report.bytes_written / 1e6:.1f} MB), {report.unchanged} unchanged, "
         f"{len(report.removed)} removed",
         highlight=False,
@@ -270,7 +270,7 @@ def _list_row(what: str, r: dict[str, Any]) -> list[Any]:
 
 def list_table(what: str, records: list[dict[str, Any]]) -> Table:
     """``mmtrack list``'s table of runs, commits, machines or benchmarks."""
-    t = FitTable(box=box.SIMPLE_HEAD, title=f"{len(records)} {what}", title_justify="left")
+    t = FitTable(box=box.SIMPLE_HEAD, title=plural(len(records), what.removesuffix("s"), what), title_justify="left")
     for col in _LIST_COLUMNS[what]:
         t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
                      no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))
@@ -280,6 +280,14 @@ def list_table(what: str, records: list[dict[str, Any]]) -> Table:
 
 
 # -- detect ----------------------------------------------------------------------------------------------
+
+
+def _longest_short(outcome: Any) -> str:
+    """How many commits the longest series too short for detect has, when none is long enough: the wait, in numbers."""
+    if not outcome.too_short or len(outcome.too_short) != len(outcome.reports):
+        return ""
+    have = max(r.points for r in outcome.too_short)
+    return f", the longest has {plural(have, 'commit')}: measure {outcome.policy.min_points - have} more"
 
 
 def detect_table(outcome: Any, show_all: bool = False) -> Table:
@@ -319,8 +327,8 @@ def _detect_title(outcome: Any) -> str:
     code = outcome.code_changes
     n_ok = sum(r.status == "ok" for r in outcome.reports)
     return (
-        f"{len(outcome.reports)} series ({n_ok} analysed, {len(outcome.too_short)} too short for "
-        f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits); "
+        f"{plural(len(outcome.reports), 'series', 'series')} ({n_ok} analysed, {len(outcome.too_short)} too short for "
+        f"{outcome.policy.name}: fewer than {outcome.policy.min_points} commits{_longest_short(outcome)}); "
         f"{sum(c.kind == 'regression' for c in code)} regressions, "
         f"{sum(c.kind == 'improvement' for c in code)} improvements, "
         f"{len(outcome.open_regressions)} still open"

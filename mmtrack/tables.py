@@ -21,8 +21,13 @@ from rich.text import Text
 from .textsafe import term
 
 NAME_MIN_WIDTH = 20  # a name column never gets narrower than this (or the name itself)
-# "a.b.c(1, 2)" -> "a." "b." "c(" "1, " "2)"; "m/n [u]" -> "m/" "n " "[u]"
-_PARTS = re.compile(r"[^.( /]+[.( /]?|[.( /]")
+# "a.b.c(1, 2)" -> "a." "b." "c" "(1, " "2)"; "m/n [u]" -> "m/" "n " "[u]": an argument list opens its own line
+_PARTS = re.compile(r"\(?[^.( /]+[. /]?|[.( /]")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and ``word`` in the number it takes: "1 benchmark", "2 benchmarks", "0 series"."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 def left_ellipsis(text: str, width: int) -> str:

@@ -121,6 +121,23 @@ def test_failed_fixed_new_removed_not_comparable():
     assert still.rows[0].verdict == "failed" and not failing_rows(still)
 
 
+def test_a_metric_not_measured_is_neither_failing_nor_fixed():
+    """n/a (a counter this machine lacks) in both runs is no failure, and a value after n/a fixed nothing: both are
+    not comparable; a benchmark that failed still reads failed."""
+    counter = dict(name="cycles", unit="cycles/op", section="counters")
+    na = dataclasses.replace(meas([1.0], **counter), median=None, samples=())
+    valued = meas(noisy(1000.0), **counter)
+    both = compare_pair(na, na)
+    assert both.verdict == "not comparable" and both.note == "not measured in either run"
+    then = compare_pair(na, valued)
+    assert then.verdict == "not comparable" and then.note == "not measured before"
+    now = compare_pair(valued, na)
+    assert now.verdict == "not comparable" and now.note == "not measured in this run"
+    assert not should_fail(compare_measurements([valued], [na]), ("regression", "failed"))
+    failed = dataclasses.replace(valued, status="failed", median=None, samples=())
+    assert compare_pair(failed, valued).verdict == "fixed"
+
+
 def test_counters_use_a_much_smaller_threshold():
     b = meas([1000.0] * 10, name="instructions", unit="instructions/op", section="counters")
     a = meas([1030.0] * 10, name="instructions", unit="instructions/op", section="counters")

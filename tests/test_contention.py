@@ -75,6 +75,26 @@ def test_cases_without_the_ratio_keep_the_wall_clock():
     assert got["time_per_op"].verdict == "regressed" and got["time_per_op"].note == ""
 
 
+def test_in_a_run_that_waited_a_case_without_cpu_time_reads_ambiguous_not_moved():
+    """`mmtrack bench examples` twice on a busy machine: a threaded case (no wall/CPU ratio of its own) halves its
+    throughput while another case of the run waited for a CPU 7.5x; the move is the machine's as much as the code's."""
+    import dataclasses
+
+    waited_case = [dataclasses.replace(m, benchmark="suite.Other.time_single") for m in side(1.0e-6, 1000, 7.5,
+                                                                                              seed=11)]
+    calm_case = [dataclasses.replace(m, benchmark="suite.Other.time_single") for m in side(1.0e-6, 1000, 1.0,
+                                                                                           seed=12)]
+    threaded_before, threaded_after = side(1.0e-6, 1000, None, seed=9), side(2.0e-6, 2000, None, seed=10)
+    got = {(r.benchmark, r.metric.name): r
+           for r in compare_measurements([*threaded_before, *calm_case], [*threaded_after, *waited_case]).rows}
+    for metric in ("time_per_op", "throughput", "task-clock"):
+        row = got[(BENCH, metric)]
+        assert row.verdict == "ambiguous" and "waited for a CPU" in row.note and "7.5" in row.note, row
+    # with no case waiting, the same move stands
+    calm = rows(threaded_before, threaded_after)
+    assert calm["time_per_op"].verdict == "regressed"
+
+
 def spin(ctx, n, i):
     for _ in range(n):
         sum(range(300))

@@ -340,4 +340,5 @@ def test_the_pages_show_what_run_reported_though_detect_has_too_few_commits(hist
     regressions_shown = [x for x in from_run if x["kind"] == "regression"]
     assert len(cells) == len(regressions_shown) and all(
         c[-1].startswith("mmtrack run (per-commit comparison): regressed") for c in cells), cells
-    assert f"0 change points found by mmtrack detect, {len(cells)} verdicts of mmtrack run" in summary, summary
+    verdicts = f"{len(cells)} verdict" + ("s" if len(cells) != 1 else "")
+    assert f"0 change points found by mmtrack detect, {verdicts} of mmtrack run" in summary, summary

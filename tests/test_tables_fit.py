@@ -169,3 +169,34 @@ def test_durations_beyond_ns_and_days_read_in_scientific_notation():
 
     assert format_duration(1e300) == "1.000e+300 s" and format_duration(1e-300) == "1.000e-300 s"
     assert format_duration(1.5) == "1.500 s" and format_duration(2e-9) == "2.00 ns" and format_duration(0.0) == "0.00 ns"
+
+
+def test_a_name_wraps_before_its_arguments_never_inside_a_word():
+    """networkx's `time_all_shortest_paths(10)` in a narrow column: the argument list opens its own line."""
+    from mmtrack.tables import wrap_at_dots
+
+    lines = wrap_at_dots("benchmark_algorithms.AlgorithmBenchmarks.time_all_shortest_paths(10)", 26)
+    assert "time_all_shortest_paths" in lines and "(10)" in lines, lines
+    assert not any(line.endswith("(") for line in lines)
+    assert wrap_at_dots("a.b.c(1, 2)", 6) == ["a.b.c", "(1, 2)"]
+
+
+def test_counts_take_their_number():
+    from mmtrack.tables import plural
+
+    assert (plural(1, "benchmark"), plural(2, "benchmark"), plural(0, "commit")) == ("1 benchmark", "2 benchmarks",
+                                                                                     "0 commits")
+    assert plural(1, "series", "series") == "1 series" and plural(3, "series", "series") == "3 series"
+
+
+def test_list_titles_take_their_number():
+    from rich.console import Console
+
+    from mmtrack.cli_results import list_table
+
+    machine = {"name": "ci-1", "runs": 3, "environments": ["py3.12"], "info": {"cpu": "x86", "os": "Linux"}}
+    console = Console(width=80, record=True)
+    console.print(list_table("machines", [machine]))
+    console.print(list_table("machines", [machine, {**machine, "name": "ci-2"}]))
+    titles = [line.strip() for line in console.export_text().splitlines() if line.strip().endswith(("machine", "machines"))]
+    assert titles == ["1 machine", "2 machines"], titles

@@ -322,12 +322,11 @@ def _suite_dir(plan: ABPlan) -> Path:
 
 def _derived_config(plan: ABPlan, folder: Path) -> Path:
     derived = dict(plan.config)
-    root = plan.config_path.parent
     derived["benchmark_dir"] = str(_suite_dir(plan))
     derived["results_dir"] = str(folder / "results")
     derived["html_dir"] = str(folder / "html")
     derived["env_dir"] = str(folder / "env")
-    derived["repo"] = str(root.resolve())
+    derived["repo"] = str(asvrun.config_repo(plan.config_path, plan.config, plan.project))
     derived["environment_type"] = "existing"
     derived.pop("matrix", None)
     derived.pop("pythons", None)
@@ -361,13 +360,13 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
     prepared = prepared_for(plan, side, folder)
     if plan.instrument == "callgrind":  # the side's build runs the working tree's suite under Valgrind
         return callgrind_run.measure(prepared, plan.bench, None, python=side.env.python,
-                                     without=prepared.config_path.parent,
+                                     without=_repo_of(prepared),
                                      profiles=callgrind_run.profiles_of(plan.project, side.commit.sha))
     asvrun.ensure_machine(prepared)
     args = asv_rounds.round_args((*(("--quick",) if plan.quick else ()), *ROUND_BUDGET, *plan.asv_args))
     if args is None:
         return _run_asv_process(plan, side, prepared)
-    environ = {**randomised_layout(side_environ(prepared, prepared.config_path.parent)),
+    environ = {**randomised_layout(side_environ(prepared, _repo_of(prepared))),
                round_server.SETTLED_WINDOW: str(SETTLED_WINDOW)}
     if side.suite is None:
         side.suite = asv_rounds.discover(prepared, str(side.env.python), environ, side.env.path)
@@ -376,7 +375,11 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
                                 [plan.bench] if plan.bench else [], args)
     if path is None or not path.is_file():
         raise _no_result(plan, side, "asv's runner", "")
-    return asvrun.collect(prepared, path, started)
+    return asvrun.collect(prepared, path, started, plan.bench)
+
+
+def _repo_of(prepared: asvrun.Prepared) -> Path:
+    return asvrun.config_repo(prepared.config_path, prepared.config, prepared.project)
 
 
 def _run_asv_process(plan: ABPlan, side: Side, prepared: asvrun.Prepared) -> asvrun.Collected:
@@ -390,7 +393,7 @@ def _run_asv_process(plan: ABPlan, side: Side, prepared: asvrun.Prepared) -> asv
     if path is None:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise _no_result(plan, side, "asv run", " | ".join(tail), f" exited {proc.returncode} and")
-    return asvrun.collect(prepared, path, started)
+    return asvrun.collect(prepared, path, started, plan.bench)
 
 
 def _no_result(plan: ABPlan, side: Side, who: str, tail: str, how: str = "") -> Exception:
@@ -422,7 +425,7 @@ def side_environ(prepared: asvrun.Prepared, repo: Path) -> dict[str, str]:
 def _run_quiet(cmd: Sequence[str], prepared: asvrun.Prepared) -> Any:
     import subprocess
 
-    env = randomised_layout(side_environ(prepared, prepared.config_path.parent))
+    env = randomised_layout(side_environ(prepared, _repo_of(prepared)))
     return subprocess.run(list(cmd), cwd=prepared.project, env=env, capture_output=True, text=True)
 
 
@@ -457,8 +460,7 @@ def make_plan(project: Path, config: Path | None, machine: str | None, bench: st
     project = project.resolve()
     config_path = asvrun.find_config(project, config)
     cfg = asvrun.load_config(config_path)
-    repo_dir = project / str(cfg.get("repo", "."))
-    top = git_output(repo_dir if repo_dir.is_dir() else project, "rev-parse", "--show-toplevel")
+    top = git_output(asvrun.config_repo(config_path, cfg, project), "rev-parse", "--show-toplevel")
     if not top:
         raise UserError(f"{project}: not a git repository; A/B runs build commits, so run in a git checkout")
     machine = asv_machine(machine)
@@ -491,7 +493,7 @@ def discovered(plan: ABPlan, side: Side) -> tuple[list[str], list[str]] | None:
         prepared = prepared_for(plan, side, Path(tmp))
         try:
             side.suite = side.suite or asv_rounds.discover(prepared, str(side.env.python),
-                                                           side_environ(prepared, prepared.config_path.parent),
+                                                           side_environ(prepared, _repo_of(prepared)),
                                                            side.env.path)
         except UserError:
             return None

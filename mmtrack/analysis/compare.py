@@ -271,6 +271,20 @@ def _failed(m: Measurement) -> bool:
     return m.status == "failed" or (m.status == "ok" and (m.median is None or not math.isfinite(m.median)))
 
 
+def _not_measured(m: Measurement) -> bool:
+    """An n/a metric of a case that ran (a counter the machine lacks, a metric this run did not return)."""
+    return m.status == "ok" and (m.median is None or not math.isfinite(m.median))
+
+
+def _unmeasured_note(before: Measurement, after: Measurement) -> str:
+    """Why a pair with an n/a side is not comparable (n/a is no failure, so a value after it fixed nothing); "" else."""
+    if after.status != "ok" or not (_not_measured(before) or _not_measured(after)):
+        return ""
+    if _not_measured(before):
+        return "not measured in either run" if _not_measured(after) else "not measured before"
+    return "not measured in this run"
+
+
 def _edge(effect: float, threshold: float) -> bool:
     """Whether a relative effect (``max(r, 1/r) - 1``) sits within the edge band of its threshold."""
     return abs(effect - threshold) <= min(EDGE_BAND, threshold / 2)
@@ -337,6 +351,8 @@ def _without_numbers(base: dict, before: Measurement | None, after: Measurement 
                    note=f"measurement method changed ({before.method} → {after.method})")
     if "skipped" in (before.status, after.status):
         return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr, note="skipped")
+    if (note := _unmeasured_note(before, after)):
+        return Row(**base, verdict="not comparable", before=before, after=after, threshold=thr, note=note)
     if _failed(after):
         note = "still failing" if _failed(before) else "started failing"
         return Row(**base, verdict="failed", before=before, after=after, threshold=thr, note=note)

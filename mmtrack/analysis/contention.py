@@ -66,7 +66,32 @@ def read_cpu_time_where_contended(
             out.append(row)
             continue
         out.append(on_cpu_time(row, cpu, contention_note(*sides)))
-    return tuple(out)
+    return doubted_where_the_run_waited(out, ratios, before, after)
+
+
+#: The verdicts a contended run cannot give a case that has no CPU time of its own.
+MOVED = ("regressed", "improved")
+
+
+def doubted_where_the_run_waited(
+    rows: Sequence[Row], ratios: Mapping[tuple[str, str], tuple[float | None, float | None]],
+    before: Mapping[Case, Measurement], after: Mapping[Case, Measurement],
+) -> tuple[Row, ...]:
+    """``rows`` with each move of a case that records no wall/CPU ratio (threads, IO and GPU domains, custom backends,
+    asv's own timings) read ambiguous where other cases of either run waited for a CPU: the machine moved it as much
+    as the code, and it has no CPU time to be judged on. Deterministic counts keep their verdict."""
+    worst = [max((pair[i] for pair in ratios.values() if pair[i] is not None), default=None) for i in (0, 1)]
+    if worst == [None, None]:
+        return tuple(rows)
+    own = {(b, p) for side in (before, after) for (b, p, metric) in side
+           if (metric.section, metric.name) == (engine.SECTION, engine.NAME)}
+    note = (f"the run waited for a CPU (wall/CPU time up to {max(r for r in worst if r is not None):.2f}x in other "
+            "cases) and this case has no CPU time of its own to judge on")
+    return tuple(
+        dataclasses.replace(row, verdict="ambiguous", state=None, note=note)
+        if row.verdict in MOVED and row.test != "deterministic" and (row.benchmark, row.params) not in own else row
+        for row in rows
+    )
 
 
 def _contention(before: Mapping[Case, Measurement], after: Mapping[Case, Measurement]
@@ -83,4 +108,4 @@ def _contention(before: Mapping[Case, Measurement], after: Mapping[Case, Measure
     return found
 
 
-__all__ = ["contention_note", "on_cpu_time", "read_cpu_time_where_contended", "waited"]
+__all__ = ["contention_note", "doubted_where_the_run_waited", "on_cpu_time", "read_cpu_time_where_contended", "waited"]

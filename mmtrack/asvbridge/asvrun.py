@@ -144,10 +144,29 @@ def find_config(project: Path, given: Path | None) -> Path:
     for name in CONFIG_NAMES:
         if (project / name).is_file():
             return project / name
+    below = sorted(p.relative_to(project) for name in CONFIG_NAMES for p in project.glob(f"*/{name}") if p.is_file())
+    if below:  # numpy's, scipy's and networkx's layout: the suite and its config in benchmarks/
+        raise UserError(f"{project.resolve()}: no asv.conf.json here, but {below[0]} is; pass --config {below[0]}")
     raise UserError(
         f"{project.resolve()}: no asv.conf.json here; run mmtrack run from the folder that holds it "
         "(or pass --config PATH); `asv quickstart` writes one"
     )
+
+
+def config_folder(config_path: Path) -> Path:
+    """The folder the config's relative paths start from: asv changes into the config's own folder."""
+    return config_path.resolve().parent
+
+
+def config_repo(config_path: Path, config: dict[str, Any], project: Path) -> Path:
+    """The git top level the config's ``repo`` names (relative to the config's folder, as asv reads it); a URL
+    (asv would clone it) or a missing folder: the checkout the config lies in, else ``project``."""
+    repo = config_folder(config_path) / str(config.get("repo", "."))
+    for folder in (repo, config_folder(config_path), project):
+        top = git_output(folder, "rev-parse", "--show-toplevel") if folder.is_dir() else ""
+        if top:
+            return Path(top)
+    return repo if repo.is_dir() else project
 
 
 def load_config(path: Path) -> dict[str, Any]:
@@ -257,8 +276,9 @@ def _holds_module(folder: Path, name: str) -> bool:
                for base in (folder, folder / "src"))
 
 
-def _filtered_suite(suite: Path, failures: Sequence[ImportFailure], dest: Path) -> Path:
-    """A copy of the suite without its broken files (and broken packages), same folder name."""
+def _filtered_suite(suite: Path, failures: Sequence[ImportFailure], dest: Path) -> tuple[Path, list[str]]:
+    """A copy of the suite without its broken files (and broken packages), same folder name, and the notes of
+    what else the copy left out."""
     broken = {Path(f.path).resolve() for f in failures if f.path}
     broken_pkgs = {p.parent for p in broken if p.name == "__init__.py"}
     target = dest / suite.name
@@ -275,24 +295,72 @@ def _filtered_suite(suite: Path, failures: Sequence[ImportFailure], dest: Path) 
     if suite.resolve() in broken_pkgs:
         target.mkdir(parents=True)
         (target / "__init__.py").write_text("")
-    else:
-        shutil.copytree(suite, target, ignore=ignore)
-    return target
+        return target, []
+    return target, copy_suite(suite, target, ignore)
+
+
+def copy_suite(suite: Path, target: Path, ignore: Any = None) -> list[str]:
+    """Copy the suite folder as asv sees it, returning one note per entry left out.
+
+    asv imports the suite in place, so what it never imports cannot stop it: a dangling link (networkx's
+    ``benchmarks/pyproject.toml``), a FIFO or socket, a link back into the suite, an unreadable file. The copy
+    follows links that resolve (their targets may lie outside the suite) and skips the rest with a note.
+    """
+    skipped: list[str] = []
+
+    def leave_out(folder: str, names: list[str]) -> set[str]:
+        here = Path(folder)
+        skip = set(ignore(folder, names)) if ignore is not None else set()
+        for name in sorted(set(names) - skip):
+            why = _not_copied(here / name)
+            if why:
+                skip.add(name)
+                skipped.append(f"{(here / name).relative_to(suite)} ({why})")
+        return skip
+
+    try:
+        shutil.copytree(suite, target, ignore=leave_out)
+    except shutil.Error as exc:  # what could not be read; the rest is copied
+        skipped += [f"{Path(src).relative_to(suite) if Path(src).is_relative_to(suite) else src} ({why})"
+                    for src, _dst, why in exc.args[0]]
+    if not skipped:
+        return []
+    more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+    return [f"{suite}: left {len(skipped)} entr{'y' if len(skipped) == 1 else 'ies'} out of the suite's copy, as asv "
+            f"never imports them: {skipped[0]}{more}"]
+
+
+def _not_copied(path: Path) -> str:
+    """Why ``path`` stays out of the suite's copy, or ""."""
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return "a link to nowhere"
+        if target.is_dir() and (target == path.parent.resolve() or target in path.parent.resolve().parents):
+            return "a link back into its own folder"
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return exc.strerror or "unreadable"
+    import stat
+
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "not a file or folder"
+    return ""
 
 
 def prepare(request: AsvInvocation) -> Prepared:
     project = request.project.resolve()
     config_path = find_config(project, request.config)
     config = load_config(config_path)
-    repo = project / str(config.get("repo", "."))
-    if not repo.is_dir():
-        repo = project  # a URL: asv would clone it; we record the checkout we are in
-    repo = Path(git_output(repo, "rev-parse", "--show-toplevel") or repo)
+    base = config_folder(config_path)
+    repo = config_repo(config_path, config, project)
     commit = resolve_commit(repo, request.commit)
     machine = asv_machine(request.machine)
     spool_dir = Path(os.environ.get(spool.ENV_SPOOL) or project / spool.DEFAULT_SPOOL).resolve()
-    results_dir = (project / str(config.get("results_dir", "results"))).resolve()
-    suite = (project / str(config.get("benchmark_dir", "benchmarks"))).resolve()
+    results_dir = (base / str(config.get("results_dir", "results"))).resolve()
+    suite = (base / str(config.get("benchmark_dir", "benchmarks"))).resolve()
     if not suite.is_dir():
         raise UserError(f"{suite}: no benchmark folder (benchmark_dir in {config_path.name}); create it or fix the config")
     workdir = Path(tempfile.mkdtemp(prefix="mmtrack-run-"))
@@ -314,7 +382,7 @@ def prepare(request: AsvInvocation) -> Prepared:
         # absolute in the derived config, which lives in a temporary folder.
         defaults = {"results_dir": "results", "html_dir": "html", "env_dir": "env", "benchmark_dir": "benchmarks"}
         for key, default in defaults.items():
-            derived[key] = str((project / str(config.get(key, default))).resolve())
+            derived[key] = str((base / str(config.get(key, default))).resolve())
         # Offline and on this checkout: asv must not try to clone a repo URL.
         derived["repo"] = str(repo)
         branches = list(config.get("branches") or [None])
@@ -331,7 +399,9 @@ def prepare(request: AsvInvocation) -> Prepared:
         prepared.import_failures = preflight(suite, prepared.environ(), python)
         refuse_uninstalled_project(prepared.import_failures, sorted({project, repo}), python)
         if prepared.import_failures:
-            derived["benchmark_dir"] = str(_filtered_suite(suite, prepared.import_failures, workdir / "suite"))
+            copy, notes = _filtered_suite(suite, prepared.import_failures, workdir / "suite")
+            derived["benchmark_dir"] = str(copy)
+            prepared.notes += notes
         prepared.derived_config.write_text(json.dumps(derived, indent=2))
     except BaseException:
         prepared.cleanup()
@@ -476,8 +546,28 @@ def _benchmarks_json(results_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterator[CaseResult]:
-    """The cases asv ran in this run (its file keeps older results of benchmarks not selected)."""
+def selected_params(meta: dict[str, Any], bench: str | None) -> dict[str, set[int]]:
+    """Per parameterised benchmark, the indexes of the parameter combinations ``-b`` selects, by asv's own rule
+    (:class:`asv.benchmarks.Benchmarks`): asv keeps the others' earlier values in the commit's results file and stamps
+    the benchmark as run, so they would pass for this run's."""
+    if not bench:
+        return {}
+    from types import SimpleNamespace
+
+    from asv.benchmarks import Benchmarks
+
+    entries = [b for b in meta.values() if isinstance(b, dict) and "name" in b]
+    try:
+        chosen = Benchmarks(SimpleNamespace(benchmark_dir=""), entries, regex=bench).benchmark_selection
+    except (TypeError, KeyError, re.error):
+        return {}
+    return {name: set(idx) for name, idx in chosen.items() if idx is not None}
+
+
+def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime,
+                    selection: dict[str, set[int]] | None = None) -> Iterator[CaseResult]:
+    """The cases asv ran in this run (its file keeps older results of benchmarks not selected, and of the parameter
+    combinations ``selection`` leaves out)."""
     from asv.results import Results
 
     res = Results.load(str(path))
@@ -495,6 +585,8 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterat
         combos = list(itertools.product(*params)) if params else [()]
         names += [f"param{i + 1}" for i in range(len(names), len(params))]
         for i, combo in enumerate(combos):
+            if selection and key in selection and i not in selection[key]:
+                continue  # an earlier run's value, carried over in the file
             value = values[i] if i < len(values) else None
             if value is None:
                 status, message = "failed", "failed under asv (run with -- -e to see its error)"
@@ -514,11 +606,12 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterat
             )
 
 
-def collect(prepared: Prepared, path: Path, since: datetime) -> Collected:
+def collect(prepared: Prepared, path: Path, since: datetime, bench: str | None = None) -> Collected:
     from asv.results import Results
 
     env_name = Results.load(str(path)).env_name
-    cases = list(_iter_asv_cases(path, _benchmarks_json(prepared.results_dir), since))
+    meta = _benchmarks_json(prepared.results_dir)
+    cases = list(_iter_asv_cases(path, meta, since, selected_params(meta, bench)))
     ours: dict[tuple[str, str], spool.SpoolEntry] = {}
     leftovers: list[spool.SpoolEntry] = []
     warnings: list[str] = []

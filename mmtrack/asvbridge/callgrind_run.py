@@ -16,7 +16,7 @@ from ..errors import UserError, user_regex
 from ..measure import conditions
 from ..measure.runner import RunOptions
 from . import spool
-from .asvrun import CaseResult, Collected, Prepared
+from .asvrun import CaseResult, Collected, Prepared, config_folder
 from .callgrind_pool import CallgrindSession
 from .discover import discover
 from .session import Case, Status, expand
@@ -35,7 +35,7 @@ def profiles_of(project: Path, sha: str) -> Path:
 
 
 def suite_of(prepared: Prepared) -> Path:
-    return Path(prepared.project / str(prepared.config.get("benchmark_dir", "benchmarks"))).resolve()
+    return (config_folder(prepared.config_path) / str(prepared.config.get("benchmark_dir", "benchmarks"))).resolve()
 
 
 def measure(prepared: Prepared, bench: str | None, timeout: float | None,

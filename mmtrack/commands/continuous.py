@@ -135,6 +135,31 @@ def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] |
         store = open_store(resolve_url(request.db))
         try:
             outcome.pair_id = record_pair(store, result, "continuous", str(plan.config.get("project") or ""))
+            save_ab_verdicts(store, outcome.pair_id, comparison, plan.machine, result, base_sha, head_sha)
         finally:
             store.close()
     return outcome
+
+
+def save_ab_verdicts(store: Any, pair_id: int, comparison: Any, machine: str, result: Any, base_sha: str,
+                     head_sha: str) -> None:
+    """One ``ab_verdict`` per row the A/B run found regressed or improved: the pages show it at the head commit."""
+    from datetime import datetime, timezone
+
+    from ..ab.record import ab_environment
+    from ..store.models import ABVerdict
+
+    environment = ab_environment()  # the environment record_pair stores both sides under
+    now = datetime.now(timezone.utc)
+    with store.session() as session:
+        for r in comparison.rows:
+            if r.verdict not in ("regressed", "improved"):
+                continue
+            session.add(ABVerdict(
+                pair_id=pair_id, machine=machine, environment=environment, benchmark=r.benchmark, params=r.params,
+                section=r.metric.section, metric=r.metric.name, unit=r.metric.unit, before_sha=base_sha,
+                after_sha=head_sha, state=r.verdict, ratio=r.ratio, p_value=r.p_value, rounds=result.rounds,
+                note=r.note, created_at=now,
+            ))
+        session.commit()
+

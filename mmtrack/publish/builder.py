@@ -441,6 +441,28 @@ def _run_verdict_row(v: RunVerdict, pos: dict[str, int], series_index: int) -> d
     }
 
 
+_AB_KINDS = {"regressed": "regression", "improved": "improvement"}
+
+
+def _ab_only_rows(model: SiteModel, key_index: dict[SeriesKey, int], pos: dict[str, int],
+                  shown: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A regressions-page row per A/B verdict (``mmtrack continuous``) of this benchmark's series that no change point
+    or run verdict carries already: on a new project the A/B run is the only verdict there is."""
+    carried = {(r["s"], r["after_sha"]) for r in shown}
+    rows = []
+    for (key, after_sha), v in model.ab_verdicts.items():  # few: one per changed row of each A/B run
+        i = key_index.get(key)
+        if i is None or (i, after_sha) in carried or v.get("state") not in _AB_KINDS:
+            continue
+        before_sha = v.get("before_sha")
+        rows.append({"s": i, "source": "ab", "kind": _AB_KINDS[v["state"]], "verdict": v["state"], "state": None,
+                     "note": "", "before": pos.get(before_sha), "after": pos.get(after_sha), "before_sha": before_sha,
+                     "after_sha": after_sha, "before_value": None, "after_value": None, "ratio": _finite(v.get("ratio")),
+                     "p": _finite(v.get("p_value")), "persists": None, "method": "mmtrack continuous",
+                     "ab": {k: _finite(x) if isinstance(x, float) else x for k, x in v.items()}})
+    return rows
+
+
 def _agreeing(row: dict[str, Any], changes: Sequence[ChangePoint]) -> dict[str, Any]:
     """A run verdict's row as detect's change point at the same pair bears on it: one verdict per pair, or one line
     saying why not (:func:`..analysis.compare.detect_says`)."""
@@ -538,6 +560,10 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     return writer.finish()
 
 
+#: The commits of a series that ``mmtrack detect`` needs: the regressions page says so while the site has fewer.
+DETECT_MIN_COMMITS = 8
+
+
 def _write_frame(writer: SiteWriter, model: SiteModel, commits: Sequence[CommitInfo]) -> None:
     """The assets, the site's settings and the commit chunks: what every page reads."""
     cfg, size = model.config, model.config.chunk_size
@@ -549,7 +575,7 @@ def _write_frame(writer: SiteWriter, model: SiteModel, commits: Sequence[CommitI
         js_call(
             "site",
             {"title": cfg.title, "commit_url": cfg.safe_commit_url, "n_commits": len(commits), "chunk": size,
-             "verdict_order": list(VERDICT_ORDER)},
+             "verdict_order": list(VERDICT_ORDER), "detect_min": DETECT_MIN_COMMITS},
         ),
     )
     for k in range(math.ceil(len(commits) / size) if commits else 0):
@@ -1016,7 +1042,7 @@ def _finish_benchmark(
             _add_ab_verdict(row, model, key, v.after_sha)
             run_rows.append(row)
     rows = []
-    for r in [*cps_rows, *run_rows]:
+    for r in [*cps_rows, *run_rows, *_ab_only_rows(model, key_index, pos, [*cps_rows, *run_rows])]:
         s = series_meta[r["s"]]
         rows.append(
             dict(

@@ -162,6 +162,10 @@
   function fillSelect(sel, values, keepFirst) {
     while (sel.options.length > (keepFirst ? 1 : 0)) sel.remove(sel.options.length - 1);
     values.forEach(function (v) { sel.appendChild(el('option', { value: v, text: v })); });
+    // A long environment name shows whole on hover, whatever width the control has.
+    function titled() { sel.title = sel.value; }
+    titled();
+    if (!sel.dataset.titled) { sel.dataset.titled = '1'; sel.addEventListener('change', titled); }
   }
   // A benchmark's name as a link that may break after each dot and underscore (<wbr>, no text of its own), so a
   // narrow column breaks "TimeSuite.time_|absolute_|momentum", not "time_a|bsolute"; its textContent is the name.
@@ -245,6 +249,8 @@
   }
   // A detected change point, or what `mmtrack run` said when it compared the commit with the one before.
   function foundBy(r) {
+    if (r.source === 'ab') return el('span', { cls: 'from-ab', title: 'both commits measured interleaved on one machine',
+      text: 'mmtrack continuous (A/B): ' + r.verdict });
     if (r.source !== 'run') return 'detect';
     return el('span', { cls: 'from-run', title: 'mmtrack run compared this commit with the previous one (mmtrack compare); not a change point of detect',
       text: 'mmtrack run (per-commit comparison): ' + verdictText(r.verdict, r.state) + (r.note ? ': ' + r.note : '') });
@@ -264,6 +270,23 @@
   function verdictText(verdict, state) {
     return verdict + (state ? ' (' + state + ')' : '');  // unchanged (refuted): a suspicion taken back
   }
+  // What the page shows of what it has, the counts adding up; with nothing at all, why, and what it needs.
+  function regressionsSummary(rows, shown) {
+    var runs = shown.filter(function (r) { return r.source === 'run'; }).length;
+    var abs = shown.filter(function (r) { return r.source === 'ab'; }).length;
+    var hidden = rows.length - shown.length;
+    var text = shown.length + ' of ' + rows.length + ' rows shown' + (hidden ? ' (' + hidden + ' hidden by the filters above)' : '') +
+      ': ' + plural(shown.length - runs - abs, 'change point') + ' found by mmtrack detect, ' +
+      plural(runs, 'verdict') + ' of mmtrack run\'s per-commit comparison' +
+      (abs ? ', ' + plural(abs, 'verdict') + ' of mmtrack continuous (A/B)' : '');
+    var need = store.site.detect_min, have = store.site.n_commits;
+    if (need && have < need) {
+      text += '. mmtrack detect needs ' + need + ' commits of a series and this site has ' + plural(have, 'commit') +
+        ': measure ' + (need - have) + ' more; until then, mmtrack run\'s verdicts (from the second commit on) show here';
+    }
+    return text;
+  }
+  function plural(n, word) { return n + ' ' + word + (n === 1 ? '' : 's'); }
   function pageRegressions() {
     load('data/regressions.js').then(function () {
       var rows = store.regressions;
@@ -275,9 +298,7 @@
           return isKind && (!m || r.machine === m) && (!pers || r.persists) &&
             (!q || r.bench.toLowerCase().indexOf(q) >= 0);
         });
-        var runs = shown.filter(function (r) { return r.source === 'run'; }).length;
-        $('summary').textContent = shown.length + ' of ' + rows.length + ' rows: ' + (shown.length - runs) +
-          ' change points found by mmtrack detect, ' + runs + ' verdicts of mmtrack run\'s per-commit comparison';
+        $('summary').textContent = regressionsSummary(rows, shown);
         table($('regressions'), ['Benchmark', 'Machine', 'Environment', 'Params', 'Metric', 'Change', 'Before → after', 'Started in', 'Persists', 'A/B', 'Found by'], shown.map(function (r) {
           return {
             cls: (r.event ? 'event' : r.kind) + (r.source === 'run' ? ' from-run' : ''),  // an event is no regression
@@ -291,7 +312,7 @@
                 : el('span', null, [badge(r.kind), ' ' + pct(r.ratio)]),
               pair(r.before_value, r.after_value, r),
               el('span', { cls: 'nowrap' }, [shaLink(r.before_sha), ' … ', shaLink(r.after_sha)]),
-              r.source === 'run' ? '' : r.persists ? 'yes' : 'no',
+              r.source === 'run' || r.source === 'ab' ? '' : r.persists ? 'yes' : 'no',
               abText(r.ab),
               el('span', null, [foundBy(r), profileLinks(r)])
             ]
@@ -345,6 +366,18 @@
     return out;
   }
 
+  // The x axis in this series' own commits (oldest → newest): at most 12 ticks, each its commit's short sha over its date.
+  function commitAxis(d) {
+    var step = Math.max(1, Math.ceil(d.i.length / 12)), vals = [];
+    for (var j = 0; j < d.i.length; j += step) vals.push(j);
+    var text = vals.map(function (j) {
+      var c = store.commits[d.i[j]] || [];
+      return pe(shortSha(c[0])) + (c[1] ? '<br>' + pe(String(c[1]).slice(0, 10)) : '');
+    });
+    return { title: { text: 'commit in this history (oldest → newest)', font: { size: 11 }, standoff: 4 }, type: 'linear',
+             zeroline: false, gridcolor: '#eef0f3', tick0: 0, dtick: step, tickmode: 'array', tickvals: vals, ticktext: text,
+             tickfont: { size: 10 } };
+  }
   function drawChart(div, id, meta, si, byDate) {
     var s = meta.series[si], d = seriesData(id, meta, si), X = seriesX(d, byDate), xs = d.i.map(X);
     var sc = scaleFor(d.m, s.unit);  // the axis and the hovers share one unit
@@ -390,11 +423,10 @@
       title: { text: '<b>' + pe(title) + '</b> <span style="font-size:11px;color:#6b7280">[' + unit + ']' +
                (s.direction === 'lower' || s.direction === 'higher' ? ' · ' + pe(s.direction) + ' is better' : '') + '</span>',
                x: 0, xanchor: 'left', font: { size: 14 } },
-      height: 300, margin: { l: 64, r: 16, t: 48, b: 40 },
+      height: 300, margin: { l: 64, r: 16, t: 48, b: byDate ? 40 : 56 },
       xaxis: byDate
         ? { title: { text: 'commit date', font: { size: 11 } }, type: 'date', zeroline: false, gridcolor: '#eef0f3' }
-        : { title: { text: 'commit in this history (oldest → newest)', font: { size: 11 } }, type: 'linear', zeroline: false,
-            gridcolor: '#eef0f3', tick0: 0, dtick: Math.max(1, Math.ceil(d.i.length / 12)), tickformat: 'd' },
+        : commitAxis(d),
       yaxis: { title: { text: unit, font: { size: 11 } }, zeroline: false, gridcolor: '#eef0f3', rangemode: 'tozero' },
       hovermode: 'closest', hoverlabel: { align: 'left' }, showlegend: true, legend: { orientation: 'h', x: 1, xanchor: 'right', y: 1, yanchor: 'bottom', font: { size: 11 } },
       shapes: shapes, annotations: notes, paper_bgcolor: '#fff', plot_bgcolor: '#fff', font: { family: 'system-ui, sans-serif' }
