@@ -25,7 +25,6 @@ import itertools
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import time
@@ -410,9 +409,11 @@ def named_history(spec: str) -> tuple[str, Path | None]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--histories", default=",".join(HISTORIES), help="comma-separated names or NAME=PATH (default: all twelve)")
+    ap.add_argument("--histories", default=",".join(HISTORIES),
+                    help="comma-separated names or NAME=PATH (default: all twelve)")
     ap.add_argument("--json", type=Path, help="also write every figure here")
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/mmtrack-eval"), help="stores, keyed by history+code")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/mmtrack-eval"),
+                    help="stores, keyed by history and code")
     ap.add_argument("--quick", action="store_true", help="subsample series for fast iteration")
     args = ap.parse_args(argv)
     chosen = dict(named_history(n) for n in args.histories.split(",") if n)
