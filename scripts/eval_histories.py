@@ -62,13 +62,25 @@ def mmtrack_root() -> Path:
     return Path(list(spec.submodule_search_locations)[0]).resolve().parent
 
 
+#: What the stores and verdicts depend on: the package and its schema migrations.
+CODE_PATHS = ("mmtrack", "migrations")
+
+
 def code_key(root: Path) -> str:
-    """The git hash of the checkout holding mmtrack, plus a hash of its uncommitted changes to ``mmtrack/``."""
+    """The git hash of the code (the trees of :data:`CODE_PATHS` at HEAD), plus a hash of their uncommitted
+    changes: a commit that leaves the code alone keeps the cache."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout
-    head = git("rev-parse", "HEAD").strip()[:12] or "nogit"
-    dirty = git("diff", "HEAD", "--", "mmtrack") + git("ls-files", "--others", "--exclude-standard", "mmtrack")
-    return head + ("-" + hashlib.sha1(dirty.encode()).hexdigest()[:8] if dirty.strip() else "")
+    trees = " ".join(git("rev-parse", f"HEAD:{p}").strip() for p in CODE_PATHS)
+    tree = hashlib.sha1(trees.encode()).hexdigest()[:12] if trees.strip() else "nogit"
+    dirty = git("diff", "HEAD", "--", *CODE_PATHS) + git("ls-files", "--others", "--exclude-standard", *CODE_PATHS)
+    return tree + ("-" + hashlib.sha1(dirty.encode()).hexdigest()[:8] if dirty.strip() else "")
+
+
+def code_head(root: Path) -> str:
+    """The commit checked out where mmtrack lives, for the report."""
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
 
 
 def cli(root: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
@@ -384,7 +396,7 @@ def _fmt(x, pct: bool = False) -> str:
 def markdown(rows: list[dict], key: str) -> str:
     head = ("| history | series | analysed | commits | change points | events | cp/100 commits/series "
             "| code reg ≥10% follow run date | event reg contradicted | agree across machines |")
-    lines = [f"mmtrack {key}", "", head, "|" + "---|" * 10]
+    lines = [f"mmtrack: {key}", "", head, "|" + "---|" * 10]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['history']} | failed: {r['error'][:160]} |" + " |" * 8)
@@ -428,9 +440,11 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         rows.append(evaluate_history(name, path, args.cache, root, key))
         print(f"  {name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
-    print(markdown(rows, f"{key} ({root})"))
+    head = code_head(root)
+    print(markdown(rows, f"code {key} (checkout {root} at {head})"))
     if args.json:
-        args.json.write_text(json.dumps({"code": key, "mmtrack": str(root), "histories": rows}, indent=1))
+        args.json.write_text(json.dumps({"code": key, "head": head, "mmtrack": str(root), "histories": rows},
+                                        indent=1))
     return 0
 
 
