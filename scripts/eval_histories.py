@@ -25,6 +25,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -151,6 +152,7 @@ class Raw:
 
     series: dict = field(default_factory=lambda: collections.defaultdict(list))
     commit_dates: dict = field(default_factory=dict)
+    files: dict = field(default_factory=dict)  # results file -> its commit
 
     def order(self) -> dict[str, int]:
         """Each commit's place in the history, by commit date (as detect orders commits without a repository)."""
@@ -179,6 +181,7 @@ def read_raw(results: Path) -> Raw:
         if not commit or not isinstance(d.get("results"), dict):
             continue
         raw.commit_dates.setdefault(commit, date)
+        raw.files[path] = commit
         env = d.get("env_name") or path.stem.split("-", 1)[-1].split("@")[0]
         machine = (d.get("params") or {}).get("machine") if isinstance(d.get("params"), dict) else None
         machine = machine or path.parent.name
@@ -348,6 +351,445 @@ def _other_move(runs: list[Run], order: dict[str, int], lo: int, hi: int) -> flo
     return level(after) - level(before)
 
 
+# --------------------------------------------------------------------------- the gate, by noise tier
+
+
+#: Between-commit robust CV cut points of the noise tiers (as scripts/ci_noise.py's ``tier_of``).
+TIER_CUTS = (("quiet", 0.03), ("mid", 0.10), ("noisy", math.inf))
+#: Commits of history before the first commit the gate judges (scripts/eval_real.py's --start).
+GATE_START = 20
+#: Series the gate judges per history (sampled); --quick takes fewer.
+GATE_SERIES, GATE_SERIES_QUICK = 400, 60
+
+
+def robust_cv(values: list[float]) -> float:
+    """Commit-to-commit robust CV: the robust sigma of consecutive log differences over sqrt(2) (scripts/ci_noise.py's
+    ``robust_cv``, kept here so that the script judges another checkout without importing its scripts)."""
+    d = np.diff(np.log(values))
+    return float(1.4826 * np.median(np.abs(d)) / math.sqrt(2)) if d.size else 0.0
+
+
+def tier_of(values: list[float]) -> str:
+    cv = robust_cv(values)
+    return next(name for name, cut in TIER_CUTS if cv < cut)
+
+
+def find_analysis(*names: str) -> list:
+    """The analysis functions and classes by name, wherever the package under test keeps them: ``compare.py``
+    first, then every module of ``mmtrack.analysis`` (a refactor may move them)."""
+    import importlib
+    import pkgutil
+
+    import mmtrack.analysis as pkg
+
+    modules = ["mmtrack.analysis.compare", "mmtrack.analysis"]
+    modules += [f"mmtrack.analysis.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
+    found = {}
+    for mod in modules:
+        try:
+            module = importlib.import_module(mod)
+        except ImportError:
+            continue
+        for n in names:
+            if n not in found and hasattr(module, n):
+                found[n] = getattr(module, n)
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ImportError(f"mmtrack.analysis has no {', '.join(missing)}")
+    return [found[n] for n in names]
+
+
+def store_series(db: Path) -> dict:
+    """Every series of a store: key -> measurements, oldest first (the store's own order)."""
+    from mmtrack.store import reads as q
+    from mmtrack.store.db import open_store
+
+    store = open_store(str(db), existing=True)
+    try:
+        keys = q.list_series(store)
+        return {k: [p.measurement for p in pts] for k, pts in q.series_many(store, keys).items()}
+    finally:
+        store.close()
+
+
+def gate_alarms(db: Path, max_series: int, seed: int = 58) -> dict:
+    """Each commit from the :data:`GATE_START`-th on judged as ``mmtrack run`` judges its newest commit (as
+    scripts/eval_real.py does), then with the next ``confirm_window`` commits: flags and confirmed regressions
+    per 100 commits judged, by the series' noise tier."""
+    try:
+        policy_cls, compare_pair, series_history, series_later = find_analysis(
+            "ComparePolicy", "compare_pair", "series_history", "series_later")
+    except ImportError as e:
+        return {"error": str(e)}
+    try:
+        (window,) = find_analysis("HISTORY_WINDOW")
+    except ImportError:  # the window ``mmtrack run`` reads today
+        window = 100
+    policy = policy_cls()
+    series = store_series(db)
+    rng = np.random.default_rng(seed)
+    keys = sorted(series, key=str)
+    if len(keys) > max_series:
+        keys = [keys[i] for i in sorted(rng.choice(len(keys), max_series, replace=False))]
+    t = {tier: collections.Counter() for tier, _ in TIER_CUTS}
+    for key in keys:
+        ms = series[key]
+        ok = [m.median for m in ms if getattr(m, "median", None) and m.median > 0]
+        if len(ms) < GATE_START + policy.confirm_window + 1 or len(ok) < GATE_START:
+            continue
+        tally = t[tier_of(ok)]
+        tally["series"] += 1
+        for j in range(GATE_START, len(ms) - policy.confirm_window):
+            history = series_history(ms, j - 1, window)
+            if len(history) < GATE_START:
+                continue
+            tally["judged"] += 1
+            now = compare_pair(ms[j - 1], ms[j], policy, history, p_value=False)
+            if now.verdict not in ("regressed", "improved"):
+                continue
+            final = compare_pair(ms[j - 1], ms[j], policy, history, series_later(ms, j, policy), p_value=False)
+            tally[f"flag_{now.verdict}"] += 1
+            if final.state == "confirmed":
+                tally[f"confirmed_{now.verdict}"] += 1
+    out = {"confirm_window": policy.confirm_window, "window": window, "series_sampled": len(keys)}
+    t["all"] = sum(t.values(), collections.Counter())
+    for tier, tally in t.items():
+        judged = tally["judged"]
+        out[tier] = {"series": tally["series"], "judged": judged,
+                     "confirmed_regressions": tally["confirmed_regressed"],
+                     "confirmed_improvements": tally["confirmed_improved"],
+                     "flags": tally["flag_regressed"] + tally["flag_improved"],
+                     "alarms_per_100": round(100 * tally["confirmed_regressed"] / judged, 3) if judged else None}
+    return out
+
+
+# --------------------------------------------------------------------------- stability
+
+
+#: Cut points re-detected per history (--quick: one).
+CUTS, CUTS_QUICK = 3, 1
+
+
+def truncated_folder(results: Path, raw: Raw, last: int, dest: Path) -> Path:
+    """A copy of ``results`` holding only the commits up to place ``last`` (hard links where the file system
+    allows), as the history stood when that commit was the newest."""
+    order = raw.order()
+    if (dest / "benchmarks.json").exists():
+        return dest
+    tmp = dest.with_name(dest.name + ".part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copy(results / "benchmarks.json", tmp / "benchmarks.json")
+    for machine_json in results.rglob("machine.json"):
+        (tmp / machine_json.parent.relative_to(results)).mkdir(parents=True, exist_ok=True)
+        shutil.copy(machine_json, tmp / machine_json.relative_to(results))
+    for path, commit in raw.files.items():
+        if order[commit] <= last:
+            target = tmp / path.relative_to(results)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copy(path, target)
+    tmp.rename(dest)
+    return dest
+
+
+def verdicts(detect: dict, order: dict[str, int], upto: int) -> set:
+    """Detect's regressions and improvements at commits up to place ``upto``: (series, after commit, kind)."""
+    return {(series_id(s), c["after_sha"], c["kind"]) for s in detect["series"] for c in s["changes"]
+            if c["kind"] in ("regression", "improvement") and order.get(c["after_sha"], math.inf) <= upto}
+
+
+def stability(results: Path, raw: Raw, full: dict, store_dir: Path, root: Path, cuts: int,
+              confirm_window: int) -> dict:
+    """Re-detect the history cut after each of ``cuts`` commits (from half to nine tenths of it) and compare the
+    verdicts on commits up to ``confirm_window`` before each cut with the whole history's."""
+    order = raw.order()
+    n = len(order)
+    places = sorted({int(x) for x in np.linspace(0.5 * n, 0.9 * n, cuts)}) if n > 4 * confirm_window else []
+    t = collections.Counter()
+    per_cut = []
+    for last in places:
+        folder = truncated_folder(results, raw, last, store_dir / f"cut{last}" / "results")
+        got = import_and_detect(folder, store_dir / f"cut{last}", root)
+        if got.detect is None:
+            per_cut.append({"cut": last, "error": got.error})
+            continue
+        upto = last - confirm_window
+        then, now = verdicts(got.detect, order, upto), verdicts(full, order, upto)
+        t["kept"] += len(then & now)
+        t["vanished"] += len(then - now)
+        t["appeared"] += len(now - then)
+        per_cut.append({"cut": last, "kept": len(then & now), "vanished": len(then - now),
+                        "appeared": len(now - then)})
+    total = t["kept"] + t["vanished"] + t["appeared"]
+    return {"cuts": per_cut, "kept": t["kept"], "vanished": t["vanished"], "appeared": t["appeared"],
+            "stable_share": _share(t["kept"], total)}
+
+
+# --------------------------------------------------------------------------- recall on real noise (injection)
+
+
+#: The histories whose series lend their noise to the injected suites: hosted CI runners (kedro, sunpy, openblas's
+#: GitHub-hosted and AWS runners), a quiet dedicated server (flowkit) and a container on a shared box (metpy).
+NOISE_HISTORIES = ("openblas", "kedro", "sunpy", "flowkit", "metpy")
+#: A source series needs this many commits; its code's levels are taken out by a rolling median of NOISE_WINDOW.
+NOISE_MIN_COMMITS, NOISE_WINDOW = 40, 15
+#: Mean block length (commits) of the stationary bootstrap: a runner's phase of a few commits stays together.
+MEAN_BLOCK = 6
+#: Injected step sizes, where the newest-side steps go (commits before the newest), and how far from its commit
+#: a change point may lie and still find the step.
+STEP_SIZES, NEWEST_STEPS, TOLERANCE = (0.10, 0.20), (2, 3, 4, 5), 1
+
+
+@dataclass(frozen=True)
+class NoiseSource:
+    """One real series: each commit's log residual around the code's level, and its samples' spread (the log
+    offsets of the 25%, 75% quantiles and the 99% interval's ends from the median)."""
+
+    name: str
+    residuals: np.ndarray
+    spreads: np.ndarray  # (commits, 4)
+
+
+def noise_sources(results: Path, history: str) -> list[NoiseSource]:
+    """The series of one results folder with at least :data:`NOISE_MIN_COMMITS` commits, as noise sources."""
+    points = collections.defaultdict(dict)  # series -> commit date -> (value, spread offsets)
+    for path in sorted(results.rglob("*.json")):
+        if path.name in NOT_RESULTS or path.parent == results:
+            continue
+        try:
+            d = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        date = float(d.get("date") or 0)
+        for name, i, v, spread in _stats_of(d):
+            points[(path.parent.name, d.get("env_name"), name, i)].setdefault(date, (v, spread))
+    out = []
+    for key, by_date in sorted(points.items(), key=lambda kv: str(kv[0])):
+        if len(by_date) < NOISE_MIN_COMMITS:
+            continue
+        rows = [by_date[d] for d in sorted(by_date)]
+        logv = np.log([r[0] for r in rows])
+        h = NOISE_WINDOW // 2
+        level = np.array([np.median(logv[max(0, i - h): i + h + 1]) for i in range(logv.size)])
+        out.append(NoiseSource(f"{history}/{'/'.join(map(str, key))}", logv - level, np.array([r[1] for r in rows])))
+    return out
+
+
+def _stats_of(d: dict):
+    """(benchmark, index, value, (q25, q75, ci_a, ci_b) as log offsets) of each positive result of one file."""
+    def offsets(v, q25, q75, a, b):
+        vals = [x if isinstance(x, (int, float)) and x > 0 else None for x in (q25, q75, a, b)]
+        dflt = (-0.01, 0.01, -0.03, 0.03)
+        return tuple(math.log(x / v) if x else dflt[k] for k, x in enumerate(vals))
+    if "result_columns" in d:
+        cols = d["result_columns"]
+        for name, row in d["results"].items():
+            r = dict(zip(cols, row))
+            res = r.get("result")
+            if not isinstance(res, list):
+                continue
+            for i, v in enumerate(res):
+                if isinstance(v, (int, float)) and v > 0 and math.isfinite(v):
+                    col = lambda c: (r.get(c) or [None] * len(res))[i] if i < len(r.get(c) or []) else None  # noqa
+                    yield name, i, v, offsets(v, col("stats_q_25"), col("stats_q_75"), col("stats_ci_99_a"),
+                                              col("stats_ci_99_b"))
+    else:
+        for name, v in d["results"].items():
+            if not isinstance(v, dict) or not isinstance(v.get("result"), list):
+                continue
+            stats = v.get("stats") or []
+            for i, x in enumerate(v["result"]):
+                st = stats[i] if i < len(stats) and isinstance(stats[i], dict) else {}
+                ci = st.get("ci_99") or [None, None]
+                if isinstance(x, (int, float)) and x > 0 and math.isfinite(x):
+                    yield name, i, x, offsets(x, st.get("q_25"), st.get("q_75"), ci[0], ci[1])
+
+
+def bootstrap(rng: np.random.Generator, src: NoiseSource, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` commits of one source's noise: a stationary block bootstrap (geometric blocks of mean MEAN_BLOCK)."""
+    idx: list[int] = []
+    size = src.residuals.size
+    while len(idx) < n:
+        start = int(rng.integers(size))
+        length = int(rng.geometric(1.0 / MEAN_BLOCK))
+        idx.extend((start + k) % size for k in range(length))
+    pick = np.array(idx[:n])
+    resid = src.residuals[pick]
+    return resid - np.median(resid), src.spreads[pick]
+
+
+@dataclass
+class Synthetic:
+    """One injected series: its log values and spreads per commit, and its step (place of the first commit at the
+    new level, log size; None for A/A)."""
+
+    name: str
+    source: str
+    logv: np.ndarray
+    spreads: np.ndarray
+    step_at: int | None = None
+    step: float = 0.0
+
+
+def make_suite(rng: np.random.Generator, pools: dict[str, list[NoiseSource]], n: int, length: int,
+               stepped: bool) -> list[Synthetic]:
+    """``n`` series of real noise, each drawn from one source: tiers (by the source's noise) in turn, and within a
+    tier its histories in turn, so that every tier and history is there; with ``stepped``, each
+    holds one step of a size in STEP_SIZES either way, half of them 2-5 commits before the newest, the rest
+    anywhere past the first fifth."""
+    strata = collections.defaultdict(lambda: collections.defaultdict(list))  # tier -> history -> sources
+    for history, sources in pools.items():
+        for src in sources:
+            strata[tier_of(list(np.exp(src.residuals)))][history].append(src)
+    tiers = [t for t, _ in TIER_CUTS if strata[t]]
+    out = []
+    for i in range(n):
+        by_history = strata[tiers[i % len(tiers)]]
+        names = sorted(by_history)
+        pool = by_history[names[(i // len(tiers)) % len(names)]]
+        src = pool[int(rng.integers(len(pool)))]
+        resid, spreads = bootstrap(rng, src, length)
+        logv = math.log(1e-3) + resid
+        s = Synthetic(f"inject.Suite.time_s{i:04d}", src.name, logv, spreads)
+        if stepped:
+            size = math.log(1 + STEP_SIZES[i % len(STEP_SIZES)]) * (1 if (i // 2) % 2 == 0 else -1)
+            at = length - NEWEST_STEPS[(i // 4) % len(NEWEST_STEPS)] if i % 8 < 4 else \
+                int(rng.integers(length // 5, length - max(NEWEST_STEPS) - 1))
+            s.logv = logv + np.where(np.arange(length) >= at, size, 0.0)
+            s.step_at, s.step = at, size
+        out.append(s)
+    return out
+
+
+def write_suite(suite: list[Synthetic], dest: Path) -> Path:
+    """The suite as an asv results folder: one machine, one environment, one file per commit, a day apart."""
+    if (dest / "benchmarks.json").exists():
+        return dest
+    tmp = dest.with_name(dest.name + ".part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    machine = tmp / "injected"
+    machine.mkdir(parents=True)
+    (machine / "machine.json").write_text(json.dumps(
+        {"arch": "x86_64", "cpu": "real noise", "machine": "injected", "num_cpu": "1", "os": "Linux", "ram": "1",
+         "version": 1}))
+    (tmp / "benchmarks.json").write_text(json.dumps(
+        {**{s.name: {"name": s.name, "type": "time", "unit": "seconds", "params": [], "param_names": [],
+                     "version": "1", "code": ""} for s in suite}, "version": 2}))
+    cols = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
+            "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+    length = suite[0].logv.size
+    t0 = 1.6e12
+    for j in range(length):
+        commit = injected_commit(j)
+        date = t0 + j * 86400e3
+        results = {}
+        for s in suite:
+            v = math.exp(s.logv[j])
+            q25, q75, a, b = (v * math.exp(o) for o in s.spreads[j])
+            results[s.name] = [[v], [], "1", date + 3600e3, 1.0, [a], [b], [q25], [q75], [1], [10], None, None]
+        (machine / f"{commit[:8]}-virtualenv-py3.12.json").write_text(json.dumps(
+            {"commit_hash": commit, "env_name": "virtualenv-py3.12", "date": date,
+             "params": {"machine": "injected", "python": "3.12"}, "python": "3.12", "requirements": {},
+             "env_vars": {}, "result_columns": cols, "results": results, "durations": {}, "version": 2}))
+    tmp.rename(dest)
+    return dest
+
+
+def injected_commit(j: int) -> str:
+    return hashlib.sha1(f"injected commit {j}".encode()).hexdigest()
+
+
+def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic], steps_detect: dict) -> dict:
+    """Recall of the steps 2-5 commits before the newest, F1 over every step, A/A false change points per 100
+    commits per series, and the whole A/A suite's false alerts per commit (its change points grouped by commit),
+    each also by noise tier."""
+    place = {injected_commit(j): j for j in range(aa[0].logv.size)}
+    length = aa[0].logv.size
+
+    def found(detect: dict) -> dict[str, list[tuple[int, str]]]:
+        return {s["benchmark"]: [(place[c["after_sha"]], c["kind"]) for c in s["changes"]
+                                 if c["kind"] in ("regression", "improvement") and c["after_sha"] in place]
+                for s in detect["series"]}
+
+    out: dict = {"series": len(aa), "commits": length}
+    got = found(aa_detect)
+    by_tier = collections.defaultdict(collections.Counter)
+    alert_commits = set()
+    for s in aa:
+        tier = tier_of(list(np.exp(s.logv)))
+        points = got.get(s.name, [])
+        by_tier[tier]["aa_series"] += 1
+        by_tier[tier]["aa_points"] += len(points)
+        alert_commits.update(p for p, _ in points)
+    got = found(steps_detect)
+    for s in steps:
+        tier = tier_of(list(np.exp(s.logv)))
+        want = "regression" if s.step > 0 else "improvement"
+        points = got.get(s.name, [])
+        hit = [p for p, kind in points if kind == want and abs(p - s.step_at) <= TOLERANCE]
+        newest = s.step_at >= length - max(NEWEST_STEPS)
+        size = f"{math.exp(abs(s.step)) - 1:.0%}"
+        for k in (tier, "all"):
+            c = by_tier[k]
+            c["steps"] += 1
+            c["tp"] += bool(hit)
+            c["fp"] += len(points) - (1 if hit else 0)
+            c[f"newest_{size}"] += newest
+            c[f"newest_{size}_found"] += newest and bool(hit)
+    for tier, c in by_tier.items():
+        if tier != "all":
+            by_tier["all"]["aa_series"] += c["aa_series"]
+            by_tier["all"]["aa_points"] += c["aa_points"]
+    for k, c in sorted(by_tier.items()):
+        fn = c["steps"] - c["tp"]
+        row = {"aa_series": c["aa_series"], "steps": c["steps"],
+               "aa_false_per_100": round(100 * c["aa_points"] / (c["aa_series"] * (length - 1)), 4)
+               if c["aa_series"] else None,
+               "f1": round(2 * c["tp"] / (2 * c["tp"] + c["fp"] + fn), 4) if c["tp"] + c["fp"] + fn else None}
+        for size in STEP_SIZES:
+            lab = f"{size:.0%}"
+            row[f"recall_newest_{lab}"] = _share(c[f"newest_{lab}_found"], c[f"newest_{lab}"])
+        row["recall_newest"] = _share(sum(c[f"newest_{s:.0%}_found"] for s in STEP_SIZES),
+                                      sum(c[f"newest_{s:.0%}"] for s in STEP_SIZES))
+        out[k] = row
+    out["suite_false_alerts_per_commit"] = round(len(alert_commits) / (length - 1), 4)
+    out["suite_false_alerts"] = len(alert_commits)
+    return out
+
+
+def injection(cache: Path, root: Path, key: str, n: int, length: int, seed: int) -> dict:
+    """The injected suites (A/A and stepped) on real noise, detected through the CLI; the gate on the A/A suite."""
+    pools = {}
+    for name in NOISE_HISTORIES:
+        try:
+            sources = noise_sources(results_folder(HISTORIES[name]), name)
+        except FileNotFoundError:
+            continue
+        if sources:
+            pools[name] = sources
+    if len(pools) < 3:
+        return {"error": f"real noise from {len(pools)} histories; 3 needed"}
+    rng = np.random.default_rng(seed)
+    aa = make_suite(rng, pools, n, length, stepped=False)
+    steps = make_suite(rng, pools, n, length, stepped=True)
+    digest = hashlib.sha1(b"".join(x.logv.tobytes() + x.spreads.tobytes() for x in aa + steps)).hexdigest()[:10]
+    base = cache / f"injected-{n}x{length}-{digest}"  # the suites' own hash: a change to how they are drawn
+    got = {}
+    for label, suite in (("aa", aa), ("steps", steps)):
+        folder = write_suite(suite, base / label / "results")
+        det = import_and_detect(folder, base / f"{label}-{key}", root)
+        if det.detect is None:
+            return {"error": f"{label}: {det.error}"}
+        got[label] = det.detect
+    out = score_injection(aa, got["aa"], steps, got["steps"])
+    out["histories"] = {k: len(v) for k, v in pools.items()}
+    out["gate_aa"] = gate_alarms(base / f"aa-{key}" / "store.db", n, seed)
+    return out
+
+
 # --------------------------------------------------------------------------- counts
 
 
@@ -368,13 +810,14 @@ def counts(detect: dict, raw: Raw) -> dict:
 # --------------------------------------------------------------------------- one history, the table
 
 
-def evaluate_history(name: str, path: Path, cache: Path, root: Path, key: str) -> dict:
+def evaluate_history(name: str, path: Path, cache: Path, root: Path, key: str, quick: bool = False) -> dict:
     """Every figure of one history (or why there are none)."""
     try:
         results = results_folder(path)
     except FileNotFoundError as e:
         return {"history": name, "error": str(e)}
-    got = import_and_detect(results, cache / f"{name}-{key}", root)
+    store_dir = cache / f"{name}-{key}"
+    got = import_and_detect(results, store_dir, root)
     row: dict = {"history": name, "import": got.import_line}
     if got.detect is None:
         return {**row, "error": got.error}
@@ -382,6 +825,9 @@ def evaluate_history(name: str, path: Path, cache: Path, root: Path, key: str) -
     row.update(counts(got.detect, raw))
     row["run_date"] = run_date_evidence(got.detect, raw)
     row["machines"] = machine_agreement(got.detect, raw)
+    row["gate"] = gate_alarms(store_dir / "store.db", GATE_SERIES_QUICK if quick else GATE_SERIES)
+    window = row["gate"].get("confirm_window", 4)
+    row["stability"] = stability(results, raw, got.detect, store_dir, root, CUTS_QUICK if quick else CUTS, window)
     return row
 
 
@@ -395,13 +841,17 @@ def _fmt(x, pct: bool = False) -> str:
 
 def markdown(rows: list[dict], key: str) -> str:
     head = ("| history | series | analysed | commits | change points | events | cp/100 commits/series "
-            "| code reg ≥10% follow run date | event reg contradicted | agree across machines |")
-    lines = [f"mmtrack: {key}", "", head, "|" + "---|" * 10]
+            "| code reg ≥10% follow run date | event reg contradicted | agree across machines "
+            "| gate confirmed alarms /100 quiet·mid·noisy | stable verdicts |")
+    lines = [f"mmtrack: {key}", "", head, "|" + "---|" * 12]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['history']} | failed: {r['error'][:160]} |" + " |" * 8)
+            lines.append(f"| {r['history']} | failed: {r['error'][:160]} |" + " |" * 10)
             continue
-        rd, ma = r["run_date"], r["machines"]
+        rd, ma, st = r["run_date"], r["machines"], r["stability"]
+        gate = r["gate"]
+        alarms = "error" if "error" in gate else " · ".join(
+            f"{_fmt(gate[t]['alarms_per_100'])} ({gate[t]['series']})" for t, _ in TIER_CUTS)
         lines.append(
             f"| {r['history']} | {r['series']} | {r['analysed']} | {r['commits']} | {r['change_points']} "
             f"| {r['events']} | {_fmt(r['cp_per_100_commits_per_series'])} "
@@ -409,7 +859,35 @@ def markdown(rows: list[dict], key: str) -> str:
             f"of {rd['code_big_regressions']} "
             f"| {rd['event_contradicted']}/{rd['event_testable']} ({_fmt(rd['event_contradicted_share'], True)}) "
             f"of {rd['event_big_regressions']} "
-            f"| {ma['agree']}/{ma['comparable']} ({_fmt(ma['agree_share'], True)}), {ma['machines']} machines |")
+            f"| {ma['agree']}/{ma['comparable']} ({_fmt(ma['agree_share'], True)}), {ma['machines']} machines "
+            f"| {alarms} | {st['kept']}/{st['kept'] + st['vanished'] + st['appeared']} "
+            f"({_fmt(st['stable_share'], True)}) |")
+    return "\n".join(lines)
+
+
+def injection_markdown(inj: dict) -> str:
+    """The injected suites' table: one row per noise tier and one for all."""
+    if "error" in inj:
+        return f"injection failed: {inj['error']}"
+    sizes = [f"{s:.0%}" for s in STEP_SIZES]
+    lines = [f"Injected steps on real noise: {inj['series']} A/A and {inj['series']} stepped series of "
+             f"{inj['commits']} commits, noise from {', '.join(f'{k} ({v})' for k, v in inj['histories'].items())}; "
+             f"whole A/A suite: {inj['suite_false_alerts']} false alerts, "
+             f"{inj['suite_false_alerts_per_commit']:.3f} per commit", "",
+             "| tier | A/A series | A/A false points /100 commits | gate confirmed false alarms /100 | steps | "
+             + " | ".join(f"recall {s} 2-5 before newest" for s in sizes) + " | recall 2-5 | F1 |",
+             "|" + "---|" * (7 + len(sizes))]
+    gate = inj.get("gate_aa", {})
+    for tier in ("quiet", "mid", "noisy", "all"):
+        r = inj.get(tier)
+        if not r:
+            continue
+        g = gate.get(tier, {})
+        alarms = f"{g.get('confirmed_regressions', '–')}/{g.get('judged', '–')}"
+        lines.append(f"| {tier} | {r['aa_series']} | {_fmt(r['aa_false_per_100'])} "
+                     f"| {_fmt(g.get('alarms_per_100'))} ({alarms}) "
+                     f"| {r['steps']} | " + " | ".join(_fmt(r[f'recall_newest_{s}']) for s in sizes)
+                     + f" | {_fmt(r['recall_newest'])} | {_fmt(r['f1'])} |")
     return "\n".join(lines)
 
 
@@ -427,6 +905,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=Path("/tmp/mmtrack-eval"),
                     help="stores, keyed by history and code")
     ap.add_argument("--quick", action="store_true", help="subsample series for fast iteration")
+    ap.add_argument("--inject", type=int, default=None,
+                    help="series per injected suite on real noise (default 500, --quick 150; 0: skip)")
+    ap.add_argument("--inject-length", type=int, default=None, help="commits per injected series (default 120)")
+    ap.add_argument("--seed", type=int, default=58)
     args = ap.parse_args(argv)
     chosen = dict(named_history(n) for n in args.histories.split(",") if n)
     unknown = [n for n, path in chosen.items() if path is None]
@@ -438,13 +920,19 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name, path in chosen.items():
         t0 = time.monotonic()
-        rows.append(evaluate_history(name, path, args.cache, root, key))
+        rows.append(evaluate_history(name, path, args.cache, root, key, args.quick))
         print(f"  {name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    n_inject = args.inject if args.inject is not None else (150 if args.quick else 500)
+    length = args.inject_length or (80 if args.quick else 120)
+    injected = injection(args.cache, root, key, n_inject, length, args.seed) if n_inject > 0 else None
     head = code_head(root)
     print(markdown(rows, f"code {key} (checkout {root} at {head})"))
+    if injected:
+        print()
+        print(injection_markdown(injected))
     if args.json:
-        args.json.write_text(json.dumps({"code": key, "head": head, "mmtrack": str(root), "histories": rows},
-                                        indent=1))
+        args.json.write_text(json.dumps({"code": key, "head": head, "mmtrack": str(root), "histories": rows,
+                                         "injection": injected}, indent=1))
     return 0
 
 
