@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 import calendar
 import collections
+import contextlib
 import hashlib
 import importlib.util
 import itertools
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,9 +46,10 @@ HISTORIES = {
 }
 #: A regression this large (either way of better) is judged for run-date following.
 BIG_STEP = math.log(1.10)
-#: A re-measurement counts as one only when it ran at least this long (ms) after the step's first run: the same
-#: sitting's later commits (a backfill measures many commits in one sitting) are not a re-run.
-RERUN_GAP = 6 * 3600 * 1000.0
+#: A measurement of an old commit counts when it ran this long (ms) after the step's first run (--rerun-gap-hours).
+#: 0: any later run, the same sitting's included: an old commit measured after the step, in a backfill's sitting or
+#: a re-run days later, at the old level says the code stepped; at the new level, the run.
+RERUN_GAP = 0.0
 #: Commits each side of a change point whose medians another machine compares.
 SIDE = 3
 NOT_RESULTS = ("machine.json", "benchmarks.json", "asv.conf.json")
@@ -65,17 +68,44 @@ def mmtrack_root() -> Path:
 
 #: What the stores and verdicts depend on: the package and its schema migrations.
 CODE_PATHS = ("mmtrack", "migrations")
+#: What an import does not depend on: a change there re-detects on the stores already imported.
+ANALYSIS_PATHS = ("mmtrack/analysis",)
 
 
-def code_key(root: Path) -> str:
-    """The git hash of the code (the trees of :data:`CODE_PATHS` at HEAD), plus a hash of their uncommitted
-    changes: a commit that leaves the code alone keeps the cache."""
+@dataclass(frozen=True)
+class Code:
+    """The mmtrack under test: where it lives, the key of its whole code, and of the code an import runs."""
+
+    root: Path
+    key: str
+    import_key: str
+
+
+def code_of(root: Path) -> Code:
+    return Code(root, tree_key(root, ()), tree_key(root, ANALYSIS_PATHS))
+
+
+def tree_key(root: Path, exclude: tuple[str, ...]) -> str:
+    """A hash of the code's files at HEAD (:data:`CODE_PATHS` less ``exclude``) and of their uncommitted changes,
+    untracked files included: a commit that leaves the code alone keeps the cache."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout
-    trees = " ".join(git("rev-parse", f"HEAD:{p}").strip() for p in CODE_PATHS)
-    tree = hashlib.sha1(trees.encode()).hexdigest()[:12] if trees.strip() else "nogit"
-    dirty = git("diff", "HEAD", "--", *CODE_PATHS) + git("ls-files", "--others", "--exclude-standard", *CODE_PATHS)
-    return tree + ("-" + hashlib.sha1(dirty.encode()).hexdigest()[:8] if dirty.strip() else "")
+
+    def kept(path: str) -> bool:
+        return not any(path == e or path.startswith(e + "/") for e in exclude)
+
+    listing = [line for line in git("ls-tree", "-r", "HEAD", "--", *CODE_PATHS).splitlines()
+               if kept(line.split("\t", 1)[-1])]
+    if not listing:
+        return "nogit"
+    dirty = hashlib.sha1(git("diff", "HEAD", "--", *CODE_PATHS, *(f":(exclude){e}" for e in exclude)).encode())
+    untracked = [f for f in git("ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS).splitlines()
+                 if kept(f) and not f.endswith(".pyc")]
+    for f in sorted(untracked):
+        dirty.update(f.encode() + (root / f).read_bytes())
+    changed = dirty.hexdigest() != hashlib.sha1(b"").hexdigest()
+    key = hashlib.sha1("\n".join(listing).encode()).hexdigest()[:12]
+    return key + ("-" + dirty.hexdigest()[:8] if changed else "")
 
 
 def code_head(root: Path) -> str:
@@ -109,25 +139,52 @@ class Detected:
     seconds: float = 0.0
 
 
-def import_and_detect(results: Path, store_dir: Path, root: Path) -> Detected:
-    """Import ``results`` into ``store_dir/store.db`` and detect, reusing what an earlier run cached there."""
-    store_dir.mkdir(parents=True, exist_ok=True)
-    db, out, log = store_dir / "store.db", store_dir / "detect.json", store_dir / "import.log"
+def import_and_detect(results: Path, imported: Path, detected: Path, root: Path,
+                      bench: str | None = None) -> Detected:
+    """Import ``results`` into ``imported/store.db`` and detect on a copy of it in ``detected`` (only benchmarks
+    matching ``bench``, a regex, where given), reusing what an earlier run cached in either. Each folder is written
+    beside its place and renamed into it, so two evaluations sharing the cache never see half of one."""
+    log, out = imported / "import.log", detected / "detect.json"
     if out.exists() and log.exists():
         return Detected(json.loads(out.read_text()), log.read_text().strip())
     t0 = time.monotonic()
-    db.unlink(missing_ok=True)
-    imp = cli(root, "import-asv", "--db", str(db), "--no-progress", str(results))
-    summary = " ".join((imp.stdout + imp.stderr).split())[:400]
-    if imp.returncode not in (0, 1) or not db.exists():
-        return Detected(None, summary, f"import-asv exit {imp.returncode}: {summary}", time.monotonic() - t0)
-    det = cli(root, "detect", "--db", str(db), "--no-progress", "--format", "json")
-    if det.returncode not in (0, 1):
-        err = " ".join(det.stderr.split())[-300:]
-        return Detected(None, summary, f"detect exit {det.returncode}: {err}", time.monotonic() - t0)
-    out.write_text(det.stdout)
-    log.write_text(summary)
-    return Detected(json.loads(det.stdout), summary, None, time.monotonic() - t0)
+    if not log.exists():
+        with _building(imported) as tmp:
+            imp = cli(root, "import-asv", "--db", str(tmp / "store.db"), "--no-progress", str(results))
+            summary = " ".join((imp.stdout + imp.stderr).split())[:400]
+            if imp.returncode not in (0, 1) or not (tmp / "store.db").exists():
+                return Detected(None, summary, f"import-asv exit {imp.returncode}: {summary}", time.monotonic() - t0)
+            (tmp / "import.log").write_text(summary)
+    summary = log.read_text().strip()
+    with _building(detected) as tmp:
+        shutil.copy(imported / "store.db", tmp / "store.db")
+        det = cli(root, "detect", "--db", str(tmp / "store.db"), "--no-progress", "--format", "json",
+                  *(["-b", bench] if bench else []))
+        if det.returncode not in (0, 1):
+            err = " ".join(det.stderr.split())[-300:]
+            return Detected(None, summary, f"detect exit {det.returncode}: {err}", time.monotonic() - t0)
+        (tmp / "detect.json").write_text(det.stdout)
+    return Detected(json.loads(out.read_text()), summary, None, time.monotonic() - t0)
+
+
+@contextlib.contextmanager
+def _building(final: Path):
+    """A fresh folder beside ``final``, renamed to it when the block ends (left out when it returned early or
+    another evaluation got there first)."""
+    tmp = final.with_name(f"{final.name}.{os.getpid()}.part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    done = False
+    try:
+        yield tmp
+        done = True
+    finally:
+        if done and not final.exists():
+            try:
+                tmp.rename(final)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- the evidence: asv's own files
@@ -466,6 +523,8 @@ def gate_alarms(db: Path, max_series: int, seed: int = 58) -> dict:
 # --------------------------------------------------------------------------- stability
 
 
+#: Benchmarks --quick detects per history (drawn at random; the store holds them all).
+QUICK_BENCHMARKS = 30
 #: Cut points re-detected per history (--quick: one).
 CUTS, CUTS_QUICK = 3, 1
 
@@ -501,8 +560,8 @@ def verdicts(detect: dict, order: dict[str, int], upto: int) -> set:
             if c["kind"] in ("regression", "improvement") and order.get(c["after_sha"], math.inf) <= upto}
 
 
-def stability(results: Path, raw: Raw, full: dict, store_dir: Path, root: Path, cuts: int,
-              confirm_window: int) -> dict:
+def stability(results: Path, raw: Raw, full: dict, dirs: tuple[Path, Path], code: Code, cuts: int,
+              confirm_window: int, bench: str | None = None) -> dict:
     """Re-detect the history cut after each of ``cuts`` commits (from half to nine tenths of it) and compare the
     verdicts on commits up to ``confirm_window`` before each cut with the whole history's."""
     order = raw.order()
@@ -511,8 +570,9 @@ def stability(results: Path, raw: Raw, full: dict, store_dir: Path, root: Path, 
     t = collections.Counter()
     per_cut = []
     for last in places:
-        folder = truncated_folder(results, raw, last, store_dir / f"cut{last}" / "results")
-        got = import_and_detect(folder, store_dir / f"cut{last}", root)
+        imported, detected = (d / f"cut{last}" for d in dirs)
+        folder = truncated_folder(results, raw, last, imported.with_name(imported.name + "-results"))
+        got = import_and_detect(folder, imported, detected, code.root, bench)
         if got.detect is None:
             per_cut.append({"cut": last, "error": got.error})
             continue
@@ -760,12 +820,12 @@ def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic]
     return out
 
 
-def injection(cache: Path, root: Path, key: str, n: int, length: int, seed: int) -> dict:
+def injection(cache: Path, code: Code, noise: dict[str, Path | None], n: int, length: int, seed: int) -> dict:
     """The injected suites (A/A and stepped) on real noise, detected through the CLI; the gate on the A/A suite."""
     pools = {}
-    for name in NOISE_HISTORIES:
+    for name, path in noise.items():
         try:
-            sources = noise_sources(results_folder(HISTORIES[name]), name)
+            sources = noise_sources(results_folder(path), name) if path else []
         except FileNotFoundError:
             continue
         if sources:
@@ -780,13 +840,14 @@ def injection(cache: Path, root: Path, key: str, n: int, length: int, seed: int)
     got = {}
     for label, suite in (("aa", aa), ("steps", steps)):
         folder = write_suite(suite, base / label / "results")
-        det = import_and_detect(folder, base / f"{label}-{key}", root)
+        det = import_and_detect(folder, base / f"{label}-import-{code.import_key}", base / f"{label}-{code.key}",
+                                code.root)
         if det.detect is None:
             return {"error": f"{label}: {det.error}"}
         got[label] = det.detect
     out = score_injection(aa, got["aa"], steps, got["steps"])
     out["histories"] = {k: len(v) for k, v in pools.items()}
-    out["gate_aa"] = gate_alarms(base / f"aa-{key}" / "store.db", n, seed)
+    out["gate_aa"] = gate_alarms(base / f"aa-{code.key}" / "store.db", n, seed)
     return out
 
 
@@ -810,15 +871,26 @@ def counts(detect: dict, raw: Raw) -> dict:
 # --------------------------------------------------------------------------- one history, the table
 
 
-def evaluate_history(name: str, path: Path, cache: Path, root: Path, key: str, quick: bool = False) -> dict:
+def quick_benchmarks(results: Path, most: int, seed: int = 58) -> str | None:
+    """A regex of ``most`` of the history's benchmarks drawn at random (None: it has no more than that)."""
+    names = sorted(n for n in json.loads((results / "benchmarks.json").read_text()) if n != "version")
+    if len(names) <= most:
+        return None
+    pick = np.random.default_rng(seed).choice(len(names), most, replace=False)
+    return "^(" + "|".join(re.escape(names[i]) for i in sorted(pick)) + ")$"
+
+
+def evaluate_history(name: str, path: Path, cache: Path, code: Code, quick: bool = False) -> dict:
     """Every figure of one history (or why there are none)."""
     try:
         results = results_folder(path)
     except FileNotFoundError as e:
         return {"history": name, "error": str(e)}
-    store_dir = cache / f"{name}-{key}"
-    got = import_and_detect(results, store_dir, root)
-    row: dict = {"history": name, "import": got.import_line}
+    bench = quick_benchmarks(results, QUICK_BENCHMARKS) if quick else None
+    imported = cache / "imports" / f"{name}-{code.import_key}"
+    store_dir = cache / (f"{name}-{code.key}" + ("-quick" if bench else ""))
+    got = import_and_detect(results, imported, store_dir, code.root, bench)
+    row: dict = {"history": name, "import": got.import_line, "benchmarks_sampled": bool(bench)}
     if got.detect is None:
         return {**row, "error": got.error}
     raw = read_raw(results)
@@ -827,7 +899,8 @@ def evaluate_history(name: str, path: Path, cache: Path, root: Path, key: str, q
     row["machines"] = machine_agreement(got.detect, raw)
     row["gate"] = gate_alarms(store_dir / "store.db", GATE_SERIES_QUICK if quick else GATE_SERIES)
     window = row["gate"].get("confirm_window", 4)
-    row["stability"] = stability(results, raw, got.detect, store_dir, root, CUTS_QUICK if quick else CUTS, window)
+    row["stability"] = stability(results, raw, got.detect, (imported, store_dir), code,
+                                 CUTS_QUICK if quick else CUTS, window, bench)
     return row
 
 
@@ -904,27 +977,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write every figure here")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/mmtrack-eval"),
                     help="stores, keyed by history and code")
-    ap.add_argument("--quick", action="store_true", help="subsample series for fast iteration")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"fast iteration: {QUICK_BENCHMARKS} benchmarks a history, {GATE_SERIES_QUICK} series through "
+                         f"the gate, {CUTS_QUICK} cut, 150 injected series of 80 commits")
+    ap.add_argument("--noise", default=",".join(NOISE_HISTORIES),
+                    help="histories lending their noise to the injected suites (names or NAME=PATH; 3 or more)")
+    ap.add_argument("--rerun-gap-hours", type=float, default=0.0,
+                    help="an old commit's measurement counts against a step when it ran this long after it")
     ap.add_argument("--inject", type=int, default=None,
                     help="series per injected suite on real noise (default 500, --quick 150; 0: skip)")
     ap.add_argument("--inject-length", type=int, default=None, help="commits per injected series (default 120)")
     ap.add_argument("--seed", type=int, default=58)
     args = ap.parse_args(argv)
+    global RERUN_GAP
+    RERUN_GAP = args.rerun_gap_hours * 3600e3
     chosen = dict(named_history(n) for n in args.histories.split(",") if n)
     unknown = [n for n, path in chosen.items() if path is None]
     if unknown:
         ap.error(f"unknown histories {', '.join(unknown)}; known: {', '.join(HISTORIES)} (or NAME=PATH)")
     root = mmtrack_root()
-    key = code_key(root)
-    print(f"judging the mmtrack in {root} ({key})", file=sys.stderr)
+    code = code_of(root)
+    key = code.key
+    print(f"judging the mmtrack in {root} (code {key}, import {code.import_key})", file=sys.stderr)
     rows = []
     for name, path in chosen.items():
         t0 = time.monotonic()
-        rows.append(evaluate_history(name, path, args.cache, root, key, args.quick))
+        rows.append(evaluate_history(name, path, args.cache, code, args.quick))
         print(f"  {name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
     n_inject = args.inject if args.inject is not None else (150 if args.quick else 500)
     length = args.inject_length or (80 if args.quick else 120)
-    injected = injection(args.cache, root, key, n_inject, length, args.seed) if n_inject > 0 else None
+    noise = dict(named_history(n) for n in args.noise.split(",") if n)
+    injected = injection(args.cache, code, noise, n_inject, length, args.seed) if n_inject > 0 else None
     head = code_head(root)
     print(markdown(rows, f"code {key} (checkout {root} at {head})"))
     if injected:

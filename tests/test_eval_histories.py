@@ -4,10 +4,12 @@ series the tests make, where the right figure is known."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 
+import numpy as np
 from conftest import METPY_DIR, REPO
 
 from scripts import eval_histories as ev
@@ -72,13 +74,59 @@ def test_the_cli_judges_the_mmtrack_on_pythonpath_on_real_results(tmp_path):
     out = tmp_path / "eval.json"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "eval_histories.py"), "--histories",
-                           f"metpy={METPY_DIR}", "--cache", str(tmp_path / "cache"), "--json", str(out)],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+                           f"metpy={METPY_DIR}", "--quick", "--inject", "0", "--cache", str(tmp_path / "cache"),
+                           "--json", str(out)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(out.read_text())
     assert got["mmtrack"] == str(REPO)
     (row,) = got["histories"]
-    assert row["series"] > 50 and row["series_matched_to_files"] == row["series"]
+    assert row["benchmarks_sampled"] and 10 < row["series"] <= ev.QUICK_BENCHMARKS
+    assert row["series_matched_to_files"] == row["series"]
     assert row["commits"] > 20 and row["change_points"] >= 0
+    assert sum(row["gate"][t]["judged"] for t in ("quiet", "mid", "noisy")) > 100
+    (cut,) = row["stability"]["cuts"]
+    assert cut["kept"] + cut["vanished"] + cut["appeared"] >= 0 and "error" not in cut
     assert "| metpy |" in proc.stdout
-    assert list((tmp_path / "cache").iterdir())[0].name.startswith("metpy-")
+    assert any(p.name.startswith("metpy-") for p in (tmp_path / "cache" / "imports").iterdir())
+
+
+def _noise_history(folder, seed: int, spread: float) -> None:
+    """An asv results folder of 12 series of 60 commits of log-normal noise, written as the injection writes."""
+    rng = np.random.default_rng(seed)
+    suite = [ev.Synthetic(f"made.Suite.time_{i}", "made", math.log(1e-3) + spread * rng.standard_normal(60),
+                          np.tile([-0.01, 0.01, -0.03, 0.03], (60, 1))) for i in range(12)]
+    ev.write_suite(suite, folder / "results")
+
+
+def test_injected_steps_in_noise_are_found_and_aa_noise_raises_few_alarms(tmp_path):
+    noise = {}
+    for i, spread in enumerate((0.005, 0.01, 0.02)):
+        _noise_history(tmp_path / f"h{i}", seed=i, spread=spread)
+        noise[f"h{i}"] = tmp_path / f"h{i}"
+    got = ev.injection(tmp_path / "cache", ev.code_of(REPO), noise, n=24, length=50, seed=3)
+    assert "error" not in got, got
+    assert got["histories"] == {"h0": 12, "h1": 12, "h2": 12}
+    everything = got["all"]
+    assert everything["aa_series"] == 24 and everything["steps"] == 24
+    assert everything["recall_newest_20%"] >= 0.5  # a 20% step in 0.5-2% noise
+    assert everything["aa_false_per_100"] < 2 and got["suite_false_alerts_per_commit"] < 0.5
+    assert got["gate_aa"]["all"]["judged"] > 100
+    assert "| all | 24 |" in ev.injection_markdown(got)
+
+
+def test_the_import_key_ignores_the_analysis_and_the_code_key_does_not(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    for f in ("mmtrack/analysis/detect.py", "mmtrack/store/db.py"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("x = 1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "code")
+    before = ev.code_of(tmp_path)
+    (tmp_path / "mmtrack/analysis/detect.py").write_text("x = 2\n")
+    after_analysis = ev.code_of(tmp_path)
+    assert after_analysis.import_key == before.import_key and after_analysis.key != before.key
+    (tmp_path / "mmtrack/store/new.py").write_text("y = 1\n")  # untracked
+    assert ev.code_of(tmp_path).import_key != before.import_key
