@@ -289,6 +289,10 @@ def is_big_regression(c: dict) -> bool:
     return c["kind"] == "regression" and abs(log_ratio(c)) >= BIG_STEP
 
 
+def is_big_change(c: dict) -> bool:
+    return c["kind"] in ("regression", "improvement") and abs(log_ratio(c)) >= BIG_STEP
+
+
 def old_reruns(runs: list[Run], order: dict[str, int], change: dict, since_sha: str | None,
                after: float) -> list[float]:
     """Per old commit of the change's before segment (from ``since_sha`` to its before commit), the median of its
@@ -322,7 +326,7 @@ def reads_new_level(values: list[float], change: dict) -> bool:
 def run_date_evidence(detect: dict, raw: Raw) -> dict:
     """Of detect's code regressions >= 10%, those whose old commits, re-measured after the step's first run, read
     the new level; of its regressions >= 10% filed under environment events, those whose old commits re-measured
-    after the event's date read the before level (contradicted)."""
+    after the event's date read the before level (contradicted). The same of improvements >= 10%, in the JSON."""
     order = raw.order()
     events = {e["id"]: e for e in detect.get("events", [])}
     t = collections.Counter()
@@ -332,14 +336,14 @@ def run_date_evidence(detect: dict, raw: Raw) -> dict:
             continue
         since = None
         for c in s["changes"]:
-            if is_big_regression(c):
+            if is_big_change(c):
                 first = step_first_run(runs, c)
                 if c.get("event") in events:
                     day = events[c["event"]].get("first_run_date")
                     first = _day_ms(day) if day else first
                 if first is not None:
                     late = old_reruns(runs, order, c, since, first)
-                    kind = "event" if c.get("event") else "code"
+                    kind = ("event" if c.get("event") else "code") + ("" if c["kind"] == "regression" else "_imp")
                     t[f"{kind}_big"] += 1
                     if late:
                         t[f"{kind}_testable"] += 1
@@ -353,6 +357,10 @@ def run_date_evidence(detect: dict, raw: Raw) -> dict:
         "event_big_regressions": t["event_big"], "event_testable": t["event_testable"],
         "event_contradicted": t["event_contradicted"],
         "event_contradicted_share": _share(t["event_contradicted"], t["event_testable"]),
+        "code_big_improvements": t["code_imp_big"], "code_improvements_testable": t["code_imp_testable"],
+        "code_improvements_follow_run_date": t["code_imp_follow"],
+        "event_big_improvements": t["event_imp_big"], "event_improvements_testable": t["event_imp_testable"],
+        "event_improvements_contradicted": t["event_imp_contradicted"],
     }
 
 
@@ -860,11 +868,14 @@ def counts(detect: dict, raw: Raw) -> dict:
     points = sum(int(s.get("points") or 0) for s in analysed)
     changes = sum(len(s["changes"]) for s in series)
     matched = sum(series_id(s) in raw.series for s in series)
+    alerts = {c["after_sha"] for s in series for c in s["changes"] if c["kind"] in ("regression", "improvement")}
     return {
         "series": len(series), "analysed": len(analysed), "commits": len(raw.commit_dates),
         "change_points": changes, "events": len(detect.get("events", [])),
         "cp_per_100_commits_per_series": round(100 * changes / points, 3) if points else None,
         "series_matched_to_files": matched,
+        "alerts": len(alerts),
+        "alerts_per_100_commits": round(100 * len(alerts) / len(raw.commit_dates), 3) if raw.commit_dates else None,
     }
 
 
