@@ -1,0 +1,129 @@
+"""Hostile attacks on the store's side of `mmtrack update`, `detect`, `compare` and `publish` (issue 60): a kill at
+any step, a damaged SQLite file, a full disk, PostgreSQL backends terminated, two updates at once. Each runs on
+SQLite and, with MMTRACK_TEST_PG, on PostgreSQL where the store is involved."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mmtrack.publish import SiteConfig
+from benchmarks.synthetic_history import synthetic_model, write_asv_results
+from test_store_support import BACKENDS, ROOT, require_postgres, reset_postgres, subprocess_env
+
+
+def _url(backend: str, tmp: Path, name: str = "store.db") -> str:
+    if backend == "sqlite":
+        return f"sqlite:///{tmp / name}"
+    url = require_postgres()
+    reset_postgres(url)
+    return url
+
+
+def mmtrack(*args: str, cwd: Path, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    e = subprocess_env(**env)
+    e.pop("MMTRACK_DB", None)
+    return subprocess.run([sys.executable, "-m", "mmtrack", *args], cwd=cwd, env=e, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def change_points(url: str) -> list[str]:
+    from mmtrack.store import reads as q
+    from mmtrack.store.db import open_store
+
+    store = open_store(url)
+    try:
+        return sorted(repr(dataclasses.asdict(c)) for c in q.load_change_points(store))
+    finally:
+        store.close()
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """The site's pages and data (its manifest names the store it came from: left out)."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != ".mmtrack-site.json"}
+
+
+def _model():
+    return synthetic_model(4, 40, 1, seed=11, step_every=2, config=SiteConfig())
+
+
+def _update(results: Path, site: Path, url: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    return mmtrack("update", str(results), "-o", str(site), "--db", url, "--title", "t", cwd=cwd, **env)
+
+
+# -- 1. a killed update loses no change point ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kill_after", ["import", "detect"])
+def test_update_killed_after_a_step_is_repaired_by_the_next_update(tmp_path: Path, backend: str,
+                                                                   kill_after: str) -> None:
+    """SIGKILL after the import commits (or after detect): the next update detects what was imported and not yet
+    judged, and ends with the change points and site of an uninterrupted run, for a cold store and for one commit."""
+    model = _model()
+    results = tmp_path / "results"
+    write_asv_results(results, model, commits=list(model.commits[:-1]))
+    reference: list[list[str]] = []
+    url = _url(backend, tmp_path, "ref.db")
+    for step in range(2):
+        if step:
+            write_asv_results(results, model, commits=[model.commits[-1]])
+            os.utime(results / "benchmarks.json")
+        assert _update(results, tmp_path / "ref-site", url, tmp_path).returncode == 0
+        reference.append(change_points(url))
+    assert reference[0] and reference[0] != reference[1]
+
+    results = tmp_path / "results2"
+    write_asv_results(results, model, commits=list(model.commits[:-1]))
+    url = _url(backend, tmp_path, "killed.db")
+    for step in range(2):
+        if step:
+            write_asv_results(results, model, commits=[model.commits[-1]])
+        killed = _update(results, tmp_path / "site", url, tmp_path, MMTRACK_TEST_KILL_AFTER=kill_after)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        again = _update(results, tmp_path / "site", url, tmp_path)
+        assert again.returncode == 0, again.stderr
+        if kill_after == "import":
+            assert "detect on 0 touched series" not in again.stdout, again.stdout
+        assert change_points(url) == reference[step]
+        later = _update(results, tmp_path / "site", url, tmp_path)  # the marks are cleared: nothing left to judge
+        assert "detect on 0 touched series" in later.stdout, later.stdout
+    assert tree(tmp_path / "site") == tree(tmp_path / "ref-site")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_update_killed_at_any_moment_ends_like_an_uninterrupted_one(tmp_path: Path, backend: str) -> None:
+    """SIGKILL by the clock at several moments of a cold update (import batches, detect, publish): the next update
+    always ends with an uninterrupted run's change points."""
+    model = synthetic_model(6, 150, 1, seed=3, step_every=2, config=SiteConfig())
+    results = tmp_path / "results"
+    write_asv_results(results, model)
+    url = _url(backend, tmp_path, "ref.db")
+    started = time.monotonic()
+    assert _update(results, tmp_path / "ref-site", url, tmp_path).returncode == 0
+    whole = time.monotonic() - started
+    reference = change_points(url)
+    for n, fraction in enumerate((0.35, 0.55, 0.75, 0.9)):
+        url = _url(backend, tmp_path, f"killed-{n}.db")
+        e = subprocess_env()
+        e.pop("MMTRACK_DB", None)
+        p = subprocess.Popen([sys.executable, "-m", "mmtrack", "update", str(results), "-o", str(tmp_path / f"s{n}"),
+                              "--db", url, "--title", "t"], cwd=tmp_path, env=e, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            p.wait(timeout=whole * fraction)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        again = _update(results, tmp_path / f"s{n}", url, tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert change_points(url) == reference, fraction
