@@ -400,12 +400,32 @@ def run_asv(prepared: Prepared, request: AsvInvocation) -> int:
                           bufsize=1) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
-            sys.stdout.write(visible(line))  # asv prints benchmark names and their errors as they are
+            sys.stdout.write(visible(bounded_line(line)))  # asv prints benchmark names and their errors as they are
             note = progress.update(line)
             if note:
                 sys.stdout.write(note + "\n")
             sys.stdout.flush()
     return proc.returncode
+
+
+#: The longest line of asv's output shown whole: asv prints a ``track_``'s value as it came, 10 MB for a long list.
+ASV_LINE_LIMIT = 2000
+
+
+def bounded_line(line: str, limit: int = ASV_LINE_LIMIT) -> str:
+    """``line`` as it came, or its first ``limit`` characters and how many were left out."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]} ... ({len(line) - limit:,} characters left out)\n"
+
+
+def not_a_number(value: Any) -> str | None:
+    """Why asv's stored value of a case is no number mmtrack can keep (a ``track_`` returned a list, a string),
+    or None for a number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return None
+    what = f"a list of {len(value)} values" if isinstance(value, list) else f"a {type(value).__name__}"
+    return f"returned {what}, not a number; asv keeps it but cannot compare or plot it: return one number"
 
 
 class AsvProgress:
@@ -500,6 +520,8 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterat
                 status, message = "failed", "failed under asv (run with -- -e to see its error)"
             elif isinstance(value, float) and math.isnan(value):
                 status, message = "skipped", "skipped (setup raised NotImplementedError, or skip_params)"
+            elif (why := not_a_number(value)) is not None:
+                status, message = "failed", why
             else:
                 status, message = "ok", ""
             yield CaseResult(
