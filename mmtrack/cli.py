@@ -191,7 +191,8 @@ def main() -> None:
         sys.exit(EXIT_OK)
     except click.UsageError as exc:  # click's usage lines, as one line of ours
         where = exc.ctx.command_path if exc.ctx is not None else "mmtrack"
-        _error_line(f"{exc.format_message().rstrip('.')}; see {where} --help")
+        message = " ".join(exc.format_message().split())  # click lays a choice list out over lines: one line here
+        _error_line(f"{message.rstrip('.')}; see {where} --help")
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()

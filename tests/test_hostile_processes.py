@@ -60,3 +60,20 @@ def test_run_with_list_returning_track_fails_that_case_alone_and_saves_the_run(l
     assert statuses["track_number"] == "ok", cases
     # never stored as a number: the import leaves a list value out (or fails it)
     assert statuses.get("track_small_list") in (None, "failed") and statuses.get("track_huge_list") in (None, "failed")
+
+
+def test_list_without_argument_names_its_choices_on_one_line(tmp_path):
+    proc = run_cli("list", cwd=tmp_path)
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "\\n" not in err and "\\t" not in err, err
+    assert "Choose from: runs, commits, machines, benchmarks" in err, err
+
+
+def test_a_failed_case_of_an_ab_round_advises_a_command_that_runs():
+    """continuous and bisect take no asv options: their advice is asv's own command, not `-- -e`."""
+    from mmtrack.asvbridge.asvrun import RUN_ERROR_ADVICE, asv_error_advice
+
+    advice = asv_error_advice("a" * 40)("bench.Suite.time_x")
+    assert "-- -e" not in advice and "asv run --quick -e -b '^bench\\.Suite\\.time_x$' aaaaaaaaaaaa^!" in advice
+    assert "-- -e" in RUN_ERROR_ADVICE  # mmtrack run passes what follows -- to asv run

@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import UserError
 from ..fsutil import unreadable_entry
@@ -496,8 +496,20 @@ def _benchmarks_json(results_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterator[CaseResult]:
-    """The cases asv ran in this run (its file keeps older results of benchmarks not selected)."""
+#: How ``mmtrack run`` shows a case's error: asv's own ``-e`` after ``--``.
+RUN_ERROR_ADVICE = "run with -- -e to see its error"
+
+
+def asv_error_advice(sha: str) -> Callable[[str], str]:
+    """For the verbs that take no asv options (``continuous``, ``bisect``): asv's own command that shows the case's
+    error at ``sha``."""
+    return lambda name: f"see its error with: asv run --quick -e -b '^{re.escape(name)}$' {sha[:12]}^!"
+
+
+def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime,
+                    advice: Callable[[str], str] | None = None) -> Iterator[CaseResult]:
+    """The cases asv ran in this run (its file keeps older results of benchmarks not selected); ``advice``: how a
+    user sees a failed case's error (default: ``mmtrack run``'s)."""
     from asv.results import Results
 
     res = Results.load(str(path))
@@ -517,7 +529,7 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterat
         for i, combo in enumerate(combos):
             value = values[i] if i < len(values) else None
             if value is None:
-                status, message = "failed", "failed under asv (run with -- -e to see its error)"
+                status, message = "failed", f"failed under asv ({advice(key) if advice else RUN_ERROR_ADVICE})"
             elif isinstance(value, float) and math.isnan(value):
                 status, message = "skipped", "skipped (setup raised NotImplementedError, or skip_params)"
             elif (why := not_a_number(value)) is not None:
@@ -536,11 +548,11 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime) -> Iterat
             )
 
 
-def collect(prepared: Prepared, path: Path, since: datetime) -> Collected:
+def collect(prepared: Prepared, path: Path, since: datetime, advice: Callable[[str], str] | None = None) -> Collected:
     from asv.results import Results
 
     env_name = Results.load(str(path)).env_name
-    cases = list(_iter_asv_cases(path, _benchmarks_json(prepared.results_dir), since))
+    cases = list(_iter_asv_cases(path, _benchmarks_json(prepared.results_dir), since, advice))
     ours: dict[tuple[str, str], spool.SpoolEntry] = {}
     leftovers: list[spool.SpoolEntry] = []
     warnings: list[str] = []
