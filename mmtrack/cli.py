@@ -202,6 +202,14 @@ def main() -> None:
     except OSError as exc:  # the last resort for what the commands' own checks could not foresee (a full disk, /proc)
         _error_line(os_error_line(exc))
         sys.exit(EXIT_USAGE)
+    except Exception as exc:  # a store fault (damaged file, full disk, lost server) is one line; anything else a bug
+        from .store.db import store_fault_line
+
+        line = store_fault_line(exc)
+        if line is None:
+            raise
+        _error_line(line)
+        sys.exit(EXIT_USAGE)
     sys.exit(EXIT_OK)
 
 

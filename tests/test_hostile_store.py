@@ -127,3 +127,121 @@ def test_update_killed_at_any_moment_ends_like_an_uninterrupted_one(tmp_path: Pa
         again = _update(results, tmp_path / f"s{n}", url, tmp_path)
         assert again.returncode == 0, again.stderr
         assert change_points(url) == reference, fraction
+
+
+# -- 5. store and database faults are one line, exit 2, and lose nothing stored -----------------------------------
+
+
+def _one_line_fault(proc: subprocess.CompletedProcess, *words: str) -> str:
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out, out[-3000:]
+    assert proc.returncode == 2, out[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr[-3000:]
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def _imported(tmp_path: Path, url: str, model=None) -> tuple[Path, list]:
+    model = model or _model()
+    results = tmp_path / "results"
+    write_asv_results(results, model)
+    assert mmtrack("import-asv", str(results), "--db", url, cwd=tmp_path).returncode == 0
+    return results, model.commits
+
+
+def _damage(path: Path, seed: int) -> None:
+    """Overwrite a quarter of the second half's pages (the schema's pages stay: the file still opens)."""
+    import random
+
+    data = bytearray(path.read_bytes())
+    rng = random.Random(seed)
+    pages = len(data) // 4096
+    for page in rng.sample(range(pages // 2, pages), max(1, pages // 8)):
+        data[page * 4096 + 100 : (page + 1) * 4096 - 100] = rng.randbytes(4096 - 200)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("verb", ["compare", "publish", "detect", "list"])
+def test_a_damaged_sqlite_store_is_one_line_naming_the_file(tmp_path: Path, verb: str) -> None:
+    db = tmp_path / "store.db"
+    url = f"sqlite:///{db}"
+    _, commits = _imported(tmp_path, url)
+    from mmtrack.store.db import open_store
+
+    open_store(url).close()  # checkpointed: the WAL's pages are in the file
+    _damage(db, seed=len(verb))
+    args = {"compare": ("compare", commits[0].sha[:10], commits[-1].sha[:10]),
+            "publish": ("publish", "-o", str(tmp_path / "site"), "--title", "t"),
+            "detect": ("detect",), "list": ("list", "runs")}[verb]
+    proc = mmtrack(*args, "--db", url, cwd=tmp_path)
+    if proc.returncode == 0:  # the damage missed every page this verb reads: still no traceback
+        assert "Traceback" not in proc.stderr
+        return
+    _one_line_fault(proc, str(db))
+
+
+def _with_file_size_limit(limit: int):
+    def limit_files() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return limit_files
+
+
+def test_a_full_disk_during_detect_is_one_line_and_keeps_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    url = f"sqlite:///{db}"
+    _imported(tmp_path, url, synthetic_model(40, 200, 1, seed=5, step_every=2, config=SiteConfig()))
+    from mmtrack.store.db import open_store
+
+    open_store(url).close()
+    e = subprocess_env()
+    e.pop("MMTRACK_DB", None)
+    # no file of the store may grow past its size now: the WAL that detect's writes need cannot be written
+    proc = subprocess.run([sys.executable, "-m", "mmtrack", "detect", "--db", url], cwd=tmp_path, env=e,
+                          capture_output=True, text=True, timeout=300, preexec_fn=_with_file_size_limit(65536))
+    _one_line_fault(proc, str(db), "run the command again")
+    again = mmtrack("detect", "--db", url, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert change_points(url)
+
+
+@pytest.mark.slow
+def test_postgresql_backends_terminated_during_update_are_one_line_and_the_next_update_completes(tmp_path: Path
+                                                                                               ) -> None:
+    from sqlalchemy import create_engine, text
+
+    from mmtrack.store.db import normalize_url
+
+    url = _url("postgresql", tmp_path)
+    model = synthetic_model(6, 150, 1, seed=3, step_every=2, config=SiteConfig())
+    results = tmp_path / "results"
+    write_asv_results(results, model)
+    assert _update(results, tmp_path / "ref-site", url, tmp_path).returncode == 0
+    reference = change_points(url)
+    outcomes = []
+    killer = create_engine(normalize_url(url))
+    for delay in (0.8, 1.6, 2.4):
+        reset_postgres(url)
+        e = subprocess_env()
+        e.pop("MMTRACK_DB", None)
+        p = subprocess.Popen([sys.executable, "-m", "mmtrack", "update", str(results), "-o", str(tmp_path / "site"),
+                              "--db", url, "--title", "t"], cwd=tmp_path, env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        with killer.begin() as conn:
+            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                              "WHERE datname = current_database() AND pid <> pg_backend_pid()"))
+        out, err = p.communicate(timeout=300)
+        proc = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+        if p.returncode != 0:
+            outcomes.append(_one_line_fault(proc, "postgresql", "run the command again"))
+        else:
+            assert "Traceback" not in out + err
+        again = _update(results, tmp_path / "site", url, tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert change_points(url) == reference
+    killer.dispose()
