@@ -245,3 +245,53 @@ def test_postgresql_backends_terminated_during_update_are_one_line_and_the_next_
         assert again.returncode == 0, again.stderr
         assert change_points(url) == reference
     killer.dispose()
+
+
+# -- 6. two updates at once -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_concurrent_updates_both_succeed_and_leave_the_site_a_fresh_publish_would_write(tmp_path: Path,
+                                                                                           backend: str) -> None:
+    model = _model()
+    results = tmp_path / "results"
+    url = _url(backend, tmp_path)
+    site = tmp_path / "site"
+    e = subprocess_env()
+    e.pop("MMTRACK_DB", None)
+    for n, commits in enumerate((model.commits[:30], model.commits[30:35], model.commits[35:])):
+        write_asv_results(results, model, commits=list(commits))
+        procs = [subprocess.Popen([sys.executable, "-m", "mmtrack", "update", str(results), "-o", str(site), "--db",
+                                   url, "--title", "t"], cwd=tmp_path, env=e, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        for p, (out, err) in zip(procs, outs):
+            assert p.returncode == 0, (n, out, err)
+            assert "Traceback" not in err, err
+    fresh = mmtrack("publish", "-o", str(tmp_path / "fresh"), "--db", url, "--title", "t", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    assert tree(site) == tree(tmp_path / "fresh")
+    assert not [p for p in site.iterdir() if p.name.startswith(".mmtrack-build-")]
+
+
+def test_a_site_held_by_another_build_is_waited_for_then_given_up_in_one_line(tmp_path: Path, capfd) -> None:
+    """Another process holds the site (a build switching its folders): a build waits, says so once, and gives up
+    after its wait in one line."""
+    from mmtrack.errors import UserError
+    from mmtrack.publish.writer import lock_site
+
+    site = tmp_path / "site"
+    site.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+                               "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)\n", str(site)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match="another mmtrack is still writing this site"):
+            lock_site(site, wait_s=0.3)
+        assert capfd.readouterr().err.count("waiting for another mmtrack") == 1
+    finally:
+        holder.kill()
+        holder.wait()
+    os.close(lock_site(site, wait_s=5))  # free again once the holder is gone
