@@ -178,8 +178,14 @@ def _error_line(message: str) -> None:
 
 
 def main() -> None:
+    from .errors import EXIT_TERMINATED, Terminated, raise_on_sigterm
+
+    raise_on_sigterm()
     try:
         cli.main(standalone_mode=False)
+    except Terminated:
+        err_console.print("terminated (SIGTERM); what finished before it is kept")
+        sys.exit(EXIT_TERMINATED)
     except UserError as exc:
         _error_line(str(exc))
         sys.exit(exc.exit_code)
