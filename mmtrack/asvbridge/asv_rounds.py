@@ -132,6 +132,31 @@ def _interrupts() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _temporary_folders_of_asv() -> Iterator[None]:
+    """asv's runner makes its fork server's socket folder and its cwd folders with ``mkdtemp`` and removes them only
+    on the paths it expects: an interrupt while the server starts left them behind, one per round. The folders this
+    process makes during the round are noted and removed whatever ends it (made where they were: a socket's path must
+    stay short)."""
+    import shutil
+
+    made: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def noting(*args: Any, **kwargs: Any) -> Any:
+        path = mkdtemp(*args, **kwargs)
+        made.append(path)
+        return path
+
+    tempfile.mkdtemp = noting  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        tempfile.mkdtemp = mkdtemp  # type: ignore[assignment]
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def _asv_quiet() -> Iterator[None]:
     """asv logs to the root logger; its lines are not this command's output (failures reach the results)."""
     before = logging.root.manager.disable
@@ -223,7 +248,7 @@ def run_round(prepared: Prepared, suite: Sequence[dict[str, Any]], python: str, 
     date = prepared.commit.date
     results = Results({**machine.__dict__, "python": env.python}, {}, prepared.commit.sha,
                       int(date.timestamp() * 1000) if date else None, env.python, env.name, env.env_vars)
-    with _asv_quiet(), _interrupts():
+    with _asv_quiet(), _interrupts(), _temporary_folders_of_asv():
         run_benchmarks(benchmarks, env, results=results, show_stderr=args.show_stderr, quick=args.quick,
                        extra_params=args.attribute, record_samples=True,
                        launch_method=args.launch_method or conf.launch_method or LAUNCH_METHOD)
