@@ -134,8 +134,14 @@ def _error_line(message: str) -> None:
 
 
 def main() -> None:
+    from .errors import EXIT_TERMINATED, Terminated, raise_on_sigterm
+
+    raise_on_sigterm()
     try:
         cli.main(standalone_mode=False)
+    except Terminated:
+        err_console.print("terminated (SIGTERM); what finished before it is kept")
+        sys.exit(EXIT_TERMINATED)
     except UserError as exc:
         _error_line(str(exc))
         sys.exit(exc.exit_code)
@@ -147,7 +153,8 @@ def main() -> None:
         sys.exit(EXIT_OK)
     except click.UsageError as exc:  # click's usage lines, as one line of ours
         where = exc.ctx.command_path if exc.ctx is not None else "mmtrack"
-        _error_line(f"{exc.format_message().rstrip('.')}; see {where} --help")
+        message = " ".join(exc.format_message().split())  # click lays a choice list out over lines: one line here
+        _error_line(f"{message.rstrip('.')}; see {where} --help")
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()
@@ -156,6 +163,14 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except OSError as exc:  # the last resort for what the commands' own checks could not foresee (a full disk, /proc)
         _error_line(os_error_line(exc))
+        sys.exit(EXIT_USAGE)
+    except Exception as exc:  # a store fault (damaged file, full disk, lost server) is one line; anything else a bug
+        from .store.db import store_fault_line
+
+        line = store_fault_line(exc)
+        if line is None:
+            raise
+        _error_line(line)
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_OK)
 

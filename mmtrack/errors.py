@@ -8,6 +8,22 @@ EXIT_OK = 0
 EXIT_FAILURES = 1  # a regression with --fail-on, or some inputs failed
 EXIT_USAGE = 2  # a usage error or a failed benchmark
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it); finished work is kept
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15), as shells report it; finished work is kept
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised where the command is, so that its ``finally`` blocks end its children and remove its
+    temporary folders, as Ctrl-C does (a BaseException: no ``except Exception`` of a command swallows it)."""
+
+
+def raise_on_sigterm() -> None:
+    """From now on SIGTERM raises :class:`Terminated` in the main thread (a verb may put its own handler over it)."""
+    import signal
+
+    def _raise(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, _raise)
 
 
 class UserError(Exception):

@@ -189,7 +189,7 @@ def test_sigterm_or_ctrl_c_halfway_keeps_the_finished_cases(tmp_path, signum, na
     time.sleep(0.5)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == (130 if name == "Ctrl-C" else 2), out + err  # Ctrl-C: 130, as every verb (issue 45)
+    assert proc.returncode == (130 if name == "Ctrl-C" else 143), out + err  # 130 and 143, as every verb (issue 60)
     assert f"interrupted by {name}: 2 of 3 benchmark cases finished" in out
     cases = stored(project)
     assert cases == {"suite.G0.track_good": ("ok", None), "suite.G1.track_good": ("ok", None)}

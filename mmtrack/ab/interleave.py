@@ -375,7 +375,7 @@ def run_once(plan: ABPlan, side: Side, folder: Path) -> asvrun.Collected:
                                 [plan.bench] if plan.bench else [], args)
     if path is None or not path.is_file():
         raise _no_result(plan, side, "asv's runner", "")
-    return asvrun.collect(prepared, path, started, plan.bench)
+    return asvrun.collect(prepared, path, started, plan.bench, asvrun.asv_error_advice(side.commit.sha))
 
 
 def _repo_of(prepared: asvrun.Prepared) -> Path:
@@ -393,7 +393,7 @@ def _run_asv_process(plan: ABPlan, side: Side, prepared: asvrun.Prepared) -> asv
     if path is None:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         raise _no_result(plan, side, "asv run", " | ".join(tail), f" exited {proc.returncode} and")
-    return asvrun.collect(prepared, path, started, plan.bench)
+    return asvrun.collect(prepared, path, started, plan.bench, asvrun.asv_error_advice(side.commit.sha))
 
 
 def _no_result(plan: ABPlan, side: Side, who: str, tail: str, how: str = "") -> Exception:

@@ -38,6 +38,7 @@ LAUNCH_METHOD = "forkserver"
 #: asv's benchmark script without asv_runner's memory benchmark type, whose pympler imports numpy in every round's
 #: server (a round with no ``mem_`` benchmark has no use for it).
 WITHOUT_MEM = Path(__file__).with_name("round_server.py")
+WITH_MEM = "MMTRACK_ROUND_WITH_MEM"  # round_server.WITH_MEM (that script imports nothing of mmtrack's, nor we it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,10 @@ def _existing_environment() -> type:
             from asv.runner import BENCHMARK_RUN_SCRIPT
 
             kwargs["env"] = dict(self.environ)
-            if self.without_mem and args[:1] == [BENCHMARK_RUN_SCRIPT] and args[1:2] in (["run_server"], ["run"]):
+            if args[:1] == [BENCHMARK_RUN_SCRIPT] and args[1:2] in (["run_server"], ["run"], ["discover"]):
+                # through our script: it dies with mmtrack, and a discovery ends once its list is written
+                if not self.without_mem or args[1] == "discover":
+                    kwargs["env"][WITH_MEM] = "1"
                 args = [str(WITHOUT_MEM), *args]
             return super().run(args, **kwargs)
 
@@ -107,6 +111,49 @@ def _environment(conf: Any, python: str, environ: Mapping[str, str], without_mem
         env = _MADE[key] = _existing_environment()(conf, python, environ)
     env.environ, env.without_mem = dict(environ), without_mem
     return env
+
+
+#: A discovery that writes nothing for this long is ended (asv's own no-output timeout), with one line.
+DISCOVER_TIMEOUT_S = 300
+
+
+@contextlib.contextmanager
+def _interrupts() -> Iterator[None]:
+    """Ctrl-C inside asv's runner as Ctrl-C: asv turns it into its ``UserError("Interrupted.")`` once its server is
+    closed, which would end the command in a traceback instead of mmtrack's one line and exit 130."""
+    from asv import util
+
+    try:
+        yield
+    except util.UserError as exc:
+        if str(exc).strip() == "Interrupted.":
+            raise KeyboardInterrupt from None
+        raise
+
+
+@contextlib.contextmanager
+def _temporary_folders_of_asv() -> Iterator[None]:
+    """asv's runner makes its fork server's socket folder and its cwd folders with ``mkdtemp`` and removes them only
+    on the paths it expects: an interrupt while the server starts left them behind, one per round. The folders this
+    process makes during the round are noted and removed whatever ends it (made where they were: a socket's path must
+    stay short)."""
+    import shutil
+
+    made: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def noting(*args: Any, **kwargs: Any) -> Any:
+        path = mkdtemp(*args, **kwargs)
+        made.append(path)
+        return path
+
+    tempfile.mkdtemp = noting  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        tempfile.mkdtemp = mkdtemp  # type: ignore[assignment]
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -166,8 +213,9 @@ def _discover(conf: Any, python: str, environ: Mapping[str, str], suite: str) ->
     with tempfile.TemporaryDirectory(prefix="mmtrack-discover-") as tmp:
         out = Path(tmp) / "benchmarks.json"
         try:
-            with _asv_quiet():
-                env.run([BENCHMARK_RUN_SCRIPT, "discover", suite, str(out)], cwd=tmp, dots=False)
+            with _asv_quiet(), _interrupts():
+                env.run([BENCHMARK_RUN_SCRIPT, "discover", suite, str(out)], cwd=tmp, dots=False,
+                        timeout=DISCOVER_TIMEOUT_S)
             found = json.loads(out.read_text())
         except (util.ProcessError, OSError, ValueError) as exc:
             lines = [ln for ln in str(getattr(exc, "stdout", "") or exc).strip().splitlines() if ln.strip()]
@@ -200,7 +248,7 @@ def run_round(prepared: Prepared, suite: Sequence[dict[str, Any]], python: str, 
     date = prepared.commit.date
     results = Results({**machine.__dict__, "python": env.python}, {}, prepared.commit.sha,
                       int(date.timestamp() * 1000) if date else None, env.python, env.name, env.env_vars)
-    with _asv_quiet():
+    with _asv_quiet(), _interrupts(), _temporary_folders_of_asv():
         run_benchmarks(benchmarks, env, results=results, show_stderr=args.show_stderr, quick=args.quick,
                        extra_params=args.attribute, record_samples=True,
                        launch_method=args.launch_method or conf.launch_method or LAUNCH_METHOD)

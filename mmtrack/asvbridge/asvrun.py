@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import UserError
 from ..fsutil import unreadable_entry
@@ -470,12 +470,32 @@ def run_asv(prepared: Prepared, request: AsvInvocation) -> int:
                           bufsize=1) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
-            sys.stdout.write(visible(line))  # asv prints benchmark names and their errors as they are
+            sys.stdout.write(visible(bounded_line(line)))  # asv prints benchmark names and their errors as they are
             note = progress.update(line)
             if note:
                 sys.stdout.write(note + "\n")
             sys.stdout.flush()
     return proc.returncode
+
+
+#: The longest line of asv's output shown whole: asv prints a ``track_``'s value as it came, 10 MB for a long list.
+ASV_LINE_LIMIT = 2000
+
+
+def bounded_line(line: str, limit: int = ASV_LINE_LIMIT) -> str:
+    """``line`` as it came, or its first ``limit`` characters and how many were left out."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]} ... ({len(line) - limit:,} characters left out)\n"
+
+
+def not_a_number(value: Any) -> str | None:
+    """Why asv's stored value of a case is no number mmtrack can keep (a ``track_`` returned a list, a string),
+    or None for a number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return None
+    what = f"a list of {len(value)} values" if isinstance(value, list) else f"a {type(value).__name__}"
+    return f"returned {what}, not a number; asv keeps it but cannot compare or plot it: return one number"
 
 
 class AsvProgress:
@@ -546,6 +566,16 @@ def _benchmarks_json(results_dir: Path) -> dict[str, Any]:
         return {}
 
 
+#: How ``mmtrack run`` shows a case's error: asv's own ``-e`` after ``--``.
+RUN_ERROR_ADVICE = "run with -- -e to see its error"
+
+
+def asv_error_advice(sha: str) -> Callable[[str], str]:
+    """For the verbs that take no asv options (``continuous``, ``bisect``): asv's own command that shows the case's
+    error at ``sha``."""
+    return lambda name: f"see its error with: asv run --quick -e -b '^{re.escape(name)}$' {sha[:12]}^!"
+
+
 def selected_params(meta: dict[str, Any], bench: str | None) -> dict[str, set[int]]:
     """Per parameterised benchmark, the indexes of the parameter combinations ``-b`` selects, by asv's own rule
     (:class:`asv.benchmarks.Benchmarks`): asv keeps the others' earlier values in the commit's results file and stamps
@@ -565,9 +595,11 @@ def selected_params(meta: dict[str, Any], bench: str | None) -> dict[str, set[in
 
 
 def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime,
-                    selection: dict[str, set[int]] | None = None) -> Iterator[CaseResult]:
+                    selection: dict[str, set[int]] | None = None,
+                    advice: Callable[[str], str] | None = None) -> Iterator[CaseResult]:
     """The cases asv ran in this run (its file keeps older results of benchmarks not selected, and of the parameter
-    combinations ``selection`` leaves out)."""
+    combinations ``selection`` leaves out); ``advice``: how a user sees a failed case's error (default: ``mmtrack
+    run``'s)."""
     from asv.results import Results
 
     res = Results.load(str(path))
@@ -589,9 +621,11 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime,
                 continue  # an earlier run's value, carried over in the file
             value = values[i] if i < len(values) else None
             if value is None:
-                status, message = "failed", "failed under asv (run with -- -e to see its error)"
+                status, message = "failed", f"failed under asv ({advice(key) if advice else RUN_ERROR_ADVICE})"
             elif isinstance(value, float) and math.isnan(value):
                 status, message = "skipped", "skipped (setup raised NotImplementedError, or skip_params)"
+            elif (why := not_a_number(value)) is not None:
+                status, message = "failed", why
             else:
                 status, message = "ok", ""
             yield CaseResult(
@@ -606,12 +640,13 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime,
             )
 
 
-def collect(prepared: Prepared, path: Path, since: datetime, bench: str | None = None) -> Collected:
+def collect(prepared: Prepared, path: Path, since: datetime, bench: str | None = None,
+            advice: Callable[[str], str] | None = None) -> Collected:
     from asv.results import Results
 
     env_name = Results.load(str(path)).env_name
     meta = _benchmarks_json(prepared.results_dir)
-    cases = list(_iter_asv_cases(path, meta, since, selected_params(meta, bench)))
+    cases = list(_iter_asv_cases(path, meta, since, selected_params(meta, bench), advice))
     ours: dict[tuple[str, str], spool.SpoolEntry] = {}
     leftovers: list[spool.SpoolEntry] = []
     warnings: list[str] = []

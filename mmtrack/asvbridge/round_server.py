@@ -26,19 +26,52 @@ _ASV_TIMING_PARAMETERS = ["self", "timer", "min_repeat", "max_repeat", "max_time
                           "min_run_count"]
 
 
-def main() -> None:
-    script = sys.argv[1]
-    sys.modules["pympler"] = None  # type: ignore[assignment]  # "import pympler" raises ImportError
+#: Set (to anything) when the round has ``mem_`` benchmarks, or for a discovery: asv_runner's memory type is kept.
+WITH_MEM = "MMTRACK_ROUND_WITH_MEM"
+
+
+def die_with_parent() -> None:
+    """End with the process that started this one (mmtrack, or the round server for a forked benchmark): a SIGKILL
+    of mmtrack must leave no server or discovery behind (PR_SET_PDEATHSIG; a parent gone already ends it now)."""
+    import ctypes
+    import signal
+
+    parent = os.getppid()
     try:
-        import asv_runner.benchmarks  # noqa: F401  (collects its types once, without the memory one)
-    finally:
-        del sys.modules["pympler"]
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):  # not glibc: the server still ends when asv closes it
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def main() -> None:
+    die_with_parent()
+    os.register_at_fork(after_in_child=die_with_parent)  # the server's forked benchmarks end with it too
+    script, command = sys.argv[1], sys.argv[2:3]
+    if not os.environ.get(WITH_MEM):
+        sys.modules["pympler"] = None  # type: ignore[assignment]  # "import pympler" raises ImportError
+        try:
+            import asv_runner.benchmarks  # noqa: F401  (collects its types once, without the memory one)
+        finally:
+            del sys.modules["pympler"]
     least = os.environ.get(SETTLED_WINDOW)
     if least:
         settle_windows(float(least))
     sys.argv = sys.argv[1:]
     sys.path[0] = os.path.dirname(os.path.abspath(script))  # as when asv starts its script itself
-    runpy.run_path(script, run_name="__main__")
+    if command != ["discover"]:
+        runpy.run_path(script, run_name="__main__")
+        return
+    code: object = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+    # the list is written: a thread the suite started at import must not keep this process alive
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
 
 
 def settle_windows(least: float) -> None:

@@ -28,7 +28,7 @@ from ..asvbridge.host import host_info
 from ..asvbridge.session import Case, Outcome, Status, SuiteSession, expand, order_cases
 from ..benchruns import journal as bench_journal
 from ..benchruns import profiles as bench_profiles
-from ..errors import EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError, user_regex
+from ..errors import EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, UserError, user_regex
 from ..measure import conditions
 from ..measure.processes import pool
 from ..measure.runner import RunOptions
@@ -104,6 +104,8 @@ class BenchRun:
     def exit_code(self) -> int:
         if self.interrupted == "Ctrl-C":
             return EXIT_INTERRUPTED
+        if self.interrupted == "SIGTERM":
+            return EXIT_TERMINATED
         failed = self.suite.failures or any(o.status is Status.FAILED for o in self.outcomes)
         return EXIT_USAGE if failed or self.interrupted or len(self.outcomes) < self.total else EXIT_OK
 

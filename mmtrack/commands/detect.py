@@ -122,12 +122,15 @@ def run_detect(
     series: Sequence[SeriesKey] | None = None,
     columns: Sequence[Any] | None = None,
     new_commits: Collection[str] | None = None,
+    clear_due: Any | None = None,
 ) -> DetectOutcome:
     """Detect (and by default store) change points; ``series`` limits it to these series, e.g. the ones a new
     commit touched (``mmtrack update``): their stored change points are replaced, all others are left alone.
     ``columns``: those series' columns read already (``reads.series_columns``; points without a usable
     median, as ``usable_only=False`` gives them, are left out here). ``new_commits``: the commits just imported; a
-    series that only gained some of them at its end is searched from its last stored step on (``kept_steps``)."""
+    series that only gained some of them at its end is searched from its last stored step on (``kept_steps``).
+    ``clear_due``: the imports' detect marks (``writes.read_detect_due``) these series clear once stored; a detect
+    of the whole store clears the marks it read itself."""
     from ..store import reads as q
     from ..store import writes
     from ..store.db import open_store
@@ -136,6 +139,10 @@ def run_detect(
     own = store is None
     store = store or open_store(request.db, existing=True)
     try:
+        whole = columns is None and series is None and not (request.machine or request.env or request.benchmark
+                                                               or request.metrics)
+        if clear_due is None and whole and request.store_results and getattr(store, "writable", True):
+            clear_due = writes.read_detect_due(store)  # read before the columns: a mark made after them stays
         if columns is not None:
             keys = [c.key for c in columns]
         elif series is None:
@@ -164,7 +171,8 @@ def run_detect(
         read_only = not getattr(store, "writable", True)
         if request.store_results and not read_only:
             stored = writes.save_change_points(
-                store, [c for r in reports for c in r.changes], replace=[r.series for r in reports]
+                store, [c for r in reports for c in r.changes], replace=[r.series for r in reports],
+                clear_due=clear_due,
             )
     finally:
         if own:

@@ -265,6 +265,37 @@ def replay(writer: SiteWriter, calls: list[tuple[str, str | None, bytes | str]])
             writer.put_lazy(rel, fingerprint, lambda: content)  # noqa: B023 - called at once, if at all
 
 
+#: How long a build waits for another build of the same site folder before it gives up.
+SITE_LOCK_WAIT_S = 600.0
+
+
+def lock_site(out: Path, wait_s: float | None = None) -> int:
+    """An exclusive ``flock`` on the site folder itself (no lock file: the folder is the lock), held by the returned
+    descriptor until it is closed. Two builds of one site at once (two ``update`` runs) would switch each other's
+    staged folders away: the second waits, saying so in one line, and gives up in one line after ``wait_s``."""
+    import fcntl
+    import sys
+    import time
+
+    wait_s = SITE_LOCK_WAIT_S if wait_s is None else wait_s
+    fd = os.open(out, _DIR_FLAGS)
+    deadline = time.monotonic() + wait_s
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise UserError(f"{out}: another mmtrack is still writing this site after {wait_s:.0f} s; let it "
+                                "finish (or end it) and publish again") from None
+            if not said:
+                print(f"waiting for another mmtrack writing the site {out} to finish", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(0.05)
+
+
 class SiteWriter:
     """Collects files by relative path and writes the ones that changed, atomically at :meth:`finish`."""
 
@@ -275,6 +306,7 @@ class SiteWriter:
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out}: exists and is not a folder; pass a folder for the site")
         self.out.mkdir(parents=True, exist_ok=True)
+        self._lock_fd: int | None = lock_site(self.out)  # before anything is read: another build may be switching
         # The live tree's files as found here: nothing changes the live tree before finish() swaps the staged
         # folders in, and a stat per lookup cost more than the carried-on benchmarks' other bookkeeping
         self.live_files = {k for k in check_tree(self.out) if not k.startswith(STAGING_PREFIX)}
@@ -288,6 +320,7 @@ class SiteWriter:
             others = [name for name in os.listdir(self.root_fd)]
             if others:
                 os.close(self.root_fd)
+                self.release()
                 raise UserError(
                     f"{self.out}: folder is not empty and holds no {MANIFEST} (not written by mmtrack publish);"
                     " publish into a new or empty folder"
@@ -453,6 +486,17 @@ class SiteWriter:
             if self._staging is not None:
                 _remove_tree(self.root_fd, self._staging.name)
             self.live.close(keep_root=False)
+            self.release()
+
+    def release(self) -> None:
+        """Let the next build of this site in (finish does; a build that failed before it, when collected)."""
+        if self._lock_fd is not None:
+            fd, self._lock_fd = self._lock_fd, None
+            os.close(fd)
+
+    def __del__(self) -> None:
+        if getattr(self, "_lock_fd", None) is not None:
+            self.release()
 
     def _finish(self) -> WriteReport:
         removed = set()

@@ -878,6 +878,15 @@ def _stored_sources(store: Store) -> dict[str, tuple[str | None, str | None]]:
         return {r.source: (r.source_digest, r.source_stat) for r in rows}
 
 
+def _mark_due(conn: Connection, pending: Sequence[tuple[Any, ...]]) -> None:
+    """Mark the series and commits the batch's files wrote for detect (``writes.mark_detect_due``)."""
+    from .writes import mark_detect_due
+
+    written = [(parsed, touched) for shown, parsed, _, outcome, touched in pending
+               if shown is not None and outcome != "unchanged" and touched]
+    mark_detect_due(conn, set().union(*(t for _, t in written)), {p.commit.sha for p, _ in written})
+
+
 def _not_stored(shown: str, exc: Exception) -> FileProblem:
     return FileProblem(shown, _one_line(f"not stored: {exc.__class__.__name__}: {exc}"))
 
@@ -992,6 +1001,7 @@ class _Batches:
             return
         try:
             self.sink.flush(self.conn)
+            _mark_due(self.conn, self.pending)  # detect's to-do, durable with the rows (issue 60)
         except SQLAlchemyError:
             self._write_alone(self.pending)  # each file flushes its own rows
             return

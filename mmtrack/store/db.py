@@ -291,7 +291,7 @@ def alembic_config(connection: Connection | None = None):  # -> alembic.config.C
 # The newest migration in migrations/versions. Every command opens the store and compares its
 # revision with this one; asking Alembic's script directory instead imports Alembic and reads every
 # migration file (about half a second per command). test_store_migrations checks it against Alembic.
-SCHEMA_HEAD = "0012_series_cache"
+SCHEMA_HEAD = "0013_i60_detect_due"
 
 
 def head_revision() -> str:
@@ -353,6 +353,8 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing:
     means to write); ``db current`` and ``db upgrade`` open it read-only, and a write then fails in one line.
     """
     url = normalize_url(url) if url else resolve_url(None)
+    global _opened_url
+    _opened_url = url
     writable = check_sqlite_file(url, existing=existing)
     check_not_foreign(url)
     if not writable and upgrade_schema and not existing:  # a writer (run, import-asv): refuse up front
@@ -365,11 +367,52 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing:
     except DatabaseError as exc:  # OperationalError too: unreachable, not a database, locked, ...
         engine.dispose()
         why = " ".join(str(exc.orig).split())
-        raise StoreError(f"cannot open the store at {redact(url)}: {why}; check --db / MMTRACK_DB") from None
+        known = store_fault_line(exc, generic=False)  # damaged, full, a server that dropped us: say what to do
+        raise StoreError(known or f"cannot open the store at {redact(url)}: {why}; check --db / MMTRACK_DB") from None
     except UserError:
         engine.dispose()
         raise
     return store
+
+
+_opened_url: str | None = None  # the store this command opened last: the one a fault names
+
+
+#: What a store fault says (a word of the driver's message) -> what to do about it.
+_DAMAGED = ("malformed", "not a database", "file is encrypted", "corrupt")
+_FULL = ("disk is full", "disk i/o error", "file too large", "no space left", "could not extend", "could not write")
+_LOST = ("terminating connection", "server closed the connection", "connection already closed", "connection refused",
+         "connection is lost", "the connection is closed", "administrator command", "consuming input failed",
+         "could not receive data", "ssl syscall")
+
+
+def store_fault_line(exc: BaseException, *, generic: bool = True) -> str | None:
+    """One line for a database fault that escaped a command (a damaged SQLite file, a full disk, a PostgreSQL
+    backend terminated): what, which store (password masked), what to do; None for anything else. Every write is
+    one transaction, so what was stored before the fault is kept: the line says so."""
+    import sqlite3
+
+    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+    raw = isinstance(exc, sqlite3.Error) or type(exc).__module__.startswith("psycopg")  # the driver's, unwrapped
+    if not isinstance(exc, SQLAlchemyError) and not raw:
+        return None
+    orig = exc if raw else getattr(exc, "orig", None) if isinstance(exc, DBAPIError) else None
+    why = " ".join(str(orig if orig is not None else exc).split())[:300] or type(exc).__name__
+    where = f"store {redact(_opened_url)}" if _opened_url else "the store"
+    low = why.lower()
+    if any(w in low for w in _DAMAGED):
+        path = sqlite_path(_opened_url) if _opened_url else None
+        fix = f"`sqlite3 {path} .recover`" if path else "the database's own repair"
+        return (f"{where} is damaged ({why}); restore it from a backup, or rescue what it holds with {fix} "
+                "into a new file, or rebuild it with `mmtrack import-asv`")
+    if any(w in low for w in _FULL):
+        return (f"{where}: cannot write ({why}); free space on its disk (or raise the file size limit) and run the "
+                "command again: what was stored before is kept")
+    if any(w in low for w in _LOST) or type(orig).__name__ in ("AdminShutdown", "InterfaceError"):
+        return (f"lost the connection to {where} ({why}); check the database server and run the command again: "
+                "what was committed before is kept")
+    return f"{where} failed ({why}); check --db / MMTRACK_DB and run the command again" if generic else None
 
 
 def _ready(store: Store, existing: bool, upgrade_schema: bool) -> None:

@@ -382,3 +382,20 @@ RunVerdict = _table(
     _required("created_at", DateTime(timezone=True)),
     Index("ix_run_verdict_after_sha", "after_sha"),
 )
+
+# Series an import wrote points to that detect has not judged since (issue 60): marked in the import's transaction,
+# cleared in the transaction that stores detect's findings, so that an update killed between the two detects them on
+# its next run. ``token``: the mark's writer, so that detect clears only the marks it read (a later import's stay).
+DetectDue = _table(
+    "detect_due",
+    _required("series_id", Integer, ForeignKey("series.id", ondelete="CASCADE"), primary_key=True),
+    _required("token", String(32)),
+)
+
+# The commits those imports brought, as detect's ``new_commits`` (a series that only gained them at its end keeps its
+# stored steps): cleared with the series marks.
+DetectDueCommit = _table(
+    "detect_due_commit",
+    _required("sha", String(64), primary_key=True),
+    _required("token", String(32)),
+)

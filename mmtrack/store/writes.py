@@ -3,10 +3,12 @@ blobs that ``reads.columns`` keeps. Measurements themselves are written by ``ing
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 
 from ..results import ChangePoint, RunVerdict, SeriesKey
 from ..vocabulary import Direction
@@ -18,12 +20,63 @@ if TYPE_CHECKING:
     from .reads.columns import SeriesColumns
 
 
+@dataclass(frozen=True, slots=True)
+class DetectDue:
+    """The marks of what imports wrote and detect has not judged since: series row id -> token, commit sha -> token."""
+
+    series: Mapping[int, str]
+    commits: Mapping[str, str]
+
+    def __bool__(self) -> bool:
+        return bool(self.series or self.commits)
+
+
+def mark_detect_due(conn: Connection, series_ids: Collection[int], commits: Collection[str]) -> None:
+    """Mark these series and commits for detect, inside the import's own transaction (a kill after it commits leaves
+    them marked). A series marked already gets the new token: a detect that read the old one leaves it marked."""
+    if not series_ids and not commits:
+        return
+    token = uuid.uuid4().hex
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as upsert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as upsert
+    for table, key, values in ((m.DetectDue.__table__, "series_id", sorted(series_ids)),
+                               (m.DetectDueCommit.__table__, "sha", sorted(commits))):
+        for i in range(0, len(values), 500):
+            stmt = upsert(table)
+            stmt = stmt.on_conflict_do_update(index_elements=[table.c[key]], set_={"token": stmt.excluded.token})
+            conn.execute(stmt, [{key: v, "token": token} for v in values[i : i + 500]])
+
+
+def read_detect_due(store: Store) -> DetectDue:
+    """Every mark standing now (see :func:`mark_detect_due`)."""
+    with store.read() as conn:
+        series = dict(conn.execute(select(m.DetectDue.series_id, m.DetectDue.token)).tuples().all())
+        commits = dict(conn.execute(select(m.DetectDueCommit.sha, m.DetectDueCommit.token)).tuples().all())
+    return DetectDue(series, commits)
+
+
+def _clear_detect_due(conn: Connection, due: DetectDue) -> None:
+    """Delete the marks ``due`` read, each only while it still holds the token read (inside detect's transaction)."""
+    for table, key, marks in ((m.DetectDue.__table__, "series_id", due.series),
+                              (m.DetectDueCommit.__table__, "sha", due.commits)):
+        by_token: dict[str, list[Any]] = {}
+        for k, token in marks.items():
+            by_token.setdefault(token, []).append(k)
+        for token, keys in by_token.items():
+            for i in range(0, len(keys), 500):
+                conn.execute(delete(table).where(table.c[key].in_(keys[i : i + 500]), table.c.token == token))
+
+
 def save_change_points(
-    store: Store, points: Sequence[ChangePoint], *, replace: Iterable[SeriesKey] | None = None
+    store: Store, points: Sequence[ChangePoint], *, replace: Iterable[SeriesKey] | None = None,
+    clear_due: DetectDue | None = None,
 ) -> int:
     """Store change points, first deleting those stored for the series in ``replace``
     (default: the series of ``points``), so that re-running detect does not pile up
-    duplicates. Returns the number stored."""
+    duplicates. ``clear_due``: the detect marks judged now, cleared in the same transaction. Returns the number
+    stored."""
     scope = list(dict.fromkeys(replace if replace is not None else (p.series for p in points)))
     now = datetime.now(timezone.utc)
     rows = [
@@ -57,6 +110,8 @@ def save_change_points(
                 conn.execute(delete(t).where(t.id.in_(ids[i : i + 500])))
         if rows:
             conn.execute(m.ChangePointRow.__table__.insert(), rows)
+        if clear_due:
+            _clear_detect_due(conn, clear_due)
     return len(rows)
 
 

@@ -1,0 +1,171 @@
+"""Hostile attacks on mmtrack's commands as processes (issue 60): `run` on a `track_` that returns a list,
+`continuous` interrupted or hung by a suite's thread, and the messages the verbs give. Real asv, real git."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from test_run_acceptance import asv_env, commit_all, make_repo
+
+LIST_SUITE = '''\
+def track_small_list():
+    return [1, 2, 3]
+
+
+def track_huge_list():
+    return list(range(2_000_000))
+
+
+def track_number():
+    return 42
+'''
+
+
+@pytest.fixture(scope="module")
+def list_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lists")
+    home = root / "home"
+    home.mkdir()
+    env = asv_env(home)
+    repo = make_repo(root, env)
+    (repo / "benchmarks" / "lists.py").write_text(LIST_SUITE)
+    sha = commit_all(repo, env, "track_ benchmarks that return lists", 1)
+    proc = run_cli("run", "--quick", cwd=repo, env=env)
+    return {"repo": repo, "env": env, "sha": sha, "proc": proc}
+
+
+@pytest.mark.slow
+def test_run_with_list_returning_track_fails_that_case_alone_and_saves_the_run(list_run):
+    proc = list_run["proc"]
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out, out[-3000:]
+    assert proc.returncode == 2, out[-3000:]  # a failed benchmark (house rule); the run itself is saved
+    assert len(out) < 200_000, len(out)  # asv's 10 MB progress line never reaches the terminal whole
+    failed = [line for line in out.splitlines() if line.startswith("failed ")]
+    assert any("track_small_list" in line and "list of 3" in line for line in failed), failed
+    assert any("track_huge_list" in line and "list of 2000000" in line for line in failed), failed
+    from test_run_acceptance import engine_cases
+
+    cases = engine_cases(list_run["repo"], list_run["sha"])
+    statuses = {name.rsplit(".", 1)[-1]: case["status"] for (name, _), case in cases.items()}
+    assert statuses["track_number"] == "ok", cases
+    # never stored as a number: the import leaves a list value out (or fails it)
+    assert statuses.get("track_small_list") in (None, "failed") and statuses.get("track_huge_list") in (None, "failed")
+
+
+def test_list_without_argument_names_its_choices_on_one_line(tmp_path):
+    proc = run_cli("list", cwd=tmp_path)
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "\\n" not in err and "\\t" not in err, err
+    assert "Choose from: runs, commits, machines, benchmarks" in err, err
+
+
+def test_a_failed_case_of_an_ab_round_advises_a_command_that_runs():
+    """continuous and bisect take no asv options: their advice is asv's own command, not `-- -e`."""
+    from mmtrack.asvbridge.asvrun import RUN_ERROR_ADVICE, asv_error_advice
+
+    advice = asv_error_advice("a" * 40)("bench.Suite.time_x")
+    assert "-- -e" not in advice and "asv run --quick -e -b '^bench\\.Suite\\.time_x$' aaaaaaaaaaaa^!" in advice
+    assert "-- -e" in RUN_ERROR_ADVICE  # mmtrack run passes what follows -- to asv run
+
+
+# -- continuous interrupted, and a suite whose import starts a thread ------------------------------------------------
+
+AB_SUITE = "import abpkg\n\n\ndef time_crunch():\n    abpkg.crunch()\n"
+THREAD_SUITE = ("import threading\nimport time\n\n"
+                "threading.Thread(target=time.sleep, args=(3600,), name='suite-thread').start()  # not a daemon\n\n\n"
+                "def time_nothing():\n    pass\n")
+
+
+def _ab_project(root: Path, suite: dict[str, str]) -> dict:
+    from test_ab import PKG, commit, package_project
+
+    (root / "home").mkdir(parents=True)
+    (root / "tmp").mkdir()
+    env = asv_env(root / "home", MMTRACK_DB=f"sqlite:///{root / 'store.db'}", TMPDIR=str(root / "tmp"))
+    repo = package_project(root, env, "abpkg", suite)
+    shas = []
+    for work in (20000, 20001):
+        (repo / "abpkg" / "__init__.py").write_text(PKG.format(work=work))
+        shas.append(commit(repo, env, "c", day=len(shas) + 1))
+    return {"repo": repo, "env": env, "shas": shas, "tmp": root / "tmp"}
+
+
+def _processes_under(path: Path) -> list[str]:
+    """Command lines of live processes that name ``path`` (a leftover round server, discovery or benchmark)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(path) in cmd:
+            found.append(f"{proc.name}: {cmd[:200]}")
+    return found
+
+
+def _wait_until_gone(path: Path, seconds: float = 10) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while (left := _processes_under(path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.fixture(scope="module")
+def ab_project(tmp_path_factory):
+    return _ab_project(tmp_path_factory.mktemp("abint"), {"bench_ab.py": AB_SUITE})
+
+
+def _ctrl_c_as_from_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGINT, signal.SIGTERM])
+def test_continuous_interrupted_in_its_rounds_ends_in_one_line_and_leaves_nothing_behind(ab_project, signum):
+    p = ab_project
+    before = set(p["tmp"].iterdir())
+    proc = subprocess.Popen([sys.executable, "-m", "mmtrack", "continuous", *p["shas"], "--rounds", "6"],
+                            cwd=p["repo"], env=p["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ctrl_c_as_from_a_terminal)
+    seen = ""
+    deadline = time.monotonic() + 240
+    while "round 2/" not in seen and time.monotonic() < deadline:  # the builds done, in the in-process rounds
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+    time.sleep(0.3)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    err = seen + err
+    assert "Traceback" not in out + err, err[-3000:]
+    assert proc.returncode == (130 if signum == signal.SIGINT else 143), err[-3000:]
+    assert "round 2/" in seen, seen
+    assert not _wait_until_gone(p["repo"]), _processes_under(p["repo"])
+    assert not [q.name for q in set(p["tmp"].iterdir()) - before if q.name.startswith(("asv-", "tmp", "mmtrack-"))]
+
+
+@pytest.mark.slow
+def test_continuous_survives_a_suite_that_starts_a_thread_at_import(tmp_path):
+    p = _ab_project(tmp_path, {"bench_ab.py": AB_SUITE, "bench_thread.py": THREAD_SUITE})
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "mmtrack", "continuous", *p["shas"], "--rounds", "2"],
+                          cwd=p["repo"], env=p["env"], capture_output=True, text=True, timeout=280)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "bench_thread.time_nothing" in proc.stdout and "bench_ab.time_crunch" in proc.stdout, proc.stdout
+    assert time.monotonic() - started < 250
+    assert not _wait_until_gone(p["repo"]), _processes_under(p["repo"])
