@@ -331,13 +331,18 @@ def _table_of(
     return table, table.rows()
 
 
-# The schema's lengths, checked before the write: the same refusal on SQLite and PostgreSQL.
-NAME_LIMITS = {"machine": m.Machine.__table__.c.name.type.length,
-               "environment": m.Environment.__table__.c.name.type.length,
-               "benchmark": m.Benchmark.__table__.c.name.type.length,
-               "version": m.Benchmark.__table__.c.version.type.length,
-               "unit": m.Metric.__table__.c.unit.type.length,
-               "type": m.Benchmark.__table__.c.type.type.length}
+def _limit(column: Any) -> int | None:
+    """The most characters the store keeps in ``column``: its length, or the limit of a text name in a key."""
+    return getattr(column.type, "length", None) or column.info.get("limit")
+
+
+# The schema's limits, checked before the write: the same refusal on SQLite and PostgreSQL.
+NAME_LIMITS = {"machine": _limit(m.Machine.__table__.c.name),
+               "environment": _limit(m.Environment.__table__.c.name),
+               "benchmark": _limit(m.Benchmark.__table__.c.name),
+               "version": _limit(m.Benchmark.__table__.c.version),
+               "unit": _limit(m.Metric.__table__.c.unit),
+               "type": _limit(m.Benchmark.__table__.c.type)}
 
 
 def _over_limits(name: str, meta: AsvBenchmark) -> str:
