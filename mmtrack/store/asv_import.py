@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..asvbridge.machine_class import HARDWARE_KEYS, ClassRule, hardware_of, rules_from_config
 from ..errors import UserError
 from ..forked import can_fork, die_with_parent
 from ..fsutil import unreadable_entry
@@ -35,6 +36,7 @@ from ..results import PRIMARY, CommitInfo, MetricKey, canonical_params
 from . import schema as m
 from .bulk import gc_paused
 from .db import Store
+from .machine_classes import ClassPlan, FolderFacts, apply_renames, plan_classes, stem
 from .ingest import BenchmarkIdentity, Dims, MeasurementSink, MetricIdentity, RunRows, write_run_in
 
 # -- what an import reports ----------------------------------------------------------------------
@@ -59,7 +61,8 @@ class ImportSummary:
     left_out: list[FileProblem] = field(default_factory=list)  # benchmarks of imported files that could not be read
     results: dict[str, int] = field(default_factory=lambda: {"ok": 0, "failed": 0, "skipped": 0})
     measurements: int = 0
-    machines: set[str] = field(default_factory=set)
+    machines: set[str] = field(default_factory=set)  # machine classes
+    hosts: set[str] = field(default_factory=set)  # asv's machine names (the hosts that ran the runs)
     environments: set[str] = field(default_factory=set)
     benchmarks: set[str] = field(default_factory=set)
     commits: set[str] = field(default_factory=set)
@@ -684,6 +687,7 @@ def import_asv_results(
     *,
     suite: str | None = None,
     parse_ahead: bool | None = None,
+    machine_classes: Sequence[ClassRule] = (),
 ) -> ImportSummary:
     """Import an asv results folder, idempotent: each file's run is written whole or not at all.
 
@@ -693,6 +697,8 @@ def import_asv_results(
     are skipped unread; the others are written many per transaction (see :class:`_Batches`).
     ``parse_ahead``: parse the next files in a worker process while this one writes (see
     :class:`_ParseAhead`); by default on Linux, for 16 files or more and two CPUs to run on.
+    ``machine_classes``: rules naming, merging or splitting machine classes (before those of asv.conf.json's
+    ``machine_classes``); each machine folder joins a class (:mod:`.machine_classes`), its host kept on its runs.
     """
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
@@ -712,6 +718,7 @@ def import_asv_results(
     files = find_results_files(results_dir)
     summary.files = len(files)
     infos: dict[Path, dict[str, Any]] = {}
+    plan = _class_plan(store, files, [*machine_classes, *config_class_rules(results_dir)], infos)
     stored = _stored_sources(store)
     todo: list[_Todo] = []
     for path, machine_dir in files:
@@ -756,8 +763,8 @@ def import_asv_results(
             batches.write(
                 item.shown,
                 result,
-                machine=result.machine,
-                machine_info=_machine_info(item.path.parent, infos),
+                machine=plan.by_folder[item.machine_dir],
+                machine_info=plan.info[plan.by_folder[item.machine_dir]],
                 environment=result.environment,
                 environment_info=result.environment_info,
                 commit=result.commit,
@@ -774,6 +781,55 @@ def import_asv_results(
     if progress is not None:
         progress(len(todo), len(todo), "")
     return summary
+
+
+def _class_plan(store: Store, files: list[tuple[Path, str]], rules: Sequence[ClassRule],
+                infos: dict[Path, dict[str, Any]]) -> ClassPlan:
+    """Each machine folder's class (see :mod:`.machine_classes`), stored classes renamed where a second host joined."""
+    by_folder: dict[str, list[Path]] = {}
+    for path, folder in files:
+        by_folder.setdefault(folder, []).append(path)
+    plan = plan_classes(store, list(by_folder), lambda folder: _folder_facts(folder, by_folder[folder], infos), rules)
+    apply_renames(store, plan.renames)
+    return plan
+
+
+def _folder_facts(folder: str, paths: list[Path], infos: dict[Path, dict[str, Any]]) -> FolderFacts:
+    """A machine folder's host name, hardware (machine.json, else its first results file's params) and files."""
+    files = [p for p in paths if p.suffix == ".json"]
+    info = _machine_info(files[0].parent, infos) if files else {}
+    params: dict[str, Any] = {}
+    for path in files[:1]:
+        try:
+            data = _load_json(path)
+        except (ResultsFileError, OSError):
+            break
+        if isinstance(data, dict) and isinstance(data.get("params"), dict):
+            params = {k: v for k, v in data["params"].items() if isinstance(v, (str, int, float))}
+    host = params.get("machine") if isinstance(params.get("machine"), str) else None
+    host = host or (info.get("machine") if isinstance(info.get("machine"), str) else None) or folder
+    if hardware_of(info) is None and hardware_of(params) is not None:
+        info = {**info, **{k: params[k] for k in ("machine", *HARDWARE_KEYS) if k in params}}
+    return FolderFacts(host, info, {stem(p.name) for p in files})
+
+
+def config_class_rules(results_dir: Path) -> list[ClassRule]:
+    """The ``machine_classes`` rules of the asv.conf.json above the results folder, if it has any."""
+    for conf in (results_dir.parent / "asv.conf.json", results_dir.parent.parent / "asv.conf.json"):
+        try:
+            text = conf.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if '"machine_classes"' not in text:
+            return []
+        from asv.util import load_json
+
+        try:
+            config = load_json(str(conf), js_comments=True)
+        except Exception as exc:  # noqa: BLE001 - asv's own reader words what is wrong
+            raise UserError(f"{conf}: cannot read machine_classes: {exc}") from None
+        return rules_from_config(config, str(conf))
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -1012,7 +1068,7 @@ class _Batches:
         assert self.dims is not None
         self.dims.publish()
         s = self.summary
-        for shown, parsed, _, outcome, touched in self.pending:
+        for shown, parsed, run, outcome, touched in self.pending:
             if shown is None:  # a re-stat, counted as unchanged already
                 continue
             if outcome == "unchanged":
@@ -1020,7 +1076,8 @@ class _Batches:
                 continue
             s.imported += outcome == "new"
             s.replaced += outcome == "replaced"
-            s.machines.add(parsed.machine)
+            s.machines.add(run["machine"])
+            s.hosts.add(parsed.machine)
             s.environments.add(parsed.environment)
             s.commits.add(parsed.commit.sha)
             s.touched_series |= touched
