@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..asvbridge.results_v1 import update_to_2
 from ..asvbridge.machine_class import HARDWARE_KEYS, ClassRule, hardware_of, rules_from_config
 from ..errors import UserError
 from ..forked import can_fork, die_with_parent
@@ -265,11 +266,9 @@ def parse_results_file(
         raise ResultsFileError(f"unknown results format version {version!r:.40} (mmtrack reads versions 1 and 2)")
     try:
         if version == 1:
-            from asv.results import Results
-
             if not isinstance(data.get("results"), dict):
                 raise ResultsFileError("'results' is missing or not an object")
-            data = Results.update_to_2(data)
+            data = update_to_2(data)
     except ResultsFileError:
         raise
     except Exception as exc:  # asv's converter on a damaged file
@@ -580,14 +579,16 @@ def _floats(col: list[Any], where: Callable[[int], str], field: str, *, nan: str
     """A column of ``_num`` values: checked at once when clean, else one by one (naming the case)."""
     if _clean_floats(col):
         return col
-    return [v if type(v) is float and v - v == 0.0 else _num(v, where(k), field, nan=nan) for k, v in enumerate(col)]
+    return [v if type(v) is float and v - v == 0.0 else None if v is None else _num(v, where(k), field, nan=nan)
+            for k, v in enumerate(col)]
 
 
 def _ints(col: list[Any], where: Callable[[int], str], field: str) -> list[int | None]:
     """A column of ``_int`` counts."""
     if all(type(v) is int for v in col) and (not col or (min(col) >= 0 and max(col) < 2**62)):
         return col
-    return [_int(v, where(k), field) for k, v in enumerate(col)]
+    return [v if type(v) is int and 0 <= v < 2**62 else None if v is None else _int(v, where(k), field)
+            for k, v in enumerate(col)]
 
 
 def _samples(col: list[Any], where: Callable[[int], str]) -> list[list[float] | None]:
