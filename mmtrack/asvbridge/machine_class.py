@@ -89,6 +89,8 @@ def ram_band(value: Any) -> int | None:
         return None
     if amount <= 0:
         return None
+    if not found.group(2) and amount >= 1024 * 10**10:  # a plain number too large for kB: bytes (as macOS reports)
+        amount /= 1024
     return 2 ** max(0, round(math.log2(amount / 1024**3)))
 
 
