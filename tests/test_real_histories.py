@@ -185,3 +185,32 @@ def test_format_1_conversion_matches_asvs_own(tmp_path):
     # a file off the common path is asv's to convert, and to word
     with pytest.raises(Exception, match="missing key"):
         update_to_2({"commit_hash": "a" * 40, "results": {}})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_store_built_at_0012_upgrades_in_place_and_then_takes_a_long_name(tmp_path, backend):
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from mmtrack.store.db import alembic_config, head_revision
+
+    url = backend_url(backend, tmp_path)
+    results = tmp_path / "results"
+    write_result(results, "a" * 40, {"suite.T.time_a": 1e-3})
+    import_results(results, url)
+    with open_store(url) as store:
+        with store.write() as conn:
+            command.downgrade(alembic_config(conn), "0012_series_cache")
+        with store.engine.connect() as conn:
+            (name,) = [c for c in inspect(conn).get_columns("environment") if c["name"] == "name"]
+            assert getattr(name["type"], "length", None) == 255  # the store as 0012 left it
+    long_run = write_result(results, "b" * 40, {"suite.T.time_a": 1e-3})
+    data = json.loads(long_run.read_text())
+    data["env_name"] = long_env_name()
+    long_run.write_text(json.dumps(data))
+    import_results(results, url)  # upgrades the store first
+    with open_store(url) as store, store.engine.connect() as conn:
+        assert store.current_revision() == head_revision()
+        names = set(conn.execute(text("SELECT name FROM environment")).scalars())
+        runs = conn.execute(text("SELECT count(*) FROM run")).scalar()
+    assert names == {"e1", long_env_name()} and runs == 2
