@@ -46,6 +46,15 @@ def _mmtrack(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mmtrack", *args], capture_output=True, text=True, env=env)
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of the finished child processes, the import's worker included: less
+    sensitive than the wall clock to other work on a shared machine."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _count_files(results: Path) -> int:
     return sum(1 for machine in results.iterdir() if machine.is_dir()
                for f in machine.iterdir() if f.suffix == ".json" and f.name != "machine.json")
@@ -78,19 +87,22 @@ def _failure_lines(output: str, limit: int = 3) -> list[str]:
     return list(seen.values())[:limit]
 
 
-def measure(name: str, results: Path, out: Path) -> dict:
+def measure(name: str, results: Path, out: Path, detect: bool = True) -> dict:
     db = out / f"{name}.db"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     url = f"sqlite:///{db}"
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     imported = _mmtrack("import-asv", str(results), "--db", url, "--no-progress")
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
     failed = re.search(r"(\d+) file\(s\) failed", imported.stdout + imported.stderr)
     row = {"history": name, "files": _count_files(results), "failed": int(failed.group(1)) if failed else -1,
-           "failures": _failure_lines(imported.stdout + imported.stderr), "seconds": round(seconds, 2),
+           "failures": _failure_lines(imported.stdout + imported.stderr), "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
            "import_rc": imported.returncode}
     row.update(_store_counts(db))
+    row["files_per_second"] = round(row["files"] / seconds) if seconds else None
+    if not detect:
+        return row
     detected = _mmtrack("detect", "--db", url, "--dry-run", "--format", "json", "--no-progress")
     try:
         report = json.loads(detected.stdout)
@@ -101,12 +113,11 @@ def measure(name: str, results: Path, out: Path) -> dict:
     row["analysed"] = sum(1 for s in series if s.get("status") == "ok")
     row["change_points"] = sum(len(s.get("changes", [])) for s in series)
     row["commit_order"] = report.get("commit_order")
-    row["files_per_second"] = round(row["files"] / seconds) if seconds else None
     return row
 
 
 COLUMNS = ("history", "files", "failed", "runs", "hosts", "machines", "series", "analysed", "change_points",
-           "seconds", "files_per_second")
+           "seconds", "cpu_seconds", "files_per_second")
 
 
 def markdown(rows: list[dict]) -> str:
@@ -119,11 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", choices=sorted(HISTORIES), help="these histories only")
     parser.add_argument("--out", type=Path, default=Path("/tmp/i57"), help="where the stores and table go")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table at the end")
+    parser.add_argument("--no-detect", action="store_true", help="import only (timing runs)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in args.only or HISTORIES:
-        row = measure(name, HISTORIES[name], args.out)
+        row = measure(name, HISTORIES[name], args.out, detect=not args.no_detect)
         print(json.dumps(row), flush=True)
         rows.append(row)
     (args.out / "histories.json").write_text(json.dumps(rows, indent=1))

@@ -71,7 +71,7 @@ def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
     if request.what == "runs":
         return [
             {"id": r.id, "started_at": _iso(r.started_at), "sha": r.commit.sha, "dirty": r.commit.dirty,
-             "machine": r.machine, "environment": r.environment, "kind": r.kind, "suite": r.suite,
+             "machine": r.machine, "host": r.host, "environment": r.environment, "kind": r.kind, "suite": r.suite,
              "results": r.results}
             for r in runs
         ]

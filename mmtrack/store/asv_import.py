@@ -347,6 +347,7 @@ NAME_LIMITS = {"machine": _limit(m.Machine.__table__.c.name),
                "type": _limit(m.Benchmark.__table__.c.type)}
 
 
+@functools.lru_cache(maxsize=8192)  # asked of every benchmark of every file: a history holds few distinct ones
 def _over_limits(name: str, meta: AsvBenchmark) -> str:
     """Why the store cannot keep this benchmark's name, unit, type or version, or ""."""
     for what, value in (("benchmark", name), ("unit", meta.unit), ("type", meta.type), ("version", meta.version)):
@@ -388,6 +389,12 @@ def _read_benchmarks(
 _STAT_COLUMNS = (
     "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
 _ROW_KEYS = ("result", "params", "version", "started_at", "duration", *_STAT_COLUMNS)
+
+
+@functools.lru_cache(maxsize=4096)  # a history's files repeat the same grids: canonical JSON once per grid
+def _grid_params(names: tuple[str, ...], grid: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    """The canonical params of every combination of a parameter grid, in asv's order."""
+    return tuple(canonical_params(dict(zip(names, combo))) for combo in itertools.product(*grid))
 
 
 class _AsvTable:
@@ -485,9 +492,9 @@ class _AsvTable:
             if not isinstance(grid, list) or not all(isinstance(p, list) for p in grid):
                 raise ResultsFileError(f"{what}: 'params' is not a list of lists")
             grid = [[_text(v, f"{what} parameter value") for v in p] for p in grid]
-            names = list(meta.param_names) if len(meta.param_names) == len(grid) else [
-                f"param{i + 1}" for i in range(len(grid))]
-            params = [canonical_params(dict(zip(names, combo))) for combo in itertools.product(*grid)]
+            names = meta.param_names if len(meta.param_names) == len(grid) else tuple(
+                f"param{i + 1}" for i in range(len(grid)))
+            params = _grid_params(names, tuple(map(tuple, grid)))
         else:
             params = ["{}"]  # no parameters (asv writes [], any falsy value reads the same)
         n = len(params)
