@@ -105,6 +105,9 @@ def test_ephemeral_host_names_fold_into_one_class_whose_series_detect_analyses(t
     proc = run_cli("detect", "--db", str(db), "--dry-run", "--format", "json", "--no-progress")
     (series,) = json.loads(proc.stdout)["series"]
     assert series["machine"] == name and series["status"] == "ok" and series["points"] == 12
+    # a host's name leads to its class
+    proc = run_cli("detect", "--db", str(db), "--machine", "fv-az503-111", "--no-progress")
+    assert proc.returncode == 2 and f"host of the machine class {name!r}" in proc.stderr, proc.stderr
 
 
 def test_two_cpu_models_stay_apart_and_a_later_host_joins_its_class(tmp_path):
