@@ -75,6 +75,9 @@ def _stored(store: Store) -> tuple[dict[str, str], dict[str, _Class]]:
             cls = classes[name]
             cls.hosts.add(host)
             cls.stems.add(stem(file_name))
+    for cls in classes.values():
+        if not cls.stems:  # machines of engine runs only (bench --save, MMTRACK_MACHINE): named by the user, kept
+            cls.hardware = None
     return folders, classes
 
 
