@@ -110,8 +110,9 @@ def test_ephemeral_host_names_fold_into_one_class_whose_series_detect_analyses(t
     assert proc.returncode == 2 and f"host of the machine class {name!r}" in proc.stderr, proc.stderr
 
 
-def test_two_cpu_models_stay_apart_and_a_later_host_joins_its_class(tmp_path):
-    results, db = tmp_path / "results", tmp_path / "store.db"
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_cpu_models_stay_apart_and_a_later_host_joins_its_class(tmp_path, backend):
+    results, db = tmp_path / "results", backend_url(backend, tmp_path)
     hosted_run(results, "runner-a", EPYC, 0)
     hosted_run(results, "runner-b", XEON, 1)
     import_results(results, db)
