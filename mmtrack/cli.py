@@ -222,15 +222,19 @@ def db_current(db: str) -> None:
 @click.argument("results_dir", type=click.Path(path_type=Path, file_okay=False))
 @db_option
 @o.NO_PROGRESS()
-def import_asv(results_dir: Path, db: str, no_progress: bool) -> None:
-    """Import an asv results folder (benchmarks.json, <machine>/*.json) into the store."""
+@o.MACHINE_CLASS()
+def import_asv(results_dir: Path, db: str, no_progress: bool, machine_classes: tuple[str, ...]) -> None:
+    """Import an asv results folder (benchmarks.json, <machine>/*.json) into the store.
+
+    Hosts with the same hardware and OS form one machine class (the machine every other verb names); the
+    host of each run is kept beside it."""
     from . import cli_results
     from .cli_progress import progress_bar
     from .commands.import_asv import check_results_dir, run_import
 
     check_results_dir(results_dir)  # before the bar: a wrong folder is one line, nothing drawn
     with progress_bar(None if no_progress else err_console, "importing", detail=True) as tick:
-        result = run_import(db, results_dir, progress=tick)
+        result = run_import(db, results_dir, progress=tick, machine_classes=machine_classes)
     cli_results.imported(result, console, err_console)
     sys.exit(result.exit_code)
 

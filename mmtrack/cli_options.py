@@ -160,6 +160,9 @@ FORMAT = declare("--format", dest="fmt", type=click.Choice(["table"]), default="
 FAIL_ON = declare("--fail-on", dest="fail_on", multiple=True)
 QUICK = declare("--quick", dest="quick", is_flag=True)
 NO_PROGRESS = declare("--no-progress", dest="no_progress", is_flag=True, help="Do not show the progress bar.")
+MACHINE_CLASS = declare("--machine-class", dest="machine_classes", multiple=True, metavar="CLASS=HOST-GLOB",
+                        help="Hosts whose asv machine name matches HOST-GLOB form the machine class CLASS (name, merge "
+                             "or split classes); repeatable, first match wins, before asv.conf.json's machine_classes.")
 NO_SAVE = declare("--no-save", dest="no_save", is_flag=True)
 METRIC = declare("--metric", dest="metrics", multiple=True,
                  help="Only these metrics (name, section/name or glob); repeatable.")

@@ -37,7 +37,9 @@ def import_summary(result: Any) -> str:
         lines.append(
             f"  {s.result_count} results ({r['ok']} ok, {r['failed']} failed, {r['skipped']} skipped), "
             f"{plural(len(s.benchmarks), 'benchmark')}, {plural(len(s.commits), 'commit')}, "
-            f"{len(s.machines)} machine(s), {len(s.environments)} environment(s)"
+            f"{len(s.machines)} machine(s)"
+            + (f" ({len(s.hosts)} hosts)" if len(s.hosts) > len(s.machines) else "")
+            + f", {len(s.environments)} environment(s)"
         )
     lines.append(f"  into {result.url}")
     return "\n".join(lines)
@@ -244,7 +246,7 @@ def list_json(records: list[dict[str, Any]]) -> str:
 _LIST_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": ("id", "started (UTC)", "commit", "machine / environment", "kind", "results"),
     "commits": ("commit", "date (UTC)", "runs", "branches / message"),
-    "machines": ("machine", "runs", "environments", "cpu / os"),
+    "machines": ("machine", "hosts", "runs", "environments", "cpu / os"),
     "benchmarks": ("benchmark", "type", "unit", "versions"),
 }
 
@@ -261,7 +263,9 @@ def _list_row(what: str, r: dict[str, Any]) -> list[Any]:
                 Text(term(detail), overflow="ellipsis", no_wrap=True)]
     if what == "machines":
         info = r["info"]
-        return [Name(r["name"]), str(r["runs"]), Text(term(", ".join(r["environments"])), overflow="fold"),
+        hosts = r.get("hosts") or []
+        shown = hosts[0] if len(hosts) == 1 and hosts[0] != r["name"] else str(len(hosts))
+        return [Name(r["name"]), Text(term(shown), overflow="fold"), str(r["runs"]), Text(term(", ".join(r["environments"])), overflow="fold"),
                 Text(term(" / ".join(str(info[k]) for k in ("cpu", "os") if info.get(k))), overflow="fold")]
     params = ", ".join(r["params"].values())
     return [Name(r["name"] + (f"({params})" if params else "")), Text(term(r["type"])), Text(term(r["unit"])),

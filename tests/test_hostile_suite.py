@@ -159,13 +159,13 @@ LONG_METRIC = HEADER + GOOD.format(name="A") + '''
 class B_LongName:
     @mmtrack.bench_sample(chunk_size=1)
     def track_long(self, ctx, chunk_size, chunk_num):
-        return mmtrack.BenchSampleResult(1).push_metric(mmtrack.MetricValue("m" * 300, 1.0, "B"))
+        return mmtrack.BenchSampleResult(1).push_metric(mmtrack.MetricValue("m" * 900, 1.0, "B"))
 
 
 class C_LongUnit:
     @mmtrack.bench_sample(chunk_size=1)
     def track_unit(self, ctx, chunk_size, chunk_num):
-        return mmtrack.BenchSampleResult(1).push_metric(mmtrack.MetricValue("m", 1.0, "u" * 100))
+        return mmtrack.BenchSampleResult(1).push_metric(mmtrack.MetricValue("m", 1.0, "u" * 1000))
 
 
 class D_Nul:
@@ -189,7 +189,7 @@ def test_values_the_schema_cannot_hold_fail_their_case_alone_on_both_backends(tm
     assert "saved as run #1" in out and "not saved" not in out
     expected = {
         "suite.B_LongName.track_long": "metric 'mmmm",
-        "suite.C_LongUnit.track_unit": "unit is 100 characters long; the store keeps at most 64",
+        "suite.C_LongUnit.track_unit": "unit is 1,000 characters long; the store keeps at most 800",
         "suite.D_Nul.track_nul": "name holds a NUL character",
     }
     cases = stored(url)
@@ -199,7 +199,7 @@ def test_values_the_schema_cannot_hold_fail_their_case_alone_on_both_backends(tm
         assert why in line, line
         status, message = cases[name]
         assert status == "failed" and why in (message or "")
-    assert "name is 300 characters long; the store keeps at most 255" in cases["suite.B_LongName.track_long"][1]
+    assert "name is 900 characters long; the store keeps at most 800" in cases["suite.B_LongName.track_long"][1]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -256,16 +256,16 @@ def test_an_asv_import_of_names_the_schema_cannot_hold_fails_them_alone_on_both_
     if backend != "sqlite":
         reset_postgres(url)
     results = tmp_path / "results"
-    long_name = "suite.T.time_" + "x" * 600
+    long_name = "suite.T.time_" + "x" * 900
     write_result(results, "a" * 40, {"suite.T.time_a": 1e-3, long_name: 1e-3})
     long_machine = write_result(results, "b" * 40, {"suite.T.time_a": 1e-3})
     data = json.loads(long_machine.read_text())
-    data["params"]["machine"] = "m" * 300
+    data["params"]["machine"] = "m" * 2100
     long_machine.write_text(json.dumps(data))
     proc = run_cli("import-asv", str(results), "--db", url, "--no-progress", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     errors = proc.stderr.strip().splitlines()
     assert len(errors) == 2, proc.stderr
-    assert any("its benchmark is 613 characters long; the store keeps at most 512" in e for e in errors)
-    assert any("params.machine" in e and "the store keeps at most 255" in e for e in errors)
+    assert any("its benchmark is 913 characters long; the store keeps at most 800" in e for e in errors)
+    assert any("params.machine" in e and "the store keeps at most 2000" in e for e in errors)
     assert set(stored(url)) == {"suite.T.time_a"}

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013_i60_detect_due"
-down_revision = "0012_series_cache"
+down_revision = "0013_i57_long_names"
 branch_labels = None
 depends_on = None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from ..store.asv_import import ImportSummary, find_results_files, import_asv_results
@@ -33,14 +33,18 @@ def check_results_dir(results_dir: Path) -> None:
     check_results_folder(results_dir)
 
 
-def run_import(url: str, results_dir: Path, progress: Callable[[int, int, str], None] | None = None) -> ImportResult:
+def run_import(url: str, results_dir: Path, progress: Callable[[int, int, str], None] | None = None,
+               machine_classes: Sequence[str] = ()) -> ImportResult:
     """Import the asv results under ``results_dir`` into the store at ``url``; ``progress(done, total, file name)``
-    sees each file."""
+    sees each file. ``machine_classes``: ``CLASS=HOST-GLOB`` rules (``asvbridge.machine_class``)."""
+    from ..asvbridge.machine_class import parse_rule
+
+    rules = [parse_rule(text) for text in machine_classes]
     check_results_dir(results_dir)
     store = open_store(url)
     try:
         on_file = None if progress is None else lambda done, total, path: progress(done, total, Path(path).name)
-        summary = import_asv_results(store, results_dir, on_file)
+        summary = import_asv_results(store, results_dir, on_file, machine_classes=rules)
     finally:
         store.close()
     return ImportResult(summary, redact(url))

@@ -56,6 +56,14 @@ def collect(request: ListRequest, store: Any | None = None) -> list[dict[str, An
     return records[-request.limit :] if request.what == "commits" else records[: request.limit]
 
 
+def _hardware(info: dict[str, Any]) -> str:
+    """A machine class's hardware in words ("" when its machine.json names no CPU)."""
+    from ..asvbridge.machine_class import hardware_of
+
+    hardware = hardware_of(info)
+    return hardware.describe() if hardware is not None else ""
+
+
 def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
     from ..store import reads as q
 
@@ -63,7 +71,7 @@ def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
     if request.what == "runs":
         return [
             {"id": r.id, "started_at": _iso(r.started_at), "sha": r.commit.sha, "dirty": r.commit.dirty,
-             "machine": r.machine, "environment": r.environment, "kind": r.kind, "suite": r.suite,
+             "machine": r.machine, "host": r.host, "environment": r.environment, "kind": r.kind, "suite": r.suite,
              "results": r.results}
             for r in runs
         ]
@@ -76,8 +84,10 @@ def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
         ]
     if request.what == "machines":
         per_machine = Counter(r.machine for r in runs)
+        hosts = q.hosts_by_machine(store)
         return [
-            {"name": mi.name, "runs": per_machine[mi.name],
+            {"name": mi.name, "runs": per_machine[mi.name], "hosts": hosts.get(mi.name, []),
+             "hardware": _hardware(mi.info),
              "environments": [e.name for e in q.list_environments(store, mi.name)
                               if request.env is None or e.name == request.env], "info": dict(mi.info)}
             for mi in q.list_machines(store)

@@ -26,6 +26,8 @@ from typing import Any, Callable, Mapping, Sequence
 from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..asvbridge.results_v1 import update_to_2
+from ..asvbridge.machine_class import HARDWARE_KEYS, ClassRule, hardware_of, rules_from_config
 from ..errors import UserError
 from ..forked import can_fork, die_with_parent
 from ..fsutil import unreadable_entry
@@ -35,6 +37,7 @@ from ..vocabulary import Direction, MetricFormat, default_direction
 from . import schema as m
 from .bulk import gc_paused
 from .db import Store
+from .machine_classes import ClassPlan, FolderFacts, apply_renames, plan_classes, stem
 from .ingest import BenchmarkIdentity, Dims, MeasurementSink, MetricIdentity, RunRows, write_run_in
 
 # -- what an import reports ----------------------------------------------------------------------
@@ -59,7 +62,8 @@ class ImportSummary:
     left_out: list[FileProblem] = field(default_factory=list)  # benchmarks of imported files that could not be read
     results: dict[str, int] = field(default_factory=lambda: {"ok": 0, "failed": 0, "skipped": 0})
     measurements: int = 0
-    machines: set[str] = field(default_factory=set)
+    machines: set[str] = field(default_factory=set)  # machine classes
+    hosts: set[str] = field(default_factory=set)  # asv's machine names (the hosts that ran the runs)
     environments: set[str] = field(default_factory=set)
     benchmarks: set[str] = field(default_factory=set)
     commits: set[str] = field(default_factory=set)
@@ -262,11 +266,9 @@ def parse_results_file(
         raise ResultsFileError(f"unknown results format version {version!r:.40} (mmtrack reads versions 1 and 2)")
     try:
         if version == 1:
-            from asv.results import Results
-
             if not isinstance(data.get("results"), dict):
                 raise ResultsFileError("'results' is missing or not an object")
-            data = Results.update_to_2(data)
+            data = update_to_2(data)
     except ResultsFileError:
         raise
     except Exception as exc:  # asv's converter on a damaged file
@@ -331,15 +333,21 @@ def _table_of(
     return table, table.rows()
 
 
-# The schema's lengths, checked before the write: the same refusal on SQLite and PostgreSQL.
-NAME_LIMITS = {"machine": m.Machine.__table__.c.name.type.length,
-               "environment": m.Environment.__table__.c.name.type.length,
-               "benchmark": m.Benchmark.__table__.c.name.type.length,
-               "version": m.Benchmark.__table__.c.version.type.length,
-               "unit": m.Metric.__table__.c.unit.type.length,
-               "type": m.Benchmark.__table__.c.type.type.length}
+def _limit(column: Any) -> int | None:
+    """The most characters the store keeps in ``column``: its length, or the limit of a text name in a key."""
+    return getattr(column.type, "length", None) or column.info.get("limit")
 
 
+# The schema's limits, checked before the write: the same refusal on SQLite and PostgreSQL.
+NAME_LIMITS = {"machine": _limit(m.Machine.__table__.c.name),
+               "environment": _limit(m.Environment.__table__.c.name),
+               "benchmark": _limit(m.Benchmark.__table__.c.name),
+               "version": _limit(m.Benchmark.__table__.c.version),
+               "unit": _limit(m.Metric.__table__.c.unit),
+               "type": _limit(m.Benchmark.__table__.c.type)}
+
+
+@functools.lru_cache(maxsize=8192)  # asked of every benchmark of every file: a history holds few distinct ones
 def _over_limits(name: str, meta: AsvBenchmark) -> str:
     """Why the store cannot keep this benchmark's name, unit, type or version, or ""."""
     for what, value in (("benchmark", name), ("unit", meta.unit), ("type", meta.type), ("version", meta.version)):
@@ -381,6 +389,12 @@ def _read_benchmarks(
 _STAT_COLUMNS = (
     "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples")
 _ROW_KEYS = ("result", "params", "version", "started_at", "duration", *_STAT_COLUMNS)
+
+
+@functools.lru_cache(maxsize=4096)  # a history's files repeat the same grids: canonical JSON once per grid
+def _grid_params(names: tuple[str, ...], grid: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    """The canonical params of every combination of a parameter grid, in asv's order."""
+    return tuple(canonical_params(dict(zip(names, combo))) for combo in itertools.product(*grid))
 
 
 class _AsvTable:
@@ -478,9 +492,9 @@ class _AsvTable:
             if not isinstance(grid, list) or not all(isinstance(p, list) for p in grid):
                 raise ResultsFileError(f"{what}: 'params' is not a list of lists")
             grid = [[_text(v, f"{what} parameter value") for v in p] for p in grid]
-            names = list(meta.param_names) if len(meta.param_names) == len(grid) else [
-                f"param{i + 1}" for i in range(len(grid))]
-            params = [canonical_params(dict(zip(names, combo))) for combo in itertools.product(*grid)]
+            names = meta.param_names if len(meta.param_names) == len(grid) else tuple(
+                f"param{i + 1}" for i in range(len(grid)))
+            params = _grid_params(names, tuple(map(tuple, grid)))
         else:
             params = ["{}"]  # no parameters (asv writes [], any falsy value reads the same)
         n = len(params)
@@ -572,14 +586,16 @@ def _floats(col: list[Any], where: Callable[[int], str], field: str, *, nan: str
     """A column of ``_num`` values: checked at once when clean, else one by one (naming the case)."""
     if _clean_floats(col):
         return col
-    return [v if type(v) is float and v - v == 0.0 else _num(v, where(k), field, nan=nan) for k, v in enumerate(col)]
+    return [v if type(v) is float and v - v == 0.0 else None if v is None else _num(v, where(k), field, nan=nan)
+            for k, v in enumerate(col)]
 
 
 def _ints(col: list[Any], where: Callable[[int], str], field: str) -> list[int | None]:
     """A column of ``_int`` counts."""
     if all(type(v) is int for v in col) and (not col or (min(col) >= 0 and max(col) < 2**62)):
         return col
-    return [_int(v, where(k), field) for k, v in enumerate(col)]
+    return [v if type(v) is int and 0 <= v < 2**62 else None if v is None else _int(v, where(k), field)
+            for k, v in enumerate(col)]
 
 
 def _samples(col: list[Any], where: Callable[[int], str]) -> list[list[float] | None]:
@@ -679,6 +695,7 @@ def import_asv_results(
     *,
     suite: str | None = None,
     parse_ahead: bool | None = None,
+    machine_classes: Sequence[ClassRule] = (),
 ) -> ImportSummary:
     """Import an asv results folder, idempotent: each file's run is written whole or not at all.
 
@@ -688,6 +705,8 @@ def import_asv_results(
     are skipped unread; the others are written many per transaction (see :class:`_Batches`).
     ``parse_ahead``: parse the next files in a worker process while this one writes (see
     :class:`_ParseAhead`); by default on Linux, for 16 files or more and two CPUs to run on.
+    ``machine_classes``: rules naming, merging or splitting machine classes (before those of asv.conf.json's
+    ``machine_classes``); each machine folder joins a class (:mod:`.machine_classes`), its host kept on its runs.
     """
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
@@ -707,6 +726,7 @@ def import_asv_results(
     files = find_results_files(results_dir)
     summary.files = len(files)
     infos: dict[Path, dict[str, Any]] = {}
+    plan = _class_plan(store, files, [*machine_classes, *config_class_rules(results_dir)], infos)
     stored = _stored_sources(store)
     todo: list[_Todo] = []
     for path, machine_dir in files:
@@ -751,8 +771,8 @@ def import_asv_results(
             batches.write(
                 item.shown,
                 result,
-                machine=result.machine,
-                machine_info=_machine_info(item.path.parent, infos),
+                machine=plan.by_folder[item.machine_dir],
+                machine_info=plan.info[plan.by_folder[item.machine_dir]],
                 environment=result.environment,
                 environment_info=result.environment_info,
                 commit=result.commit,
@@ -769,6 +789,55 @@ def import_asv_results(
     if progress is not None:
         progress(len(todo), len(todo), "")
     return summary
+
+
+def _class_plan(store: Store, files: list[tuple[Path, str]], rules: Sequence[ClassRule],
+                infos: dict[Path, dict[str, Any]]) -> ClassPlan:
+    """Each machine folder's class (see :mod:`.machine_classes`), stored classes renamed where a second host joined."""
+    by_folder: dict[str, list[Path]] = {}
+    for path, folder in files:
+        by_folder.setdefault(folder, []).append(path)
+    plan = plan_classes(store, list(by_folder), lambda folder: _folder_facts(folder, by_folder[folder], infos), rules)
+    apply_renames(store, plan.renames)
+    return plan
+
+
+def _folder_facts(folder: str, paths: list[Path], infos: dict[Path, dict[str, Any]]) -> FolderFacts:
+    """A machine folder's host name, hardware (machine.json, else its first results file's params) and files."""
+    files = [p for p in paths if p.suffix == ".json"]
+    info = _machine_info(files[0].parent, infos) if files else {}
+    params: dict[str, Any] = {}
+    for path in files[:1]:
+        try:
+            data = _load_json(path)
+        except (ResultsFileError, OSError):
+            break
+        if isinstance(data, dict) and isinstance(data.get("params"), dict):
+            params = {k: v for k, v in data["params"].items() if isinstance(v, (str, int, float))}
+    host = params.get("machine") if isinstance(params.get("machine"), str) else None
+    host = host or (info.get("machine") if isinstance(info.get("machine"), str) else None) or folder
+    if hardware_of(info) is None and hardware_of(params) is not None:
+        info = {**info, **{k: params[k] for k in ("machine", *HARDWARE_KEYS) if k in params}}
+    return FolderFacts(host, info, {stem(p.name) for p in files})
+
+
+def config_class_rules(results_dir: Path) -> list[ClassRule]:
+    """The ``machine_classes`` rules of the asv.conf.json above the results folder, if it has any."""
+    for conf in (results_dir.parent / "asv.conf.json", results_dir.parent.parent / "asv.conf.json"):
+        try:
+            text = conf.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if '"machine_classes"' not in text:
+            return []
+        from asv.util import load_json
+
+        try:
+            config = load_json(str(conf), js_comments=True)
+        except Exception as exc:  # noqa: BLE001 - asv's own reader words what is wrong
+            raise UserError(f"{conf}: cannot read machine_classes: {exc}") from None
+        return rules_from_config(config, str(conf))
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -1017,7 +1086,7 @@ class _Batches:
         assert self.dims is not None
         self.dims.publish()
         s = self.summary
-        for shown, parsed, _, outcome, touched in self.pending:
+        for shown, parsed, run, outcome, touched in self.pending:
             if shown is None:  # a re-stat, counted as unchanged already
                 continue
             if outcome == "unchanged":
@@ -1025,7 +1094,8 @@ class _Batches:
                 continue
             s.imported += outcome == "new"
             s.replaced += outcome == "replaced"
-            s.machines.add(parsed.machine)
+            s.machines.add(run["machine"])
+            s.hosts.add(parsed.machine)
             s.environments.add(parsed.environment)
             s.commits.add(parsed.commit.sha)
             s.touched_series |= touched

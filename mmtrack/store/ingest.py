@@ -746,7 +746,8 @@ def _text_problem(what: str, value: str, limit: int | None) -> str | None:
 
 
 def _length(column: Any) -> int | None:
-    return getattr(column.type, "length", None)
+    """The most characters the store keeps in ``column`` (a text name in a key: its ``info["limit"]``)."""
+    return getattr(column.type, "length", None) or column.info.get("limit")
 
 
 def identity_problem(case: EngineCaseRecord) -> str | None:

@@ -85,17 +85,28 @@ def _optional(name: str, *args: Any, **options: Any) -> Column:
     return Column(name, *args, nullable=True, **options)
 
 
+# Names are text of any length (asv builds environment names from the whole requirement matrix: 530 characters is
+# real). Only a PostgreSQL index entry is bounded (about 2,700 bytes), so a name in a unique key is kept under
+# ``info["limit"]`` characters, checked before the write on every backend alike (docs/design/real-histories.md).
+def _name(name: str, limit: int, **options: Any) -> Column:
+    return _required(name, Text, info={"limit": limit}, **options)
+
+
+NAME_LIMIT = 2000  # a name that is a key alone (machine, environment)
+PART_LIMIT = 800  # a name that is one part of a key
+
+
 Machine = _table(
     "machine",
     _key(),
-    _required("name", String(255), unique=True),
+    _name("name", NAME_LIMIT, unique=True),
     _required("info", JSON, default=dict),  # asv machine.json, CPU, OS, ...
 )
 
 Environment = _table(
     "environment",
     _key(),
-    _required("name", String(255), unique=True),
+    _name("name", NAME_LIMIT, unique=True),
     _required("info", JSON, default=dict),  # python, requirements, env vars
 )
 
@@ -123,8 +134,8 @@ Run = _table(
     _required("dirty", Boolean, default=False),  # measured on a dirty tree
     _required("tool_versions", JSON, default=dict),
     _required("kind", String(16)),  # "asv" (asv results), "bench" (engine) or AB_RUN_KIND
-    _required("suite", String(255), default=""),  # suite identity (project/path)
-    _required("host", String(255), default=""),
+    _required("suite", Text, default=""),  # suite identity (project/path)
+    _required("host", Text, default=""),  # the host that ran it (asv's machine name): a runner of its machine class
     # Where an imported run came from (e.g. "asv:<machine>/<file>") and a digest of its content:
     # re-importing the same file is a no-op, a changed file replaces its run.
     _optional("source", String(1024), unique=True),
@@ -139,10 +150,10 @@ Run = _table(
 Benchmark = _table(
     "benchmark",
     _key(),
-    _required("name", String(512)),
+    _name("name", PART_LIMIT),
     _required("params", Text, default="{}"),  # mmtrack.results.canonical_params
     _required("version", String(128), default=""),  # asv code-version hash ("" unknown)
-    _required("unit", String(64), default=""),
+    _required("unit", Text, default=""),
     _required("type", String(32), default=""),  # time, track, memory, peakmemory, engine
     UniqueConstraint("name", "params", "version"),
 )
@@ -151,9 +162,9 @@ Benchmark = _table(
 Metric = _table(
     "metric",
     _key(),
-    _required("section", String(128), default=""),
-    _required("name", String(255)),
-    _required("unit", String(64)),
+    _name("section", PART_LIMIT, default=""),
+    _name("name", PART_LIMIT),
+    _name("unit", PART_LIMIT),
     UniqueConstraint("section", "name", "unit"),
 )
 
@@ -245,7 +256,7 @@ Series = _table(
     _required("metric_id", Integer, ForeignKey("metric.id")),
     _required("direction", String(8)),  # lower, higher, neutral
     _required("format", String(8)),
-    _required("display_name", String(255)),  # "" for none (NULLs are never equal in a key)
+    _name("display_name", PART_LIMIT),  # "" for none (NULLs are never equal in a key)
     # Bumped by every write that adds, replaces or removes a point: publish rereads only series whose counter moved.
     _required("changes", Integer, default=1, server_default="1"),
     # Of those, the writes that only appended a point after every other (ingest._appends_newest): a site
@@ -302,13 +313,13 @@ def _series_by_name() -> list[Column]:
     """A series named by its machine, environment, benchmark case and metric (not by id): the verdict tables'
     key, as results.SeriesKey spells it."""
     return [
-        _required("machine", String(255)),
-        _required("environment", String(255)),
-        _required("benchmark", String(512)),
+        _required("machine", Text),
+        _required("environment", Text),
+        _required("benchmark", Text),
         _required("params", Text),
-        _required("section", String(128)),
-        _required("metric", String(255)),
-        _required("unit", String(64)),
+        _required("section", Text),
+        _required("metric", Text),
+        _required("unit", Text),
     ]
 
 

@@ -38,6 +38,10 @@ def check_machine_env(store: Any, machine: str | None, env: str | None) -> None:
     if machine is not None:
         names = [m.name for m in q.list_machines(store)]
         if machine not in names:
+            owner = next((name for name, hosts in q.hosts_by_machine(store).items() if machine in hosts), None)
+            if owner is not None:  # a host folded into a machine class (asvbridge.machine_class)
+                raise UserError(f"{machine!r} is a host of the machine class {owner!r}; give --machine {owner} "
+                                "(`mmtrack list machines` lists the classes and their hosts)", EXIT_USAGE)
             raise unknown("machine", machine, names)
     if env is not None:
         names = [e.name for e in q.list_environments(store, machine)]

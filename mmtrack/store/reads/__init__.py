@@ -20,6 +20,7 @@ from .catalog import (
     list_benchmarks,
     list_environments,
     list_machines,
+    hosts_by_machine,
     list_metrics,
     list_series,
     prefer_history,
@@ -44,7 +45,7 @@ from .verdicts import load_ab_verdicts, load_change_points, load_run_verdicts
 __all__ = [
     "BenchmarkInfo", "CaseSetup", "ColumnsRead", "EnvironmentInfo", "MachineInfo", "RunColumns",
     "RunInfo", "SeriesColumns", "SeriesRevision", "ab_environments", "case_setups", "commits", "fetch_sql",
-    "gc_paused", "list_benchmarks", "list_environments", "list_machines", "list_metrics", "list_series",
+    "gc_paused", "hosts_by_machine", "list_benchmarks", "list_environments", "list_machines", "list_metrics", "list_series",
     "load_ab_verdicts", "load_change_points", "load_run_verdicts", "measurements_for_commit",
     "measurements_for_run", "prefer_history", "read_series_columns", "resolve_commit", "runs", "series",
     "series_columns",

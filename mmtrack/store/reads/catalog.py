@@ -50,6 +50,16 @@ def list_machines(store: Store) -> list[MachineInfo]:
     return [MachineInfo(r.name, r.info or {}) for r in rows]
 
 
+def hosts_by_machine(store: Store) -> dict[str, list[str]]:
+    """The hosts (``run.host``: asv's machine names) that ran each machine class's runs, sorted."""
+    q = select(m.Machine.name, m.Run.host).join(m.Run, m.Run.machine_id == m.Machine.id).distinct()
+    out: dict[str, list[str]] = {}
+    with store.read() as conn:
+        for name, host in conn.execute(q):
+            out.setdefault(name, []).append(host)
+    return {name: sorted(hosts) for name, hosts in out.items()}
+
+
 def list_environments(store: Store, machine: str | None = None) -> list[EnvironmentInfo]:
     q = select(m.Environment.name, m.Environment.info).order_by(m.Environment.name)
     if machine is not None:
