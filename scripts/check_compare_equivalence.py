@@ -31,7 +31,7 @@ from mmtrack.analysis import compare as new
 from mmtrack.analysis.compare import ComparePolicy
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import Measurement, MetricKey
-from scripts.revision import module_at
+from scripts.revision import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "asv-results"
@@ -39,7 +39,7 @@ DATA = ROOT / "tests" / "data" / "asv-results"
 
 def reference_module(rev: str, module: str = "mmtrack.analysis.compare") -> Any:
     """``module`` (dotted) at ``rev``, from that revision's whole package in a git worktree."""
-    return module_at(rev, module)
+    return reference(rev, module)
 
 
 def same(x: Any, y: Any) -> bool:
