@@ -98,8 +98,8 @@ def _class_at(package: str, cls: type) -> type:
 
 
 def translate(obj: Any, package: str, memo: dict[int, Any] | None = None) -> Any:
-    """``obj`` with every mmtrack record in it (dataclasses, enums, inside tuples, lists, dicts and sets) rebuilt
-    with ``package``'s classes of the same name."""
+    """``obj`` with every mmtrack record in it (frozen dataclasses, enums, inside tuples, lists, dicts and sets)
+    rebuilt with ``package``'s classes of the same name; a live object (an open store) is handed over as it is."""
     memo = {} if memo is None else memo
     if id(obj) in memo:
         return memo[id(obj)]
@@ -110,7 +110,7 @@ def translate(obj: Any, package: str, memo: dict[int, Any] | None = None) -> Any
             out = obj
         elif isinstance(obj, enum.Enum):
             out = theirs(obj.value)
-        elif dataclasses.is_dataclass(obj):
+        elif dataclasses.is_dataclass(obj) and cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
             fields = dataclasses.fields(obj)
             out = theirs(**{f.name: translate(getattr(obj, f.name), package, memo) for f in fields if f.init})
             for f in fields:
