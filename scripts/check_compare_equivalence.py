@@ -114,7 +114,8 @@ def check_real(ref: Any, tally: Tally, policy: ComparePolicy) -> None:
                 if len(ms) < 2:
                     continue
                 name = f"{key.benchmark}{key.params} {key.metric}"
-                in_run = {m: [runs[m.__name__].get(ms[0].case, {}).get(p.commit.sha) for p in pts] for m in (ref, new)}
+                cases = {ref: ref.own(ms[0].case), new: ms[0].case}  # each side's runs are keyed by its own classes
+                in_run = {m: [runs[m.__name__].get(cases[m], {}).get(p.commit.sha) for p in pts] for m in (ref, new)}
                 for p_value in (True, False):
                     steps = [m.series_steps(ms, policy, last=len(ms), p_value=p_value, runs=in_run[m])
                              for m in (ref, new)]

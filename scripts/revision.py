@@ -140,6 +140,10 @@ class Reference:
         self.__name__ = module.__name__
         self._package = module.__name__.split(".")[0]
 
+    def own(self, obj: Any) -> Any:
+        """``obj`` as this revision's records (to look up what its functions returned, keyed by its classes)."""
+        return translate(obj, self._package)
+
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.module, name)
         if not callable(value) or isinstance(value, type):
