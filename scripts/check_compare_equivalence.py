@@ -31,7 +31,7 @@ from mmtrack.analysis import compare as new
 from mmtrack.analysis.compare import ComparePolicy
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import Measurement, MetricKey
-from scripts.revision import module_at
+from scripts.revision import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "asv-results"
@@ -39,7 +39,7 @@ DATA = ROOT / "tests" / "data" / "asv-results"
 
 def reference_module(rev: str, module: str = "mmtrack.analysis.compare") -> Any:
     """``module`` (dotted) at ``rev``, from that revision's whole package in a git worktree."""
-    return module_at(rev, module)
+    return reference(rev, module)
 
 
 def same(x: Any, y: Any) -> bool:
@@ -114,7 +114,8 @@ def check_real(ref: Any, tally: Tally, policy: ComparePolicy) -> None:
                 if len(ms) < 2:
                     continue
                 name = f"{key.benchmark}{key.params} {key.metric}"
-                in_run = {m: [runs[m.__name__].get(ms[0].case, {}).get(p.commit.sha) for p in pts] for m in (ref, new)}
+                cases = {ref: ref.own(ms[0].case), new: ms[0].case}  # each side's runs are keyed by its own classes
+                in_run = {m: [runs[m.__name__].get(cases[m], {}).get(p.commit.sha) for p in pts] for m in (ref, new)}
                 for p_value in (True, False):
                     steps = [m.series_steps(ms, policy, last=len(ms), p_value=p_value, runs=in_run[m])
                              for m in (ref, new)]

@@ -100,9 +100,9 @@ Gate = Callable[[Sequence[Measurement], Sequence[float], int], Judgement]
 
 def load_compare_at(rev: str) -> ModuleType:
     """mmtrack.analysis.compare as it was at git revision ``rev``, from that revision's package in a git worktree."""
-    from scripts.revision import module_at
+    from scripts.revision import reference
 
-    return module_at(rev, "mmtrack.analysis.compare")
+    return reference(rev, "mmtrack.analysis.compare")  # type: ignore[return-value]
 
 
 def mmtrack_gate(module: ModuleType, later: bool) -> Gate:

@@ -339,16 +339,23 @@ def run_compare(request: CompareRequest, store: Any | None = None) -> CompareOut
     )
     if context.stand_ins:
         comparison = _with_stand_in_notes(comparison, context.stand_ins, before.label)
-    if context.ab:  # the pair measured A/B on the machine: its verdict, not history's suspicion
+    comparison = _settled_elsewhere(comparison, context.ab, detected)
+    failing = gate.rows(comparison)
+    return CompareOutcome(comparison, before, after, failing)
+
+
+def _settled_elsewhere(comparison: Comparison, ab: dict[Any, Any], detected: dict[Any, ChangePoint]) -> Comparison:
+    """``comparison`` with what settled a row elsewhere: an A/B verdict of the pair measured on the machine (not
+    history's suspicion), then what ``detect`` stored for the same pair, reconciled row by row (one verdict a pair)."""
+    if ab:
         comparison = dataclasses.replace(comparison, rows=tuple(
-            r if (v := context.ab.get((r.benchmark, r.params, r.metric))) is None
+            r if (v := ab.get((r.benchmark, r.params, r.metric))) is None
             else settled_by_ab(r, v["state"], v["ratio"], v["p_value"], v["rounds"]) for r in comparison.rows))
-    if detected:  # one verdict per pair: what detect stored for the same pair, reconciled row by row
+    if detected:
         comparison = dataclasses.replace(comparison, rows=tuple(
             r if (c := detected.get((r.benchmark, r.params, r.metric))) is None else reconciled_with_detect(r, c)
             for r in comparison.rows))
-    failing = gate.rows(comparison)
-    return CompareOutcome(comparison, before, after, failing)
+    return comparison
 
 
 def detect_at_pair(store: Any, before: Side, after: Side) -> dict[tuple[str, str, MetricKey], ChangePoint]:

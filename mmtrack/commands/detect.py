@@ -143,15 +143,7 @@ def run_detect(
                                                                or request.metrics)
         if clear_due is None and whole and request.store_results and getattr(store, "writable", True):
             clear_due = writes.read_detect_due(store)  # read before the columns: a mark made after them stays
-        if columns is not None:
-            keys = [c.key for c in columns]
-        elif series is None:
-            check_machine_env(store, request.machine, request.env)
-            check_metrics(store, request.metrics)
-            keys = series_keys(store, machine=request.machine, env=request.env, benchmark=request.benchmark,
-                               metrics=request.metrics)
-        else:
-            keys = list(series)
+        keys = _keys_to_detect(store, request, series, columns)
         # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
         if columns is None:  # detect that stores its results keeps the series cache too
             read = writes.series_columns_keeping_cache if request.store_results else q.series_columns
@@ -179,6 +171,19 @@ def run_detect(
             store.close()
     return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events,
                          commit_order=order.source if order else COMMIT_ORDER)
+
+
+def _keys_to_detect(store: Any, request: DetectRequest, series: Sequence[SeriesKey] | None,
+                    columns: Sequence[Any] | None) -> list[SeriesKey]:
+    """The series to detect on: those of the columns in hand, those given, or the request's selection (checked)."""
+    if columns is not None:
+        return [c.key for c in columns]
+    if series is not None:
+        return list(series)
+    check_machine_env(store, request.machine, request.env)
+    check_metrics(store, request.metrics)
+    return series_keys(store, machine=request.machine, env=request.env, benchmark=request.benchmark,
+                       metrics=request.metrics)
 
 
 def _kept_steps(store: Any, analysed: Sequence[Any], new_commits: Collection[str], policy: DetectPolicy
