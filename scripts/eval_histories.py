@@ -869,6 +869,11 @@ def injection(cache: Path, code: Code, noise: dict[str, Path | None], n: int, le
         got[label] = det.detect
     out = score_injection(aa, got["aa"], steps, got["steps"])
     out["histories"] = {k: len(v) for k, v in pools.items()}
+    by_tier = collections.defaultdict(collections.Counter)
+    for history, sources in pools.items():
+        for src in sources:
+            by_tier[tier_of(list(np.exp(src.residuals)))][history] += 1
+    out["sources_by_tier"] = {tier: dict(counts) for tier, counts in by_tier.items()}
     out["gate_aa"] = gate_alarms(base / f"aa-{code.key}" / "store.db", n, seed)
     return out
 
@@ -1034,7 +1039,8 @@ def main(argv: list[str] | None = None) -> int:
     noise = dict(named_history(n) for n in args.noise.split(",") if n)
     injected = injection(args.cache, code, noise, n_inject, length, args.seed) if n_inject > 0 else None
     head = code_head(root)
-    print(markdown(rows, f"code {key} (checkout {root} at {head})"))
+    if rows:
+        print(markdown(rows, f"code {key} (checkout {root} at {head})"))
     if injected:
         print()
         print(injection_markdown(injected))
