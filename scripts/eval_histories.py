@@ -423,6 +423,8 @@ def _other_move(runs: list[Run], order: dict[str, int], lo: int, hi: int) -> flo
 TIER_CUTS = (("quiet", 0.03), ("mid", 0.10), ("noisy", math.inf))
 #: Commits of history before the first commit the gate judges (scripts/eval_real.py's --start).
 GATE_START = 20
+#: Commits the gate judges per series at most (its newest): numba's 2,700-commit series would take hours.
+GATE_COMMITS = 300
 #: Series the gate judges per history (sampled); --quick takes fewer.
 GATE_SERIES, GATE_SERIES_QUICK = 400, 60
 
@@ -478,9 +480,20 @@ def store_series(db: Path) -> dict:
 
 
 def gate_alarms(db: Path, max_series: int, seed: int = 58) -> dict:
-    """Each commit from the :data:`GATE_START`-th on judged as ``mmtrack run`` judges its newest commit (as
-    scripts/eval_real.py does), then with the next ``confirm_window`` commits: flags and confirmed regressions
-    per 100 commits judged, by the series' noise tier."""
+    """Each commit from the :data:`GATE_START`-th on (the last :data:`GATE_COMMITS` of a longer series) judged as
+    ``mmtrack run`` judges its newest commit (as scripts/eval_real.py does), then with the next ``confirm_window``
+    commits: flags and confirmed regressions per 100 commits judged, by the series' noise tier. Cached beside
+    the store it reads."""
+    cached = db.parent / f"gate-{max_series}-{GATE_COMMITS}-{seed}.json"
+    if cached.exists():
+        return json.loads(cached.read_text())
+    out = _gate_alarms(db, max_series, seed)
+    if "error" not in out:
+        cached.write_text(json.dumps(out))
+    return out
+
+
+def _gate_alarms(db: Path, max_series: int, seed: int) -> dict:
     try:
         policy_cls, compare_pair, series_history, series_later = find_analysis(
             "ComparePolicy", "compare_pair", "series_history", "series_later")
@@ -504,7 +517,8 @@ def gate_alarms(db: Path, max_series: int, seed: int = 58) -> dict:
             continue
         tally = t[tier_of(ok)]
         tally["series"] += 1
-        for j in range(GATE_START, len(ms) - policy.confirm_window):
+        last = len(ms) - policy.confirm_window
+        for j in range(max(GATE_START, last - GATE_COMMITS), last):
             history = series_history(ms, j - 1, window)
             if len(history) < GATE_START:
                 continue
@@ -855,6 +869,11 @@ def injection(cache: Path, code: Code, noise: dict[str, Path | None], n: int, le
         got[label] = det.detect
     out = score_injection(aa, got["aa"], steps, got["steps"])
     out["histories"] = {k: len(v) for k, v in pools.items()}
+    by_tier = collections.defaultdict(collections.Counter)
+    for history, sources in pools.items():
+        for src in sources:
+            by_tier[tier_of(list(np.exp(src.residuals)))][history] += 1
+    out["sources_by_tier"] = {tier: dict(counts) for tier, counts in by_tier.items()}
     out["gate_aa"] = gate_alarms(base / f"aa-{code.key}" / "store.db", n, seed)
     return out
 
@@ -1020,7 +1039,8 @@ def main(argv: list[str] | None = None) -> int:
     noise = dict(named_history(n) for n in args.noise.split(",") if n)
     injected = injection(args.cache, code, noise, n_inject, length, args.seed) if n_inject > 0 else None
     head = code_head(root)
-    print(markdown(rows, f"code {key} (checkout {root} at {head})"))
+    if rows:
+        print(markdown(rows, f"code {key} (checkout {root} at {head})"))
     if injected:
         print()
         print(injection_markdown(injected))
