@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
+from ..analysis.alerts import Alert, dismissed_series
 from ..analysis.commit_order import BY_DATE, CommitOrder, by_date, from_history, permutation
 from ..analysis.detect import DetectPolicy, SeriesReport
 from ..analysis.events import (
@@ -29,6 +30,7 @@ from ..forked import map_split
 from ..results import ChangePoint, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, series_keys
 from ..vcs import GitError, history, is_repository, project_root
+from .alerts import refresh_alerts
 
 #: How detect orders commits without a repository at hand: what the outputs say was used.
 COMMIT_ORDER = BY_DATE
@@ -60,6 +62,7 @@ class DetectOutcome:
     read_only: bool = False  # the store was read-only: nothing stored
     events: list[EnvironmentEvent] = field(default_factory=list)
     commit_order: str = COMMIT_ORDER
+    alerts: list[Alert] = field(default_factory=list)  # every stored alert after this detection (commands/alerts.py)
 
     @property
     def changes(self) -> list[ChangePoint]:
@@ -73,7 +76,9 @@ class DetectOutcome:
     @property
     def open_regressions(self) -> list[ChangePoint]:
         """Regressions that persist to the latest commit, proved by the rank test or confirmed by the next commits."""
-        return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "confirmed"]
+        dismissed = dismissed_series(self.alerts)  # alerts a person marked invalid or wontfix do not fail the gate
+        return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "confirmed"
+                and (c.series, c.after_sha) not in dismissed]
 
     @property
     def suspected_regressions(self) -> list[ChangePoint]:
@@ -171,11 +176,14 @@ def run_detect(
             stored = writes.save_change_points(
                 store, [c for r in reports for c in r.changes], replace=[r.series for r in reports]
             )
+        # not stored (--dry-run, a read-only store): the alerts the stored ones would become, none of them written
+        pending = None if stored is not None else ([r.series for r in reports], [c for r in reports for c in r.changes])
+        alerts = refresh_alerts(store, order.position if order else None, pending=pending)
     finally:
         if own:
             store.close()
     return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events,
-                         commit_order=order.source if order else COMMIT_ORDER)
+                         commit_order=order.source if order else COMMIT_ORDER, alerts=alerts)
 
 
 def _kept_steps(store: Any, analysed: Sequence[Any], new_commits: Collection[str], policy: DetectPolicy

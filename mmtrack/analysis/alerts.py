@@ -1,0 +1,235 @@
+"""Alerts: the change points one cause made, grouped, with an id that survives re-detection.
+
+Pure functions over plain records (``ChangePoint`` and commit positions), as Perfherder's alert summaries and
+Chromium's anomaly groups work: change points whose commit ranges overlap, across benchmarks, parameters, metrics,
+machines and environments, form one alert. Its range is where every member agrees the culprit lies (the
+intersection of their ranges). ``reconcile`` carries the ids and triage states of the alerts stored before onto the
+groups found now; an alert that splits or merges says so (docs/design/alerts.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Iterable, Mapping, Sequence
+
+from ..results import ChangePoint, SeriesKey
+
+#: The states a team gives an alert; ``untriaged`` until someone looks.
+STATES = ("untriaged", "acknowledged", "invalid", "wontfix", "fixed", "backed-out")
+#: States that say the alert is no regression to act on: the gate leaves their change points out.
+DISMISSED = ("invalid", "wontfix")
+
+
+@dataclass(frozen=True, slots=True)
+class AlertSeries:
+    """One series of an alert: the change point it holds."""
+
+    series: SeriesKey
+    kind: str  # regression, improvement, change
+    ratio: float
+    before_sha: str
+    after_sha: str
+    p_value: float | None = None
+    event: str | None = None  # the environment event that explains it, where one does
+
+
+@dataclass(frozen=True, slots=True)
+class Triage:
+    """What a person said about an alert."""
+
+    state: str = "untriaged"
+    note: str = ""
+    who: str = ""
+    at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    id: str
+    before_sha: str  # the last commit every member still reads at the old level
+    after_sha: str  # the first commit every member reads at the new level
+    series: tuple[AlertSeries, ...]
+    triage: Triage = Triage()
+    active: bool = True  # False: re-detection no longer finds it (kept, with its triage)
+    merged: tuple[str, ...] = ()  # ids of the alerts this one absorbed
+    merged_into: str | None = None
+    split_from: str | None = None
+    culprit: str | None = None  # a commit bisect named
+    created_at: datetime | None = None
+
+    @property
+    def state(self) -> str:
+        return self.triage.state
+
+    @property
+    def kind(self) -> str:
+        kinds = {s.kind for s in self.series}
+        return "regression" if "regression" in kinds else "improvement" if kinds == {"improvement"} else "change"
+
+    @property
+    def machines(self) -> tuple[str, ...]:
+        return tuple(sorted({s.series.machine for s in self.series}))
+
+    @property
+    def agreeing_machines(self) -> tuple[str, ...]:
+        """Machines where at least one series moved the alert's way (a regression: slower)."""
+        return tuple(sorted({s.series.machine for s in self.series if s.kind == self.kind}))
+
+    @property
+    def events(self) -> tuple[str, ...]:
+        return tuple(sorted({s.event for s in self.series if s.event}))
+
+    @property
+    def explained(self) -> bool:
+        """Every member follows an environment event: the run moved, not the code."""
+        return bool(self.series) and all(s.event for s in self.series)
+
+    @property
+    def dismissed(self) -> bool:
+        return self.state in DISMISSED
+
+    @property
+    def worst_ratio(self) -> float:
+        return max((s.ratio for s in self.series), key=lambda r: abs(r - 1.0), default=1.0)
+
+
+def series_label(key: SeriesKey) -> str:
+    params = f"({key.params})" if key.params else ""
+    return f"{key.benchmark}{params} {key.metric.name} @ {key.machine}/{key.environment}"
+
+
+def alert_id(before_sha: str, after_sha: str, first: SeriesKey) -> str:
+    """Derived from the earliest range and the first series: the same group re-detected gets the same id."""
+    text = f"{before_sha}:{after_sha}:{series_label(first)}"
+    return hashlib.sha1(text.encode()).hexdigest()[:10]
+
+
+def member(change: ChangePoint) -> AlertSeries:
+    event = change.extra.get("event") if change.extra.get("cause") == "environment" else None
+    return AlertSeries(change.series, change.kind, change.ratio, change.before_sha, change.after_sha,
+                       change.p_value, None if event is None else str(event))
+
+
+# --------------------------------------------------------------------------- grouping
+
+
+@dataclass(slots=True)
+class _Group:
+    lo: int  # position of the range's last old commit
+    hi: int  # position of its first new commit
+    members: list[AlertSeries] = field(default_factory=list)
+    first_range: tuple[str, str] = ("", "")
+
+
+def group(changes: Iterable[ChangePoint], position: Mapping[str, int]) -> list[Alert]:
+    """Change points whose ranges (before, after] overlap, one alert each group, earliest first.
+
+    A change point joins the open group while its range overlaps the group's intersection, so a chain of
+    neighbouring ranges does not grow into one alert spanning many commits. Change points whose commits
+    ``position`` lacks are left out."""
+    placed = [(position[c.before_sha], position[c.after_sha], series_label(c.series), c) for c in changes
+              if c.before_sha in position and c.after_sha in position]
+    placed.sort(key=lambda t: (t[0], t[1], t[2]))
+    groups: list[_Group] = []
+    for lo, hi, _, change in placed:
+        g = groups[-1] if groups else None
+        if g is not None and max(lo, g.lo) < min(hi, g.hi):
+            g.lo, g.hi = max(lo, g.lo), min(hi, g.hi)
+        else:
+            g = _Group(lo, hi, first_range=(change.before_sha, change.after_sha))
+            groups.append(g)
+        g.members.append(member(change))
+    sha_at = {p: s for s, p in position.items()}
+    out = []
+    for g in groups:
+        first = g.members[0].series
+        out.append(Alert(alert_id(*g.first_range, first), sha_at[g.lo], sha_at[g.hi], tuple(g.members)))
+    return out
+
+
+# --------------------------------------------------------------------------- ids across re-detection
+
+
+def _span(alert: Alert, position: Mapping[str, int]) -> tuple[int, int] | None:
+    if alert.before_sha in position and alert.after_sha in position:
+        return position[alert.before_sha], position[alert.after_sha]
+    return None
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return max(a[0], b[0]) < min(a[1], b[1])
+
+
+def _shared(a: Alert, b: Alert) -> int:
+    return len({s.series for s in a.series} & {s.series for s in b.series})
+
+
+def _age(alert: Alert) -> tuple[float, str]:
+    return (alert.created_at.timestamp() if alert.created_at else math.inf, alert.id)
+
+
+def reconcile(found: Sequence[Alert], stored: Sequence[Alert], position: Mapping[str, int],
+              now: datetime | None = None) -> list[Alert]:
+    """The alerts to store after a detection: ``found`` (from :func:`group`) carrying the ids and triage of the
+    ``stored`` alerts their ranges overlap, plus the stored ones no group overlaps (inactive, triage kept).
+
+    A group that overlaps several stored alerts keeps the oldest id and lists the others as ``merged`` (they stay,
+    inactive, ``merged_into`` it). A stored alert that several groups overlap stays with the group that shares most
+    of its series; the others get their own ids and ``split_from`` it, and its triage."""
+    spans = {a.id: s for a in stored if (s := _span(a, position)) is not None}
+    by_id = {a.id: a for a in stored}
+    overlapping = [[by_id[i] for i, s in spans.items() if (g := _span(f, position)) and _overlap(s, g)]
+                   for f in found]
+    owner: dict[str, int] = {}  # stored id -> the index of the group that keeps it
+    for old_id in spans:
+        takers = [i for i, olds in enumerate(overlapping) if any(o.id == old_id for o in olds)]
+        if takers:
+            owner[old_id] = max(takers, key=lambda i: (_shared(found[i], by_id[old_id]), -i))
+    taken = set(by_id)
+    out: list[Alert] = []
+    for i, f in enumerate(found):
+        owned = sorted((by_id[o] for o, g in owner.items() if g == i), key=_age)
+        if owned:
+            keep, rest = owned[0], owned[1:]
+            triage = keep.triage if keep.state != "untriaged" else next(
+                (o.triage for o in sorted(rest, key=lambda o: o.triage.at.timestamp() if o.triage.at else 0.0,
+                                     reverse=True)
+                 if o.state != "untriaged"), keep.triage)
+            merged = tuple(dict.fromkeys([*keep.merged, *(o.id for o in rest)]))
+            out.append(replace(f, id=keep.id, triage=triage, merged=merged, split_from=keep.split_from,
+                               culprit=keep.culprit, created_at=keep.created_at or now))
+            out.extend(replace(o, active=False, merged_into=keep.id) for o in rest)
+            continue
+        new_id = _unused(f.id, taken)
+        taken.add(new_id)
+        parent = min(overlapping[i], key=_age, default=None)
+        out.append(replace(f, id=new_id, created_at=now, split_from=parent.id if parent else None,
+                           triage=parent.triage if parent else Triage()))
+    placed = {a.id for a in out}
+    out.extend(replace(a, active=False) for a in stored if a.id not in placed)
+    return out
+
+
+def _unused(wanted: str, taken: set[str]) -> str:
+    candidate, n = wanted, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{wanted}-{n}"
+    return candidate
+
+
+# --------------------------------------------------------------------------- the gate and the queue
+
+
+def dismissed_series(alerts: Iterable[Alert]) -> set[tuple[SeriesKey, str]]:
+    """(series, after commit) of every change point an invalid or won't-fix alert holds: the gate skips them."""
+    return {(s.series, s.after_sha) for a in alerts if a.active and a.dismissed for s in a.series}
+
+
+def queue_order(alerts: Iterable[Alert]) -> list[Alert]:
+    """Active alerts first, untriaged first among them, then regressions, then the largest move."""
+    return sorted(alerts, key=lambda a: (not a.active, a.state != "untriaged", a.kind != "regression",
+                                         -abs(a.worst_ratio - 1.0), a.id))
