@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from rich import box
 from rich.text import Text
 
+from .analysis.alerts import series_json, series_label
 from .tables import FitTable
 from .textsafe import term
 
@@ -18,15 +19,13 @@ def _when(at: Any) -> str | None:
 
 def alert_json(a: Any) -> dict[str, Any]:
     """One alert (``analysis.alerts.Alert``) as the JSON output spells it."""
-    from .commands.alerts import _series_json
-
     return {
         "id": a.id, "active": a.active, "state": a.state, "note": a.triage.note, "who": a.triage.who,
         "triaged_at": _when(a.triage.at), "kind": a.kind, "before_sha": a.before_sha, "after_sha": a.after_sha,
         "series_count": len(a.series), "worst_ratio": a.worst_ratio, "machines": list(a.machines),
         "agreeing_machines": list(a.agreeing_machines), "explained_by_event": a.explained,
         "events": list(a.events), "merged": list(a.merged), "merged_into": a.merged_into,
-        "split_from": a.split_from, "culprit": a.culprit, "series": [_series_json(s) for s in a.series],
+        "split_from": a.split_from, "culprit": a.culprit, "series": [series_json(s) for s in a.series],
     }
 
 
@@ -80,10 +79,8 @@ def alert_lines(detail: Any) -> str:
         lines.append(f"  culprit (bisect): {a.culprit}")
     lines.append(f"  {len(a.series)} series:")
     for s in sorted(a.series, key=lambda s: -abs(s.ratio - 1.0)):
-        k = s.series
-        params = f"({k.params})" if k.params else ""
-        lines.append(f"    {_change(s.ratio):>8}  {s.kind:<11} {k.benchmark}{params} {k.metric.name} "
-                     f"@ {k.machine}/{k.environment}" + (f"  [{s.event}]" if s.event else ""))
+        lines.append(f"    {_change(s.ratio):>8}  {s.kind:<11} {series_label(s.series)}"
+                     + (f"  [{s.event}]" if s.event else ""))
     if detail.history:
         lines.append("  triage:")
         for h in detail.history:

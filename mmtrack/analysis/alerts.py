@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence
 
-from ..results import ChangePoint, SeriesKey
+from ..results import ChangePoint, MetricKey, SeriesKey
 
 #: The states a team gives an alert; ``untriaged`` until someone looks.
 STATES = ("untriaged", "acknowledged", "invalid", "wontfix", "fixed", "backed-out")
@@ -97,7 +97,7 @@ class Alert:
 
 
 def series_label(key: SeriesKey) -> str:
-    params = f"({key.params})" if key.params else ""
+    params = f"({key.params})" if key.params not in ("", "{}") else ""
     return f"{key.benchmark}{params} {key.metric.name} @ {key.machine}/{key.environment}"
 
 
@@ -229,7 +229,52 @@ def dismissed_series(alerts: Iterable[Alert]) -> set[tuple[SeriesKey, str]]:
     return {(s.series, s.after_sha) for a in alerts if a.active and a.dismissed for s in a.series}
 
 
+#: The queue's order of states: what needs a look first, what was dismissed last.
+QUEUE_RANK = {"untriaged": 0, "acknowledged": 1, "fixed": 2, "backed-out": 2, "wontfix": 3, "invalid": 3}
+
+
 def queue_order(alerts: Iterable[Alert]) -> list[Alert]:
-    """Active alerts first, untriaged first among them, then regressions, then the largest move."""
-    return sorted(alerts, key=lambda a: (not a.active, a.state != "untriaged", a.kind != "regression",
+    """Active alerts first; untriaged, then acknowledged, then settled, then dismissed; regressions first among
+    those, then the largest move."""
+    return sorted(alerts, key=lambda a: (not a.active, QUEUE_RANK.get(a.state, 1), a.kind != "regression",
                                          -abs(a.worst_ratio - 1.0), a.id))
+
+
+# --------------------------------------------------------------------------- rows, as the store keeps them
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """SQLite hands timestamps back without their zone; they were written in UTC."""
+    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+
+
+def series_json(s: AlertSeries) -> dict[str, Any]:
+    k = s.series
+    return {"machine": k.machine, "environment": k.environment, "benchmark": k.benchmark, "params": k.params,
+            "section": k.metric.section, "metric": k.metric.name, "unit": k.metric.unit, "kind": s.kind,
+            "ratio": s.ratio, "before_sha": s.before_sha, "after_sha": s.after_sha, "p_value": s.p_value,
+            "event": s.event}
+
+
+def _series_of(d: Mapping[str, Any]) -> AlertSeries:
+    key = SeriesKey(d["machine"], d["environment"], d["benchmark"], d["params"],
+                    MetricKey(d["section"], d["metric"], d["unit"]))
+    return AlertSeries(key, d["kind"], float(d["ratio"]), d["before_sha"], d["after_sha"], d.get("p_value"),
+                       d.get("event"))
+
+
+def alert_row(a: Alert) -> dict[str, Any]:
+    """An alert as the store's ``alert`` table holds it (store/alert_rows.py)."""
+    t = a.triage
+    return {"id": a.id, "before_sha": a.before_sha, "after_sha": a.after_sha, "kind": a.kind,
+            "series": [series_json(s) for s in a.series], "active": a.active, "state": t.state, "note": t.note,
+            "who": t.who, "triaged_at": t.at, "merged": list(a.merged), "merged_into": a.merged_into,
+            "split_from": a.split_from, "culprit": a.culprit,
+            "created_at": a.created_at or datetime.now(timezone.utc)}
+
+
+def row_alert(r: Mapping[str, Any]) -> Alert:
+    triage = Triage(r["state"], r["note"] or "", r["who"] or "", utc(r["triaged_at"]))
+    return Alert(r["id"], r["before_sha"], r["after_sha"], tuple(_series_of(d) for d in r["series"]), triage,
+                 bool(r["active"]), tuple(r["merged"] or ()), r["merged_into"], r["split_from"], r["culprit"],
+                 utc(r["created_at"]))

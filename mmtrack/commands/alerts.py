@@ -13,51 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from ..analysis.alerts import STATES, Alert, AlertSeries, Triage, group, queue_order, reconcile
+from ..analysis.alerts import STATES, Alert, alert_row, group, queue_order, reconcile, row_alert, utc
 from ..errors import EXIT_USAGE, UserError
-from ..results import ChangePoint, MetricKey, SeriesKey
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """SQLite hands timestamps back without their zone; they were written in UTC."""
-    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
-
-
-def _series_json(s: AlertSeries) -> dict[str, Any]:
-    k = s.series
-    return {"machine": k.machine, "environment": k.environment, "benchmark": k.benchmark, "params": k.params,
-            "section": k.metric.section, "metric": k.metric.name, "unit": k.metric.unit, "kind": s.kind,
-            "ratio": s.ratio, "before_sha": s.before_sha, "after_sha": s.after_sha, "p_value": s.p_value,
-            "event": s.event}
-
-
-def _series_of(d: Mapping[str, Any]) -> AlertSeries:
-    key = SeriesKey(d["machine"], d["environment"], d["benchmark"], d["params"],
-                    MetricKey(d["section"], d["metric"], d["unit"]))
-    return AlertSeries(key, d["kind"], float(d["ratio"]), d["before_sha"], d["after_sha"], d.get("p_value"),
-                       d.get("event"))
-
-
-def to_row(a: Alert) -> dict[str, Any]:
-    t = a.triage
-    return {"id": a.id, "before_sha": a.before_sha, "after_sha": a.after_sha, "kind": a.kind,
-            "series": [_series_json(s) for s in a.series], "active": a.active, "state": t.state, "note": t.note,
-            "who": t.who, "triaged_at": t.at, "merged": list(a.merged), "merged_into": a.merged_into,
-            "split_from": a.split_from, "culprit": a.culprit,
-            "created_at": a.created_at or datetime.now(timezone.utc)}
-
-
-def from_row(r: Mapping[str, Any]) -> Alert:
-    triage = Triage(r["state"], r["note"] or "", r["who"] or "", _utc(r["triaged_at"]))
-    return Alert(r["id"], r["before_sha"], r["after_sha"], tuple(_series_of(d) for d in r["series"]), triage,
-                 bool(r["active"]), tuple(r["merged"] or ()), r["merged_into"], r["split_from"], r["culprit"],
-                 _utc(r["created_at"]))
+from ..results import ChangePoint, SeriesKey
 
 
 def stored_alerts(store: Any) -> list[Alert]:
     from ..store.alert_rows import load_alert_rows
 
-    return [from_row(r) for r in load_alert_rows(store)]
+    return [row_alert(r) for r in load_alert_rows(store)]
 
 
 def refresh_alerts(store: Any, position: Mapping[str, int] | None = None, *,
@@ -77,7 +41,7 @@ def refresh_alerts(store: Any, position: Mapping[str, int] | None = None, *,
         changes = [c for c in changes if c.series not in replaced] + list(pending[1])
     alerts = reconcile(group(changes, position), stored_alerts(store), position, now=datetime.now(timezone.utc))
     if pending is None:
-        save_alert_rows(store, [to_row(a) for a in alerts])
+        save_alert_rows(store, [alert_row(a) for a in alerts])
     return alerts
 
 
@@ -131,7 +95,7 @@ def show_alert(db: str | None, wanted: str) -> AlertDetail:
     store = open_store(db, existing=True)
     try:
         alert = resolve_alert(stored_alerts(store), wanted)
-        history = [{**h, "at": _utc(h["at"])} for h in triage_history(store, alert.id)]
+        history = [{**h, "at": utc(h["at"])} for h in triage_history(store, alert.id)]
     finally:
         store.close()
     return AlertDetail(alert, history)
