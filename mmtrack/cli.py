@@ -15,6 +15,7 @@ from .cli_options import (
     bench_option,
     config_option,
     env_option,
+    fdr_option,
     fail_on_option,
     format_option,
     instrument_option,
@@ -374,9 +375,10 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, threshold, threshold_
                    "where it is one; commits it lacks, or all without one, by their recorded dates).")
 @format_option("table", "json")
 @fail_on_option(("regression",), "Exit 1 when a regression persists to the latest commit")
+@fdr_option()
 @no_progress_option()
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, fmt, fail_on,
-           no_progress) -> None:
+           fdr, no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
     from . import cli_results
     from .cli_progress import progress_bar
@@ -385,7 +387,7 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
     check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
-                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None)
+                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None, fdr=fdr)
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
@@ -447,7 +449,8 @@ def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> 
 @config_option(ASV_CONFIG_READ_HELP)
 @click.option("--no-detect", is_flag=True, help="Import and republish only.")
 @fail_on_option(("regression",), "Exit 1 when a touched series has a regression that persists to the latest commit")
-def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) -> None:
+@fdr_option()
+def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on, fdr) -> None:
     """The per-commit CI step: import new asv results, detect on the series they touched, republish DIR."""
     import gc
 
@@ -460,7 +463,7 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
     request = UpdateRequest(
         results_dir=results_dir,
         publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config),
-        detect=not no_detect, fail_on=tuple(fail_on),
+        detect=not no_detect, fail_on=tuple(fail_on), fdr=fdr,
     )
     outcome = run_update(request)
     cli_results.updated(outcome, console, err_console)

@@ -130,3 +130,11 @@ def instrument_option() -> Decorator:
         "--instrument", type=click.Choice(["wall", "callgrind"]), default="wall", show_default=True,
         help="wall: time each case; callgrind: count its instructions and simulated cache misses under Valgrind, "
              "the same on any machine (docs/reference/instruments.md).")
+
+
+def fdr_option() -> Decorator:
+    """``--fdr Q``: the suite's false-alarm budget, Benjamini-Hochberg's level per commit (0: off)."""
+    from_cli = lambda _ctx, _param, value: None if value == 0 else value  # noqa: E731 - 0 turns the budget off
+    return click.option("--fdr", type=float, metavar="Q", default=0.001, show_default=True, callback=from_cli,
+                        help="False-alarm budget of the whole suite: Benjamini-Hochberg's level over the change "
+                             "points of each commit (docs/design/alerts.md); 0 turns it off.")

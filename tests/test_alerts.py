@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks.synthetic_history import synthetic_model, write_asv_results
@@ -62,6 +63,42 @@ def test_an_alert_every_member_of_which_follows_an_environment_event_is_explaine
     mixed = group([cp("a", 4, 5, cause="environment", event="E1"), cp("b", 4, 5)], POSITION)[0]
     assert explained.explained and explained.events == ("E1",)
     assert not mixed.explained and mixed.events == ("E1",)
+
+
+def test_a_suspected_change_forms_no_alert_until_the_next_commits_confirm_it():
+    assert group([cp("a", 4, 5, state="suspected")], POSITION) == []
+    assert len(group([cp("a", 4, 5, state="confirmed")], POSITION)) == 1
+
+
+# --------------------------------------------------------------------------- the suite's false-alarm budget
+
+
+def test_bh_keeps_what_scipy_false_discovery_control_keeps():
+    from scipy.stats import false_discovery_control
+
+    from mmtrack.analysis.budget import bh_kept
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        k, m = int(rng.integers(1, 12)), int(rng.integers(12, 600))
+        p = list(10 ** rng.uniform(-8, 0, k))
+        padded = np.concatenate([p, np.ones(m - k)])  # the series without a change point at the commit
+        want = list(false_discovery_control(padded, method="bh")[:k] <= 0.01)
+        assert bh_kept(p, m, 0.01) == want
+
+
+def test_the_budget_holds_back_a_lone_change_but_not_one_that_many_series_share():
+    from mmtrack.analysis.budget import within_budget
+
+    lone = [replace(cp("a", 4, 5), p_value=1e-5)]
+    shared = [replace(cp(b, 4, 5), p_value=1e-5) for b in "abcdefghijkl"]
+    unscored = [replace(cp("a", 4, 5), p_value=None)]
+    family = {SHAS[5]: 500}
+    kept, outcome = within_budget(lone, family, 0.001)
+    assert kept == [] and outcome.held_back == lone and "held back 1" in outcome.describe()
+    assert within_budget(shared, family, 0.001)[0] == shared  # 1e-5 <= 12 x 0.001 / 500; alone it needs 2e-6
+    assert within_budget(unscored, family, 0.001)[0] == unscored  # the newest-commit rule's steps: no p-value
+    assert within_budget(lone, family, None)[0] == lone
 
 
 # --------------------------------------------------------------------------- ids and states across re-detection
@@ -181,7 +218,10 @@ def test_alerts_cli_lists_shows_and_triages_as_table_and_json(tmp_path):
     model, results = history(tmp_path)
     write_asv_results(results, model)
     db = f"sqlite:///{tmp_path / 's.db'}"
-    assert run_cli("update", str(results), "-o", str(tmp_path / "site"), "--db", db, "--title", "t").returncode == 0
+    updated = run_cli("update", str(results), "-o", str(tmp_path / "site"), "--db", db, "--title", "t")
+    assert updated.returncode == 0, updated.stderr
+    assert "false-alarm budget: BH at q=0.001 per commit" in updated.stdout, updated.stdout
+    assert "alerts: 3 (3 untriaged, 0 explained by environment events)" in updated.stdout, updated.stdout
     listed = run_cli("alerts", "list", "--db", db, "--format", "json")
     assert listed.returncode == 0, listed.stderr
     alerts = json.loads(listed.stdout)["alerts"]
@@ -198,6 +238,19 @@ def test_alerts_cli_lists_shows_and_triages_as_table_and_json(tmp_path):
     assert shown["state"] == "invalid" and shown["history"][0]["who"] == "dana"
     only = json.loads(run_cli("alerts", "list", "--state", "invalid", "--db", db, "--format", "json").stdout)
     assert [a["id"] for a in only["alerts"]] == [first]
+
+
+def test_detect_states_its_budget_in_json_and_turns_it_off_with_fdr_0(tmp_path):
+    model, results = history(tmp_path)
+    write_asv_results(results, model)
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    assert run_cli("import-asv", str(results), "--db", db).returncode == 0
+    on = json.loads(run_cli("detect", "--db", db, "--format", "json", "--no-progress").stdout)
+    off = json.loads(run_cli("detect", "--db", db, "--format", "json", "--no-progress", "--fdr", "0").stdout)
+    assert on["budget"]["fdr"] == 0.001 and off["budget"]["fdr"] is None
+    assert len(on["alerts"]) == 3  # the injected 15-45% steps pass the budget
+    bad = run_cli("detect", "--db", db, "--fdr", "2")
+    assert bad.returncode == 2 and "--fdr 2 is out of range" in bad.stderr
 
 
 @pytest.mark.parametrize("args", [("show", "nope"), ("ack", "nope"), ("list", "--state", "closed")])

@@ -129,9 +129,10 @@ def group(changes: Iterable[ChangePoint], position: Mapping[str, int]) -> list[A
 
     A change point joins the open group while its range overlaps the group's intersection, so a chain of
     neighbouring ranges does not grow into one alert spanning many commits. Change points whose commits
-    ``position`` lacks are left out."""
+    ``position`` lacks are left out, and so are suspected ones (the newest commits' steps the next commits have
+    not confirmed yet): they join the queue once confirmed."""
     placed = [(position[c.before_sha], position[c.after_sha], series_label(c.series), c) for c in changes
-              if c.before_sha in position and c.after_sha in position]
+              if c.before_sha in position and c.after_sha in position and c.extra.get("state") != "suspected"]
     placed.sort(key=lambda t: (t[0], t[1], t[2]))
     groups: list[_Group] = []
     for lo, hi, _, change in placed:

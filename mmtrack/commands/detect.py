@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
 from ..analysis.alerts import Alert, dismissed_series
+from ..analysis.budget import DEFAULT_FDR, BudgetOutcome, budgeted_reports, family_sizes
 from ..analysis.commit_order import BY_DATE, CommitOrder, by_date, from_history, permutation
 from ..analysis.detect import DetectPolicy, SeriesReport
 from ..analysis.events import (
@@ -51,6 +52,7 @@ class DetectRequest:
     events: bool = True  # group change points that follow the run (date, environment) into environment events
     repo: str | None = None  # a git repository whose history orders the commits (else their recorded dates)
     repo_at_hand: bool = False  # without ``repo``: the current directory's repository, where it is one
+    fdr: float | None = DEFAULT_FDR  # the suite's false-alarm budget (analysis/budget.py); None: off
 
 
 @dataclass(slots=True)
@@ -63,6 +65,7 @@ class DetectOutcome:
     events: list[EnvironmentEvent] = field(default_factory=list)
     commit_order: str = COMMIT_ORDER
     alerts: list[Alert] = field(default_factory=list)  # every stored alert after this detection (commands/alerts.py)
+    budget: BudgetOutcome | None = None  # what the suite's false-alarm budget held back
 
     @property
     def changes(self) -> list[ChangePoint]:
@@ -84,6 +87,14 @@ class DetectOutcome:
     def suspected_regressions(self) -> list[ChangePoint]:
         """Regressions in the newest commits that the next commits have not settled yet (``--fail-on suspected``)."""
         return [c for c in self.code_changes if c.kind == "regression" and c.persists and state_of(c) == "suspected"]
+
+    @property
+    def alerts_line(self) -> str:
+        """The alert queue in one line: how many alerts, how many untriaged (``mmtrack alerts list``)."""
+        active = [a for a in self.alerts if a.active]
+        untriaged = sum(a.state == "untriaged" for a in active)
+        return (f"alerts: {len(active)} ({untriaged} untriaged, {sum(a.explained for a in active)} explained by "
+                "environment events); `mmtrack alerts list` shows the queue")
 
     @property
     def too_short(self) -> list[SeriesReport]:
@@ -121,6 +132,9 @@ def policy_for(request: DetectRequest) -> DetectPolicy:
             raise UserError(f"--alpha {request.alpha:g} is out of range; give a significance level between 0 and 1, "
                             "such as 0.0001", EXIT_USAGE)
         kw["alpha"] = request.alpha
+    if request.fdr is not None and not (0 < request.fdr < 1):
+        raise UserError(f"--fdr {request.fdr:g} is out of range; give the false-alarm budget per commit between 0 "
+                        "and 1, such as 0.001, or 0 to turn it off", EXIT_USAGE)
     return DetectPolicy(**kw)
 
 
@@ -167,6 +181,7 @@ def run_detect(
             lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy, kept.get(c.key)),
             analysed, min_items=PARALLEL_SERIES, progress=progress,
         )
+        reports, budget = budgeted_reports(reports, family_sizes([c.shas for c in analysed]), request.fdr)
         events: list[EnvironmentEvent] = []
         if request.events and any(r.changes for r in reports):
             reports, events = with_events(store, reports, analysed, order)
@@ -183,7 +198,7 @@ def run_detect(
         if own:
             store.close()
     return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events,
-                         commit_order=order.source if order else COMMIT_ORDER, alerts=alerts)
+                         commit_order=order.source if order else COMMIT_ORDER, alerts=alerts, budget=budget)
 
 
 def _kept_steps(store: Any, analysed: Sequence[Any], new_commits: Collection[str], policy: DetectPolicy

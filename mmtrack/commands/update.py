@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.budget import DEFAULT_FDR
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from .import_asv import ImportResult, check_results_folder
 from .publish import PublishRequest, publish
@@ -22,6 +23,7 @@ class UpdateRequest:
     publish: PublishRequest  # its db is the store's URL (resolved by the CLI)
     detect: bool = True
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a touched series has an open regression
+    fdr: float | None = DEFAULT_FDR  # the suite's false-alarm budget (analysis/budget.py); None: off
 
 
 @dataclass(slots=True)
@@ -35,6 +37,8 @@ class UpdateOutcome:
     unchanged: int
     removed: int
     seconds: dict[str, float]
+    budget: str | None = None  # what the false-alarm budget is and what it held back
+    alerts: str | None = None  # the alert queue, in one line
 
     @property
     def exit_code(self) -> int:
@@ -64,15 +68,17 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         seconds["import"] = time.perf_counter() - t
         t = time.perf_counter()
         keys = q.series_keys_of(store, summary.touched_series)
-        detected, open_regressions, columns = None, 0, []
+        detected, open_regressions, columns, budget, alerts = None, 0, [], None, None
         if request.detect and keys:
             from .detect import DetectRequest, run_detect  # scipy: loaded only when there is something to judge
 
             # Read once for detect and for the pages' verdicts (their history), the blobs of series_cache kept
             columns = series_columns_keeping_cache(store, keys, usable_only=False)
-            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on), store=store, columns=columns,
-                                 new_commits=summary.commits)
+            outcome = run_detect(DetectRequest(db=url, fail_on=request.fail_on, fdr=request.fdr), store=store,
+                                 columns=columns, new_commits=summary.commits)
             detected = len(outcome.changes)
+            budget = outcome.budget.describe() if outcome.budget else None
+            alerts = outcome.alerts_line
             open_regressions = len(outcome.open_regressions) if "regression" in request.fail_on else 0
         elif request.detect:
             detected = 0
@@ -92,4 +98,6 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         unchanged=report.unchanged,
         removed=len(report.removed),
         seconds=seconds,
+        budget=budget,
+        alerts=alerts,
     )
