@@ -51,12 +51,13 @@ def alerts_table(alerts: Sequence[Any]) -> FitTable:
              if alerts else "no alerts: run `mmtrack detect` or `mmtrack update` first, or widen the filter")
     t = FitTable(box=box.SIMPLE_HEAD if alerts else None, title=Text(title), title_justify="left",
                  show_header=bool(alerts))
-    for name in ("id", "state", "kind", "commits", "series", "worst", "machines", "cause"):
-        t.add_column(name, overflow="fold")
+    # Fits 80 columns: machines and events are in `alerts show` and the JSON; an alert every series of which
+    # follows an environment event reads "event" as its kind, as detect's table leaves those out of the code's.
+    for name in ("id", "state", "kind", "commits", "series", "worst"):
+        t.add_column(name, no_wrap=name in ("id", "commits"), overflow="fold")
     for a in alerts:
-        cause = "environment event" if a.explained else "code" if not a.events else "code + event"
-        t.add_row(a.id, a.state + ("" if a.active else " (gone)"), a.kind, _range(a), str(len(a.series)),
-                  _change(a.worst_ratio), term(", ".join(a.agreeing_machines) or "-"), cause)
+        t.add_row(a.id, a.state + ("" if a.active else " (gone)"), "event" if a.explained else a.kind, _range(a),
+                  str(len(a.series)), _change(a.worst_ratio))
     return t
 
 
@@ -77,10 +78,12 @@ def alert_lines(detail: Any) -> str:
         lines.append(f"  split from: {a.split_from}")
     if a.culprit:
         lines.append(f"  culprit (bisect): {a.culprit}")
-    lines.append(f"  {len(a.series)} series:")
+    places = {(s.series.machine, s.series.environment) for s in a.series}
+    lines.append(f"  {len(a.series)} series" + (f" on {'/'.join(next(iter(places)))}:" if len(places) == 1 else ":"))
     for s in sorted(a.series, key=lambda s: -abs(s.ratio - 1.0)):
-        lines.append(f"    {_change(s.ratio):>8}  {s.kind:<11} {series_label(s.series)}"
-                     + (f"  [{s.event}]" if s.event else ""))
+        k = s.series
+        name = (series_label(k).rsplit(" @ ", 1)[0] if len(places) == 1 else series_label(k))
+        lines.append(f"    {_change(s.ratio):>8}  {s.kind:<11} {name}" + (f"  [{s.event}]" if s.event else ""))
     if detail.history:
         lines.append("  triage:")
         for h in detail.history:
