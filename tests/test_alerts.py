@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import cli_env, run_cli
+from test_store_support import store_url  # noqa: F401
 
 from benchmarks.synthetic_history import synthetic_model, write_asv_results
-from conftest import cli_env, run_cli
 from mmtrack.analysis.alerts import Alert, Triage, alert_id, dismissed_series, group, queue_order, reconcile
 from mmtrack.measure.metrics import Direction
 from mmtrack.publish import SiteConfig
 from mmtrack.results import ChangePoint, MetricKey, SeriesKey
-from test_store_support import store_url  # noqa: F401
 
 SHAS = [f"{i:02d}" + "a" * 38 for i in range(20)]
 POSITION = {s: i for i, s in enumerate(SHAS)}

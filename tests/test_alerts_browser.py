@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+from conftest import cli_env, run_cli
 
 from benchmarks.synthetic_history import synthetic_model, write_asv_results
-from conftest import cli_env, run_cli
 from mmtrack.publish import SiteConfig
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -31,8 +32,6 @@ def test_chromium_shows_the_alert_queue_with_states_untriaged_first(tmp_path: Pa
     write_asv_results(results, model)
     assert run_cli("update", str(results), "-o", str(site), "--db", db, "--title", "t").returncode == 0
     listed = run_cli("alerts", "list", "--db", db, "--format", "json")
-    import json
-
     ids = [a["id"] for a in json.loads(listed.stdout)["alerts"]]
     assert len(ids) == 4
     env = cli_env(USER="erin")

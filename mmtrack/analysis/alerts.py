@@ -9,6 +9,7 @@ groups found now; an alert that splits or merges says so (docs/design/alerts.md)
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 from dataclasses import dataclass, field, replace
@@ -172,6 +173,22 @@ def _age(alert: Alert) -> tuple[float, str]:
     return (alert.created_at.timestamp() if alert.created_at else math.inf, alert.id)
 
 
+def _overlapping(found: Sequence[Alert], stored: Sequence[Alert], position: Mapping[str, int]) -> list[list[Alert]]:
+    """Per found alert, the stored alerts whose ranges overlap its own: one sweep over both sorted by start, not
+    every pair (a nightly update reconciles hundreds of alerts)."""
+    olds = sorted(((s, a) for a in stored if (s := _span(a, position)) is not None), key=lambda t: t[0])
+    starts = [s[0] for s, _ in olds]
+    out = []
+    for f in found:
+        span = _span(f, position)
+        if span is None:
+            out.append([])
+            continue
+        # a stored range overlaps when it starts before this one ends and ends after it starts
+        out.append([a for s, a in olds[: bisect.bisect_left(starts, span[1])] if s[1] > span[0]])
+    return out
+
+
 def reconcile(found: Sequence[Alert], stored: Sequence[Alert], position: Mapping[str, int],
               now: datetime | None = None) -> list[Alert]:
     """The alerts to store after a detection: ``found`` (from :func:`group`) carrying the ids and triage of the
@@ -180,19 +197,20 @@ def reconcile(found: Sequence[Alert], stored: Sequence[Alert], position: Mapping
     A group that overlaps several stored alerts keeps the oldest id and lists the others as ``merged`` (they stay,
     inactive, ``merged_into`` it). A stored alert that several groups overlap stays with the group that shares most
     of its series; the others get their own ids and ``split_from`` it, and its triage."""
-    spans = {a.id: s for a in stored if (s := _span(a, position)) is not None}
     by_id = {a.id: a for a in stored}
-    overlapping = [[by_id[i] for i, s in spans.items() if (g := _span(f, position)) and _overlap(s, g)]
-                   for f in found]
-    owner: dict[str, int] = {}  # stored id -> the index of the group that keeps it
-    for old_id in spans:
-        takers = [i for i, olds in enumerate(overlapping) if any(o.id == old_id for o in olds)]
-        if takers:
-            owner[old_id] = max(takers, key=lambda i: (_shared(found[i], by_id[old_id]), -i))
+    overlapping = _overlapping(found, stored, position)
+    takers: dict[str, list[int]] = {}  # stored id -> the groups overlapping it
+    for i, olds in enumerate(overlapping):
+        for o in olds:
+            takers.setdefault(o.id, []).append(i)
+    owned_by: dict[int, list[Alert]] = {}  # group -> the stored alerts it keeps
+    for old_id, groups in takers.items():
+        best = max(groups, key=lambda i: (_shared(found[i], by_id[old_id]), -i))
+        owned_by.setdefault(best, []).append(by_id[old_id])
     taken = set(by_id)
     out: list[Alert] = []
     for i, f in enumerate(found):
-        owned = sorted((by_id[o] for o, g in owner.items() if g == i), key=_age)
+        owned = sorted(owned_by.get(i, []), key=_age)
         if owned:
             keep, rest = owned[0], owned[1:]
             triage = keep.triage if keep.state != "untriaged" else next(
