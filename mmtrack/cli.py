@@ -340,9 +340,10 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, min_effect, threshold
 @o.REPO()
 @format_option("table", "json")
 @fail_on_option("detect", "Exit 1 when a regression persists to the latest commit")
+@o.FDR()
 @o.NO_PROGRESS()
 def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, fmt, fail_on,
-           no_progress) -> None:
+           fdr, no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
     from . import cli_results
     from .cli_progress import progress_bar
@@ -351,7 +352,7 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
     check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
-                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None)
+                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None, fdr=fdr)
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
@@ -413,7 +414,8 @@ def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> 
 @o.CONFIG(ASV_CONFIG_READ_HELP)
 @o.NO_DETECT()
 @fail_on_option("update", "Exit 1 when a touched series has a regression that persists to the latest commit")
-def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) -> None:
+@o.FDR()
+def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on, fdr) -> None:
     """The per-commit CI step: import new asv results, detect on the series they touched, republish DIR."""
     import gc
 
@@ -426,11 +428,68 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on) 
     request = UpdateRequest(
         results_dir=results_dir,
         publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config),
-        detect=not no_detect, fail_on=tuple(fail_on),
+        detect=not no_detect, fail_on=tuple(fail_on), fdr=fdr,
     )
     outcome = run_update(request)
     cli_results.updated(outcome, console, err_console)
     exit_without_teardown(outcome.exit_code)
+# -- alerts: the queue a team triages ----------------------------------------------------------------
+
+
+@cli.group()
+def alerts() -> None:
+    """The alert queue: change points grouped by cause, each with a triage state (docs/guide/triage.md)."""
+
+
+@alerts.command("list")
+@db_option
+@click.option("--state", help="Only alerts in this state (untriaged, acknowledged, invalid, wontfix, fixed, "
+                              "backed-out).")
+@click.option("--all", "show_all", is_flag=True, help="Also the alerts re-detection no longer finds.")
+@format_option("table", "json")
+def alerts_list(db, state, show_all, fmt) -> None:
+    """The alerts, untriaged first."""
+    from . import cli_alerts
+    from .commands.alerts import AlertsRequest, list_alerts
+
+    found = list_alerts(AlertsRequest(db=db, state=state, show_all=show_all))
+    _emit(cli_alerts.alerts_json(found) if fmt == "json" else cli_alerts.alerts_table(found))
+
+
+@alerts.command("show")
+@click.argument("alert_id")
+@db_option
+@format_option("table", "json")
+def alerts_show(alert_id, db, fmt) -> None:
+    """One alert: its commits, its series with their ratios, and every state it was given."""
+    from . import cli_alerts
+    from .commands.alerts import show_alert
+
+    detail = show_alert(db, alert_id)
+    echo(cli_alerts.alert_detail_json(detail) if fmt == "json" else cli_alerts.alert_lines(detail))
+
+
+def _triage_verb(verb: str, state: str) -> None:
+    @alerts.command(verb, help=f"Mark an alert {state}, with a note.")
+    @click.argument("alert_id")
+    @click.option("-m", "--note", default="", help="Why (a bug link, a commit, a word).")
+    @click.option("--by", "who", help="Who triages (default: $USER, else git's user.name).")
+    @db_option
+    @format_option("table", "json")
+    def triage(alert_id, note, who, db, fmt) -> None:
+        from . import cli_alerts
+        from .commands.alerts import triage_alert
+
+        a = triage_alert(db, alert_id, state, note, who)
+        _emit(cli_alerts.one_alert_json(a) if fmt == "json"
+              else f"alert {a.id}: {a.state} by {a.triage.who}" + (f" ({a.triage.note})" if a.triage.note else ""))
+
+
+for _verb, _state in (("ack", "acknowledged"), ("invalid", "invalid"), ("wontfix", "wontfix"), ("fixed", "fixed"),
+                      ("backed-out", "backed-out"), ("untriage", "untriaged")):
+    _triage_verb(_verb, _state)
+
+
 # -- same-machine A/B: continuous, bisect ------------------------------------------------------------
 
 

@@ -163,6 +163,10 @@ NO_PROGRESS = declare("--no-progress", dest="no_progress", is_flag=True, help="D
 MACHINE_CLASS = declare("--machine-class", dest="machine_classes", multiple=True, metavar="CLASS=HOST-GLOB",
                         help="Hosts whose asv machine name matches HOST-GLOB form the machine class CLASS (name, merge "
                              "or split classes); repeatable, first match wins, before asv.conf.json's machine_classes.")
+FDR = declare("--fdr", dest="fdr", type=float, metavar="Q", default=0.001, show_default=True,
+              callback=lambda _ctx, _param, value: None if value == 0 else value,  # 0 turns the budget off
+              help="False-alarm budget of the whole suite: Benjamini-Hochberg's level over the change points of each "
+                   "commit (docs/design/alerts.md); 0 turns it off.")
 NO_SAVE = declare("--no-save", dest="no_save", is_flag=True)
 METRIC = declare("--metric", dest="metrics", multiple=True,
                  help="Only these metrics (name, section/name or glob); repeatable.")

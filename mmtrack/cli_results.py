@@ -84,6 +84,9 @@ def updated(outcome: Any, console: Console, err_console: Console) -> None:
         highlight=False,
         soft_wrap=unwrapped(console),
     )
+    for line in (outcome.budget, outcome.alerts):
+        if line:
+            console.print(escape(line), highlight=False, soft_wrap=unwrapped(console))
     if outcome.open_regressions:
         console.print(f"{outcome.open_regressions} regression(s) persist to the latest commit", highlight=False)
 
@@ -375,6 +378,10 @@ def detect_summary_lines(outcome: Any, small_hidden: int) -> list[str]:
     if small_hidden:
         lines.append(f"{small_hidden} smaller regressions under {SMALL_MOVE:.0%} not listed (--all lists them)")
     lines.append(f"commit order: {outcome.commit_order}")
+    if outcome.budget is not None:
+        lines.append(outcome.budget.describe())
+    if outcome.alerts:
+        lines.append(outcome.alerts_line)
     return lines
 
 
@@ -413,6 +420,10 @@ def detect_json(outcome: Any) -> str:
             "method": outcome.policy.name,
             "stored": outcome.stored,
             "commit_order": outcome.commit_order,
+            "budget": None if outcome.budget is None else {
+                "fdr": outcome.budget.fdr, "held_back": len(outcome.budget.held_back),
+                "summary": outcome.budget.describe()},
+            "alerts": [a.id for a in outcome.alerts if a.active],
             "events": [event(e) for e in outcome.events],
             "series": [
                 {

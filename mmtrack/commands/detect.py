@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
+from ..analysis.alerts import Alert, dismissed_series
+from ..analysis.budget import DEFAULT_FDR, BudgetOutcome, budgeted_reports, family_sizes
 from ..analysis.commit_order import BY_DATE, CommitOrder, by_date, from_history, permutation
 from ..analysis.detect import DetectPolicy, SeriesReport
 from ..analysis.events import (
@@ -30,6 +32,7 @@ from ..forked import map_split
 from ..results import ChangePoint, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, series_keys
 from ..vcs import GitError, history, is_repository, project_root
+from .alerts import refresh_alerts
 
 #: How detect orders commits without a repository at hand: what the outputs say was used.
 COMMIT_ORDER = BY_DATE
@@ -50,6 +53,7 @@ class DetectRequest:
     events: bool = True  # group change points that follow the run (date, environment) into environment events
     repo: str | None = None  # a git repository whose history orders the commits (else their recorded dates)
     repo_at_hand: bool = False  # without ``repo``: the current directory's repository, where it is one
+    fdr: float | None = DEFAULT_FDR  # the suite's false-alarm budget (analysis/budget.py); None: off
 
 
 @dataclass(slots=True)
@@ -61,6 +65,8 @@ class DetectOutcome:
     read_only: bool = False  # the store was read-only: nothing stored
     events: list[EnvironmentEvent] = field(default_factory=list)
     commit_order: str = COMMIT_ORDER
+    alerts: list[Alert] = field(default_factory=list)  # every stored alert after this detection (commands/alerts.py)
+    budget: BudgetOutcome | None = None  # what the suite's false-alarm budget held back
 
     @property
     def changes(self) -> list[ChangePoint]:
@@ -74,7 +80,13 @@ class DetectOutcome:
     @property
     def open_regressions(self) -> list[ChangePoint]:
         """Regressions that persist to the latest commit, proved by the rank test or confirmed by the next commits."""
-        return persisting_regressions(self.code_changes, "confirmed")
+        return persisting_regressions(self.gated_changes, "confirmed")
+
+    @property
+    def gated_changes(self) -> list[ChangePoint]:
+        """The code changes the gate reads: those of alerts a person marked invalid or wontfix left out."""
+        dismissed = dismissed_series(self.alerts)
+        return [c for c in self.code_changes if (c.series, c.after_sha) not in dismissed]
 
     @property
     def suspected_regressions(self) -> list[ChangePoint]:
@@ -82,12 +94,20 @@ class DetectOutcome:
         return persisting_regressions(self.code_changes, "suspected")
 
     @property
+    def alerts_line(self) -> str:
+        """The alert queue in one line: how many alerts, how many untriaged (``mmtrack alerts list``)."""
+        active = [a for a in self.alerts if a.active]
+        untriaged = sum(a.state == "untriaged" for a in active)
+        return (f"alerts: {len(active)} ({untriaged} untriaged, {sum(a.explained for a in active)} explained by "
+                "environment events); `mmtrack alerts list` shows the queue")
+
+    @property
     def too_short(self) -> list[SeriesReport]:
         return [r for r in self.reports if r.status == "too_short"]
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FAILURES if Gate("detect", self.fail_on).changes(self.code_changes) else EXIT_OK
+        return EXIT_FAILURES if Gate("detect", self.fail_on).changes(self.gated_changes) else EXIT_OK
 
 
 METHODS = ("rankseg", "edivisive", "pelt")
@@ -111,6 +131,9 @@ def policy_for(request: DetectRequest) -> DetectPolicy:
             raise UserError(f"--alpha {request.alpha:g} is out of range; give a significance level between 0 and 1, "
                             "such as 0.0001", EXIT_USAGE)
         kw["alpha"] = request.alpha
+    if request.fdr is not None and not (0 < request.fdr < 1):
+        raise UserError(f"--fdr {request.fdr:g} is out of range; give the false-alarm budget per commit between 0 "
+                        "and 1, such as 0.001, or 0 to turn it off", EXIT_USAGE)
     return DetectPolicy(**kw)
 
 
@@ -156,6 +179,7 @@ def run_detect(
             lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy, kept.get(c.key)),
             analysed, min_items=PARALLEL_SERIES, progress=progress,
         )
+        reports, budget = budgeted_reports(reports, family_sizes([c.shas for c in analysed]), request.fdr)
         events: list[EnvironmentEvent] = []
         if request.events and any(r.changes for r in reports):
             reports, events = with_events(store, reports, analysed, order)
@@ -166,11 +190,14 @@ def run_detect(
                 store, [c for r in reports for c in r.changes], replace=[r.series for r in reports],
                 clear_due=clear_due,
             )
+        # not stored (--dry-run, a read-only store): the alerts the stored ones would become, none of them written
+        pending = None if stored is not None else ([r.series for r in reports], [c for r in reports for c in r.changes])
+        alerts = refresh_alerts(store, order.position if order else None, pending=pending)
     finally:
         if own:
             store.close()
     return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events,
-                         commit_order=order.source if order else COMMIT_ORDER)
+                         commit_order=order.source if order else COMMIT_ORDER, alerts=alerts, budget=budget)
 
 
 def _keys_to_detect(store: Any, request: DetectRequest, series: Sequence[SeriesKey] | None,

@@ -83,7 +83,8 @@ def publish(
     if Path(request.out).is_dir() and not Path(request.out).is_symlink():
         check_tree(Path(request.out))  # refuse a planted link before reading the store
     if model is not None:
-        model = SiteModel(series=model.series, commits=model.commits, change_points=model.change_points, config=config)
+        model = SiteModel(series=model.series, commits=model.commits, change_points=model.change_points, config=config,
+                          alerts=model.alerts)
         _check_not_empty(model, request)
         return model, _write_site(model, request.out)
     up_to_date = _nothing_new(request, config)

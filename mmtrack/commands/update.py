@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.gate import Gate, checked
+from ..analysis.budget import DEFAULT_FDR
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
 from .import_asv import ImportResult, check_results_folder
 from .publish import PublishRequest, publish
@@ -25,6 +26,7 @@ class UpdateRequest:
     publish: PublishRequest  # its db is the store's URL (resolved by the CLI)
     detect: bool = True
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a touched series has an open regression
+    fdr: float | None = DEFAULT_FDR  # the suite's false-alarm budget (analysis/budget.py); None: off
 
 
 @dataclass(slots=True)
@@ -38,6 +40,8 @@ class UpdateOutcome:
     unchanged: int
     removed: int
     seconds: dict[str, float]
+    budget: str | None = None  # what the false-alarm budget is and what it held back
+    alerts: str | None = None  # the alert queue, in one line
 
     @property
     def exit_code(self) -> int:
@@ -71,16 +75,18 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         # What this import and any update killed before its detect wrote: the marks outlive a kill (issue 60)
         due = read_detect_due(store) if request.detect else None
         keys = q.series_keys_of(store, due.series if due is not None else summary.touched_series)
-        detected, open_regressions, columns = None, 0, []
+        detected, open_regressions, columns, budget, alerts = None, 0, [], None, None
         if request.detect and keys:
             from .detect import DetectRequest, run_detect  # scipy: loaded only when there is something to judge
 
             # Read once for detect and for the pages' verdicts (their history), the blobs of series_cache kept
             columns = series_columns_keeping_cache(store, keys, usable_only=False)
-            outcome = run_detect(DetectRequest(db=url), store=store, columns=columns,
+            outcome = run_detect(DetectRequest(db=url, fdr=request.fdr), store=store, columns=columns,
                                  new_commits=summary.commits | set(due.commits if due else ()), clear_due=due)
             detected = len(outcome.changes)
-            open_regressions = len(Gate("update", request.fail_on).changes(outcome.code_changes))
+            budget = outcome.budget.describe() if outcome.budget else None
+            alerts = outcome.alerts_line
+            open_regressions = len(Gate("update", request.fail_on).changes(outcome.gated_changes))
         elif request.detect:
             detected = 0
         _test_kill_point("detect")
@@ -100,6 +106,8 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         unchanged=report.unchanged,
         removed=len(report.removed),
         seconds=seconds,
+        budget=budget,
+        alerts=alerts,
     )
 
 

@@ -39,6 +39,7 @@ from ..analysis.policy import VERDICT_ORDER
 from ..forked import can_fork, map_split
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
 from ..vocabulary import Direction
+from .alerts_page import alert_queue_body
 from .model import HistoryColumns, SiteModel
 from .profiles import SiteProfiles, link_profiles
 from .runcarry import CaseRuns, LastBuild, SuiteRuns, carried_prints
@@ -204,7 +205,7 @@ _PAGE = """<!DOCTYPE html>
 </head>
 <body data-page="{page}" data-root="{root}"{attrs}>
 <header class="top"><a class="brand" href="{root}index.html">{site}</a>
-<nav><a href="{root}index.html">Benchmarks</a><a href="{root}regressions.html">Regressions</a><a href="{root}compare.html">Compare commits</a></nav></header>
+<nav><a href="{root}index.html">Benchmarks</a><a href="{root}regressions.html">Regressions</a><a href="{root}alerts.html">Alerts</a><a href="{root}compare.html">Compare commits</a></nav></header>
 <main>
 {body}
 </main>
@@ -743,6 +744,8 @@ def _write_summaries(writer: SiteWriter, model: SiteModel, index: list[dict[str,
     writer.put("index.html", _page("index", title, title, _INDEX_BODY))
     writer.put("regressions.html", _page("regressions", f"Regressions · {title}", title, _REGRESSIONS_BODY))
     writer.put("compare.html", _page("compare", f"Compare commits · {title}", title, _COMPARE_BODY))
+    writer.put("alerts.html", _page("alerts", f"Alerts · {title}", title,
+                                    alert_queue_body(model.alerts, model.config.safe_commit_url)))
 
 
 def _record_state(writer: SiteWriter, model: SiteModel, site_token: str, order: list[str], state: dict[str, Any],

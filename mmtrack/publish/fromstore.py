@@ -181,4 +181,14 @@ def model_from_store(
         prefetch_columns=series.prefetch_columns,
         revisions={k: (rev.changes, rev.appends, list(rev.ids)) for k, rev in revisions.items() if k in selected},
         source=source_key(digest, config, benchmark_pattern, machine),
+        alerts=stored_alerts(store, machine),
     )
+
+
+def stored_alerts(store: Any, machine: str | None = None) -> list[Any]:
+    """The alerts for the queue page; with ``machine``, those holding a series of it."""
+    from ..analysis.alerts import row_alert
+    from ..store.alert_rows import load_alert_rows
+
+    alerts = [row_alert(r) for r in load_alert_rows(store)]
+    return [a for a in alerts if machine is None or machine in a.machines]

@@ -83,6 +83,8 @@ class SiteModel:
     # series moved by appends alone since the last build gets only its newest points read and its last
     # chunk rewritten. None: every rebuilt benchmark reads its series whole.
     revisions: Mapping[SeriesKey, tuple[int, int, list[int]]] | None = None
+    # The alerts detect keeps (analysis.alerts.Alert), for the alert queue page (publish/alerts_page.py)
+    alerts: Sequence[Any] = ()
 
     def ordered_commits(self) -> list[CommitInfo]:
         seen: dict[str, CommitInfo] = {}

@@ -46,6 +46,13 @@ _CHANGE_POINT_SQL = (
 )
 
 
+# Alerts without their update time: a re-detection that finds the same alerts changes neither.
+_ALERT_SQL = (
+    "SELECT id, before_sha, after_sha, kind, series, active, state, note, who, triaged_at, merged, merged_into,"
+    " split_from, culprit FROM alert ORDER BY id"
+)
+
+
 def _digest(fetch: Callable[[str], Sequence[Sequence[Any]]]) -> str:
     """sha256 of the tables a site depends on, read through ``fetch(sql) -> rows``."""
     h = hashlib.sha256()
@@ -55,6 +62,9 @@ def _digest(fetch: Callable[[str], Sequence[Sequence[Any]]]) -> str:
             h.update(repr(tuple(row)).encode("utf-8", "surrogatepass"))
     h.update(b"\0change_point\0")
     for row in fetch(_CHANGE_POINT_SQL):
+        h.update(repr(tuple(row)).encode("utf-8", "surrogatepass"))
+    h.update(b"\0alert\0")
+    for row in fetch(_ALERT_SQL):
         h.update(repr(tuple(row)).encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 

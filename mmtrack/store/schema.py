@@ -410,3 +410,37 @@ DetectDueCommit = _table(
     _required("sha", String(64), primary_key=True),
     _required("token", String(32)),
 )
+
+# One alert (``mmtrack.analysis.alerts.Alert``): its range, the series it holds (JSON list), its triage state.
+# Inactive alerts stay, with their triage, so that a change re-detected later gets its state back.
+AlertRow = _table(
+    "alert",
+    _required("id", String(32), primary_key=True),
+    _required("before_sha", String(64)),
+    _required("after_sha", String(64)),
+    _required("kind", String(16)),  # regression, improvement, change
+    _required("series", JSON, default=list),
+    _required("active", Boolean, default=True),
+    _required("state", String(16), default="untriaged"),
+    _required("note", Text, default=""),
+    _required("who", String(255), default=""),
+    _optional("triaged_at", DateTime(timezone=True)),
+    _required("merged", JSON, default=list),  # ids this alert absorbed
+    _optional("merged_into", String(32)),
+    _optional("split_from", String(32)),
+    _optional("culprit", String(64)),
+    _required("created_at", DateTime(timezone=True)),
+    _required("updated_at", DateTime(timezone=True)),
+    Index("ix_alert_active_state", "active", "state"),
+)
+
+# Every state an alert was given, in order: who said what, when.
+AlertTriageRow = _table(
+    "alert_triage",
+    _key(),
+    _required("alert_id", String(32), ForeignKey("alert.id", ondelete="CASCADE"), index=True),
+    _required("state", String(16)),
+    _required("note", Text, default=""),
+    _required("who", String(255), default=""),
+    _required("at", DateTime(timezone=True)),
+)
