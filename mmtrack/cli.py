@@ -433,6 +433,8 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on, 
     outcome = run_update(request)
     cli_results.updated(outcome, console, err_console)
     exit_without_teardown(outcome.exit_code)
+
+
 # -- alerts: the queue a team triages ----------------------------------------------------------------
 
 
@@ -443,9 +445,8 @@ def alerts() -> None:
 
 @alerts.command("list")
 @db_option
-@click.option("--state", help="Only alerts in this state (untriaged, acknowledged, invalid, wontfix, fixed, "
-                              "backed-out).")
-@click.option("--all", "show_all", is_flag=True, help="Also the alerts re-detection no longer finds.")
+@o.STATE()
+@o.SHOW_ALL("Also the alerts re-detection no longer finds.")
 @format_option("table", "json")
 def alerts_list(db, state, show_all, fmt) -> None:
     """The alerts, untriaged first."""
@@ -472,8 +473,8 @@ def alerts_show(alert_id, db, fmt) -> None:
 def _triage_verb(verb: str, state: str) -> None:
     @alerts.command(verb, help=f"Mark an alert {state}, with a note.")
     @click.argument("alert_id")
-    @click.option("-m", "--note", default="", help="Why (a bug link, a commit, a word).")
-    @click.option("--by", "who", help="Who triages (default: $USER, else git's user.name).")
+    @o.NOTE()
+    @o.BY()
     @db_option
     @format_option("table", "json")
     def triage(alert_id, note, who, db, fmt) -> None:
