@@ -477,7 +477,7 @@ def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, 
 
 def without_returns_from_events(reports: Sequence[SeriesReport]) -> list[SeriesReport]:
     """``reports`` (marked by :func:`mark_events`) without the change points in the newest commits that the gate's
-    rules read as a change reverted (``extra["state"]``, :func:`.compare._confirmed_phase`) where the phase they
+    rules read as a change reverted (``extra["state"]``, :func:`.history_evidence._confirmed_phase`) where the phase they
     return from began at the series' previous change point, an environment event's: the step into the phase followed
     the run date, so leaving it is no revert of the code."""
     return [dataclasses.replace(r, changes=tuple(c for i, c in enumerate(r.changes) if not (

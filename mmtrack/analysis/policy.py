@@ -138,7 +138,7 @@ ALTERNATION_VISITS = 6
 #: ... of which this many in a row: a level visited one commit at a time is a runner's strays, not a phase it holds.
 ALTERNATION_RUN = 2
 #: Commits a phase at the end of the history needs for segment_noise to split it off (detect's 8); a shorter one whose
-#: step the gate confirmed is read with the spread of the segment before that step (compare._confirmed_phase).
+#: step the gate confirmed is read with the spread of the segment before that step (history_evidence._confirmed_phase).
 SHORT_PHASE = 8
 #: The usual runner's and commit-to-commit spreads (in thresholds) from which the next commits cannot confirm: real CI
 #: runners hold such a series 4-6 commits away from its level and leave, as a step holds (scripts/real_ci_noise.py).
