@@ -106,6 +106,41 @@ def test_a_noisy_series_split_days_off_its_event_joins_it():
     assert joined[0][0].day == 50.0  # it takes its event's day, so that it merges into it
 
 
+def one_environments_code_step(seed: int, run: float, code: float):
+    """The issue's case: on m0/py3.12 only, every benchmark steps ``code`` at commit 50, the first measured on day 50,
+    and every run from day 50 on reads ``run`` (old commits re-measured then included); elsewhere nothing moves."""
+    series = fleet(seed, shift_day=None, code_step=None, reruns=True)
+    for key, (values, days) in list(series.items()):
+        if (key.machine, key.environment) == ("m0", "py3.12"):
+            late = np.array([days[c] for c in range(N)]) >= 50
+            series[key] = (values * np.where(np.arange(N) >= 50, code, 1.0) * np.where(late, run, 1.0), days)
+    return series
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_event_holds_only_what_old_commits_re_measured_after_its_date_share(seed):
+    """Old commits re-measured after day 50 read x0.96 (the run), new commits x1.25 (the run and the code): the step
+    is the code's x1.3, not an environment event's, and says what the run's part was."""
+    reports, events = run(one_environments_code_step(seed, run=0.96, code=1.3))
+    steps = [c for r in reports for c in r.changes if (c.series.machine, c.series.environment) == ("m0", "py3.12")
+             and abs(c.extra["index"] - 50) <= 2]
+    assert len(steps) >= 10 and not any(is_environment(c) for c in steps)
+    assert all(c.kind == "regression" and 1.2 < c.ratio < 1.45 for c in steps)
+    assert all(0.9 < c.extra["run_part"] < 1.0 for c in steps if "run_part" in c.extra)
+    assert not [e for e in events if e.median_ratio > 1.1]  # no event claims the code's slowdown
+
+
+def test_a_run_part_beside_a_code_part_stays_an_event_for_the_run_and_a_regression_for_the_code():
+    """Runs from day 50 read x1.4, and the code adds x1.25 at commit 50: the event holds x1.4, the code's x1.25 is a
+    regression of its own."""
+    reports, events = run(one_environments_code_step(5, run=1.4, code=1.25))
+    assert len(events) == 1 and 1.3 < events[0].median_ratio < 1.5
+    steps = [c for r in reports for c in r.changes if (c.series.machine, c.series.environment) == ("m0", "py3.12")
+             and abs(c.extra["index"] - 50) <= 2]
+    assert len(steps) >= 10 and not any(is_environment(c) for c in steps)
+    assert all(1.15 < c.ratio < 1.35 and 1.3 < c.extra["run_part"] < 1.5 for c in steps)
+
+
 def test_code_steps_alone_make_no_event():
     reports, events = run(fleet(4, shift_day=None, code_step=(2, 40), reruns=True))
     assert events == []

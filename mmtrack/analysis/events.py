@@ -32,6 +32,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey
 from .detect import SeriesReport
 from .policy import (
@@ -45,6 +46,7 @@ from .policy import (
     EVENT_REACH,
     EVENT_SHARE,
     EVENT_SIGN_ALPHA,
+    RERUNS,
     SIBLING_SHARE,
     SMALL_MOVE,
 )
@@ -69,6 +71,7 @@ class DateEvidence:
     day: float
     old_late: int  # runs of commits before the change point measured on or after ``day``
     old_late_new: int  # ... of which read the new level
+    old_late_level: float = math.nan  # log(their median / the old level): the run's part of the step (NaN: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +154,16 @@ def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int],
     if date_errors >= commit_errors:  # the dates say nothing the commits do not: the new level began with its run
         day = own_day
     late_old = (pos < at) & (days >= day)
-    return DateEvidence(commit_errors, date_errors, day, int(late_old.sum()), int((late_old & new).sum()))
+    return DateEvidence(commit_errors, date_errors, day, int(late_old.sum()), int((late_old & new).sum()),
+                        _level_of(values[late_old], cp.before_value))
+
+
+def _level_of(values: np.ndarray, before: float) -> float:
+    """log(median of ``values`` / ``before``): where old commits re-measured after the date lie against their old
+    level; NaN with fewer than :data:`RERUNS` of them or no log space."""
+    if values.size < RERUNS or not before > 0 or not np.all(values > 0):
+        return math.nan
+    return float(np.log(np.median(values) / before))
 
 
 def follows_run_date(evidence: Iterable[DateEvidence], strict: bool = True) -> bool:
@@ -318,15 +330,46 @@ def _old_commits(evidence: list[DateEvidence]) -> int:
     """Runs of old commits measured from the new level's first day on that read the new level, where they are at
     least two and most of such runs (else 0: one misplaced commit is not "old commits included")."""
     late, new = sum(e.old_late for e in evidence), sum(e.old_late_new for e in evidence)
-    return new if new >= 2 and 2 * new > late else 0
+    return new if new >= RERUNS and 2 * new > late else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What an environment event holds of one change point: the whole step (``run_part`` None), or only the part
+    that old commits re-measured after its date share (``run_part``, a ratio); the rest is the code's."""
+
+    event: str
+    run_part: float | None = None
+
+
+def run_part(f: _Found) -> float | None:
+    """The run's part of a change point's step, as a ratio, where old commits re-measured after the date leave a part
+    of the code's beyond it: measurement = the code's level x the run's factor x noise, and a re-run of an old commit
+    reads the run's factor alone. None where the re-runs are too few, or share the whole step (within
+    :data:`SMALL_MOVE`)."""
+    e, step = f.evidence, _log_ratio(f.cp.ratio)
+    if e is None or math.isnan(e.old_late_level) or math.isnan(step):
+        return None
+    code = step - e.old_late_level
+    return math.exp(e.old_late_level) if abs(code) > math.log1p(SMALL_MOVE) else None
+
+
+def _log_ratio(r: float) -> float:
+    return math.log(r) if 0 < r < math.inf else math.nan
+
+
+def _run_moved(f: _Found) -> bool:
+    """Whether the run's part of a split change point is a move at all (at least :data:`SMALL_MOVE`)."""
+    r = run_part(f)
+    return r is None or abs(math.log(r)) >= math.log1p(SMALL_MOVE)
 
 
 def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> EnvironmentEvent:
     place = _place(group[0].cp.series)
     days = [f.evidence.day for f in group if f.evidence is not None]
-    ratios = [f.cp.ratio for f in group if 0 < f.cp.ratio < math.inf]
+    ratios = [r for f in group if 0 < (r := run_part(f) or f.cp.ratio) < math.inf]
     first = min(group, key=lambda f: f.hi)
-    slower = sum(worse[id(f)] for f in group)
+    slower = sum(worse[id(f)] if run_part(f) is None else run_part(f) > 1 for f in group)
     return EnvironmentEvent(
         id="", machine=place[0], environments=(place[1],), day=float(np.median(days)) if days else math.nan,
         series=len({f.cp.series for f in group}), slower=slower, faster=len(group) - slower,
@@ -451,28 +494,60 @@ def find_events(
                     events.append((_event_of(members, "environment-wide", worse), members))
     events += _joining(nearby, [e for e, _ in events])
     events += _strays(events, found_by_place, by_series, worse)
+    events = _run_parts_only(events, worse)
     merged, into = _merged([e for e, _ in events])
-    held: dict[tuple[SeriesKey, str], str] = {}
+    held: dict[tuple[SeriesKey, str], Held] = {}
     for (_, group), j in zip(events, into):
         for f in group:
-            held[(f.cp.series, f.cp.after_sha)] = merged[j].id
+            held[(f.cp.series, f.cp.after_sha)] = Held(merged[j].id, run_part(f))
     return merged, held
 
 
-def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, str], str],
+def _run_parts_only(events: list[tuple[EnvironmentEvent, list[_Found]]], worse: Mapping[int, bool]
+                    ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
+    """Each event with only what the run moved: a member whose re-runs left the whole step to the code (the run's
+    part under :data:`SMALL_MOVE`) leaves it, and an event left with no member is none."""
+    out = []
+    for e, group in events:
+        kept = [f for f in group if _run_moved(f)]
+        if kept:
+            out.append((dataclasses.replace(_event_of(kept, e.evidence, worse), day=e.day), kept)
+                       if len(kept) < len(group) else (e, group))
+    return out
+
+
+def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, str], Held],
                 events: Sequence[EnvironmentEvent]) -> list[SeriesReport]:
-    """``reports`` with each change point an event holds marked ``extra["cause"] = "environment"`` and its event's
-    id and line; the others are left as they are (the code's: no ``cause``)."""
+    """``reports`` with each change point an event holds whole marked ``extra["cause"] = "environment"`` and its
+    event's id and line; one it holds a part of is the code's step beyond that part (:func:`code_part_of`); the
+    others are left as they are (the code's: no ``cause``)."""
     line = {e.id: e.describe() for e in events}
     out = []
     for r in reports:
         changes = []
         for c in r.changes:
-            event = held.get((c.series, c.after_sha))
-            extra = {**c.extra, "cause": "environment", "event": event, "event_line": line[event]} if event else None
-            changes.append(dataclasses.replace(c, extra=extra) if extra else c)
+            h = held.get((c.series, c.after_sha))
+            if h is None:
+                changes.append(c)
+            elif h.run_part is None:
+                changes.append(dataclasses.replace(c, extra={**c.extra, "cause": "environment", "event": h.event,
+                                                              "event_line": line[h.event]}))
+            else:
+                changes.append(code_part_of(c, h.run_part, h.event))
         out.append(dataclasses.replace(r, changes=tuple(changes)))
     return out
+
+
+def code_part_of(cp: ChangePoint, run: float, event: str) -> ChangePoint:
+    """``cp`` as the code's step beyond the run's part ``run`` (a ratio) that event ``event`` holds: the old level is
+    read in the new runs (before x run), the ratio and kind are the code's part, ``extra["run_part"]`` keeps the
+    run's."""
+    before = cp.before_value * run
+    ratio = cp.after_value / before if before else cp.ratio
+    kind = cp.kind if cp.direction is Direction.NEUTRAL else (
+        "regression" if (ratio > 1) == (cp.direction is Direction.LOWER) else "improvement")
+    return dataclasses.replace(cp, before_value=before, ratio=ratio, kind=kind,  # type: ignore[arg-type]
+                               extra={**cp.extra, "run_part": run, "run_event": event})
 
 
 def without_returns_from_events(reports: Sequence[SeriesReport]) -> list[SeriesReport]:
@@ -501,5 +576,5 @@ def is_environment(cp: ChangePoint) -> bool:
     return cp.extra.get("cause") == "environment"
 
 
-__all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "date_evidence", "follows_run_date", "find_events",
+__all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "Held", "run_part", "code_part_of", "date_evidence", "follows_run_date", "find_events",
            "mark_events", "without_returns_from_events", "is_environment"]

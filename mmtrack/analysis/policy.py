@@ -39,6 +39,9 @@ EVENT_DAYS = 2.0
 EVENT_ATTACH_DAYS = 14.0
 #: Commits apart (in commit order) that change points of one benchmark elsewhere may lie and still be one step.
 EVENT_REACH = 3
+#: Runs of old commits re-measured after an event's date that read its run's part (and call old commits included):
+#: one is a stray, two agree (flowkit-runs, sunpy-runs: docs/design/analysis.md).
+RERUNS = 2
 #: Change points an environment-wide group needs (and sibling series that must be seen): fewer is no pattern.
 EVENT_MIN_SERIES = 5
 #: Share of an environment's analysed series that must step together: a code change rarely moves most of them.
