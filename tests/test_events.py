@@ -7,8 +7,8 @@ import pytest
 from rich.console import Console
 
 from mmtrack.analysis.detect import DetectPolicy
-from mmtrack.analysis.series import detect_values
 from mmtrack.analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
+from mmtrack.analysis.series import detect_values
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import ChangePoint, MetricKey, SeriesKey
 
@@ -139,6 +139,25 @@ def test_a_run_part_beside_a_code_part_stays_an_event_for_the_run_and_a_regressi
              and abs(c.extra["index"] - 50) <= 2]
     assert len(steps) >= 10 and not any(is_environment(c) for c in steps)
     assert all(1.15 < c.ratio < 1.35 and 1.3 < c.extra["run_part"] < 1.5 for c in steps)
+
+
+def test_a_temporary_period_of_faster_runs_old_commits_included_is_one_event_and_its_end_no_regression():
+    """Runs of days 40-59 read x0.8 on m0/py3.12, old commits re-measured then included; then the level returns."""
+    series = fleet(6, shift_day=None, code_step=None, reruns=False)
+    rng = np.random.default_rng(6)
+    days = {c: c for c in range(N)}
+    for c in rng.choice(35, size=8, replace=False):
+        days[int(c)] = int(rng.integers(40, 60))  # old commits measured again during the period
+    for key, (values, _) in list(series.items()):
+        period = np.array([40 <= days[c] < 60 for c in range(N)])
+        shifted = (key.machine, key.environment) == ("m0", "py3.12")
+        series[key] = (values * np.where(period & shifted, 0.8, 1.0), days)
+    reports, events = run(series)
+    assert len(events) == 1 and events[0].until is not None, [e.describe() for e in events]
+    assert "in runs from 1970-02-10 to 1970-03-02" in events[0].describe()
+    moved = [c for r in reports for c in r.changes if (r.series.machine, r.series.environment) == ("m0", "py3.12")]
+    assert len(moved) >= 20 and all(is_environment(c) for c in moved)
+    assert {c.extra["event"] for c in moved} == {events[0].id}
 
 
 def test_code_steps_alone_make_no_event():

@@ -90,10 +90,16 @@ class EnvironmentEvent:
     before_sha: str  # the commit range where the series show it
     after_sha: str
     median_ratio: float
+    until_day: float = math.nan  # a temporary period: the first run day of the level's return (NaN: it holds)
 
     @property
     def date(self) -> str:
-        return datetime.fromtimestamp(self.day * 86400.0, tz=timezone.utc).strftime("%Y-%m-%d")
+        return _date(self.day)
+
+    @property
+    def until(self) -> str | None:
+        """The first run day of the return, for a temporary period; None for a step that holds."""
+        return None if math.isnan(self.until_day) else _date(self.until_day)
 
     def describe(self) -> str:
         """One line, e.g. "ubuntu/py3.12 and py3.13: 43 series slower (median x1.52) from runs of 2026-08-05 on,
@@ -105,7 +111,12 @@ class EnvironmentEvent:
                               f"{self.faster} series faster" if self.faster else "") if part)
         tail = ", old commits included" if self.old_commits else ""
         why = "follows the run date" if self.evidence == "run date" else "environment-wide, not in its siblings"
-        return f"{where}: {moved} (median x{self.median_ratio:.2f}) from runs of {self.date} on{tail}; {why}"
+        when = f"in runs from {self.date} to {self.until}" if self.until else f"from runs of {self.date} on"
+        return f"{where}: {moved} (median x{self.median_ratio:.2f}) {when}{tail}; {why}"
+
+
+def _date(day: float) -> str:
+    return datetime.fromtimestamp(day * 86400.0, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
 # --------------------------------------------------------------------------- one change point
@@ -500,7 +511,41 @@ def find_events(
     for (_, group), j in zip(events, into):
         for f in group:
             held[(f.cp.series, f.cp.after_sha)] = Held(merged[j].id, run_part(f))
-    return merged, held
+    return _periods(merged, held)
+
+
+def _periods(events: list[EnvironmentEvent], held: dict[tuple[SeriesKey, str], Held]
+             ) -> tuple[list[EnvironmentEvent], dict[tuple[SeriesKey, str], Held]]:
+    """A step of the run and its return, one period: the next event of the same machine and environments that takes
+    most of the same series back (the two run factors within :data:`SMALL_MOVE` of cancelling) reads as one event,
+    "in runs from D1 to D2", and holds both steps. The return is the run's, not a change of the code."""
+    series: dict[str, set[SeriesKey]] = defaultdict(set)
+    for (key, _), h in held.items():
+        if h.run_part is None:
+            series[h.event].add(key)
+    into: dict[str, str] = {}
+    out: list[EnvironmentEvent] = []
+    for e in events:
+        if e.id in into:
+            continue
+        back = next((b for b in events if b.id not in into and b.machine == e.machine and b.day > e.day
+                     and set(b.environments) & set(e.environments) and _cancel(e.median_ratio, b.median_ratio)
+                     and 2 * len(series[e.id] & series[b.id]) > min(len(series[e.id]), len(series[b.id]))), None)
+        if back is not None and math.isnan(e.until_day):
+            into[back.id] = e.id
+            e = dataclasses.replace(e, until_day=back.day,
+                                    environments=tuple(sorted(set(e.environments) | set(back.environments))))
+        out.append(e)
+    return out, {k: dataclasses.replace(h, event=into.get(h.event, h.event)) for k, h in held.items()}
+
+
+def _cancel(step: float, back: float) -> bool:
+    """Whether a run factor and a later one take the level back: their product within :data:`SMALL_MOVE` of 1, each
+    a move beyond it."""
+    if not (0 < step < math.inf and 0 < back < math.inf):
+        return False
+    small = math.log1p(SMALL_MOVE)
+    return abs(math.log(step)) > small and abs(math.log(back)) > small and abs(math.log(step * back)) <= small
 
 
 def _run_parts_only(events: list[tuple[EnvironmentEvent, list[_Found]]], worse: Mapping[int, bool]
