@@ -5,7 +5,7 @@ date moves every series of a machine or environment from that date on, old commi
 included. A lone series' change point cannot tell the two apart when commits are measured in order, but
 the run factor shows itself in two ways, each read here:
 
-* **Run date.** Over all runs of a change point's two segments (earlier runs of re-measured commits
+* **Run date** (:mod:`.run_dates`). Over all runs of a change point's two segments (earlier runs of re-measured commits
   included), each point is labelled by the level it is nearer to. The best split in commit order and the
   best split in run-date order are compared: where the date order explains the labels with fewer misplaced
   points (old commits re-measured after the date read the new level; commits measured out of order follow
@@ -16,14 +16,16 @@ the run factor shows itself in two ways, each read here:
   too.
 
 Such a group is reported once as an :class:`EnvironmentEvent`; its change points keep their place in their
-series but carry ``extra["cause"] = "environment"`` and never count as regressions to fail on.
+series but carry ``extra["cause"] = "environment"`` and never count as regressions to fail on. An event holds only
+the run's part of a step: where old commits re-measured after its date read less of the step than new commits
+(measurement = the code's level x the run's factor x noise), the rest is a change point of the code
+(:func:`run_part`, :func:`code_part_of`). A step of the run and its return are one temporary period.
 Pure functions over plain columns; the store reads them (``reads.series_run_points``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -39,39 +41,15 @@ from .policy import (
     ELSEWHERE_PLACES,
     ELSEWHERE_SIZE,
     EVENT_ATTACH_DAYS,
-    EVENT_DATE_GAIN,
-    EVENT_DATE_MARGIN,
     EVENT_DAYS,
     EVENT_MIN_SERIES,
     EVENT_REACH,
     EVENT_SHARE,
-    EVENT_SIGN_ALPHA,
     RERUNS,
     SIBLING_SHARE,
     SMALL_MOVE,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class RunPoints:
-    """Every clean, usable run of one series: its commit, its run day (days since 1970, UTC) and value."""
-
-    shas: Sequence[str]
-    days: np.ndarray
-    values: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class DateEvidence:
-    """What one change point's runs say: the misplaced points of the best split in commit order and in
-    run-date order, the first day of the new level by date, and the old commits measured from that day on."""
-
-    commit_errors: int
-    date_errors: int
-    day: float
-    old_late: int  # runs of commits before the change point measured on or after ``day``
-    old_late_new: int  # ... of which read the new level
-    old_late_level: float = math.nan  # log(their median / the old level): the run's part of the step (NaN: none)
+from .run_dates import DateEvidence, RunPoints, date_evidence, follows_run_date
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,86 +95,6 @@ class EnvironmentEvent:
 
 def _date(day: float) -> str:
     return datetime.fromtimestamp(day * 86400.0, tz=timezone.utc).strftime("%Y-%m-%d")
-
-
-# --------------------------------------------------------------------------- one change point
-
-
-def _labels(values: np.ndarray, before: float, after: float) -> np.ndarray:
-    """True where a value lies nearer the new level than the old one (in log space where both are positive)."""
-    if before > 0 and after > 0 and np.all(values > 0):
-        x, a, b = np.log(values), math.log(before), math.log(after)
-    else:
-        x, a, b = values, before, after
-    return np.abs(x - b) < np.abs(x - a)
-
-
-def _best_split(order: np.ndarray, new: np.ndarray, prefer: float) -> tuple[int, float]:
-    """Fewest misplaced points of a split of ``new`` (old level first) along ``order``, and the first order value
-    of its new side (of the splits that tie, the one nearest ``prefer``); splits fall only between distinct order
-    values."""
-    idx = np.argsort(order, kind="stable")
-    o, lab = order[idx], new[idx].astype(int)
-    new_before = np.concatenate([[0], np.cumsum(lab)])
-    old_after = np.concatenate([np.cumsum((1 - lab)[::-1])[::-1], [0]])
-    errors = new_before + old_after
-    cuts = np.flatnonzero(np.diff(o) > 0) + 1  # a cut k puts o[:k] before, o[k:] after
-    if cuts.size == 0:
-        return int(errors[0]), float(o[0])
-    best = cuts[errors[cuts] == errors[cuts].min()]
-    k = int(best[int(np.argmin(np.abs(o[best] - prefer)))])
-    return int(errors[k]), float(o[k])
-
-
-def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int], lo: int, hi: int
-                  ) -> DateEvidence | None:
-    """The run-date evidence of one change point, from its series' runs of commits at positions [lo, hi)."""
-    pos = np.fromiter(map(position.get, runs.shas, itertools.repeat(-1)), dtype=np.int64, count=len(runs.shas))
-    inside = (pos >= lo) & (pos < hi)
-    if inside.sum() < 4:
-        return None
-    pos, days, values = pos[inside], runs.days[inside], runs.values[inside]
-    new = _labels(values, cp.before_value, cp.after_value)
-    at = position.get(cp.after_sha, hi)
-    commit_errors, _ = _best_split(pos.astype(float), new, float(at))
-    first_new = days[pos >= at]  # the new segment's first run: a late-measured first commit is not the start
-    own_day = float(first_new.min()) if first_new.size else float(np.median(days))
-    date_errors, day = _best_split(days, new, own_day)  # a tie goes to the split nearest the change point's own run
-    if date_errors >= commit_errors:  # the dates say nothing the commits do not: the new level began with its run
-        day = own_day
-    late_old = (pos < at) & (days >= day)
-    return DateEvidence(commit_errors, date_errors, day, int(late_old.sum()), int((late_old & new).sum()),
-                        _level_of(values[late_old], cp.before_value))
-
-
-def _level_of(values: np.ndarray, before: float) -> float:
-    """log(median of ``values`` / ``before``): where old commits re-measured after the date lie against their old
-    level; NaN with fewer than :data:`RERUNS` of them or no log space."""
-    if values.size < RERUNS or not before > 0 or not np.all(values > 0):
-        return math.nan
-    return float(np.log(np.median(values) / before))
-
-
-def follows_run_date(evidence: Iterable[DateEvidence], strict: bool = True) -> bool:
-    """Whether pooled change points follow the run date: the date order misplaces at least
-    :data:`EVENT_DATE_MARGIN` fewer points than the commit order, more of them favour the date than the commit, and
-    (``strict``) the gain is :data:`EVENT_DATE_GAIN` of the points the commit order misplaces, or the change points
-    that favour the date outnumber those that favour the commit beyond a sign test at :data:`EVENT_SIGN_ALPHA` (many
-    noisy series, each misplacing many points either way). A group that passes
-    only the loose test joins an event found strictly on its machine nearby, never makes one."""
-    ev = list(evidence)
-    gain = sum(e.commit_errors - e.date_errors for e in ev)
-    for_date = sum(e.commit_errors > e.date_errors for e in ev)
-    for_commit = sum(e.commit_errors < e.date_errors for e in ev)
-    loose = gain >= EVENT_DATE_MARGIN and for_date > 2 * for_commit
-    return loose and (not strict or gain >= EVENT_DATE_GAIN * sum(e.commit_errors for e in ev)
-                      or _sign_p(for_date, for_commit) < EVENT_SIGN_ALPHA)
-
-
-def _sign_p(wins: int, losses: int) -> float:
-    """One-sided sign test: the chance of ``wins`` or more of ``wins + losses`` fair coin tosses."""
-    n = wins + losses
-    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n if n else 1.0
 
 
 # --------------------------------------------------------------------------- groups of change points
@@ -597,8 +495,8 @@ def code_part_of(cp: ChangePoint, run: float, event: str) -> ChangePoint:
 
 def without_returns_from_events(reports: Sequence[SeriesReport]) -> list[SeriesReport]:
     """``reports`` (marked by :func:`mark_events`) without the change points in the newest commits that the gate's
-    rules read as a change reverted (``extra["state"]``, :func:`.history_evidence._confirmed_phase`) where the phase they
-    return from began at the series' previous change point, an environment event's: the step into the phase followed
+    rules read as a change reverted (``extra["state"]``, :func:`.history_evidence._confirmed_phase`) where the phase
+    they return from began at the series' previous change point, an environment event's: the step into the phase followed
     the run date, so leaving it is no revert of the code."""
     return [dataclasses.replace(r, changes=tuple(c for i, c in enumerate(r.changes) if not (
         i and _returns_from_event(r.changes[i - 1], c)))) for r in reports]
@@ -621,5 +519,5 @@ def is_environment(cp: ChangePoint) -> bool:
     return cp.extra.get("cause") == "environment"
 
 
-__all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "Held", "run_part", "code_part_of", "date_evidence", "follows_run_date", "find_events",
-           "mark_events", "without_returns_from_events", "is_environment"]
+__all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "Held", "run_part", "code_part_of", "date_evidence",
+           "follows_run_date", "find_events", "mark_events", "without_returns_from_events", "is_environment"]
