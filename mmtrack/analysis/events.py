@@ -38,8 +38,6 @@ from ..measure.metrics import Direction
 from ..results import ChangePoint, SeriesKey
 from .detect import SeriesReport
 from .policy import (
-    ELSEWHERE_PLACES,
-    ELSEWHERE_SIZE,
     EVENT_ATTACH_DAYS,
     EVENT_DAYS,
     EVENT_MIN_SERIES,
@@ -208,31 +206,24 @@ def _own_commit(f: _Found) -> bool:
 
 def _elsewhere_too(f: _Found, found: Mapping[SeriesKey, list[_Found]], other_machine: bool) -> bool:
     """Whether the same benchmark stepped the same way at the same commits elsewhere (another environment, or
-    another machine with ``other_machine``), in change points whose own runs do not favour the run date: the
-    code's doing. Either :data:`ELSEWHERE_PLACES` places show it, or one does by a like amount (a lone small
-    wobble at the same commits is not a code change's twin)."""
+    another machine with ``other_machine``), by at least :data:`SMALL_MOVE`, in a change point whose own runs do not
+    favour the run date: a code change moves every place that measured its commits (a smaller wobble there is noise,
+    not its twin)."""
     me = f.cp.series
-    places: set[tuple[str, str]] = set()
     for key, theirs in found.items():
         if key == me or _bench(key) != _bench(me) or (other_machine and key.machine == me.machine):
             continue
         for g in theirs:
             dated = g.evidence is not None and g.evidence.date_errors < g.evidence.commit_errors
             if (not dated and abs(g.hi - f.hi) <= EVENT_REACH and g.cp.kind == f.cp.kind
-                    and (g.cp.ratio > 1) == (f.cp.ratio > 1)):
-                if _alike(g.cp.ratio, f.cp.ratio):
-                    return True
-                places.add(_place(key))
-    return len(places) >= ELSEWHERE_PLACES
+                    and (g.cp.ratio > 1) == (f.cp.ratio > 1) and _moved(g.cp.ratio)):
+                return True
+    return False
 
 
-def _alike(theirs: float, mine: float) -> bool:
-    """Whether another series' step counts as this one's twin: at least :data:`SMALL_MOVE`, or
-    :data:`ELSEWHERE_SIZE` of this one in log ratio where that is less (a small wobble at the same commits is not
-    the same code change, whereas a code change that fell on a shift's day reads far larger here than elsewhere)."""
-    if not (0 < theirs < math.inf and 0 < mine < math.inf):
-        return True
-    return abs(math.log(theirs)) >= min(ELSEWHERE_SIZE * abs(math.log(mine)), math.log1p(SMALL_MOVE))
+def _moved(ratio: float) -> bool:
+    """Whether a step is a move at all: at least :data:`SMALL_MOVE`, or no ratio says how far."""
+    return not 0 < ratio < math.inf or abs(math.log(ratio)) >= math.log1p(SMALL_MOVE)
 
 
 def _old_commits(evidence: list[DateEvidence]) -> int:
@@ -322,18 +313,6 @@ def _merged(events: list[EnvironmentEvent]) -> tuple[list[EnvironmentEvent], lis
     return named, [rank[j] for j in into]
 
 
-def _joining(loose: list[tuple[EnvironmentEvent, list[_Found]]], found: list[EnvironmentEvent]
-             ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
-    """The loosely dated groups within :data:`EVENT_ATTACH_DAYS` of an event found on their machine, given its day
-    (so that they merge into it); the others are left out."""
-    out = []
-    for e, group in loose:
-        near = [f for f in found if f.machine == e.machine and abs(f.day - e.day) <= EVENT_ATTACH_DAYS]
-        if near:
-            out.append((dataclasses.replace(e, day=min(near, key=lambda f: abs(f.day - e.day)).day), group))
-    return out
-
-
 def _strays(events: list[tuple[EnvironmentEvent, list[_Found]]], found_by_place: Mapping[tuple[str, str], list[_Found]],
             by_series: Mapping[SeriesKey, list[_Found]], worse: Mapping[int, bool]
             ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
@@ -387,21 +366,18 @@ def find_events(
             stepped[r.series].append((lo, hi, c.ratio > 1))
     spans = _Spans(commits_of, position)
     events: list[tuple[EnvironmentEvent, list[_Found]]] = []
-    nearby: list[tuple[EnvironmentEvent, list[_Found]]] = []  # passed the loose run-date test only
     for place, found in found_by_place.items():
         for group in _clusters(found, EVENT_DAYS):
             dated = _dated_parts(group)
             for part in dated:
                 members = [f for f in part if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
-                if members:
-                    strict = events if follows_run_date(_evidence(part)) else nearby
-                    strict.append((_event_of(members, "run date", worse), members))
+                if members and follows_run_date(_evidence(part)):
+                    events.append((_event_of(members, "run date", worse), members))
             if not dated and len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
                 quiet, other_machines = _siblings_quiet(group, place, spans, stepped, EVENT_REACH)
                 members = [f for f in group if quiet and not _elsewhere_too(f, by_series, other_machines)]
                 if members:
                     events.append((_event_of(members, "environment-wide", worse), members))
-    events += _joining(nearby, [e for e, _ in events])
     events += _strays(events, found_by_place, by_series, worse)
     events = _run_parts_only(events, worse)
     merged, into = _merged([e for e, _ in events])

@@ -17,7 +17,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..results import ChangePoint
-from .policy import EVENT_DATE_GAIN, EVENT_DATE_MARGIN, EVENT_SIGN_ALPHA, RERUNS
+from .policy import EVENT_DATE_MARGIN, EVENT_SIGN_ALPHA, RERUNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,18 +100,16 @@ def _level_of(values: np.ndarray, before: float) -> float:
 
 def follows_run_date(evidence: Iterable[DateEvidence], strict: bool = True) -> bool:
     """Whether pooled change points follow the run date: the date order misplaces at least
-    :data:`EVENT_DATE_MARGIN` fewer points than the commit order, more of them favour the date than the commit, and
-    (``strict``) the gain is :data:`EVENT_DATE_GAIN` of the points the commit order misplaces, or the change points
-    that favour the date outnumber those that favour the commit beyond a sign test at :data:`EVENT_SIGN_ALPHA` (many
-    noisy series, each misplacing many points either way). A group that passes
-    only the loose test joins an event found strictly on its machine nearby, never makes one."""
+    :data:`EVENT_DATE_MARGIN` fewer points than the commit order, more than twice as many of them favour the date as
+    the commit, and (``strict``) those that favour the date outnumber those that favour the commit beyond a sign test
+    at :data:`EVENT_SIGN_ALPHA`: each change point's runs are one vote, the commit's or the run date's. A part of a
+    day's cluster that passes only the loose test makes no event."""
     ev = list(evidence)
     gain = sum(e.commit_errors - e.date_errors for e in ev)
     for_date = sum(e.commit_errors > e.date_errors for e in ev)
     for_commit = sum(e.commit_errors < e.date_errors for e in ev)
     loose = gain >= EVENT_DATE_MARGIN and for_date > 2 * for_commit
-    return loose and (not strict or gain >= EVENT_DATE_GAIN * sum(e.commit_errors for e in ev)
-                      or _sign_p(for_date, for_commit) < EVENT_SIGN_ALPHA)
+    return loose and (not strict or _sign_p(for_date, for_commit) < EVENT_SIGN_ALPHA)
 
 
 def _sign_p(wins: int, losses: int) -> float:
