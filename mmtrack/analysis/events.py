@@ -243,12 +243,13 @@ class Held:
 
 
 def run_part(f: _Found) -> float | None:
-    """The run's part of a change point's step, as a ratio, where old commits re-measured after the date leave a part
-    of the code's beyond it: measurement = the code's level x the run's factor x noise, and a re-run of an old commit
-    reads the run's factor alone. None where the re-runs are too few, or share the whole step (within
-    :data:`SMALL_MOVE`)."""
+    """The run's part of a change point's step, as a ratio, where old commits re-measured after the date contradict
+    the step as the run's: measurement = the code's level x the run's factor x noise, and a re-run of an old commit
+    reads the run's factor alone. Where most of them (at least :data:`RERUNS`) read the old level, the step beyond
+    their median is the code's. None where they are too few, read the new level (the step is the run's, within
+    what a few noisy re-runs can tell apart), or leave the code less than :data:`SMALL_MOVE`."""
     e, step = f.evidence, _log_ratio(f.cp.ratio)
-    if e is None or math.isnan(e.old_late_level) or math.isnan(step):
+    if e is None or math.isnan(e.old_late_level) or math.isnan(step) or 2 * e.old_late_new >= e.old_late:
         return None
     code = step - e.old_late_level
     return math.exp(e.old_late_level) if abs(code) > math.log1p(SMALL_MOVE) else None
