@@ -473,8 +473,8 @@ def code_part_of(cp: ChangePoint, run: float, event: str) -> ChangePoint:
 def without_returns_from_events(reports: Sequence[SeriesReport]) -> list[SeriesReport]:
     """``reports`` (marked by :func:`mark_events`) without the change points in the newest commits that the gate's
     rules read as a change reverted (``extra["state"]``, :func:`.history_evidence._confirmed_phase`) where the phase
-    they return from began at the series' previous change point, an environment event's: the step into the phase followed
-    the run date, so leaving it is no revert of the code."""
+    they return from began at the series' previous change point, an environment event's: the step into the phase
+    followed the run date, so leaving it is no revert of the code."""
     return [dataclasses.replace(r, changes=tuple(c for i, c in enumerate(r.changes) if not (
         i and _returns_from_event(r.changes[i - 1], c)))) for r in reports]
 
