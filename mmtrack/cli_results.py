@@ -404,6 +404,7 @@ def detect_json(outcome: Any) -> str:
             "method": c.method,
             "cause": c.extra.get("cause", "code"),
             "event": c.extra.get("event"),
+            "run_part": c.extra.get("run_part"),  # the run's part an event holds; the ratio is the code's beyond it
             "elsewhere": c.extra.get("elsewhere"),
         }
 

@@ -398,7 +398,7 @@ def test_a_level_held_for_five_commits_on_a_noisy_series_is_left_to_detect(monke
     step: real CI runners held such levels for 4-6 commits and left them (scripts/real_ci_noise.py). The next commits
     no longer confirm it (ambiguous, with why); as the newest commit it is still suspected, and on a quiet series the
     same five commits confirm it."""
-    from mmtrack.analysis import compare as compare_module
+    from mmtrack.analysis import history_evidence as compare_module  # where the rule reads it
 
     history = list(np.exp(np.random.default_rng(5).normal(0, 0.15, 100)))
     before, after, held = meas(noisy(1.0, cv=0.005, seed=1)), meas(noisy(2.2, cv=0.005, seed=2)), [2.1, 2.3, 2.2, 2.25]

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from mmtrack.analysis import compare
+from mmtrack.analysis import code_part, compare
 from mmtrack.analysis.compare import ComparePolicy, InRun, series_step_verdicts, series_steps, suite_runs
 from mmtrack.measure.metrics import Direction, MetricSummary
 from mmtrack.results import Measurement
@@ -83,8 +83,8 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("seed", range(6))
 def test_every_verdict_settled_at_once_is_the_judged_one(seed: int, monkeypatch) -> None:
     judged = []
-    real = compare.judge_in_run
-    monkeypatch.setattr(compare, "judge_in_run", lambda *a, **k: judged.append(1) or real(*a, **k))
+    real = code_part.judge_in_run
+    monkeypatch.setattr(code_part, "judge_in_run", lambda *a, **k: judged.append(1) or real(*a, **k))
     fast, rows, through_rules = _judged_both_ways(_suite(seed), judged=judged)
     total = sum(len(r) for r in rows)
     assert [len(f) for f in fast] == [len(r) for r in rows]

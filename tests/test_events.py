@@ -7,8 +7,8 @@ import pytest
 from rich.console import Console
 
 from mmtrack.analysis.detect import DetectPolicy
-from mmtrack.analysis.series import detect_values
 from mmtrack.analysis.events import EnvironmentEvent, RunPoints, find_events, is_environment, mark_events
+from mmtrack.analysis.series import detect_values
 from mmtrack.measure.metrics import Direction
 from mmtrack.results import ChangePoint, MetricKey, SeriesKey
 
@@ -104,6 +104,69 @@ def test_a_noisy_series_split_days_off_its_event_joins_it():
     joined = _strays([(event, [])], {("m0", "py3.12"): [near, far, its_own, faster]}, {}, worse)
     assert [[f.cp.series.benchmark for f in group] for _, group in joined] == [["b56"]]
     assert joined[0][0].day == 50.0  # it takes its event's day, so that it merges into it
+
+
+def one_environments_code_step(seed: int, run: float, code: float):
+    """The issue's case: on m0/py3.12 only, every benchmark steps ``code`` at commit 50, the first measured on day 50,
+    and every run from day 50 on reads ``run`` (old commits re-measured then included); elsewhere nothing moves."""
+    series = fleet(seed, shift_day=None, code_step=None, reruns=True)
+    for key, (values, days) in list(series.items()):
+        if (key.machine, key.environment) == ("m0", "py3.12"):
+            late = np.array([days[c] for c in range(N)]) >= 50
+            series[key] = (values * np.where(np.arange(N) >= 50, code, 1.0) * np.where(late, run, 1.0), days)
+    return series
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_event_holds_only_what_old_commits_re_measured_after_its_date_share(seed):
+    """Old commits re-measured after day 50 read x0.96 (the run), new commits x1.25 (the run and the code): the step
+    is the code's x1.3, not an environment event's, and says what the run's part was."""
+    reports, events = run(one_environments_code_step(seed, run=0.96, code=1.3))
+    steps = [c for r in reports for c in r.changes if (c.series.machine, c.series.environment) == ("m0", "py3.12")
+             and abs(c.extra["index"] - 50) <= 2]
+    assert len(steps) >= 10 and not any(is_environment(c) for c in steps)
+    assert all(c.kind == "regression" and 1.2 < c.ratio < 1.45 for c in steps)
+    assert all(0.9 < c.extra["run_part"] < 1.0 for c in steps if "run_part" in c.extra)
+    assert not [e for e in events if e.median_ratio > 1.1]  # no event claims the code's slowdown
+
+
+def test_a_run_part_beside_a_code_part_stays_an_event_for_the_run_and_a_regression_for_the_code():
+    """Runs from day 50 read x1.12, and the code adds x1.4 at commit 50: the event holds x1.12, the code's x1.4 is a
+    regression of its own."""
+    reports, events = run(one_environments_code_step(5, run=1.12, code=1.4))
+    assert len(events) == 1 and 1.08 < events[0].median_ratio < 1.16
+    steps = [c for r in reports for c in r.changes if (c.series.machine, c.series.environment) == ("m0", "py3.12")
+             and abs(c.extra["index"] - 50) <= 2]
+    assert len(steps) >= 10 and not any(is_environment(c) for c in steps)
+    assert all(1.3 < c.ratio < 1.5 and 1.08 < c.extra["run_part"] < 1.16 for c in steps)
+
+
+def test_a_run_step_its_re_runs_share_stays_whole_in_its_event():
+    """Runs from day 50 read x1.4, and the code adds x1.1 at commit 50: the old commits re-measured then read nearer
+    the new level than the old one, and a few noisy re-runs cannot tell x1.1 from the runner's scatter: one event."""
+    reports, events = run(one_environments_code_step(5, run=1.4, code=1.1))
+    steps = [c for r in reports for c in r.changes if (c.series.machine, c.series.environment) == ("m0", "py3.12")
+             and abs(c.extra["index"] - 50) <= 2]
+    assert len(events) == 1 and len(steps) >= 10 and all(is_environment(c) for c in steps)
+
+
+def test_a_temporary_period_of_faster_runs_old_commits_included_is_one_event_and_its_end_no_regression():
+    """Runs of days 40-59 read x0.8 on m0/py3.12, old commits re-measured then included; then the level returns."""
+    series = fleet(6, shift_day=None, code_step=None, reruns=False)
+    rng = np.random.default_rng(6)
+    days = {c: c for c in range(N)}
+    for c in rng.choice(35, size=8, replace=False):
+        days[int(c)] = int(rng.integers(40, 60))  # old commits measured again during the period
+    for key, (values, _) in list(series.items()):
+        period = np.array([40 <= days[c] < 60 for c in range(N)])
+        shifted = (key.machine, key.environment) == ("m0", "py3.12")
+        series[key] = (values * np.where(period & shifted, 0.8, 1.0), days)
+    reports, events = run(series)
+    assert len(events) == 1 and events[0].until is not None, [e.describe() for e in events]
+    assert "in runs from 1970-02-10 to 1970-03-02" in events[0].describe()
+    moved = [c for r in reports for c in r.changes if (r.series.machine, r.series.environment) == ("m0", "py3.12")]
+    assert len(moved) >= 20 and all(is_environment(c) for c in moved)
+    assert {c.extra["event"] for c in moved} == {events[0].id}
 
 
 def test_code_steps_alone_make_no_event():

@@ -15,7 +15,7 @@ import numpy as np
 from test_publish_runs import SERIES, N, _import, _publish, level, tree
 
 from benchmarks.synthetic_history import synthetic_model, write_asv_results
-from mmtrack.analysis import compare
+from mmtrack.analysis import compare, run_part
 from mmtrack.publish import SiteConfig
 from mmtrack.publish.builder import STEP_COMMITS
 
@@ -44,8 +44,8 @@ def test_each_new_commit_fits_only_the_runs_it_moved_and_matches_a_full_rebuild(
     _import(url, results)
     _publish(url, site)
     fitted: list[str] = []
-    real_runs_of = compare.runs_of
-    monkeypatch.setattr(compare, "runs_of", lambda *a, **k: fitted.append(a[5].after) or real_runs_of(*a, **k))
+    real_runs_of = run_part.runs_of
+    monkeypatch.setattr(run_part, "runs_of", lambda *a, **k: fitted.append(a[5].after) or real_runs_of(*a, **k))
     for i in range(FIRST, N):
         write_asv_results(results, model, commits=[model.commits[i]])
         _import(url, results)

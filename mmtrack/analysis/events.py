@@ -5,7 +5,7 @@ date moves every series of a machine or environment from that date on, old commi
 included. A lone series' change point cannot tell the two apart when commits are measured in order, but
 the run factor shows itself in two ways, each read here:
 
-* **Run date.** Over all runs of a change point's two segments (earlier runs of re-measured commits
+* **Run date** (:mod:`.run_dates`). Over all runs of a change point's two segments (earlier runs of re-measured commits
   included), each point is labelled by the level it is nearer to. The best split in commit order and the
   best split in run-date order are compared: where the date order explains the labels with fewer misplaced
   points (old commits re-measured after the date read the new level; commits measured out of order follow
@@ -16,14 +16,16 @@ the run factor shows itself in two ways, each read here:
   too.
 
 Such a group is reported once as an :class:`EnvironmentEvent`; its change points keep their place in their
-series but carry ``extra["cause"] = "environment"`` and never count as regressions to fail on.
+series but carry ``extra["cause"] = "environment"`` and never count as regressions to fail on. An event holds only
+the run's part of a step: where old commits re-measured after its date read less of the step than new commits
+(measurement = the code's level x the run's factor x noise), the rest is a change point of the code
+(:func:`run_part`, :func:`code_part_of`). A step of the run and its return are one temporary period.
 Pure functions over plain columns; the store reads them (``reads.series_run_points``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -32,43 +34,20 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..vocabulary import Direction
 from ..results import ChangePoint, SeriesKey
 from .detect import SeriesReport
 from .policy import (
-    ELSEWHERE_PLACES,
-    ELSEWHERE_SIZE,
     EVENT_ATTACH_DAYS,
-    EVENT_DATE_GAIN,
-    EVENT_DATE_MARGIN,
     EVENT_DAYS,
     EVENT_MIN_SERIES,
     EVENT_REACH,
     EVENT_SHARE,
-    EVENT_SIGN_ALPHA,
+    RERUNS,
     SIBLING_SHARE,
     SMALL_MOVE,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class RunPoints:
-    """Every clean, usable run of one series: its commit, its run day (days since 1970, UTC) and value."""
-
-    shas: Sequence[str]
-    days: np.ndarray
-    values: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class DateEvidence:
-    """What one change point's runs say: the misplaced points of the best split in commit order and in
-    run-date order, the first day of the new level by date, and the old commits measured from that day on."""
-
-    commit_errors: int
-    date_errors: int
-    day: float
-    old_late: int  # runs of commits before the change point measured on or after ``day``
-    old_late_new: int  # ... of which read the new level
+from .run_dates import DateEvidence, RunPoints, date_evidence, follows_run_date
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +66,16 @@ class EnvironmentEvent:
     before_sha: str  # the commit range where the series show it
     after_sha: str
     median_ratio: float
+    until_day: float = math.nan  # a temporary period: the first run day of the level's return (NaN: it holds)
 
     @property
     def date(self) -> str:
-        return datetime.fromtimestamp(self.day * 86400.0, tz=timezone.utc).strftime("%Y-%m-%d")
+        return _date(self.day)
+
+    @property
+    def until(self) -> str | None:
+        """The first run day of the return, for a temporary period; None for a step that holds."""
+        return None if math.isnan(self.until_day) else _date(self.until_day)
 
     def describe(self) -> str:
         """One line, e.g. "ubuntu/py3.12 and py3.13: 43 series slower (median x1.52) from runs of 2026-08-05 on,
@@ -102,78 +87,12 @@ class EnvironmentEvent:
                               f"{self.faster} series faster" if self.faster else "") if part)
         tail = ", old commits included" if self.old_commits else ""
         why = "follows the run date" if self.evidence == "run date" else "environment-wide, not in its siblings"
-        return f"{where}: {moved} (median x{self.median_ratio:.2f}) from runs of {self.date} on{tail}; {why}"
+        when = f"in runs from {self.date} to {self.until}" if self.until else f"from runs of {self.date} on"
+        return f"{where}: {moved} (median x{self.median_ratio:.2f}) {when}{tail}; {why}"
 
 
-# --------------------------------------------------------------------------- one change point
-
-
-def _labels(values: np.ndarray, before: float, after: float) -> np.ndarray:
-    """True where a value lies nearer the new level than the old one (in log space where both are positive)."""
-    if before > 0 and after > 0 and np.all(values > 0):
-        x, a, b = np.log(values), math.log(before), math.log(after)
-    else:
-        x, a, b = values, before, after
-    return np.abs(x - b) < np.abs(x - a)
-
-
-def _best_split(order: np.ndarray, new: np.ndarray, prefer: float) -> tuple[int, float]:
-    """Fewest misplaced points of a split of ``new`` (old level first) along ``order``, and the first order value
-    of its new side (of the splits that tie, the one nearest ``prefer``); splits fall only between distinct order
-    values."""
-    idx = np.argsort(order, kind="stable")
-    o, lab = order[idx], new[idx].astype(int)
-    new_before = np.concatenate([[0], np.cumsum(lab)])
-    old_after = np.concatenate([np.cumsum((1 - lab)[::-1])[::-1], [0]])
-    errors = new_before + old_after
-    cuts = np.flatnonzero(np.diff(o) > 0) + 1  # a cut k puts o[:k] before, o[k:] after
-    if cuts.size == 0:
-        return int(errors[0]), float(o[0])
-    best = cuts[errors[cuts] == errors[cuts].min()]
-    k = int(best[int(np.argmin(np.abs(o[best] - prefer)))])
-    return int(errors[k]), float(o[k])
-
-
-def date_evidence(cp: ChangePoint, runs: RunPoints, position: Mapping[str, int], lo: int, hi: int
-                  ) -> DateEvidence | None:
-    """The run-date evidence of one change point, from its series' runs of commits at positions [lo, hi)."""
-    pos = np.fromiter(map(position.get, runs.shas, itertools.repeat(-1)), dtype=np.int64, count=len(runs.shas))
-    inside = (pos >= lo) & (pos < hi)
-    if inside.sum() < 4:
-        return None
-    pos, days, values = pos[inside], runs.days[inside], runs.values[inside]
-    new = _labels(values, cp.before_value, cp.after_value)
-    at = position.get(cp.after_sha, hi)
-    commit_errors, _ = _best_split(pos.astype(float), new, float(at))
-    first_new = days[pos >= at]  # the new segment's first run: a late-measured first commit is not the start
-    own_day = float(first_new.min()) if first_new.size else float(np.median(days))
-    date_errors, day = _best_split(days, new, own_day)  # a tie goes to the split nearest the change point's own run
-    if date_errors >= commit_errors:  # the dates say nothing the commits do not: the new level began with its run
-        day = own_day
-    late_old = (pos < at) & (days >= day)
-    return DateEvidence(commit_errors, date_errors, day, int(late_old.sum()), int((late_old & new).sum()))
-
-
-def follows_run_date(evidence: Iterable[DateEvidence], strict: bool = True) -> bool:
-    """Whether pooled change points follow the run date: the date order misplaces at least
-    :data:`EVENT_DATE_MARGIN` fewer points than the commit order, more of them favour the date than the commit, and
-    (``strict``) the gain is :data:`EVENT_DATE_GAIN` of the points the commit order misplaces, or the change points
-    that favour the date outnumber those that favour the commit beyond a sign test at :data:`EVENT_SIGN_ALPHA` (many
-    noisy series, each misplacing many points either way). A group that passes
-    only the loose test joins an event found strictly on its machine nearby, never makes one."""
-    ev = list(evidence)
-    gain = sum(e.commit_errors - e.date_errors for e in ev)
-    for_date = sum(e.commit_errors > e.date_errors for e in ev)
-    for_commit = sum(e.commit_errors < e.date_errors for e in ev)
-    loose = gain >= EVENT_DATE_MARGIN and for_date > 2 * for_commit
-    return loose and (not strict or gain >= EVENT_DATE_GAIN * sum(e.commit_errors for e in ev)
-                      or _sign_p(for_date, for_commit) < EVENT_SIGN_ALPHA)
-
-
-def _sign_p(wins: int, losses: int) -> float:
-    """One-sided sign test: the chance of ``wins`` or more of ``wins + losses`` fair coin tosses."""
-    n = wins + losses
-    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n if n else 1.0
+def _date(day: float) -> str:
+    return datetime.fromtimestamp(day * 86400.0, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
 # --------------------------------------------------------------------------- groups of change points
@@ -287,46 +206,71 @@ def _own_commit(f: _Found) -> bool:
 
 def _elsewhere_too(f: _Found, found: Mapping[SeriesKey, list[_Found]], other_machine: bool) -> bool:
     """Whether the same benchmark stepped the same way at the same commits elsewhere (another environment, or
-    another machine with ``other_machine``), in change points whose own runs do not favour the run date: the
-    code's doing. Either :data:`ELSEWHERE_PLACES` places show it, or one does by a like amount (a lone small
-    wobble at the same commits is not a code change's twin)."""
+    another machine with ``other_machine``), by at least :data:`SMALL_MOVE`, in a change point whose own runs do not
+    favour the run date: a code change moves every place that measured its commits (a smaller wobble there is noise,
+    not its twin)."""
     me = f.cp.series
-    places: set[tuple[str, str]] = set()
     for key, theirs in found.items():
         if key == me or _bench(key) != _bench(me) or (other_machine and key.machine == me.machine):
             continue
         for g in theirs:
             dated = g.evidence is not None and g.evidence.date_errors < g.evidence.commit_errors
             if (not dated and abs(g.hi - f.hi) <= EVENT_REACH and g.cp.kind == f.cp.kind
-                    and (g.cp.ratio > 1) == (f.cp.ratio > 1)):
-                if _alike(g.cp.ratio, f.cp.ratio):
-                    return True
-                places.add(_place(key))
-    return len(places) >= ELSEWHERE_PLACES
+                    and (g.cp.ratio > 1) == (f.cp.ratio > 1) and _moved(g.cp.ratio)):
+                return True
+    return False
 
 
-def _alike(theirs: float, mine: float) -> bool:
-    """Whether another series' step counts as this one's twin: at least :data:`SMALL_MOVE`, or
-    :data:`ELSEWHERE_SIZE` of this one in log ratio where that is less (a small wobble at the same commits is not
-    the same code change, whereas a code change that fell on a shift's day reads far larger here than elsewhere)."""
-    if not (0 < theirs < math.inf and 0 < mine < math.inf):
-        return True
-    return abs(math.log(theirs)) >= min(ELSEWHERE_SIZE * abs(math.log(mine)), math.log1p(SMALL_MOVE))
+def _moved(ratio: float) -> bool:
+    """Whether a step is a move at all: at least :data:`SMALL_MOVE`, or no ratio says how far."""
+    return not 0 < ratio < math.inf or abs(math.log(ratio)) >= math.log1p(SMALL_MOVE)
 
 
 def _old_commits(evidence: list[DateEvidence]) -> int:
     """Runs of old commits measured from the new level's first day on that read the new level, where they are at
     least two and most of such runs (else 0: one misplaced commit is not "old commits included")."""
     late, new = sum(e.old_late for e in evidence), sum(e.old_late_new for e in evidence)
-    return new if new >= 2 and 2 * new > late else 0
+    return new if new >= RERUNS and 2 * new > late else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What an environment event holds of one change point: the whole step (``run_part`` None), or only the part
+    that old commits re-measured after its date share (``run_part``, a ratio); the rest is the code's."""
+
+    event: str
+    run_part: float | None = None
+
+
+def run_part(f: _Found) -> float | None:
+    """The run's part of a change point's step, as a ratio, where old commits re-measured after the date contradict
+    the step as the run's: measurement = the code's level x the run's factor x noise, and a re-run of an old commit
+    reads the run's factor alone. Where most of them (at least :data:`RERUNS`) read the old level, the step beyond
+    their median is the code's. None where they are too few, read the new level (the step is the run's, within
+    what a few noisy re-runs can tell apart), or leave the code less than :data:`SMALL_MOVE`."""
+    e, step = f.evidence, _log_ratio(f.cp.ratio)
+    if e is None or math.isnan(e.old_late_level) or math.isnan(step) or 2 * e.old_late_new >= e.old_late:
+        return None
+    code = step - e.old_late_level
+    return math.exp(e.old_late_level) if abs(code) > math.log1p(SMALL_MOVE) else None
+
+
+def _log_ratio(r: float) -> float:
+    return math.log(r) if 0 < r < math.inf else math.nan
+
+
+def _run_moved(f: _Found) -> bool:
+    """Whether the run's part of a split change point is a move at all (at least :data:`SMALL_MOVE`)."""
+    r = run_part(f)
+    return r is None or abs(math.log(r)) >= math.log1p(SMALL_MOVE)
 
 
 def _event_of(group: list[_Found], evidence: str, worse: Mapping[int, bool]) -> EnvironmentEvent:
     place = _place(group[0].cp.series)
     days = [f.evidence.day for f in group if f.evidence is not None]
-    ratios = [f.cp.ratio for f in group if 0 < f.cp.ratio < math.inf]
+    ratios = [r for f in group if 0 < (r := run_part(f) or f.cp.ratio) < math.inf]
     first = min(group, key=lambda f: f.hi)
-    slower = sum(worse[id(f)] for f in group)
+    slower = sum(worse[id(f)] if run_part(f) is None else run_part(f) > 1 for f in group)
     return EnvironmentEvent(
         id="", machine=place[0], environments=(place[1],), day=float(np.median(days)) if days else math.nan,
         series=len({f.cp.series for f in group}), slower=slower, faster=len(group) - slower,
@@ -368,18 +312,6 @@ def _merged(events: list[EnvironmentEvent]) -> tuple[list[EnvironmentEvent], lis
     rank = {j: k for k, j in enumerate(order)}
     named = [dataclasses.replace(out[j], id=f"{out[j].machine}@{out[j].date}#{k + 1}") for k, j in enumerate(order)]
     return named, [rank[j] for j in into]
-
-
-def _joining(loose: list[tuple[EnvironmentEvent, list[_Found]]], found: list[EnvironmentEvent]
-             ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
-    """The loosely dated groups within :data:`EVENT_ATTACH_DAYS` of an event found on their machine, given its day
-    (so that they merge into it); the others are left out."""
-    out = []
-    for e, group in loose:
-        near = [f for f in found if f.machine == e.machine and abs(f.day - e.day) <= EVENT_ATTACH_DAYS]
-        if near:
-            out.append((dataclasses.replace(e, day=min(near, key=lambda f: abs(f.day - e.day)).day), group))
-    return out
 
 
 def _strays(events: list[tuple[EnvironmentEvent, list[_Found]]], found_by_place: Mapping[tuple[str, str], list[_Found]],
@@ -435,51 +367,114 @@ def find_events(
             stepped[r.series].append((lo, hi, c.ratio > 1))
     spans = _Spans(commits_of, position)
     events: list[tuple[EnvironmentEvent, list[_Found]]] = []
-    nearby: list[tuple[EnvironmentEvent, list[_Found]]] = []  # passed the loose run-date test only
     for place, found in found_by_place.items():
         for group in _clusters(found, EVENT_DAYS):
             dated = _dated_parts(group)
             for part in dated:
                 members = [f for f in part if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
-                if members:
-                    strict = events if follows_run_date(_evidence(part)) else nearby
-                    strict.append((_event_of(members, "run date", worse), members))
+                if members and follows_run_date(_evidence(part)):
+                    events.append((_event_of(members, "run date", worse), members))
             if not dated and len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
                 quiet, other_machines = _siblings_quiet(group, place, spans, stepped, EVENT_REACH)
                 members = [f for f in group if quiet and not _elsewhere_too(f, by_series, other_machines)]
                 if members:
                     events.append((_event_of(members, "environment-wide", worse), members))
-    events += _joining(nearby, [e for e, _ in events])
     events += _strays(events, found_by_place, by_series, worse)
+    events = _run_parts_only(events, worse)
     merged, into = _merged([e for e, _ in events])
-    held: dict[tuple[SeriesKey, str], str] = {}
+    held: dict[tuple[SeriesKey, str], Held] = {}
     for (_, group), j in zip(events, into):
         for f in group:
-            held[(f.cp.series, f.cp.after_sha)] = merged[j].id
-    return merged, held
+            held[(f.cp.series, f.cp.after_sha)] = Held(merged[j].id, run_part(f))
+    return _periods(merged, held)
 
 
-def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, str], str],
+def _periods(events: list[EnvironmentEvent], held: dict[tuple[SeriesKey, str], Held]
+             ) -> tuple[list[EnvironmentEvent], dict[tuple[SeriesKey, str], Held]]:
+    """A step of the run and its return, one period: the next event of the same machine and environments that takes
+    most of the same series back (the two run factors within :data:`SMALL_MOVE` of cancelling) reads as one event,
+    "in runs from D1 to D2", and holds both steps. The return is the run's, not a change of the code."""
+    series: dict[str, set[SeriesKey]] = defaultdict(set)
+    for (key, _), h in held.items():
+        if h.run_part is None:
+            series[h.event].add(key)
+    into: dict[str, str] = {}
+    out: list[EnvironmentEvent] = []
+    for e in events:
+        if e.id in into:
+            continue
+        back = next((b for b in events if b.id not in into and b.machine == e.machine and b.day > e.day
+                     and set(b.environments) & set(e.environments) and _cancel(e.median_ratio, b.median_ratio)
+                     and 2 * len(series[e.id] & series[b.id]) > min(len(series[e.id]), len(series[b.id]))), None)
+        if back is not None and math.isnan(e.until_day):
+            into[back.id] = e.id
+            e = dataclasses.replace(e, until_day=back.day,
+                                    environments=tuple(sorted(set(e.environments) | set(back.environments))))
+        out.append(e)
+    return out, {k: dataclasses.replace(h, event=into.get(h.event, h.event)) for k, h in held.items()}
+
+
+def _cancel(step: float, back: float) -> bool:
+    """Whether a run factor and a later one take the level back: their product within :data:`SMALL_MOVE` of 1, each
+    a move beyond it."""
+    if not (0 < step < math.inf and 0 < back < math.inf):
+        return False
+    small = math.log1p(SMALL_MOVE)
+    return abs(math.log(step)) > small and abs(math.log(back)) > small and abs(math.log(step * back)) <= small
+
+
+def _run_parts_only(events: list[tuple[EnvironmentEvent, list[_Found]]], worse: Mapping[int, bool]
+                    ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
+    """Each event with only what the run moved: a member whose re-runs left the whole step to the code (the run's
+    part under :data:`SMALL_MOVE`) leaves it, and an event left with no member is none."""
+    out = []
+    for e, group in events:
+        kept = [f for f in group if _run_moved(f)]
+        if kept:
+            out.append((dataclasses.replace(_event_of(kept, e.evidence, worse), day=e.day), kept)
+                       if len(kept) < len(group) else (e, group))
+    return out
+
+
+def mark_events(reports: Sequence[SeriesReport], held: Mapping[tuple[SeriesKey, str], Held],
                 events: Sequence[EnvironmentEvent]) -> list[SeriesReport]:
-    """``reports`` with each change point an event holds marked ``extra["cause"] = "environment"`` and its event's
-    id and line; the others are left as they are (the code's: no ``cause``)."""
+    """``reports`` with each change point an event holds whole marked ``extra["cause"] = "environment"`` and its
+    event's id and line; one it holds a part of is the code's step beyond that part (:func:`code_part_of`); the
+    others are left as they are (the code's: no ``cause``)."""
     line = {e.id: e.describe() for e in events}
     out = []
     for r in reports:
         changes = []
         for c in r.changes:
-            event = held.get((c.series, c.after_sha))
-            extra = {**c.extra, "cause": "environment", "event": event, "event_line": line[event]} if event else None
-            changes.append(dataclasses.replace(c, extra=extra) if extra else c)
+            h = held.get((c.series, c.after_sha))
+            if h is None:
+                changes.append(c)
+            elif h.run_part is None:
+                changes.append(dataclasses.replace(c, extra={**c.extra, "cause": "environment", "event": h.event,
+                                                              "event_line": line[h.event]}))
+            else:
+                changes.append(code_part_of(c, h.run_part, h.event))
         out.append(dataclasses.replace(r, changes=tuple(changes)))
     return out
 
 
+def code_part_of(cp: ChangePoint, run: float, event: str) -> ChangePoint:
+    """``cp`` as the code's step beyond the run's part ``run`` (a ratio) that event ``event`` holds: the old level is
+    read in the new runs (before x run), the ratio and kind are the code's part, ``extra["run_part"]`` keeps the
+    run's."""
+    before = cp.before_value * run
+    ratio = cp.after_value / before if before else cp.ratio
+    kind = cp.kind if cp.direction is Direction.NEUTRAL else (
+        "regression" if (ratio > 1) == (cp.direction is Direction.LOWER) else "improvement")
+    return dataclasses.replace(cp, before_value=before, ratio=ratio, kind=kind,  # type: ignore[arg-type]
+                               extra={**cp.extra, "run_part": run, "run_event": event})
+
+
 def without_returns_from_events(reports: Sequence[SeriesReport]) -> list[SeriesReport]:
     """``reports`` (marked by :func:`mark_events`) without the change points in the newest commits that the gate's
-    rules read as a change reverted (``extra["state"]``, :func:`.compare._confirmed_phase`) where the phase they
-    return from began at the series' previous change point, an environment event's: the step into the phase followed
-    the run date, so leaving it is no revert of the code."""
+    rules read as a change reverted (``extra["state"]``, :func:`.history_evidence._confirmed_phase`) where the phase
+    they return from began at the series' previous change point, an environment event's: the step into the phase
+    followed the run date, so leaving it is no revert of the code."""
     return [dataclasses.replace(r, changes=tuple(c for i, c in enumerate(r.changes) if not (
         i and _returns_from_event(r.changes[i - 1], c)))) for r in reports]
 
@@ -501,5 +496,5 @@ def is_environment(cp: ChangePoint) -> bool:
     return cp.extra.get("cause") == "environment"
 
 
-__all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "date_evidence", "follows_run_date", "find_events",
-           "mark_events", "without_returns_from_events", "is_environment"]
+__all__ = ["RunPoints", "DateEvidence", "EnvironmentEvent", "Held", "run_part", "code_part_of", "date_evidence",
+           "follows_run_date", "find_events", "mark_events", "without_returns_from_events", "is_environment"]

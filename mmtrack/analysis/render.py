@@ -15,7 +15,8 @@ from ..results import Measurement
 from ..tables import NAME_MIN_WIDTH, FitTable, stacked
 from ..textsafe import md_code, md_text, term
 from ..vocabulary import Direction, MetricFormat
-from .compare import MARKS, Comparison, Row, failing_rows
+from .compare import MARKS, Comparison, Row
+from .gate import failing_rows
 from .policy import VERDICT_ORDER
 
 SCHEMA_VERSION = 2  # of ``compare --format json``: 2 added machine, environment, full shas, summary
