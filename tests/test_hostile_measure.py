@@ -631,3 +631,18 @@ def test_an_all_unreadable_journal_is_said_and_set_aside_not_deleted(tmp_path):
     assert said.cases == 1 and (said.kept / case.name).is_file()
     assert not [e for e in events if isinstance(e, JournalSaved)]
     assert bench_journal.leftovers(tmp_path) == []
+
+
+def test_what_a_file_prints_at_import_never_reaches_the_terminal_raw(tmp_path):
+    folder = tmp_path / "benchmarks"
+    _write(folder, "bench_says.py", '''
+        import os
+        print("\\x1b]0;title\\x07 importing", flush=True)
+        os._exit(3)
+    ''')
+    _write(folder, "bench_fine.py", WORK)
+    code, output = _bench([str(folder), "--no-save", "--quick", "--min-samples", "3", "--max-samples", "4",
+                           "--compare", "none", "--processes", "1"], tmp_path, terminal=True)
+    assert code == 2, output[-3000:]
+    assert "\x1b]0;" not in output and "\x07" not in output
+    assert "worker exited with status 3 while importing it (\\x1b]0;title\\x07 importing)" in output, output[-3000:]

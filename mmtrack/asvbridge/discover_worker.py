@@ -24,19 +24,23 @@ def discover_in_workers(path: Path | str, timeout: float) -> Suite:
     suite = Suite(root=root)
     while todo:
         process, receive = start_worker(_discover_main, Path(path), tuple(todo), timeout)
+        lost: tuple[Path, str] | None = None  # the file whose import ended the worker, and how
         try:
             while todo:
                 message, error = next_message(process, receive, time.monotonic() + timeout, timeout)
                 file = todo.pop(0)
                 if message is None:
-                    suite.failures.append(ImportFailure(file, f"worker {error} while importing it"))
+                    lost = (file, error)
                     break
                 _, found, failure = message
                 suite.benchmarks.extend(found)
                 if failure is not None:
                     suite.failures.append(failure)
         finally:
-            end_worker(process, receive)
+            written = end_worker(process, receive)  # the files' prints: captured, never on the terminal raw
+        if lost is not None:
+            said = f" ({written.last_line})" if written is not None and written.last_line else ""
+            suite.failures.append(ImportFailure(lost[0], f"worker {lost[1]} while importing it{said}"))
     return suite
 
 

@@ -15,7 +15,6 @@ first-touch misses of each chunk cancel. The choice and its figures: docs/design
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import secrets
@@ -284,16 +283,17 @@ class CallgrindBackend(MeasurementBackend):
 
     def __init__(self) -> None:
         self.regions: list[Region] = []
-        self._label = ctypes.create_string_buffer(b"")
+        self._bracket = valgrind_request.Bracket.labelled("")
+        valgrind_request.request(valgrind_request.RUNNING_ON_VALGRIND)  # the page and the function made before any region
 
     def begin(self) -> None:
         _profiles.catch_up()
-        # Made before the counters are zeroed: the label's allocation is not part of the region.
-        self._label = ctypes.create_string_buffer(_profiles.label(_profiles.written + 1).encode())
-        valgrind_request.zero_stats()
+        # Made before the counters are zeroed: no allocation of the bracket's is part of the region.
+        self._bracket = valgrind_request.Bracket.labelled(_profiles.label(_profiles.written + 1))
+        self._bracket.zero_stats()
 
     def end(self) -> None:
-        valgrind_request.dump_stats_at(self._label)  # callgrind writes the region's profile here
+        self._bracket.dump_stats_at()  # callgrind writes the region's profile here
 
     def collect(self, host_elapsed, ops, chunk_index, results: Results, metrics) -> None:
         profile = _profiles.next()
@@ -302,7 +302,7 @@ class CallgrindBackend(MeasurementBackend):
                 "no callgrind profile was written for the sample: run the worker under valgrind --tool=callgrind "
                 "(mmtrack bench --instrument callgrind)")
         trigger, events = read_header(profile)
-        if trigger != f"Client Request: {self._label.value.decode()}":
+        if trigger != f"Client Request: {self._bracket.label.value.decode()}":
             _profiles.catch_up()
             raise MeasurementRejected(
                 f"callgrind wrote a profile inside the sample that mmtrack did not ask for ({trigger[:80]!r}): the "

@@ -13,13 +13,14 @@ from __future__ import annotations
 import ctypes
 import mmap
 import platform
+from dataclasses import dataclass
 
 # valgrind/callgrind.h: VG_USERREQ_TOOL_BASE('C','T') and the requests after it.
 _CALLGRIND_BASE = (ord("C") << 24) | (ord("T") << 16)
 DUMP_STATS, ZERO_STATS, TOGGLE_COLLECT, DUMP_STATS_AT = (_CALLGRIND_BASE + i for i in range(4))
 
-# ``unsigned long request(unsigned long args[6])``: the args array is (request, arg1 .. arg5), the result 0
-# outside Valgrind. Bytes checked against gcc's output for valgrind.h's macros (x86-64) and valgrind's decoder.
+# ``void request(unsigned long args[6])``: the args array is (request, arg1 .. arg5); outside Valgrind it does
+# nothing (the result Valgrind leaves in a register is not read). Bytes checked against gcc's output for valgrind.h's macros (x86-64) and valgrind's decoder.
 _CODE = {
     # mov rax,rdi; xor edx,edx; rol rdi,3; rol rdi,13; rol rdi,61; rol rdi,51; xchg rbx,rbx; mov rax,rdx; ret
     "x86_64": bytes.fromhex("4889f8 31d2 48c1c703 48c1c70d 48c1c73d 48c1c733 4887db 4889d0 c3"),
@@ -30,6 +31,7 @@ _CODE = {
 }
 _ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 _PROT_READ, _PROT_EXEC = 1, 4
+RUNNING_ON_VALGRIND = 0x1001  # valgrind.h: a request every tool answers, harmless
 
 
 class RequestsUnavailable(RuntimeError):
@@ -55,24 +57,49 @@ class _Requests:
             raise RequestsUnavailable(f"cannot make a page executable for Valgrind client requests "
                                       f"(mprotect: errno {ctypes.get_errno()})")
         self._page = page  # kept alive: the function lives in it
-        self._function = ctypes.CFUNCTYPE(ctypes.c_ulong, ctypes.POINTER(ctypes.c_ulong))(address)
+        # No result kept and no argument converted per call: a sample's region holds as little of ctypes as can be.
+        self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         return self._function
 
-    def __call__(self, request: int, *args: int) -> int:
+    def __call__(self, request: int, *args: int) -> None:
+        self.issue(block(request, *args))
+
+    def issue(self, prepared: ctypes.Array) -> None:
+        """Issue a request whose block (:func:`block`) was made beforehand."""
         function = self._function or self._load()
-        block = (ctypes.c_ulong * 6)(request, *args, *([0] * (5 - len(args))))
-        return function(block)
+        function(prepared)
 
 
 request = _Requests()
 
 
-def zero_stats() -> None:
-    """``CALLGRIND_ZERO_STATS``: callgrind's counters start again from zero here."""
-    request(ZERO_STATS)
+def block(request_code: int, *args: int) -> ctypes.Array:
+    """A request and its arguments as Valgrind reads them: six machine words."""
+    return (ctypes.c_ulong * 6)(request_code, *args, *([0] * (5 - len(args))))
+
+
+@dataclass(slots=True)
+class Bracket:
+    """The two requests around one sample, made before it: inside the region only the calls run."""
+
+    label: ctypes.Array  # the C string the dump's trigger line names
+    zero: ctypes.Array
+    dump: ctypes.Array
+
+    @classmethod
+    def labelled(cls, label: str) -> "Bracket":
+        text = ctypes.create_string_buffer(label.encode())
+        return cls(text, block(ZERO_STATS), block(DUMP_STATS_AT, ctypes.addressof(text)))
+
+    def zero_stats(self) -> None:
+        """``CALLGRIND_ZERO_STATS``: callgrind's counters start again from zero here."""
+        request.issue(self.zero)
+
+    def dump_stats_at(self) -> None:
+        """``CALLGRIND_DUMP_STATS_AT(label)``: callgrind writes a profile whose trigger line names the label."""
+        request.issue(self.dump)
 
 
 def dump_stats_at(label: ctypes.Array) -> None:
-    """``CALLGRIND_DUMP_STATS_AT(label)``: callgrind writes a profile whose trigger line names ``label`` (a C
-    string the caller keeps alive, made before the region so that no allocation is counted in it)."""
+    """``CALLGRIND_DUMP_STATS_AT(label)`` with a C string the caller keeps alive."""
     request(DUMP_STATS_AT, ctypes.addressof(label))
