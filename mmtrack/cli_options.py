@@ -167,10 +167,10 @@ FDR = declare("--fdr", dest="fdr", type=float, metavar="Q", default=0.001, show_
               callback=lambda _ctx, _param, value: None if value == 0 else value,  # 0 turns the budget off
               help="False-alarm budget of the whole suite: Benjamini-Hochberg's level over the change points of each "
                    "commit (docs/design/alerts.md); 0 turns it off.")
-STATE = declare("--state", dest="state", help="Only alerts in this state (untriaged, acknowledged, invalid, wontfix, "
+STATE = declare("--state", dest="state", metavar="STATE", help="Only alerts in this state (untriaged, acknowledged, invalid, wontfix, "
                                               "fixed, backed-out).")
 NOTE = declare("-m", "--note", dest="note", default="", help="Why (a bug link, a commit, a word).")
-BY = declare("--by", dest="who", help="Who triages (default: $USER, else git's user.name).")
+BY = declare("--by", dest="who", metavar="NAME", help="Who triages (default: $USER, else git's user.name).")
 NO_SAVE = declare("--no-save", dest="no_save", is_flag=True)
 METRIC = declare("--metric", dest="metrics", multiple=True,
                  help="Only these metrics (name, section/name or glob); repeatable.")

@@ -133,7 +133,7 @@ def test_a_metric_not_measured_is_neither_failing_nor_fixed():
     assert then.verdict == "not comparable" and then.note == "not measured before"
     now = compare_pair(valued, na)
     assert now.verdict == "not comparable" and now.note == "not measured in this run"
-    assert not should_fail(compare_measurements([valued], [na]), ("regression", "failed"))
+    assert not failing_rows(compare_measurements([valued], [na]), ("regression", "failed"))
     failed = dataclasses.replace(valued, status="failed", median=None, samples=())
     assert compare_pair(failed, valued).verdict == "fixed"
 
