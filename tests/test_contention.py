@@ -95,6 +95,15 @@ def test_in_a_run_that_waited_a_case_without_cpu_time_reads_ambiguous_not_moved(
     assert calm["time_per_op"].verdict == "regressed"
 
 
+def test_a_software_counter_moved_in_one_run_is_at_most_suspected():
+    """Two runs of identical code, no history: task-clock 1.63 → 3.46 µs/op reads regressed (suspected), never a
+    settled regression; the wall clock of the same case, unmoved, stays unchanged."""
+    got = rows(side(1.0e-6, 1630, None, seed=13), side(1.0e-6, 3460, None, seed=14))
+    cpu = got["task-clock"]
+    assert cpu.verdict == "regressed" and cpu.state == "suspected" and "re-run must agree" in cpu.note
+    assert got["time_per_op"].verdict == "unchanged"
+
+
 def spin(ctx, n, i):
     for _ in range(n):
         sum(range(300))
