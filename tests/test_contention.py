@@ -163,3 +163,16 @@ def test_a_real_contended_run_waits_for_a_cpu_and_is_judged_on_cpu_time(one_cpu,
     measured = [[Measurement.from_summary("sum", {}, m) for m in s.tracked_metrics()] for s in (before, after)]
     wall = rows(*measured)["time_per_op"]
     assert "verdict on CPU time" in wall.note
+
+
+def test_an_asv_run_beside_two_busy_processes_says_it_waited_for_a_cpu(one_cpu):
+    """`mmtrack run` times asv's processes (wall against their CPU time): a CPU-bound child sharing its CPU with two
+    busy processes gets about a third of it, and the run says it waited."""
+    from mmtrack.commands.run import ProcessTime, waited_note
+
+    one_cpu(2)  # children inherit the test's one-CPU affinity
+    with ProcessTime() as asv_time:
+        subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(3 * 10**7): x += i"], check=True)
+    note = waited_note(asv_time.wall, asv_time.cpu)
+    assert asv_time.wall > 1.5 * asv_time.cpu and note.startswith("the run waited for a CPU"), note
+    assert waited_note(10.0, 9.5) == "" and waited_note(10.0, 0.0) == ""  # a quiet run, nothing measured
