@@ -40,6 +40,22 @@ def test_an_ab_verdict_of_the_ab_environment_shows_on_the_history_series(tmp_pat
     assert row["source"] == "ab" and row["kind"] == "improvement" and row["env"] == key.environment
 
 
+def test_a_run_verdict_of_the_same_pair_carries_the_ab_verdict(tmp_path):
+    from benchmarks.synthetic_history import synthetic_model
+    from mmtrack.publish import build_site
+    from mmtrack.results import RunVerdict
+
+    model = dataclasses.replace(synthetic_model(1, 4, 1, seed=3), change_points=[])
+    key = next(iter(model.series))
+    base, head = model.commits[-2].sha, model.commits[-1].sha
+    run = RunVerdict(key, base, head, "regressed", "suspected", 1.2, 1.0, 1.2, 0.01, "")
+    ab = {(dataclasses.replace(key, environment="mmtrack-ab"), head):
+          {"state": "regressed", "ratio": 1.15, "p_value": 0.001, "rounds": 6, "before_sha": base}}
+    build_site(dataclasses.replace(model, ab_verdicts=ab, run_verdicts=[run]), tmp_path / "site")
+    (row,) = read_regressions(tmp_path / "site")
+    assert row["source"] == "run" and row["ab"]["state"] == "regressed" and row["ab"]["ratio"] == 1.15
+
+
 def test_a_refuted_confirmation_alone_makes_no_row(tmp_path):
     from benchmarks.synthetic_history import synthetic_model
     from mmtrack.publish import build_site
