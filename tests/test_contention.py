@@ -104,6 +104,20 @@ def test_a_software_counter_moved_in_one_run_is_at_most_suspected():
     assert got["time_per_op"].verdict == "unchanged"
 
 
+def test_a_custom_timing_of_a_case_that_waited_reads_ambiguous():
+    """A benchmark's own matmul_ms (its wall clock) tripled while its case waited for a CPU 11.8x: no CPU time of its
+    own to judge it on, so ambiguous; the case's time per op, judged on CPU time, stands as it reads."""
+    def with_custom(wall, cpu_ns, ratio, ms, seed):
+        rng = np.random.default_rng(seed)
+        custom = MetricSummary.from_values("custom", "matmul_ms", "ms", ms * (1 + rng.normal(0, 0.005, 20)))
+        return [*side(wall, cpu_ns, ratio, seed=seed), Measurement.from_summary(BENCH, {}, custom, version="v1")]
+
+    got = rows(with_custom(1.0e-6, 1000, 5.07, 2.0, 15), with_custom(3.0e-6, 1000, 11.84, 6.2, 16))
+    custom = got["matmul_ms"]
+    assert custom.verdict == "ambiguous" and "waited for a CPU" in custom.note, custom
+    assert got["time_per_op"].verdict == "unchanged" and "verdict on CPU time" in got["time_per_op"].note
+
+
 def spin(ctx, n, i):
     for _ in range(n):
         sum(range(300))
