@@ -55,9 +55,10 @@ def read_cpu_time_where_contended(
     rows: Sequence[Row], before: Mapping[Case, Measurement], after: Mapping[Case, Measurement]
 ) -> tuple[Row, ...]:
     """``rows`` with each contended case's wall-clock rows judged on its CPU time (see the module's docstring)."""
-    rows = at_most_suspected(rows)  # first: a wall-clock row judged on CPU time takes its state too
-    by_case = {(r.benchmark, r.params, r.metric.section, r.metric.name): r for r in rows}
     ratios = _contention(before, after)
+    # First: a wall-clock row judged on CPU time takes the CPU-time row's state too.
+    rows = at_most_suspected(doubted_where_the_run_waited(rows, ratios, before, after))
+    by_case = {(r.benchmark, r.params, r.metric.section, r.metric.name): r for r in rows}
     out = []
     for row in rows:
         sides = ratios.get((row.benchmark, row.params))
@@ -67,7 +68,7 @@ def read_cpu_time_where_contended(
             out.append(row)
             continue
         out.append(on_cpu_time(row, cpu, contention_note(*sides)))
-    return doubted_where_the_run_waited(out, ratios, before, after)
+    return tuple(out)
 
 
 #: The kernel's software counters: what the scheduler and the allocator did to the run as much as what the code did.
@@ -97,7 +98,7 @@ def doubted_where_the_run_waited(
     """``rows`` with each move of a case that records no wall/CPU ratio (threads, IO and GPU domains, custom backends,
     asv's own timings) read ambiguous where other cases of either run waited for a CPU: the machine moved it as much
     as the code, and it has no CPU time to be judged on. So does a custom metric (a time or rate the benchmark took
-    itself) of a case that waited. Deterministic counts keep their verdict."""
+    itself) of a case that waited. Deterministic counts and verdicts history judged (a state) keep theirs."""
     worst = [max((pair[i] for pair in ratios.values() if pair[i] is not None), default=None) for i in (0, 1)]
     if worst == [None, None]:
         return tuple(rows)
@@ -108,8 +109,8 @@ def doubted_where_the_run_waited(
     waited_note = "the case waited for a CPU and this metric of its own has no CPU time to judge on"
 
     def doubt(row: Row) -> str:
-        if row.verdict not in MOVED or row.test == "deterministic":
-            return ""
+        if row.verdict not in MOVED or row.test == "deterministic" or row.state is not None:
+            return ""  # history's verdicts (a state) weigh the run themselves
         if (row.benchmark, row.params) not in own:
             return note
         custom = row.metric.section not in (engine.SECTION, CPU_TIME[0])  # a metric the benchmark timed itself
