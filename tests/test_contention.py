@@ -95,6 +95,29 @@ def test_in_a_run_that_waited_a_case_without_cpu_time_reads_ambiguous_not_moved(
     assert calm["time_per_op"].verdict == "regressed"
 
 
+def test_a_software_counter_moved_in_one_run_is_at_most_suspected():
+    """Two runs of identical code, no history: task-clock 1.63 → 3.46 µs/op reads regressed (suspected), never a
+    settled regression; the wall clock of the same case, unmoved, stays unchanged."""
+    got = rows(side(1.0e-6, 1630, None, seed=13), side(1.0e-6, 3460, None, seed=14))
+    cpu = got["task-clock"]
+    assert cpu.verdict == "regressed" and cpu.state == "suspected" and "re-run must agree" in cpu.note
+    assert got["time_per_op"].verdict == "unchanged"
+
+
+def test_a_custom_timing_of_a_case_that_waited_reads_ambiguous():
+    """A benchmark's own matmul_ms (its wall clock) tripled while its case waited for a CPU 11.8x: no CPU time of its
+    own to judge it on, so ambiguous; the case's time per op, judged on CPU time, stands as it reads."""
+    def with_custom(wall, cpu_ns, ratio, ms, seed):
+        rng = np.random.default_rng(seed)
+        custom = MetricSummary.from_values("custom", "matmul_ms", "ms", ms * (1 + rng.normal(0, 0.005, 20)))
+        return [*side(wall, cpu_ns, ratio, seed=seed), Measurement.from_summary(BENCH, {}, custom, version="v1")]
+
+    got = rows(with_custom(1.0e-6, 1000, 5.07, 2.0, 15), with_custom(3.0e-6, 1000, 11.84, 6.2, 16))
+    custom = got["matmul_ms"]
+    assert custom.verdict == "ambiguous" and "waited for a CPU" in custom.note, custom
+    assert got["time_per_op"].verdict == "unchanged" and "verdict on CPU time" in got["time_per_op"].note
+
+
 def spin(ctx, n, i):
     for _ in range(n):
         sum(range(300))
@@ -154,3 +177,16 @@ def test_a_real_contended_run_waits_for_a_cpu_and_is_judged_on_cpu_time(one_cpu,
     measured = [[Measurement.from_summary("sum", {}, m) for m in s.tracked_metrics()] for s in (before, after)]
     wall = rows(*measured)["time_per_op"]
     assert "verdict on CPU time" in wall.note
+
+
+def test_an_asv_run_beside_two_busy_processes_says_it_waited_for_a_cpu(one_cpu):
+    """`mmtrack run` times asv's processes (wall against their CPU time): a CPU-bound child sharing its CPU with two
+    busy processes gets about a third of it, and the run says it waited."""
+    from mmtrack.commands.run import ProcessTime, waited_note
+
+    one_cpu(2)  # children inherit the test's one-CPU affinity
+    with ProcessTime() as asv_time:
+        subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(3 * 10**7): x += i"], check=True)
+    note = waited_note(asv_time.wall, asv_time.cpu)
+    assert asv_time.wall > 1.5 * asv_time.cpu and note.startswith("the run waited for a CPU"), note
+    assert waited_note(10.0, 9.5) == "" and waited_note(10.0, 0.0) == ""  # a quiet run, nothing measured

@@ -27,8 +27,7 @@ def test_the_x_axis_names_commits_and_the_environment_selector_shows_its_name(tm
     from mmtrack.publish import bench_id, build_site
 
     model = synthetic_model(1, 30, 1, seed=5)
-    series = {dataclasses.replace(k, environment=LONG_ENV): [dataclasses.replace(p, measurement=p.measurement)
-                                                             for p in v] for k, v in model.series.items()}
+    series = {dataclasses.replace(k, environment=LONG_ENV): list(v) for k, v in model.series.items()}
     model = dataclasses.replace(model, series=series, change_points=[])
     build_site(model, tmp_path / "site")
     bench = next(iter(model.benchmarks()))

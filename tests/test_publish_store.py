@@ -74,7 +74,7 @@ def test_publish_from_store_with_stored_change_points(store_url: str, tmp_path: 
     args = ("publish", "-o", str(site), "--db", store_url, "--config", str(METPY / "asv.conf.json"))
     r = mmtrack(*args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert re.search(rf"published 128 benchmarks, {n_series} series \({n_series} read\), 1 change points", r.stdout), r.stdout
+    assert re.search(rf"published 128 benchmarks, {n_series} series \({n_series} read\), 1 change point to", r.stdout), r.stdout
     info = read_call(site / "data/site.js")[0]
     assert info["title"] == "metpy" and info["commit_url"] == "http://github.com/unidata/metpy/commit/"
     regs = read_call(site / "data/regressions.js")[0]

@@ -55,8 +55,10 @@ def read_cpu_time_where_contended(
     rows: Sequence[Row], before: Mapping[Case, Measurement], after: Mapping[Case, Measurement]
 ) -> tuple[Row, ...]:
     """``rows`` with each contended case's wall-clock rows judged on its CPU time (see the module's docstring)."""
-    by_case = {(r.benchmark, r.params, r.metric.section, r.metric.name): r for r in rows}
     ratios = _contention(before, after)
+    # First: a wall-clock row judged on CPU time takes the CPU-time row's state too.
+    rows = at_most_suspected(doubted_where_the_run_waited(rows, ratios, before, after))
+    by_case = {(r.benchmark, r.params, r.metric.section, r.metric.name): r for r in rows}
     out = []
     for row in rows:
         sides = ratios.get((row.benchmark, row.params))
@@ -66,7 +68,23 @@ def read_cpu_time_where_contended(
             out.append(row)
             continue
         out.append(on_cpu_time(row, cpu, contention_note(*sides)))
-    return doubted_where_the_run_waited(out, ratios, before, after)
+    return tuple(out)
+
+
+#: The kernel's software counters: what the scheduler and the allocator did to the run as much as what the code did.
+SCHEDULED_COUNTERS = frozenset({CPU_TIME_COUNTER, "page-faults", "context-switches", "cpu-migrations"})
+
+
+def at_most_suspected(rows: Sequence[Row]) -> tuple[Row, ...]:
+    """``rows`` with each move of a software counter judged on two runs alone (no history: state None) suspected: one
+    run of identical code moves them (task-clock 1.63 → 3.46 µs/op beside other tenants), so a re-run must agree."""
+    return tuple(
+        dataclasses.replace(row, state="suspected",
+                            note="; ".join(filter(None, [row.note, "one run of a software counter: a re-run must agree"])))
+        if row.verdict in MOVED and row.state is None and row.metric.section == CPU_TIME[0]
+        and row.metric.name in SCHEDULED_COUNTERS else row
+        for row in rows
+    )
 
 
 #: The verdicts a contended run cannot give a case that has no CPU time of its own.
@@ -79,7 +97,8 @@ def doubted_where_the_run_waited(
 ) -> tuple[Row, ...]:
     """``rows`` with each move of a case that records no wall/CPU ratio (threads, IO and GPU domains, custom backends,
     asv's own timings) read ambiguous where other cases of either run waited for a CPU: the machine moved it as much
-    as the code, and it has no CPU time to be judged on. Deterministic counts keep their verdict."""
+    as the code, and it has no CPU time to be judged on. So does a custom metric (a time or rate the benchmark took
+    itself) of a case that waited. Deterministic counts and verdicts history judged (a state) keep theirs."""
     worst = [max((pair[i] for pair in ratios.values() if pair[i] is not None), default=None) for i in (0, 1)]
     if worst == [None, None]:
         return tuple(rows)
@@ -87,11 +106,18 @@ def doubted_where_the_run_waited(
            if (metric.section, metric.name) == (engine.SECTION, engine.NAME)}
     note = (f"the run waited for a CPU (wall/CPU time up to {max(r for r in worst if r is not None):.2f}x in other "
             "cases) and this case has no CPU time of its own to judge on")
-    return tuple(
-        dataclasses.replace(row, verdict="ambiguous", state=None, note=note)
-        if row.verdict in MOVED and row.test != "deterministic" and (row.benchmark, row.params) not in own else row
-        for row in rows
-    )
+    waited_note = "the case waited for a CPU and this metric of its own has no CPU time to judge on"
+
+    def doubt(row: Row) -> str:
+        if row.verdict not in MOVED or row.test == "deterministic" or row.state is not None:
+            return ""  # history's verdicts (a state) weigh the run themselves
+        if (row.benchmark, row.params) not in own:
+            return note
+        custom = row.metric.section not in (engine.SECTION, CPU_TIME[0])  # a metric the benchmark timed itself
+        return waited_note if custom and (row.benchmark, row.params) in ratios else ""
+
+    return tuple(dataclasses.replace(row, verdict="ambiguous", state=None, note=why) if (why := doubt(row)) else row
+                 for row in rows)
 
 
 def _contention(before: Mapping[Case, Measurement], after: Mapping[Case, Measurement]
@@ -108,4 +134,4 @@ def _contention(before: Mapping[Case, Measurement], after: Mapping[Case, Measure
     return found
 
 
-__all__ = ["contention_note", "doubted_where_the_run_waited", "on_cpu_time", "read_cpu_time_where_contended", "waited"]
+__all__ = ["at_most_suspected", "contention_note", "doubted_where_the_run_waited", "on_cpu_time", "read_cpu_time_where_contended", "waited"]

@@ -180,7 +180,8 @@ def execute(request: RunRequest, report: Report = silent) -> RunOutcome:
                                  started)
             ingest(outcome, request.db)
             return outcome
-        asv_exit = run_asv(prepared, request)
+        with ProcessTime() as asv_time:
+            asv_exit = run_asv(prepared, request)
         path = results_file(prepared, started.timestamp())
         if path is None:
             raise UserError(
@@ -190,10 +191,52 @@ def execute(request: RunRequest, report: Report = silent) -> RunOutcome:
             )
         collected = collect(prepared, path, started, request.bench)
         outcome = RunOutcome(prepared, collected, asv_exit, started)
+        if (note := waited_note(asv_time.wall, asv_time.cpu)):
+            outcome.summary.append(note)
         ingest(outcome, request.db)
         return outcome
     finally:
         prepared.cleanup()
+
+
+#: asv's processes' wall time over their CPU time above which the run waited for a CPU (asv runs one benchmark
+#: process at a time; imports and file writes keep a quiet run near 1.1).
+RUN_WAITED_RATIO = 1.5
+
+
+class ProcessTime:
+    """The wall time of a block and the CPU time of the child processes it waited for (asv and its benchmarks)."""
+
+    def __enter__(self) -> "ProcessTime":
+        import resource
+        import time
+
+        self._t0, self._c0 = time.monotonic(), _children_cpu(resource)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import resource
+        import time
+
+        self.wall = time.monotonic() - self._t0
+        self.cpu = _children_cpu(resource) - self._c0
+
+
+def _children_cpu(resource: Any) -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def waited_note(wall: float, cpu: float) -> str:
+    """One line when asv's processes had a CPU for less of the run than a quiet machine gives them; "" else."""
+    if cpu <= 0 or wall / cpu <= RUN_WAITED_RATIO:
+        return ""
+    import os
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"the run waited for a CPU: asv's processes ran {cpu:.1f} s of CPU time in {wall:.1f} s (wall/CPU "
+            f"{wall / cpu:.1f}x; load {load:.1f} on {os.cpu_count()} CPUs); its wall-clock timings read slow, so "
+            "re-run on a quiet machine or judge with `mmtrack continuous`")
 
 
 def run_command(request: RunRequest, report: Report = silent) -> RunResult:

@@ -448,12 +448,21 @@ _AB_KINDS = {"regressed": "regression", "improved": "improvement"}
 def _ab_only_rows(model: SiteModel, key_index: dict[SeriesKey, int], pos: dict[str, int],
                   shown: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """A regressions-page row per A/B verdict (``mmtrack continuous``) of this benchmark's series that no change point
-    or run verdict carries already: on a new project the A/B run is the only verdict there is."""
-    carried = {(r["s"], r["after_sha"]) for r in shown}
+    or run verdict carries already (on a new project the A/B run is the only verdict there is); one that does carry
+    its pair gets it in its A/B column."""
+    carried = {(r["s"], r["after_sha"]): r for r in shown}
+    # An A/B run stores its sides under an environment of its own, which the pages leave out when a history exists:
+    # its verdict shows on the history series of the same case and metric on that machine.
+    by_case = {}
+    for key, i in key_index.items():
+        by_case.setdefault((key.machine, key.benchmark, key.params, key.metric), i)
     rows = []
     for (key, after_sha), v in model.ab_verdicts.items():  # few: one per changed row of each A/B run
-        i = key_index.get(key)
-        if i is None or (i, after_sha) in carried or v.get("state") not in _AB_KINDS:
+        i = key_index.get(key, by_case.get((key.machine, key.benchmark, key.params, key.metric)))
+        if i is None or v.get("state") not in _AB_KINDS:
+            continue
+        if (i, after_sha) in carried:  # the run verdict or change point of that pair shows it in its A/B column
+            carried[(i, after_sha)].setdefault("ab", {k: _finite(x) if isinstance(x, float) else x for k, x in v.items()})
             continue
         before_sha = v.get("before_sha")
         rows.append({"s": i, "source": "ab", "kind": _AB_KINDS[v["state"]], "verdict": v["state"], "state": None,
