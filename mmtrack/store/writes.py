@@ -52,8 +52,8 @@ def mark_detect_due(conn: Connection, series_ids: Collection[int], commits: Coll
 def read_detect_due(store: Store) -> DetectDue:
     """Every mark standing now (see :func:`mark_detect_due`)."""
     with store.read() as conn:
-        series = dict(conn.execute(select(m.DetectDue.series_id, m.DetectDue.token)).tuples().all())
-        commits = dict(conn.execute(select(m.DetectDueCommit.sha, m.DetectDueCommit.token)).tuples().all())
+        series = dict(conn.execute(select(m.DetectDue.series_id, m.DetectDue.token)).all())
+        commits = dict(conn.execute(select(m.DetectDueCommit.sha, m.DetectDueCommit.token)).all())
     return DetectDue(series, commits)
 
 
