@@ -169,3 +169,35 @@ def test_continuous_survives_a_suite_that_starts_a_thread_at_import(tmp_path):
     assert "bench_thread.time_nothing" in proc.stdout and "bench_ab.time_crunch" in proc.stdout, proc.stdout
     assert time.monotonic() - started < 250
     assert not _wait_until_gone(p["repo"]), _processes_under(p["repo"])
+
+
+def test_asvs_output_lines_are_bounded_and_non_numbers_are_named():
+    from mmtrack.asvbridge.asvrun import bounded_line, not_a_number
+
+    huge = "[ 50.00%] ··· lists.track_huge_list  " + repr(list(range(2_000_000))) + "\n"
+    shown = bounded_line(huge)
+    assert len(shown) < 2100 and shown.endswith("characters left out)\n") and shown.startswith("[ 50.00%]")
+    assert bounded_line("short\n") == "short\n"
+    assert not_a_number(3) is None and not_a_number(2.5) is None
+    assert "a list of 2 values" in not_a_number([1, 2])
+    assert "a dict" in not_a_number({"a": 1}) and "a str" in not_a_number("12") and "a bool" in not_a_number(True)
+
+
+@pytest.mark.slow
+def test_continuous_killed_outright_leaves_no_round_server_or_benchmark_behind(ab_project):
+    """SIGKILL gives mmtrack no chance to close asv's server: the server and its forks end with it all the same."""
+    p = ab_project
+    proc = subprocess.Popen([sys.executable, "-m", "mmtrack", "continuous", *p["shas"], "--rounds", "6"],
+                            cwd=p["repo"], env=p["env"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    deadline = time.monotonic() + 240
+    while "round 2/" not in seen and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+    time.sleep(0.5)
+    proc.kill()
+    proc.wait(timeout=60)
+    assert "round 2/" in seen, seen
+    assert not _wait_until_gone(p["repo"]), _processes_under(p["repo"])

@@ -295,3 +295,113 @@ def test_a_site_held_by_another_build_is_waited_for_then_given_up_in_one_line(tm
         holder.kill()
         holder.wait()
     os.close(lock_site(site, wait_s=5))  # free again once the holder is gone
+
+
+# -- attacks of this pass's own on the detect marks, the fault lines and the site lock --------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_import_asv_or_update_no_detect_leaves_the_series_to_the_next_update(tmp_path: Path, backend: str) -> None:
+    """What `import-asv` or `update --no-detect` imported is judged by the next update (it said 0 before); a manual
+    `detect` of the whole store clears the marks, so the update after it has nothing left."""
+    model = _model()
+    results = tmp_path / "results"
+    write_asv_results(results, model, commits=list(model.commits[:-1]))
+    url = _url(backend, tmp_path)
+    assert mmtrack("import-asv", str(results), "--db", url, cwd=tmp_path).returncode == 0
+    first = _update(results, tmp_path / "site", url, tmp_path)
+    assert "detect on 4 touched series" in first.stdout, first.stdout
+    write_asv_results(results, model, commits=[model.commits[-1]])
+    skipped = mmtrack("update", str(results), "-o", str(tmp_path / "site"), "--db", url, "--title", "t",
+                      "--no-detect", cwd=tmp_path)
+    assert skipped.returncode == 0, skipped.stderr
+    assert mmtrack("detect", "--db", url, cwd=tmp_path).returncode == 0
+    after = _update(results, tmp_path / "site", url, tmp_path)
+    assert "detect on 0 touched series" in after.stdout, after.stdout
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_mark_made_again_after_detect_read_it_survives_that_detect(tmp_path: Path, backend: str) -> None:
+    """An import that lands between detect's read of the marks and its write marks its series again: that detect
+    clears only the marks it read, so the new point is judged by the next update."""
+    from sqlalchemy import select
+
+    from mmtrack.store import schema as m
+    from mmtrack.store.db import open_store
+    from mmtrack.store.writes import mark_detect_due, read_detect_due, save_change_points
+
+    url = _url(backend, tmp_path)
+    _imported(tmp_path, url)
+    store = open_store(url)
+    try:
+        with store.read() as conn:
+            ids = [r[0] for r in conn.execute(select(m.Series.id))]
+        due = read_detect_due(store)
+        assert set(due.series) == set(ids) and due.commits  # the import marked all it wrote
+        with store.write() as conn:  # another import, after detect read the marks
+            mark_detect_due(conn, ids[:1], {"f" * 40})
+        save_change_points(store, [], replace=[], clear_due=due)
+        left = read_detect_due(store)
+        assert set(left.series) == set(ids[:1]) and set(left.commits) == {"f" * 40}
+    finally:
+        store.close()
+
+
+def test_a_fault_line_masks_the_password_and_says_what_to_do() -> None:
+    from sqlalchemy.exc import OperationalError
+
+    from mmtrack.store import db
+
+    before = db._opened_url
+    try:
+        db._opened_url = "postgresql+psycopg://ci:hunter2@db.example:5432/perf"
+        lost = db.store_fault_line(OperationalError("SELECT 1", {}, Exception(
+            "terminating connection due to administrator command")))
+        full = db.store_fault_line(OperationalError("INSERT", {}, Exception("database or disk is full")))
+        other = db.store_fault_line(ValueError("not a store fault"))
+    finally:
+        db._opened_url = before
+    assert lost is not None and "hunter2" not in lost and "***" in lost and "run the command again" in lost
+    assert full is not None and "free space" in full and "\n" not in full
+    assert other is None
+
+
+def test_a_build_that_fails_before_finishing_lets_the_next_one_in(tmp_path: Path) -> None:
+    from mmtrack.errors import UserError
+    from mmtrack.publish.writer import SiteWriter, lock_site
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "someone-elses.txt").write_text("x")
+    with pytest.raises(UserError, match="not empty"):
+        SiteWriter(site)
+    os.close(lock_site(site, wait_s=0.5))  # the refused build holds no lock
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_update_interrupted_by_a_signal_is_one_line_and_the_next_update_completes(tmp_path: Path,
+                                                                                   signum: int) -> None:
+    model = synthetic_model(6, 150, 1, seed=3, step_every=2, config=SiteConfig())
+    results = tmp_path / "results"
+    write_asv_results(results, model)
+    url = _url("sqlite", tmp_path, "ref.db")
+    assert _update(results, tmp_path / "ref-site", url, tmp_path).returncode == 0
+    reference = change_points(url)
+    url = _url("sqlite", tmp_path)
+    e = subprocess_env()
+    e.pop("MMTRACK_DB", None)
+    p = subprocess.Popen([sys.executable, "-m", "mmtrack", "update", str(results), "-o", str(tmp_path / "site"),
+                          "--db", url, "--title", "t"], cwd=tmp_path, env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(1.5)
+    p.send_signal(signum)
+    out, err = p.communicate(timeout=300)
+    assert "Traceback" not in out + err, err[-3000:]
+    if p.returncode != 0:  # it may have finished first on a fast machine
+        assert p.returncode == (130 if signum == signal.SIGINT else 143), err[-3000:]
+        assert len([line for line in err.splitlines() if line.strip()]) <= 2, err  # click's newline and one line
+    again = _update(results, tmp_path / "site", url, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert change_points(url) == reference

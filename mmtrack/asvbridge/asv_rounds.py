@@ -23,6 +23,7 @@ import functools
 import io
 import json
 import logging
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ LAUNCH_METHOD = "forkserver"
 #: asv's benchmark script without asv_runner's memory benchmark type, whose pympler imports numpy in every round's
 #: server (a round with no ``mem_`` benchmark has no use for it).
 WITHOUT_MEM = Path(__file__).with_name("round_server.py")
+ROUND_PARENT = "MMTRACK_ROUND_PARENT"  # round_server.PARENT
 WITH_MEM = "MMTRACK_ROUND_WITH_MEM"  # round_server.WITH_MEM (that script imports nothing of mmtrack's, nor we it)
 
 
@@ -89,6 +91,7 @@ def _existing_environment() -> type:
 
             kwargs["env"] = dict(self.environ)
             if args[:1] == [BENCHMARK_RUN_SCRIPT] and args[1:2] in (["run_server"], ["run"], ["discover"]):
+                kwargs["env"][ROUND_PARENT] = str(os.getpid())
                 # through our script: it dies with mmtrack, and a discovery ends once its list is written
                 if not self.without_mem or args[1] == "discover":
                     kwargs["env"][WITH_MEM] = "1"

@@ -30,13 +30,16 @@ _ASV_TIMING_PARAMETERS = ["self", "timer", "min_repeat", "max_repeat", "max_time
 WITH_MEM = "MMTRACK_ROUND_WITH_MEM"
 
 
-def die_with_parent() -> None:
-    """End with the process that started this one (mmtrack, or the round server for a forked benchmark): a SIGKILL
-    of mmtrack must leave no server or discovery behind (PR_SET_PDEATHSIG; a parent gone already ends it now)."""
+#: mmtrack's pid, set for this script: a parent killed while this interpreter started is seen as gone.
+PARENT = "MMTRACK_ROUND_PARENT"
+
+
+def die_with_parent(parent: int) -> None:
+    """End with process ``parent`` (mmtrack, or the round server for a forked benchmark): a SIGKILL of mmtrack must
+    leave no server or discovery behind (PR_SET_PDEATHSIG; a parent gone already ends it now)."""
     import ctypes
     import signal
 
-    parent = os.getppid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):  # not glibc: the server still ends when asv closes it
@@ -46,8 +49,9 @@ def die_with_parent() -> None:
 
 
 def main() -> None:
-    die_with_parent()
-    os.register_at_fork(after_in_child=die_with_parent)  # the server's forked benchmarks end with it too
+    die_with_parent(int(os.environ.get(PARENT) or os.getppid()))
+    server = os.getpid()
+    os.register_at_fork(after_in_child=lambda: die_with_parent(server))  # its forked benchmarks end with it too
     script, command = sys.argv[1], sys.argv[2:3]
     if not os.environ.get(WITH_MEM):
         sys.modules["pympler"] = None  # type: ignore[assignment]  # "import pympler" raises ImportError

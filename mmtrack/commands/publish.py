@@ -9,8 +9,8 @@ from typing import Any, Callable, Sequence
 
 from ..errors import EXIT_OK, UserError, os_reason
 from ..fsutil import unreadable_entry
-from ..publish import SiteConfig, SiteModel, WriteReport, build_site
-from ..publish.writer import check_tree
+from ..publish.model import SiteConfig, SiteModel
+from ..publish.writer import WriteReport, check_tree
 from ..textsafe import bounded
 
 
@@ -114,6 +114,8 @@ def publish(
 def _write_site(model: SiteModel, out: Path | str) -> WriteReport:
     """build_site, with what the folder checks up front cannot foresee (a full disk, a folder under /proc) as one
     line naming the output folder."""
+    from ..publish.builder import build_site  # analysis and numpy: not loaded by a republish with nothing new
+
     try:
         return build_site(model, out)
     except OSError as exc:

@@ -367,7 +367,8 @@ def open_store(url: str | None = None, *, upgrade_schema: bool = True, existing:
     except DatabaseError as exc:  # OperationalError too: unreachable, not a database, locked, ...
         engine.dispose()
         why = " ".join(str(exc.orig).split())
-        known = store_fault_line(exc, generic=False)  # damaged, full, a server that dropped us: say what to do
+        # damaged, full, a server that dropped us: say what to do; a file that never was a store: the --db given
+        known = None if "not a database" in why else store_fault_line(exc, generic=False)
         raise StoreError(known or f"cannot open the store at {redact(url)}: {why}; check --db / MMTRACK_DB") from None
     except UserError:
         engine.dispose()
@@ -381,7 +382,7 @@ _opened_url: str | None = None  # the store this command opened last: the one a 
 #: What a store fault says (a word of the driver's message) -> what to do about it.
 _DAMAGED = ("malformed", "not a database", "file is encrypted", "corrupt")
 _FULL = ("disk is full", "disk i/o error", "file too large", "no space left", "could not extend", "could not write")
-_LOST = ("terminating connection", "server closed the connection", "connection already closed", "connection refused",
+_LOST = ("terminating connection", "server closed the connection", "connection already closed",
          "connection is lost", "the connection is closed", "administrator command", "consuming input failed",
          "could not receive data", "ssl syscall")
 
