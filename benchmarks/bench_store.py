@@ -58,7 +58,7 @@ class StoreImport:
     param_names = ["history"]
 
     def setup(self, history):
-        from mmtrack.store.asv_import import find_results_files
+        from mmtrack.asvbridge.results_folder import find_results_files
 
         self.results = _shared() / "data" / "asv-results" / HISTORIES[history]
         if not self.results.is_dir():

@@ -229,10 +229,11 @@ def import_asv(results_dir: Path, db: str, no_progress: bool, machine_classes: t
     Hosts with the same hardware and OS form one machine class (the machine every other verb names); the
     host of each run is kept beside it."""
     from . import cli_results
+    from .asvbridge.results_folder import check_results_folder
     from .cli_progress import progress_bar
-    from .commands.import_asv import check_results_dir, run_import
+    from .commands.import_asv import run_import
 
-    check_results_dir(results_dir)  # before the bar: a wrong folder is one line, nothing drawn
+    check_results_folder(results_dir)  # before the bar: a wrong folder is one line, nothing drawn
     with progress_bar(None if no_progress else err_console, "importing", detail=True) as tick:
         result = run_import(db, results_dir, progress=tick, machine_classes=machine_classes)
     cli_results.imported(result, console, err_console)

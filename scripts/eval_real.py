@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 from mmtrack.analysis.compare import ComparePolicy, compare_pair, series_history, series_later
-from mmtrack.commands.import_asv import check_results_folder
+from mmtrack.asvbridge.results_folder import check_results_folder
 from mmtrack.errors import UserError
 from mmtrack.results import Measurement
 from mmtrack.store import reads as q

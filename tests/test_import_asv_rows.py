@@ -16,13 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
+from test_store_support import METPY, store, store_url  # noqa: F401
 
+from mmtrack.asvbridge.results_file import read_benchmarks_json
 from mmtrack.measure.stats import sample_stats, sample_stats_rows
 from mmtrack.results import canonical_params
+from mmtrack.store import asv_import, asv_rows
 from mmtrack.store import models as m
-from mmtrack.store import asv_import
-from mmtrack.store.asv_import import import_asv_results, parse_results_file, read_benchmarks_json
-from test_store_support import METPY, store, store_url  # noqa: F401
+from mmtrack.store.asv_import import import_asv_results
+from mmtrack.store.asv_rows import parse_results_file
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300)
 
@@ -182,11 +184,11 @@ def test_usual_shape_and_case_by_case_give_the_same_columns(results, monkeypatch
     del doc["results"]["suite.Grid.time_grid"]
     plain.write_text(json.dumps(doc))
     calls = []
-    real = asv_import._AsvTable.add_all
-    monkeypatch.setattr(asv_import._AsvTable, "add_all",
+    real = asv_rows._AsvTable.add_all
+    monkeypatch.setattr(asv_rows._AsvTable, "add_all",
                         lambda self, *a: calls.append(real(self, *a)) or calls[-1])
     fast = [parse_results_file(f, benchmarks).rows for f in [*files, plain]]
-    monkeypatch.setattr(asv_import._AsvTable, "add_all", lambda self, *a: False)
+    monkeypatch.setattr(asv_rows._AsvTable, "add_all", lambda self, *a: False)
     slow = [parse_results_file(f, benchmarks).rows for f in [*files, plain]]
     assert calls == [True] * 7  # MetPy's files (some benchmarks failed) and the plain one: a column at a time
     for a, b in zip(fast, slow):

@@ -140,7 +140,7 @@ def round_best(values: Sequence[float], direction: Direction) -> float:
 
 
 def _asv_metric(benchmark: str, unit: str) -> tuple[MetricKey, Direction]:
-    from ..store.asv_import import asv_metric
+    from ..asvbridge.results_file import asv_metric
 
     return asv_metric("time" if benchmark.rsplit(".", 1)[-1].startswith("time") else "track", unit)
 

@@ -13,10 +13,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis.gate import Gate, checked
 from ..analysis.budget import DEFAULT_FDR
+from ..analysis.gate import Gate, checked
+from ..asvbridge.results_folder import check_results_folder
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
-from .import_asv import ImportResult, check_results_folder
+from .import_asv import ImportResult
 from .publish import PublishRequest, publish
 
 
@@ -59,10 +60,6 @@ def update(request: UpdateRequest) -> UpdateOutcome:
     url = request.publish.db
     if url is None:
         raise UserError("no store given; pass --db URL or set MMTRACK_DB")
-    if not request.results_dir.is_dir():
-        raise UserError(
-            f"{request.results_dir}: not a directory; give an asv results folder (the one with benchmarks.json)"
-        )
     check_results_folder(request.results_dir, verb="mmtrack update")  # before the store: nothing to import, no store
     seconds: dict[str, float] = {}
     t = time.perf_counter()
