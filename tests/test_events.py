@@ -266,7 +266,7 @@ def test_an_event_fails_no_gate_and_is_its_own_json_entry():
 
 
 def test_the_pages_run_verdict_of_a_pair_an_event_holds_says_so():
-    from mmtrack.publish.builder import _agreeing
+    from mmtrack.publish.verdict_rows import _agreeing
 
     row = {"verdict": "regressed", "state": "confirmed", "note": "", "kind": "regression", "after_sha": "b" * 40}
     event = _change(cause="environment", event="m@2026-08-05#1", event_line="m/e: 43 series slower")

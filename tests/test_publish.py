@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.synthetic_history import synthetic_commits, synthetic_model
 from mmtrack.errors import UserError
 from mmtrack.measure.metrics import Direction
 from mmtrack.publish import SiteConfig, SiteModel, bench_id, build_site
-from mmtrack.publish.builder import js_json
-from benchmarks.synthetic_history import synthetic_commits, synthetic_model
+from mmtrack.publish.encode import js_json
 from mmtrack.publish.writer import MANIFEST, safe_relpath
 from mmtrack.results import PRIMARY, CommitInfo, Measurement, SeriesKey, SeriesPoint, canonical_params
 

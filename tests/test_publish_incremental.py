@@ -10,14 +10,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_store_support import store_url  # noqa: F401
 
+from benchmarks.synthetic_history import asv_benchmark_name, synthetic_model, write_asv_results
 from mmtrack.commands.publish import PublishRequest, publish
 from mmtrack.publish import SiteConfig, bench_id
-from benchmarks.synthetic_history import asv_benchmark_name, synthetic_model, write_asv_results
 from mmtrack.publish.writer import MANIFEST
-from mmtrack.store.db import open_store
 from mmtrack.store.asv_import import import_asv_results
-from test_store_support import store_url  # noqa: F401
+from mmtrack.store.db import open_store
 
 N_COMMITS = 24
 
@@ -293,7 +293,7 @@ def test_appends_into_a_new_chunk_match_a_full_rebuild(tmp_path: Path, monkeypat
 
 def test_newest_points_cover_the_compare_verdicts_history() -> None:
     from mmtrack.analysis.compare import HISTORY_WINDOW
-    from mmtrack.publish.builder import HISTORY, NEWEST, STEP_COMMITS
+    from mmtrack.publish.verdict_rows import HISTORY, NEWEST, STEP_COMMITS
 
     assert NEWEST == STEP_COMMITS + 1 and HISTORY == HISTORY_WINDOW
 
@@ -312,7 +312,7 @@ def test_carried_on_verdicts_match_a_full_rebuild_as_later_commits_decide_them(t
     steps up at commit 30 and stays (suspected, then confirmed), another spikes there once (refuted):
     after every new commit the site equals a full rebuild, and fewer verdicts were worked out."""
     from mmtrack.analysis import compare
-    from mmtrack.publish.builder import STEP_COMMITS
+    from mmtrack.publish.verdict_rows import STEP_COMMITS
 
     n, at = 38, 30
     model = synthetic_model(2, n, 1, seed=11, config=SiteConfig(chunk_size=250))

@@ -17,7 +17,7 @@ from test_publish_runs import SERIES, N, _import, _publish, level, tree
 from benchmarks.synthetic_history import synthetic_model, write_asv_results
 from mmtrack.analysis import compare, run_part
 from mmtrack.publish import SiteConfig
-from mmtrack.publish.builder import STEP_COMMITS
+from mmtrack.publish.verdict_rows import STEP_COMMITS
 
 FIRST = 31
 SKIP = (3, 34)  # series 3 has no run at commit 34

@@ -16,15 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.synthetic_history import synthetic_model, write_asv_results
 from mmtrack.analysis.compare import series_steps
 from mmtrack.commands.compare import CompareRequest, run_compare
 from mmtrack.commands.publish import PublishRequest, publish
 from mmtrack.publish import SiteConfig, bench_id
-from mmtrack.publish.builder import STEP_COMMITS, _old_call
-from benchmarks.synthetic_history import synthetic_model, write_asv_results
+from mmtrack.publish.builder import _old_call
+from mmtrack.publish.verdict_rows import STEP_COMMITS
 from mmtrack.publish.writer import SiteWriter
-from mmtrack.store.db import open_store
 from mmtrack.store.asv_import import import_asv_results
+from mmtrack.store.db import open_store
 
 N, SERIES = 40, 12
 SLOW_RUNS = {8, 15, 22, 29}  # runs on a slower runner type the history visits

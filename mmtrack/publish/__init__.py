@@ -10,7 +10,7 @@ from typing import Any
 __all__ = ["SiteConfig", "SiteModel", "WriteReport", "bench_id", "build_site", "model_from_points"]
 
 _WHERE = {"SiteConfig": "model", "SiteModel": "model", "model_from_points": "model", "WriteReport": "writer",
-          "bench_id": "builder", "build_site": "builder"}
+          "bench_id": "encode", "build_site": "builder"}
 
 
 def __getattr__(name: str) -> Any:
