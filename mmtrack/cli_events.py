@@ -125,39 +125,40 @@ def run_comparison(outcome: Any, console: Console) -> None:
 def bench_events(console: Console) -> Callable[[Any], None]:
     """The report ``mmtrack bench`` passes its verb: each event on ``console`` as it happens."""
     from .commands import bench as verb  # nothing more: scipy and SQLAlchemy wait until the cases have run
+    from .commands import bench_events as events
 
     handlers: dict[type, Callable[[Any], None]] = {
-        verb.JournalUnreadable: lambda e: console.print(f"[yellow]warning:[/] {escape(e.problem)}; move it away",
+        events.JournalUnreadable: lambda e: console.print(f"[yellow]warning:[/] {escape(e.problem)}; move it away",
                                                         highlight=False),
-        verb.JournalCasesUnreadable: lambda e: console.print(
+        events.JournalCasesUnreadable: lambda e: console.print(
             f"[yellow]warning:[/] {e.cases} case file(s) of the journal {escape(str(e.folder))} cannot be read "
             f"({escape(e.problem)}); its other cases are saved, and the unreadable ones kept in "
             f"{escape(str(e.kept))}", highlight=False),
-        verb.JournalOfAnotherStore: lambda e: console.print(
+        events.JournalOfAnotherStore: lambda e: console.print(
             f"note: the journal {escape(str(e.folder))} holds a run for {escape(e.store)}; "
             "run mmtrack bench with that --db to save it", highlight=False),
-        verb.JournalStillNotSaved: lambda e: console.print(
+        events.JournalStillNotSaved: lambda e: console.print(
             f"[yellow]warning:[/] the journal {escape(str(e.folder))} is still not saved: {escape(e.why)}",
             highlight=False),
-        verb.JournalSaved: lambda e: console.print(
+        events.JournalSaved: lambda e: console.print(
             f"saved {e.cases} finished cases of an earlier, unfinished run "
             f"({e.started_at:%Y-%m-%d %H:%M:%S} UTC) from its journal as run #{e.run_id}", highlight=False),
         verb.BenchRun: lambda e: bench_run(e, console),
-        verb.NothingToSave: lambda e: console.print("not saved: no benchmark case ran", highlight=False),
-        verb.WaitingForLock: lambda e: console.print(
+        events.NothingToSave: lambda e: console.print("not saved: no benchmark case ran", highlight=False),
+        events.WaitingForLock: lambda e: console.print(
             f"waiting for the write lock of {escape(e.store)} (another writer holds it); giving up "
             f"after {e.timeout:g} s", highlight=False),
-        verb.Saved: lambda e: console.print(f"saved as run #{e.run_id} ({e.commit}) in {escape(e.store)}",
+        events.Saved: lambda e: console.print(f"saved as run #{e.run_id} ({e.commit}) in {escape(e.store)}",
                                             highlight=False),
-        verb.SaveFailed: lambda e: console.print(
+        events.SaveFailed: lambda e: console.print(
             f"[bold red]error:[/] run not saved in {escape(e.store)}: {escape(e.why)}; its "
             f"{e.cases} finished cases are kept in {escape(str(e.journal))}, and the "
             "next mmtrack bench on this store saves them", highlight=False),
-        verb.ComparisonFailed: lambda e: console.print(
+        events.ComparisonFailed: lambda e: console.print(
             f"[yellow]warning:[/] no comparison: {escape(e.error)}: {escape(e.message)}"),
-        verb.Compared: lambda e: bench_comparison(e.baseline, console),
-        verb.CountsExplained: lambda e: explanations(e.explanations, console),
-        verb.ReportWritten: lambda e: console.print(f"report written to {escape(str(e.path))}", highlight=False),
+        events.Compared: lambda e: bench_comparison(e.baseline, console),
+        events.CountsExplained: lambda e: explanations(e.explanations, console),
+        events.ReportWritten: lambda e: console.print(f"report written to {escape(str(e.path))}", highlight=False),
     }
     return lambda event: handlers[type(event)](event)
 

@@ -15,7 +15,7 @@ import pytest
 from test_ab import commit, package_project
 from test_run_acceptance import asv_env
 
-from mmtrack.ab import interleave
+from mmtrack.ab import interleave, round_environ
 from mmtrack.asvbridge import asv_rounds, round_server
 
 LAYOUT_SUITE = '''\
@@ -88,13 +88,13 @@ def test_one_discovery_serves_both_sides_and_every_round_draws_its_own_layout(la
         pads += cases["track_pad"].samples
         assert len(cases["time_tiny"].round_bests[next(iter(cases["time_tiny"].round_bests))]) == 2
     assert len(seeds) == 4 and len(set(seeds)) == 4 and all(s >= 1 for s in seeds)  # a fresh hash seed per round
-    assert len(pads) == 4 and all(1 <= p <= interleave.LAYOUT_PAD + 1 for p in pads)
+    assert len(pads) == 4 and all(1 <= p <= round_environ.LAYOUT_PAD + 1 for p in pads)
 
 
 def test_a_kept_discovery_is_read_again_until_a_file_of_the_suite_changes(layout_project, monkeypatch, tmp_path):
     plan, base, _ = _pair(layout_project, monkeypatch)
     prepared = interleave.prepared_for(plan, base, tmp_path / "round")
-    environ = interleave.side_environ(prepared, prepared.config_path.parent)
+    environ = round_environ.side_environ(prepared, prepared.config_path.parent)
     found = asv_rounds.discover(prepared, str(base.env.python), environ, tmp_path)
     [kept] = tmp_path.glob("suite-*.json")
     assert {b["name"].rsplit(".", 1)[-1] for b in found} >= {"time_tiny", "mem_list"}

@@ -264,6 +264,7 @@ def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeyp
 
     from mmtrack.cli_events import bench_events
     from mmtrack.commands import bench as bench_command
+    from mmtrack.commands import bench_save
     from mmtrack.store import db
 
     project = make_project(tmp_path / "proj", HEADER + GOOD.format(name="G0"))
@@ -271,7 +272,7 @@ def test_a_locked_store_is_waited_for_then_the_journal_is_kept(tmp_path, monkeyp
     with open_store(url):
         pass  # the schema exists: only the run's own write has to wait
     monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 1.0)
-    monkeypatch.setattr(bench_command, "LOCK_NOTICE_S", 0.2)
+    monkeypatch.setattr(bench_save, "LOCK_NOTICE_S", 0.2)
     monkeypatch.chdir(project)
     request = bench_command.BenchRequest(
         path=project / "benchmarks", quick=True, compare="none", db=url,

@@ -235,11 +235,12 @@ def test_a_slow_save_without_another_writer_blames_no_writer(tmp_path, monkeypat
     from mmtrack.benchruns import history
     from mmtrack.cli_events import bench_events
     from mmtrack.commands import bench as bench_command
+    from mmtrack.commands import bench_save
     from test_bench_isolation import GOOD, HEADER
     from test_hostile_suite import make_suite
 
     project = make_suite(tmp_path / "proj", {"suite.py": HEADER + GOOD.format(name="A")})
-    monkeypatch.setattr(bench_command, "LOCK_NOTICE_S", 0.2)
+    monkeypatch.setattr(bench_save, "LOCK_NOTICE_S", 0.2)
     real_save = history.save_run
 
     def slow_save(*args, **kwargs):

@@ -356,7 +356,8 @@ def test_an_unreadable_journal_case_is_said_in_one_line_and_the_rest_is_saved(tm
     from mmtrack.asvbridge.host import host_info
     from mmtrack.asvbridge.session import Outcome
     from mmtrack.benchruns import journal as bench_journal
-    from mmtrack.commands.bench import JournalCasesUnreadable, JournalSaved, recover_journals
+    from mmtrack.commands.bench_events import JournalCasesUnreadable, JournalSaved
+    from mmtrack.commands.bench_save import recover_journals
     from mmtrack.results import BenchContext, CommitInfo
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
@@ -616,7 +617,8 @@ def test_an_all_unreadable_journal_is_said_and_set_aside_not_deleted(tmp_path):
     from mmtrack.asvbridge.host import host_info
     from mmtrack.asvbridge.session import Outcome
     from mmtrack.benchruns import journal as bench_journal
-    from mmtrack.commands.bench import JournalCasesUnreadable, JournalSaved, recover_journals
+    from mmtrack.commands.bench_events import JournalCasesUnreadable, JournalSaved
+    from mmtrack.commands.bench_save import recover_journals
     from mmtrack.results import BenchContext, CommitInfo
 
     url = f"sqlite:///{tmp_path / 'store.db'}"

@@ -22,7 +22,8 @@ from mmtrack.measure import backend as backend_mod
 from mmtrack.measure import perf
 from mmtrack.measure.backend import MeasurementDomain, Results, WallClockBackend
 from mmtrack.measure.default_backend import default_backend
-from mmtrack.measure.perf import SOFTWARE_COUNTERS, Counter, LinuxPerfBackend, has_cpu_pmu, open_counters
+from mmtrack.measure.perf import SOFTWARE_COUNTERS, Counter, LinuxPerfBackend, open_counters
+from mmtrack.measure.perf_explain import has_cpu_pmu
 from mmtrack.measure.report import render_stats
 from mmtrack.measure.runner import BenchSpec, RunOptions, Runner, run_benchmark
 

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from mmtrack.measure import backend as backend_mod
-from mmtrack.measure import perf
+from mmtrack.measure import perf, perf_explain
 from mmtrack.measure.backend import WallClockBackend
 from mmtrack.measure.default_backend import default_backend
-from mmtrack.measure.perf import LinuxPerfBackend, explain, has_cpu_pmu
+from mmtrack.measure.perf import LinuxPerfBackend
+from mmtrack.measure.perf_explain import explain, has_cpu_pmu
 from mmtrack.measure.runner import BenchSpec, RunOptions, run_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,9 +62,9 @@ def env() -> dict[str, str]:
 @pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM])
 def test_paranoid_refusal_gives_timing_only_with_the_paranoid_value_and_the_fix(monkeypatch, messages, code):
     monkeypatch.setattr(perf, "perf_event_open", refuse_with(code))
-    monkeypatch.setattr(perf, "seccomp_filtered", lambda: False)
-    monkeypatch.setattr(perf, "in_container", lambda: False)
-    monkeypatch.setattr(perf, "paranoid_level", lambda path=None: 3)
+    monkeypatch.setattr(perf_explain, "seccomp_filtered", lambda: False)
+    monkeypatch.setattr(perf_explain, "in_container", lambda: False)
+    monkeypatch.setattr(perf_explain, "paranoid_level", lambda path=None: 3)
     b = default_backend()
     assert isinstance(b, WallClockBackend)
     stats = run_benchmark(BenchSpec("t", lambda ctx, n, i: None, chunk_size=1), FAST)
@@ -76,8 +77,8 @@ def test_paranoid_refusal_gives_timing_only_with_the_paranoid_value_and_the_fix(
 
 def test_denial_under_a_permissive_paranoid_points_at_a_security_module(monkeypatch, messages):
     monkeypatch.setattr(perf, "perf_event_open", refuse_with(errno.EACCES))
-    monkeypatch.setattr(perf, "seccomp_filtered", lambda: False)
-    monkeypatch.setattr(perf, "paranoid_level", lambda path=None: 1)
+    monkeypatch.setattr(perf_explain, "seccomp_filtered", lambda: False)
+    monkeypatch.setattr(perf_explain, "paranoid_level", lambda path=None: 1)
     assert isinstance(default_backend(), WallClockBackend)
     (line,) = messages()
     assert "kernel.perf_event_paranoid=1" in line and "SELinux" in line and "sysctl" not in line
@@ -85,7 +86,7 @@ def test_denial_under_a_permissive_paranoid_points_at_a_security_module(monkeypa
 
 def test_seccomp_denial_names_the_container_fix(monkeypatch, messages):
     monkeypatch.setattr(perf, "perf_event_open", refuse_with(errno.EPERM))
-    monkeypatch.setattr(perf, "seccomp_filtered", lambda: True)
+    monkeypatch.setattr(perf_explain, "seccomp_filtered", lambda: True)
     assert isinstance(default_backend(), WallClockBackend)
     (line,) = messages()
     assert "seccomp" in line and "--cap-add PERFMON" in line and "perf_event_paranoid=" in line
@@ -171,12 +172,12 @@ def test_cli_with_perf_refused_prints_timing_and_one_line_no_traceback():
     script = textwrap.dedent(
         """
         import errno, sys
-        from mmtrack.measure import perf
+        from mmtrack.measure import perf, perf_explain
         def refuse(*args):
             raise OSError(errno.EACCES, "Permission denied")
         perf.perf_event_open = refuse
-        perf.seccomp_filtered = lambda: False
-        perf.in_container = lambda: False
+        perf_explain.seccomp_filtered = lambda: False
+        perf_explain.in_container = lambda: False
         # --in-process: the refusal patched above lives in this process, not in fresh workers
         sys.argv = ["mmtrack", "bench", "examples", "-b", "basic|factory", "--quick", "--no-save", "--compare", "none",
                     "--in-process"]

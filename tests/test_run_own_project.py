@@ -39,7 +39,7 @@ def test_a_project_that_is_not_installed_is_one_line_naming_the_install(project)
 def test_the_pre_check_imports_the_suite_as_asv_does(project):
     """The project folder is not on the suite's import path, in the pre-check as in asv; what asv's environment
     can import (here: through ASV_PYTHONPATH, as an installed project would be) the pre-check imports too."""
-    from mmtrack.asvbridge.asvrun import preflight
+    from mmtrack.asvbridge.suite_check import preflight
 
     repo, env = project
     (failure,) = preflight(repo / "benchmarks", env)

@@ -82,7 +82,7 @@ def make_networkx_layout(root: Path, env: dict[str, str]) -> Path:
 
 # -- the suite's copy: links and odd files ---------------------------------------------------------------------
 def test_the_suite_copy_skips_dangling_links_fifos_and_loops_with_one_note(tmp_path):
-    from mmtrack.asvbridge.asvrun import copy_suite
+    from mmtrack.asvbridge.suite_check import copy_suite
 
     suite = tmp_path / "benchmarks"
     (suite / "sub").mkdir(parents=True)
@@ -100,7 +100,7 @@ def test_the_suite_copy_skips_dangling_links_fifos_and_loops_with_one_note(tmp_p
 
 
 def test_a_clean_suite_copies_without_a_note(tmp_path):
-    from mmtrack.asvbridge.asvrun import copy_suite
+    from mmtrack.asvbridge.suite_check import copy_suite
 
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "bench_a.py").write_text("")

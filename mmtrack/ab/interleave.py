@@ -33,6 +33,7 @@ from ..measure.metrics import MetricSummary
 from ..results import PRIMARY, CommitInfo, Measurement, MetricKey, canonical_params
 from ..vocabulary import Direction
 from .envs import CommitEnv
+from .round_environ import randomised_layout, side_environ
 from .rule import (  # noqa: F401  (the rule's names, as A/B code and tests have always read them here)
     AB_THRESHOLD,
     EQUIVALENCE_ALPHA,
@@ -406,45 +407,11 @@ def _no_result(plan: ABPlan, side: Side, who: str, tail: str, how: str = "") -> 
     )
 
 
-def side_environ(prepared: asvrun.Prepared, repo: Path) -> dict[str, str]:
-    """The run's variables, less ASV_PYTHONPATH entries inside the repository: asv puts them
-    before site-packages, where the working tree's package would shadow the commit's build."""
-    import os
-
-    env = prepared.environ()
-    root = repo.resolve()
-    keep = [p for p in env.get("ASV_PYTHONPATH", "").split(os.pathsep)
-            if p and not (Path(p).resolve() == root or root in Path(p).resolve().parents)]
-    if keep:
-        env["ASV_PYTHONPATH"] = os.pathsep.join(keep)
-    else:
-        env.pop("ASV_PYTHONPATH", None)
-    return env
-
-
 def _run_quiet(cmd: Sequence[str], prepared: asvrun.Prepared) -> Any:
     import subprocess
 
     env = randomised_layout(side_environ(prepared, _repo_of(prepared)))
     return subprocess.run(list(cmd), cwd=prepared.project, env=env, capture_output=True, text=True)
-
-
-#: The most bytes :func:`randomised_layout` pads the environment with: a page, past any alignment of the stack.
-LAYOUT_PAD = 4096
-
-
-def randomised_layout(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with a fresh hash seed and environment size for one round of one side.
-
-    The environment's size moves the stack's start and the hash seed the layout of every dict and set,
-    and either can move a timing by several percent (Mytkowicz et al., "Producing wrong data without doing
-    anything obviously wrong!", 2009). Drawn anew for every round, they fall on both sides alike rather
-    than on one build: their effect becomes round-to-round scatter that the round test sees.
-    """
-    import secrets
-
-    return {**env, "PYTHONHASHSEED": str(1 + secrets.randbelow(2**32 - 1)),
-            "MMTRACK_LAYOUT_PAD": "x" * secrets.randbelow(LAYOUT_PAD + 1)}
 
 
 # -- a whole A/B measurement: plan, builds, rounds --------------------------------------------

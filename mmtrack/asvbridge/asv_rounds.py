@@ -10,7 +10,7 @@ that times a benchmark (asv_runner, its attributes, ``-a`` overrides, timeouts, 
 asv's, and the round's result is asv's result file, read by :func:`.asvrun.collect` as before.
 
 Each round still starts its own fork server in its own environment variables (the hash seed and
-environment size that :func:`mmtrack.ab.interleave.randomised_layout` draws per round). What a round's start
+environment size that :func:`mmtrack.ab.round_environ.randomised_layout` draws per round). What a round's start
 costs besides is cut: asv's probe of the interpreter's version runs once per interpreter (:func:`_environment`),
 and a round with no memory benchmark starts its server through :data:`WITHOUT_MEM`.
 """

@@ -46,7 +46,7 @@ FORK_GRACE_S = 0.5  # how long a worker waits for a forked child's notice after 
 # took about as long as the rest (the engine's statistics are plain Python, measure/quantiles.py).
 # A suite that imports numpy gets it preloaded too (heavy_imports). A missing one is skipped.
 PRELOAD = ["mmtrack.asvbridge.forkserver_guard", "__main__", __name__, "mmtrack.measure.perf",
-           "mmtrack.measure.serialize"]
+           "mmtrack.measure.perf_explain", "mmtrack.measure.serialize"]
 ORPHAN_GRACE_S = 5.0  # a worker outliving its timeout by this much ends itself: its parent is gone or stuck
 HEAVY = ("numpy",)  # preloaded when the suite's own files import them (heavy_imports)
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]+(%s)\b" % "|".join(HEAVY), re.MULTILINE)

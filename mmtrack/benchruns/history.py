@@ -22,14 +22,8 @@ from ..measure.conditions import comparable
 from ..results import PRIMARY, BenchContext, Measurement, canonical_params
 from ..store import reads
 from ..store.db import Store
-from ..store.ingest import (
-    EngineCaseRecord,
-    RunRecord,
-    case_problem,
-    identity_problem,
-    measurement_setup,
-    record_engine_run,
-)
+from ..store.ingest import EngineCaseRecord, RunRecord, measurement_setup, record_engine_run
+from ..store.limits import case_problem, identity_problem
 from ..vcs import resolve_rev
 from ..vocabulary import Direction
 

@@ -35,6 +35,16 @@ from ..measure.runner import RunOptions
 from ..results import BenchContext
 from ..store.url import normalize_url, redact, resolve_url
 from ..vcs import GitError, commit_info, project_root
+from .bench_events import (
+    Compared,
+    ComparisonFailed,
+    CountsExplained,
+    NothingToSave,
+    ReportWritten,
+    Saved,
+    SaveFailed,
+)
+from .bench_save import recover_journals, save
 from .reporting import Report, silent
 
 # Measure sooner: scipy (analysis), SQLAlchemy (store) and rich tables (report) cost seconds to
@@ -356,90 +366,6 @@ def _context(request: BenchRequest, code_versions: dict[str, str], started_at: d
     return root, BenchContext(suite, host_info(), commit, started_at, code_versions)
 
 
-LOCK_NOTICE_S = 2.0  # a wait for the write lock longer than this is worth a line: another writer holds it
-LOCK_POLL_S = 0.1
-
-
-# -- what the verb reports while it runs (rendered by mmtrack/cli_events.py) -------------------------
-@dataclass(frozen=True, slots=True)
-class WaitingForLock:
-    store: str  # the store, its password redacted
-    timeout: float  # seconds until the save gives up
-
-
-@dataclass(frozen=True, slots=True)
-class JournalUnreadable:
-    problem: str  # the journal and what is wrong with it
-
-
-@dataclass(frozen=True, slots=True)
-class JournalCasesUnreadable:
-    folder: Path  # the journal
-    cases: int  # case files that cannot be read
-    problem: str  # the first one's file and what is wrong with it, one line
-    kept: Path  # where they were moved to
-
-
-@dataclass(frozen=True, slots=True)
-class JournalOfAnotherStore:
-    folder: Path
-    store: str  # the store the journal's run belongs to
-
-
-@dataclass(frozen=True, slots=True)
-class JournalStillNotSaved:
-    folder: Path
-    why: str
-
-
-@dataclass(frozen=True, slots=True)
-class JournalSaved:
-    cases: int
-    started_at: datetime
-    run_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class NothingToSave:
-    """No case ran: the run is not saved."""
-
-
-@dataclass(frozen=True, slots=True)
-class Saved:
-    run_id: int
-    commit: str  # its short sha, or ""
-    store: str
-
-
-@dataclass(frozen=True, slots=True)
-class SaveFailed:
-    store: str
-    why: str
-    cases: int  # finished cases, kept in the journal
-    journal: Path
-
-
-@dataclass(frozen=True, slots=True)
-class ComparisonFailed:
-    error: str  # the exception's type
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Compared:
-    baseline: BaselineResult  # the comparison with the baseline, or a note why there is none
-
-
-@dataclass(frozen=True, slots=True)
-class CountsExplained:
-    explanations: list[Any]  # analysis.why_counts.WhyChanged per regressed instruction count
-
-
-@dataclass(frozen=True, slots=True)
-class ReportWritten:
-    path: Path  # MMTRACK_OUTPUT's JSON report
-
-
 @dataclass(slots=True)
 class BenchResult:
     """What ``mmtrack bench`` did: the run, where it was saved, and its comparison with the baseline."""
@@ -461,93 +387,6 @@ class BenchResult:
             if Gate("bench", self.fail_on).rows(comparison):
                 return EXIT_FAILURES
         return self.run.exit_code
-
-
-@contextmanager
-def _waiting_notice(report: Report, label: str) -> Iterator[None]:
-    """One line once this process has waited for the store's lock LOCK_NOTICE_S on end; a save that is only
-    slow (a first migration, a loaded machine) says nothing, since no other writer is there to blame."""
-    from ..store.db import BUSY_TIMEOUT_S, waiting_for_lock
-
-    done = threading.Event()
-
-    def watch() -> None:
-        waited = 0.0
-        while not done.wait(LOCK_POLL_S):
-            waited = waited + LOCK_POLL_S if waiting_for_lock() else 0.0
-            if waited >= LOCK_NOTICE_S:
-                report(WaitingForLock(label, BUSY_TIMEOUT_S))
-                return
-
-    watcher = threading.Thread(target=watch, name="mmtrack-lock-notice", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        done.set()
-        watcher.join()
-
-
-def _save(url: str, ctx: BenchContext, outcomes: list[Outcome], report: Report) -> tuple[int | None, str]:
-    """Save one run; returns (run id, "") or (None, why it was not saved)."""
-    from ..benchruns.history import save_run
-    from ..store.db import open_store
-
-    with _waiting_notice(report, redact(url)):
-        try:
-            with open_store(url) as store:
-                return save_run(store, ctx, outcomes), ""
-        except UserError as exc:
-            return None, str(exc)
-        except Exception as exc:  # noqa: BLE001  (the journal keeps the measurements: say why, exit 2)
-            return None, f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-
-
-def _journal_is_live(folder: Path) -> bool:
-    """A journal whose writer still runs (its folder name ends in the writer's pid)."""
-    try:
-        pid = int(folder.name.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return False
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def recover_journals(project: Path, url: str, report: Report = silent) -> None:
-    """Save the finished cases that earlier runs (killed, or blocked by a lock) left in their journals."""
-    for folder in bench_journal.leftovers(project):
-        if _journal_is_live(folder):
-            continue
-        try:
-            journal = bench_journal.load(folder)
-        except ValueError as exc:
-            report(JournalUnreadable(str(exc)))
-            continue
-        if journal.store != bench_journal.store_digest(url):
-            report(JournalOfAnotherStore(folder, journal.store_label))
-            continue
-        outcomes, unreadable = journal.read()
-        if unreadable:
-            kept = journal.set_aside(unreadable)
-            first = unreadable[0]
-            why = " ".join(first.error.replace(str(first.path), "").strip(": ").split())
-            report(JournalCasesUnreadable(folder, len(unreadable), f"{first.path.name}: {why}", kept))
-        if not outcomes:
-            journal.remove()
-            continue
-        run_id, why = _save(url, journal.context, outcomes, report)
-        if run_id is None:
-            report(JournalStillNotSaved(folder, why))
-            continue
-        journal.remove()
-        report(JournalSaved(len(outcomes), journal.context.started_at, run_id))
 
 
 def check_named_baseline(request: BenchRequest, ctx: BenchContext, url: str) -> None:
@@ -606,7 +445,7 @@ def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProg
     if request.save and nothing_ran:  # a run without results would only stand between later runs and their baseline
         report(NothingToSave())
     if journal is not None:
-        result.run_id, why = _save(url, ctx, run.outcomes, report)
+        result.run_id, why = save(url, ctx, run.outcomes, report)
         if result.run_id is not None:
             journal.remove()
             report(Saved(result.run_id, ctx.commit.short if ctx.commit else "", redact(url)))

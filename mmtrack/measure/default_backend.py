@@ -18,7 +18,8 @@ def default_backend() -> MeasurementBackend:
     a working backend.
     """
     try:
-        from .perf import LinuxPerfBackend, PerfUnavailable, explain, summarize_open
+        from .perf import LinuxPerfBackend, PerfUnavailable
+        from .perf_explain import explain, summarize_open
     except ImportError as exc:  # no fcntl: not a POSIX system
         announce_once(f"perf counters need Linux ({exc}); timing and thread CPU time")
         return ThreadCpuBackend()

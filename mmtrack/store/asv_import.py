@@ -35,7 +35,8 @@ from . import schema as m
 from .asv_rows import AsvResultsFile, parse_results_file
 from .bulk import gc_paused
 from .db import Store
-from .ingest import Dims, MeasurementSink, write_run_in
+from .driver_sql import MeasurementSink
+from .ingest import Dims, write_run_in
 from .machine_classes import ClassPlan, FolderFacts, apply_renames, plan_classes, stem
 
 # -- what an import reports ----------------------------------------------------------------------

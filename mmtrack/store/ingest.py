@@ -8,16 +8,13 @@ already there (``Run.source`` + ``Run.source_digest``).
 
 from __future__ import annotations
 
-import functools
 import math
-import operator
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from sqlalchemy import JSON, Boolean, Connection, DateTime, Table, and_, bindparam, delete, func, or_, select, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Connection, Table, and_, delete, select, update
 
 from ..measure.metrics import MetricSummary
 from ..measure.stats import sample_stats
@@ -25,6 +22,7 @@ from ..results import PRIMARY, CommitInfo, Status, canonical_params
 from ..vocabulary import Direction, MetricFormat
 from . import schema as m
 from .db import Store, taking_lock
+from .driver_sql import MeasurementSink, bulk_insert, dialect_insert, run_statements, scalar
 
 if TYPE_CHECKING:  # only annotations: update and import-asv never load the engine's statistics
     from ..measure.benchmark_stats import BenchmarkStats
@@ -157,179 +155,6 @@ def _rows_of_cases(cases: Sequence[_Case]) -> RunRows:
     return rows
 
 
-def _insert(dialect: str, table: Table):  # noqa: ANN202 - dialect-specific Insert
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:  # pragma: no cover - only SQLite and PostgreSQL are supported
-        raise NotImplementedError(dialect)
-    return insert(table)
-
-
-@dataclass(frozen=True, slots=True)
-class _RunStatements:
-    """The statements every run write executes, built once per dialect: constructing a
-    statement and its cache key costs more than SQLite executing it, on every file."""
-
-    run_by_source: Any
-    new_run: Any
-    new_commit: Any  # returns the new id, nothing when the sha exists
-    commit_by_sha: Any
-    max_result_id: Any
-    commit_date: Any
-    later_run: Any  # a commit dated as late as ``date`` or later (or undated) with a run other than ``run_id``
-
-
-@functools.lru_cache(maxsize=4)
-def _run_statements(dialect: str) -> _RunStatements:
-    run, commit, result = m.Run.__table__, m.Commit.__table__, m.Result.__table__
-    return _RunStatements(
-        run_by_source=select(run.c.id, run.c.source_digest).where(run.c.source == bindparam("source")),
-        new_run=run.insert().returning(run.c.id),
-        new_commit=_insert(dialect, commit).on_conflict_do_nothing(index_elements=["sha"]).returning(commit.c.id),
-        commit_by_sha=select(commit.c.id, commit.c.date, commit.c.message, commit.c.branches).where(
-            commit.c.sha == bindparam("sha")
-        ),
-        max_result_id=select(func.max(result.c.id)),
-        commit_date=select(commit.c.date).where(commit.c.id == bindparam("commit_id")),
-        # From the commits dated as late or later (the date index; usually none but the run's own), not from
-        # the machine's runs: a history imported file by file would scan them all for every file.
-        later_run=select(commit.c.id).where(
-            or_(commit.c.date.is_(None), commit.c.date >= bindparam("date", type_=commit.c.date.type)),
-            select(run.c.id).where(
-                run.c.commit_id == commit.c.id,
-                run.c.machine_id == bindparam("machine_id"),
-                run.c.environment_id == bindparam("environment_id"),
-                run.c.id != bindparam("run_id"),
-            ).exists(),
-        ).limit(1),
-    )
-
-
-_DRIVER: dict[tuple[Any, tuple[str, ...]], tuple[str, tuple[str, ...], dict[str, Any], dict[str, Any]]] = {}
-
-
-def _bind_processor(type_: Any, dialect: Any) -> Any:
-    """The dialect's converter for values of ``type_`` (None where they pass as they are): public API, so it is
-    worked out once per statement and kept with it."""
-    return type_.dialect_impl(dialect).bind_processor(dialect)
-
-
-def _driver_execute(conn: Connection, stmt: Any, params: Mapping[str, Any] | None = None, *,
-                    convert: bool = True) -> Any:
-    """SQLite: ``stmt`` (one of :func:`_run_statements`) run straight through the driver's cursor, compiled once
-    and its values converted by the statement's own bind processors (``convert``; off for values read raw from
-    the store). A Core execute costs about 20 µs of Python, several statements per results file.
-    Returns the driver's cursor, to fetch from (and close). A driver error is raised as SQLAlchemy's, as a Core
-    execute raises it (the import's batches roll back and retry on those)."""
-    params = params or {}
-    key = (stmt, tuple(params))
-    if key not in _DRIVER:
-        compiled = stmt.compile(dialect=conn.dialect, column_keys=list(params))
-        names = tuple(compiled.positiontup or ())
-        procs = {n: _bind_processor(compiled.binds[n].type, conn.dialect) for n in names}
-        _DRIVER[key] = (compiled.string, names, dict(compiled.params), {n: p for n, p in procs.items() if p})
-    sql, names, defaults, procs = _DRIVER[key]
-    values = {**defaults, **params}
-    row = [values[n] for n in names]
-    if convert:
-        row = [procs[n](v) if v is not None and n in procs else v for n, v in zip(names, row)]
-    cursor = conn.connection.driver_connection.cursor()
-    try:
-        return cursor.execute(sql, row)
-    except conn.dialect.dbapi.Error as exc:
-        cursor.close()
-        raise DBAPIError.instance(sql, row, exc, conn.dialect.dbapi.Error, dialect=conn.dialect) from exc
-
-
-def _scalar(conn: Connection, stmt: Any, params: Mapping[str, Any] | None = None, *, convert: bool = True) -> Any:
-    """The first column of ``stmt``'s first row, or None: on SQLite through :func:`_driver_execute` (``convert`` as
-    there), elsewhere a Core execute."""
-    if conn.dialect.name != "sqlite":
-        return conn.execute(stmt, params or {}).scalar()
-    cursor = _driver_execute(conn, stmt, params, convert=convert)
-    try:
-        row = cursor.fetchone()
-    finally:
-        cursor.close()
-    return None if row is None else row[0]
-
-
-_BULK: dict[tuple[str, str, tuple[str, ...]], tuple[str, list[Any]]] = {}
-
-
-def _bulk_insert(conn: Connection, table: Table, columns: Mapping[str, Sequence[Any]]) -> None:
-    """INSERT the rows ``zip(*columns.values())``; on SQLite straight through the driver's executemany."""
-    if conn.dialect.name != "sqlite":
-        names = tuple(columns)
-        conn.execute(table.insert(), [dict(zip(names, row)) for row in zip(*columns.values())])
-        return
-    sql, rows = _driver_rows(conn, table, columns)
-    conn.exec_driver_sql(sql, rows)
-
-
-def _driver_rows(conn: Connection, table: Table, columns: Mapping[str, Sequence[Any]]) -> tuple[str, list[tuple]]:
-    """The SQLite INSERT of ``columns`` and its rows, ready for the driver's executemany.
-
-    Values go through the columns' own bind processors (as SQLAlchemy would convert them), a
-    column at a time, but skip its per-row statement machinery, the bulk of an import's cost.
-    Per-sample values come packed already (``schema.pack_floats``), so they pass as they are.
-    """
-    names = tuple(columns)
-    key = (conn.dialect.name, table.name, names)
-    if key not in _BULK:
-        cols = ", ".join(conn.dialect.identifier_preparer.quote(n) for n in names)
-        quoted = conn.dialect.identifier_preparer.quote(table.name)
-        sql = f"INSERT INTO {quoted} ({cols}) VALUES ({', '.join('?' * len(names))})"
-        # Only these types need converting for sqlite3; numbers, strings and bytes pass as they are.
-        procs = [
-            _bind_processor(table.c[n].type, conn.dialect)
-            if isinstance(table.c[n].type, (DateTime, JSON, Boolean))
-            else None
-            for n in names
-        ]
-        _BULK[key] = (sql, procs)
-    sql, procs = _BULK[key]
-    values = [
-        col if p is None
-        else _converted(col, p) if isinstance(table.c[n].type, DateTime)
-        else [None if v is None else p(v) for v in col]
-        for n, col, p in zip(names, columns.values(), procs)
-    ]
-    return sql, list(zip(*values))
-
-
-class MeasurementSink:
-    """Measurement rows of several runs held back and inserted together at the end of their
-    transaction, in key order (series, then result): the table is clustered by series, so one run's
-    rows land on as many scattered pages as it has series, where rows of many runs sorted by series
-    fill each page in turn (about a fifth less of SQLite's time on a long import). SQLite only: the
-    caller flushes before it commits, and a row held back is visible to no query of the transaction."""
-
-    def __init__(self) -> None:
-        self.sql = ""
-        self.rows: list[tuple] = []
-
-    def add(self, conn: Connection, columns: Mapping[str, Sequence[Any]]) -> None:
-        self.sql, rows = _driver_rows(conn, m.Measurement.__table__, columns)
-        self.rows += rows
-
-    def flush(self, conn: Connection) -> None:
-        if self.rows:
-            # Result ids grow run by run, and a run has one row per series: a stable sort by series keeps them in order.
-            self.rows.sort(key=operator.itemgetter(0))
-            conn.exec_driver_sql(self.sql, self.rows)
-        self.rows = []
-
-
-def _converted(col: Sequence[Any], process: Callable[[Any], Any]) -> list[Any]:
-    """``process`` of each (hashable) value but None, once per distinct value (a file's cases
-    share their start time when asv recorded none)."""
-    done: dict[Any, Any] = {None: None}
-    return [done[v] if v in done else done.setdefault(v, process(v)) for v in col]
-
-
 # benchmark id, metric id, direction, format, display name ("" for none): with the machine and
 # environment, what makes a series row (schema.Series)
 SeriesIdentity = tuple[int, int, str, str, str]
@@ -355,7 +180,7 @@ class Dims:
         where = and_(*(table.c[k] == v for k, v in key.items()))
         ident = self.conn.execute(select(table.c.id).where(where)).scalar()
         if ident is None:
-            stmt = _insert(self.conn.dialect.name, table).values(**key, **(extra or {}))
+            stmt = dialect_insert(self.conn.dialect.name, table).values(**key, **(extra or {}))
             self.conn.execute(stmt.on_conflict_do_nothing(index_elements=list(key)))
             ident = self.conn.execute(select(table.c.id).where(where)).scalar_one()
         self.new[ck] = ident
@@ -406,7 +231,7 @@ class Dims:
         load()
         todo = [k for ident, k in missing.items() if ("benchmark", *ident) not in new]
         if todo:
-            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(
+            stmt = dialect_insert(self.conn.dialect.name, t).on_conflict_do_nothing(
                 index_elements=["name", "params", "version"])
             self.conn.execute(stmt, [dict(zip(("name", "params", "version", "unit", "type"), k)) for k in todo])
             load()
@@ -453,18 +278,18 @@ class Dims:
         load()
         todo = [k for k in missing if ck(k) not in new]
         if todo:
-            stmt = _insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
+            stmt = dialect_insert(self.conn.dialect.name, t).on_conflict_do_nothing(index_elements=list(SERIES_KEY))
             self.conn.execute(stmt, [dict(zip(SERIES_KEY, (machine_id, environment_id, *k))) for k in todo])
             load()
         return [shared.get(c) or new[c] for c in cks]
 
     def commit(self, info: CommitInfo) -> int:
         t = m.Commit.__table__
-        stmts = _run_statements(self.conn.dialect.name)
+        stmts = run_statements(self.conn.dialect.name)
         # Insert first: a commit is usually new (one statement); an existing one is merged.
         values = {"sha": info.sha, "date": m.as_utc(info.date), "message": info.message,
                   "branches": sorted(set(info.branches))}
-        new_id = _scalar(self.conn, stmts.new_commit, values)
+        new_id = scalar(self.conn, stmts.new_commit, values)
         if new_id is not None:
             return new_id
         row = self.conn.execute(stmts.commit_by_sha, {"sha": info.sha}).one()
@@ -540,11 +365,11 @@ def _appends_newest(conn: Connection, run_id: int, machine_id: int, environment_
     ``reads.series`` (commit date, then run start) and of the pages (commit date, then sha): its commit
     has a date, and every other run of its machine and environment (the only runs its series can hold)
     is of a commit dated strictly before it."""
-    stmts = _run_statements(conn.dialect.name)
+    stmts = run_statements(conn.dialect.name)
     later_params = {"machine_id": machine_id, "environment_id": environment_id, "run_id": run_id}
-    date = _scalar(conn, stmts.commit_date, {"commit_id": commit_id})
+    date = scalar(conn, stmts.commit_date, {"commit_id": commit_id})
     # On SQLite the date as stored, compared as stored (no conversion back); later_run's column is a key, never NULL.
-    return date is not None and _scalar(conn, stmts.later_run, {"date": date, **later_params}, convert=False) is None
+    return date is not None and scalar(conn, stmts.later_run, {"date": date, **later_params}, convert=False) is None
 
 
 def _series_of_run(conn: Connection, run_id: int) -> set[int]:
@@ -581,7 +406,7 @@ def write_run_in(
     ``old`` is the (id, source_digest) row already stored for ``source`` when the caller looked it up.
     ``sink``: on SQLite, the run's measurement rows are handed to it, for the caller to flush before it commits."""
     run_t = m.Run.__table__
-    stmts = _run_statements(conn.dialect.name)
+    stmts = run_statements(conn.dialect.name)
     outcome = "new"
     touched: set[int] = set()
     if source is not None:
@@ -613,7 +438,7 @@ def write_run_in(
         "source_stat": stat,
     }
     if conn.dialect.name == "sqlite":
-        run_id = _scalar(conn, stmts.new_run, run_values)
+        run_id = scalar(conn, stmts.new_run, run_values)
     else:
         run_id = conn.execute(stmts.new_run, run_values).scalar_one()
     if rows.benchmark:
@@ -624,13 +449,13 @@ def write_run_in(
         if conn.dialect.name == "sqlite":
             # BEGIN IMMEDIATE holds the write lock: ids after max(id) are ours, and a
             # plain executemany is several times faster than INSERT ... RETURNING.
-            first = (_scalar(conn, stmts.max_result_id) or 0) + 1
+            first = (scalar(conn, stmts.max_result_id) or 0) + 1
             ids: Sequence[int] = range(first, first + n)
-            _bulk_insert(conn, res_t, {"id": ids, **results})
+            bulk_insert(conn, res_t, {"id": ids, **results})
         else:
             names = tuple(results)
             ids = conn.execute(
-                _insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True),
+                dialect_insert(conn.dialect.name, res_t).returning(res_t.c.id, sort_by_parameter_order=True),
                 [dict(zip(names, row)) for row in zip(*results.values())],
             ).scalars().all()
         metric_ids = {ident[0]: dims.metric(ident[0]) for ident in dict.fromkeys(rows.metric)}  # in order
@@ -644,7 +469,7 @@ def write_run_in(
             if sink is not None and conn.dialect.name == "sqlite":
                 sink.add(conn, measured)
             else:
-                _bulk_insert(conn, m.Measurement.__table__, measured)
+                bulk_insert(conn, m.Measurement.__table__, measured)
         touched.update(series)
     _touch_series(conn, touched, lambda: outcome == "new" and not commit.dirty and _appends_newest(
         conn, run_id, machine_id, environment_id, commit_id))
@@ -725,59 +550,6 @@ def engine_case(case: EngineCaseRecord) -> _Case:
     c.duration = float(sum(st.host_durations)) if st.host_durations else None
     c.measures = measures
     return c
-
-
-# -- the schema's limits, checked before the write ------------------------------------------------
-# PostgreSQL refuses a value over a column's length, a SMALLINT past 32767 or a NUL character, and
-# with it the whole run; SQLite would keep them. Both refuse the case alone, before the write.
-MAX_METRICS_PER_CASE = 2**15  # Measurement.position is a SMALLINT
-
-
-def _text_problem(what: str, value: str, limit: int | None) -> str | None:
-    if limit is not None and len(value) > limit:
-        return f"{what} is {len(value):,} characters long; the store keeps at most {limit}"
-    if "\x00" in value:
-        return f"{what} holds a NUL character, which the store cannot keep"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return f"{what} is not valid Unicode text (a lone surrogate)"
-    return None
-
-
-def _length(column: Any) -> int | None:
-    """The most characters the store keeps in ``column`` (a text name in a key: its ``info["limit"]``)."""
-    return getattr(column.type, "length", None) or column.info.get("limit")
-
-
-def identity_problem(case: EngineCaseRecord) -> str | None:
-    """Why the store cannot keep even a failed row of this case (its name, params or version), or None."""
-    b = m.Benchmark.__table__.c
-    checks = [("benchmark name", case.benchmark, _length(b.name)),
-              ("code version", case.version or "", _length(b.version)),
-              ("parameters", canonical_params(case.params), None)]
-    return next(filter(None, (_text_problem(*check) for check in checks)), None)
-
-
-def case_problem(case: EngineCaseRecord) -> str | None:
-    """Why the store cannot keep this case as it is, the same on SQLite and PostgreSQL, or None."""
-    problem = identity_problem(case)
-    if problem is not None:
-        return problem
-    measures = engine_case(case).measures
-    if len(measures) > MAX_METRICS_PER_CASE:
-        return f"it has {len(measures):,} metrics; the store keeps at most {MAX_METRICS_PER_CASE:,} per case"
-    metric, series = m.Metric.__table__.c, m.Series.__table__.c
-    for x in measures:
-        section, name, unit = x.metric
-        checks = [("section", section, _length(metric.section)), ("name", name, _length(metric.name)),
-                  ("unit", unit, _length(metric.unit)),
-                  ("display name", x.display_name or "", _length(series.display_name))]
-        problem = next(filter(None, (_text_problem(*check) for check in checks)), None)
-        if problem is not None:
-            shown = name if len(name) <= 60 else name[:60] + "..."
-            return f"metric {shown!r}: {problem}"
-    return None
 
 
 def record_engine_run(store: Store, run: RunRecord, cases: list[EngineCaseRecord]) -> int:
