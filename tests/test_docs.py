@@ -9,7 +9,7 @@ import click
 import pytest
 from doccheck import REPO, USER_DOCS, blocks_run_here, command_blocks, fenced_blocks, is_slow, run_page
 
-from mmtrack.cli import cli
+from scripts.reference_rows import commands  # every command and subcommand, by its full name
 
 REFERENCE = REPO / "docs" / "reference"
 FLAG = re.compile(r"`(--?[\w][\w-]*)")
@@ -23,18 +23,6 @@ NOT_RUN = {  # docs/guide/postgresql-fleet.md: needs the user's PostgreSQL serve
 #: Reference pages on the Python API for writing benchmarks, beside one page per command.
 API_PAGES = {"perf", "cuda", "concurrent", "output", "instruments", "python-api"}
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
-
-
-def commands(group: click.Group = cli, prefix: str = "mmtrack") -> list[tuple[str, click.Command]]:
-    """Every command and subcommand, by its full name."""
-    found = []
-    for name, command in sorted(group.commands.items()):
-        if command.hidden:
-            continue
-        found.append((f"{prefix} {name}", command))
-        if isinstance(command, click.Group):
-            found += commands(command, f"{prefix} {name}")
-    return found
 
 
 def shown_flags(command: click.Command) -> set[str]:
