@@ -223,17 +223,22 @@ def param_combos(bench: dict) -> list[tuple]:
     return list(itertools.product(*params)) if params else [()]
 
 
-def read_raw(results: Path) -> Raw:
-    """Every result in an asv results folder (both file formats), keyed as detect names series."""
-    benchmarks = json.loads((results / "benchmarks.json").read_text())
-    raw = Raw()
+def results_files(results: Path):
+    """Each readable results file of an asv results folder (machine folders only), with its parsed JSON."""
     for path in sorted(results.rglob("*.json")):
         if path.name in NOT_RESULTS or path.parent == results:
             continue
         try:
-            d = json.loads(path.read_text())
+            yield path, json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+
+
+def read_raw(results: Path) -> Raw:
+    """Every result in an asv results folder (both file formats), keyed as detect names series."""
+    benchmarks = json.loads((results / "benchmarks.json").read_text())
+    raw = Raw()
+    for path, d in results_files(results):
         commit, date = d.get("commit_hash"), float(d.get("date") or 0)
         if not commit or not isinstance(d.get("results"), dict):
             continue
@@ -638,13 +643,7 @@ class NoiseSource:
 def noise_sources(results: Path, history: str) -> list[NoiseSource]:
     """The series of one results folder with at least :data:`NOISE_MIN_COMMITS` commits, as noise sources."""
     points = collections.defaultdict(dict)  # series -> commit date -> (value, spread offsets)
-    for path in sorted(results.rglob("*.json")):
-        if path.name in NOT_RESULTS or path.parent == results:
-            continue
-        try:
-            d = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    for path, d in results_files(results):
         date = float(d.get("date") or 0)
         for name, i, v, spread in _stats_of(d):
             points[(path.parent.name, d.get("env_name"), name, i)].setdefault(date, (v, spread))
