@@ -121,6 +121,12 @@ def test_readme_is_short():
     assert len(lines) <= 200, f"README.md has {len(lines)} lines; the limit is 200 (details go to docs/)"
 
 
+def test_current_design_pages_can_be_read_in_an_afternoon():
+    """docs/design/ holds current decisions; logs go to docs/design/archive/ (issue 56: 25,000 words at most)."""
+    words = sum(len(p.read_text(encoding="utf-8").split()) for p in (REPO / "docs" / "design").glob("*.md"))
+    assert words <= 25_000, f"docs/design/*.md hold {words} words; move logs and figures to docs/design/archive/"
+
+
 @pytest.mark.parametrize("page", USER_DOCS, ids=lambda p: str(p.relative_to(REPO)))
 def test_user_docs_hold_no_dated_log_and_no_path_outside_a_clone(page):
     """Dates may appear only in output this test module checks against a real run (a run's start time)."""
