@@ -26,10 +26,14 @@ Experiments (each a fresh subprocess; environments cached after the first build)
             calibration and decision; ``--baseline DIR``: the same for that checkout's mmtrack right after, on the same
             repo (its cold run builds afresh)
 
+  single N  N pairs, alternating: ``asv run`` and ``mmtrack run`` of the checked-out ``base`` (one commit, the
+            repository's own ``existing`` environment for both, each result saved as the tool saves it); wall and
+            CPU medians and their ratio
+
   phases N  N rounds of one side's four benchmarks each way: ``asv run`` per round (before), asv's runner from
             this process with a fresh interpreter per benchmark, and with a fork server per round (now)
 
-Usage: python -m scripts.eval_ab_peer aa peer profile phases [--runs 10] [--peer-runs 3] [--factor 1.05] [--step slower]
+Usage: python -m scripts.eval_ab_peer aa peer profile phases single [--runs 10] [--peer-runs 3] [--factor 1.05] [--step slower]
        [--baseline DIR] [--warm] [--keep DIR]
 """
 
@@ -173,6 +177,35 @@ def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, f
         print(f"peer: {name} / asv, medians: wall {ratio:.2f}, cpu {cpu:.2f}")
 
 
+def single(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
+    """``mmtrack run`` beside ``asv run`` on one commit, alternating which goes first (see the module)."""
+    git(repo, env, "checkout", "-q", shas["base"])
+    subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
+                   capture_output=True)
+    contenders = {
+        "asv": [sys.executable, "-m", "asv", "run", "--machine", MACHINE, "--environment", "existing", "--quiet",
+                "--set-commit-hash", shas["base"]],
+        "mmtrack": [sys.executable, "-m", "mmtrack", "run", "--machine", MACHINE, "--no-progress"],
+    }
+    rows: dict[str, list[dict]] = {name: [] for name in contenders}
+    names = list(contenders)
+    for i in range(runs):
+        for name in names[i % 2:] + names[:i % 2]:
+            t, cpu = time.perf_counter(), children_cpu()
+            proc = subprocess.run(contenders[name], cwd=repo, env=env, capture_output=True, text=True)
+            got = {"wall": time.perf_counter() - t, "cpu": children_cpu() - cpu, "load": os.getloadavg()[0]}
+            rows[name].append(got)
+            print(f"  run {i + 1}: {name} {got['wall']:.1f} s, cpu {got['cpu']:.1f} s, exit {proc.returncode} | "
+                  f"load {got['load']:.1f}", flush=True)
+            if proc.returncode not in (0, 1):
+                print(proc.stdout[-1500:], proc.stderr[-1500:], file=sys.stderr)
+    med = {name: {k: statistics.median(r[k] for r in got) for k in ("wall", "cpu")} for name, got in rows.items()}
+    for name, m in med.items():
+        print(f"single {name}: wall median {m['wall']:.1f} s, cpu median {m['cpu']:.1f} s")
+    print(f"single: mmtrack / asv, medians: wall {med['mmtrack']['wall'] / med['asv']['wall']:.2f}, "
+          f"cpu {med['mmtrack']['cpu'] / med['asv']['cpu']:.2f}")
+
+
 def children_cpu() -> float:
     """CPU seconds of this process's finished children (and theirs): a run's cost where the wall is the load's."""
     import resource
@@ -297,7 +330,7 @@ def phases(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("experiments", nargs="+", choices=["aa", "peer", "profile", "phases"])
+    ap.add_argument("experiments", nargs="+", choices=["aa", "peer", "profile", "phases", "single"])
     ap.add_argument("--runs", type=int, default=10, help="A/A runs")
     ap.add_argument("--peer-runs", type=int, default=3, help="asv / mmtrack pairs")
     ap.add_argument("--factor", type=float, default=1.05,
@@ -327,6 +360,8 @@ def main() -> None:
                       f"{min(r['rounds'] for r in got)}-{max(r['rounds'] for r in got)}; wall median "
                       f"{statistics.median(r['wall'] for r in got):.1f} s; load "
                       f"{min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f}", flush=True)
+            elif exp == "single":
+                single(env, repo, shas, args.peer_runs)
             elif exp == "phases":
                 phases(env, repo, shas, args.runs)
             elif exp == "profile":

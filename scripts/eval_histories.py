@@ -783,45 +783,6 @@ def injected_commit(j: int) -> str:
     return hashlib.sha1(f"injected commit {j}".encode()).hexdigest()
 
 
-#: False positives per commit the known-place reference may make on the A/A suite: issue 58's 0.05 per 100 commits.
-KNOWN_PLACE_RATE = 0.05 / 100
-
-
-def newest_reading(logv: np.ndarray, k: int) -> float:
-    """How far the newest ``k`` commits all lie from the level of the (up to 100) commits before them, in robust
-    spreads of those commits: the smallest of them for a step up, the largest for a step down, 0 if they straddle."""
-    before, after = logv[max(0, logv.size - k - 100): logv.size - k], logv[logv.size - k:]
-    spread = max(1.4826 * float(np.median(np.abs(before - np.median(before)))), 0.002)
-    z = (after - np.median(before)) / spread
-    return float(z.min()) if z.min() > 0 else float(min(z.max(), 0.0))
-
-
-def known_place_recall(aa: list[Synthetic], steps: list[Synthetic]) -> dict:
-    """Recall of the steps 2-5 commits before the newest by a reference test that is told where the step is: it
-    reads the newest k commits against the commits before them (:func:`newest_reading`), at a threshold per tier and
-    k set on the A/A suite's own prefixes so that it flags at most KNOWN_PLACE_RATE of commits (split over the four
-    k). No detector that must also find the place does better at that false rate with this statistic: the column
-    says what the noise allows."""
-    null = collections.defaultdict(list)
-    for s in aa:
-        tier = tier_of(list(np.exp(s.logv)))
-        for end in range(30, s.logv.size + 1):
-            for k in NEWEST_STEPS:
-                null[(tier, k)].append(abs(newest_reading(s.logv[:end], k)))
-    bar = {key: float(np.quantile(v, 1 - KNOWN_PLACE_RATE / len(NEWEST_STEPS))) for key, v in null.items()}
-    hits = collections.defaultdict(collections.Counter)
-    for s in steps:
-        k = s.logv.size - s.step_at if s.step_at is not None else 0
-        tier = tier_of(list(np.exp(s.logv)))
-        if k not in NEWEST_STEPS or (tier, k) not in bar:
-            continue
-        found = newest_reading(s.logv, k) * math.copysign(1.0, s.step) > bar[(tier, k)]
-        for key in (tier, "all"):
-            hits[key]["steps"] += 1
-            hits[key]["found"] += found
-    return {key: _share(c["found"], c["steps"]) for key, c in hits.items()}
-
-
 def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic], steps_detect: dict) -> dict:
     """Recall of the steps 2-5 commits before the newest, F1 over every step, A/A false change points per 100
     commits per series, and the whole A/A suite's false alerts per commit (its change points grouped by commit),
@@ -875,9 +836,6 @@ def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic]
         row["recall_newest"] = _share(sum(c[f"newest_{s:.0%}_found"] for s in STEP_SIZES),
                                       sum(c[f"newest_{s:.0%}"] for s in STEP_SIZES))
         out[k] = row
-    for tier, share in known_place_recall(aa, steps).items():
-        if tier in out:
-            out[tier]["recall_newest_known_place"] = share
     out["suite_false_alerts_per_commit"] = round(len(alert_commits) / (length - 1), 4)
     out["suite_false_alerts"] = len(alert_commits)
     return out
@@ -1019,8 +977,8 @@ def injection_markdown(inj: dict) -> str:
              f"whole A/A suite: {inj['suite_false_alerts']} false alerts, "
              f"{inj['suite_false_alerts_per_commit']:.3f} per commit", "",
              "| tier | A/A series | A/A false points /100 commits | gate confirmed false alarms /100 | steps | "
-             + " | ".join(f"recall {s} 2-5 before newest" for s in sizes) + " | recall 2-5 | known place 2-5 | F1 |",
-             "|" + "---|" * (8 + len(sizes))]
+             + " | ".join(f"recall {s} 2-5 before newest" for s in sizes) + " | recall 2-5 | F1 |",
+             "|" + "---|" * (7 + len(sizes))]
     gate = inj.get("gate_aa", {})
     for tier in ("quiet", "mid", "noisy", "all"):
         r = inj.get(tier)
@@ -1031,7 +989,7 @@ def injection_markdown(inj: dict) -> str:
         lines.append(f"| {tier} | {r['aa_series']} | {_fmt(r['aa_false_per_100'])} "
                      f"| {_fmt(g.get('alarms_per_100'))} ({alarms}) "
                      f"| {r['steps']} | " + " | ".join(_fmt(r[f'recall_newest_{s}']) for s in sizes)
-                     + f" | {_fmt(r['recall_newest'])} | {_fmt(r.get('recall_newest_known_place'))} | {_fmt(r['f1'])} |")
+                     + f" | {_fmt(r['recall_newest'])} | {_fmt(r['f1'])} |")
     return "\n".join(lines)
 
 

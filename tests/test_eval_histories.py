@@ -132,30 +132,6 @@ def test_the_import_key_ignores_the_analysis_and_the_code_key_does_not(tmp_path)
     assert ev.code_of(tmp_path).import_key != before.import_key
 
 
-def _gaussian_suites(spread: float, step: float, n: int = 40, length: int = 60) -> tuple[list, list]:
-    """A/A and stepped suites of Gaussian log noise; each stepped series has a ``step`` 2-5 commits before the newest."""
-    rng = np.random.default_rng(7)
-
-    def series(i: int, at: int | None) -> ev.Synthetic:
-        logv = rng.normal(0.0, spread, length)
-        s = ev.Synthetic(f"s{i}", "gauss", logv, np.zeros((length, 4)))
-        if at is not None:
-            s.logv = logv + np.where(np.arange(length) >= at, step, 0.0)
-            s.step_at, s.step = at, step
-        return s
-
-    aa = [series(i, None) for i in range(n)]
-    steps = [series(i, length - ev.NEWEST_STEPS[i % len(ev.NEWEST_STEPS)]) for i in range(n)]
-    return aa, steps
-
-
-def test_the_known_place_reference_finds_steps_far_above_the_noise_and_not_those_within_it():
-    aa, big = _gaussian_suites(spread=0.01, step=math.log(1.5))
-    assert ev.known_place_recall(aa, big)["all"] >= 0.9
-    aa, small = _gaussian_suites(spread=0.2, step=math.log(1.02))
-    assert ev.known_place_recall(aa, small)["all"] <= 0.2
-
-
 def test_the_stepped_suite_places_newest_steps_at_each_of_2_to_5_commits_before_the_newest():
     rng = np.random.default_rng(1)
     source = ev.NoiseSource("h/s", rng.normal(0.0, 0.01, 60), np.zeros((60, 4)))
