@@ -137,3 +137,15 @@ def test_the_stepped_suite_places_newest_steps_at_each_of_2_to_5_commits_before_
     source = ev.NoiseSource("h/s", rng.normal(0.0, 0.01, 60), np.zeros((60, 4)))
     suite = ev.make_suite(rng, {"h": [source]}, 64, 40, stepped=True)
     assert {40 - s.step_at for s in suite if s.step_at >= 40 - max(ev.NEWEST_STEPS)} == set(ev.NEWEST_STEPS)
+
+
+def test_the_gaussian_bound_is_near_one_far_above_the_noise_and_near_zero_within_it():
+    rng = np.random.default_rng(3)
+
+    def stepped(spread: float, step: float) -> ev.Synthetic:
+        s = ev.Synthetic("s", "gauss", rng.normal(0.0, spread, 60), np.zeros((60, 4)), step_at=57, step=step)
+        s.logv[57:] += step
+        return s
+
+    assert ev.gaussian_bound(stepped(0.01, math.log(1.2))) > 0.99
+    assert ev.gaussian_bound(stepped(0.2, math.log(1.1))) < 0.05
