@@ -1,0 +1,129 @@
+"""The smallest step a series can see: at one commit (the gate) and after the confirmation window (detect), at 80%
+power, from the series' own noise model.
+
+Reads the noise model of :func:`.noise.segment_noise` (the current segment, its commits' deviations in order, the
+usual runner's spread) and asks, for each step size on a grid, how often the real rules would find it:
+
+- *after the confirmation window*: the step's commit and the ``confirm_window`` commits after it are a block of the
+  series' own deviations, in order (so a runner's burst and the heavy tail come along), moved by the step; each of the
+  series' blocks is one try. Found where detect's rank test of the block against the segment reaches the suite's
+  budget (``fdr / series``; exact Mann-Whitney, as detect's), or its tail rule holds (every commit ``tail_z`` robust
+  sigmas beyond the segment), and the block's median moved ``min_effect``.
+- *at one commit*: one deviation moved by the step; found where the gate's history rule flags it: beyond the
+  threshold, ``z_needed`` deviations from the level and ``history_gap`` deviations beyond every commit seen.
+
+The limit is the smallest step found in 80% of the tries. Docs: docs/design/alerts.md, "The smallest change".
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .noise import positive, segment_noise
+from .policy import ComparePolicy
+
+#: The share of tries a stated limit is found in.
+POWER = 0.8
+#: A step this large (relative) a series "can see"; a series whose confirmed limit is larger is too noisy for it.
+USEFUL_STEP = 0.10
+#: Step sizes tried (log): from 0.5% to x16, evenly in log(1 + step).
+_GRID = np.log1p(np.geomspace(0.005, 15.0, 96))
+
+
+@dataclass(frozen=True, slots=True)
+class DetectionLimit:
+    """The smallest relative steps a series shows at 80% power (``math.inf``: none up to x16)."""
+
+    one_commit: float  # flagged by the gate at the step's own commit
+    confirmed: float  # confirmed by detect once the confirmation window's commits are in
+    commits: int  # commits of history the noise model read
+
+    @property
+    def too_noisy(self) -> bool:
+        """Whether a :data:`USEFUL_STEP` change is below what the series confirms."""
+        return self.confirmed > USEFUL_STEP
+
+    def as_dict(self) -> dict[str, float | int | bool | None]:
+        finite = lambda x: round(x, 4) if math.isfinite(x) else None  # noqa: E731 (JSON has no infinity)
+        return {"one_commit": finite(self.one_commit), "confirmed": finite(self.confirmed), "commits": self.commits,
+                "too_noisy": self.too_noisy}
+
+
+def detection_limit(history: Sequence[float], series: int = 500, fdr: float = 0.001,
+                    compare: ComparePolicy | None = None) -> DetectionLimit | None:
+    """The detection limits of a series with ``history`` (medians, oldest first) in a suite of ``series`` series
+    under the false-alarm budget ``fdr`` (:mod:`.budget`: a lone step passes at ``fdr / series``); None when the
+    history is too short for a noise model."""
+    from .detect import DetectPolicy, segment_levels
+
+    compare = compare or ComparePolicy()
+    detect = DetectPolicy()
+    h = positive(history)
+    noise = segment_noise(list(h), compare.min_history)  # the gate's model
+    levels = segment_levels(list(h), detect)  # detect's: its last level is what a new step is tested against
+    if noise is None or levels[-1][1] - levels[-1][0] < detect.min_points:
+        return None
+    x = np.log(h)
+    own = [x[a:b] - np.median(x[a:b]) for a, b in levels if b - a >= compare.min_history]
+    deviations = np.concatenate(own)  # each commit from its own level, in order (a step moves the level only)
+    segment = np.sort(own[-1])
+    p_needed = min(detect.alpha, fdr / max(series, 1)) if fdr > 0 else detect.alpha
+    bar = _gate_bar(noise, compare)
+    confirmed = _confirmed_limit(segment, deviations, compare.confirm_window + 1, p_needed, bar, detect)
+    return DetectionLimit(math.expm1(bar - float(np.quantile(segment, 1 - POWER))), confirmed, int(h.size))
+
+
+def _gate_bar(noise, compare: ComparePolicy) -> float:
+    """The deviation (log) from the level beyond which the gate's history rule flags one commit: the threshold,
+    ``z_needed`` deviations, and ``history_gap`` deviations beyond the commits seen."""
+    seen = np.asarray(noise.seen)
+    return max(math.log1p(compare.threshold), compare.z_needed(seen.size) * noise.sd,
+               float(seen.max()) + compare.history_gap * noise.sd)
+
+
+def _confirmed_limit(segment: np.ndarray, deviations: np.ndarray, k: int, p_needed: float, bar: float,
+                     detect) -> float:
+    """The smallest step whose blocks of ``k`` commits (the series' own, in order) are confirmed in :data:`POWER`
+    of them: by detect's rank test against the sorted ``segment`` deviations at ``p_needed``, its median moved
+    ``min_effect``; or by the gate, the first commit beyond ``bar`` and the others past half its deviation."""
+    if deviations.size < k:
+        return math.inf
+    blocks = np.lib.stride_tricks.sliding_window_view(deviations, k)  # (tries, k)
+    u_budget, u_alpha = _u_needed(k, segment.size, p_needed), _u_needed(k, segment.size, detect.alpha)
+    floor = math.log1p(detect.min_effect)
+    block_median = np.median(blocks, axis=1)
+    for step in _GRID:
+        moved = blocks + step
+        # Mann-Whitney U of the block against the segment, ties counted half.
+        u = ((np.searchsorted(segment, moved, side="left") + np.searchsorted(segment, moved, side="right")) / 2
+             ).sum(axis=1)
+        big = block_median + step >= floor
+        # The gate's rules judge the newest commits only where detect's own test found no step there: one it found
+        # whose p the budget holds back is lost.
+        gate = (moved[:, 0] >= bar) & np.all(moved[:, 1:] >= moved[:, :1] / 2, axis=1) & ~(big & (u >= u_alpha))
+        if ((big & (u >= u_budget)) | gate).mean() >= POWER:
+            return math.expm1(float(step))
+    return math.inf
+
+
+@functools.lru_cache(maxsize=256)
+def _u_needed(k: int, m: int, p: float) -> float:
+    """The smallest U of ``k`` values against ``m`` whose exact two-sided p (detect's) is at most ``p``; above
+    ``k * m`` when none is."""
+    from .detect import _exact_u_p  # detect's own exact test: the limit asks what detect would prove
+
+    lo, hi = k * m, 2 * k * m  # doubled U: ties make half-integers
+    if _exact_u_p(k * m, k, m) > p:
+        return k * m + 1.0
+    while hi - lo > 1:  # p falls as U grows: the smallest doubled U at or under p
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if _exact_u_p(mid / 2, k, m) <= p else (mid, hi)
+    return hi / 2
+
+
+__all__ = ["DetectionLimit", "detection_limit", "POWER", "USEFUL_STEP"]
