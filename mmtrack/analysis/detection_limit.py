@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .noise import positive, segment_noise
+from .noise import positive
 from .policy import ComparePolicy
 
 #: The share of tries a stated limit is found in.
@@ -64,26 +64,26 @@ def detection_limit(history: Sequence[float], series: int = 500, fdr: float = 0.
     compare = compare or ComparePolicy()
     detect = DetectPolicy()
     h = positive(history)
-    noise = segment_noise(list(h), compare.min_history)  # the gate's model
     levels = segment_levels(list(h), detect)  # detect's: its last level is what a new step is tested against
-    if noise is None or levels[-1][1] - levels[-1][0] < detect.min_points:
+    if h.size < detect.min_points or levels[-1][1] - levels[-1][0] < detect.min_points:
         return None
     x = np.log(h)
     own = [x[a:b] - np.median(x[a:b]) for a, b in levels if b - a >= compare.min_history]
     deviations = np.concatenate(own)  # each commit from its own level, in order (a step moves the level only)
     segment = np.sort(own[-1])
     p_needed = min(detect.alpha, fdr / max(series, 1)) if fdr > 0 else detect.alpha
-    bar = _gate_bar(noise, compare)
+    bar = _gate_bar(segment, deviations, compare)
     confirmed = _confirmed_limit(segment, deviations, compare.confirm_window + 1, p_needed, bar, detect)
     return DetectionLimit(math.expm1(bar - float(np.quantile(segment, 1 - POWER))), confirmed, int(h.size))
 
 
-def _gate_bar(noise, compare: ComparePolicy) -> float:
+def _gate_bar(segment: np.ndarray, seen: np.ndarray, compare: ComparePolicy) -> float:
     """The deviation (log) from the level beyond which the gate's history rule flags one commit: the threshold,
-    ``z_needed`` deviations, and ``history_gap`` deviations beyond the commits seen."""
-    seen = np.asarray(noise.seen)
-    return max(math.log1p(compare.threshold), compare.z_needed(seen.size) * noise.sd,
-               float(seen.max()) + compare.history_gap * noise.sd)
+    ``z_needed`` robust deviations (the larger of the scaled MAD and IQR, as :func:`.noise.segment_noise`), and
+    ``history_gap`` of them beyond every commit seen."""
+    q1, q3 = np.percentile(segment, [25, 75])
+    sd = max(1.4826 * float(np.median(np.abs(segment - np.median(segment)))), float(q3 - q1) / 1.349, 1e-4)
+    return max(math.log1p(compare.threshold), compare.z_needed(seen.size) * sd, float(seen.max()) + compare.history_gap * sd)
 
 
 def _confirmed_limit(segment: np.ndarray, deviations: np.ndarray, k: int, p_needed: float, bar: float,
@@ -97,7 +97,7 @@ def _confirmed_limit(segment: np.ndarray, deviations: np.ndarray, k: int, p_need
     u_budget, u_alpha = _u_needed(k, segment.size, p_needed), _u_needed(k, segment.size, detect.alpha)
     floor = math.log1p(detect.min_effect)
     block_median = np.median(blocks, axis=1)
-    for step in _GRID:
+    def power(step: float) -> float:
         moved = blocks + step
         # Mann-Whitney U of the block against the segment, ties counted half.
         u = ((np.searchsorted(segment, moved, side="left") + np.searchsorted(segment, moved, side="right")) / 2
@@ -106,9 +106,13 @@ def _confirmed_limit(segment: np.ndarray, deviations: np.ndarray, k: int, p_need
         # The gate's rules judge the newest commits only where detect's own test found no step there: one it found
         # whose p the budget holds back is lost.
         gate = (moved[:, 0] >= bar) & np.all(moved[:, 1:] >= moved[:, :1] / 2, axis=1) & ~(big & (u >= u_alpha))
-        if ((big & (u >= u_budget)) | gate).mean() >= POWER:
-            return math.expm1(float(step))
-    return math.inf
+        return float(((big & (u >= u_budget)) | gate).mean())
+
+    lo, hi = -1, _GRID.size  # power grows with the step: the first grid step at POWER, by bisection
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if power(float(_GRID[mid])) >= POWER else (mid, hi)
+    return math.expm1(float(_GRID[hi])) if hi < _GRID.size else math.inf
 
 
 @functools.lru_cache(maxsize=256)
