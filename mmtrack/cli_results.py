@@ -250,7 +250,7 @@ _LIST_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": ("id", "started (UTC)", "commit", "machine / environment", "kind", "results"),
     "commits": ("commit", "date (UTC)", "runs", "branches / message"),
     "machines": ("machine", "hosts", "runs", "environments", "cpu / os"),
-    "benchmarks": ("benchmark", "type", "unit", "versions", "smallest step seen: 1 commit / confirmed"),
+    "benchmarks": ("benchmark", "type", "unit", "versions", "can see: 1 commit / confirmed"),
 }
 
 
@@ -266,8 +266,8 @@ def _limit_text(limits: list[dict[str, Any]]) -> str:
             lines.append(f"{metric}: history too short")
             continue
         worst = lambda k: max((r[k] if r[k] is not None else math.inf) for r in rs if r["too_noisy"] is not None)  # noqa: E731
-        pct = lambda x: "none ≤ x16" if math.isinf(x) else f"{x:.1%}"  # noqa: E731
-        noisy = " · too noisy for 10%" if any(r["too_noisy"] for r in rs) else ""
+        pct = lambda x: "none" if math.isinf(x) else f"{x:.1%}"  # noqa: E731
+        noisy = " (too noisy for 10%)" if any(r["too_noisy"] for r in rs) else ""
         lines.append(f"{metric}: {pct(worst('one_commit'))} / {pct(worst('confirmed'))}{noisy}")
     return "\n".join(lines)
 
