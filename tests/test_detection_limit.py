@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,3 +106,26 @@ def test_list_benchmarks_shows_each_metrics_limits_and_the_benchmarks_too_noisy_
     assert table.returncode == 0, table.stderr
     assert "can see: 1 commit / confirmed" in table.stdout and "too noisy for 10%" in table.stdout
     assert "time_per_op:" in table.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists() and not os.environ.get("CI"),
+                    reason="needs Debian's chromium (apt-get install chromium; .ci/run does)")
+def test_chromium_shows_the_time_and_instructions_limits_of_a_benchmark_under_their_charts(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from mmtrack.publish import build_site
+
+    model = synthetic_model(1, 70, 3, seed=4, step_every=99)  # time, bandwidth and instructions of one benchmark
+    build_site(model, tmp_path / "site")
+    page_file = next((tmp_path / "site" / "b").glob("*.html"))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"])
+        page = browser.new_page()
+        page.goto(page_file.as_uri())
+        page.wait_for_selector(".detection-limit")
+        texts = page.eval_on_selector_all(".detection-limit", "ps => ps.map(p => p.textContent)")
+        browser.close()
+    assert len(texts) == 3 and all("at one commit" in t and "confirmed" in t for t in texts)
+    instructions, time = (next(t for t in texts if t.startswith(name)) for name in ("instructions", "time"))
+    assert instructions != time  # each metric its own limit, the deterministic one beside the time

@@ -25,12 +25,15 @@ from typing import Sequence
 import numpy as np
 
 from .noise import positive
-from .policy import ComparePolicy
+from .policy import HISTORY_WINDOW, ComparePolicy
 
 #: The share of tries a stated limit is found in.
 POWER = 0.8
 #: A step this large (relative) a series "can see"; a series whose confirmed limit is larger is too noisy for it.
 USEFUL_STEP = 0.10
+#: Commits of a series' newest history its limits are stated from (:func:`limit_record`): its current noise, at a
+#: bounded cost; the gate's window (policy.HISTORY_WINDOW), which the pages read without reading a series whole.
+HISTORY = HISTORY_WINDOW
 #: Step sizes tried (log): from 0.5% to x16, evenly in log(1 + step).
 _GRID = np.log1p(np.geomspace(0.005, 15.0, 96))
 
@@ -115,6 +118,16 @@ def _confirmed_limit(segment: np.ndarray, deviations: np.ndarray, k: int, p_need
     return math.expm1(float(_GRID[hi])) if hi < _GRID.size else math.inf
 
 
+def limit_record(values: Sequence[float], series: int, fdr: float) -> dict[str, float | int | bool | None]:
+    """The limits of a series of ``values`` (medians, oldest first; its newest :data:`HISTORY`) as JSON, as
+    ``mmtrack list benchmarks`` and the benchmark pages show them: ``too_noisy`` None where the history is too short
+    for a noise model, ``one_commit`` and ``confirmed`` None there or where no step up to x16 is found."""
+    limit = detection_limit(values[-HISTORY:], series=series, fdr=fdr)
+    if limit is None:
+        return {"one_commit": None, "confirmed": None, "commits": len(values), "too_noisy": None}
+    return limit.as_dict()
+
+
 @functools.lru_cache(maxsize=256)
 def _u_needed(k: int, m: int, p: float) -> float:
     """The smallest U of ``k`` values against ``m`` whose exact two-sided p (detect's) is at most ``p``; above
@@ -130,4 +143,4 @@ def _u_needed(k: int, m: int, p: float) -> float:
     return hi / 2
 
 
-__all__ = ["DetectionLimit", "detection_limit", "POWER", "USEFUL_STEP"]
+__all__ = ["DetectionLimit", "detection_limit", "limit_record", "HISTORY", "POWER", "USEFUL_STEP"]

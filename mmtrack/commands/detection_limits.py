@@ -6,9 +6,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-#: Commits of each series' newest history the limit is stated from: its current noise, at a bounded cost.
-LIMIT_HISTORY = 200
-
 
 def limits_by_case(store: Any, machine: str | None, env: str | None, pattern: str | None
                    ) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -17,7 +14,7 @@ def limits_by_case(store: Any, machine: str | None, env: str | None, pattern: st
     the history is too short for a noise model or no step up to x16 is found). A lone step passes the suite's
     false-alarm budget at ``fdr / series``, ``series`` those of its machine and environment (detect's family)."""
     from ..analysis.budget import DEFAULT_FDR
-    from ..analysis.detection_limit import detection_limit
+    from ..analysis.detection_limit import limit_record
     from ..store import reads as q
 
     keys = q.list_series(store, machine=machine, environment=env, benchmark=pattern)
@@ -25,13 +22,10 @@ def limits_by_case(store: Any, machine: str | None, env: str | None, pattern: st
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for col in q.series_columns(store, keys):
         key = col.key
-        limit = detection_limit(col.values[-LIMIT_HISTORY:], series=family[key.machine, key.environment],
-                                fdr=DEFAULT_FDR)
-        record = limit.as_dict() if limit else {"one_commit": None, "confirmed": None, "commits": len(col.values),
-                                               "too_noisy": None}
+        record = limit_record(col.values, family[key.machine, key.environment], DEFAULT_FDR)
         out.setdefault((key.benchmark, key.params), []).append(
             {"machine": key.machine, "environment": key.environment, "metric": str(key.metric), **record})
     return out
 
 
-__all__ = ["limits_by_case", "LIMIT_HISTORY"]
+__all__ = ["limits_by_case"]
