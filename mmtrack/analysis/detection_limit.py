@@ -77,16 +77,25 @@ def detection_limit(history: Sequence[float], series: int = 500, fdr: float = 0.
     p_needed = min(detect.alpha, fdr / max(series, 1)) if fdr > 0 else detect.alpha
     bar = _gate_bar(segment, deviations, compare)
     confirmed = _confirmed_limit(segment, deviations, compare.confirm_window + 1, p_needed, bar, detect)
-    return DetectionLimit(math.expm1(bar - float(np.quantile(segment, 1 - POWER))), confirmed, int(h.size))
+    return DetectionLimit(math.expm1(bar - _quantile(segment, 1 - POWER)), confirmed, int(h.size))
 
 
 def _gate_bar(segment: np.ndarray, seen: np.ndarray, compare: ComparePolicy) -> float:
     """The deviation (log) from the level beyond which the gate's history rule flags one commit: the threshold,
     ``z_needed`` robust deviations (the larger of the scaled MAD and IQR, as :func:`.noise.segment_noise`), and
     ``history_gap`` of them beyond every commit seen."""
-    q1, q3 = np.percentile(segment, [25, 75])
-    sd = max(1.4826 * float(np.median(np.abs(segment - np.median(segment)))), float(q3 - q1) / 1.349, 1e-4)
+    centre = _quantile(segment, 0.5)
+    mad = 1.4826 * _quantile(np.sort(np.abs(segment - centre)), 0.5)
+    sd = max(mad, (_quantile(segment, 0.75) - _quantile(segment, 0.25)) / 1.349, 1e-4)
     return max(math.log1p(compare.threshold), compare.z_needed(seen.size) * sd, float(seen.max()) + compare.history_gap * sd)
+
+
+def _quantile(ascending: np.ndarray, q: float) -> float:
+    """np.quantile's (linear) of an array already sorted, without its wrapper layers (a limit takes several)."""
+    at = q * (ascending.size - 1)
+    lo = int(at)
+    hi = min(lo + 1, ascending.size - 1)
+    return float(ascending[lo] + (at - lo) * (ascending[hi] - ascending[lo]))
 
 
 def _confirmed_limit(segment: np.ndarray, deviations: np.ndarray, k: int, p_needed: float, bar: float,
