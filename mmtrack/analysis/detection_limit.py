@@ -1,18 +1,19 @@
 """The smallest step a series can see: at one commit (the gate) and after the confirmation window (detect), at 80%
-power, from the series' own noise model.
+power, from the series' own noise.
 
-Reads the noise model of :func:`.noise.segment_noise` (the current segment, its commits' deviations in order, the
-usual runner's spread) and asks, for each step size on a grid, how often the real rules would find it:
+Reads detect's levels of the series (:func:`.detect.segment_levels`) and each commit's deviation from its own level,
+in order, and asks, for each step size, how often the real rules would find it:
 
 - *after the confirmation window*: the step's commit and the ``confirm_window`` commits after it are a block of the
-  series' own deviations, in order (so a runner's burst and the heavy tail come along), moved by the step; each of the
-  series' blocks is one try. Found where detect's rank test of the block against the segment reaches the suite's
-  budget (``fdr / series``; exact Mann-Whitney, as detect's), or its tail rule holds (every commit ``tail_z`` robust
-  sigmas beyond the segment), and the block's median moved ``min_effect``.
-- *at one commit*: one deviation moved by the step; found where the gate's history rule flags it: beyond the
-  threshold, ``z_needed`` deviations from the level and ``history_gap`` deviations beyond every commit seen.
+  series' own deviations (so a runner's burst and the heavy tail come along), moved by the step; each of the
+  series' blocks is one try. Found where detect's exact rank test of the block against the current level reaches
+  the suite's budget for a lone step (``fdr / series``) with its median moved ``min_effect``, or, where that test
+  finds no step at all, the gate flags the block's first commit and the others hold past half of it.
+- *at one commit*: found where the commit clears the gate's history rule: beyond the threshold, ``z_needed``
+  deviations from the level and ``history_gap`` deviations beyond every commit seen.
 
-The limit is the smallest step found in 80% of the tries. Docs: docs/design/alerts.md, "The smallest change".
+The limit is the smallest step found in 80% of the tries. docs/design/alerts.md, "The smallest change each
+benchmark can see", has the method and its calibration on real histories.
 """
 
 from __future__ import annotations
