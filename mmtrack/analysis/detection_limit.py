@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .budget import DEFAULT_FDR
 from .noise import positive
 from .policy import HISTORY_WINDOW, ComparePolicy
 
@@ -58,7 +59,7 @@ class DetectionLimit:
                 "too_noisy": self.too_noisy}
 
 
-def detection_limit(history: Sequence[float], series: int = 500, fdr: float = 0.001,
+def detection_limit(history: Sequence[float], series: int = 500, fdr: float = DEFAULT_FDR,
                     compare: ComparePolicy | None = None) -> DetectionLimit | None:
     """The detection limits of a series with ``history`` (medians, oldest first) in a suite of ``series`` series
     under the false-alarm budget ``fdr`` (:mod:`.budget`: a lone step passes at ``fdr / series``); None when the
@@ -88,7 +89,8 @@ def _gate_bar(segment: np.ndarray, seen: np.ndarray, compare: ComparePolicy) -> 
     centre = _quantile(segment, 0.5)
     mad = 1.4826 * _quantile(np.sort(np.abs(segment - centre)), 0.5)
     sd = max(mad, (_quantile(segment, 0.75) - _quantile(segment, 0.25)) / 1.349, 1e-4)
-    return max(math.log1p(compare.threshold), compare.z_needed(seen.size) * sd, float(seen.max()) + compare.history_gap * sd)
+    beyond_seen = float(seen.max()) + compare.history_gap * sd
+    return max(math.log1p(compare.threshold), compare.z_needed(seen.size) * sd, beyond_seen)
 
 
 def _quantile(ascending: np.ndarray, q: float) -> float:

@@ -503,7 +503,8 @@ def _append_benchmark(
         earlier = _earlier(model, key, newest)
         steps.append(_step_verdicts(newest, earlier, pos, old_steps[si], settled=at - later,
                                     runs=in_runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
-        sm["limit"] = _limit([*earlier[0], *(p.measurement.median for p in newest)], family[key.machine, key.environment])
+        newest_medians = [p.measurement.median for p in newest]
+        sm["limit"] = _limit([*earlier[0], *newest_medians], family[key.machine, key.environment])
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     if not profiles.keep(bench, cached.get("profiles")):
