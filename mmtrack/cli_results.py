@@ -293,9 +293,21 @@ def _list_row(what: str, r: dict[str, Any]) -> list[Any]:
             str(len(r["versions"])), Text(term(_limit_text(r.get("detection_limits") or [])), overflow="fold")]
 
 
+def _too_noisy_caption(records: list[dict[str, Any]]) -> str:
+    """How many series cannot confirm a 10% step, and how many are too short to say."""
+    limits = [r for b in records for r in b.get("detection_limits") or []]
+    noisy, short = sum(bool(r["too_noisy"]) for r in limits), sum(r["too_noisy"] is None for r in limits)
+    if not limits:
+        return ""
+    return (f"{noisy} of {plural(len(limits), 'series', 'series')} too noisy to confirm a 10% change, "
+            f"{short} too short to say; limits: the smallest step seen 80% of the time.")
+
+
 def list_table(what: str, records: list[dict[str, Any]]) -> Table:
     """``mmtrack list``'s table of runs, commits, machines or benchmarks."""
-    t = FitTable(box=box.SIMPLE_HEAD, title=plural(len(records), what.removesuffix("s"), what), title_justify="left")
+    caption = _too_noisy_caption(records) if what == "benchmarks" else ""
+    t = FitTable(box=box.SIMPLE_HEAD, title=plural(len(records), what.removesuffix("s"), what), title_justify="left",
+                 caption=caption or None, caption_justify="left")
     for col in _LIST_COLUMNS[what]:
         t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
                      no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))

@@ -105,6 +105,7 @@ def test_list_benchmarks_shows_each_metrics_limits_and_the_benchmarks_too_noisy_
     table = run_cli("list", "benchmarks", "--db", db, cwd=tmp_path, env={**cli_env(), "COLUMNS": "200"})
     assert table.returncode == 0, table.stderr
     assert "can see: 1 commit / confirmed" in table.stdout and "too noisy for 10%" in table.stdout
+    assert "too noisy to confirm a 10% change" in table.stdout
     assert "time_per_op:" in table.stdout
 
 
