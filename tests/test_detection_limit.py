@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import cli_env, run_cli
+from test_store_support import store_url  # noqa: F401
 
 from benchmarks.synthetic_history import synthetic_model, write_asv_results
 from mmtrack.analysis.detection_limit import USEFUL_STEP, detection_limit
@@ -80,7 +81,7 @@ def test_detect_confirms_twice_the_stated_limit_and_rarely_half_of_it(sd):
     assert found[2.0] >= 9 and found[0.5] <= 3
 
 
-def test_list_benchmarks_shows_each_metrics_limits_and_the_benchmarks_too_noisy_for_10_percent(tmp_path):
+def test_list_benchmarks_shows_each_metrics_limits_and_the_benchmarks_too_noisy_for_10_percent(tmp_path, store_url):  # noqa: F811
     model = synthetic_model(3, 70, 3, seed=3, step_every=99)  # the first benchmark steps, the others do not
     rng = np.random.default_rng(5)
     noisy_bench, quiet_bench = (next(k.benchmark for k in model.series if k.benchmark.endswith(f"_00{b}"))
@@ -90,7 +91,7 @@ def test_list_benchmarks_shows_each_metrics_limits_and_the_benchmarks_too_noisy_
             model.series[key] = [replace(p, measurement=replace(p.measurement, median=p.measurement.median * float(
                 np.exp(rng.choice([0.0, 0.0, 0.3]) + rng.normal(0.0, 0.08))))) for p in points]
     write_asv_results(tmp_path / "results", model)
-    db = str(tmp_path / "s.db")
+    db = store_url  # SQLite and PostgreSQL
     assert run_cli("import-asv", "--db", db, "--no-progress", str(tmp_path / "results"), cwd=tmp_path).returncode == 0
     listed = run_cli("list", "benchmarks", "--db", db, "--format", "json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
