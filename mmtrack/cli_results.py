@@ -250,8 +250,26 @@ _LIST_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": ("id", "started (UTC)", "commit", "machine / environment", "kind", "results"),
     "commits": ("commit", "date (UTC)", "runs", "branches / message"),
     "machines": ("machine", "hosts", "runs", "environments", "cpu / os"),
-    "benchmarks": ("benchmark", "type", "unit", "versions"),
+    "benchmarks": ("benchmark", "type", "unit", "versions", "can see: 1 commit / confirmed"),
 }
+
+
+def _limit_text(limits: list[dict[str, Any]]) -> str:
+    """One line per metric: the largest limits over its machines and environments (at 80% power), and whether a
+    10% change is beyond what it confirms."""
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for r in limits:
+        by_metric.setdefault(r["metric"].split(" [")[0].rsplit("/", 1)[-1], []).append(r)
+    lines = []
+    for metric, rs in by_metric.items():
+        if all(r["too_noisy"] is None for r in rs):
+            lines.append(f"{metric}: history too short")
+            continue
+        worst = lambda k: max((r[k] if r[k] is not None else math.inf) for r in rs if r["too_noisy"] is not None)  # noqa: E731
+        pct = lambda x: "none" if math.isinf(x) else f"{x:.1%}"  # noqa: E731
+        noisy = " (too noisy for 10%)" if any(r["too_noisy"] for r in rs) else ""
+        lines.append(f"{metric}: {pct(worst('one_commit'))} / {pct(worst('confirmed'))}{noisy}")
+    return "\n".join(lines)
 
 
 def _list_row(what: str, r: dict[str, Any]) -> list[Any]:
@@ -272,12 +290,24 @@ def _list_row(what: str, r: dict[str, Any]) -> list[Any]:
                 Text(term(" / ".join(str(info[k]) for k in ("cpu", "os") if info.get(k))), overflow="fold")]
     params = ", ".join(r["params"].values())
     return [Name(r["name"] + (f"({params})" if params else "")), Text(term(r["type"])), Text(term(r["unit"])),
-            str(len(r["versions"]))]
+            str(len(r["versions"])), Text(term(_limit_text(r.get("detection_limits") or [])), overflow="fold")]
+
+
+def _too_noisy_caption(records: list[dict[str, Any]]) -> str:
+    """How many series cannot confirm a 10% step, and how many are too short to say."""
+    limits = [r for b in records for r in b.get("detection_limits") or []]
+    noisy, short = sum(bool(r["too_noisy"]) for r in limits), sum(r["too_noisy"] is None for r in limits)
+    if not limits:
+        return ""
+    return (f"{noisy} of {plural(len(limits), 'series', 'series')} too noisy to confirm a 10% change, "
+            f"{short} too short to say; limits: the smallest step seen 80% of the time.")
 
 
 def list_table(what: str, records: list[dict[str, Any]]) -> Table:
     """``mmtrack list``'s table of runs, commits, machines or benchmarks."""
-    t = FitTable(box=box.SIMPLE_HEAD, title=plural(len(records), what.removesuffix("s"), what), title_justify="left")
+    caption = _too_noisy_caption(records) if what == "benchmarks" else ""
+    t = FitTable(box=box.SIMPLE_HEAD, title=plural(len(records), what.removesuffix("s"), what), title_justify="left",
+                 caption=caption or None, caption_justify="left")
     for col in _LIST_COLUMNS[what]:
         t.add_column(col, justify="right" if col in ("id", "runs", "results", "versions") else "left",
                      no_wrap=col in ("id", "commit", "runs", "results", "versions", "started (UTC)", "date (UTC)"))

@@ -103,8 +103,10 @@ def test_republish_after_one_commit_rewrites_only_what_changed(tmp_path: Path) -
     assert again.written == [] and again.removed == []
     step = build_site(upto(20), site)
     ids = sorted(bench_id(b) for b in full.benchmarks())
-    # The compare page's verdicts on each series' newest commits change too: one file for all benchmarks.
-    expected = {"data/site.js", "data/commits/1.js", "data/verdicts.js", *(f"data/b/{i}.1.js" for i in ids)}
+    # The compare page's verdicts on each series' newest commits change too: one file for all benchmarks; and the
+    # metas, whose detection limits read the newest commits.
+    expected = {"data/site.js", "data/commits/1.js", "data/verdicts.js", *(f"data/b/{i}.1.js" for i in ids),
+                *(f"data/b/{i}.meta.js" for i in ids)}
     assert set(step.written) == expected
     # The 21st commit opens a new chunk: the metas (chunk lists) change too, the old chunks do not.
     nxt = build_site(upto(21), site)

@@ -96,8 +96,12 @@ def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
     measured = None  # benchmarks: those with a series on --machine / --env, when either is given
     if request.machine is not None or request.env is not None:
         measured = {k.benchmark for k in q.list_series(store, machine=request.machine, environment=request.env)}
+    from .detection_limits import limits_by_case
+
+    limits = limits_by_case(store, request.machine, request.env, request.benchmark)
     return [
-        {"name": b.name, "params": dict(b.params), "type": b.type, "unit": b.unit, "versions": list(b.versions)}
+        {"name": b.name, "params": dict(b.params), "type": b.type, "unit": b.unit, "versions": list(b.versions),
+         "detection_limits": limits.get((b.name, b.params_key), [])}
         for b in q.list_benchmarks(store, request.benchmark)
         if measured is None or b.name in measured
     ]

@@ -24,12 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
 import orjson
 
+from ..analysis.budget import DEFAULT_FDR
+from ..analysis.detection_limit import HISTORY as LIMIT_HISTORY
+from ..analysis.detection_limit import limit_record
+from ..analysis.noise import measured
 from ..analysis.policy import VERDICT_ORDER
 from ..forked import can_fork, map_split
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
@@ -366,6 +371,13 @@ def _tail(
     return [repr(key), changes, appends, list(ids), marker, version, decided]
 
 
+def _limit(medians: Sequence[float | None], family: int) -> dict[str, Any]:
+    """The smallest steps a series shows (:func:`~mmtrack.analysis.detection_limit.limit_record`) from its newest
+    medians, ``family`` the series its commits' budget divides among."""
+    values = [v for v in medians if measured(v)]
+    return limit_record(values[-LIMIT_HISTORY:], family, DEFAULT_FDR)
+
+
 def _write_benchmark(
     writer: SiteWriter,
     bench: str,
@@ -386,6 +398,7 @@ def _write_benchmark(
     chunks: dict[int, list[Any]] = {}
     tails: list[Any] = []
     steps: list[Any] = []
+    family = Counter((k.machine, k.environment) for k in model.series)  # the series a commit's budget divides among
     for si, key in enumerate(keys):
         points = model.series[key]
         band, decided = _band_kind(points)
@@ -403,6 +416,7 @@ def _write_benchmark(
                 "direction": first.direction.value if first else "lower",
                 "format": first.format.value if first else "number",
                 "band": band,
+                "limit": _limit([p.measurement.median for p in points], family[key.machine, key.environment]),
             }
         )
         version_changes: list[list[Any]] = []
@@ -477,6 +491,7 @@ def _append_benchmark(
     if not isinstance(old_prints, list) or len(old_prints) != len(keys):
         old_prints = [None] * len(keys)
     tails, steps = [], []
+    family = Counter((k.machine, k.environment) for k in model.series)
     from ..analysis.compare import ComparePolicy
 
     later = ComparePolicy().confirm_window  # the later commits a verdict reads (series_later)
@@ -485,8 +500,11 @@ def _append_benchmark(
         version = _place_points(fresh, sm["band"], si, len(keys), pos, size, chunks, tail[5], sm["versions"])
         if linked := profiles.of_points(key, fresh, pos):
             sm["profiles"] = [*sm.get("profiles", ()), *linked]
-        steps.append(_step_verdicts(newest, _earlier(model, key, newest), pos, old_steps[si], settled=at - later,
+        earlier = _earlier(model, key, newest)
+        steps.append(_step_verdicts(newest, earlier, pos, old_steps[si], settled=at - later,
                                     runs=in_runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
+        newest_medians = [p.measurement.median for p in newest]
+        sm["limit"] = _limit([*earlier[0], *newest_medians], family[key.machine, key.environment])
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     if not profiles.keep(bench, cached.get("profiles")):

@@ -561,6 +561,8 @@
         var div = el('div', { cls: 'chart' });
         charts.appendChild(div);
         drawChart(div, id, meta, si, byDate.checked).catch(fail);
+        var limit = limitText(meta.series[si]);
+        if (limit) charts.appendChild(el('p', { cls: 'hint detection-limit', text: limit }));
       });
       if (zeros.length) {
         charts.appendChild(el('p', { cls: 'muted zero-series', text: zeros.length + ' series zero at every commit, not drawn: ' +
@@ -568,6 +570,16 @@
       }
     }
     draw();
+  }
+
+  // The smallest step the series shows 80% of the time (analysis/detection_limit.py), under its chart.
+  function limitText(s) {
+    var l = s.limit;
+    if (!l) return '';
+    if (l.too_noisy === null) return s.display + ': too few commits to state the smallest step it can see.';
+    function p(x) { return x === null ? 'none up to x16' : (100 * x).toFixed(1) + '%'; }
+    return s.display + ': smallest step seen 80% of the time: ' + p(l.one_commit) + ' at one commit, ' +
+      p(l.confirmed) + ' confirmed' + (l.too_noisy ? '; too noisy to see a 10% change.' : '.');
   }
 
   function renderChanges(meta) {
