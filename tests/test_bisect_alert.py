@@ -1,0 +1,170 @@
+"""``mmtrack bisect --alert ID`` (issue 59): an alert's commit range narrowed on this machine, the culprit written on it.
+
+A real git repository holds abpkg over 60 commits; the 32nd triples its work. CI measured every third commit (asv
+results written for those commits, as a CI runner named like this machine would have), so ``detect`` finds the step
+between the 31st and the 34th commit: an alert over three commits. ``bisect --alert`` builds and measures them with
+the real asv, names the 32nd, and writes it on the alert.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from test_ab import PKG, SUITE, package_project
+from test_run_acceptance import MACHINE, asv_env, git
+
+from benchmarks.synthetic_history import write_asv_results
+from mmtrack.analysis.alerts import Alert, AlertSeries
+from mmtrack.errors import UserError
+from mmtrack.measure.metrics import Direction, MetricFormat
+from mmtrack.publish import SiteConfig
+from mmtrack.publish.model import SiteModel
+from mmtrack.results import CommitInfo, Measurement, MetricKey, SeriesKey, SeriesPoint
+
+N = 60  # commits
+STEP = 31  # the index of the commit that triples the work
+START = datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
+BENCH = "bench_ab.Crunch.time_crunch"
+TIME = MetricKey("timing", "time_per_op", "s")
+
+
+def ci_history(results: Path, shas: list[str], measured: list[int], machine: str = MACHINE,
+               steps: tuple[int, ...] = (STEP,)) -> None:
+    """asv results of the commits ``measured`` (indexes into ``shas``): time_crunch at 2 ms with a runner's 2% jitter,
+    three times that from each index in ``steps`` on (what CI saw, whatever the code did)."""
+    rng = np.random.default_rng(5)
+    commits = [CommitInfo(sha, START + timedelta(hours=i)) for i, sha in enumerate(shas)]
+    key = SeriesKey(machine, "virtualenv-py3.12", BENCH, "{}", TIME)
+    points = []
+    for i in measured:
+        level = 2e-3 * 3.0 ** sum(i >= s for s in steps) * (1 + rng.uniform(-0.02, 0.02))
+        points.append(SeriesPoint(commits[i], i + 1, Measurement(BENCH, {}, TIME, Direction.LOWER, median=level,
+                                                                 q1=level * 0.99, q3=level * 1.01, count=10,
+                                                                 format=MetricFormat.NUMBER)))
+    model = SiteModel(series={key: points}, commits=[commits[i] for i in measured], change_points=[],
+                      config=SiteConfig())
+    write_asv_results(results, model, machine=machine)
+
+
+def detected_alerts(root: Path, results: Path, env: dict) -> tuple[str, list[dict]]:
+    db = f"sqlite:///{root / 'ci.db'}"
+    for args in (("import-asv", str(results), "--db", db), ("detect", "--db", db, "--no-progress")):
+        proc = run_cli(*args, env=env)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    listed = run_cli("alerts", "list", "--db", db, "--format", "json", env=env)
+    return db, json.loads(listed.stdout)["alerts"]
+
+
+def commit_at(repo: Path, env: dict, message: str, when: datetime) -> str:
+    stamp = {"GIT_AUTHOR_DATE": when.isoformat(), "GIT_COMMITTER_DATE": when.isoformat()}
+    git(repo, {**env, **stamp}, "add", "-A")
+    git(repo, {**env, **stamp}, "commit", "-q", "-m", message)
+    return git(repo, env, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """abpkg over 60 commits, three times the work from the 32nd (index 31)."""
+    root = tmp_path_factory.mktemp("bisect-alert")
+    (root / "home").mkdir()
+    env = asv_env(root / "home")
+    repo = package_project(root, env, "abpkg", {"bench_ab.py": SUITE})
+    shas = []
+    for i in range(N):
+        work = 20000 if i < STEP else "60000  # three times"
+        (repo / "abpkg" / "__init__.py").write_text(PKG.format(work=work) + "#" * (i + 1) + "\n")
+        shas.append(commit_at(repo, env, f"commit {i}", START + timedelta(hours=i)))
+    return {"repo": repo, "env": env, "shas": shas, "root": root}
+
+
+def test_bisect_alert_names_the_culprit_and_writes_it_on_the_alert(project, tmp_path):
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    ci_history(tmp_path / "results", shas, list(range(0, N, 3)))
+    db, alerts = detected_alerts(tmp_path, tmp_path / "results", env)
+    (alert,) = alerts
+    assert (alert["before_sha"], alert["after_sha"]) == (shas[30], shas[33])  # three commits: CI measured every third
+    assert alert["culprit"] is None
+    proc = run_cli("bisect", "--alert", alert["id"][:6], "--rounds", "3", "--db", db, "--format", "json",
+                   cwd=repo, env=env, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = json.loads(proc.stdout)
+    assert found["written"] and found["bisect"]["culprit"] == shas[STEP]
+    assert found["series"]["benchmark"] == BENCH and found["machine_class"] == MACHINE
+    culprit = found["alert"]["culprit"]
+    assert culprit["sha"] == shas[STEP] and culprit["benchmark"] == BENCH and culprit["metric"] == "time_per_op"
+    assert culprit["ratio"] > 1.5 and culprit["verdict"].startswith("regressed")  # three times the work
+    assert culprit["commits_in_range"] == 3 and culprit["commits_measured"] == 3  # GOOD, BAD, the midpoint: bad
+    assert (culprit["instrument"], culprit["machine"]) == ("wall", MACHINE) and culprit["at"]
+    shown = run_cli("alerts", "show", alert["id"], "--db", db, env=env)
+    assert shown.returncode == 0 and f"culprit: {shas[STEP][:12]} (+" in shown.stdout, shown.stdout
+    assert f"bisect on {MACHINE}, wall, 3 of 3 commits measured" in shown.stdout, shown.stdout
+    assert json.loads(run_cli("alerts", "show", alert["id"], "--db", db, "--format", "json",
+                              env=env).stdout)["culprit"]["sha"] == shas[STEP]
+    # the culprit stays on the alert when detection runs again (its id and range unchanged)
+    assert run_cli("detect", "--db", db, "--no-progress", env=env).returncode == 0
+    again = json.loads(run_cli("alerts", "list", "--db", db, "--format", "json", env=env).stdout)["alerts"]
+    assert [(a["id"], a["culprit"]["sha"]) for a in again] == [(alert["id"], shas[STEP])]
+
+
+def test_a_one_commit_alert_names_its_culprit_without_measuring(project, tmp_path):
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    ci_history(tmp_path / "results", shas, list(range(N)))
+    db, (alert,) = detected_alerts(tmp_path, tmp_path / "results", env)
+    assert (alert["before_sha"], alert["after_sha"]) == (shas[STEP - 1], shas[STEP])
+    proc = run_cli("bisect", "--alert", alert["id"], "--db", db, cwd=repo, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"its range holds one commit, {shas[STEP][:12]} 'commit {STEP}': that commit is the culprit" in proc.stdout
+    assert "bisecting" not in proc.stderr
+    with sqlite3.connect(tmp_path / "ci.db") as con:  # nothing measured, nothing stored
+        assert con.execute("select count(*) from ab_pair").fetchone() == (0,)
+        assert con.execute("select culprit from alert").fetchall() == [(None,)]
+    con.close()
+
+
+def test_an_unknown_alert_is_one_line_and_exit_2(project, tmp_path):
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    ci_history(tmp_path / "results", shas, list(range(0, N, 3)))
+    db, _ = detected_alerts(tmp_path, tmp_path / "results", env)
+    for args in (("--alert", "nope"), ("--alert", "nope", shas[0], shas[1])):
+        proc = run_cli("bisect", *args, "--db", db, cwd=repo, env=env)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
+    proc = run_cli("bisect", "--db", db, cwd=repo, env=env)
+    assert proc.returncode == 2 and "GOOD and BAD (two commits), or --alert ID" in proc.stderr
+
+
+# --------------------------------------------------------------------------- which series, which metric
+
+
+def _series(bench: str, machine: str, ratio: float, metric: str = "time_per_op") -> AlertSeries:
+    key = SeriesKey(machine, "py3.12", bench, "{}", MetricKey("timing", metric, "s"))
+    return AlertSeries(key, "regression" if ratio > 1 else "improvement", ratio, "a" * 40, "b" * 40)
+
+
+ALERT = Alert("0123456789", "a" * 40, "b" * 40, (
+    _series("m.T.time_small", "box", 1.1), _series("m.T.time_big", "box", 1.6), _series("m.T.time_fast", "box", 0.5),
+    _series("m.T.time_small", "ci", 2.5), _series("m.T.time_other", "ci", 1.3)))
+
+
+def test_the_series_bisected_is_the_largest_move_on_this_machines_class_or_the_one_b_picks():
+    from mmtrack.commands.bisect_alert import alert_targets, bench_regex, bisect_metric
+
+    on_box = alert_targets(ALERT, "box", None)
+    assert [s.series.benchmark for s in on_box] == ["m.T.time_fast", "m.T.time_big", "m.T.time_small"]  # |log|
+    assert alert_targets(ALERT, "ci", None)[0].series.benchmark == "m.T.time_small"
+    assert alert_targets(ALERT, None, None)[0].ratio == 2.5  # a machine the store has not seen: every series
+    assert [s.series.machine for s in alert_targets(ALERT, "box", "time_other")] == ["ci"]  # only there
+    picked = alert_targets(ALERT, "box", "small|big")
+    assert [s.series.benchmark for s in picked] == ["m.T.time_big", "m.T.time_small"]
+    assert bench_regex(picked) == r"^(?:m\.T\.time_big|m\.T\.time_small)$"
+    with pytest.raises(UserError, match="selects none of alert 0123456789's series"):
+        alert_targets(ALERT, "box", "nothing")
+    assert bisect_metric(on_box[0], None, "wall") == "time_per_op"
+    assert bisect_metric(on_box[0], None, "callgrind") == "instructions"
+    assert bisect_metric(on_box[0], "est_cycles", "callgrind") == "est_cycles"
