@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import run_cli
+from doccheck import REPO, command_blocks
 from test_ab import PKG, SUITE, package_project
 from test_run_acceptance import MACHINE, asv_env, git
 
@@ -32,6 +35,7 @@ STEP = 31  # the index of the commit that triples the work
 START = datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
 BENCH = "bench_ab.Crunch.time_crunch"
 TIME = MetricKey("timing", "time_per_op", "s")
+GUIDE = REPO / "docs" / "guide" / "triage.md"
 
 
 def ci_history(results: Path, shas: list[str], measured: list[int], machine: str = MACHINE,
@@ -83,6 +87,21 @@ def project(tmp_path_factory):
     return {"repo": repo, "env": env, "shas": shas, "root": root}
 
 
+def guide_commands(alert_id: str, db: str) -> list[str]:
+    """docs/guide/triage.md's bisect block, for this alert and store (the guide's are MetPy's: 29fb, metpy.db)."""
+    (block,) = [b for b in command_blocks(GUIDE) if b.marker == "run by tests/test_bisect_alert.py"]
+    lines = [c.line for c in block.commands()]
+    assert lines == ["mmtrack bisect --alert 29fb --db metpy.db", "mmtrack alerts show 29fb --db metpy.db"]
+    return [line.replace("29fb", alert_id[:6]).replace("metpy.db", db) for line in lines]
+
+
+def run_in_shell(line: str, repo: Path, env: dict) -> subprocess.CompletedProcess:
+    """``line`` in bash, ``mmtrack`` meaning this checkout."""
+    script = f'mmtrack() {{ "{sys.executable}" -m mmtrack "$@"; }}; {line}'
+    return subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
+
+
+@pytest.mark.slow
 def test_bisect_alert_names_the_culprit_and_writes_it_on_the_alert(project, tmp_path):
     repo, shas, env = project["repo"], project["shas"], project["env"]
     ci_history(tmp_path / "results", shas, list(range(0, N, 3)))
@@ -90,26 +109,30 @@ def test_bisect_alert_names_the_culprit_and_writes_it_on_the_alert(project, tmp_
     (alert,) = alerts
     assert (alert["before_sha"], alert["after_sha"]) == (shas[30], shas[33])  # three commits: CI measured every third
     assert alert["culprit"] is None
-    proc = run_cli("bisect", "--alert", alert["id"][:6], "--rounds", "3", "--db", db, "--format", "json",
-                   cwd=repo, env=env, timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    found = json.loads(proc.stdout)
-    assert found["written"] and found["bisect"]["culprit"] == shas[STEP]
-    assert found["series"]["benchmark"] == BENCH and found["machine_class"] == MACHINE
-    culprit = found["alert"]["culprit"]
+    bisect, show = (run_in_shell(line, repo, env) for line in guide_commands(alert["id"], db))
+    assert bisect.returncode == 0, bisect.stdout[-3000:] + bisect.stderr[-3000:]
+    assert (f"alert {alert['id']}: culprit {shas[STEP][:12]} (+" in bisect.stdout
+            and f"written; `mmtrack alerts show {alert['id']}` shows it" in bisect.stdout), bisect.stdout
+    assert show.returncode == 0, show.stderr
+    assert f"culprit: {shas[STEP][:12]} (+" in show.stdout and f"bisect on {MACHINE}, wall, 3 of 3 commits" in show.stdout
+    culprit = json.loads(run_cli("alerts", "show", alert["id"], "--db", db, "--format", "json", env=env).stdout)[
+        "culprit"]
     assert culprit["sha"] == shas[STEP] and culprit["benchmark"] == BENCH and culprit["metric"] == "time_per_op"
     assert culprit["ratio"] > 1.5 and culprit["verdict"].startswith("regressed")  # three times the work
     assert culprit["commits_in_range"] == 3 and culprit["commits_measured"] == 3  # GOOD, BAD, the midpoint: bad
     assert (culprit["instrument"], culprit["machine"]) == ("wall", MACHINE) and culprit["at"]
-    shown = run_cli("alerts", "show", alert["id"], "--db", db, env=env)
-    assert shown.returncode == 0 and f"culprit: {shas[STEP][:12]} (+" in shown.stdout, shown.stdout
-    assert f"bisect on {MACHINE}, wall, 3 of 3 commits measured" in shown.stdout, shown.stdout
-    assert json.loads(run_cli("alerts", "show", alert["id"], "--db", db, "--format", "json",
-                              env=env).stdout)["culprit"]["sha"] == shas[STEP]
     # the culprit stays on the alert when detection runs again (its id and range unchanged)
     assert run_cli("detect", "--db", db, "--no-progress", env=env).returncode == 0
     again = json.loads(run_cli("alerts", "list", "--db", db, "--format", "json", env=env).stdout)["alerts"]
     assert [(a["id"], a["culprit"]["sha"]) for a in again] == [(alert["id"], shas[STEP])]
+    # JSON, the environments built already; -b picks the series, --no-save keeps the A/B runs out, not the culprit
+    proc = run_cli("bisect", "--alert", alert["id"], "-b", "time_crunch", "--rounds", "3", "--no-save", "--db", db,
+                   "--format", "json", cwd=repo, env=env, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = json.loads(proc.stdout)
+    assert found["written"] and found["bisect"]["culprit"] == shas[STEP] and found["commits_in_range"] == 3
+    assert found["series"]["benchmark"] == BENCH and found["machine_class"] == MACHINE
+    assert found["alert"]["culprit"]["sha"] == shas[STEP] and found["bisect"]["stored_pairs"] == []
 
 
 def test_a_one_commit_alert_names_its_culprit_without_measuring(project, tmp_path):
