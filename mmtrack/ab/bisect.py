@@ -135,7 +135,7 @@ class Bisector:
         self.min_effect = min_effect
         self.progress = progress
         self.on_measured = on_measured  # each measurement as it finishes (stored: a Ctrl-C keeps the ones done)
-        self.case = case  # the case to judge on where the selection measured it (an alert's series), else the most moved
+        self.case = case  # the case to judge on where measured (an alert's series), else the most moved
         self.sides: dict[str, Any] = {}
         self.new_builds = 0
         self.target: tuple[CaseKey, MetricKey] = (("", ""), MetricKey("", "", ""))
