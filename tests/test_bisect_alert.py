@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_cli
+from test_store_support import store_url  # noqa: F401
 from doccheck import REPO, command_blocks
 from test_ab import PKG, SUITE, package_project
 from test_run_acceptance import MACHINE, asv_env, git
@@ -192,3 +193,48 @@ def test_the_series_bisected_is_the_largest_move_on_this_machines_class_or_the_o
     assert bisect_metric(on_box[0], None, "wall") == "time_per_op"
     assert bisect_metric(on_box[0], None, "callgrind") == "instructions"
     assert bisect_metric(on_box[0], "est_cycles", "callgrind") == "est_cycles"
+
+
+# --------------------------------------------------------------------------- the culprit in the store and on the page
+
+
+def test_a_culprit_written_on_an_alert_stays_through_updates_on_both_stores(tmp_path, store_url):  # noqa: F811
+    """What bisect writes (every field, its time in UTC) reads back the same after two more detections."""
+    from test_alerts import history, run_update
+
+    from mmtrack.analysis.alerts import Culprit, culprit_columns
+    from mmtrack.commands.alerts import AlertsRequest, list_alerts
+    from mmtrack.store.alert_rows import record_culprit
+    from mmtrack.store.db import open_store
+
+    model, results = history(tmp_path)
+    write_asv_results(results, model, commits=list(model.commits[:-2]))
+    run_update(results, tmp_path / "site", store_url)
+    target = list_alerts(AlertsRequest(db=store_url))[0]
+    wrote = Culprit(target.after_sha, "m.T.time_x", '{"n": "10"}', "time_per_op", "box", 1.37,
+                    "regressed", 5, 12, "callgrind", datetime(2026, 12, 7, 17, 0, tzinfo=timezone.utc))
+    store = open_store(store_url)
+    try:
+        record_culprit(store, target.id, culprit_columns(wrote))
+    finally:
+        store.close()
+    for commit in model.commits[-2:]:
+        write_asv_results(results, model, commits=[commit])
+        run_update(results, tmp_path / "site", store_url)
+        now = {a.id: a for a in list_alerts(AlertsRequest(db=store_url))}
+        assert now[target.id].culprit == wrote
+        assert [a.culprit for a in now.values() if a.id != target.id] == [None] * (len(now) - 1)
+    page = (tmp_path / "site" / "alerts.html").read_text()
+    assert f"culprit {target.after_sha[:12]} +37.0% m.T.time_x (callgrind on box)" in page
+
+
+def test_store_refuses_to_write_other_columns_as_a_culprit(tmp_path):
+    from mmtrack.store.alert_rows import record_culprit
+    from mmtrack.store.db import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        with pytest.raises(ValueError, match="not culprit columns"):
+            record_culprit(store, "x", {"state": "fixed"})
+    finally:
+        store.close()
