@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_cli
-from test_store_support import store_url  # noqa: F401
 from doccheck import REPO, command_blocks
 from test_ab import PKG, SUITE, package_project
 from test_run_acceptance import MACHINE, asv_env, git
+from test_store_support import store_url  # noqa: F401
 
 from benchmarks.synthetic_history import write_asv_results
 from mmtrack.analysis.alerts import Alert, AlertSeries
