@@ -9,6 +9,7 @@ the real asv, names the 32nd, and writes it on the alert.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -238,3 +239,19 @@ def test_store_refuses_to_write_other_columns_as_a_culprit(tmp_path):
             record_culprit(store, "x", {"state": "fixed"})
     finally:
         store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_bisect_alert_under_callgrind_judges_a_time_alert_on_instructions(project, tmp_path):
+    """A time series' alert bisected by counts: each commit counted once, the culprit written as callgrind's."""
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    ci_history(tmp_path / "results", shas, list(range(0, N, 3)))
+    db, (alert,) = detected_alerts(tmp_path, tmp_path / "results", env)
+    proc = run_cli("bisect", "--alert", alert["id"], "--instrument", "callgrind", "--db", db, "--format", "json",
+                   cwd=repo, env=env, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    culprit = json.loads(proc.stdout)["alert"]["culprit"]
+    assert (culprit["sha"], culprit["metric"], culprit["instrument"]) == (shas[STEP], "instructions", "callgrind")
+    assert culprit["ratio"] > 2 and culprit["commits_measured"] == 2  # three times the work, counted
+    assert proc.stderr.count("counting ") == 2  # GOOD and the midpoint: BAD is counted only if the search ends there
