@@ -255,3 +255,23 @@ def test_bisect_alert_under_callgrind_judges_a_time_alert_on_instructions(projec
     assert (culprit["sha"], culprit["metric"], culprit["instrument"]) == (shas[STEP], "instructions", "callgrind")
     assert culprit["ratio"] > 2 and culprit["commits_measured"] == 2  # three times the work, counted
     assert proc.stderr.count("counting ") == 2  # GOOD and the midpoint: BAD is counted only if the search ends there
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_an_alert_with_no_step_on_this_machine_says_so_in_one_line_and_writes_nothing(project, tmp_path):
+    """CI saw a step at the 23rd commit (a runner change, say) where the code did not change: nothing to bisect here.
+    Counted under callgrind, so that a loaded machine cannot read the two builds as different."""
+    repo, shas, env = project["repo"], project["shas"], project["env"]
+    ci_history(tmp_path / "results", shas, list(range(0, N, 3)), steps=(22,))
+    db, (alert,) = detected_alerts(tmp_path, tmp_path / "results", env)
+    assert (alert["before_sha"], alert["after_sha"]) == (shas[21], shas[24])
+    proc = run_cli("bisect", "--alert", alert["id"], "--instrument", "callgrind", "--db", db, cwd=repo, env=env,
+                   timeout=1200)
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: alert {alert['id']}: no step between {shas[21][:8]} and {shas[24][:8]} on this "
+                           "machine") and last.endswith("nothing written to the alert"), proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    shown = json.loads(run_cli("alerts", "show", alert["id"], "--db", db, "--format", "json", env=env).stdout)
+    assert shown["culprit"] is None

@@ -97,7 +97,8 @@ def bisect_alert(request: AlertBisectRequest, progress: Callable[[str], None] | 
             db=request.db, save=request.save, instrument=request.instrument,
             case=(targets[0].series.benchmark, targets[0].series.params)), progress)
     except NoStep as exc:
-        raise UserError(f"alert {alert.id}: no step between {good[:8]} and {bad[:8]} on this machine: {exc}; "
+        why = str(exc).removesuffix("; nothing to bisect")
+        raise UserError(f"alert {alert.id}: no step between {good[:8]} and {bad[:8]} on this machine ({why}); "
                         "nothing written to the alert", exc.exit_code) from None
     return _written(found, request, plan.machine)
 
