@@ -275,3 +275,21 @@ def test_an_alert_with_no_step_on_this_machine_says_so_in_one_line_and_writes_no
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     shown = json.loads(run_cli("alerts", "show", alert["id"], "--db", db, "--format", "json", env=env).stdout)
     assert shown["culprit"] is None
+
+
+def test_a_culprit_is_written_only_where_its_own_check_reads_the_alerts_move():
+    from types import SimpleNamespace
+
+    from mmtrack.commands.bisect_alert import unwritten
+
+    slower = _series("m.T.time_big", "box", 1.6)
+
+    def checked(verdict: str, ratio: float | None) -> SimpleNamespace:
+        return SimpleNamespace(verdict=verdict, ratio=ratio, metric=TIME)
+
+    assert unwritten(checked("regressed", 1.5), slower) == ""
+    assert unwritten(checked("regressed (confirmed)", 1.01), slower) == ""
+    assert "reads unchanged: not written" in unwritten(checked("unchanged", 1.02), slower)
+    assert "reads ambiguous: not written" in unwritten(checked("ambiguous", 1.3), slower)
+    assert "reads unknown: not written" in unwritten(checked("unknown", None), slower)
+    assert "the other way from the alert's ×1.600" in unwritten(checked("improved", 0.7), slower)

@@ -61,20 +61,10 @@ def bisect_alert(request: AlertBisectRequest, progress: Callable[[str], None] | 
     from ..ab.bisect import NoStep, first_parent_range
     from ..ab.envs import resolve_commit
     from ..ab.interleave import make_plan
-    from ..asvbridge.host import asv_machine
-    from ..store.db import open_store
-    from ..vcs import git_output
     from .bisect import BisectRequest, run_bisect
 
     say = progress or (lambda line: None)
-    host = asv_machine(request.machine)
-    store = open_store(request.db, existing=True)
-    try:
-        alerts = stored_alerts(store)
-        alert = followed(resolve_alert(alerts, request.alert), alerts, say)
-        machine_class = this_machine_class(store, host)
-    finally:
-        store.close()
+    alert, machine_class = _alert_and_class(request, say)
     plan, repo = make_plan(request.project, request.config, request.machine, None, request.rounds)
     targets = alert_targets(alert, machine_class, request.bench)
     metric = bisect_metric(targets[0], request.metric, request.instrument)
@@ -82,9 +72,7 @@ def bisect_alert(request: AlertBisectRequest, progress: Callable[[str], None] | 
     commits = first_parent_range(repo, good, bad)
     found = AlertBisectOutcome(alert, good, bad, len(commits), targets[0], machine_class)
     if len(commits) == 1:
-        found.note = (f"its range holds one commit, {bad[:12]} "
-                      f"{git_output(repo, 'show', '-s', '--format=%s', bad)!r}: that commit is the culprit; "
-                      "nothing to measure")
+        found.note = f"its range holds one commit, {_named(repo, bad)}: that commit is the culprit; nothing to measure"
         return found
     judged = [s for s in targets if s.series.metric.name == targets[0].series.metric.name]
     say(f"alert {alert.id}: bisecting {len(commits)} commits {good[:8]}..{bad[:8]} on {plan.machine} "
@@ -103,15 +91,46 @@ def bisect_alert(request: AlertBisectRequest, progress: Callable[[str], None] | 
     return _written(found, request, plan.machine)
 
 
+def _alert_and_class(request: AlertBisectRequest, say: Callable[[str], None]) -> tuple[Alert, str | None]:
+    """The alert the id names (or the one it merged into) and this machine's class in the store."""
+    from ..asvbridge.host import asv_machine
+    from ..store.db import open_store
+
+    host = asv_machine(request.machine)
+    store = open_store(request.db, existing=True)
+    try:
+        alerts = stored_alerts(store)
+        return followed(resolve_alert(alerts, request.alert), alerts, say), this_machine_class(store, host)
+    finally:
+        store.close()
+
+
+def _named(repo: Path, sha: str) -> str:
+    from ..vcs import git_output
+
+    return f"{sha[:12]} {git_output(repo, 'show', '-s', '--format=%s', sha)!r}"
+
+
+def unwritten(outcome: Any, series: AlertSeries) -> str:
+    """Why the search's culprit is not written on the alert ("" when it is): its check against its parent must
+    read a move, the way the alert's series moved."""
+    if outcome.verdict.split(" ")[0] not in MOVED or not outcome.ratio:
+        return (f"the culprit's check against its parent reads {outcome.verdict}: not written to the alert "
+                "(a change spread over several commits, or noise; rerun with more --rounds)")
+    if (outcome.ratio - 1.0) * (series.ratio - 1.0) < 0:
+        return (f"the culprit moved {outcome.metric.name} ×{outcome.ratio:.3f} here, the other way from the alert's "
+                f"×{series.ratio:.3f}: not written to the alert (another effect on this machine)")
+    return ""
+
+
 def _written(found: AlertBisectOutcome, request: AlertBisectRequest, machine: str) -> AlertBisectOutcome:
-    """Write the culprit on the alert where its check against its parent confirms a move; else say why not."""
+    """Write the culprit on the alert where its check confirms the move; else say why not."""
     from ..store.alert_rows import record_culprit
     from ..store.db import open_store
 
     outcome = found.bisect
-    if outcome.verdict.split(" ")[0] not in MOVED:
-        found.note = (f"the culprit's check against its parent reads {outcome.verdict}: not written to the alert "
-                      "(a change spread over several commits, or noise; rerun with more --rounds)")
+    found.note = unwritten(outcome, found.series)
+    if found.note:
         return found
     culprit = Culprit(outcome.culprit, outcome.case[0], outcome.case[1], outcome.metric.name, machine,
                       outcome.ratio, outcome.verdict, len(outcome.built), found.commits, request.instrument,
