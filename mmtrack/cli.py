@@ -536,11 +536,11 @@ def continuous(base, head, bench, rounds, max_rounds, min_effect, factor, round_
 
 
 @cli.command()
-@click.argument("good")
-@click.argument("bad")
-@bench_option("The benchmark (asv -b regex).", required=True)
-@o.METRIC("The metric that moved (name; default time_per_op, or instructions with --instrument callgrind).",
-          dest="metric", multiple=False)
+@click.argument("good", required=False)
+@click.argument("bad", required=False)
+@bench_option("The benchmark (asv -b regex). Required without --alert; with it, picks among the alert's series.")
+@o.METRIC("The metric that moved (name; default time_per_op, or instructions with --instrument callgrind; with "
+          "--alert, the series' own).", dest="metric", multiple=False)
 @o.ROUNDS("Interleaved rounds per step (doubled on noise).", default=4)
 @o.ROUND_ALPHA("Significance the rounds must reach to call the culprit's change confirmed (default {alpha}).",
                extra={"alpha": 0.01})
@@ -550,11 +550,19 @@ def continuous(base, head, bench, rounds, max_rounds, min_effect, factor, round_
 @o.NO_SAVE("Do not store the A/B measurements.")
 @db_option
 @o.INSTRUMENT()
-def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument) -> None:
+@o.ALERT()
+def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db, instrument,
+           alert) -> None:
     """Find the first commit after GOOD where BENCH's metric moved, by A/B measurements (each one stored)."""
     from . import cli_results
     from .commands.bisect import BisectRequest, run_bisect
 
+    if alert is not None:
+        _bisect_alert(alert, (good, bad), bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db,
+                      instrument)
+        return
+    if good is None or bad is None:
+        raise UserError("mmtrack bisect needs GOOD and BAD (two commits), or --alert ID", EXIT_USAGE)
     request = BisectRequest(good=good, bad=bad, bench=bench, project=Path.cwd(), config=config,
                             rounds=rounds, machine=machine, round_alpha=round_alpha, db=db, save=not no_save,
                             instrument=instrument,
@@ -564,3 +572,22 @@ def bisect(good, bad, bench, metric, rounds, round_alpha, machine, config, fmt, 
         echo(cli_results.bisect_json(outcome))
     else:
         cli_results.bisected(outcome, console)
+
+
+def _bisect_alert(alert, commits, bench, metric, rounds, round_alpha, machine, config, fmt, no_save, db,
+                  instrument) -> None:
+    """``bisect --alert ID``: the alert gives GOOD, BAD and the series; the culprit is written on it."""
+    from . import cli_alerts
+    from .commands.bisect_alert import AlertBisectRequest, bisect_alert
+
+    if any(c is not None for c in commits):
+        raise UserError("mmtrack bisect --alert takes no GOOD BAD: the alert's range gives them", EXIT_USAGE)
+    request = AlertBisectRequest(alert=alert, db=db, bench=bench, metric=metric, project=Path.cwd(), config=config,
+                                 rounds=rounds, machine=machine, round_alpha=round_alpha, save=not no_save,
+                                 instrument=instrument)
+    found = bisect_alert(request, progress=lambda line: err_console.print(line, highlight=False))
+    if fmt == "json":
+        echo(cli_alerts.alert_bisect_json(found))
+    else:
+        cli_alerts.alert_bisected(found, console)
+    sys.exit(found.exit_code)

@@ -25,8 +25,24 @@ def alert_json(a: Any) -> dict[str, Any]:
         "series_count": len(a.series), "worst_ratio": a.worst_ratio, "machines": list(a.machines),
         "agreeing_machines": list(a.agreeing_machines), "explained_by_event": a.explained,
         "events": list(a.events), "merged": list(a.merged), "merged_into": a.merged_into,
-        "split_from": a.split_from, "culprit": a.culprit, "series": [series_json(s) for s in a.series],
+        "split_from": a.split_from, "culprit": culprit_json(a.culprit), "series": [series_json(s) for s in a.series],
     }
+
+
+def culprit_json(c: Any) -> dict[str, Any] | None:
+    """What ``bisect --alert`` wrote on an alert (``analysis.alerts.Culprit``), or None."""
+    if c is None:
+        return None
+    return {"sha": c.sha, "benchmark": c.benchmark, "params": c.params, "metric": c.metric, "machine": c.machine,
+            "ratio": c.ratio, "verdict": c.verdict, "commits_measured": c.measured, "commits_in_range": c.commits,
+            "instrument": c.instrument, "at": _when(c.at)}
+
+
+def culprit_words(c: Any) -> str:
+    """One line: the commit, what it did to which series, and how it was found."""
+    size = f"{_change(c.ratio)} " if c.ratio else ""
+    return (f"{c.sha[:12]} ({size}{c.verdict} {c.benchmark} {c.metric}; bisect on {c.machine}, {c.instrument}, "
+            f"{c.measured} of {c.commits} commits measured, {_when(c.at)})")
 
 
 def one_alert_json(a: Any) -> str:
@@ -77,7 +93,7 @@ def alert_lines(detail: Any) -> str:
     if a.split_from:
         lines.append(f"  split from: {a.split_from}")
     if a.culprit:
-        lines.append(f"  culprit (bisect): {a.culprit}")
+        lines.append(f"  culprit: {culprit_words(a.culprit)}")
     places = {(s.series.machine, s.series.environment) for s in a.series}
     lines.append(f"  {len(a.series)} series" + (f" on {'/'.join(next(iter(places)))}:" if len(places) == 1 else ":"))
     for s in sorted(a.series, key=lambda s: -abs(s.ratio - 1.0)):
@@ -95,3 +111,35 @@ def alert_lines(detail: Any) -> str:
 def alert_detail_json(detail: Any) -> str:
     history = [{**h, "at": _when(h["at"])} for h in detail.history]
     return json.dumps({**alert_json(detail.alert), "history": history}, indent=2)
+
+
+# -- bisect --alert ----------------------------------------------------------------------------------------
+
+
+def alert_bisected(found: Any, console: Any) -> None:
+    """``bisect --alert``'s table: the search's path and culprit, then what was written on the alert."""
+    from .cli_results import bisected
+
+    a = found.alert
+    if found.bisect is None:
+        console.print(term(f"alert {a.id}: {found.note}"), highlight=False)
+        return
+    bisected(found.bisect, console)
+    if found.culprit is not None:
+        console.print(term(f"alert {a.id}: culprit {culprit_words(found.culprit)} written; "
+                           f"`mmtrack alerts show {a.id}` shows it"), highlight=False)
+    else:
+        console.print(term(f"alert {a.id}: {found.note}"), highlight=False)
+
+
+def alert_bisect_json(found: Any) -> str:
+    """``bisect --alert --format json``: the alert as stored after, the series judged, and the search."""
+    from .cli_results import bisect_json
+
+    return json.dumps({
+        "alert": alert_json(found.alert), "good": found.good, "bad": found.bad, "commits_in_range": found.commits,
+        "series": series_json(found.series), "machine_class": found.machine_class,
+        "written": found.culprit is not None, "note": found.note,
+        "one_commit_culprit": found.bad if found.bisect is None else None,  # the range names it: nothing measured
+        "bisect": json.loads(bisect_json(found.bisect)) if found.bisect is not None else None,
+    }, indent=2)

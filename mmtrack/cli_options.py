@@ -250,6 +250,10 @@ NO_DETECT = declare("--no-detect", dest="no_detect", is_flag=True, help="Import 
 MAX_ROUNDS = declare("--max-rounds", dest="max_rounds", type=int, metavar="N",
                      help="Rounds up to which undecided benchmarks alone are re-run (default twice --rounds; "
                           "0: never).")
+ALERT = declare("--alert", dest="alert", metavar="ID",
+                help="Bisect this alert's commit range (`mmtrack alerts list`; an id or a unique start of it) in "
+                     "place of GOOD BAD, on the alert's series that moved most (on this machine's class where it "
+                     "has any; -b picks others), and write the culprit on the alert.")
 #: ``continuous``'s former spelling of the minimum effect, as asv's factor (1.05 is --min-effect 0.05).
 FACTOR = declare("--factor", dest="factor", type=float, hidden=True)
 

@@ -49,6 +49,10 @@ from .interleave import (
 MIN_EFFECT = 0.02  # smallest GOOD → BAD change bisect looks for
 
 
+class NoStep(UserError):
+    """GOOD and BAD do not differ on this machine: there is nothing to bisect (``bisect --alert`` writes nothing)."""
+
+
 @dataclass(slots=True)
 class Step:
     good: str
@@ -120,7 +124,8 @@ def _did_not_run(m: Any) -> str:
 class Bisector:
     def __init__(self, plan: ABPlan, repo: Path, metric_name: str, z: float = 2.0, retries: int = 2,
                  progress: Callable[[str], None] | None = None, min_effect: float = MIN_EFFECT,
-                 round_alpha: float = ROUND_ALPHA, on_measured: Callable[[ABResult], None] | None = None) -> None:
+                 round_alpha: float = ROUND_ALPHA, on_measured: Callable[[ABResult], None] | None = None,
+                 case: CaseKey | None = None) -> None:
         from .verdicts import ab_policy
 
         self.plan, self.repo, self.metric_name, self.z, self.retries = plan, repo, metric_name, z, retries
@@ -130,6 +135,7 @@ class Bisector:
         self.min_effect = min_effect
         self.progress = progress
         self.on_measured = on_measured  # each measurement as it finishes (stored: a Ctrl-C keeps the ones done)
+        self.case = case  # the case to judge on where measured (an alert's series), else the most moved
         self.sides: dict[str, Any] = {}
         self.new_builds = 0
         self.target: tuple[CaseKey, MetricKey] = (("", ""), MetricKey("", "", ""))
@@ -171,6 +177,7 @@ class Bisector:
                     "that side, or select another with -b")
             names = sorted({r.metric.name for r in comparison.rows})
             raise UserError(f"no metric {self.metric_name!r} in the selected benchmarks; metrics: {', '.join(names)}")
+        rows = [r for r in rows if (r.benchmark, r.params) == self.case] or rows
         row = max(rows, key=lambda r: (r.verdict in ("regressed", "improved"), abs(math.log(r.ratio))))
         return (row.benchmark, row.params), row.metric, row
 
@@ -192,7 +199,7 @@ class Bisector:
                 break
             rounds *= 2
         else:
-            raise UserError(
+            raise NoStep(
                 f"{row.benchmark} {metric.name}: GOOD {good[:8]} and BAD {bad[:8]} do not differ significantly "
                 f"(median round ratio {math.exp(total):.3f} ± {se:.2g} in log over {len(logs)} rounds; "
                 f"compare: {row.verdict}{': ' + row.note if row.note else ''}); nothing to bisect"

@@ -18,7 +18,7 @@ from ..analysis.policy import ComparePolicy
 from ..errors import UserError
 from ..results import MetricKey, canonical_params
 from ..vcs import git_output
-from .bisect import BisectOutcome, Step, first_parent_range
+from .bisect import BisectOutcome, NoStep, Step, first_parent_range
 from .interleave import ABPlan, CaseKey, build_side, refuse_empty_selection, run_once
 
 Counts = dict[tuple[CaseKey, MetricKey], float]
@@ -26,8 +26,9 @@ Counts = dict[tuple[CaseKey, MetricKey], float]
 
 class CountBisector:
     def __init__(self, plan: ABPlan, repo: Path, metric_name: str, progress: Callable[[str], None] | None = None,
-                 policy: ComparePolicy | None = None) -> None:
+                 policy: ComparePolicy | None = None, case: CaseKey | None = None) -> None:
         self.plan, self.repo, self.metric_name, self.progress = plan, repo, metric_name, progress
+        self.case = case  # the one case to judge on where it was counted (an alert's series), else every selected one
         self.tolerance = (policy or ComparePolicy()).deterministic_tolerance
         self.counted: dict[str, Counts] = {}
         self.new_builds = 0
@@ -48,6 +49,8 @@ class CountBisector:
                 for c in collected.cases if c.record is not None and c.status == "ok"
                 for m in c.record.metrics if self.metric_name in (m.key[1], str(MetricKey(*m.key)))
             }
+            wanted = {k: v for k, v in self.counted[sha].items() if k[0] == self.case}
+            self.counted[sha] = wanted or self.counted[sha]
             if not self.counted[sha]:
                 failed = next((c for c in collected.cases if c.status == "failed"), None)
                 raise UserError(
@@ -81,7 +84,7 @@ class CountBisector:
         culprit, parent = commits[hi], good if lo < 0 else commits[lo]
         found = self.moved(self.count(parent), self.count(culprit))
         if found is None:
-            raise UserError(f"{self.metric_name}: GOOD {good[:8]} and BAD {bad[:8]} count the same within "
+            raise NoStep(f"{self.metric_name}: GOOD {good[:8]} and BAD {bad[:8]} count the same within "
                             f"{self.tolerance:.2%} in the selected benchmarks; nothing to bisect")
         case, metric, log_ratio = found
         total = self.moved(base, self.count(bad)) if bad in self.counted else found

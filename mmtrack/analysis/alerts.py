@@ -48,6 +48,23 @@ class Triage:
 
 
 @dataclass(frozen=True, slots=True)
+class Culprit:
+    """The commit ``bisect --alert`` named, and how: the series it was judged on, where, with what."""
+
+    sha: str
+    benchmark: str = ""
+    params: str = ""
+    metric: str = ""
+    machine: str = ""  # the asv machine that measured it
+    ratio: float | None = None  # the culprit against its parent, A/B on that machine
+    verdict: str = ""  # that pair's verdict, as ``continuous`` reads it
+    measured: int = 0  # commits measured
+    commits: int = 0  # commits in the alert's range
+    instrument: str = "wall"
+    at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Alert:
     id: str
     before_sha: str  # the last commit every member still reads at the old level
@@ -58,7 +75,7 @@ class Alert:
     merged: tuple[str, ...] = ()  # ids of the alerts this one absorbed
     merged_into: str | None = None
     split_from: str | None = None
-    culprit: str | None = None  # a commit bisect named
+    culprit: Culprit | None = None  # the commit ``bisect --alert`` named
     created_at: datetime | None = None
 
     @property
@@ -288,12 +305,31 @@ def alert_row(a: Alert) -> dict[str, Any]:
     return {"id": a.id, "before_sha": a.before_sha, "after_sha": a.after_sha, "kind": a.kind,
             "series": [series_json(s) for s in a.series], "active": a.active, "state": t.state, "note": t.note,
             "who": t.who, "triaged_at": t.at, "merged": list(a.merged), "merged_into": a.merged_into,
-            "split_from": a.split_from, "culprit": a.culprit,
+            "split_from": a.split_from, **culprit_columns(a.culprit),
             "created_at": a.created_at or datetime.now(timezone.utc)}
+
+
+#: The alert table's culprit columns and the :class:`Culprit` field each holds.
+CULPRIT_COLUMNS = {"culprit": "sha", "culprit_benchmark": "benchmark", "culprit_params": "params",
+                   "culprit_metric": "metric", "culprit_machine": "machine", "culprit_ratio": "ratio",
+                   "culprit_verdict": "verdict", "culprit_measured": "measured", "culprit_commits": "commits",
+                   "culprit_instrument": "instrument", "culprit_at": "at"}
+
+
+def culprit_columns(c: Culprit | None) -> dict[str, Any]:
+    """A culprit as the alert row's columns (all None without one)."""
+    return {column: None if c is None else getattr(c, name) for column, name in CULPRIT_COLUMNS.items()}
+
+
+def _row_culprit(r: Mapping[str, Any]) -> Culprit | None:
+    if not r.get("culprit"):
+        return None
+    given = {name: r.get(column) for column, name in CULPRIT_COLUMNS.items() if r.get(column) is not None}
+    return Culprit(**{**given, "at": utc(given.get("at"))})
 
 
 def row_alert(r: Mapping[str, Any]) -> Alert:
     triage = Triage(r["state"], r["note"] or "", r["who"] or "", utc(r["triaged_at"]))
     return Alert(r["id"], r["before_sha"], r["after_sha"], tuple(_series_of(d) for d in r["series"]), triage,
-                 bool(r["active"]), tuple(r["merged"] or ()), r["merged_into"], r["split_from"], r["culprit"],
+                 bool(r["active"]), tuple(r["merged"] or ()), r["merged_into"], r["split_from"], _row_culprit(r),
                  utc(r["created_at"]))

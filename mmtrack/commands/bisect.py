@@ -31,6 +31,7 @@ class BisectRequest:
     db: str | None = None  # the store its A/B measurements go to (None: MMTRACK_DB, else the project's)
     save: bool = True
     instrument: str = "wall"  # "callgrind": each commit counted once (ab/count_bisect.py)
+    case: tuple[str, str] | None = None  # (benchmark, params) to judge on where measured (an alert's series)
 
 
 def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = None) -> Any:
@@ -49,7 +50,7 @@ def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = 
         from ..ab.count_bisect import CountBisector
 
         plan.instrument = "callgrind"
-        return CountBisector(plan, repo, request.metric, progress).run(good, bad)
+        return CountBisector(plan, repo, request.metric, progress, case=request.case).run(good, bad)
     store = _open_store(request)  # a --db that cannot be written: one line now, not after the builds
     pair_ids: list[int] = []
 
@@ -60,7 +61,7 @@ def run_bisect(request: BisectRequest, progress: Callable[[str], None] | None = 
 
     try:
         outcome = Bisector(plan, repo, request.metric, request.z, request.retries, progress, round_alpha=alpha,
-                           on_measured=keep if store is not None else None).run(good, bad)
+                           on_measured=keep if store is not None else None, case=request.case).run(good, bad)
     finally:
         if store is not None:
             store.close()

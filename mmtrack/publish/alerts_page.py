@@ -29,6 +29,14 @@ def _cause(alert: Any) -> str:
     return "code" if not alert.events else "code; event " + html.escape(", ".join(alert.events)) + " for some"
 
 
+def _culprit(c: Any) -> str:
+    """What ``bisect --alert`` named: the commit, its move and the series it was judged on."""
+    if c is None:
+        return ""
+    size = f" {_change(c.ratio)}" if c.ratio else ""
+    return f"{c.sha[:12]}{size} {c.benchmark} ({c.instrument} on {c.machine})"
+
+
 def _row(alert: Any, commit_url: str) -> str:
     members = "".join(f"<li>{html.escape(_change(s.ratio))} {html.escape(s.kind)} "
                       f"{html.escape(series_label(s.series))}</li>"
@@ -37,7 +45,7 @@ def _row(alert: Any, commit_url: str) -> str:
     note = html.escape(t.note) + (f" <span class=\"who\">({html.escape(t.who)})</span>" if t.who else "")
     lineage = "".join(f"<br><small>{label} {html.escape(v)}</small>" for label, v in
                       (("merged", ", ".join(alert.merged)), ("split from", alert.split_from or ""),
-                       ("culprit", (alert.culprit or "")[:12])) if v)
+                       ("culprit", _culprit(alert.culprit))) if v)
     cells = [
         f"<code>{html.escape(alert.id)}</code>{lineage}",
         f'<span class="state state-{html.escape(alert.state)}">{html.escape(alert.state)}</span>',

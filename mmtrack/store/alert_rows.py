@@ -47,10 +47,13 @@ def record_triage(store: Store, alert_id: str, state: str, note: str, who: str, 
                      [{"alert_id": alert_id, "state": state, "note": note, "who": who, "at": at}])
 
 
-def record_culprit(store: Store, alert_id: str, sha: str) -> None:
+def record_culprit(store: Store, alert_id: str, columns: dict[str, Any]) -> None:
+    """Write what ``bisect --alert`` found on the alert: its ``culprit`` and ``culprit_*`` columns."""
+    if not all(k == "culprit" or k.startswith("culprit_") for k in columns):
+        raise ValueError(f"not culprit columns: {sorted(columns)}")
     with store.write() as conn:
         conn.execute(update(AlertRow).where(AlertRow.id == alert_id)
-                     .values(culprit=sha, updated_at=datetime.now(timezone.utc)))
+                     .values(**columns, updated_at=datetime.now(timezone.utc)))
 
 
 def triage_history(store: Store, alert_id: str) -> list[dict[str, Any]]:

@@ -291,7 +291,7 @@ def alembic_config(connection: Connection | None = None):  # -> alembic.config.C
 # The newest migration in migrations/versions. Every command opens the store and compares its
 # revision with this one; asking Alembic's script directory instead imports Alembic and reads every
 # migration file (about half a second per command). test_store_migrations checks it against Alembic.
-SCHEMA_HEAD = "0013_i59_alerts"
+SCHEMA_HEAD = "0014_i59_culprit"
 
 
 def head_revision() -> str:

@@ -49,7 +49,7 @@ _CHANGE_POINT_SQL = (
 # Alerts without their update time: a re-detection that finds the same alerts changes neither.
 _ALERT_SQL = (
     "SELECT id, before_sha, after_sha, kind, series, active, state, note, who, triaged_at, merged, merged_into,"
-    " split_from, culprit FROM alert ORDER BY id"
+    " split_from, culprit, culprit_benchmark, culprit_metric, culprit_ratio, culprit_verdict FROM alert ORDER BY id"
 )
 
 

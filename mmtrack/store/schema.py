@@ -428,7 +428,17 @@ AlertRow = _table(
     _required("merged", JSON, default=list),  # ids this alert absorbed
     _optional("merged_into", String(32)),
     _optional("split_from", String(32)),
-    _optional("culprit", String(64)),
+    _optional("culprit", String(64)),  # the commit ``bisect --alert`` named; the culprit_ columns say how
+    _optional("culprit_benchmark", Text),  # the series it was judged on
+    _optional("culprit_params", Text),
+    _optional("culprit_metric", Text),
+    _optional("culprit_machine", Text),  # the asv machine that measured it
+    _optional("culprit_ratio", Float),  # culprit / its parent, A/B there
+    _optional("culprit_verdict", String(64)),
+    _optional("culprit_measured", Integer),  # commits measured
+    _optional("culprit_commits", Integer),  # commits in the alert's range
+    _optional("culprit_instrument", String(16)),
+    _optional("culprit_at", DateTime(timezone=True)),
     _required("created_at", DateTime(timezone=True)),
     _required("updated_at", DateTime(timezone=True)),
     Index("ix_alert_active_state", "active", "state"),
