@@ -334,7 +334,7 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, min_effect, threshold
 @bench_option("Only benchmarks whose name matches this regex.", old=[("--benchmark",)])
 @o.METRIC()
 @o.METHOD()
-@min_effect_option("Smallest relative step reported, and the drift --baseline reports beyond (default {effect}).",
+@min_effect_option("Smallest relative step reported, and the drift's threshold with --baseline (default {effect}).",
                    0.02, 0.02)
 @o.ALPHA("Significance of each change point (default {detect}).", extra={"detect": 0.0001})
 @o.DRY_RUN()

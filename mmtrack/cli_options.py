@@ -252,7 +252,7 @@ MAX_ROUNDS = declare("--max-rounds", dest="max_rounds", type=int, metavar="N",
                           "0: never).")
 BASELINE = declare("--baseline", dest="baseline", metavar="REF",
                    help="A release tag, branch or commit: each series' drift since it, beyond --min-effect and "
-                        "significant (tags and branches through git where a repository is at hand).")
+                        "significant (tags through git where a repository is at hand, else a stored commit or branch).")
 #: ``continuous``'s former spelling of the minimum effect, as asv's factor (1.05 is --min-effect 0.05).
 FACTOR = declare("--factor", dest="factor", type=float, hidden=True)
 

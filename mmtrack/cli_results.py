@@ -467,17 +467,21 @@ def drift_table(report: Any, show_all: bool = False) -> Table:
     from .tables import stacked
 
     shown = report.drifted + ([d for d in report.series if d.verdict in ("improved", "moved")] if show_all else [])
-    t = FitTable(box=box.SIMPLE_HEAD if shown else None, title=Text(term(report.summary())), title_justify="left",
+    places = sorted({f"{d.series.machine}/{d.series.environment}" for d in shown})
+    many = len(places) > 1  # then each row names its machine/env under its metric, as detect's table does
+    title = term(report.summary()) + (f"\non {term(places[0])}" if len(places) == 1 else "")
+    t = FitTable(box=box.SIMPLE_HEAD if shown else None, title=Text(title), title_justify="left",
                  show_header=bool(shown))
-    for col in ("", "benchmark / metric / machine/env", "baseline → now", "change", f"{CONFIDENCE:.0%} interval"):
-        t.add_column(col, justify="right" if col in ("change",) else "left", overflow="fold")
+    name = "benchmark / metric" + (" / machine/env" if many else "")
+    for col in ("", name, "baseline → now", "change", f"{CONFIDENCE:.0%} interval"):
+        t.add_column(col, justify="right" if col == "change" else "left", overflow="fold")
     for d in shown:
         k, unit = d.series, d.series.metric.unit
         params = json.loads(k.params) if k.params else {}
         style = "red" if d.verdict == "drifted" else "green" if d.verdict == "improved" else ""
         t.add_row(Text("+" if d.verdict == "drifted" else "-", style=style),
                   stacked(k.benchmark + (f"({', '.join(map(str, params.values()))})" if params else ""),
-                          f"{k.metric.name} [{unit}]", f"{k.machine}/{k.environment}"),
+                          f"{k.metric.name} [{unit}]", *([f"{k.machine}/{k.environment}"] if many else [])),
                   term(f"{format_quantity(d.baseline_level, unit)} → {format_quantity(d.current_level, unit)}")
                   + (" (dismissed)" if d.dismissed else ""),
                   Text(f"{d.change * 100:+.1f}%", style=style),

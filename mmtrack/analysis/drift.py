@@ -170,7 +170,8 @@ class DriftReport:
             w = drifted[0]
             worst = f", worst {_percent(w.change)} {w.series.benchmark} {w.series.metric.name}"
         dismissed = len(drifted) - len(self.gated)
-        return (f"drift since {self.ref} ({self.sha[:8]}): {len(drifted)} of {len(self.series)} series beyond "
+        named = self.ref if self.sha.startswith(self.ref.lower()) else f"{self.ref} ({self.sha[:8]})"
+        return (f"drift since {named}: {len(drifted)} of {len(self.series)} series beyond "
                 f"{self.threshold:.0%}{worst}"
                 + (f" ({dismissed} in alerts marked invalid or won't fix)" if dismissed else "")
                 + f"; {self.count('improved')} improved, {self.count('unknown')} unknown")
