@@ -462,7 +462,6 @@ def drift_json(report: Any) -> dict[str, Any]:
 
 def drift_table(report: Any, show_all: bool = False) -> Table:
     """The drifted series since ``--baseline``, the worst first (``show_all``: the improved and moved ones too)."""
-    from .analysis.drift import CONFIDENCE
     from .measure.units import format_quantity
     from .tables import stacked
 
@@ -473,7 +472,7 @@ def drift_table(report: Any, show_all: bool = False) -> Table:
     t = FitTable(box=box.SIMPLE_HEAD if shown else None, title=Text(title), title_justify="left",
                  show_header=bool(shown))
     name = "benchmark / metric" + (" / machine/env" if many else "")
-    for col in ("", name, "baseline → now", "change", f"{CONFIDENCE:.0%} interval"):
+    for col in ("", name, "baseline → now", "change", "noise interval"):
         t.add_column(col, justify="right" if col == "change" else "left", overflow="fold")
     for d in shown:
         k, unit = d.series, d.series.metric.unit

@@ -3,10 +3,11 @@ step on the way was.
 
 The level at either end is the median of a window of commits inside one of detect's segments (so no step detect
 sees mixes two levels): the newest :data:`WINDOW` commits, and the :data:`WINDOW` commits up to the baseline (the
-code a release holds). Their ratio is the drift; its confidence interval comes from the series' between-commit
-spread (:func:`.noise.segment_noise`, the noise the per-commit verdicts judge against), the standard error of a
-median being about 1.25 sigma / sqrt(n). A series *drifted* when the move is the worse way, beyond the threshold and
-the interval excludes no move. Pure functions over a series' plain columns (docs/design/drift.md).
+code a release holds). Their ratio is the drift; its interval is the wider of a 99% one from the series'
+between-commit spread (:func:`.noise.segment_noise`, the noise the per-commit verdicts judge against; a median's
+standard error about 1.25 sigma / sqrt(n)) and the farthest two neighbouring windows of
+the series moved apart where detect saw no change. A series *drifted* when the move is the worse way, beyond the
+threshold and the interval excludes no move. Pure functions over a series' plain columns (docs/design/drift.md).
 """
 
 from __future__ import annotations
@@ -116,10 +117,25 @@ def series_drift(key: SeriesKey, shas: Sequence[str], values: Sequence[float], v
     b, c = float(np.median(logs[base.start:base.stop])), float(np.median(logs[now.start:now.stop]))
     d = c - b
     se = MEDIAN_SE * noise.sd * math.sqrt(1 / len(base) + 1 / len(now))
-    margin = _z(CONFIDENCE) * se
+    margin = max(_z(CONFIDENCE) * se, _neighbour_moves(logs, segments, WINDOW))
     drift = SeriesDrift(key, direction, "within", math.exp(b), math.exp(c), math.exp(d), math.exp(d - margin),
                         math.exp(d + margin), len(base), len(now))
     return _judged(drift, significant=abs(d) > margin, beyond=abs(math.expm1(d)) >= threshold)
+
+
+def _neighbour_moves(logs: np.ndarray, segments: Sequence[tuple[int, int]], size: int) -> float:
+    """The farthest the medians of two neighbouring windows of ``size`` commits lie apart inside one segment: what
+    the series' own noise moved a window's level by where detect saw no change, runner levels included (a series
+    that flips between two runners flips a 7-commit median too, which no sigma describes). 0 where no segment holds
+    two windows."""
+    moves = []
+    for a, b in segments:
+        if b - a < 2 * size:
+            continue
+        view = np.lib.stride_tricks.sliding_window_view(logs[a:b], size)
+        medians = np.median(view, axis=1)
+        moves.append(np.abs(medians[size:] - medians[:-size]))
+    return float(np.concatenate(moves).max()) if moves else 0.0
 
 
 def _version_start(versions: Sequence[str | None]) -> int:

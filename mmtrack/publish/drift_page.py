@@ -11,9 +11,8 @@ import html
 from typing import Any
 
 from ..analysis.alerts import series_label
-from ..analysis.drift import CONFIDENCE
 
-_COLUMNS = ("series", "verdict", "change", f"{CONFIDENCE:.0%} interval", "baseline → now")
+_COLUMNS = ("series", "verdict", "change", "noise interval", "baseline → now")
 
 
 def _percent(ratio: float | None) -> str:
