@@ -180,6 +180,8 @@ def test_update_fails_on_drift_and_the_regressions_page_shows_it(project, tmp_pa
     assert plain.returncode == 0 and "drift-section" not in (tmp_path / "plain" / "regressions.html").read_text()
     lone = run_cli("publish", "-o", str(tmp_path / "plain"), "--db", db, "--min-effect", "0.1")
     assert lone.returncode == 2 and "add --baseline REF" in lone.stderr
+    blind = run_cli("update", str(results), "-o", str(site), "--db", fresh, "--no-detect", "--baseline", "v1.0")
+    assert blind.returncode == 2 and "drop --no-detect" in blind.stderr
 
 
 def test_drift_on_the_store_backends_and_a_dismissed_series_leaves_the_gate(tmp_path, store_url):  # noqa: F811
@@ -222,3 +224,34 @@ def test_a_baseline_a_series_did_not_measure_or_across_a_code_change_is_unknown(
     assert isinstance(missing, SeriesDrift) and (missing.verdict, missing.ratio) == ("unknown", None)
     assert changed.verdict == "unknown" and "code changed" in changed.note
     assert same.verdict == "within" and same.baseline_commits == 6 and same.current_commits == 7
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium; .ci/run does)")
+def test_chromium_shows_the_drift_on_the_regressions_page(project, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    repo, _, db, _ = project
+    site = tmp_path / "site"
+    published = run_cli("publish", "-o", str(site), "--db", db, "--baseline", "v1.0", "--min-effect", THRESHOLD,
+                        cwd=repo)
+    assert published.returncode == 0, published.stderr
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+        page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))
+        page.goto((site / "index.html").as_uri())
+        page.click("nav a[href$='regressions.html']")
+        page.wait_for_selector("#drift tbody tr")
+        rows = page.eval_on_selector_all("#drift tbody tr", "rs => rs.map(r => [r.dataset.verdict, r.innerText])")
+        assert [v for v, _ in rows] == ["drifted", "drifted"]
+        assert any("time_creep" in text and "+" in text for _, text in rows)
+        assert "2 of 3 series beyond 5%" in page.text_content("#drift-summary")
+        page.wait_for_selector("#regressions tr")  # the page's own table still fills beside the section
+        browser.close()
+    assert problems == []

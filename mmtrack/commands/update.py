@@ -63,6 +63,8 @@ def update(request: UpdateRequest) -> UpdateOutcome:
 
     checked("update", request.fail_on)
     check_drift_gate(request.fail_on, request.baseline)
+    if request.baseline and not request.detect:
+        raise UserError("--baseline judges drift while detecting; drop --no-detect, or run mmtrack detect --baseline")
     url = request.publish.db
     if url is None:
         raise UserError("no store given; pass --db URL or set MMTRACK_DB")
