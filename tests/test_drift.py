@@ -136,6 +136,7 @@ def test_fail_on_drift_exits_1_when_a_series_drifted_and_names_the_worst(project
     (("--baseline", "deadbeef"), "--baseline deadbeef: commit 'deadbeef' is not in the store"),
     (("--fail-on", "drift"), "--fail-on drift needs a baseline: add --baseline REF"),
     (("--baseline", "v1.0", "--min-effect", "-1"), "--min-effect -1 is out of range"),
+    (("--baseline=--output=x",), "--baseline '--output=x': not a ref"),
 ])
 def test_an_unknown_baseline_or_a_drift_gate_without_one_is_one_line_and_exit_2(project, args, said):
     repo, _, db, _ = project

@@ -27,6 +27,8 @@ def resolve_baseline(store: Any, ref: str, repo: Path | None) -> str:
     prefixes), else a sha prefix of a stored commit, else the newest stored commit on the branch ``ref``."""
     from ..store import reads as q
 
+    if not ref.strip() or ref.startswith("-"):  # git would read "-..." as one of its options
+        raise UserError(f"--baseline {ref!r}: not a ref; give a tag, a branch or a commit sha", EXIT_USAGE)
     if repo is None and is_repository(Path.cwd()):
         repo = project_root()
     sha = resolve_rev(repo, ref) if repo is not None else None
