@@ -334,17 +334,19 @@ def compare(a, b, db, machine, env, metrics, fmt, fail_on, min_effect, threshold
 @bench_option("Only benchmarks whose name matches this regex.", old=[("--benchmark",)])
 @o.METRIC()
 @o.METHOD()
-@min_effect_option("Smallest relative step reported (default {effect}).", 0.02, 0.02)
+@min_effect_option("Smallest relative step reported, and the drift's threshold with --baseline (default {effect}).",
+                   0.02, 0.02)
 @o.ALPHA("Significance of each change point (default {detect}).", extra={"detect": 0.0001})
 @o.DRY_RUN()
 @o.SHOW_ALL()
 @o.REPO()
+@o.BASELINE()
 @format_option("table", "json")
 @fail_on_option("detect", "Exit 1 when a regression persists to the latest commit")
 @o.FDR()
 @o.NO_PROGRESS()
-def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, fmt, fail_on,
-           fdr, no_progress) -> None:
+def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run, show_all, repo, baseline, fmt,
+           fail_on, fdr, no_progress) -> None:
     """Find change points in every series of the store and store them for the pages."""
     from . import cli_results
     from .cli_progress import progress_bar
@@ -353,13 +355,15 @@ def detect(db, machine, env, bench, metrics, method, min_effect, alpha, dry_run,
     check_output_options(show_all, fmt)
     request = DetectRequest(db=db, machine=machine, env=env, benchmark=bench, metrics=tuple(metrics),
                             method=method, min_effect=min_effect, alpha=alpha, store_results=not dry_run,
-                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None, fdr=fdr)
+                            fail_on=tuple(fail_on), repo=repo, repo_at_hand=repo is None, fdr=fdr, baseline=baseline)
     with progress_bar(None if no_progress else err_console, "detecting") as tick:
         outcome = run_detect(request, progress=tick)
     if fmt == "json":
         echo(cli_results.detect_json(outcome))
     else:
         console.print(cli_results.detect_table(outcome, show_all=show_all))
+        if outcome.drift is not None:
+            console.print(cli_results.drift_table(outcome.drift, show_all=show_all))
     sys.exit(outcome.exit_code)
 
 
@@ -391,15 +395,18 @@ def list_(what, db, machine, env, bench, limit, fmt) -> None:
 @o.CONFIG(ASV_CONFIG_READ_HELP)
 @bench_option("Publish only benchmarks whose name matches this regex.", old=[("--benchmark",)])
 @o.MACHINE("Publish only this machine.")
+@o.BASELINE("A release tag, branch or commit: the regressions page shows each series' drift since it, beyond "
+            "--min-effect and significant.")
+@min_effect_option("The drift's threshold, relative (default {effect}).", 0.02, 0.02)
 @o.NO_PROGRESS()
-def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> None:
+def publish(out, db, title, commit_url, config, bench, machine, baseline, min_effect, no_progress) -> None:
     """Write static regression pages (Plotly, offline, incremental) for the store into DIR."""
     from . import cli_results
     from .cli_progress import progress_bar
     from .commands.publish import PublishRequest, run_publish
 
     request = PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config,
-                             benchmark=bench, machine=machine)
+                             benchmark=bench, machine=machine, baseline=baseline, min_effect=min_effect)
     with progress_bar(None if no_progress else err_console, "reading series") as tick:
         result = run_publish(request, progress=tick)
     cli_results.published(result, console)
@@ -414,9 +421,12 @@ def publish(out, db, title, commit_url, config, bench, machine, no_progress) -> 
 @o.COMMIT_URL()
 @o.CONFIG(ASV_CONFIG_READ_HELP)
 @o.NO_DETECT()
+@o.BASELINE("A release tag, branch or commit: each touched series' drift since it, beyond --min-effect and "
+            "significant; the regressions page shows every series'.")
+@min_effect_option("Smallest relative step reported, and the drift's threshold (default {effect}).", 0.02, 0.02)
 @fail_on_option("update", "Exit 1 when a touched series has a regression that persists to the latest commit")
 @o.FDR()
-def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on, fdr) -> None:
+def update(results_dir, out, db, title, commit_url, config, no_detect, baseline, min_effect, fail_on, fdr) -> None:
     """The per-commit CI step: import new asv results, detect on the series they touched, republish DIR."""
     import gc
 
@@ -428,8 +438,9 @@ def update(results_dir, out, db, title, commit_url, config, no_detect, fail_on, 
 
     request = UpdateRequest(
         results_dir=results_dir,
-        publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config),
-        detect=not no_detect, fail_on=tuple(fail_on), fdr=fdr,
+        publish=PublishRequest(out=out, db=db, title=title, commit_url=commit_url, asv_config=config,
+                               baseline=baseline, min_effect=min_effect if baseline else None),
+        detect=not no_detect, fail_on=tuple(fail_on), fdr=fdr, baseline=baseline, min_effect=min_effect,
     )
     outcome = run_update(request)
     cli_results.updated(outcome, console, err_console)

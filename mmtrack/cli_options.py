@@ -254,6 +254,9 @@ ALERT = declare("--alert", dest="alert", metavar="ID",
                 help="Bisect this alert's commit range (`mmtrack alerts list`; an id or a unique start of it) in "
                      "place of GOOD BAD, on the alert's series that moved most (on this machine's class where it "
                      "has any; -b picks others), and write the culprit on the alert.")
+BASELINE = declare("--baseline", dest="baseline", metavar="REF",
+                   help="A release tag, branch or commit: each series' drift since it, beyond --min-effect and "
+                        "significant (tags through git where a repository is at hand, else a stored commit or branch).")
 #: ``continuous``'s former spelling of the minimum effect, as asv's factor (1.05 is --min-effect 0.05).
 FACTOR = declare("--factor", dest="factor", type=float, hidden=True)
 

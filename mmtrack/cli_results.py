@@ -84,7 +84,7 @@ def updated(outcome: Any, console: Console, err_console: Console) -> None:
         highlight=False,
         soft_wrap=unwrapped(console),
     )
-    for line in (outcome.budget, outcome.alerts):
+    for line in (outcome.budget, outcome.alerts, outcome.drift):
         if line:
             console.print(escape(line), highlight=False, soft_wrap=unwrapped(console))
     if outcome.open_regressions:
@@ -456,6 +456,7 @@ def detect_json(outcome: Any) -> str:
                 "summary": outcome.budget.describe()},
             "alerts": [a.id for a in outcome.alerts if a.active],
             "events": [event(e) for e in outcome.events],
+            "drift": None if outcome.drift is None else drift_json(outcome.drift),
             "series": [
                 {
                     "machine": r.series.machine,
@@ -473,6 +474,48 @@ def detect_json(outcome: Any) -> str:
         },
         indent=2,
     )
+
+
+def drift_json(report: Any) -> dict[str, Any]:
+    """The drift since ``--baseline`` (an :class:`~mmtrack.analysis.drift.DriftReport`): every series' verdict."""
+    def one(d: Any) -> dict[str, Any]:
+        k = d.series
+        return {"machine": k.machine, "environment": k.environment, "benchmark": k.benchmark,
+                "params": json.loads(k.params) if k.params else {}, "metric": k.metric.name, "unit": k.metric.unit,
+                "direction": d.direction.value, "verdict": d.verdict, "ratio": d.ratio, "low": d.low, "high": d.high,
+                "baseline_level": d.baseline_level, "current_level": d.current_level,
+                "commits": [d.baseline_commits, d.current_commits], "note": d.note, "dismissed": d.dismissed}
+
+    return {"baseline": report.ref, "sha": report.sha, "threshold": report.threshold, "summary": report.summary(),
+            "drifted": len(report.drifted), "series": [one(d) for d in report.series]}
+
+
+def drift_table(report: Any, show_all: bool = False) -> Table:
+    """The drifted series since ``--baseline``, the worst first (``show_all``: the improved and moved ones too)."""
+    from .measure.units import format_quantity
+    from .tables import stacked
+
+    shown = report.drifted + ([d for d in report.series if d.verdict in ("improved", "moved")] if show_all else [])
+    places = sorted({f"{d.series.machine}/{d.series.environment}" for d in shown})
+    many = len(places) > 1  # then each row names its machine/env under its metric, as detect's table does
+    title = term(report.summary()) + (f"\non {term(places[0])}" if len(places) == 1 else "")
+    t = FitTable(box=box.SIMPLE_HEAD if shown else None, title=Text(title), title_justify="left",
+                 show_header=bool(shown))
+    name = "benchmark / metric" + (" / machine/env" if many else "")
+    for col in ("", name, "baseline → now", "change", "noise interval"):
+        t.add_column(col, justify="right" if col == "change" else "left", overflow="fold")
+    for d in shown:
+        k, unit = d.series, d.series.metric.unit
+        params = json.loads(k.params) if k.params else {}
+        style = "red" if d.verdict == "drifted" else "green" if d.verdict == "improved" else ""
+        t.add_row(Text("+" if d.verdict == "drifted" else "-", style=style),
+                  stacked(k.benchmark + (f"({', '.join(map(str, params.values()))})" if params else ""),
+                          f"{k.metric.name} [{unit}]", *([f"{k.machine}/{k.environment}"] if many else [])),
+                  term(f"{format_quantity(d.baseline_level, unit)} → {format_quantity(d.current_level, unit)}")
+                  + (" (dismissed)" if d.dismissed else ""),
+                  Text(f"{d.change * 100:+.1f}%", style=style),
+                  f"{(d.low - 1) * 100:+.1f}% .. {(d.high - 1) * 100:+.1f}%")
+    return t
 
 
 # -- compare ---------------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def test_a_verdict_a_verb_cannot_give_is_refused_before_any_work(tmp_path):
     proc = run_cli("detect", "--fail-on", "failed", "--db", str(tmp_path / "none.db"), cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: --fail-on failed: python -m mmtrack detect gives no 'failed' verdict; use regression or suspected"]
+        "error: --fail-on failed: python -m mmtrack detect gives no 'failed' verdict; use regression or suspected or drift"]
 
 
 def test_the_old_and_new_spelling_together_are_refused(tmp_path):

@@ -1,8 +1,9 @@
 """The ``--fail-on`` gate: its words, which words each verb accepts, and both decisions it makes.
 
 A verb that judges rows (``compare``, ``run``, ``bench``, ``continuous``) fails on the rows of a comparison; a verb
-that judges change points (``detect``, ``update``) fails on the regressions that persist to the latest commit. Both
-read the same words here, so ``--help``, the check of what a user typed and the exit status cannot disagree.
+that judges change points (``detect``, ``update``) fails on the regressions that persist to the latest commit, and
+with ``drift`` on the series that moved beyond the threshold since a baseline (analysis/drift.py). Both read the
+same words here, so ``--help``, the check of what a user typed and the exit status cannot disagree.
 """
 
 from __future__ import annotations
@@ -20,17 +21,20 @@ MEANING: dict[str, str] = {
     "suspected": "also a regression the history only suspects so far",
     "ambiguous": "a row the evidence could not decide",
     "failed": "a benchmark that failed",
+    "drift": "a series that moved the worse way beyond --min-effect since --baseline",
 }
 WORDS: tuple[str, ...] = tuple(MEANING)
+#: The words a comparison's rows can fail on (drift needs a series' history since a baseline).
+ROW_WORDS: tuple[str, ...] = ("regression", "suspected", "ambiguous", "failed")
 
 #: The words each verb accepts: a word whose verdict the verb cannot produce is not offered.
 ACCEPTS: dict[str, tuple[str, ...]] = {
-    "compare": WORDS,
-    "run": WORDS,
+    "compare": ROW_WORDS,
+    "run": ROW_WORDS,
     "bench": ("regression", "ambiguous", "failed"),  # a run against a run: no history suspects anything
     "continuous": ("regression", "ambiguous", "failed"),  # A/B on one machine decides; nothing stays suspected
-    "detect": ("regression", "suspected"),
-    "update": ("regression",),
+    "detect": ("regression", "suspected", "drift"),
+    "update": ("regression", "drift"),  # drift: of the series the update touched
 }
 
 #: Rows: the verdicts each word gates on. Regressions gate only when confirmed (or judged without history);
@@ -141,6 +145,11 @@ class Gate:
         """The change points that fail this gate (detect, update)."""
         return failing_changes(changes, self.words)
 
+    def drift(self, report: Any) -> list[Any]:
+        """The drifted series that fail this gate (an :class:`~mmtrack.analysis.drift.DriftReport`; None: no
+        baseline given): those of alerts marked invalid or won't fix left out."""
+        return list(report.gated) if "drift" in self.words and report is not None else []
 
-__all__ = ["ACCEPTS", "CHANGE_STATES", "FAIL_ON", "MEANING", "WORDS", "Gate", "accepted", "checked",
+
+__all__ = ["ACCEPTS", "CHANGE_STATES", "FAIL_ON", "MEANING", "ROW_WORDS", "WORDS", "Gate", "accepted", "checked",
            "failing_changes", "failing_rows", "persisting_regressions", "state_of"]

@@ -33,6 +33,7 @@ from ..results import ChangePoint, SeriesKey
 from ..store.selection import check_machine_env, check_metrics, series_keys
 from ..vcs import GitError, history, is_repository, project_root
 from .alerts import refresh_alerts
+from .drift import check_drift_gate, drift_report, resolve_baseline
 
 #: How detect orders commits without a repository at hand: what the outputs say was used.
 COMMIT_ORDER = BY_DATE
@@ -54,6 +55,7 @@ class DetectRequest:
     repo: str | None = None  # a git repository whose history orders the commits (else their recorded dates)
     repo_at_hand: bool = False  # without ``repo``: the current directory's repository, where it is one
     fdr: float | None = DEFAULT_FDR  # the suite's false-alarm budget (analysis/budget.py); None: off
+    baseline: str | None = None  # a ref (tag, branch, commit): each series' drift since it (commands/drift.py)
 
 
 @dataclass(slots=True)
@@ -67,6 +69,7 @@ class DetectOutcome:
     commit_order: str = COMMIT_ORDER
     alerts: list[Alert] = field(default_factory=list)  # every stored alert after this detection (commands/alerts.py)
     budget: BudgetOutcome | None = None  # what the suite's false-alarm budget held back
+    drift: Any = None  # analysis.drift.DriftReport since the request's baseline; None without one
 
     @property
     def changes(self) -> list[ChangePoint]:
@@ -107,7 +110,8 @@ class DetectOutcome:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FAILURES if Gate("detect", self.fail_on).changes(self.gated_changes) else EXIT_OK
+        gate = Gate("detect", self.fail_on)
+        return EXIT_FAILURES if gate.changes(self.gated_changes) or gate.drift(self.drift) else EXIT_OK
 
 
 METHODS = ("rankseg", "edivisive", "pelt")
@@ -118,6 +122,7 @@ PARALLEL_SERIES = 200  # fewer series than this are detected in this process alo
 def policy_for(request: DetectRequest) -> DetectPolicy:
     """The detector's policy; every knob is checked here so that bad values fail as one line, exit 2."""
     checked("detect", request.fail_on)
+    check_drift_gate(request.fail_on, request.baseline)
     if request.method not in METHODS:
         raise UserError(f"unknown --method {request.method!r}; choose one of {', '.join(METHODS)}", EXIT_USAGE)
     kw: dict[str, Any] = {"method": request.method}
@@ -166,6 +171,7 @@ def run_detect(
                                                                or request.metrics)
         if clear_due is None and whole and request.store_results and getattr(store, "writable", True):
             clear_due = writes.read_detect_due(store)  # read before the columns: a mark made after them stays
+        baseline = resolve_baseline(store, request.baseline, _repository(request)) if request.baseline else None
         keys = _keys_to_detect(store, request, series, columns)
         # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
         if columns is None:  # detect that stores its results keeps the series cache too
@@ -193,11 +199,13 @@ def run_detect(
         # not stored (--dry-run, a read-only store): the alerts the stored ones would become, none of them written
         pending = None if stored is not None else ([r.series for r in reports], [c for r in reports for c in r.changes])
         alerts = refresh_alerts(store, order.position if order else None, pending=pending)
+        drift = drift_report(request.baseline or baseline, baseline, analysed, policy, alerts) if baseline else None
     finally:
         if own:
             store.close()
     return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events,
-                         commit_order=order.source if order else COMMIT_ORDER, alerts=alerts, budget=budget)
+                         commit_order=order.source if order else COMMIT_ORDER, alerts=alerts, budget=budget,
+                         drift=drift)
 
 
 def _keys_to_detect(store: Any, request: DetectRequest, series: Sequence[SeriesKey] | None,

@@ -23,6 +23,8 @@ class PublishRequest:
     asv_config: Path | None = None  # default: ./asv.conf.json when present
     benchmark: str | None = None  # a regex on benchmark names
     machine: str | None = None
+    baseline: str | None = None  # a ref: the regressions page shows each series' drift since it (commands/drift.py)
+    min_effect: float | None = None  # the drift's threshold (default: detect's)
 
 
 TITLE_LIMIT = 200  # characters of a site title: a 5 MB project name would be written into every page
@@ -76,6 +78,9 @@ def publish(
     report's ``up_to_date`` says what the site shows: nothing was read or written."""
     from ..fsutil import folder_problem
 
+    if request.min_effect is not None and not request.baseline:
+        raise UserError("--min-effect sets the threshold of the drift since --baseline; add --baseline REF or drop "
+                        "--min-effect")
     problem = folder_problem(request.out, "output folder")
     if problem:
         raise UserError(f"{problem}; pass -o with a writable folder")
@@ -87,7 +92,7 @@ def publish(
                           alerts=model.alerts)
         _check_not_empty(model, request)
         return model, _write_site(model, request.out)
-    up_to_date = _nothing_new(request, config)
+    up_to_date = None if request.baseline else _nothing_new(request, config)  # the drift is not in the digest
     if up_to_date is not None:
         return None, up_to_date
     from ..publish.fromstore import model_from_store
@@ -97,6 +102,7 @@ def publish(
     own = store is None
     store = store or open_store(request.db, existing=True)
     try:
+        baseline = _baseline(store, request)  # a bad ref or threshold: one line before any series is read
         # Hundreds of thousands of records, none in a cycle: with the collector on, every
         # collection would traverse all of them again (docs/design/publish.md).
         with q.gc_paused():
@@ -105,10 +111,31 @@ def publish(
                 columns=columns,
             )
             _check_not_empty(model, request)
+            if baseline is not None:
+                model.drift = _drift(store, model, request, *baseline)
             return model, _write_site(model, request.out)
     finally:
         if own:
             store.close()
+
+
+def _baseline(store: Any, request: PublishRequest) -> tuple[str, Any] | None:
+    """``--baseline``'s commit and the drift's policy (its threshold), or None without a baseline."""
+    from .drift import drift_policy, resolve_baseline
+
+    if not request.baseline:
+        return None
+    policy = drift_policy(request.min_effect)
+    return resolve_baseline(store, request.baseline, None), policy
+
+
+def _drift(store: Any, model: SiteModel, request: PublishRequest, sha: str, policy: Any) -> Any:
+    """Every published series' drift since ``sha`` (the commit ``request.baseline`` names)."""
+    from ..store import reads as q
+    from .drift import drift_report
+
+    columns = q.series_columns(store, list(model.series))
+    return drift_report(request.baseline or sha, sha, [c for c in columns if c.values], policy, model.alerts)
 
 
 def _write_site(model: SiteModel, out: Path | str) -> WriteReport:

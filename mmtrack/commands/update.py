@@ -17,6 +17,7 @@ from ..analysis.budget import DEFAULT_FDR
 from ..analysis.gate import Gate, checked
 from ..asvbridge.results_folder import check_results_folder
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
+from .drift import check_drift_gate
 from .import_asv import ImportResult
 from .publish import PublishRequest, publish
 
@@ -28,6 +29,8 @@ class UpdateRequest:
     detect: bool = True
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a touched series has an open regression
     fdr: float | None = DEFAULT_FDR  # the suite's false-alarm budget (analysis/budget.py); None: off
+    baseline: str | None = None  # a ref: the touched series' drift since it (commands/drift.py), for --fail-on drift
+    min_effect: float | None = None  # detect's smallest step and the drift's threshold (default: detect's)
 
 
 @dataclass(slots=True)
@@ -43,10 +46,12 @@ class UpdateOutcome:
     seconds: dict[str, float]
     budget: str | None = None  # what the false-alarm budget is and what it held back
     alerts: str | None = None  # the alert queue, in one line
+    drift: str | None = None  # the drift since the baseline, in one line
+    drifted: int = 0  # touched series drifted beyond the threshold that --fail-on drift counts
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FAILURES if self.imported.problems or self.open_regressions else EXIT_OK
+        return EXIT_FAILURES if self.imported.problems or self.open_regressions or self.drifted else EXIT_OK
 
 
 def update(request: UpdateRequest) -> UpdateOutcome:
@@ -57,6 +62,9 @@ def update(request: UpdateRequest) -> UpdateOutcome:
     from ..store.writes import read_detect_due, series_columns_keeping_cache
 
     checked("update", request.fail_on)
+    check_drift_gate(request.fail_on, request.baseline)
+    if request.baseline and not request.detect:
+        raise UserError("--baseline judges drift while detecting; drop --no-detect, or run mmtrack detect --baseline")
     url = request.publish.db
     if url is None:
         raise UserError("no store given; pass --db URL or set MMTRACK_DB")
@@ -72,18 +80,20 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         # What this import and any update killed before its detect wrote: the marks outlive a kill (issue 60)
         due = read_detect_due(store) if request.detect else None
         keys = q.series_keys_of(store, due.series if due is not None else summary.touched_series)
-        detected, open_regressions, columns, budget, alerts = None, 0, [], None, None
+        detected, open_regressions, columns, budget, alerts, drift = None, 0, [], None, None, None
         if request.detect and keys:
             from .detect import DetectRequest, run_detect  # scipy: loaded only when there is something to judge
 
             # Read once for detect and for the pages' verdicts (their history), the blobs of series_cache kept
             columns = series_columns_keeping_cache(store, keys, usable_only=False)
-            outcome = run_detect(DetectRequest(db=url, fdr=request.fdr), store=store, columns=columns,
+            outcome = run_detect(DetectRequest(db=url, fdr=request.fdr, baseline=request.baseline,
+                                               min_effect=request.min_effect), store=store, columns=columns,
                                  new_commits=summary.commits | set(due.commits if due else ()), clear_due=due)
             detected = len(outcome.changes)
             budget = outcome.budget.describe() if outcome.budget else None
             alerts = outcome.alerts_line
             open_regressions = len(Gate("update", request.fail_on).changes(outcome.gated_changes))
+            drift = outcome.drift
         elif request.detect:
             detected = 0
         _test_kill_point("detect")
@@ -105,6 +115,8 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         seconds=seconds,
         budget=budget,
         alerts=alerts,
+        drift=drift.summary() if drift is not None else None,
+        drifted=len(Gate("update", request.fail_on).drift(drift)),
     )
 
 

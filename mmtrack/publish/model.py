@@ -85,6 +85,8 @@ class SiteModel:
     revisions: Mapping[SeriesKey, tuple[int, int, list[int]]] | None = None
     # The alerts detect keeps (analysis.alerts.Alert), for the alert queue page (publish/alerts_page.py)
     alerts: Sequence[Any] = ()
+    # Every series' drift since ``publish --baseline`` (analysis.drift.DriftReport), for the regressions page; None
+    drift: Any = None
 
     def ordered_commits(self) -> list[CommitInfo]:
         seen: dict[str, CommitInfo] = {}

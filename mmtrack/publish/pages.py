@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .alerts_page import alert_queue_body
+from .drift_page import drift_section
 from .model import SiteModel
 from .writer import SiteWriter
 
@@ -72,7 +73,8 @@ class SummaryPage:
 #: The summary pages, in the order of the header's links.
 PAGES = (
     SummaryPage("index", "Benchmarks", "", lambda model: _INDEX_BODY),
-    SummaryPage("regressions", "Regressions", "Regressions", lambda model: _REGRESSIONS_BODY),
+    SummaryPage("regressions", "Regressions", "Regressions",
+                lambda model: _REGRESSIONS_BODY + drift_section(model.drift)),
     SummaryPage("alerts", "Alerts", "Alerts",
                 lambda model: alert_queue_body(model.alerts, model.config.safe_commit_url)),
     SummaryPage("compare", "Compare commits", "Compare commits", lambda model: _COMPARE_BODY),
