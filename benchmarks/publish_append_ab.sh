@@ -1,5 +1,5 @@
 #!/bin/bash
-# `mmtrack publish` after one new commit, two codes side by side (docs/design/publish.md, "One new commit").
+# `mmtrack publish` after one new commit, two codes side by side (docs/design/archive/publish.md, "One new commit, publish only").
 #   benchmarks/publish_append_ab.sh BASE_SRC BASE_PREP NEW_SRC NEW_PREP [ROUNDS]
 # *_SRC: a source tree put on PYTHONPATH (e.g. `git archive <sha> | tar -x -C dir`); *_PREP: a folder holding
 # store.db and site/ as they stood after that code published the history and the new commit was imported

@@ -197,7 +197,7 @@ class PackedFloats(TypeDecorator):
     """Per-sample values as little-endian float64, NaN for a sample without a value.
 
     A long series holds some 100,000 samples: unpacking them is one ``struct`` call per
-    point, where JSON text cost four times as much to parse (see docs/design/store.md).
+    point, where JSON text cost four times as much to parse (see docs/design/archive/store.md).
     """
 
     impl = LargeBinary
