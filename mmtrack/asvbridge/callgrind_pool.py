@@ -76,28 +76,6 @@ def worker_environment(without: Path | None = None) -> dict[str, str]:
     }
 
 
-#: Scratch folders tried in order (:func:`scratch_folder`); past them a random name, counts then less repeatable.
-SCRATCH_SLOTS = 10_000
-
-
-def scratch_folder() -> Path:
-    """A new folder for a worker whose path is the same on every run: the first free of
-    ``$TMPDIR/mmtrack-callgrind-0000`` .. ``-9999``, made by this process (mkdir fails on any that exists).
-
-    The path reaches the worker (its cwd is the first entry of its ``sys.path``, its profiles' names): a random name
-    of the same length (``mkdtemp``) moved simulated cache misses between re-runs, and once a count by 64
-    instructions per chunk (docs/design/callgrind.md, Determinism)."""
-    base = Path(tempfile.gettempdir())
-    for slot in range(SCRATCH_SLOTS):
-        path = base / f"mmtrack-callgrind-{slot:04d}"
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        return path
-    return Path(tempfile.mkdtemp(prefix="mmtrack-callgrind-"))
-
-
 def profile_label(benchmark: str, params: Mapping[str, str]) -> str:
     """A case's profile file name stem: the benchmark and its parameter labels in the order of their names (the
     store's: a reader knows them from there, not from the suite's declaration), file-name safe."""
@@ -233,7 +211,7 @@ class CallgrindSession:
         self.timeout = timeout
         self.progress = progress
         self.keep = keep
-        self.scratch = scratch_folder()
+        self.scratch = Path(tempfile.mkdtemp(prefix="mmtrack-callgrind-"))
         (self.scratch / "cwd").mkdir()
         self.worker: _Worker | None = None
         self.profiles: dict[str, Path] = {}  # case full name -> its kept profile

@@ -38,8 +38,7 @@ HASH_SEED = "0"  # PYTHONHASHSEED of the worker: str and bytes hashes, and so se
 # change. Raise it when the worker's work around the regions changes (it moves the heap, and with it the counts
 # once): docs/design/callgrind.md, Cost. Version 1 is every run stored before versions were (conditions.py).
 # Method 3: client requests instead of the getppid/getpgrp markers (the ctypes call moves the heap).
-# Method 4: the worker's scratch folder has a fixed name (callgrind_pool.scratch_folder), not a random one.
-METHOD = "callgrind 4"
+METHOD = "callgrind 3"
 # A chunk is sized so that it runs at least this many instructions: 4 M (method 1) cost a quarter more CPU time
 # and read the same counts twice alike; the A/A tolerance is calibrated at this size (docs/design/callgrind.md).
 TARGET_INSTRUCTIONS = 1_000_000
