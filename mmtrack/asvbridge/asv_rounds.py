@@ -86,6 +86,7 @@ def _existing_environment() -> type:
             self.environ = dict(environ)
             self.without_mem = False  # benchmark processes start through WITHOUT_MEM
             self.servers: list[Any] = []  # the fork servers started (asv's Popen), for :func:`_servers_ended`
+            self.server_tmp: str | None = None  # the servers' TMPDIR, removed with them (:func:`_servers_ended`)
 
         def run(self, args: Any, **kwargs: Any) -> Any:
             from asv.runner import BENCHMARK_RUN_SCRIPT
@@ -97,6 +98,8 @@ def _existing_environment() -> type:
                 if not self.without_mem or args[1] == "discover":
                     kwargs["env"][WITH_MEM] = "1"
                 args = [str(WITHOUT_MEM), *args]
+            if args[2:3] == ["run_server"] and self.server_tmp:
+                kwargs["env"]["TMPDIR"] = self.server_tmp
             started = super().run(args, **kwargs)
             if kwargs.get("return_popen"):
                 self.servers.append(started)
@@ -174,10 +177,15 @@ def _servers_ended(env: Any) -> Iterator[None]:
     asv hands its server to its runner only once the server's socket is there: Ctrl-C or SIGTERM while the server
     starts (seconds on a loaded machine) left it running with no one to close it, and asv's thread reading its output
     (not a daemon) kept this process waiting at exit for a server that waits for this process: a hang and a leftover
-    server. A server asv closed is reaped already and left alone."""
+    server. A server asv closed is reaped already and left alone.
+
+    The servers' temporary files (asv's server captures each benchmark's output in one) go to a folder of the round,
+    removed here: asv gives a server 0.1 s between Ctrl-C and SIGKILL, too short on a loaded machine to remove its own."""
+    import shutil
     import signal
 
     env.servers = []
+    env.server_tmp = tempfile.mkdtemp(prefix="mmtrack-round-")
     try:
         yield
     finally:
@@ -187,7 +195,8 @@ def _servers_ended(env: Any) -> Iterator[None]:
                     os.killpg(server.pid, signal.SIGKILL)  # the server and the benchmark it forked
                 with contextlib.suppress(Exception):
                     server.wait(timeout=SERVER_REAP_TIMEOUT_S)  # its end closes the pipe: asv's reader ends
-        env.servers = []
+        shutil.rmtree(env.server_tmp, ignore_errors=True)
+        env.servers, env.server_tmp = [], None
 
 
 @contextlib.contextmanager
