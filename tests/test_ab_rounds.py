@@ -40,6 +40,14 @@ class Layout:
 
     def mem_list(self):
         return [0] * 1000
+
+    def track_tmp(self):
+        import tempfile
+
+        if os.environ.get("ROUND_TMP_NOTE"):
+            with open(os.environ["ROUND_TMP_NOTE"], "a") as note:
+                note.write(tempfile.gettempdir() + "\\n")
+        return 1
 '''
 
 
@@ -82,7 +90,8 @@ def test_one_discovery_serves_both_sides_and_every_round_draws_its_own_layout(la
     seeds, pads = [], []
     for side in (result.base, result.head):
         cases = {b.rsplit(".", 1)[-1]: c for (b, _), c in side.cases.items()}
-        assert set(cases) == {"track_hash_seed", "track_pad", "time_tiny", "track_runner_loaded_pympler", "mem_list"}
+        assert set(cases) == {"track_hash_seed", "track_pad", "time_tiny", "track_runner_loaded_pympler", "mem_list",
+                              "track_tmp"}
         assert all(c.status == "ok" and c.rounds == 2 for c in cases.values())
         seeds += cases["track_hash_seed"].samples
         pads += cases["track_pad"].samples
@@ -208,3 +217,17 @@ def test_the_settled_window_leaves_an_asv_runner_timing_loop_of_another_shape_as
     round_server.settle_windows(0.1)
 
     assert TimeBenchmark.benchmark_timing is other_timing
+
+
+def test_a_rounds_server_and_benchmarks_write_temporary_files_in_a_folder_removed_with_the_round(
+        layout_project, monkeypatch, tmp_path):
+    """asv SIGKILLs its server 0.1 s after Ctrl-C, before the server removes its capture files: they go to a folder
+    of the round, removed when the round ends."""
+    note = tmp_path / "tmpdirs"
+    monkeypatch.setenv("ROUND_TMP_NOTE", str(note))
+    plan, base, head = _pair(layout_project, monkeypatch)
+    result = interleave.run_interleaved(dataclasses.replace(plan, rounds=1, bench="track_tmp"), base, head)
+    assert all(c.status == "ok" for side in (result.base, result.head) for c in side.cases.values())
+    seen = note.read_text().split()
+    assert len(seen) == 2 and len(set(seen)) == 2, seen  # one folder per round of each side
+    assert all(os.path.basename(p).startswith("mmtrack-round-") and not os.path.exists(p) for p in seen), seen

@@ -98,9 +98,8 @@ def test_rerunning_gives_identical_counts(tmp_path):
     for name in first:
         a, b = _counts(first[name]), _counts(second[name])
         assert a["instructions"] > 1000
-        # Equal within 0.01%, far inside the verdict's tolerance: since the client-request markers, two runs in a fresh
-        # checkout have differed by a few instructions per chunk (892.570 against 892.602 per op), an open defect.
-        assert a["instructions"] == pytest.approx(b["instructions"], rel=1e-4), name
+        assert a["instructions"] == b["instructions"], name
+        # Simulated caches move by up to 1 part in 40,000 between runs, cause not found (docs/design/callgrind.md)
         assert a["est_cycles"] == pytest.approx(b["est_cycles"], rel=1e-4), name
     # Twice the data to sort: more instructions per op (a direction, not a figure).
     small, large = (_counts(first[f"bench_cg.Work.track_sorted({n})"])["instructions"] for n in (100, 200))
@@ -120,8 +119,8 @@ def test_without_vgdb_the_worker_is_instrumented_from_start_up_and_counts_the_sa
     early = _run(path, "After")["bench_cg.After.track_dict"]
     assert any("instrumented from start-up: vgdb is not on PATH" in n for n in early.stats.notes)
     assert _counts(late)["instructions"] > 100
-    # Within 0.01% (see test_rerunning_gives_identical_counts): a fresh checkout read 892.570 against 892.602 per op.
-    assert _counts(early)["instructions"] == pytest.approx(_counts(late)["instructions"], rel=1e-4)
+    # Within 0.1%: instrumented from start-up, counts move between runs by up to 0.05% (docs/design/callgrind.md)
+    assert _counts(early)["instructions"] == pytest.approx(_counts(late)["instructions"], rel=1e-3)
 
 
 @needs_valgrind

@@ -201,3 +201,42 @@ def test_continuous_killed_outright_leaves_no_round_server_or_benchmark_behind(a
     proc.wait(timeout=60)
     assert "round 2/" in seen, seen
     assert not _wait_until_gone(p["repo"]), _processes_under(p["repo"])
+
+
+SLOW_SERVER_START = '''\
+import os, sys, time
+if sys.argv[0].endswith("round_server.py") and "run_server" in sys.argv and os.environ.get("SLOW_SERVER_MARK"):
+    open(os.environ["SLOW_SERVER_MARK"], "a").close()
+    time.sleep(8)  # a loaded machine's slow interpreter start, stretched: asv waits for the server's socket
+'''
+
+
+@pytest.mark.slow
+def test_continuous_terminated_while_a_round_server_starts_ends_at_once_and_leaves_no_server(ab_project, tmp_path):
+    """SIGTERM while asv waits for a round's fork server to open its socket: the server was started but asv has no
+    handle to close it yet. mmtrack must still end the server, and not wait on asv's reader of its output."""
+    p = ab_project
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_SERVER_START)
+    mark = tmp_path / "server-starting"
+    env = {**p["env"], "SLOW_SERVER_MARK": str(mark),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), p["env"].get("PYTHONPATH", "")])}
+    with open(tmp_path / "stderr", "w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "mmtrack", "continuous", *p["shas"], "--rounds", "2"],
+                                cwd=p["repo"], env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        deadline = time.monotonic() + 240
+        while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mark.exists(), (tmp_path / "stderr").read_text()[-3000:]
+        proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        try:
+            out, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError(f"still running 60 s after SIGTERM: {_processes_under(p['repo'])}") from None
+        said = (tmp_path / "stderr").read_text()
+    assert time.monotonic() - started < 6, said[-3000:]  # not after the server's slow start ended
+    assert proc.returncode == 143 and "Traceback" not in out + said, said[-3000:]
+    assert said.strip().splitlines()[-1].startswith("terminated (SIGTERM)"), said[-3000:]
+    assert not _wait_until_gone(p["repo"]), _processes_under(p["repo"])

@@ -85,6 +85,8 @@ def _existing_environment() -> type:
             super().__init__(conf, python, {}, {})
             self.environ = dict(environ)
             self.without_mem = False  # benchmark processes start through WITHOUT_MEM
+            self.servers: list[Any] = []  # the fork servers started (asv's Popen), for :func:`_servers_ended`
+            self.server_tmp: str | None = None  # the servers' TMPDIR, removed with them (:func:`_servers_ended`)
 
         def run(self, args: Any, **kwargs: Any) -> Any:
             from asv.runner import BENCHMARK_RUN_SCRIPT
@@ -96,7 +98,12 @@ def _existing_environment() -> type:
                 if not self.without_mem or args[1] == "discover":
                     kwargs["env"][WITH_MEM] = "1"
                 args = [str(WITHOUT_MEM), *args]
-            return super().run(args, **kwargs)
+            if args[2:3] == ["run_server"] and self.server_tmp:
+                kwargs["env"]["TMPDIR"] = self.server_tmp
+            started = super().run(args, **kwargs)
+            if kwargs.get("return_popen"):
+                self.servers.append(started)
+            return started
 
     return RoundEnvironment
 
@@ -157,6 +164,39 @@ def _temporary_folders_of_asv() -> Iterator[None]:
         tempfile.mkdtemp = mkdtemp  # type: ignore[assignment]
         for path in made:
             shutil.rmtree(path, ignore_errors=True)
+
+
+#: How long an ended fork server may take to be reaped: SIGKILL of its group is immediate, bar a stopped machine.
+SERVER_REAP_TIMEOUT_S = 10
+
+
+@contextlib.contextmanager
+def _servers_ended(env: Any) -> Iterator[None]:
+    """Every fork server ``env`` starts in the block is ended when the block ends, however it ends.
+
+    asv hands its server to its runner only once the server's socket is there: Ctrl-C or SIGTERM while the server
+    starts (seconds on a loaded machine) left it running with no one to close it, and asv's thread reading its output
+    (not a daemon) kept this process waiting at exit for a server that waits for this process: a hang and a leftover
+    server. A server asv closed is reaped already and left alone.
+
+    The servers' temporary files (asv's server captures each benchmark's output in one) go to a folder of the round,
+    removed here: asv gives a server 0.1 s between Ctrl-C and SIGKILL, too short on a loaded machine to remove its own."""
+    import shutil
+    import signal
+
+    env.servers = []
+    env.server_tmp = tempfile.mkdtemp(prefix="mmtrack-round-")
+    try:
+        yield
+    finally:
+        for server in env.servers:
+            if server.poll() is None:  # not reaped: its pid is still its process group's (asv's setpgid)
+                with contextlib.suppress(OSError):
+                    os.killpg(server.pid, signal.SIGKILL)  # the server and the benchmark it forked
+                with contextlib.suppress(Exception):
+                    server.wait(timeout=SERVER_REAP_TIMEOUT_S)  # its end closes the pipe: asv's reader ends
+        shutil.rmtree(env.server_tmp, ignore_errors=True)
+        env.servers, env.server_tmp = [], None
 
 
 @contextlib.contextmanager
@@ -251,7 +291,7 @@ def run_round(prepared: Prepared, suite: Sequence[dict[str, Any]], python: str, 
     date = prepared.commit.date
     results = Results({**machine.__dict__, "python": env.python}, {}, prepared.commit.sha,
                       int(date.timestamp() * 1000) if date else None, env.python, env.name, env.env_vars)
-    with _asv_quiet(), _interrupts(), _temporary_folders_of_asv():
+    with _asv_quiet(), _interrupts(), _temporary_folders_of_asv(), _servers_ended(env):
         run_benchmarks(benchmarks, env, results=results, show_stderr=args.show_stderr, quick=args.quick,
                        extra_params=args.attribute, record_samples=True,
                        launch_method=args.launch_method or conf.launch_method or LAUNCH_METHOD)
