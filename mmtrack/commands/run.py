@@ -376,10 +376,19 @@ def _engine_cases(cases: Sequence[CaseResult]) -> list[Any]:
                 message=c.message or None,
                 version=c.version or (rec.version if rec else None),
                 stats=rec.stats if rec is not None and c.status == "ok" else None,
-                metrics=list(rec.metrics) if rec is not None and c.status == "ok" else None,  # pooled rounds
+                metrics=_case_metrics(c),
             )
         )
     return out
+
+
+def _case_metrics(c: CaseResult) -> list[Any] | None:
+    """An engine case's metrics (rounds pooled), or an asv ``time_`` case's CPU time beside asv's own file."""
+    if c.status != "ok":
+        return None
+    if c.record is not None:
+        return list(c.record.metrics)
+    return list(c.cpu_metrics) or None
 
 
 def _record(store: Any, *, commit: CommitInfo, machine: str, environment: str, run_id: str, suite: str,
@@ -413,7 +422,8 @@ def _ingest_into(store: Any, outcome: RunOutcome) -> None:
     if outcome.asv_exit is not None:
         imported = import_asv_results(store, prepared.results_dir, suite=suite)
         outcome.reports.extend(f"asv results not imported: {problem}" for problem in imported.failed)
-    engine = [c for c in collected.cases if c.record is not None or c.benchmark in _import_failure_names(prepared)]
+    engine = [c for c in collected.cases
+              if c.record is not None or c.cpu_metrics or c.benchmark in _import_failure_names(prepared)]
     if engine:
         _record(
             store,
