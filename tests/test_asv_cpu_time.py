@@ -1,0 +1,148 @@
+"""CPU time beside asv's wall clock for ``time_`` benchmarks (asvbridge/round_server.py, asvbridge/cpu_times.py):
+each kept sample's CPU time, read around the span asv times, and a verdict on CPU time where the wall clock waited.
+
+The end-to-end test is the issue's: two `mmtrack run`s of identical code on a real git repository under the real asv,
+the second beside two busy processes (as many as this machine's cores, so that the wall clock waits), read unchanged
+on CPU time, and the time row says that the wall clock waited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+from test_run_acceptance import MACHINE, asv_env, commit_all, git, make_repo
+
+from mmtrack.asvbridge import cpu_times
+from mmtrack.measure import contention
+
+DRIVE_ASV_RUNNER = '''
+import json, sys, time
+from mmtrack.asvbridge import round_server
+round_server.record_cpu_times(sys.argv[1])
+from asv_runner.benchmarks.time import TimeBenchmark
+
+def time_loop(n):
+    total = 0
+    for i in range(n):
+        total += i
+
+def time_sleep():
+    time.sleep(0.003)
+
+class Own:
+    timer = time.process_time  # a timer of the benchmark's own: asv's samples are not wall time
+    def time_own(self):
+        sum(range(1000))
+
+kept = {}
+for name, func, sources, params in [("suite.time_loop", time_loop, [time_loop], [[20000]]),
+                                    ("suite.time_sleep", time_sleep, [time_sleep], None),
+                                    ("suite.Own.time_own", Own().time_own, [Own.time_own, Own], None)]:
+    if params:
+        time_loop.params = params
+    bench = TimeBenchmark(name, func, sources)
+    if params:
+        bench.set_param_idx(0)
+    bench.do_setup()
+    result = bench.run(*bench._current_params)
+    kept[name] = len(result["samples"])
+print(json.dumps(kept))
+'''
+
+
+def test_each_kept_sample_of_asvs_own_timing_gets_its_cpu_time(tmp_path):
+    """asv_runner's real timing loop, patched as a benchmark process is: as many CPU times as asv kept samples; a
+    CPU-bound op reads its wall/CPU ratio, one that sleeps blocks (no ratio), one with its own timer is left alone."""
+    folder, driver = tmp_path / "cpu", tmp_path / "drive.py"
+    driver.write_text(DRIVE_ASV_RUNNER)  # a file: asv_runner reads each benchmark's source
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, str(driver), str(folder)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    kept = json.loads(done.stdout)
+    found = cpu_times.read(folder)
+    assert set(found) == {("suite.time_loop", 0), ("suite.time_sleep", 0)}  # not the benchmark's own timer
+    loop, sleep = found[("suite.time_loop", 0)], found[("suite.time_sleep", 0)]
+    assert len(loop["cpu"]) == kept["suite.time_loop"] and len(sleep["cpu"]) == kept["suite.time_sleep"]
+    loop_metrics = {m.name: m for m in cpu_times.metrics(loop)}
+    assert set(loop_metrics) == {"task-clock", contention.NAME}
+    # CPU time per op within the wall time per op (clock reads apart), whatever the load
+    assert loop_metrics["task-clock"].median * 1e-9 <= max(loop["wall"]) * 1.05
+    assert loop_metrics[contention.NAME].median >= contention.MANY_CPUS_RATIO
+    sleep_metrics = {m.name: m for m in cpu_times.metrics(sleep)}
+    assert set(sleep_metrics) == {"task-clock"}  # it blocked: its wall clock beyond CPU time is not waiting for a CPU
+    assert min(sleep["blocked"]) >= 1
+    assert sleep_metrics["task-clock"].median * 1e-9 < 0.5 * min(sleep["wall"])
+
+
+def test_a_record_that_did_not_come_whole_is_skipped(tmp_path):
+    (tmp_path / "a.json").write_text('{"name": "suite.time_x", "param_index": 0, "wall": [1e-3], "cpu": [')
+    (tmp_path / "b.json").write_text(json.dumps({"name": "suite.time_x", "param_index": 1, "wall": [1e-3, 2e-3],
+                                                 "cpu": [1e-3], "blocked": [0, 0]}))
+    assert cpu_times.read(tmp_path) == {}
+
+
+SUITE = '''
+class Work:
+    params = [60000]
+
+    def time_loop(self, n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+'''
+
+BUSY = "while True: pass"
+
+
+def compare_rows(repo: Path, env: dict[str, str]) -> dict[str, dict]:
+    done = run_cli("compare", "HEAD~1", "HEAD", "--format", "json", cwd=repo, env=env)
+    assert done.returncode == 0, done.stderr
+    return {r["metric"]["name"]: r for r in json.loads(done.stdout)["rows"] if r["benchmark"] == "bench.Work.time_loop"}
+
+
+@pytest.mark.slow
+def test_an_aa_run_pair_beside_two_busy_processes_reads_unchanged_on_cpu_time(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = asv_env(home)
+    repo = make_repo(tmp_path, env)
+    (repo / "benchmarks" / "bench.py").write_text(SUITE)
+    commit_all(repo, env, "suite", 1)
+    first = run_cli("run", cwd=repo, env=env, timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    commit_all(repo, env, "no code change", 2)  # identical code, a commit of its own
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(max(2, os.cpu_count() or 2))]
+    try:
+        second = run_cli("run", cwd=repo, env=env, timeout=600)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+
+    rows = compare_rows(repo, env)
+    wall, cpu, ratio = rows["time_per_op"], rows["task-clock"], rows[contention.NAME]
+    assert ratio["after"]["median"] > contention.WAITED_RATIO  # beside the busy processes the wall clock waited
+    assert cpu["verdict"] == "unchanged"
+    assert wall["verdict"] == "unchanged"
+    assert "wall clock waited for a CPU" in wall["note"] and "judged on CPU time" in wall["note"]
+    assert wall["after"]["median"] > 0 and wall["before"]["median"] > 0  # the wall clock's numbers stay shown
+
+    # asv's own results stay asv's: its reader loads both commits' files with their samples
+    from asv.results import Results
+
+    files = sorted((repo / ".asv" / "results" / MACHINE).glob("*-existing-*.json"))
+    assert len(files) == 2
+    for path in files:
+        res = Results.load(str(path))
+        assert res.get_result_samples("bench.Work.time_loop", res.get_result_params("bench.Work.time_loop"))[0]
+    assert git(repo, env, "status", "--porcelain") == ""
