@@ -146,3 +146,46 @@ def test_an_aa_run_pair_beside_two_busy_processes_reads_unchanged_on_cpu_time(tm
         res = Results.load(str(path))
         assert res.get_result_samples("bench.Work.time_loop", res.get_result_params("bench.Work.time_loop"))[0]
     assert git(repo, env, "status", "--porcelain") == ""
+
+
+CPU_SUITE = '''
+import cpupkg
+
+
+class Work:
+    def time_work(self):
+        cpupkg.work()
+'''
+
+
+@pytest.mark.slow
+def test_ab_rounds_beside_busy_processes_judge_a_case_that_waited_on_its_cpu_time(tmp_path, monkeypatch):
+    """The rounds of `continuous`, `run --confirm` and `bisect`: an A/A pair beside busy processes records each
+    round's CPU time, and the rule that decides the wall clock decides CPU time, whose verdict the time row takes."""
+    from test_ab import commit, package_project
+
+    from mmtrack.ab import interleave
+
+    (tmp_path / "home").mkdir()
+    env = asv_env(tmp_path / "home")
+    repo = package_project(tmp_path, env, "cpupkg", {"bench_cpu.py": CPU_SUITE})
+    # about 15 ms a call: longer than a scheduler time slice, so a busy neighbour preempts every sample
+    (repo / "cpupkg" / "__init__.py").write_text("def work():\n    return sum(i * i for i in range(300000))\n")
+    sha = commit(repo, env, "base")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    plan, top = interleave.make_plan(repo, None, MACHINE, None, 3)
+    base, head = interleave.build_side(plan, top, sha, "A"), interleave.build_side(plan, top, sha, "B")
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(max(2, os.cpu_count() or 2))]
+    try:
+        result = interleave.run_interleaved(plan, base, head)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    rows = {r.metric.name: r for r in interleave.judge(result).rows if r.benchmark == "bench_cpu.Work.time_work"}
+    wall, cpu = rows["time_per_op"], rows["task-clock"]
+    assert cpu.test == "rounds" and cpu.verdict == "unchanged"
+    assert len(result.base.cases[("bench_cpu.Work.time_work", "{}")].round_bests[cpu.metric]) == 3
+    assert wall.verdict == "unchanged" and "wall clock waited for a CPU" in wall.note
+    assert "judged on CPU time" in wall.note
