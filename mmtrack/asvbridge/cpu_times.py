@@ -16,7 +16,8 @@ from typing import Any
 
 from ..measure import contention
 from ..measure.cputime import CPU_TIME_COUNTER
-from ..measure.metrics import Direction, MetricSummary
+from ..measure.metrics import MetricSummary
+from ..vocabulary import Direction
 
 CaseIndex = tuple[str, int]  # (asv's benchmark name, its parameter combination's index)
 
