@@ -145,6 +145,7 @@ def aa_pair(root: Path) -> tuple[Path, dict[str, str], dict[str, dict]]:
             process.wait()
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     assert "2 benchmark cases: 2 ok, 0 failed" in second.stdout  # asv's memory type runs as before
+    assert "1 of 1 time benchmarks waited for a CPU" in " ".join(second.stdout.split())
     shown = run_cli(*compare, cwd=repo, env=env)
     assert shown.returncode == 0 and "time_per_op" in shown.stdout and "task-clock" in shown.stdout
     return repo, env, compare_rows(repo, env)

@@ -193,6 +193,8 @@ def execute(request: RunRequest, report: Report = silent) -> RunOutcome:
         outcome = RunOutcome(prepared, collected, asv_exit, started)
         if (note := waited_note(asv_time.wall, asv_time.cpu)):
             outcome.summary.append(note)
+        if (note := cases_waited_note(collected.cases)):
+            outcome.summary.append(note)
         ingest(outcome, request.db)
         return outcome
     finally:
@@ -237,6 +239,18 @@ def waited_note(wall: float, cpu: float) -> str:
     return (f"the run waited for a CPU: asv's processes ran {cpu:.1f} s of CPU time in {wall:.1f} s (wall/CPU "
             f"{wall / cpu:.1f}x; load {load:.1f} on {os.cpu_count()} CPUs); its wall-clock timings read slow, so "
             "re-run on a quiet machine or judge with `mmtrack continuous`")
+
+
+def cases_waited_note(cases: Sequence[CaseResult]) -> str:
+    """One line naming how many of asv's time benchmarks waited for a CPU, by their own wall/CPU ratio; "" if none."""
+    from ..measure import contention
+
+    read = [m.mean for c in cases for m in c.cpu_metrics if (m.section, m.name) == (contention.SECTION, contention.NAME)]
+    waited = [r for r in read if contention.waited(r)]
+    if not waited:
+        return ""
+    return (f"{len(waited)} of {len(read)} time benchmarks waited for a CPU (wall time up to {max(waited):.2f}x their "
+            "CPU time); their verdicts are read on CPU time")
 
 
 def run_command(request: RunRequest, report: Report = silent) -> RunResult:
