@@ -219,5 +219,11 @@ def test_ab_rounds_beside_busy_processes_judge_a_case_that_waited_on_its_cpu_tim
     wall, cpu = rows["time_per_op"], rows["task-clock"]
     assert cpu.test == "rounds" and cpu.verdict == "unchanged"
     assert len(result.base.cases[("bench_cpu.Work.time_work", "{}")].round_bests[cpu.metric]) == 3
+    assert result.head.measurements()  # what the store gets: asv's wall samples and the CPU readings, pooled
+    assert {m.metric.name for m in result.head.measurements()} == {"time_per_op", "task-clock", contention.NAME}
     assert wall.verdict == "unchanged" and "wall clock waited for a CPU" in wall.note
     assert "judged on CPU time" in wall.note
+    # more rounds (settle) bound CPU time's difference for the waited case; its CPU readings keep no case open
+    case = ("bench_cpu.Work.time_work", "{}")
+    assert interleave.judged_metric(result, case, wall.metric) == cpu.metric
+    assert interleave.beside_the_wall_clock(cpu, result) and not interleave.beside_the_wall_clock(wall, result)

@@ -289,7 +289,7 @@ def settle(plan: ABPlan, result: ABResult, policy: Any = None, progress: Callabl
     while not _over_budget(plan, result):
         early = result.rounds < plan.rounds
         cap = plan.rounds if early else plan.max_rounds
-        open_rows = [r for r in comparison.rows if r.ratio is not None
+        open_rows = [r for r in comparison.rows if r.ratio is not None and not beside_the_wall_clock(r, result)
                      and (r.verdict == "ambiguous" or (early and not decided(r, result)))]
         if not open_rows or result.rounds >= cap:
             break
@@ -311,8 +311,34 @@ def decided(row: Any, result: ABResult) -> bool:
     if row.verdict != "unchanged" or row.ratio is None:
         return False
     case = (row.benchmark, row.params)
-    direction = result.base.cases[case].directions.get(row.metric, row.direction)
-    return equivalent(*round_bests(result, case, row.metric), direction, row.threshold)
+    metric = judged_metric(result, case, row.metric)
+    direction = result.base.cases[case].directions.get(metric, row.direction)
+    return equivalent(*round_bests(result, case, metric), direction, row.threshold)
+
+
+def beside_the_wall_clock(row: Any, result: ABResult) -> bool:
+    """An asv time benchmark's CPU-time reading (CPU time per op, wall/CPU): its wall-clock row decides the case,
+    on CPU time where it waited, so these keep no benchmark in the rounds."""
+    pooled = result.base.cases.get((row.benchmark, row.params))
+    return pooled is not None and any(MetricKey(*m.key) == row.metric for m in pooled.cpu_metrics)
+
+
+def judged_metric(result: ABResult, case: CaseKey, metric: MetricKey) -> MetricKey:
+    """The metric whose rounds decide ``metric``'s row: CPU time per op for the wall clock of a case that waited for
+    a CPU on either side (:func:`mmtrack.analysis.contention.judged_on_cpu_time_where_waited`), else ``metric``."""
+    from ..analysis import contention
+    from ..measure import contention as engine
+
+    if (metric.section, metric.name) != (PRIMARY.section, PRIMARY.name):
+        return metric
+    cpu = ratio = None
+    for side in (result.base, result.head):
+        for key, bests in side.cases.get(case, PooledCase("", {})).round_bests.items():
+            if (key.section, key.name) == contention.CPU_TIME:
+                cpu = key
+            elif (key.section, key.name) == (engine.SECTION, engine.NAME) and engine.waited(statistics.fmean(bests)):
+                ratio = key
+    return cpu if cpu is not None and ratio is not None else metric
 
 
 def _over_budget(plan: ABPlan, result: ABResult) -> bool:

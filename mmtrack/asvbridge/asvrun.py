@@ -7,7 +7,8 @@ Steps, each a function a test can reach:
    write a derived asv config for this run.
 2. :func:`ensure_machine`: ``asv machine --yes`` once per machine name.
 3. :func:`run_asv`: ``asv run --python=same --set-commit-hash=SHA --record-samples``
-   with MMTRACK_COMMIT / MMTRACK_MACHINE / MMTRACK_SPOOL / MMTRACK_RUN_ID set.
+   with MMTRACK_COMMIT / MMTRACK_MACHINE / MMTRACK_SPOOL / MMTRACK_RUN_ID set, started
+   through :mod:`.asv_command` (its benchmark processes record their samples' CPU time).
 4. :func:`collect`: read asv's result file of this commit and this run's spool
    files into :class:`CaseResult` values, with the CPU time of each ``time_`` case's
    samples (:mod:`.cpu_times`); report spool files a crashed run left.
