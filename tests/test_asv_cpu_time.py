@@ -227,3 +227,33 @@ def test_ab_rounds_beside_busy_processes_judge_a_case_that_waited_on_its_cpu_tim
     case = ("bench_cpu.Work.time_work", "{}")
     assert interleave.judged_metric(result, case, wall.metric) == cpu.metric
     assert interleave.beside_the_wall_clock(cpu, result) and not interleave.beside_the_wall_clock(wall, result)
+
+
+def test_in_a_run_that_waited_asvs_memory_and_track_values_keep_their_verdict_and_timings_without_cpu_time_do_not():
+    """Another case waited for a CPU: a blocking time_ benchmark (no ratio) that moved reads ambiguous, a mem_ size and
+    a track_ count that moved keep their verdicts (no clock for the machine to move)."""
+    from mmtrack.analysis.compare import compare_measurements
+    from mmtrack.measure.metrics import MetricSummary
+    from mmtrack.results import Measurement
+    from mmtrack.vocabulary import Direction
+
+    def side(scale: float, ratio: float) -> list[Measurement]:
+        jitter = [1 + 0.002 * (i % 5) for i in range(20)]
+        waited = [("suite.time_loop", MetricSummary.from_values("timing", "time_per_op", "s", [1e-3 * j for j in jitter])),
+                  ("suite.time_loop", MetricSummary.from_values("counters", "task-clock", "task-clock/op",
+                                                                [1e6 * j for j in jitter])),
+                  ("suite.time_loop", MetricSummary.from_values(contention.SECTION, contention.NAME, contention.UNIT,
+                                                                [ratio * j for j in jitter],
+                                                                direction=Direction.NEUTRAL))]
+        moved = [("suite.time_sleep", MetricSummary.from_values("timing", "time_per_op", "s",
+                                                                [2e-3 * scale * j for j in jitter])),
+                 ("suite.mem_list", MetricSummary.from_values("memory", "mem", "bytes", [8e3 * scale])),
+                 ("suite.track_count", MetricSummary.from_values("track", "value", "count", [10 * scale]))]
+        return [Measurement.from_summary(name, {}, s, version="v1") for name, s in waited + moved]
+
+    rows = {r.benchmark: r for r in compare_measurements(side(1.0, 1.0), side(2.0, 3.0)).rows
+            if r.metric.section != "counters" and r.metric.name != contention.NAME}
+    assert rows["suite.time_loop"].verdict == "unchanged" and "judged on CPU time" in rows["suite.time_loop"].note
+    assert rows["suite.time_sleep"].verdict == "ambiguous" and "waited for a CPU" in rows["suite.time_sleep"].note
+    assert rows["suite.mem_list"].verdict == "regressed"
+    assert rows["suite.track_count"].verdict == "regressed"

@@ -107,6 +107,8 @@ def at_most_suspected(rows: Sequence[Row]) -> tuple[Row, ...]:
 
 #: The verdicts a contended run cannot give a case that has no CPU time of its own.
 MOVED = ("regressed", "improved")
+#: asv's ``mem_``/``peakmem_`` sizes and its non-time ``track_`` values (asvbridge/results_file.py's sections).
+UNTIMED_SECTIONS = frozenset({"memory", "track"})
 
 
 def doubted_where_the_run_waited(
@@ -129,6 +131,8 @@ def doubted_where_the_run_waited(
     def doubt(row: Row) -> str:
         if row.verdict not in MOVED or row.test == "deterministic" or row.state is not None:
             return ""  # history's verdicts (a state) weigh the run themselves
+        if row.metric.section in UNTIMED_SECTIONS:
+            return ""  # asv's memory and track values: no clock for the machine to move
         if (row.benchmark, row.params) not in own:
             return note
         custom = row.metric.section not in (engine.SECTION, CPU_TIME[0])  # a metric the benchmark timed itself
