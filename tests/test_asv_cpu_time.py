@@ -2,12 +2,13 @@
 each kept sample's CPU time, read around the span asv times, and a verdict on CPU time where the wall clock waited.
 
 The end-to-end test is the issue's: two `mmtrack run`s of identical code on a real git repository under the real asv,
-the second beside two busy processes (as many as this machine's cores, so that the wall clock waits), read unchanged
+the second beside two busy processes (one pinned to each of two CPUs, so that the wall clock waits), read unchanged
 on CPU time, and the time row says that the wall clock waited.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -106,6 +107,28 @@ class Work:
 '''
 
 BUSY = "while True: pass"
+
+
+@contextlib.contextmanager
+def beside_two_busy_processes():
+    """Two busy loops, each pinned to one of two CPUs, and this process (so what it starts) on those two: wherever
+    the benchmark runs, it shares its CPU (unpinned, the scheduler once put both loops on one CPU and left the other
+    to the benchmark)."""
+    everywhere = os.sched_getaffinity(0)
+    cpus = sorted(everywhere)[:2] * (2 // min(2, len(everywhere)))  # one CPU: both loops on it
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in cpus]
+    try:
+        for process, cpu in zip(busy, cpus):
+            os.sched_setaffinity(process.pid, {cpu})
+        os.sched_setaffinity(0, set(cpus))
+        yield
+    finally:
+        os.sched_setaffinity(0, everywhere)
+        for process in busy:
+            process.kill()
+            process.wait()
+
+
 GUIDE = REPO / "docs" / "guide" / "ci-per-commit.md"
 MARKER = "run by tests/test_asv_cpu_time.py"
 
@@ -124,8 +147,8 @@ def compare_rows(repo: Path, env: dict[str, str]) -> dict[str, dict]:
 
 
 def aa_pair(root: Path) -> tuple[Path, dict[str, str], dict[str, dict]]:
-    """Two commits of identical code, each measured by the guide's `mmtrack run`, the second beside as many busy
-    processes as the machine has cores; the guide's compare runs, and the rows of the time benchmark."""
+    """Two commits of identical code, each measured by the guide's `mmtrack run`, the second beside two busy
+    processes; the guide's compare runs, and the rows of the time benchmark."""
     home = root / "home"
     home.mkdir(parents=True)
     env = asv_env(home)
@@ -136,13 +159,8 @@ def aa_pair(root: Path) -> tuple[Path, dict[str, str], dict[str, dict]]:
     first = run_cli(*run, cwd=repo, env=env, timeout=600)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     commit_all(repo, env, "no code change", 2)  # identical code, a commit of its own
-    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(max(2, os.cpu_count() or 2))]
-    try:
+    with beside_two_busy_processes():
         second = run_cli(*run, cwd=repo, env=env, timeout=600)
-    finally:
-        for process in busy:
-            process.kill()
-            process.wait()
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     assert "2 benchmark cases: 2 ok, 0 failed" in second.stdout  # asv's memory type runs as before
     assert "1 of 1 time benchmarks waited for a CPU" in " ".join(second.stdout.split())
@@ -208,13 +226,8 @@ def test_ab_rounds_beside_busy_processes_judge_a_case_that_waited_on_its_cpu_tim
         monkeypatch.setenv(name, value)
     plan, top = interleave.make_plan(repo, None, MACHINE, None, 3)
     base, head = interleave.build_side(plan, top, sha, "A"), interleave.build_side(plan, top, sha, "B")
-    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(max(2, os.cpu_count() or 2))]
-    try:
+    with beside_two_busy_processes():
         result = interleave.run_interleaved(plan, base, head)
-    finally:
-        for process in busy:
-            process.kill()
-            process.wait()
     rows = {r.metric.name: r for r in interleave.judge(result).rows if r.benchmark == "bench_cpu.Work.time_work"}
     wall, cpu = rows["time_per_op"], rows["task-clock"]
     assert cpu.test == "rounds" and cpu.verdict == "unchanged"
