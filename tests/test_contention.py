@@ -49,7 +49,7 @@ def test_identical_code_whose_after_side_waited_is_judged_unchanged_on_cpu_time(
     # wall x1.26 (the new-user figure), CPU time the same: the wall clock measured waiting
     got = rows(side(1.0e-6, 1000, 1.01, seed=1), side(1.26e-6, 1000, 1.27, seed=2))
     wall = got["time_per_op"]
-    assert wall.verdict == "unchanged" and "verdict on CPU time" in wall.note and "after 1.27x" in wall.note
+    assert wall.verdict == "unchanged" and "judged on CPU time" in wall.note and "after 1.27x" in wall.note
     assert got["throughput"].verdict == "unchanged"
     assert got["wall_per_cpu"].verdict == "unchanged"  # neutral: a reading, never a verdict of its own
 
@@ -59,7 +59,7 @@ def test_a_real_slowdown_the_wall_clock_hid_is_regressed_on_cpu_time():
     got = rows(side(1.0e-6, 500, 2.0, seed=3), side(1.16e-6, 995, 1.17, seed=4))
     wall = got["time_per_op"]
     assert wall.verdict == "regressed" and wall.ratio == pytest.approx(1.99, rel=0.02)
-    assert "before 2.00x" in wall.note and "wall clock contended" in wall.note
+    assert "before 2.00x" in wall.note and "wall clock waited for a CPU" in wall.note
     throughput = got["throughput"]
     assert throughput.verdict == "regressed" and throughput.ratio < 0.6  # fewer ops per second
 
@@ -115,7 +115,7 @@ def test_a_custom_timing_of_a_case_that_waited_reads_ambiguous():
     got = rows(with_custom(1.0e-6, 1000, 5.07, 2.0, 15), with_custom(3.0e-6, 1000, 11.84, 6.2, 16))
     custom = got["matmul_ms"]
     assert custom.verdict == "ambiguous" and "waited for a CPU" in custom.note, custom
-    assert got["time_per_op"].verdict == "unchanged" and "verdict on CPU time" in got["time_per_op"].note
+    assert got["time_per_op"].verdict == "unchanged" and "judged on CPU time" in got["time_per_op"].note
 
 
 def spin(ctx, n, i):
@@ -176,7 +176,7 @@ def test_a_real_contended_run_waits_for_a_cpu_and_is_judged_on_cpu_time(one_cpu,
     assert any(w.startswith("waited for a CPU") for w in stability_warnings(after))
     measured = [[Measurement.from_summary("sum", {}, m) for m in s.tracked_metrics()] for s in (before, after)]
     wall = rows(*measured)["time_per_op"]
-    assert "verdict on CPU time" in wall.note
+    assert "judged on CPU time" in wall.note
 
 
 def test_an_asv_run_beside_two_busy_processes_says_it_waited_for_a_cpu(one_cpu):

@@ -66,6 +66,7 @@ class PooledCase:
     unit: str = ""
     samples: list[float] = field(default_factory=list)  # asv's samples (or values) of every round
     metrics: list[MetricSummary] = field(default_factory=list)  # engine benchmarks: every metric, pooled
+    cpu_metrics: list[MetricSummary] = field(default_factory=list)  # asv time_ cases: CPU time, wall/CPU, pooled
     record: spool.SpoolRecord | None = None  # the last round's engine record (statistics of a round)
     rounds: int = 0
     # Per metric, one value per round: the round's best sample (see :func:`round_best`).
@@ -90,6 +91,15 @@ class PooledCase:
                 self._add_round(MetricKey(*m.key), m.direction, m.values or (m.median,))
         elif values:
             self._add_round(*_asv_metric(self.benchmark, self.unit), values)
+            self._add_cpu_time(case.cpu_metrics)
+
+    def _add_cpu_time(self, metrics: Sequence[MetricSummary]) -> None:
+        """An asv ``time_`` round's CPU time beside its wall clock (:mod:`mmtrack.asvbridge.cpu_times`)."""
+        if not metrics:
+            return
+        self.cpu_metrics = spool.merge_metrics(self.cpu_metrics, metrics) if self.cpu_metrics else list(metrics)
+        for m in metrics:
+            self._add_round(MetricKey(*m.key), m.direction, m.values or (m.median,))
 
     def _add_round(self, key: MetricKey, direction: Direction, values: Sequence[float]) -> None:
         finite = [v for v in values if math.isfinite(v)]
@@ -122,7 +132,8 @@ class PooledCase:
         if not self.samples:
             return []
         key, direction = _asv_metric(self.benchmark, self.unit)
-        return [MetricSummary.from_values(key.section, key.name, key.unit, self.samples, direction=direction)]
+        return [MetricSummary.from_values(key.section, key.name, key.unit, self.samples, direction=direction),
+                *self.cpu_metrics]
 
 
 def round_best(values: Sequence[float], direction: Direction) -> float:
@@ -278,7 +289,7 @@ def settle(plan: ABPlan, result: ABResult, policy: Any = None, progress: Callabl
     while not _over_budget(plan, result):
         early = result.rounds < plan.rounds
         cap = plan.rounds if early else plan.max_rounds
-        open_rows = [r for r in comparison.rows if r.ratio is not None
+        open_rows = [r for r in comparison.rows if r.ratio is not None and not beside_the_wall_clock(r, result)
                      and (r.verdict == "ambiguous" or (early and not decided(r, result)))]
         if not open_rows or result.rounds >= cap:
             break
@@ -300,8 +311,34 @@ def decided(row: Any, result: ABResult) -> bool:
     if row.verdict != "unchanged" or row.ratio is None:
         return False
     case = (row.benchmark, row.params)
-    direction = result.base.cases[case].directions.get(row.metric, row.direction)
-    return equivalent(*round_bests(result, case, row.metric), direction, row.threshold)
+    metric = judged_metric(result, case, row.metric)
+    direction = result.base.cases[case].directions.get(metric, row.direction)
+    return equivalent(*round_bests(result, case, metric), direction, row.threshold)
+
+
+def beside_the_wall_clock(row: Any, result: ABResult) -> bool:
+    """An asv time benchmark's CPU-time reading (CPU time per op, wall/CPU): its wall-clock row decides the case,
+    on CPU time where it waited, so these keep no benchmark in the rounds."""
+    pooled = result.base.cases.get((row.benchmark, row.params))
+    return pooled is not None and any(MetricKey(*m.key) == row.metric for m in pooled.cpu_metrics)
+
+
+def judged_metric(result: ABResult, case: CaseKey, metric: MetricKey) -> MetricKey:
+    """The metric whose rounds decide ``metric``'s row: CPU time per op for the wall clock of a case that waited for
+    a CPU on either side (:func:`mmtrack.analysis.contention.judged_on_cpu_time_where_waited`), else ``metric``."""
+    from ..analysis import contention
+    from ..measure import contention as engine
+
+    if (metric.section, metric.name) != (PRIMARY.section, PRIMARY.name):
+        return metric
+    cpu = ratio = None
+    for side in (result.base, result.head):
+        for key, bests in side.cases.get(case, PooledCase("", {})).round_bests.items():
+            if (key.section, key.name) == contention.CPU_TIME:
+                cpu = key
+            elif (key.section, key.name) == (engine.SECTION, engine.NAME) and engine.waited(statistics.fmean(bests)):
+                ratio = key
+    return cpu if cpu is not None and ratio is not None else metric
 
 
 def _over_budget(plan: ABPlan, result: ABResult) -> bool:
@@ -541,13 +578,15 @@ def judge(result: ABResult, policy: Any = None) -> Any:
 
     compare reads what no number decides (new, removed, failed, not comparable) and deterministic counts;
     every measured metric is then decided by the rule on both sides' round bests (:func:`round_best`),
-    at compare's threshold for it. Significance is the rounds', not a test on the pooled samples: samples
-    of one round come from one asv process in one stretch of the machine's load, so they share that
-    process's layout and that load, and pooled they make any sample test overconfident. The round is the
-    independent unit.
+    at compare's threshold for it; a case whose wall clock waited for a CPU takes its CPU time's verdict
+    (:func:`mmtrack.analysis.contention.judged_on_cpu_time_where_waited`). Significance is the rounds', not a
+    test on the pooled samples: samples of one round come from one asv process in one stretch of the machine's
+    load, so they share that process's layout and that load, and pooled they make any sample test
+    overconfident. The round is the independent unit.
     """
     import dataclasses
 
+    from ..analysis import contention
     from ..analysis.compare import ComparePolicy, compare_measurements
 
     policy = policy or ComparePolicy()
@@ -557,8 +596,10 @@ def judge(result: ABResult, policy: Any = None) -> Any:
         dataclasses.replace(policy, alpha=1.0),  # the samples test is off: the round rule below decides
         before_label=f"A {result.base.commit.sha[:8]}", after_label=f"B {result.head.commit.sha[:8]}",
     )
-    return dataclasses.replace(comparison, rows=tuple(_by_rule(row, result, alpha) for row in comparison.rows),
-                               policy=policy)
+    base, head = result.base.round_measurements(), result.head.round_measurements()
+    rows = contention.judged_on_cpu_time_where_waited(tuple(_by_rule(row, result, alpha) for row in comparison.rows),
+                                                      {m.case: m for m in base}, {m.case: m for m in head})
+    return dataclasses.replace(comparison, rows=rows, policy=policy)
 
 
 def _by_rule(row: Any, result: ABResult, alpha: float) -> Any:

@@ -3,9 +3,11 @@
 On a machine whose other tenants take the CPU, a case's wall time measures its waiting too: identical code
 reads slower, and a real slowdown can read as none. The engine records, beside the wall clock, each
 single-threaded CPU-domain case's wall time over its CPU time (``timing/wall_per_cpu``,
-:mod:`mmtrack.measure.contention`). Where either side waited for a CPU, the case's wall-clock rows (time per op,
-throughput) take the verdict of its CPU time per op (``counters/task-clock``), and say so. Other cases (threads,
-IO and GPU domains, asv's own timings) record no ratio and keep the wall clock.
+:mod:`mmtrack.measure.contention`); ``mmtrack run`` and the A/B rounds record the same for asv's ``time_``
+benchmarks that neither ran threads nor blocked (:mod:`mmtrack.asvbridge.cpu_times`). Where either side waited for
+a CPU, the case's wall-clock rows (time per op, throughput) take the verdict of its CPU time per op
+(``counters/task-clock``), and say so. Other cases (threads, IO and GPU domains, asv benchmarks that block or time
+themselves) record no ratio and keep the wall clock.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def waited(m: Measurement | None) -> float | None:
 def contention_note(before: float | None, after: float | None) -> str:
     """Which side waited, and how long its wall time was against its CPU time."""
     sides = [f"{side} {r:.2f}x" for side, r in (("before", before), ("after", after)) if r is not None]
-    return f"wall clock contended (wall/CPU time {', '.join(sides)}); verdict on CPU time"
+    return f"wall clock waited for a CPU (wall/CPU time {', '.join(sides)}); judged on CPU time"
 
 
 def on_cpu_time(wall: Row, cpu: Row, note: str) -> Row:
@@ -58,6 +60,22 @@ def read_cpu_time_where_contended(
     ratios = _contention(before, after)
     # First: a wall-clock row judged on CPU time takes the CPU-time row's state too.
     rows = at_most_suspected(doubted_where_the_run_waited(rows, ratios, before, after))
+    return _on_cpu_time_where_waited(rows, ratios)
+
+
+def judged_on_cpu_time_where_waited(
+    rows: Sequence[Row], before: Mapping[Case, Measurement], after: Mapping[Case, Measurement]
+) -> tuple[Row, ...]:
+    """``rows`` whose verdicts another rule gave (the A/B rounds' :func:`mmtrack.ab.rule.decide`), each contended
+    case's wall-clock rows taking its CPU-time row's verdict: the rounds judge CPU time as they judge the wall clock,
+    and a row keeps its own state (the rounds are the re-run that a software counter's one-run move awaits)."""
+    states = {(r.benchmark, r.params, r.metric): r.state for r in rows}
+    return tuple(dataclasses.replace(r, state=states[(r.benchmark, r.params, r.metric)])
+                 for r in _on_cpu_time_where_waited(rows, _contention(before, after)))
+
+
+def _on_cpu_time_where_waited(rows: Sequence[Row], ratios: Mapping[tuple[str, str], tuple[float | None, float | None]]
+                              ) -> tuple[Row, ...]:
     by_case = {(r.benchmark, r.params, r.metric.section, r.metric.name): r for r in rows}
     out = []
     for row in rows:
@@ -89,6 +107,8 @@ def at_most_suspected(rows: Sequence[Row]) -> tuple[Row, ...]:
 
 #: The verdicts a contended run cannot give a case that has no CPU time of its own.
 MOVED = ("regressed", "improved")
+#: asv's ``mem_``/``peakmem_`` sizes and its non-time ``track_`` values (asvbridge/results_file.py's sections).
+UNTIMED_SECTIONS = frozenset({"memory", "track"})
 
 
 def doubted_where_the_run_waited(
@@ -111,6 +131,8 @@ def doubted_where_the_run_waited(
     def doubt(row: Row) -> str:
         if row.verdict not in MOVED or row.test == "deterministic" or row.state is not None:
             return ""  # history's verdicts (a state) weigh the run themselves
+        if row.metric.section in UNTIMED_SECTIONS:
+            return ""  # asv's memory and track values: no clock for the machine to move
         if (row.benchmark, row.params) not in own:
             return note
         custom = row.metric.section not in (engine.SECTION, CPU_TIME[0])  # a metric the benchmark timed itself
@@ -134,4 +156,5 @@ def _contention(before: Mapping[Case, Measurement], after: Mapping[Case, Measure
     return found
 
 
-__all__ = ["at_most_suspected", "contention_note", "doubted_where_the_run_waited", "on_cpu_time", "read_cpu_time_where_contended", "waited"]
+__all__ = ["at_most_suspected", "contention_note", "doubted_where_the_run_waited", "judged_on_cpu_time_where_waited",
+           "on_cpu_time", "read_cpu_time_where_contended", "waited"]

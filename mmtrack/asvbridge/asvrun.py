@@ -7,9 +7,11 @@ Steps, each a function a test can reach:
    write a derived asv config for this run.
 2. :func:`ensure_machine`: ``asv machine --yes`` once per machine name.
 3. :func:`run_asv`: ``asv run --python=same --set-commit-hash=SHA --record-samples``
-   with MMTRACK_COMMIT / MMTRACK_MACHINE / MMTRACK_SPOOL / MMTRACK_RUN_ID set.
+   with MMTRACK_COMMIT / MMTRACK_MACHINE / MMTRACK_SPOOL / MMTRACK_RUN_ID set, started
+   through :mod:`.asv_command` (its benchmark processes record their samples' CPU time).
 4. :func:`collect`: read asv's result file of this commit and this run's spool
-   files into :class:`CaseResult` values; report spool files a crashed run left.
+   files into :class:`CaseResult` values, with the CPU time of each ``time_`` case's
+   samples (:mod:`.cpu_times`); report spool files a crashed run left.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ..measure.metrics import MetricSummary
 from ..results import CommitInfo, canonical_params
 from ..textsafe import visible
 from ..vcs import GitError, commit_info, git_output, resolve_rev
-from . import spool
+from . import cpu_times, round_server, spool
 from .host import asv_machine
 from .suite_check import ImportFailure, filtered_suite, preflight, refuse_uninstalled_project
 
@@ -74,6 +76,11 @@ class Prepared:
     def cleanup(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
+    @property
+    def cpu_times(self) -> Path:
+        """Where this run's ``time_`` benchmark processes write their samples' CPU time (:mod:`.cpu_times`)."""
+        return self.workdir / "cpu-times"
+
     def environ(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
@@ -82,6 +89,7 @@ class Prepared:
                 spool.ENV_MACHINE: self.machine,
                 spool.ENV_SPOOL: str(self.spool_dir),
                 spool.ENV_RUN_ID: self.run_id,
+                round_server.CPU_TIMES: str(self.cpu_times),
             }
         )
         return env
@@ -100,6 +108,8 @@ class CaseResult:
     samples: tuple[float, ...] = ()
     unit: str = ""
     record: spool.SpoolRecord | None = None  # engine benchmarks only
+    param_index: int = 0  # the parameter combination's place in asv's grid
+    cpu_metrics: list[MetricSummary] = field(default_factory=list)  # asv time_ cases: CPU time beside the wall clock
 
     @property
     def label(self) -> str:
@@ -310,8 +320,14 @@ def ensure_machine(prepared: Prepared) -> None:
 
 
 # -- 3. asv run ------------------------------------------------------------------------------
+#: ``asv`` with its benchmark processes recording their samples' CPU time (run as a script: no mmtrack import).
+ASV_COMMAND = Path(__file__).with_name("asv_command.py")
+
+
 def asv_run_command(prepared: Prepared, request: AsvInvocation) -> list[str]:
-    cmd = _asv(
+    cmd = [
+        sys.executable,
+        str(ASV_COMMAND),
         "run",
         "--config",
         str(prepared.derived_config),
@@ -320,7 +336,7 @@ def asv_run_command(prepared: Prepared, request: AsvInvocation) -> list[str]:
         "--record-samples",
         "--machine",
         prepared.machine,
-    )
+    ]
     if request.quick:
         cmd.append("--quick")
     if request.bench:
@@ -505,6 +521,7 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime,
                 value=value if status == "ok" else None,
                 samples=tuple(samples[i] or ()) if samples and i < len(samples) else (),
                 unit=str(info.get("unit", "")),
+                param_index=i,
             )
 
 
@@ -528,6 +545,7 @@ def collect(prepared: Prepared, path: Path, since: datetime, bench: str | None =
     for tmp in spool.stale_temporaries(prepared.spool_dir):
         warnings.append(f"removed {tmp.name}: a half-written spool file of a killed run (never a complete record)")
         tmp.unlink(missing_ok=True)
+    with_cpu_time(cases, cpu_times.read(prepared.cpu_times))
     seen = set()
     for case in cases:
         entry = ours.get((case.benchmark, canonical_params(case.params)))
@@ -543,3 +561,11 @@ def collect(prepared: Prepared, path: Path, since: datetime, bench: str | None =
     for f in prepared.import_failures:
         cases.append(CaseResult(f.module, {}, "failed", f"could not import {f.path}: {f.message}"))
     return Collected(env_name, path, cases, [e.path for e in ours.values()], leftovers, warnings)
+
+
+def with_cpu_time(cases: Sequence[CaseResult], found: dict[cpu_times.CaseIndex, dict[str, list[float]]]) -> None:
+    """Each measured case that asv timed gets its samples' CPU time (and, single-threaded CPU-bound, wall/CPU)."""
+    for case in cases:
+        samples = found.get((case.benchmark, case.param_index)) if case.status == "ok" else None
+        if samples is not None:
+            case.cpu_metrics = cpu_times.metrics(samples)

@@ -193,6 +193,8 @@ def execute(request: RunRequest, report: Report = silent) -> RunOutcome:
         outcome = RunOutcome(prepared, collected, asv_exit, started)
         if (note := waited_note(asv_time.wall, asv_time.cpu)):
             outcome.summary.append(note)
+        if (note := cases_waited_note(collected.cases)):
+            outcome.summary.append(note)
         ingest(outcome, request.db)
         return outcome
     finally:
@@ -237,6 +239,18 @@ def waited_note(wall: float, cpu: float) -> str:
     return (f"the run waited for a CPU: asv's processes ran {cpu:.1f} s of CPU time in {wall:.1f} s (wall/CPU "
             f"{wall / cpu:.1f}x; load {load:.1f} on {os.cpu_count()} CPUs); its wall-clock timings read slow, so "
             "re-run on a quiet machine or judge with `mmtrack continuous`")
+
+
+def cases_waited_note(cases: Sequence[CaseResult]) -> str:
+    """One line naming how many of asv's time benchmarks waited for a CPU, by their own wall/CPU ratio; "" if none."""
+    from ..measure import contention
+
+    read = [m.mean for c in cases for m in c.cpu_metrics if (m.section, m.name) == (contention.SECTION, contention.NAME)]
+    waited = [r for r in read if contention.waited(r)]
+    if not waited:
+        return ""
+    return (f"{len(waited)} of {len(read)} time benchmarks waited for a CPU (wall time up to {max(waited):.2f}x their "
+            "CPU time); their verdicts are read on CPU time")
 
 
 def run_command(request: RunRequest, report: Report = silent) -> RunResult:
@@ -376,10 +390,19 @@ def _engine_cases(cases: Sequence[CaseResult]) -> list[Any]:
                 message=c.message or None,
                 version=c.version or (rec.version if rec else None),
                 stats=rec.stats if rec is not None and c.status == "ok" else None,
-                metrics=list(rec.metrics) if rec is not None and c.status == "ok" else None,  # pooled rounds
+                metrics=_case_metrics(c),
             )
         )
     return out
+
+
+def _case_metrics(c: CaseResult) -> list[Any] | None:
+    """An engine case's metrics (rounds pooled), or an asv ``time_`` case's CPU time beside asv's own file."""
+    if c.status != "ok":
+        return None
+    if c.record is not None:
+        return list(c.record.metrics)
+    return list(c.cpu_metrics) or None
 
 
 def _record(store: Any, *, commit: CommitInfo, machine: str, environment: str, run_id: str, suite: str,
@@ -413,7 +436,8 @@ def _ingest_into(store: Any, outcome: RunOutcome) -> None:
     if outcome.asv_exit is not None:
         imported = import_asv_results(store, prepared.results_dir, suite=suite)
         outcome.reports.extend(f"asv results not imported: {problem}" for problem in imported.failed)
-    engine = [c for c in collected.cases if c.record is not None or c.benchmark in _import_failure_names(prepared)]
+    engine = [c for c in collected.cases
+              if c.record is not None or c.cpu_metrics or c.benchmark in _import_failure_names(prepared)]
     if engine:
         _record(
             store,
