@@ -198,9 +198,9 @@ def single(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
                    capture_output=True)
     contenders = {
-        "asv": [sys.executable, "-m", "asv", "run", "--machine", MACHINE, "--environment", "existing", "--quiet",
+        "asv": [sys.executable, "-m", "asv", "run", "--machine", MACHINE, "--environment", "existing",
                 "--set-commit-hash", shas["base"]],
-        "mmtrack": [sys.executable, "-m", "mmtrack", "run", "--machine", MACHINE, "--no-progress"],
+        "mmtrack": [sys.executable, "-m", "mmtrack", "run", "--machine", MACHINE],
     }
     rows: dict[str, list[dict]] = {name: [] for name in contenders}
     names = list(contenders)
