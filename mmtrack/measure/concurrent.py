@@ -333,6 +333,16 @@ def _thread_slots(
     return controls, slots
 
 
+def _start_at_barrier(threads: list[threading.Thread], ready: threading.Barrier) -> None:
+    """Start the worker threads and wait until every one waits at the start barrier."""
+    for t in threads:
+        t.start()
+    try:
+        ready.wait()  # every worker is started and waiting
+    except threading.BrokenBarrierError:
+        raise ConcurrentWorkerError("a worker thread did not reach the start barrier")
+
+
 def _per_role(
     group: ConcurrentGroup, returned: list[Any], readings: list[Results]
 ) -> tuple[list[list[ConcurrentWorkerResult]], list[list[Results]]]:
@@ -429,12 +439,7 @@ class ConcurrentRunner:
 
         threads = [threading.Thread(target=work, args=(k,), name=f"mmtrack-{slots[k][0].name}-{slots[k][1]}",
                                     daemon=True) for k in range(len(slots))]
-        for t in threads:
-            t.start()
-        try:
-            ready.wait()  # every worker is started and waiting
-        except threading.BrokenBarrierError:
-            raise ConcurrentWorkerError("a worker thread did not reach the start barrier")
+        _start_at_barrier(threads, ready)
         hooks = runner._hooks
         if hooks:
             backend.begin()
