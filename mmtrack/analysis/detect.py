@@ -1,7 +1,8 @@
 """Change points per series: where a metric's level moved, and which way is worse.
 
-Pure functions over the plain records of :mod:`mmtrack.results`; nothing here
-touches the store.
+Reads one series' per-commit values (its medians) in commit order, and nothing else: pure functions over the
+plain records of :mod:`mmtrack.results`; nothing here touches the store. The rank statistics its tests use are
+:mod:`.rank_tests`'s.
 
 Method (chosen by measurement with ``scripts/eval_detect.py`` on the CI-runner noise model of
 ``scripts/ci_noise.py``; see docs/design/analysis.md), ``rankseg``, over the per-commit medians in log space
