@@ -58,36 +58,53 @@ def align_to_agreement(reports: Sequence[SeriesReport], columns: Mapping[object,
         if not r.changes or cols is None:
             out.append(r)
             continue
-        shas, values = cols
-        index: dict[str, int] | None = None  # worked out for the first change point other places agree on
-        changes = list(r.changes)
-        for k, c in enumerate(changes):
-            others = [o for o in by_bench[(c.series.benchmark, c.series.params, c.series.metric)]
-                      if (o.series.machine, o.series.environment) != (c.series.machine, c.series.environment)]
-            target = _agreed(c, others, position)
-            at = c.extra.get("index")
-            if target is None:
-                continue
-            if index is None:
-                index = {s: i for i, s in enumerate(shas)}
-                as_floats = np.asarray(values, dtype=float)
-                x = np.log(as_floats) if bool(np.all(as_floats > 0)) else as_floats
-            if target not in index or not isinstance(at, int):
-                continue
-            lo = changes[k - 1].extra.get("index", 0) if k else 0
-            hi = changes[k + 1].extra.get("index", len(x)) if k + 1 < len(changes) else len(x)
-            t = index[target]
-            if not (isinstance(lo, int) and isinstance(hi, int) and lo + 2 <= t <= hi - 2):
-                continue
-            if _wrong_side(x, lo, t, hi) > _wrong_side(x, lo, at, hi) + ALIGN_SLACK:
-                continue
-            before, after = float(np.median(values[lo:t])), float(np.median(values[t:hi]))
-            changes[k] = dataclasses.replace(
-                c, before_sha=shas[t - 1], after_sha=target, before_value=before, after_value=after,
-                ratio=after / before if before else math.inf,
-                extra={**c.extra, "index": t, "aligned_from": c.after_sha})
-        out.append(dataclasses.replace(r, changes=tuple(changes)))
+        out.append(_series_aligned(r, cols, by_bench, position))
     return out
+
+
+def _series_aligned(r: SeriesReport, cols: tuple[Sequence[str], Sequence[float]],
+                    by_bench: Mapping[tuple[object, ...], list[ChangePoint]],
+                    position: Mapping[str, int]) -> SeriesReport:
+    """One series' report with each change point moved where the other places agree and its values allow."""
+    shas, values = cols
+    index: dict[str, int] | None = None  # worked out for the first change point other places agree on
+    changes = list(r.changes)
+    for k, c in enumerate(changes):
+        others = [o for o in by_bench[(c.series.benchmark, c.series.params, c.series.metric)]
+                  if (o.series.machine, o.series.environment) != (c.series.machine, c.series.environment)]
+        target = _agreed(c, others, position)
+        if target is None:
+            continue
+        if index is None:
+            index = {s: i for i, s in enumerate(shas)}
+            as_floats = np.asarray(values, dtype=float)
+            x = np.log(as_floats) if bool(np.all(as_floats > 0)) else as_floats
+        moved = _moved_to(target, k, changes, shas, values, index, x)
+        if moved is not None:
+            changes[k] = moved
+    return dataclasses.replace(r, changes=tuple(changes))
+
+
+def _moved_to(target: str, k: int, changes: list[ChangePoint], shas: Sequence[str], values: Sequence[float],
+              index: Mapping[str, int], x: np.ndarray) -> ChangePoint | None:
+    """Change point ``k`` moved to ``target``, its levels from its new adjacent segments; None where the split
+    there leaves a segment under two commits or puts more than :data:`ALIGN_SLACK` more commits on the wrong side."""
+    c = changes[k]
+    at = c.extra.get("index")
+    if target not in index or not isinstance(at, int):
+        return None
+    lo = changes[k - 1].extra.get("index", 0) if k else 0
+    hi = changes[k + 1].extra.get("index", len(x)) if k + 1 < len(changes) else len(x)
+    t = index[target]
+    if not (isinstance(lo, int) and isinstance(hi, int) and lo + 2 <= t <= hi - 2):
+        return None
+    if _wrong_side(x, lo, t, hi) > _wrong_side(x, lo, at, hi) + ALIGN_SLACK:
+        return None
+    before, after = float(np.median(values[lo:t])), float(np.median(values[t:hi]))
+    return dataclasses.replace(
+        c, before_sha=shas[t - 1], after_sha=target, before_value=before, after_value=after,
+        ratio=after / before if before else math.inf,
+        extra={**c.extra, "index": t, "aligned_from": c.after_sha})
 
 
 __all__ = ["ALIGN_REACH", "ALIGN_SLACK", "ALIGN_PLACES", "align_to_agreement"]

@@ -31,15 +31,27 @@ def significance(before: Measurement, after: Measurement, alpha: float, *,
     a, b = finite(before.samples), finite(after.samples)
     # the smallest p the exact test can reach is 1 / comb: compared as an int, which no sample count overflows
     if a.size and b.size and math.comb(a.size + b.size, min(a.size, b.size)) > 1.0 / alpha:
-        if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic on both sides
-            return bool(a[0] != b[0]), (0.0 if a[0] != b[0] else 1.0), "mann-whitney"
-        from scipy import stats as sps  # seconds to import: only once samples are tested (detect's medians never are)
-
-        p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
-        p = 1.0 if math.isnan(p) else p
-        return p < alpha, p, "mann-whitney"
+        significant, p = _mann_whitney(a, b, alpha)
+        return significant, p, "mann-whitney"
     if quartiles and (p := quartile_test(before, after)) is not None:
         return p < alpha, p, "quartiles"
+    return _overlap_test(before, after, a, b)
+
+
+def _mann_whitney(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[bool, float]:
+    """(significant, p) of the samples by Mann-Whitney U; two deterministic sides differ or not, p 0 or 1."""
+    if np.ptp(a) == 0 and np.ptp(b) == 0:  # deterministic on both sides
+        return bool(a[0] != b[0]), (0.0 if a[0] != b[0] else 1.0)
+    from scipy import stats as sps  # seconds to import: only once samples are tested (detect's medians never are)
+
+    p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    p = 1.0 if math.isnan(p) else p
+    return p < alpha, p
+
+
+def _overlap_test(before: Measurement, after: Measurement, a: np.ndarray,
+                  b: np.ndarray) -> tuple[bool, float | None, str]:
+    """Without a test of the samples: apart when the 99% intervals, else the samples' ranges, do not overlap."""
     ci = [(m.ci_low, m.ci_high) for m in (before, after)]
     if all(lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi) for lo, hi in ci):
         (alo, ahi), (blo, bhi) = ci

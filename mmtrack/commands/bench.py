@@ -445,25 +445,39 @@ def run_bench(request: BenchRequest, report: Report = silent, progress: CaseProg
     if request.save and nothing_ran:  # a run without results would only stand between later runs and their baseline
         report(NothingToSave())
     if journal is not None:
-        result.run_id, why = save(url, ctx, run.outcomes, report)
-        if result.run_id is not None:
-            journal.remove()
-            report(Saved(result.run_id, ctx.commit.short if ctx.commit else "", redact(url)))
-        else:
-            result.save_failed = True
-            report(SaveFailed(redact(url), why, len(run.outcomes), journal.folder))
+        _save_run(result, journal, url, ctx, report)
     kept = bench_profiles.settle(request.profiles, project, result.run_id)
     result.baseline = _compare(request, result, ctx, url, nothing_ran, report)
     report(Compared(result.baseline))
-    if kept is not None and result.baseline.comparison is not None and result.baseline.baseline_id is not None:
-        from ..analysis.why_counts import why_counts_changed
-
-        report(CountsExplained(why_counts_changed(result.baseline.comparison.rows,
-                                                  bench_profiles.of_run(project, result.baseline.baseline_id), kept)))
+    if kept is not None:
+        _explain_counts(result.baseline, project, kept, report)
     if request.output is not None:
         _write_report(request, result, ctx, started_at)
         report(ReportWritten(request.output))
     return result
+
+
+def _save_run(result: BenchResult, journal: bench_journal.Journal, url: str, ctx: BenchContext,
+              report: Report) -> None:
+    """The run into the store, its journal removed once saved (kept, and said where, when the save failed)."""
+    run = result.run
+    result.run_id, why = save(url, ctx, run.outcomes, report)
+    if result.run_id is not None:
+        journal.remove()
+        report(Saved(result.run_id, ctx.commit.short if ctx.commit else "", redact(url)))
+    else:
+        result.save_failed = True
+        report(SaveFailed(redact(url), why, len(run.outcomes), journal.folder))
+
+
+def _explain_counts(baseline: BaselineResult, project: Path, kept: Path, report: Report) -> None:
+    """Why instruction counts changed against the baseline, when both runs kept their callgrind profiles."""
+    if baseline.comparison is None or baseline.baseline_id is None:
+        return
+    from ..analysis.why_counts import why_counts_changed
+
+    report(CountsExplained(why_counts_changed(baseline.comparison.rows,
+                                              bench_profiles.of_run(project, baseline.baseline_id), kept)))
 
 
 def _compare(request: BenchRequest, result: BenchResult, ctx: BenchContext, url: str, nothing_ran: bool,

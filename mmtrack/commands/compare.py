@@ -170,6 +170,20 @@ class SeriesContext:
     stand_ins: dict[tuple[str, str, MetricKey], tuple[Measurement, CommitInfo]] = field(default_factory=dict)
 
 
+_Case = tuple[str, str, MetricKey]  # (benchmark, params, metric): one series on each side
+
+
+@dataclass
+class _Gathered:
+    """What :func:`series_context` gathers per case on its way: the commits of the values and B's own tails."""
+
+    history_labels: dict[_Case, list[str]] = field(default_factory=dict)
+    later_labels: dict[_Case, list[str]] = field(default_factory=dict)
+    before_labels: dict[_Case, str] = field(default_factory=dict)
+    tails: dict[_Case, tuple[list[Measurement], list[str]]] = field(default_factory=dict)
+    settled: dict[_Case, set[str]] = field(default_factory=dict)
+
+
 def series_context(
     store: Any,
     before: Side,
@@ -195,57 +209,66 @@ def series_context(
     if window <= 0 or before.commit is None or before.machine is None or before.environment is None:
         return out
     same_series = after.commit is not None and after.machine == before.machine and after.environment == before.environment
-    history_labels: dict[tuple[str, str, MetricKey], list[str]] = {}
-    later_labels: dict[tuple[str, str, MetricKey], list[str]] = {}
-    tails: dict[tuple[str, str, MetricKey], tuple[list[Measurement], list[str]]] = {}
     skipped = set(skipped) if same_series else set()
-    before_labels: dict[tuple[str, str, MetricKey], str] = {}
     # What same-machine A/B runs (mmtrack run --confirm) settled, per (series, after sha): history does not
     # decide those commits again.
     by_ab = {k: v for k, v in q.load_ab_verdicts(store, machine=before.machine).items()
              if v["state"] in ("confirmed", "refuted")} if same_series else {}
-    settled: dict[tuple[str, str, MetricKey], set[str]] = {}
+    got = _Gathered()
     for case in [*cases, *sorted(skipped)]:
         bench, params, metric = case
         key = SeriesKey(before.machine, before.environment, bench, params, metric)
         pts = q.series(store, key)
-        if case in skipped:
-            idx = _own_before(pts, before.commit, after.commit)  # type: ignore[arg-type]
-            if idx is not None:
-                out.stand_ins[case] = (pts[idx].measurement, pts[idx].commit)
-        else:
-            idx = _index_of(pts, before.commit.sha)
+        idx = _before_index(pts, case, skipped, before, after, out)
         if idx is None:
             continue
-        before_labels[case] = pts[idx].commit.sha
+        got.before_labels[case] = pts[idx].commit.sha
         measurements = [p.measurement for p in pts]
         out.history[case] = series_history(measurements, idx, window)
-        history_labels[case] = [pts[i].commit.sha for i in series_history_at(measurements, idx, window)]
-        if not same_series:
-            continue
-        at = _index_of(pts, after.commit.sha)  # type: ignore[union-attr]
-        if at is None:
-            continue
-        version = pts[at].measurement.version
-        verdict = by_ab.get((key, after.commit.sha))  # type: ignore[union-attr]
-        if verdict is not None and verdict["before_sha"] == before.commit.sha:
-            out.ab[case] = verdict
-        out.later[case] = series_later(measurements, at, policy)
-        later_labels[case] = [p.commit.sha for p in pts[at + 1 : at + 1 + len(out.later[case])]]
-        # B's own series up to B, same code version: the commits whose suspicion B may settle.
-        tail = pts[max(0, at - window - policy.confirm_window) : at + 1]
-        while tail and tail[0].measurement.version != version:
-            tail = tail[1:]
-        if len(tail) > 2:
-            tails[case] = ([p.measurement for p in tail], [p.commit.short for p in tail])
-            if done := {p.commit.short for p in tail if (key, p.commit.sha) in by_ab}:
-                settled[case] = done
+        got.history_labels[case] = [pts[i].commit.sha for i in series_history_at(measurements, idx, window)]
+        if same_series:
+            _add_after(out, got, case, key, pts, measurements, before, after, window, policy, by_ab)
     # Decided across the run, so that a runner change confirmed in every series is no regression of each.
-    out.decided.extend(decided_in_run(tails, policy, window, settled))
+    out.decided.extend(decided_in_run(got.tails, policy, window, got.settled))
     if same_series:
-        before_of = before_labels if out.stand_ins else before.commit.sha
-        out.labels = RunLabels(before_of, after.commit.sha, history_labels, later_labels)  # type: ignore[union-attr]
+        before_of = got.before_labels if out.stand_ins else before.commit.sha
+        out.labels = RunLabels(before_of, after.commit.sha, got.history_labels,  # type: ignore[union-attr]
+                               got.later_labels)
     return out
+
+
+def _before_index(pts: list[Any], case: _Case, skipped: set[_Case], before: Side, after: Side,
+                  out: SeriesContext) -> int | None:
+    """The index of A in a case's series, or for a case A skipped, of its stand-in (noted in ``out``)."""
+    if case not in skipped:
+        return _index_of(pts, before.commit.sha)  # type: ignore[union-attr]
+    idx = _own_before(pts, before.commit, after.commit)  # type: ignore[arg-type]
+    if idx is not None:
+        out.stand_ins[case] = (pts[idx].measurement, pts[idx].commit)
+    return idx
+
+
+def _add_after(out: SeriesContext, got: _Gathered, case: _Case, key: SeriesKey, pts: list[Any],
+               measurements: list[Measurement], before: Side, after: Side, window: int, policy: ComparePolicy,
+               by_ab: dict[Any, dict[str, Any]]) -> None:
+    """What a case's series says after B (later values, an A/B verdict of A against B) and B's own tail."""
+    at = _index_of(pts, after.commit.sha)  # type: ignore[union-attr]
+    if at is None:
+        return
+    verdict = by_ab.get((key, after.commit.sha))  # type: ignore[union-attr]
+    if verdict is not None and verdict["before_sha"] == before.commit.sha:  # type: ignore[union-attr]
+        out.ab[case] = verdict
+    out.later[case] = series_later(measurements, at, policy)
+    got.later_labels[case] = [p.commit.sha for p in pts[at + 1 : at + 1 + len(out.later[case])]]
+    # B's own series up to B, same code version: the commits whose suspicion B may settle.
+    version = pts[at].measurement.version
+    tail = pts[max(0, at - window - policy.confirm_window) : at + 1]
+    while tail and tail[0].measurement.version != version:
+        tail = tail[1:]
+    if len(tail) > 2:
+        got.tails[case] = ([p.measurement for p in tail], [p.commit.short for p in tail])
+        if done := {p.commit.short for p in tail if (key, p.commit.sha) in by_ab}:
+            got.settled[case] = done
 
 
 def _index_of(points: list[Any], sha: str) -> int | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import EXIT_USAGE, UserError, user_regex
 
@@ -68,31 +68,47 @@ def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
     from ..store import reads as q
 
     runs = q.runs(store, machine=request.machine, environment=request.env)
-    if request.what == "runs":
-        return [
-            {"id": r.id, "started_at": _iso(r.started_at), "sha": r.commit.sha, "dirty": r.commit.dirty,
-             "machine": r.machine, "host": r.host, "environment": r.environment, "kind": r.kind, "suite": r.suite,
-             "results": r.results}
-            for r in runs
-        ]
-    if request.what == "commits":
-        per_commit = Counter(r.commit.sha for r in runs)
-        return [
-            {"sha": c.sha, "date": _iso(c.date), "branches": list(c.branches), "runs": per_commit[c.sha],
-             "message": (c.message or "").split("\n", 1)[0]}
-            for c in q.commits(store, request.machine, request.env)
-        ]
-    if request.what == "machines":
-        per_machine = Counter(r.machine for r in runs)
-        hosts = q.hosts_by_machine(store)
-        return [
-            {"name": mi.name, "runs": per_machine[mi.name], "hosts": hosts.get(mi.name, []),
-             "hardware": _hardware(mi.info),
-             "environments": [e.name for e in q.list_environments(store, mi.name)
-                              if request.env is None or e.name == request.env], "info": dict(mi.info)}
-            for mi in q.list_machines(store)
-            if (request.machine is None or mi.name == request.machine) and (request.env is None or per_machine[mi.name])
-        ]
+    return _RECORDS.get(request.what, _benchmark_records)(store, request, runs)
+
+
+def _run_records(store: Any, request: ListRequest, runs: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {"id": r.id, "started_at": _iso(r.started_at), "sha": r.commit.sha, "dirty": r.commit.dirty,
+         "machine": r.machine, "host": r.host, "environment": r.environment, "kind": r.kind, "suite": r.suite,
+         "results": r.results}
+        for r in runs
+    ]
+
+
+def _commit_records(store: Any, request: ListRequest, runs: list[Any]) -> list[dict[str, Any]]:
+    from ..store import reads as q
+
+    per_commit = Counter(r.commit.sha for r in runs)
+    return [
+        {"sha": c.sha, "date": _iso(c.date), "branches": list(c.branches), "runs": per_commit[c.sha],
+         "message": (c.message or "").split("\n", 1)[0]}
+        for c in q.commits(store, request.machine, request.env)
+    ]
+
+
+def _machine_records(store: Any, request: ListRequest, runs: list[Any]) -> list[dict[str, Any]]:
+    from ..store import reads as q
+
+    per_machine = Counter(r.machine for r in runs)
+    hosts = q.hosts_by_machine(store)
+    return [
+        {"name": mi.name, "runs": per_machine[mi.name], "hosts": hosts.get(mi.name, []),
+         "hardware": _hardware(mi.info),
+         "environments": [e.name for e in q.list_environments(store, mi.name)
+                          if request.env is None or e.name == request.env], "info": dict(mi.info)}
+        for mi in q.list_machines(store)
+        if (request.machine is None or mi.name == request.machine) and (request.env is None or per_machine[mi.name])
+    ]
+
+
+def _benchmark_records(store: Any, request: ListRequest, runs: list[Any]) -> list[dict[str, Any]]:
+    from ..store import reads as q
+
     measured = None  # benchmarks: those with a series on --machine / --env, when either is given
     if request.machine is not None or request.env is not None:
         measured = {k.benchmark for k in q.list_series(store, machine=request.machine, environment=request.env)}
@@ -105,3 +121,8 @@ def _records(store: Any, request: ListRequest) -> list[dict[str, Any]]:
         for b in q.list_benchmarks(store, request.benchmark)
         if measured is None or b.name in measured
     ]
+
+
+# What each ``list`` word lists; any other word lists benchmarks.
+_RECORDS: dict[str, Callable[[Any, ListRequest, list[Any]], list[dict[str, Any]]]] = {
+    "runs": _run_records, "commits": _commit_records, "machines": _machine_records}

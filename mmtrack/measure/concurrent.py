@@ -175,32 +175,9 @@ def role_stats(
         thread_ops = tuple(tuple(res.operations for res in s.results[r]) for s in samples)
         ops = tuple(sum(row) for row in thread_ops)
         pairs = [(o, d) for row, d in zip(thread_ops, durations) for o in row]
-        names: list[str] = []
-        for s in samples:
-            for res in s.results[r]:
-                names.extend(n for n in res.counters if n not in names)
-        events = []
-        for n in names:
-            per_sample = tuple(sum(res.counters.get(n, 0) for res in s.results[r]) for s in samples)
-            total = sum(per_sample)
-            events.append(EventCounterSummary(
-                n, total, total / sum(ops) if sum(ops) else math.nan,
-                total / total_time if total_time > 0 else math.nan, per_sample,
-            ))
         counters: list[CounterSummary] = []
         if any(s.thread_counters for s in samples):
-            per_sample: list[dict[str, float]] = []
-            coverage: list[tuple[int, int]] = []
-            for s in samples:
-                summed: dict[str, float] = {}
-                enabled = running = 0
-                for reading in s.thread_counters[r] if s.thread_counters else ():
-                    for n, v in reading.counters.items():
-                        summed[n] = summed.get(n, 0.0) + v
-                    enabled, running = enabled + reading.time_enabled_ns, running + reading.time_running_ns
-                per_sample.append(summed)
-                coverage.append((enabled, running))
-            counters = summarize_counters(per_sample, ops, coverage)
+            counters = _role_counters(samples, r, ops)
         out.append(RoleStats(
             name=worker.name,
             threads=worker.threads,
@@ -209,10 +186,44 @@ def role_stats(
             durations=durations,
             latency=Distribution.of([d / o for o, d in pairs if o > 0]),
             rate=Distribution.of([o / d for o, d in pairs if d > 0]),
-            events=events,
+            events=_role_events(samples, r, ops, total_time),
             counters=counters,
         ))
     return out
+
+
+def _role_events(samples: Sequence["_SampleRecord"], r: int, ops: tuple[int, ...],
+                 total_time: float) -> list[EventCounterSummary]:
+    """The event counts role ``r``'s workers returned, summed over its threads, in the order first seen."""
+    names: list[str] = []
+    for s in samples:
+        for res in s.results[r]:
+            names.extend(n for n in res.counters if n not in names)
+    events = []
+    for n in names:
+        per_sample = tuple(sum(res.counters.get(n, 0) for res in s.results[r]) for s in samples)
+        total = sum(per_sample)
+        events.append(EventCounterSummary(
+            n, total, total / sum(ops) if sum(ops) else math.nan,
+            total / total_time if total_time > 0 else math.nan, per_sample,
+        ))
+    return events
+
+
+def _role_counters(samples: Sequence["_SampleRecord"], r: int, ops: tuple[int, ...]) -> list[CounterSummary]:
+    """Role ``r``'s own perf counters: its threads' readings summed per sample, with their coverage."""
+    per_sample: list[dict[str, float]] = []
+    coverage: list[tuple[int, int]] = []
+    for s in samples:
+        summed: dict[str, float] = {}
+        enabled = running = 0
+        for reading in s.thread_counters[r] if s.thread_counters else ():
+            for n, v in reading.counters.items():
+                summed[n] = summed.get(n, 0.0) + v
+            enabled, running = enabled + reading.time_enabled_ns, running + reading.time_running_ns
+        per_sample.append(summed)
+        coverage.append((enabled, running))
+    return summarize_counters(per_sample, ops, coverage)
 
 
 # -- sampling ----------------------------------------------------------------------------------
@@ -308,6 +319,58 @@ class _Pinning:
         return f"workers pinned round-robin to CPUs {','.join(map(str, self.cpus))}"
 
 
+def _thread_slots(
+    group: ConcurrentGroup, clock: Callable[[], int]
+) -> tuple[list[ConcurrentBenchControl], list[tuple[ConcurrentWorker, int, ConcurrentBenchControl]]]:
+    """One control per worker thread, and each thread's (role, index in its role, control)."""
+    controls: list[ConcurrentBenchControl] = []
+    slots: list[tuple[ConcurrentWorker, int, ConcurrentBenchControl]] = []
+    for worker in group.workers:
+        for j in range(worker.threads):
+            control = ConcurrentBenchControl(clock, len(controls), j)
+            controls.append(control)
+            slots.append((worker, j, control))
+    return controls, slots
+
+
+def _start_at_barrier(threads: list[threading.Thread], ready: threading.Barrier) -> None:
+    """Start the worker threads and wait until every one waits at the start barrier."""
+    for t in threads:
+        t.start()
+    try:
+        ready.wait()  # every worker is started and waiting
+    except threading.BrokenBarrierError:
+        raise ConcurrentWorkerError("a worker thread did not reach the start barrier")
+
+
+def _per_role(
+    group: ConcurrentGroup, returned: list[Any], readings: list[Results]
+) -> tuple[list[list[ConcurrentWorkerResult]], list[list[Results]]]:
+    """The threads' returns (checked) and counter readings, grouped by role."""
+    results: list[list[ConcurrentWorkerResult]] = []
+    thread_counters: list[list[Results]] = []
+    k = 0
+    for worker in group.workers:
+        results.append([_as_result(returned[k + j], worker.name) for j in range(worker.threads)])
+        thread_counters.append(readings[k : k + worker.threads])
+        k += worker.threads
+    return results, thread_counters
+
+
+def _backend_sample(backend: MeasurementBackend, elapsed: float, results: list[list[ConcurrentWorkerResult]],
+                    index: int) -> tuple[Results, list[MetricValue]]:
+    """What the backend measured over the window; the window's length and operations where it has none."""
+    total_ops = sum(r.operations for role in results for r in role)
+    backend_results = Results()
+    backend_metrics: list[MetricValue] = []
+    backend.collect(elapsed, total_ops, index, backend_results, backend_metrics)
+    if backend_results.duration <= 0:
+        backend_results.duration = elapsed
+    if backend_results.iterations <= 0:
+        backend_results.iterations = total_ops
+    return backend_results, backend_metrics
+
+
 class SampleHost(Protocol):
     """What a concurrent run reads of the :class:`mmtrack.measure.runner.Runner` that built it."""
 
@@ -338,18 +401,12 @@ class ConcurrentRunner:
 
     def _sample(self, info: ConcurrentSampleInfo) -> _SampleRecord:
         runner, group = self.runner, self.group
-        name, clock, backend = runner.spec.name, runner.clock, runner.backend
+        clock, backend = runner.clock, runner.backend
         ctx = self.prepare(group.num_threads)
         before = getattr(self.lifecycle, "before_sample", None)
         if before is not None:
             before(ctx, info)
-        controls: list[ConcurrentBenchControl] = []
-        slots: list[tuple[ConcurrentWorker, int, ConcurrentBenchControl]] = []
-        for worker in group.workers:
-            for j in range(worker.threads):
-                control = ConcurrentBenchControl(clock, len(controls), j)
-                controls.append(control)
-                slots.append((worker, j, control))
+        controls, slots = _thread_slots(group, clock)
         returned: list[Any] = [None] * len(slots)
         readings: list[Results] = [Results() for _ in slots]
         counter_names = self.thread_counter_names
@@ -382,12 +439,7 @@ class ConcurrentRunner:
 
         threads = [threading.Thread(target=work, args=(k,), name=f"mmtrack-{slots[k][0].name}-{slots[k][1]}",
                                     daemon=True) for k in range(len(slots))]
-        for t in threads:
-            t.start()
-        try:
-            ready.wait()  # every worker is started and waiting
-        except threading.BrokenBarrierError:
-            raise ConcurrentWorkerError("a worker thread did not reach the start barrier")
+        _start_at_barrier(threads, ready)
         hooks = runner._hooks
         if hooks:
             backend.begin()
@@ -405,34 +457,28 @@ class ConcurrentRunner:
                 _end(backend)
         if errors:
             raise ConcurrentWorkerError(errors[0])
-        results: list[list[ConcurrentWorkerResult]] = []
-        thread_counters: list[list[Results]] = []
-        k = 0
-        for worker in group.workers:
-            results.append([_as_result(returned[k + j], worker.name) for j in range(worker.threads)])
-            thread_counters.append(readings[k : k + worker.threads])
-            k += worker.threads
+        # The window is over: what follows only gathers what the threads and the backend measured.
+        results, thread_counters = _per_role(group, returned, readings)
         elapsed = (t1 - t0) * 1e-9
-        total_ops = sum(r.operations for role in results for r in role)
-        backend_results = Results()
-        backend_metrics: list[MetricValue] = []
-        backend.collect(elapsed, total_ops, info.index, backend_results, backend_metrics)
-        if backend_results.duration <= 0:
-            backend_results.duration = elapsed
-        if backend_results.iterations <= 0:
-            backend_results.iterations = total_ops
-        scenario: list[MetricValue] = []
-        after = getattr(self.lifecycle, "after_sample", None)
-        if after is not None:
-            for m in after(ctx, info) or ():
-                if not isinstance(m, MetricValue):
-                    raise ConcurrentWorkerError(
-                        f"after_sample returned a {type(m).__name__}; return MetricValue objects"
-                    )
-                m.validate(name)
-                scenario.append(m if m.section else m.with_section(SCENARIO_SECTION))
+        backend_results, backend_metrics = _backend_sample(backend, elapsed, results, info.index)
+        scenario = self._scenario_metrics(ctx, info)
         return _SampleRecord(elapsed, results, backend_results, backend_metrics, scenario,
                              thread_counters if counter_names else None)
+
+    def _scenario_metrics(self, ctx: Any, info: ConcurrentSampleInfo) -> list[MetricValue]:
+        """The lifecycle's after_sample metrics, checked, in the scenario section unless they name one."""
+        scenario: list[MetricValue] = []
+        after = getattr(self.lifecycle, "after_sample", None)
+        if after is None:
+            return scenario
+        for m in after(ctx, info) or ():
+            if not isinstance(m, MetricValue):
+                raise ConcurrentWorkerError(
+                    f"after_sample returned a {type(m).__name__}; return MetricValue objects"
+                )
+            m.validate(self.runner.spec.name)
+            scenario.append(m if m.section else m.with_section(SCENARIO_SECTION))
+        return scenario
 
     def sample_count(self) -> int:
         opts = self.runner.options

@@ -291,18 +291,7 @@ def open_counters(
 ) -> tuple[list[_Group], OpenReport]:
     """Open ``counters`` as described in the module docstring; PerfUnavailable if none opens."""
     base = ATTR_EXCLUDE_HV | (ATTR_INHERIT if inherit else 0)
-    probe = _BY_NAME["task-clock"]
-    user_only = False
-    try:
-        os.close(_open_counter(probe, base, -1))
-    except OSError as exc:
-        if exc.errno not in _DENIED:
-            raise PerfUnavailable(exc.errno or _errno.EIO, {}) from None
-        try:
-            os.close(_open_counter(probe, base | ATTR_EXCLUDE_KERNEL, -1))
-        except OSError as exc2:
-            raise PerfUnavailable(exc2.errno or exc.errno, {}) from None
-        user_only = True
+    user_only = _user_only(base)
     flags = base | (ATTR_EXCLUDE_KERNEL if user_only else 0)
     wanted = [c for c in counters if not (user_only and c.name in KERNEL_CONTEXT_COUNTERS)]
     group_errno: int | None = None
@@ -314,6 +303,34 @@ def open_counters(
         except OSError as exc:
             group_errno = exc.errno
     # Fallback: each counter alone.
+    singles, failed = _open_singles(wanted, flags)
+    try:  # both close everything they hold when they fail
+        groups = _regroup(singles, flags) if grouping else _alone(singles)
+    except OSError as exc:  # reading or identifying a fresh fd failed: give up cleanly
+        raise PerfUnavailable(exc.errno or _errno.EIO, failed) from None
+    opened = tuple(n for g in groups for n in g.names)
+    return groups, OpenReport(_mode_of(groups), opened, failed, user_only, group_errno)
+
+
+def _user_only(base: int) -> bool:
+    """Whether only user-space counting is allowed (a probe counter opens only with kernel events excluded);
+    PerfUnavailable when it opens neither way."""
+    probe = _BY_NAME["task-clock"]
+    try:
+        os.close(_open_counter(probe, base, -1))
+    except OSError as exc:
+        if exc.errno not in _DENIED:
+            raise PerfUnavailable(exc.errno or _errno.EIO, {}) from None
+        try:
+            os.close(_open_counter(probe, base | ATTR_EXCLUDE_KERNEL, -1))
+        except OSError as exc2:
+            raise PerfUnavailable(exc2.errno or exc.errno, {}) from None
+        return True
+    return False
+
+
+def _open_singles(wanted: Sequence[Counter], flags: int) -> tuple[list[tuple[Counter, int]], dict[str, int]]:
+    """Each counter opened alone, and the errno of each that failed; PerfUnavailable when none opened."""
     singles: list[tuple[Counter, int]] = []
     failed: dict[str, int] = {}
     for c in wanted:
@@ -324,16 +341,14 @@ def open_counters(
     if not singles:
         _, first_errno = next(iter(failed.items()), ("", _errno.ENOENT))
         raise PerfUnavailable(_telling_errno(failed) or first_errno, failed)
-    try:  # both close everything they hold when they fail
-        groups = _regroup(singles, flags) if grouping else _alone(singles)
-    except OSError as exc:  # reading or identifying a fresh fd failed: give up cleanly
-        raise PerfUnavailable(exc.errno or _errno.EIO, failed) from None
+    return singles, failed
+
+
+def _mode_of(groups: list[_Group]) -> str:
+    """How the counters were opened, as :class:`OpenReport` names it."""
     if all(len(g.fds) == 1 for g in groups) and len(groups) > 1:
-        mode = "individual counters"
-    else:
-        mode = "perf event group" if len(groups) == 1 else "perf event groups"
-    opened = tuple(n for g in groups for n in g.names)
-    return groups, OpenReport(mode, opened, failed, user_only, group_errno)
+        return "individual counters"
+    return "perf event group" if len(groups) == 1 else "perf event groups"
 
 
 def _alone(singles: list[tuple[Counter, int]]) -> list[_Group]:

@@ -456,40 +456,19 @@ def _append_benchmark(
     old_tails = cached.get("tails")
     if model.newest_points is None:
         return None
-    meta = _old_call(writer, bench_data(bid, "meta"), "meta")
-    old_meta = meta[1] if meta and len(meta) == 2 and isinstance(meta[1], dict) else {}
-    old_chunks = old_meta.get("chunks")
-    if not old_chunks or not isinstance(old_chunks, list) or len(old_meta.get("series") or ()) != len(keys):
+    old = _old_last_chunk(writer, bid, keys)
+    if old is None:
         return None
-    files = {f"b/{bid}.html", bench_data(bid, "meta"), *(bench_data(bid, k) for k in old_chunks)}
-    if set(writer.old_files(bench_data(bid, ""))) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
-        return None
-    last = max(old_chunks)
-    points = _old_call(writer, bench_data(bid, last), "points")
-    if not points or len(points) != 3 or not isinstance(points[2], list) or len(points[2]) != len(keys):
-        return None
+    old_meta, old_chunks, last, points = old
     start = last * size  # the new points must all land here or later: the chunks before stay as they are
-    reads = []
-    for key, (_, _, _, _, marker, _, decided) in zip(keys, old_tails):
-        newest = _newest(model, key)
-        at = next((j for j, p in enumerate(newest) if [p.commit.sha, p.run_id] == marker), None)
-        if at is None:
-            return None  # more new points than read (or the marker gone): read the series whole
-        fresh = newest[at + 1 :]
-        if fresh and not decided:
-            return None  # the band is still to be decided by a point of the whole series
-        if any(pos.get(p.commit.sha, start) < start for p in fresh):
-            return None
-        reads.append((newest, fresh, at))
+    reads = _fresh_points(model, keys, old_tails, pos, start)
+    if reads is None:
+        return None
 
     chunks: dict[int, list[Any]] = {last: points[2]}
     series_meta = old_meta["series"]
-    old_steps = cached.get("verdicts")
-    if not isinstance(old_steps, list) or len(old_steps) != len(keys):
-        old_steps = [None] * len(keys)  # worked out anew
-    old_prints = cached.get("runs")
-    if not isinstance(old_prints, list) or len(old_prints) != len(keys):
-        old_prints = [None] * len(keys)
+    old_steps = _cached_per_series(cached, "verdicts", len(keys))  # None: worked out anew
+    old_prints = _cached_per_series(cached, "runs", len(keys))
     tails, steps = [], []
     family = Counter((k.machine, k.environment) for k in model.series)
     from ..analysis.compare import ComparePolicy
@@ -516,6 +495,52 @@ def _append_benchmark(
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted({*old_chunks, *chunks}),
                                     model, cps_by_key, runs_by_key, pos)
     return entry, rows, tails, steps
+
+
+def _old_last_chunk(
+    writer: SiteWriter, bid: str, keys: list[SeriesKey]
+) -> tuple[dict[str, Any], list[Any], Any, list[Any]] | None:
+    """The last build's meta of a benchmark, its chunk ids, the last of them and that chunk's points;
+    None unless its files are all there, keepable, and shaped for these ``keys``."""
+    meta = _old_call(writer, bench_data(bid, "meta"), "meta")
+    old_meta = meta[1] if meta and len(meta) == 2 and isinstance(meta[1], dict) else {}
+    old_chunks = old_meta.get("chunks")
+    if not old_chunks or not isinstance(old_chunks, list) or len(old_meta.get("series") or ()) != len(keys):
+        return None
+    files = {f"b/{bid}.html", bench_data(bid, "meta"), *(bench_data(bid, k) for k in old_chunks)}
+    if set(writer.old_files(bench_data(bid, ""))) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
+        return None
+    last = max(old_chunks)
+    points = _old_call(writer, bench_data(bid, last), "points")
+    if not points or len(points) != 3 or not isinstance(points[2], list) or len(points[2]) != len(keys):
+        return None
+    return old_meta, old_chunks, last, points
+
+
+def _fresh_points(
+    model: SiteModel, keys: list[SeriesKey], old_tails: list[Any], pos: dict[str, int], start: int
+) -> list[tuple[list[SeriesPoint], list[SeriesPoint], int]] | None:
+    """Each series' newest points, those after its last build's marker, and the marker's index; None when a
+    series cannot be carried on (marker gone, band undecided, a new point placed before ``start``)."""
+    reads = []
+    for key, (_, _, _, _, marker, _, decided) in zip(keys, old_tails):
+        newest = _newest(model, key)
+        at = next((j for j, p in enumerate(newest) if [p.commit.sha, p.run_id] == marker), None)
+        if at is None:
+            return None  # more new points than read (or the marker gone): read the series whole
+        fresh = newest[at + 1 :]
+        if fresh and not decided:
+            return None  # the band is still to be decided by a point of the whole series
+        if any(pos.get(p.commit.sha, start) < start for p in fresh):
+            return None
+        reads.append((newest, fresh, at))
+    return reads
+
+
+def _cached_per_series(cached: dict[str, Any], name: str, n: int) -> list[Any]:
+    """The last build's list ``name`` of one entry per series, or Nones when it does not fit ``n`` series."""
+    old = cached.get(name)
+    return old if isinstance(old, list) and len(old) == n else [None] * n
 
 
 def _add_ab_verdict(row: dict[str, Any], model: SiteModel, key: SeriesKey, after_sha: str) -> None:

@@ -112,33 +112,45 @@ def _suite_runs(model: SiteModel, last: Mapping[SeriesKey, LastBuild], pos: Mapp
     does. Read from the series' columns (medians), never their samples. A commit whose run's inputs are the last
     build's (``last``: each series' last point then and run prints by position in ``pos``, :mod:`.runcarry`) keeps
     its fingerprints and is fitted only if a verdict on it is worked out again."""
-    from ..analysis.compare import ComparePolicy, suite_runs
+    from ..analysis.compare import ComparePolicy
 
     policy = ComparePolicy()
-    suites: dict[tuple[str, str], list[SeriesKey]] = {}
-    for key in model.series:
-        suites.setdefault((key.machine, key.environment), []).append(key)
-    suites = {s: keys for s, keys in suites.items() if len(keys) >= max(policy.min_suite, 1)}
+    suites = _suites_judged(model, policy.min_suite)
     if model.prefetch_columns is not None:
         model.prefetch_columns([k for keys in suites.values() for k in keys])
     in_runs: InRuns = {}
     prints: RunPrints = {}
     for keys in suites.values():
-        cases = {k: (k.benchmark, k.params, k.metric) for k in keys}
-        columns = {cases[k]: _columns(model, k) for k in keys}
-        judged = {case: cols[0][-STEP_COMMITS:] for case, cols in columns.items()}
-        order = list(dict.fromkeys(sha for shas in judged.values() for sha in shas))  # suite_runs' order
-        carried = carried_prints(columns, order, {cases[k]: last[k] for k in keys if k in last}, pos,
-                                 policy.confirm_window)
-        fresh = {case: [sha for sha in shas if sha not in carried] for case, shas in judged.items()}
-        fitted = suite_runs(columns, fresh, window=HISTORY)
-        runs = SuiteRuns(columns, judged, fitted, carried, HISTORY)
-        for k in keys:
-            case, mine = cases[k], fitted.get(cases[k], {})
-            in_runs[k] = CaseRuns(runs, case)
-            wanted = set(judged[case])
-            prints[k] = {sha: fp for sha in order if sha in wanted and (fp := _print_of(sha, case, carried, mine))}
+        _one_suite_runs(model, keys, last, pos, policy.confirm_window, in_runs, prints)
     return in_runs, prints
+
+
+def _suites_judged(model: SiteModel, min_suite: int) -> dict[tuple[str, str], list[SeriesKey]]:
+    """The series of each machine and environment that has enough of them for what its runs say."""
+    suites: dict[tuple[str, str], list[SeriesKey]] = {}
+    for key in model.series:
+        suites.setdefault((key.machine, key.environment), []).append(key)
+    return {s: keys for s, keys in suites.items() if len(keys) >= max(min_suite, 1)}
+
+
+def _one_suite_runs(model: SiteModel, keys: list[SeriesKey], last: Mapping[SeriesKey, LastBuild],
+                    pos: Mapping[str, int], confirm_window: int, in_runs: InRuns, prints: RunPrints) -> None:
+    """One suite's runs (see :func:`_suite_runs`), into ``in_runs`` and ``prints`` by series."""
+    from ..analysis.compare import suite_runs
+
+    cases = {k: (k.benchmark, k.params, k.metric) for k in keys}
+    columns = {cases[k]: _columns(model, k) for k in keys}
+    judged = {case: cols[0][-STEP_COMMITS:] for case, cols in columns.items()}
+    order = list(dict.fromkeys(sha for shas in judged.values() for sha in shas))  # suite_runs' order
+    carried = carried_prints(columns, order, {cases[k]: last[k] for k in keys if k in last}, pos, confirm_window)
+    fresh = {case: [sha for sha in shas if sha not in carried] for case, shas in judged.items()}
+    fitted = suite_runs(columns, fresh, window=HISTORY)
+    runs = SuiteRuns(columns, judged, fitted, carried, HISTORY)
+    for k in keys:
+        case, mine = cases[k], fitted.get(cases[k], {})
+        in_runs[k] = CaseRuns(runs, case)
+        wanted = set(judged[case])
+        prints[k] = {sha: fp for sha in order if sha in wanted and (fp := _print_of(sha, case, carried, mine))}
 
 
 def _print_of(sha: str, case: Any, carried: dict[str, dict[Any, str]], fitted: Mapping[str, Any]) -> str | None:

@@ -121,22 +121,45 @@ def import_asv_results(
     results_dir = Path(results_dir)
     check_is_folder(results_dir)
     summary = ImportSummary()
-    benchmarks: dict[str, AsvBenchmark] = {}
+    benchmarks = _benchmark_types(results_dir, summary)
+    suite = suite if suite is not None else _suite_name(results_dir)
+    files = find_results_files(results_dir)
+    summary.files = len(files)
+    infos: dict[Path, dict[str, Any]] = {}
+    plan = _class_plan(store, files, [*machine_classes, *config_class_rules(results_dir)], infos)
+    todo = _files_to_read(files, _stored_sources(store), summary)
+    # The collector paused: each file's hundreds of thousands of parsed JSON objects would trigger
+    # collections that traverse the growing heap again and again (a fifth of an import), for
+    # nothing: parsed files and their columns cannot form cycles.
+    with gc_paused(), _ParseAhead(todo, benchmarks, parse_ahead) as parsed, \
+            _Batches(store, summary) as batches:
+        for done, item in enumerate(todo, 1):
+            outcome = parsed.outcome(done - 1)
+            if progress is not None:
+                progress(done - 1, len(todo), item.shown)
+            _take_outcome(outcome, item, batches, summary, plan, suite)
+    if progress is not None:
+        progress(len(todo), len(todo), "")
+    return summary
+
+
+def _benchmark_types(results_dir: Path, summary: ImportSummary) -> dict[str, AsvBenchmark]:
+    """benchmarks.json's benchmarks, or none (types then inferred from names) with the reason in ``summary``."""
     bj = results_dir / "benchmarks.json"
     unreadable = unreadable_entry(bj) if bj.exists() or bj.is_symlink() else None  # a loop, a dangling link, a FIFO
     if unreadable is not None:
         summary.failed.append(FileProblem(_display(bj), f"{unreadable}; benchmark types inferred from names"))
     elif bj.is_file():
         try:
-            benchmarks = read_benchmarks_json(bj)
+            return read_benchmarks_json(bj)
         except (ResultsFileError, OSError) as exc:
             summary.failed.append(FileProblem(_display(bj), f"{exc}; benchmark types inferred from names"))
-    suite = suite if suite is not None else _suite_name(results_dir)
-    files = find_results_files(results_dir)
-    summary.files = len(files)
-    infos: dict[Path, dict[str, Any]] = {}
-    plan = _class_plan(store, files, [*machine_classes, *config_class_rules(results_dir)], infos)
-    stored = _stored_sources(store)
+    return {}
+
+
+def _files_to_read(files: list[tuple[Path, str]], stored: dict[str, tuple[str | None, str | None]],
+                   summary: ImportSummary) -> list[_Todo]:
+    """The results files to read: not those unchanged since their import (counted) nor those unreadable (reported)."""
     todo: list[_Todo] = []
     for path, machine_dir in files:
         source = f"asv:{machine_dir}/{_display(Path(path.name))}"
@@ -154,50 +177,43 @@ def import_asv_results(
             summary.unchanged += 1
             continue
         todo.append(_Todo(path, machine_dir, _display(path), source, stat_key, old[0] if old else None))
-    # The collector paused: each file's hundreds of thousands of parsed JSON objects would trigger
-    # collections that traverse the growing heap again and again (a fifth of an import), for
-    # nothing: parsed files and their columns cannot form cycles.
-    with gc_paused(), _ParseAhead(todo, benchmarks, parse_ahead) as parsed, \
-            _Batches(store, summary) as batches:
-        for done, item in enumerate(todo, 1):
-            outcome = parsed.outcome(done - 1)
-            if progress is not None:
-                progress(done - 1, len(todo), item.shown)
-            if isinstance(outcome, str):
-                summary.failed.append(FileProblem(item.shown, outcome))
-                continue
-            digest, result = outcome
-            if result is None:  # the bytes are what was imported (the file was only touched)
-                summary.unchanged += 1
-                batches.restat(item)
-                continue
-            if result.left_out:
-                kept = len({b[0] for b in result.rows.benchmark})
-                summary.left_out.extend(
-                    FileProblem(item.shown,
-                                f"{_one_line(why)}; left out, the file's other {kept} benchmark(s) imported")
-                    for why in result.left_out)
-            batches.write(
-                item.shown,
-                result,
-                machine=plan.by_folder[item.machine_dir],
-                machine_info=plan.info[plan.by_folder[item.machine_dir]],
-                environment=result.environment,
-                environment_info=result.environment_info,
-                commit=result.commit,
-                started_at=result.started_at,
-                kind="asv",
-                suite=suite,
-                host=result.machine,
-                tool_versions={"asv_results_format": str(result.format_version)},
-                rows=result.rows,
-                source=item.source,
-                digest=digest,
-                stat=item.stat,
-            )
-    if progress is not None:
-        progress(len(todo), len(todo), "")
-    return summary
+    return todo
+
+
+def _take_outcome(outcome: ParseOutcome, item: _Todo, batches: _Batches, summary: ImportSummary, plan: ClassPlan,
+                  suite: str) -> None:
+    """One parsed file into the summary and, when it holds a new run, the batch being written."""
+    if isinstance(outcome, str):
+        summary.failed.append(FileProblem(item.shown, outcome))
+        return
+    digest, result = outcome
+    if result is None:  # the bytes are what was imported (the file was only touched)
+        summary.unchanged += 1
+        batches.restat(item)
+        return
+    if result.left_out:
+        kept = len({b[0] for b in result.rows.benchmark})
+        summary.left_out.extend(
+            FileProblem(item.shown, f"{_one_line(why)}; left out, the file's other {kept} benchmark(s) imported")
+            for why in result.left_out)
+    batches.write(
+        item.shown,
+        result,
+        machine=plan.by_folder[item.machine_dir],
+        machine_info=plan.info[plan.by_folder[item.machine_dir]],
+        environment=result.environment,
+        environment_info=result.environment_info,
+        commit=result.commit,
+        started_at=result.started_at,
+        kind="asv",
+        suite=suite,
+        host=result.machine,
+        tool_versions={"asv_results_format": str(result.format_version)},
+        rows=result.rows,
+        source=item.source,
+        digest=digest,
+        stat=item.stat,
+    )
 
 
 def _class_plan(store: Store, files: list[tuple[Path, str]], rules: Sequence[ClassRule],

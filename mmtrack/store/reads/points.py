@@ -328,19 +328,7 @@ def _newest_in_runs(
     run_of = {r[0]: r for r in picked}
     rank = {r[0]: i for i, r in enumerate(sorted(picked, key=lambda r: (r[5], r[6], r[0])))}
     sids = {sid for key in keys for sid in rows_of[key]}
-    by_series: dict[int, list[Any]] = {}
-    ids = sorted(run_of)
-    for i in range(0, len(ids), 500):
-        # Results by their run (an index), then each one's measurements by result id (an index): the
-        # newest runs' points without touching the older ones.
-        for row in fetch_sql(conn, (
-            "SELECT x.series_id, r.run_id, CASE WHEN r.status = 'ok' THEN NULL ELSE r.status END,"
-            ' x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count, x."values"'
-            " FROM result r JOIN measurement x ON x.result_id = r.id"
-            f" WHERE r.run_id IN ({', '.join(str(int(j)) for j in ids[i : i + 500])})"
-        )):
-            if row[0] in sids:
-                by_series.setdefault(row[0], []).append(row)
+    by_series = _measurements_in_runs(conn, sorted(run_of), sids)
     missing = []
     for key in keys:
         series_rows = rows_of[key]
@@ -354,6 +342,23 @@ def _newest_in_runs(
         _build_points(rows[-last:] if last > 0 else [], key, series_rows, False, points)
         out[key] = points
     return missing
+
+
+def _measurements_in_runs(conn: Any, ids: list[int], sids: set[int]) -> dict[int, list[Any]]:
+    """The measurement rows of the series ``sids`` in the runs ``ids``, by series id."""
+    by_series: dict[int, list[Any]] = {}
+    for i in range(0, len(ids), 500):
+        # Results by their run (an index), then each one's measurements by result id (an index): the
+        # newest runs' points without touching the older ones.
+        for row in fetch_sql(conn, (
+            "SELECT x.series_id, r.run_id, CASE WHEN r.status = 'ok' THEN NULL ELSE r.status END,"
+            ' x.median, x.mean, x.p95, x.min, x.max, x.q1, x.q3, x.ci_low, x.ci_high, x.count, x."values"'
+            " FROM result r JOIN measurement x ON x.result_id = r.id"
+            f" WHERE r.run_id IN ({', '.join(str(int(j)) for j in ids[i : i + 500])})"
+        )):
+            if row[0] in sids:
+                by_series.setdefault(row[0], []).append(row)
+    return by_series
 
 
 def _commit_of_row(sha: str, date: Any, message: str | None, branches: Any) -> CommitInfo:
