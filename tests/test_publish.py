@@ -104,7 +104,7 @@ def test_republish_after_one_commit_rewrites_only_what_changed(tmp_path: Path) -
     step = build_site(upto(20), site)
     ids = sorted(bench_id(b) for b in full.benchmarks())
     # The compare page's verdicts on each series' newest commits change too: one file for all benchmarks; and the
-    # metas, whose detection limits read the newest commits.
+    # metas, since the 20th commit restates each series' detection limits (once every LIMIT_EVERY commits).
     expected = {"data/site.js", "data/commits/1.js", "data/verdicts.js", *(f"data/b/{i}.1.js" for i in ids),
                 *(f"data/b/{i}.meta.js" for i in ids)}
     assert set(step.written) == expected

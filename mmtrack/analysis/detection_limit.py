@@ -144,14 +144,14 @@ def limit_record(values: Sequence[float], series: int, fdr: float) -> dict[str, 
 def _u_needed(k: int, m: int, p: float) -> float:
     """The smallest U of ``k`` values against ``m`` whose exact two-sided p (detect's) is at most ``p``; above
     ``k * m`` when none is."""
-    from .detect import _exact_u_p  # detect's own exact test: the limit asks what detect would prove
+    from .rank_tests import exact_u_p  # detect's own exact test: the limit asks what detect would prove
 
     lo, hi = k * m, 2 * k * m  # doubled U: ties make half-integers
-    if _exact_u_p(k * m, k, m) > p:
+    if exact_u_p(k * m, k, m) > p:
         return k * m + 1.0
     while hi - lo > 1:  # p falls as U grows: the smallest doubled U at or under p
         mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if _exact_u_p(mid / 2, k, m) <= p else (mid, hi)
+        lo, hi = (lo, mid) if exact_u_p(mid / 2, k, m) <= p else (mid, hi)
     return hi / 2
 
 

@@ -371,11 +371,29 @@ def _tail(
     return [repr(key), changes, appends, list(ids), marker, version, decided]
 
 
+#: A page restates a series' limits once every this many measured commits: they read its noise, which one commit
+#: rarely moves, and restating them at every commit rewrote every benchmark's meta file on each `update`.
+LIMIT_EVERY = 10
+
+
 def _limit(medians: Sequence[float | None], family: int) -> dict[str, Any]:
     """The smallest steps a series shows (:func:`~mmtrack.analysis.detection_limit.limit_record`) from its newest
-    medians, ``family`` the series its commits' budget divides among."""
+    medians up to its last multiple of :data:`LIMIT_EVERY`, ``family`` the series its commits' budget divides
+    among (kept in the record: a new series in the family restates it)."""
     values = [v for v in medians if measured(v)]
-    return limit_record(values[-LIMIT_HISTORY:], family, DEFAULT_FDR)
+    values = values[: len(values) - len(values) % LIMIT_EVERY]
+    return {**limit_record(values[-LIMIT_HISTORY:], family, DEFAULT_FDR), "family": family}
+
+
+def _limit_since(old: Any, medians: Sequence[float | None], fresh: int, family: int) -> dict[str, Any]:
+    """:func:`_limit` of a series that gained its ``fresh`` newest commits, the ``old`` record kept where those
+    did not reach the next multiple of :data:`LIMIT_EVERY` and the family is the same: both builds agree."""
+    measured_now = sum(1 for v in medians if measured(v))
+    measured_before = measured_now - sum(1 for v in medians[len(medians) - fresh:] if measured(v))
+    same_mark = measured_before // LIMIT_EVERY == measured_now // LIMIT_EVERY
+    if same_mark and isinstance(old, dict) and old.get("family") == family:
+        return old
+    return _limit(medians, family)
 
 
 def _write_benchmark(
@@ -483,7 +501,8 @@ def _append_benchmark(
         steps.append(_step_verdicts(newest, earlier, pos, old_steps[si], settled=at - later,
                                     runs=in_runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
         newest_medians = [p.measurement.median for p in newest]
-        sm["limit"] = _limit([*earlier[0], *newest_medians], family[key.machine, key.environment])
+        sm["limit"] = _limit_since(sm.get("limit"), [*earlier[0], *newest_medians], len(fresh),
+                                   family[key.machine, key.environment])
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     if not profiles.keep(bench, cached.get("profiles")):
