@@ -60,9 +60,10 @@ def check_confirm_options(request: RunRequest) -> None:
         raise UserError(f"--confirm-budget {request.confirm_budget:g}: give a time in seconds above 0", EXIT_USAGE)
     if request.confirm_max is not None and request.confirm_max < 1:
         raise UserError(f"--confirm-max {request.confirm_max}: need at least 1 benchmark", EXIT_USAGE)
-    from .continuous import round_alpha_for
+    if request.round_alpha is not None:  # the A/B rule's modules load only when a round is asked for
+        from .continuous import round_alpha_for
 
-    round_alpha_for(request.round_alpha)
+        round_alpha_for(request.round_alpha)
     given = {"--confirm-rounds": request.confirm_rounds, "--confirm-budget": request.confirm_budget,
              "--confirm-max": request.confirm_max, "--round-alpha": request.round_alpha}
     for option, value in given.items():
