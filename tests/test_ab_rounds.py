@@ -231,3 +231,15 @@ def test_a_rounds_server_and_benchmarks_write_temporary_files_in_a_folder_remove
     seen = note.read_text().split()
     assert len(seen) == 2 and len(set(seen)) == 2, seen  # one folder per round of each side
     assert all(os.path.basename(p).startswith("mmtrack-round-") and not os.path.exists(p) for p in seen), seen
+
+
+def test_the_round_line_counts_against_the_most_rounds_and_bounds_the_time_left():
+    from types import SimpleNamespace
+
+    from mmtrack.ab.interleave import round_line
+
+    side = SimpleNamespace(label="B", commit=SimpleNamespace(sha="0123456789ab"))
+    assert round_line(0, 12, side, 0.0, 0) == "round 1 of at most 12: B (01234567)"
+    # 4 sides done in 20 s: 5 s a side, 24 - 4 sides left at most
+    assert round_line(4, 12, side, 20.0, 4) == "round 3 of at most 12: B (01234567), at most about 2 min left"
+    assert round_line(22, 12, side, 44.0, 22).endswith("at most about 4 s left")

@@ -142,7 +142,7 @@ def test_continuous_interrupted_in_its_rounds_ends_in_one_line_and_leaves_nothin
                             preexec_fn=_ctrl_c_as_from_a_terminal)
     seen = ""
     deadline = time.monotonic() + 240
-    while "round 2/" not in seen and time.monotonic() < deadline:  # the builds done, in the in-process rounds
+    while "round 2 of" not in seen and time.monotonic() < deadline:  # the builds done, in the in-process rounds
         line = proc.stderr.readline()
         if not line:
             break
@@ -153,7 +153,7 @@ def test_continuous_interrupted_in_its_rounds_ends_in_one_line_and_leaves_nothin
     err = seen + err
     assert "Traceback" not in out + err, err[-3000:]
     assert proc.returncode == (130 if signum == signal.SIGINT else 143), err[-3000:]
-    assert "round 2/" in seen, seen
+    assert "round 2 of" in seen, seen
     assert not _wait_until_gone(p["repo"]), _processes_under(p["repo"])
     assert not [q.name for q in set(p["tmp"].iterdir()) - before if q.name.startswith(("asv-", "tmp", "mmtrack-"))]
 
@@ -191,7 +191,7 @@ def test_continuous_killed_outright_leaves_no_round_server_or_benchmark_behind(a
                             cwd=p["repo"], env=p["env"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen = ""
     deadline = time.monotonic() + 240
-    while "round 2/" not in seen and time.monotonic() < deadline:
+    while "round 2 of" not in seen and time.monotonic() < deadline:
         line = proc.stderr.readline()
         if not line:
             break
@@ -199,7 +199,7 @@ def test_continuous_killed_outright_leaves_no_round_server_or_benchmark_behind(a
     time.sleep(0.5)
     proc.kill()
     proc.wait(timeout=60)
-    assert "round 2/" in seen, seen
+    assert "round 2 of" in seen, seen
     assert not _wait_until_gone(p["repo"]), _processes_under(p["repo"])
 
 

@@ -52,8 +52,9 @@ def calibrate(plan: ABPlan, repo: Path, result: ABResult, comparison: Any, polic
     missing = [r for r in flagged if not _settled_by(known.get(_name(r, result)), r, result, policy)]
     if missing:
         if progress:
-            progress(f"{len({r.benchmark for r in missing})} benchmarks flagged: A/A of "
-                     f"{result.base.commit.sha[:8]} against a second build of it, for their tolerance")
+            progress(f"{len({r.benchmark for r in missing})} benchmarks flagged: now an A/A of "
+                     f"{result.base.commit.sha[:8]} against a second build of it, up to {AA_MAX_ROUNDS} rounds, to "
+                     "widen their threshold by what two builds of one commit read (kept for later runs)")
         known.update(measure_offsets(plan, twin, result, missing, policy, progress))
         save_offsets(twin.path, plan.machine, known)
     rows = tuple(recheck(r, known.get(_name(r, result)), result, policy) if r.verdict in FLAGS else r
@@ -70,7 +71,7 @@ def measure_offsets(plan: ABPlan, twin: CommitEnv, result: ABResult, rows: list[
     first = dataclasses.replace(base, label="A", cases={}, environment="", run_seconds=0.0)
     second = dataclasses.replace(base, label="A2", env=twin, cases={}, environment="", run_seconds=0.0)
     aa = ABResult(first, second, 0, [], plan.machine, datetime.now(timezone.utc))
-    run_rounds(plan, aa, AA_EARLY_LOOK, progress, bench_regex(rows))
+    run_rounds(plan, aa, AA_EARLY_LOOK, progress, bench_regex(rows), cap=AA_MAX_ROUNDS)
     offsets = {}
     for row in rows:
         worst = worst_round(aa, row)
@@ -78,7 +79,7 @@ def measure_offsets(plan: ABPlan, twin: CommitEnv, result: ABResult, rows: list[
             offsets[_name(row, result)] = (worst, aa.rounds)
     still = [r for r in rows if _name(r, result) not in offsets]
     if still:
-        run_rounds(plan, aa, AA_ROUNDS - aa.rounds, progress, bench_regex(still))
+        run_rounds(plan, aa, AA_ROUNDS - aa.rounds, progress, bench_regex(still), cap=AA_MAX_ROUNDS)
         measured = _settled_aa(plan, aa, still, policy, progress)
         offsets.update({_name(r, result): (measured[_key(r)].ratio, aa.rounds) for r in still
                         if _key(r) in measured and _an_offset(measured[_key(r)])})
@@ -97,7 +98,7 @@ def _settled_aa(plan: ABPlan, aa: ABResult, rows: list[Any], policy: Any,
         before = aa.rounds
         if not open_rows or before >= AA_MAX_ROUNDS:
             return measured
-        run_rounds(plan, aa, min(2, AA_MAX_ROUNDS - before), progress, bench_regex(open_rows))
+        run_rounds(plan, aa, min(2, AA_MAX_ROUNDS - before), progress, bench_regex(open_rows), cap=AA_MAX_ROUNDS)
         if aa.rounds == before:  # the budget stopped it
             return measured
 

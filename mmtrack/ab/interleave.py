@@ -236,15 +236,28 @@ def run_interleaved(plan: ABPlan, base: Side, head: Side, progress: Callable[[st
     return result
 
 
+def round_line(slot: int, cap: int, side: Side, spent: float, slots_done: int) -> str:
+    """The progress line of one round of one side: its number against the most the phase can take, and, once a
+    round has run, the time those would take at most at the pace so far."""
+    line = f"round {slot // 2 + 1} of at most {cap}: {side.label} ({side.commit.sha[:8]})"
+    if slots_done:
+        left = spent / slots_done * max(2 * cap - slot, 0)
+        line += f", at most about {left / 60:.0f} min left" if left >= 90 else f", at most about {left:.0f} s left"
+    return line
+
+
 def run_rounds(plan: ABPlan, result: ABResult, rounds: int, progress: Callable[[str], None] | None = None,
-               bench: str | None = None) -> None:
+               bench: str | None = None, cap: int | None = None) -> None:
     """``rounds`` more rounds of both sides, continuing ``result``'s order; ``bench``: asv's -b for
-    these rounds (default the plan's). The rounds stop early once ``plan.budget`` would be overrun."""
+    these rounds (default the plan's); ``cap``: the most rounds this phase can reach, which the progress line
+    counts against (default the plan's ``max_rounds`` or ``rounds``). The rounds stop early once ``plan.budget``
+    would be overrun."""
     from dataclasses import replace
 
     t0 = time.perf_counter()
     sides = (result.base, result.head)
     first = result.rounds
+    cap = max(cap or max(plan.max_rounds, plan.rounds), first + rounds)
     plan = replace(plan, bench=bench or plan.bench)
     workdir = Path(tempfile.mkdtemp(prefix="mmtrack-ab-"))
     try:
@@ -256,7 +269,7 @@ def run_rounds(plan: ABPlan, result: ABResult, rounds: int, progress: Callable[[
                 break
             side = sides[index]
             if progress:
-                progress(f"round {slot // 2 + 1}/{first + rounds}: {side.label} ({side.commit.sha[:8]})")
+                progress(round_line(slot, cap, side, spent, len(result.order)))
             t = time.perf_counter()
             collected = run_once(plan, side, workdir / f"{slot:03d}-{side.label}")
             side.run_seconds += time.perf_counter() - t
