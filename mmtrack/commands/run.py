@@ -2,7 +2,7 @@
 
 asv itself is driven by :mod:`mmtrack.asvbridge.asvrun` (prepare, ``asv machine``, ``asv run``, collect); this
 verb adds the store (the section at the end is the one place that talks to it), the comparison with the previous
-commit, the gate and ``--confirm``.
+commit (:mod:`mmtrack.commands.run_summary`), the gate and ``--confirm``.
 
 A failed benchmark (asv's or mmtrack's) or a suite file that does not import
 gives exit status 2.
@@ -31,6 +31,7 @@ from ..errors import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, UserError
 from ..results import CommitInfo
 from ..vcs import GitError, commit_info
 from .reporting import Report, silent
+from .run_summary import SUMMARY_VERDICTS, summarize  # noqa: F401  (SUMMARY_VERDICTS: the CLI reads it here)
 
 SHOWN_LEFT_OUT = 8  # benchmarks named in --confirm-max's line; the rest counted
 CONFIRM_ROUNDS = 4  # A/B rounds per side of --confirm, unless --confirm-rounds says
@@ -344,10 +345,6 @@ def describe_left(rows: Sequence[Any]) -> str:
     return f"{' and '.join(filter(None, parts))} row(s) of {len(names)} benchmark(s), {shown},"
 
 
-# Rows worth a line in the summary; new, removed and unchanged metrics are only counted.
-SUMMARY_VERDICTS = ("regressed", "improved", "ambiguous", "failed", "fixed", "not comparable")
-
-
 # -- 5. the store: the one place that talks to it ---------------------------------------------
 ENGINE_RUN_KIND = "asv-engine"  # engine metrics of benchmarks asv ran (asv's own files: kind "asv")
 
@@ -519,93 +516,6 @@ def _created(entries: Sequence[spool.SpoolEntry]) -> datetime:
         return datetime.fromisoformat(min(stamps)) if stamps else datetime.now(timezone.utc)
     except ValueError:
         return datetime.now(timezone.utc)
-
-
-def summarize(store: Any, outcome: RunOutcome) -> None:
-    """Compare with the commit before this one among those measured on this machine and environment, in git's order
-    (mmtrack compare); a backfilled commit also re-judges the next one measured, whose verdicts the pages read."""
-    from ..store import writes
-
-    prepared, environment = outcome.prepared, outcome.collected.environment
-    commit, machine = prepared.commit, prepared.machine
-    before, after = measured_neighbours(store, prepared.project, machine, environment, commit.sha)
-    if before is None and after is None:
-        outcome.summary.append(f"first commit measured on {machine} ({environment}): nothing to compare with yet")
-        return
-    if after is not None:  # a backfilled commit: the step to the next commit measured is now this one's
-        _rejudge_next(store, outcome, commit.sha, after, environment, first=before is None)
-    if before is None:
-        return
-    outcome.before = before
-    try:
-        outcome.comparison = _compare(store, prepared, before, commit.sha, environment)
-    except UserError as exc:  # the run is recorded; a comparison that cannot be made is only said
-        outcome.summary.append(f"no comparison with the previous commit {before[:8]}: {exc}")
-        return
-    # What the summary reports, kept: the pages show it where the history is too short for detect.
-    writes.save_run_verdicts(store, machine, environment, commit.sha,
-                              run_verdicts(outcome.comparison.comparison, machine, environment, before, commit.sha))
-
-
-def measured_neighbours(store: Any, repo: Any, machine: str, environment: str, sha: str) -> tuple[str | None, str | None]:
-    """The commits measured on ``machine`` and ``environment`` just before and just after ``sha``, in git's order
-    where the repository knows them (the store's commit dates otherwise): a backfilled older commit sits between
-    its neighbours in the code, not after the last one stored."""
-    from ..analysis.commit_order import from_history
-    from ..store import reads
-    from ..vcs import history
-
-    dated = [c.sha for c in reads.commits(store, machine=machine, environment=environment)]
-    if sha not in dated:
-        return None, None
-    try:
-        order = from_history(dated, history(repo), str(repo))
-    except GitError:
-        order = None
-    ordered = sorted(dated, key=order.sort_key) if order is not None else dated
-    i = ordered.index(sha)
-    return (ordered[i - 1] if i > 0 else None), (ordered[i + 1] if i + 1 < len(ordered) else None)
-
-
-def _compare(store: Any, prepared: Prepared, a: str, b: str, environment: str) -> Any:
-    from .compare import CompareRequest, run_compare
-
-    request = CompareRequest(a=a, b=b, machine=prepared.machine, env=environment, cwd=prepared.project)
-    return run_compare(request, store=store)
-
-
-def _rejudge_next(store: Any, outcome: RunOutcome, sha: str, after: str, environment: str, first: bool) -> None:
-    """The next commit measured, judged against this backfilled one and its verdicts stored in place of those it had
-    against the commit before; said in one line."""
-    from ..analysis.render import summary_line
-    from ..store import writes
-
-    machine = outcome.prepared.machine
-    try:
-        found = _compare(store, outcome.prepared, sha, after, environment)
-    except UserError as exc:
-        outcome.summary.append(f"no comparison with the next commit measured, {after[:8]}: {exc}")
-        return
-    writes.save_run_verdicts(store, machine, environment, after,
-                              run_verdicts(found.comparison, machine, environment, sha, after))
-    where = "older than every commit measured" if first else "backfilled between two commits measured"
-    outcome.summary.append(f"{where} on {machine} ({environment}): the next one, {after[:8]}, re-judged against it "
-                           f"(mmtrack compare {sha[:8]} {after[:8]}): {summary_line(found.comparison)}")
-
-
-def run_verdicts(comparison: Any, machine: str, environment: str, before_sha: str, after_sha: str) -> list[Any]:
-    """The summary's rows (:data:`SUMMARY_VERDICTS`) as store records."""
-    from ..results import RunVerdict, SeriesKey
-
-    def value(m: Any) -> float | None:
-        return m.median if m is not None and m.status == "ok" else None
-
-    return [
-        RunVerdict(SeriesKey(machine, environment, r.benchmark, r.params, r.metric), before_sha, after_sha,
-                   r.verdict, r.state, r.ratio, value(r.before), value(r.after), r.p_value, r.note)
-        for r in comparison.rows
-        if r.verdict in SUMMARY_VERDICTS
-    ]
 
 
 def _leftover_label(entry: spool.SpoolEntry) -> str:
