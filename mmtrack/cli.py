@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from . import __distribution__, __version__
 from . import cli_options as o
+from .cli_errors import error_line, exit_without_teardown, os_error_line
 from .cli_options import (
     ASV_CONFIG_READ_HELP,
     ASV_MACHINE_HELP,
@@ -27,6 +27,7 @@ from .terminal import SafeConsole, echo
 # Every command prints through these two or echo (terminal.py): no string from outside reaches the terminal raw.
 console = SafeConsole() if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else SafeConsole(width=140)
 err_console = SafeConsole(stderr=True, soft_wrap=True)
+
 
 
 db_option = o.DB()  # --db URL: the decorated command receives ``db`` already resolved to a URL
@@ -115,24 +116,6 @@ def bench(path, bench, quick, warm_up, duration, min_samples, max_samples, order
     sys.exit(result.exit_code)
 
 
-def exit_without_teardown(code: int) -> NoReturn:
-    """Exit at once, skipping the interpreter's teardown, for a command that has nothing left to clean up
-    (its store closed, no worker process, no temporary file): finalising SQLAlchemy's and numpy's modules
-    is a tenth of `mmtrack update`'s budget (docs/design/nightly-update-profile.md)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _error_line(message: str) -> None:
-    """``error: MESSAGE`` on stderr, one line (control characters escaped: a message may quote a benchmark name)."""
-    from rich.text import Text
-
-    from .textsafe import term
-
-    err_console.print(Text.assemble(("error:", "bold red"), " ", term(message)), highlight=False, soft_wrap=True)
-
-
 def main() -> None:
     from .errors import EXIT_TERMINATED, Terminated, raise_on_sigterm
 
@@ -143,7 +126,7 @@ def main() -> None:
         err_console.print("terminated (SIGTERM); what finished before it is kept")
         sys.exit(EXIT_TERMINATED)
     except UserError as exc:
-        _error_line(str(exc))
+        error_line(str(exc))
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         err_console.print("aborted")
@@ -154,7 +137,7 @@ def main() -> None:
     except click.UsageError as exc:  # click's usage lines, as one line of ours
         where = exc.ctx.command_path if exc.ctx is not None else "mmtrack"
         message = " ".join(exc.format_message().split())  # click lays a choice list out over lines: one line here
-        _error_line(f"{message.rstrip('.')}; see {where} --help")
+        error_line(f"{message.rstrip('.')}; see {where} --help")
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()
@@ -162,7 +145,7 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except OSError as exc:  # the last resort for what the commands' own checks could not foresee (a full disk, /proc)
-        _error_line(os_error_line(exc))
+        error_line(os_error_line(exc))
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # a store fault (damaged file, full disk, lost server) is one line; anything else a bug
         from .store.db import store_fault_line
@@ -170,16 +153,9 @@ def main() -> None:
         line = store_fault_line(exc)
         if line is None:
             raise
-        _error_line(line)
+        error_line(line)
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_OK)
-
-
-def os_error_line(exc: OSError) -> str:
-    """One line for an operating-system error: what failed, on which path, what to check."""
-    from .errors import os_reason
-
-    return f"{os_reason(exc)}; check that path, its permissions and the free space on its disk"
 
 
 # -- the history store ------------------------------------------------------------------------------

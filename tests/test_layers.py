@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
     {"analysis"},
     {"ab"}, {"publish"}, {"benchruns"},  # features over the store and the analysis, side by side
     {"commands"},
-    {"cli", "cli_options", "cli_progress", "cli_events", "cli_results", "cli_alerts", "__main__"},
+    {"cli", "cli_errors", "cli_options", "cli_progress", "cli_events", "cli_results", "cli_alerts", "__main__"},
 ]
 SIBLINGS = {"ab", "publish", "benchruns"}
 
