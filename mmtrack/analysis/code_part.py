@@ -10,7 +10,6 @@ single-threaded CPU-domain case waited for a CPU, its wall-clock rows take the v
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping, Sequence
 
@@ -153,40 +152,64 @@ def decided_in_run(
     --confirm``); history does not decide them again, so that what A/B confirmed fails the gate once, at its
     commit, and what it refuted never fails it.
     """
-    from .frames import fit_frames
-
     policy = policy or ComparePolicy()
     # A deterministic count is judged at its own commit, at once: later commits and the run settle nothing of it.
     tails = {c: tail for c, tail in tails.items() if _runner_moves(c)}
-    medians = {c: [_ok_median(m) for m in points] for c, (points, _) in tails.items()}
-    where = {c: {label: i for i, label in enumerate(labels)} for c, (_, labels) in tails.items()}
-    directions = {c: points[-1].direction for c, (points, _) in tails.items() if points}
-    frames = None
-    if policy.run_frames:  # one fit for the whole tail: each decision is judged in its own commit's frame
-        values = {c: {label: v for label, v in zip(labels, medians[c]) if v is not None} for c, (_, labels) in tails.items()}
-        frames = fit_frames(values, {c: labels for c, (_, labels) in tails.items()}, policy.min_suite)
-
-    def history_before(case: Case, label: str) -> list[float] | None:
-        i = where[case].get(label)
-        return None if i is None else [v for v in medians[case][max(0, i - window) : i] if v is not None]
-
-    @functools.cache  # a runner change settles in every series at once: each (at, since) once, not per series
-    def shift(at: str, since: str) -> RunShift | None:
-        """The run at commit ``at`` against each series' history before commit ``since``."""
-        cases = [c for c in tails if at in where[c] and since in where[c]]
-        return run_shift({c: medians[c][where[c][at]] for c in cases}, directions,
-                         {c: h for c in cases if (h := history_before(c, since)) is not None}, policy)
-
+    shifts = _RunShifts(tails, policy, window)
+    frames = _tail_frames(tails, shifts.medians, policy)
     out: list[Row] = []
     for case, (points, labels) in tails.items():
         for j, row, history, said in _decisions(points, labels, policy, window, frames, (settled or {}).get(case, ())):
-            if said == "own":  # the series' own move beyond its runner's level: that run's shift is already out
-                out.append(row)
-                continue
-            later = [shift(label, labels[j]) for label in labels[j + 1 :][: policy.confirm_window]]
-            judged = _explained_by_run(row, history, shift(labels[j], labels[j]), later, by_frame=said == "runner")
-            out.append(judged if judged is row else dataclasses.replace(judged, note=f"{row.note}: {judged.note}"))
+            # "own": the series' own move beyond its runner's level: that run's shift is already out
+            out.append(row if said == "own" else shifts.judged(row, history, labels, j, said))
     return out
+
+
+def _tail_frames(tails: Mapping[Case, tuple[Sequence[Measurement], Sequence[str]]],
+                 medians: Mapping[Case, list[float | None]], policy: ComparePolicy) -> "SuiteFrames | None":
+    """One fit of the run's frames for the whole tail, so that each decision is judged in its own commit's frame;
+    None where the policy reads no frames."""
+    if not policy.run_frames:
+        return None
+    from .frames import fit_frames
+
+    values = {c: {label: v for label, v in zip(labels, medians[c]) if v is not None}
+              for c, (_, labels) in tails.items()}
+    return fit_frames(values, {c: labels for c, (_, labels) in tails.items()}, policy.min_suite)
+
+
+class _RunShifts:
+    """The run's shift at a commit against each series' history before another (:func:`run_shift`) over the tails of
+    :func:`decided_in_run`, each (at, since) worked out once: a runner change settles in every series at once."""
+
+    def __init__(self, tails: Mapping[Case, tuple[Sequence[Measurement], Sequence[str]]], policy: ComparePolicy,
+                 window: int) -> None:
+        self.policy, self.window = policy, window
+        self.medians = {c: [_ok_median(m) for m in points] for c, (points, _) in tails.items()}
+        self.where = {c: {label: i for i, label in enumerate(labels)} for c, (_, labels) in tails.items()}
+        self.directions = {c: points[-1].direction for c, (points, _) in tails.items() if points}
+        self.known: dict[tuple[str, str], RunShift | None] = {}
+
+    def history_before(self, case: Case, label: str) -> list[float] | None:
+        """A series' medians in the window before commit ``label``; None where the series lacks that commit."""
+        i = self.where[case].get(label)
+        return None if i is None else [v for v in self.medians[case][max(0, i - self.window) : i] if v is not None]
+
+    def shift(self, at: str, since: str) -> RunShift | None:
+        """The run at commit ``at`` against each series' history before commit ``since``."""
+        if (at, since) not in self.known:
+            cases = [c for c in self.where if at in self.where[c] and since in self.where[c]]
+            self.known[(at, since)] = run_shift(
+                {c: self.medians[c][self.where[c][at]] for c in cases}, self.directions,
+                {c: h for c in cases if (h := self.history_before(c, since)) is not None}, self.policy)
+        return self.known[(at, since)]
+
+    def judged(self, row: Row, history: list[float], labels: Sequence[str], j: int, said: str | None) -> Row:
+        """The decision ``row`` on commit ``j`` read against the run's shift there and at the commits after it
+        (:func:`_explained_by_run`), with both notes where the run's reading changed it."""
+        later = [self.shift(label, labels[j]) for label in labels[j + 1 :][: self.policy.confirm_window]]
+        judged = _explained_by_run(row, history, self.shift(labels[j], labels[j]), later, by_frame=said == "runner")
+        return judged if judged is row else dataclasses.replace(judged, note=f"{row.note}: {judged.note}")
 
 
 def series_steps(
@@ -267,22 +290,39 @@ def _unchanged_at_once(before: Measurement, after: Measurement, policy: CompareP
     code version and method (:func:`_without_numbers` decides nothing), not a deterministic count, in log space, with
     enough history for a noise model, and a step from the before commit (in ``frame``) of at most half the threshold
     (:func:`_segment`'s no-step: size 0, neither beyond the threshold nor at its edge, no test). None otherwise."""
-    if not (before.status == "ok" == after.status and before.median is not None and after.median is not None):
-        return None
-    if before.version is not None and after.version is not None and before.version != after.version:
-        return None
-    if (before.method and after.method and before.method != after.method) or deterministic.is_deterministic(after.metric):
+    if not _one_code_and_method(before, after):
         return None
     thr = policy.threshold_for(after.benchmark, after.metric)
-    b, a = float(before.median * frame if frame != 1.0 else before.median), float(after.median)
-    if not (thr > 0 and a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and not _edge(0.0, thr)):
+    b, a = float(before.median * frame if frame != 1.0 else before.median), float(after.median)  # type: ignore[operator]
+    if not (_positive_pair(a, b) and thr > 0 and not _edge(0.0, thr)):
         return None
     ratio = a / b
-    if not (0 < ratio < math.inf and all(w is None or not math.isfinite(w) or w > 0 for w in later)):
+    if not (0 < ratio < math.inf and _later_positive(later)):
         return None
     if _is_step(ratio, thr) or not _has_positive(history, policy.min_history):
         return None
-    return a / float(before.median) if frame != 1.0 else ratio
+    return a / float(before.median) if frame != 1.0 else ratio  # type: ignore[arg-type]
+
+
+def _one_code_and_method(before: Measurement, after: Measurement) -> bool:
+    """Whether two runs are both ok with a median, of one code version and method, and not a deterministic count:
+    the pairs :func:`compare_pair` reads through a noise model."""
+    if not (before.status == "ok" == after.status and before.median is not None and after.median is not None):
+        return False
+    if before.version is not None and after.version is not None and before.version != after.version:
+        return False
+    return not ((before.method and after.method and before.method != after.method)
+                or deterministic.is_deterministic(after.metric))
+
+
+def _positive_pair(a: float, b: float) -> bool:
+    """Whether both medians are finite and above 0: a ratio in log space."""
+    return a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)
+
+
+def _later_positive(later: Sequence[float]) -> bool:
+    """Whether every later value that is a finite number is above 0 (the others are left out of the noise model)."""
+    return all(w is None or not math.isfinite(w) or w > 0 for w in later)
 
 
 def _has_positive(history: Sequence[float], count: int) -> bool:

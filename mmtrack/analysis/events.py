@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable, Mapping, Sequence
 
@@ -186,15 +186,37 @@ def _siblings_quiet(group: list[_Found], place: tuple[str, str], spans: _Spans,
     machines where they measured enough (a runner image moves only its own), else the sibling environments of the
     same machine (the same jobs, the same commits); and whether the other machines were the ones read."""
     lo, hi = min(f.lo for f in group), max(f.hi for f in group)
+    siblings, other_machines = _siblings(_around(group, place, spans, lo, hi), place)
+    up = _rose(group)
+    moved = sum(_stepped_near(stepped.get(k, ()), lo, hi, reach, up) for k in siblings)
+    return len(siblings) >= EVENT_MIN_SERIES and moved <= SIBLING_SHARE * len(siblings), other_machines
+
+
+def _around(group: list[_Found], place: tuple[str, str], spans: _Spans, lo: int, hi: int) -> list[SeriesKey]:
+    """The group's benchmarks at the other places (machine, environment) that measured commits on both sides of the
+    group's commit range (before ``lo`` and from ``hi`` on)."""
     benches = {_bench(f.cp.series) for f in group}
-    around = [k for k in spans.keys() if _place(k) != place and _bench(k) in benches
-              and (span := spans[k])[0] < lo and span[1] >= hi]
+    return [k for k in spans.keys() if _place(k) != place and _bench(k) in benches
+            and (span := spans[k])[0] < lo and span[1] >= hi]
+
+
+def _siblings(around: list[SeriesKey], place: tuple[str, str]) -> tuple[list[SeriesKey], bool]:
+    """The series a sibling test reads: those of other machines where they are at least :data:`EVENT_MIN_SERIES`,
+    else those of the same machine's other environments; and whether they are the other machines'."""
     others = [k for k in around if k.machine != place[0]]
-    siblings = others if len(others) >= EVENT_MIN_SERIES else [k for k in around if k.machine == place[0]]
-    up = float(np.median([math.log(f.cp.ratio) if 0 < f.cp.ratio < math.inf else 0.0 for f in group])) > 0
-    moved = sum(any(a - reach <= hi and b + reach >= lo and rose == up for a, b, rose in stepped.get(k, ()))
-                for k in siblings)
-    return len(siblings) >= EVENT_MIN_SERIES and moved <= SIBLING_SHARE * len(siblings), siblings is others
+    if len(others) >= EVENT_MIN_SERIES:
+        return others, True
+    return [k for k in around if k.machine == place[0]], False
+
+
+def _rose(group: list[_Found]) -> bool:
+    """Whether the group's median step is upward (a ratio without a size counts as no step)."""
+    return float(np.median([math.log(f.cp.ratio) if 0 < f.cp.ratio < math.inf else 0.0 for f in group])) > 0
+
+
+def _stepped_near(steps: Iterable[tuple[int, int, bool]], lo: int, hi: int, reach: int, up: bool) -> bool:
+    """Whether one of a series' steps (lo, hi, rose) went ``up``'s way within ``reach`` commits of [lo, hi]."""
+    return any(a - reach <= hi and b + reach >= lo and rose == up for a, b, rose in steps)
 
 
 def _own_commit(f: _Found) -> bool:
@@ -345,48 +367,86 @@ def find_events(
     """The environment events among ``reports``' change points, and the event id of each change point they hold
     (keyed by series and after sha). ``runs``: every run of each series with change points; ``position``: each
     commit's place in commit order; ``commits_of``: the commits each analysed series measured."""
-    found_by_place: dict[tuple[str, str], list[_Found]] = defaultdict(list)
-    stepped: dict[SeriesKey, list[tuple[int, int, bool]]] = defaultdict(list)  # (lo, hi, rose) of each change point
-    analysed: dict[tuple[str, str], int] = defaultdict(int)
-    worse: dict[int, bool] = {}
-    by_series: dict[SeriesKey, list[_Found]] = defaultdict(list)
+    found = _Findings()
     for r in reports:
-        if r.status != "ok":
-            continue
-        analysed[_place(r.series)] += 1
-        own = [position.get(c.after_sha, -1) for c in r.changes]
-        bounds = [0, *own, math.inf]
-        for i, c in enumerate(r.changes):
-            hi, lo = own[i], position.get(c.before_sha, own[i] - 1)
-            rp = runs.get(r.series)
-            ev = date_evidence(c, rp, position, bounds[i], bounds[i + 2]) if rp is not None else None
-            f = _Found(c, lo, hi, ev)
-            worse[id(f)] = c.kind == "regression" or (c.kind == "change" and c.ratio > 1)
-            found_by_place[_place(r.series)].append(f)
-            by_series[r.series].append(f)
-            stepped[r.series].append((lo, hi, c.ratio > 1))
+        if r.status == "ok":
+            found.add(r, runs.get(r.series), position)
     spans = _Spans(commits_of, position)
     events: list[tuple[EnvironmentEvent, list[_Found]]] = []
-    for place, found in found_by_place.items():
-        for group in _clusters(found, EVENT_DAYS):
-            dated = _dated_parts(group)
-            for part in dated:
-                members = [f for f in part if not (_own_commit(f) or _elsewhere_too(f, by_series, True))]
-                if members and follows_run_date(_evidence(part)):
-                    events.append((_event_of(members, "run date", worse), members))
-            if not dated and len(group) >= EVENT_MIN_SERIES and len(group) >= EVENT_SHARE * analysed[place]:
-                quiet, other_machines = _siblings_quiet(group, place, spans, stepped, EVENT_REACH)
-                members = [f for f in group if quiet and not _elsewhere_too(f, by_series, other_machines)]
-                if members:
-                    events.append((_event_of(members, "environment-wide", worse), members))
-    events += _strays(events, found_by_place, by_series, worse)
-    events = _run_parts_only(events, worse)
+    for place, group_of_place in found.by_place.items():
+        for group in _clusters(group_of_place, EVENT_DAYS):
+            events += _events_of_cluster(group, place, found, spans)
+    events += _strays(events, found.by_place, found.by_series, found.worse)
+    events = _run_parts_only(events, found.worse)
     merged, into = _merged([e for e, _ in events])
     held: dict[tuple[SeriesKey, str], Held] = {}
     for (_, group), j in zip(events, into):
         for f in group:
             held[(f.cp.series, f.cp.after_sha)] = Held(merged[j].id, run_part(f))
     return _periods(merged, held)
+
+
+@dataclass(slots=True)
+class _Findings:
+    """The change points of the series analysed in full, each found once (:class:`_Found`) and kept by place, by
+    series and as each series' steps, with whether it moved the worse way and how many series each place holds."""
+
+    by_place: dict[tuple[str, str], list[_Found]] = field(default_factory=lambda: defaultdict(list))
+    by_series: dict[SeriesKey, list[_Found]] = field(default_factory=lambda: defaultdict(list))
+    stepped: dict[SeriesKey, list[tuple[int, int, bool]]] = field(default_factory=lambda: defaultdict(list))
+    analysed: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    worse: dict[int, bool] = field(default_factory=dict)  # by id() of each _Found
+
+    def add(self, report: SeriesReport, points: RunPoints | None, position: Mapping[str, int]) -> None:
+        """One series' change points, each with the run-date evidence of its runs (``points``) between its
+        neighbours."""
+        self.analysed[_place(report.series)] += 1
+        own = [position.get(c.after_sha, -1) for c in report.changes]
+        bounds = [0, *own, math.inf]
+        for i, c in enumerate(report.changes):
+            hi, lo = own[i], position.get(c.before_sha, own[i] - 1)
+            ev = date_evidence(c, points, position, bounds[i], bounds[i + 2]) if points is not None else None
+            f = _Found(c, lo, hi, ev)
+            self.worse[id(f)] = _worse(c)
+            self.by_place[_place(report.series)].append(f)
+            self.by_series[report.series].append(f)
+            self.stepped[report.series].append((lo, hi, c.ratio > 1))
+
+
+def _worse(c: ChangePoint) -> bool:
+    """Whether a change point moved the worse way: a regression, or a change of no known direction upward."""
+    return c.kind == "regression" or (c.kind == "change" and c.ratio > 1)
+
+
+def _events_of_cluster(group: list[_Found], place: tuple[str, str], found: _Findings, spans: _Spans
+                       ) -> list[tuple[EnvironmentEvent, list[_Found]]]:
+    """The events of one day's cluster of a place: its parts that follow the run date, else, where none does, the
+    whole cluster when it is environment-wide; each with its members."""
+    dated = _dated_parts(group)
+    if dated:
+        return [event for part in dated if (event := _run_date_event(part, found)) is not None]
+    if len(group) < EVENT_MIN_SERIES or len(group) < EVENT_SHARE * found.analysed[place]:
+        return []
+    event = _environment_wide_event(group, place, found, spans)
+    return [event] if event is not None else []
+
+
+def _run_date_event(part: list[_Found], found: _Findings) -> tuple[EnvironmentEvent, list[_Found]] | None:
+    """A part that follows the run date as an event of its members: those neither favouring their own commit nor
+    stepping alike on another machine; None where none is left or the part no longer follows the run date."""
+    members = [f for f in part if not (_own_commit(f) or _elsewhere_too(f, found.by_series, True))]
+    if members and follows_run_date(_evidence(part)):
+        return _event_of(members, "run date", found.worse), members
+    return None
+
+
+def _environment_wide_event(group: list[_Found], place: tuple[str, str], found: _Findings, spans: _Spans
+                            ) -> tuple[EnvironmentEvent, list[_Found]] | None:
+    """A cluster whose siblings stayed put as an event of its members that did not step alike where the siblings
+    were read; None where the siblings moved or no member is left."""
+    quiet, other_machines = _siblings_quiet(group, place, spans, found.stepped, EVENT_REACH)
+    members = [f for f in group if quiet and not _elsewhere_too(f, found.by_series, other_machines)]
+    return (_event_of(members, "environment-wide", found.worse), members) if members else None
 
 
 def _periods(events: list[EnvironmentEvent], held: dict[tuple[SeriesKey, str], Held]

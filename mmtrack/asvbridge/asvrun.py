@@ -491,38 +491,47 @@ def _iter_asv_cases(path: Path, meta: dict[str, Any], since: datetime,
     # slack here once counted the cases of a run that ended under a second before this one started.
     since_ms = since.timestamp() * 1000 - 1
     for key in sorted(res.get_all_result_keys()):
-        if (res.started_at.get(key) or 0) < since_ms:
-            continue
-        params = res.get_result_params(key)
-        values = res.get_result_value(key, params)
-        samples = res.get_result_samples(key, params)
-        info = meta.get(key, {})
-        names = list(info.get("param_names") or [])
-        combos = list(itertools.product(*params)) if params else [()]
-        names += [f"param{i + 1}" for i in range(len(names), len(params))]
-        for i, combo in enumerate(combos):
-            if selection and key in selection and i not in selection[key]:
-                continue  # an earlier run's value, carried over in the file
-            value = values[i] if i < len(values) else None
-            if value is None:
-                status, message = "failed", f"failed under asv ({advice(key) if advice else RUN_ERROR_ADVICE})"
-            elif isinstance(value, float) and math.isnan(value):
-                status, message = "skipped", "skipped (setup raised NotImplementedError, or skip_params)"
-            elif (why := not_a_number(value)) is not None:
-                status, message = "failed", why
-            else:
-                status, message = "ok", ""
-            yield CaseResult(
-                benchmark=key,
-                params=dict(zip(names, combo)),
-                status=status,
-                message=message,
-                version=res.benchmark_version.get(key),
-                value=value if status == "ok" else None,
-                samples=tuple(samples[i] or ()) if samples and i < len(samples) else (),
-                unit=str(info.get("unit", "")),
-                param_index=i,
-            )
+        if (res.started_at.get(key) or 0) >= since_ms:
+            yield from _benchmark_cases(res, key, meta.get(key, {}), selection.get(key) if selection else None, advice)
+
+
+def _benchmark_cases(res: Any, key: str, info: dict[str, Any], chosen: set[int] | None,
+                     advice: Callable[[str], str] | None) -> Iterator[CaseResult]:
+    """One benchmark's cases in asv's results ``res``, one per parameter combination (those ``chosen``, where the
+    run selected some); ``info``: its entry in benchmarks.json."""
+    params = res.get_result_params(key)
+    values = res.get_result_value(key, params)
+    samples = res.get_result_samples(key, params)
+    names = list(info.get("param_names") or [])
+    combos = list(itertools.product(*params)) if params else [()]
+    names += [f"param{i + 1}" for i in range(len(names), len(params))]
+    for i, combo in enumerate(combos):
+        if chosen is not None and i not in chosen:
+            continue  # an earlier run's value, carried over in the file
+        value = values[i] if i < len(values) else None
+        status, message = _case_status(value, key, advice)
+        yield CaseResult(
+            benchmark=key,
+            params=dict(zip(names, combo)),
+            status=status,
+            message=message,
+            version=res.benchmark_version.get(key),
+            value=value if status == "ok" else None,
+            samples=tuple(samples[i] or ()) if samples and i < len(samples) else (),
+            unit=str(info.get("unit", "")),
+            param_index=i,
+        )
+
+
+def _case_status(value: Any, key: str, advice: Callable[[str], str] | None) -> tuple[str, str]:
+    """A case's status and message from the value asv kept: None failed, NaN skipped, a non-number refused."""
+    if value is None:
+        return "failed", f"failed under asv ({advice(key) if advice else RUN_ERROR_ADVICE})"
+    if isinstance(value, float) and math.isnan(value):
+        return "skipped", "skipped (setup raised NotImplementedError, or skip_params)"
+    if (why := not_a_number(value)) is not None:
+        return "failed", why
+    return "ok", ""
 
 
 def collect(prepared: Prepared, path: Path, since: datetime, bench: str | None = None,

@@ -159,53 +159,102 @@ def run_detect(
     series that only gained some of them at its end is searched from its last stored step on (``kept_steps``).
     ``clear_due``: the imports' detect marks (``writes.read_detect_due``) these series clear once stored; a detect
     of the whole store clears the marks it read itself."""
-    from ..store import reads as q
-    from ..store import writes
     from ..store.db import open_store
 
     policy = policy_for(request)
     own = store is None
     store = store or open_store(request.db, existing=True)
     try:
-        whole = columns is None and series is None and not (request.machine or request.env or request.benchmark
-                                                               or request.metrics)
-        if clear_due is None and whole and request.store_results and getattr(store, "writable", True):
-            clear_due = writes.read_detect_due(store)  # read before the columns: a mark made after them stays
-        baseline = resolve_baseline(store, request.baseline, _repository(request)) if request.baseline else None
-        keys = _keys_to_detect(store, request, series, columns)
-        # one query for all the series' medians: 500 series x 1,000 commits read as one scan, not 500 queries
-        if columns is None:  # detect that stores its results keeps the series cache too
-            read = writes.series_columns_keeping_cache if request.store_results else q.series_columns
-            columns = read(store, keys)
-        order = read_commit_order(store, request)
-        analysed = [in_order(usable, order) for cols in columns if (usable := cols.usable()).values]
-        kept = _kept_steps(store, analysed, new_commits, policy) if new_commits is not None and order is None else {}
-        # Half of the series on the second core when there are many (docs/design/nightly-update-profile.md).
-        reports = map_split(
-            lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy, kept.get(c.key)),
-            analysed, min_items=PARALLEL_SERIES, progress=progress,
-        )
-        reports, budget = budgeted_reports(reports, family_sizes([c.shas for c in analysed]), request.fdr)
-        events: list[EnvironmentEvent] = []
-        if request.events and any(r.changes for r in reports):
-            reports, events = with_events(store, reports, analysed, order)
-        stored = None
-        read_only = not getattr(store, "writable", True)
-        if request.store_results and not read_only:
-            stored = writes.save_change_points(
-                store, [c for r in reports for c in r.changes], replace=[r.series for r in reports],
-                clear_due=clear_due,
-            )
-        # not stored (--dry-run, a read-only store): the alerts the stored ones would become, none of them written
-        pending = None if stored is not None else ([r.series for r in reports], [c for r in reports for c in r.changes])
-        alerts = refresh_alerts(store, order.position if order else None, pending=pending)
-        drift = drift_report(request.baseline or baseline, baseline, analysed, policy, alerts) if baseline else None
+        return _detect_in(store, request, policy, progress, series, columns, new_commits, clear_due)
     finally:
         if own:
             store.close()
+
+
+def _detect_in(store: Any, request: DetectRequest, policy: DetectPolicy, progress: Callable[[int, int], None] | None,
+               series: Sequence[SeriesKey] | None, columns: Sequence[Any] | None,
+               new_commits: Collection[str] | None, clear_due: Any | None) -> DetectOutcome:
+    """:func:`run_detect`'s steps on an open store: read, detect, group into events, store, refresh the alerts."""
+    clear_due = _due_marks(store, request, series, columns, clear_due)
+    baseline = resolve_baseline(store, request.baseline, _repository(request)) if request.baseline else None
+    columns = _columns_to_detect(store, request, series, columns)
+    order = read_commit_order(store, request)
+    analysed = [in_order(usable, order) for cols in columns if (usable := cols.usable()).values]
+    reports, budget = _detected(store, request, policy, analysed, order, new_commits, progress)
+    events: list[EnvironmentEvent] = []
+    if request.events and any(r.changes for r in reports):
+        reports, events = with_events(store, reports, analysed, order)
+    read_only = not getattr(store, "writable", True)
+    stored = None if read_only else _stored(store, request, reports, clear_due)
+    alerts = _alerts_after(store, reports, stored, order)
+    drift = drift_report(request.baseline or baseline, baseline, analysed, policy, alerts) if baseline else None
     return DetectOutcome(reports, stored, policy, request.fail_on, read_only=read_only, events=events,
                          commit_order=order.source if order else COMMIT_ORDER, alerts=alerts, budget=budget,
                          drift=drift)
+
+
+def _whole_store(request: DetectRequest, series: Sequence[SeriesKey] | None, columns: Sequence[Any] | None) -> bool:
+    """Whether this detection reads every series of the store: no columns or series in hand, no selection."""
+    selected = request.machine or request.env or request.benchmark or request.metrics
+    return columns is None and series is None and not selected
+
+
+def _due_marks(store: Any, request: DetectRequest, series: Sequence[SeriesKey] | None, columns: Sequence[Any] | None,
+               clear_due: Any | None) -> Any | None:
+    """The detect marks the stored results clear: those given, else the store's own for a stored detect of the whole
+    store (read before the columns: a mark made after them stays)."""
+    from ..store import writes
+
+    if clear_due is not None:
+        return clear_due
+    if _whole_store(request, series, columns) and request.store_results and getattr(store, "writable", True):
+        return writes.read_detect_due(store)
+    return None
+
+
+def _columns_to_detect(store: Any, request: DetectRequest, series: Sequence[SeriesKey] | None,
+                       columns: Sequence[Any] | None) -> Sequence[Any]:
+    """The columns in hand, else the selected series' read in one query (500 series x 1,000 commits as one scan, not
+    500 queries); a detect that stores its results keeps the series cache too."""
+    from ..store import reads as q
+    from ..store import writes
+
+    keys = _keys_to_detect(store, request, series, columns)
+    if columns is not None:
+        return columns
+    read = writes.series_columns_keeping_cache if request.store_results else q.series_columns
+    return read(store, keys)
+
+
+def _detected(store: Any, request: DetectRequest, policy: DetectPolicy, analysed: Sequence[Any],
+              order: CommitOrder | None, new_commits: Collection[str] | None,
+              progress: Callable[[int, int], None] | None) -> tuple[list[SeriesReport], BudgetOutcome | None]:
+    """Each analysed series' report, within the suite's false-alarm budget, and what the budget held back."""
+    kept = _kept_steps(store, analysed, new_commits, policy) if new_commits is not None and order is None else {}
+    # Half of the series on the second core when there are many (docs/design/nightly-update-profile.md).
+    reports = map_split(
+        lambda c: detect_values(c.key, c.shas, c.values, c.versions, c.direction, policy, kept.get(c.key)),
+        analysed, min_items=PARALLEL_SERIES, progress=progress,
+    )
+    return budgeted_reports(reports, family_sizes([c.shas for c in analysed]), request.fdr)
+
+
+def _stored(store: Any, request: DetectRequest, reports: Sequence[SeriesReport], clear_due: Any | None) -> int | None:
+    """How many change points were stored in place of the reported series' own; None where the request stores none."""
+    from ..store import writes
+
+    if not request.store_results:
+        return None
+    return writes.save_change_points(store, [c for r in reports for c in r.changes],
+                                     replace=[r.series for r in reports], clear_due=clear_due)
+
+
+def _alerts_after(store: Any, reports: Sequence[SeriesReport], stored: int | None, order: CommitOrder | None
+                  ) -> list[Alert]:
+    """Every alert after this detection; where nothing was stored (--dry-run, a read-only store), the alerts the
+    change points would become, none of them written."""
+    pending = None if stored is not None else ([r.series for r in reports], [c for r in reports for c in r.changes])
+    return refresh_alerts(store, order.position if order else None, pending=pending)
 
 
 def _keys_to_detect(store: Any, request: DetectRequest, series: Sequence[SeriesKey] | None,
