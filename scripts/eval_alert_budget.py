@@ -35,14 +35,7 @@ def load_harness(path: Path):
 
 def suites(h, n: int, length: int, seed: int):
     """The harness's suites, drawn as its ``injection`` draws them (same seed, same order)."""
-    pools = {}
-    for name in h.NOISE_HISTORIES:
-        try:
-            sources = h.noise_sources(h.results_folder(h.HISTORIES[name]), name)
-        except FileNotFoundError:
-            continue
-        if sources:
-            pools[name] = sources
+    pools = h.noise_pools({name: h.HISTORIES[name] for name in h.NOISE_HISTORIES})
     rng = np.random.default_rng(seed)
     aa = h.make_suite(rng, pools, n, length, stepped=False)
     steps = h.make_suite(rng, pools, n, length, stepped=True)

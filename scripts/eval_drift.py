@@ -30,14 +30,7 @@ KEY = SeriesKey("injected", "env", "inject", "{}", MetricKey("timing", "time_per
 def drawn(series: int, length: int, seed: int):
     from scripts import eval_histories as h
 
-    pools = {}
-    for name in h.NOISE_HISTORIES:
-        try:
-            sources = h.noise_sources(h.results_folder(h.HISTORIES[name]), name)
-        except FileNotFoundError:
-            continue
-        if sources:
-            pools[name] = sources
+    pools = h.noise_pools({name: h.HISTORIES[name] for name in h.NOISE_HISTORIES})
     rng = np.random.default_rng(seed)
     return h, h.make_suite(rng, pools, series, length, stepped=False), h.make_suite(rng, pools, series, length,
                                                                                    stepped=True)

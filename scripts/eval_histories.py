@@ -660,6 +660,19 @@ def noise_sources(results: Path, history: str) -> list[NoiseSource]:
     return out
 
 
+def noise_pools(histories: dict[str, Path | None]) -> dict[str, list[NoiseSource]]:
+    """The noise sources of each history that has a results folder and any source (the injected suites' pools)."""
+    pools = {}
+    for name, path in histories.items():
+        try:
+            sources = noise_sources(results_folder(path), name) if path else []
+        except FileNotFoundError:
+            continue
+        if sources:
+            pools[name] = sources
+    return pools
+
+
 def _stats_of(d: dict):
     """(benchmark, index, value, (q25, q75, ci_a, ci_b) as log offsets) of each positive result of one file."""
     def offsets(v, q25, q75, a, b):
@@ -862,14 +875,7 @@ def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic]
 
 def injection(cache: Path, code: Code, noise: dict[str, Path | None], n: int, length: int, seed: int) -> dict:
     """The injected suites (A/A and stepped) on real noise, detected through the CLI; the gate on the A/A suite."""
-    pools = {}
-    for name, path in noise.items():
-        try:
-            sources = noise_sources(results_folder(path), name) if path else []
-        except FileNotFoundError:
-            continue
-        if sources:
-            pools[name] = sources
+    pools = noise_pools(noise)
     if len(pools) < 3:
         return {"error": f"real noise from {len(pools)} histories; 3 needed"}
     rng = np.random.default_rng(seed)
