@@ -558,11 +558,14 @@
         var g = sec.indexOf('role:') === 0 ? 'role ' + sec.slice(5) : (sec === 'scenario' ? 'scenario' : null);
         if (g !== null && g !== group) charts.appendChild(el('h3', { cls: 'role-group', text: g }));
         group = g;
+        // A chart and the line under it stay one block: the page reads heading, chart, chart, ...
+        var block = el('div', { cls: 'chart-block' });
         var div = el('div', { cls: 'chart' });
-        charts.appendChild(div);
+        block.appendChild(div);
+        charts.appendChild(block);
         drawChart(div, id, meta, si, byDate.checked).catch(fail);
         var limit = limitText(meta.series[si]);
-        if (limit) charts.appendChild(el('p', { cls: 'hint detection-limit', text: limit }));
+        if (limit) block.appendChild(el('p', { cls: 'hint detection-limit', text: limit }));
       });
       if (zeros.length) {
         charts.appendChild(el('p', { cls: 'muted zero-series', text: zeros.length + ' series zero at every commit, not drawn: ' +
