@@ -304,6 +304,30 @@ def test_a_step_in_the_newest_two_commits_is_suspected_at_once():
     assert detect_series(key, pts, DetectPolicy(newest=False)).changes == ()  # what detect said before
 
 
+def test_a_newest_step_the_budget_holds_back_is_judged_by_the_gates_rules_instead():
+    """Three commits 20% up after 117 quiet ones: detect's rank test names the step (p about 7e-6, its floor for 3
+    against 117), which a suite of 500 series holds back (a lone step needs 2e-6). Its step kept the gate's rules off
+    those commits; held back, the step they flag takes its place, suspected. A step the budget keeps stays as it is."""
+    from mmtrack.analysis.budget import budgeted_reports
+
+    key, pts = series(noisy_level([1.0] * 117 + [1.2] * 3, seed=3))
+    report = detect_series(key, pts)
+    (own,) = report.changes
+    assert own.p_value is not None and 2e-6 < own.p_value < 1e-4 and own.extra["index"] == 117
+    family = {pt.commit.sha: 500 for pt in pts}
+    (held,), outcome = budgeted_reports([report], family, 0.001)
+    (cp,) = held.changes
+    assert outcome.held_back == [own] and held.if_last_held_back is None
+    assert (cp.kind, _state(cp), cp.extra["index"], cp.p_value) == ("regression", "suspected", 117, None)
+    assert budgeted_reports([report], family, None)[0][0].changes == (own,)  # no budget: detect's own step
+    assert budgeted_reports([report], {sha: 1 for sha in family}, 0.001)[0][0].changes == (own,)  # kept alone
+
+
+def test_a_quiet_series_has_nothing_to_hand_to_the_gates_rules():
+    key, pts = series(noisy_level([1.0] * 120, seed=3))
+    assert detect_series(key, pts).if_last_held_back is None
+
+
 def test_two_newest_commits_at_a_level_two_stray_commits_had_reached_are_suspected_together():
     """A quiet series that strayed 20% up twice, then two commits there: each lies within the series' own noise (a
     commit came near), together they are a level no runner showed (the window's density over both); a runner level

@@ -9,7 +9,10 @@ per commit are at most ``q`` where the p-values are valid; one step moving many 
 an environment event) passes more easily than a lone one. Why BH and not Bonferroni or BY: docs/design/alerts.md.
 
 Change points without a p-value (the newest commits' steps the gate's rules flag, analysis/newest.py) are left
-as they are: their rule is not a test, and a suspected one forms no alert until the next commits confirm it.
+as they are: their rule is not a test, and a suspected one forms no alert until the next commits confirm it. Where
+the budget holds back detect's own step among the newest commits, which kept those rules off them, the step they
+flag there without it takes its place (``SeriesReport.if_last_held_back``): a step not proven yet is judged as
+one detect did not find.
 """
 
 from __future__ import annotations
@@ -94,5 +97,14 @@ def budgeted_reports(reports: Sequence[object], family: Mapping[str, int], fdr: 
     changes = [c for r in reports for c in r.changes]  # type: ignore[attr-defined]
     kept, outcome = within_budget(changes, family, fdr)
     keep_ids = {id(c) for c in kept}
-    return [dataclasses.replace(r, changes=tuple(c for c in r.changes if id(c) in keep_ids))  # type: ignore
-            for r in reports], outcome
+    return [_within(r, keep_ids) for r in reports], outcome
+
+
+def _within(report: object, keep_ids: set[int]) -> object:
+    """``report`` with the change points kept; where its last one is held back and the gate's rules flag a step in
+    the newest commits without it, that step in its place (detect's own step there kept the rules off them)."""
+    changes = tuple(c for c in report.changes if id(c) in keep_ids)  # type: ignore[attr-defined]
+    fallback = report.if_last_held_back  # type: ignore[attr-defined]
+    if fallback is not None and id(report.changes[-1]) not in keep_ids:  # type: ignore[attr-defined]
+        changes += (fallback,)
+    return dataclasses.replace(report, changes=changes, if_last_held_back=None)  # type: ignore[type-var]

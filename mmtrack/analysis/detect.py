@@ -563,6 +563,9 @@ class SeriesReport:
     points: int  # usable commits
     changes: tuple[ChangePoint, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # The step the gate's rules flag in the newest commits, in place of the last change point (detect's own step
+    # there, which keeps those rules off them) where the suite's budget holds that one back (analysis/budget.py).
+    if_last_held_back: ChangePoint | None = None
 
     @property
     def regressions(self) -> tuple[ChangePoint, ...]:
