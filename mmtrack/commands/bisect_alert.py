@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..analysis.alert_queue import resolve_alert, stored_alerts
 from ..analysis.alerts import Alert, AlertSeries, Culprit, culprit_columns
 from ..analysis.deterministic import is_deterministic
 from ..errors import EXIT_USAGE, UserError, user_regex
-from .alerts import resolve_alert, stored_alerts
 
 #: The verdicts of a culprit's check against its parent that confirm the search: the culprit is written.
 MOVED = ("regressed", "improved")

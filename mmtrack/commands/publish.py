@@ -23,7 +23,7 @@ class PublishRequest:
     asv_config: Path | None = None  # default: ./asv.conf.json when present
     benchmark: str | None = None  # a regex on benchmark names
     machine: str | None = None
-    baseline: str | None = None  # a ref: the regressions page shows each series' drift since it (commands/drift.py)
+    baseline: str | None = None  # a ref: the regressions page shows each series' drift since it (analysis/drift_since.py)
     min_effect: float | None = None  # the drift's threshold (default: detect's)
 
 
@@ -121,7 +121,7 @@ def publish(
 
 def _baseline(store: Any, request: PublishRequest) -> tuple[str, Any] | None:
     """``--baseline``'s commit and the drift's policy (its threshold), or None without a baseline."""
-    from .drift import drift_policy, resolve_baseline
+    from ..analysis.drift_since import drift_policy, resolve_baseline
 
     if not request.baseline:
         return None
@@ -132,7 +132,7 @@ def _baseline(store: Any, request: PublishRequest) -> tuple[str, Any] | None:
 def _drift(store: Any, model: SiteModel, request: PublishRequest, sha: str, policy: Any) -> Any:
     """Every published series' drift since ``sha`` (the commit ``request.baseline`` names)."""
     from ..store import reads as q
-    from .drift import drift_report
+    from ..analysis.drift_since import drift_report
 
     columns = q.series_columns(store, list(model.series))
     return drift_report(request.baseline or sha, sha, [c for c in columns if c.values], policy, model.alerts)

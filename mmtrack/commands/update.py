@@ -17,7 +17,7 @@ from ..analysis.budget import DEFAULT_FDR
 from ..analysis.gate import Gate, checked
 from ..asvbridge.results_folder import check_results_folder
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
-from .drift import check_drift_gate
+from ..analysis.drift_since import check_drift_gate
 from .import_asv import ImportResult
 from .publish import PublishRequest, publish
 
@@ -29,7 +29,7 @@ class UpdateRequest:
     detect: bool = True
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a touched series has an open regression
     fdr: float | None = DEFAULT_FDR  # the suite's false-alarm budget (analysis/budget.py); None: off
-    baseline: str | None = None  # a ref: the touched series' drift since it (commands/drift.py), for --fail-on drift
+    baseline: str | None = None  # a ref: the touched series' drift since it (analysis/drift_since.py), for --fail-on drift
     min_effect: float | None = None  # detect's smallest step and the drift's threshold (default: detect's)
 
 
