@@ -298,7 +298,8 @@ def test_the_checker_catches_a_planted_import(tmp_path, kind):
 
 
 VERB_TREE = {
-    "cli.py": "def detect():\n    from .commands.detect import run\n\n\ndef update():\n    from .commands import update\n",
+    "cli.py": "def detect():\n    from .commands.detect import run\n\n\n"
+              "def update():\n    from .commands import update\n",
     "commands/reporting.py": "",
     "commands/detect.py": "from .reporting import silent\n",
     "commands/update.py": "from .reporting import silent\nfrom ..store import db\n",
