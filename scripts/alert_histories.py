@@ -14,7 +14,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from mmtrack.commands.alerts import stored_alerts
+from mmtrack.analysis.alert_queue import stored_alerts
 from mmtrack.store import reads as q
 from mmtrack.store.db import open_store
 

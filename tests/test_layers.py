@@ -4,8 +4,9 @@ Every import counts: module level, inside functions, and under ``TYPE_CHECKING``
 an import of the module the root package's lazy table loads ``X`` from; a literal ``import_module("mmtrack...")`` is
 refused (it would hide an edge from this test), and so is any import of ``scripts`` (the harnesses sit above the
 package, never below it). A new top-level module or package must be given its layer here, so the order stays a
-decision, not an accident (docs/architecture.md). The checker runs on small synthetic trees too, to show that it
-catches each kind of wrong import.
+decision, not an accident (docs/architecture.md). Within the commands layer, a verb never imports another verb,
+directly or through a helper of that layer. The checker runs on small synthetic trees too, to show that it catches
+each kind of wrong import.
 """
 
 from __future__ import annotations
@@ -212,6 +213,45 @@ def test_no_layer_above_the_engine_imports_it_for_a_word():
     assert not found, found
 
 
+# -- verbs over one context: a verb never calls another verb ----------------------------------------------------------
+
+
+def verb_modules(package: Path = PACKAGE, edges: dict[str, set[str]] | None = None) -> set[str]:
+    """The verbs: the modules of ``commands/`` that ``cli.py``, where every command is declared, imports to bind them;
+    the other modules of ``commands/`` (``reporting``, ``run_summary``, ``bench_events``, ...) are helpers."""
+    edges = graph(package) if edges is None else edges
+    return {t for t in edges.get(f"{package.name}.cli", ()) if t.startswith(f"{package.name}.commands.")}
+
+
+def verbs_calling_verbs(package: Path = PACKAGE) -> list[str]:
+    """Each way a verb reaches another verb: directly, or through the helper modules of ``commands/`` (shared
+    orchestration belongs in the layer that owns it: analysis, ab, publish, store)."""
+    edges = graph(package)
+    verbs, commands = verb_modules(package, edges), f"{package.name}.commands."
+    wrong = []
+    for verb in sorted(verbs):
+        seen, todo = {verb}, [[verb]]
+        while todo:
+            path = todo.pop()
+            for target in sorted(edges.get(path[-1], ())):
+                if not target.startswith(commands) or target in seen:
+                    continue
+                seen.add(target)
+                if target in verbs:
+                    wrong.append(" -> ".join([*path, target]))
+                else:
+                    todo.append([*path, target])
+    return wrong
+
+
+def test_no_verb_imports_another_verb():
+    verbs = verb_modules()
+    assert {"mmtrack.commands.update", "mmtrack.commands.detect", "mmtrack.commands.bisect_alert"} <= verbs
+    assert not verbs & {"mmtrack.commands.reporting", "mmtrack.commands.run_summary"}  # helpers, not verbs
+    wrong = verbs_calling_verbs()
+    assert not wrong, "verbs that call verbs (move the shared steps below the verbs):\n" + "\n".join(wrong)
+
+
 # -- the checker on small synthetic trees: each planted import is caught --------------------------------------------
 
 TREE = {
@@ -255,6 +295,34 @@ def test_the_checker_catches_a_planted_import(tmp_path, kind):
     rel, text, says = PLANTED[kind]
     wrong = wrong_imports(_tree(tmp_path, {rel: text}), SMALL_LAYERS)
     assert any(line.startswith(says) for line in wrong), wrong
+
+
+VERB_TREE = {
+    "cli.py": "def detect():\n    from .commands.detect import run\n\n\n"
+              "def update():\n    from .commands import update\n",
+    "commands/reporting.py": "",
+    "commands/detect.py": "from .reporting import silent\n",
+    "commands/update.py": "from .reporting import silent\nfrom ..store import db\n",
+}
+PLANTED_VERB_CALLS = {
+    "a verb importing a verb": ("commands/update.py", "from .detect import run\n",
+                                "mmtrack.commands.update -> mmtrack.commands.detect"),
+    "through a helper": ("commands/reporting.py", "from . import detect\n",
+                         "mmtrack.commands.update -> mmtrack.commands.reporting -> mmtrack.commands.detect"),
+}
+
+
+def test_verbs_sharing_a_helper_and_the_store_pass(tmp_path):
+    package = _tree(tmp_path, VERB_TREE)
+    assert verb_modules(package) == {"mmtrack.commands.detect", "mmtrack.commands.update"}
+    assert verbs_calling_verbs(package) == []
+
+
+@pytest.mark.parametrize("kind", list(PLANTED_VERB_CALLS))
+def test_the_checker_catches_a_planted_verb_call(tmp_path, kind):
+    rel, text, says = PLANTED_VERB_CALLS[kind]
+    wrong = verbs_calling_verbs(_tree(tmp_path, {**VERB_TREE, rel: text}))
+    assert says in wrong, wrong
 
 
 # -- the root package's public names -------------------------------------------------------------------------------

@@ -268,7 +268,7 @@ def test_a_replaced_older_point_reads_its_benchmark_whole(history, tmp_path: Pat
 def test_appends_into_a_new_chunk_match_a_full_rebuild(tmp_path: Path, monkeypatch) -> None:
     """New commits one import at a time (as CI lands them), two of them per publish, across a chunk
     boundary: carried on from the newest points, and the same site as a full rebuild."""
-    from mmtrack.commands import publish as command
+    from mmtrack.publish import site as command  # where publish_site reads its settings
 
     config = command.site_config
     monkeypatch.setattr(command, "site_config", lambda request: dataclasses.replace(config(request), chunk_size=10))

@@ -212,3 +212,13 @@ def _install(src: Path, python: Path, log: Path, config: dict[str, Any]) -> None
     why = next((ln for ln in lines if ln.lower().startswith("error:") and "subprocess-exited" not in ln),
                lines[-1] if lines else "pip failed")
     raise UserError(f"building commit {src.parent.name[:12]} failed: {why.strip()[:300]} (full log: {log})")
+
+
+def refuse_dirty(repo: Path) -> None:
+    """One line, exit 2, where the working tree has uncommitted changes: the suite is read from it."""
+    changed = git_output(repo, "status", "--porcelain", "--untracked-files=no").splitlines()
+    if changed:
+        raise UserError(
+            f"{repo}: the working tree has uncommitted changes ({len(changed)} files, e.g. "
+            f"{changed[0].split(maxsplit=1)[-1]}); the suite is read from the working tree, so commit or stash them"
+        )

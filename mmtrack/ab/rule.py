@@ -27,10 +27,23 @@ from typing import Sequence
 
 from ..analysis.compare import significant_below
 from ..analysis.policy import EDGE_BAND
+from ..errors import UserError
 from ..vocabulary import Direction
 
 #: Significance the rounds must reach by default (``--round-alpha``).
 ROUND_ALPHA = 0.01
+
+
+def round_alpha_for(round_alpha: float | None) -> float:
+    """``--round-alpha`` (continuous, run --confirm, bisect): the significance the A/B rounds must reach;
+    None: :data:`ROUND_ALPHA`. Anything but a level between 0 and 1 is one line, exit 2."""
+    if round_alpha is None:
+        return ROUND_ALPHA
+    if not 0.0 < round_alpha < 1.0:
+        raise UserError(f"--round-alpha {round_alpha}: a significance level between 0 and 1 (default {ROUND_ALPHA})")
+    return round_alpha
+
+
 #: Rounds (asv processes per side) in the fast mode below which no change is confirmed.
 MIN_ROUNDS = 3
 #: How far above a side's best round a round still counts as the machine's fast state (:func:`fast_mode`):

@@ -80,7 +80,7 @@ class DetectPolicy:
     newest: bool = True  # series: judge the newest commits by the per-commit gate's rules too (analysis/newest.py)
 
     def __post_init__(self) -> None:
-        # The CLI turns its knobs' bad values into one-line usage errors first (commands/detect.py:
+        # The CLI turns its knobs' bad values into one-line usage errors first (detect_pass.py:
         # policy_for); this guards programmatic callers.
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha must be between 0 and 1, not {self.alpha!r}")

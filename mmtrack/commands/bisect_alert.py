@@ -2,9 +2,9 @@
 
 GOOD is the alert's last commit at the old level, BAD its first at the new one (``analysis.alerts``). The series
 judged: the alert's series on this machine's class (all of them where it has none there), the one that moved most,
-or those ``-b`` picks among them. The search is ``mmtrack bisect``'s (:mod:`.bisect`), wall clock or callgrind. A
-range of one commit names its culprit already: nothing is measured. GOOD and BAD that do not differ here: one line,
-nothing written. A culprit whose check against its parent does not read as a move is shown, not written.
+or those ``-b`` picks among them. The search is ``mmtrack bisect``'s (:mod:`mmtrack.ab.bisect_run`), wall clock or
+callgrind. A range of one commit names its culprit already: nothing is measured. GOOD and BAD that do not differ
+here: one line, nothing written. A culprit whose check against its parent does not read as a move is shown, not written.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..analysis.alert_queue import resolve_alert, stored_alerts
 from ..analysis.alerts import Alert, AlertSeries, Culprit, culprit_columns
 from ..analysis.deterministic import is_deterministic
 from ..errors import EXIT_USAGE, UserError, user_regex
-from .alerts import resolve_alert, stored_alerts
 
 #: The verdicts of a culprit's check against its parent that confirm the search: the culprit is written.
 MOVED = ("regressed", "improved")
@@ -59,9 +59,9 @@ class AlertBisectOutcome:
 
 def bisect_alert(request: AlertBisectRequest, progress: Callable[[str], None] | None = None) -> AlertBisectOutcome:
     from ..ab.bisect import NoStep, first_parent_range
+    from ..ab.bisect_run import BisectRequest, bisect_commits
     from ..ab.envs import resolve_commit
     from ..ab.interleave import make_plan
-    from .bisect import BisectRequest, run_bisect
 
     say = progress or (lambda line: None)
     alert, machine_class = _alert_and_class(request, say)
@@ -79,7 +79,7 @@ def bisect_alert(request: AlertBisectRequest, progress: Callable[[str], None] | 
         f"({'class ' + machine_class if machine_class else 'a machine the store has not seen'}), "
         f"steered by {targets[0].series.benchmark} {metric}")
     try:
-        found.bisect = run_bisect(BisectRequest(
+        found.bisect = bisect_commits(BisectRequest(
             good=good, bad=bad, bench=bench_regex(judged), metric=metric, project=request.project,
             config=request.config, rounds=request.rounds, machine=request.machine, round_alpha=request.round_alpha,
             db=request.db, save=request.save, instrument=request.instrument,

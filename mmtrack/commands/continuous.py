@@ -64,20 +64,8 @@ class ContinuousOutcome:
         return EXIT_FAILURES if self.failing else EXIT_OK
 
 
-def round_alpha_for(round_alpha: float | None) -> float:
-    """``--round-alpha`` (continuous, run --confirm, bisect): the significance the A/B rounds must reach;
-    None: :data:`~mmtrack.ab.interleave.ROUND_ALPHA`. Anything but a level between 0 and 1 is one line, exit 2."""
-    from ..ab.interleave import ROUND_ALPHA
-
-    if round_alpha is None:
-        return ROUND_ALPHA
-    if not 0.0 < round_alpha < 1.0:
-        raise UserError(f"--round-alpha {round_alpha}: a significance level between 0 and 1 (default {ROUND_ALPHA})")
-    return round_alpha
-
-
 def policy_for(factor: float | None, round_alpha: float | None = None, min_effect: float | None = None) -> Any:
-    from ..ab.rule import AB_THRESHOLD
+    from ..ab.rule import AB_THRESHOLD, round_alpha_for
     from ..ab.verdicts import ab_policy
 
     if factor is not None and not factor > 1.0:
@@ -88,19 +76,8 @@ def policy_for(factor: float | None, round_alpha: float | None = None, min_effec
     return ab_policy(threshold, round_alpha_for(round_alpha))
 
 
-def refuse_dirty(repo: Path) -> None:
-    from ..vcs import git_output
-
-    changed = git_output(repo, "status", "--porcelain", "--untracked-files=no").splitlines()
-    if changed:
-        raise UserError(
-            f"{repo}: the working tree has uncommitted changes ({len(changed)} files, e.g. "
-            f"{changed[0].split(maxsplit=1)[-1]}); the suite is read from the working tree, so commit or stash them"
-        )
-
-
 def run_continuous(request: ContinuousRequest, progress: Callable[[str], None] | None = None) -> ContinuousOutcome:
-    from ..ab.envs import resolve_commit
+    from ..ab.envs import refuse_dirty, resolve_commit
     from ..ab.interleave import make_plan, measure_pair
     from ..ab.verdicts import pair_verdicts
     from ..analysis.gate import Gate

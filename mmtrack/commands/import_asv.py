@@ -1,30 +1,14 @@
-"""``mmtrack import-asv RESULTS_DIR``: bring an asv history into the store."""
+"""``mmtrack import-asv RESULTS_DIR``: bring an asv history into the store (what it brought in: an
+:class:`~mmtrack.store.asv_import.ImportResult`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..asvbridge.results_folder import check_results_folder
-from ..errors import EXIT_FAILURES, EXIT_OK
-from ..store.asv_import import ImportSummary, import_asv_results
+from ..store.asv_import import ImportResult, import_asv_results
 from ..store.db import open_store, redact
-
-
-@dataclass(frozen=True, slots=True)
-class ImportResult:
-    summary: ImportSummary
-    url: str  # the store, its password redacted
-
-    @property
-    def problems(self) -> list[str]:
-        """One line per file that failed and per benchmark left out."""
-        return [str(p) for p in [*self.summary.failed, *self.summary.left_out]]
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_FAILURES if self.problems else EXIT_OK
 
 
 def run_import(url: str, results_dir: Path, progress: Callable[[int, int, str], None] | None = None,

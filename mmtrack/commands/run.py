@@ -62,7 +62,7 @@ def check_confirm_options(request: RunRequest) -> None:
     if request.confirm_max is not None and request.confirm_max < 1:
         raise UserError(f"--confirm-max {request.confirm_max}: need at least 1 benchmark", EXIT_USAGE)
     if request.round_alpha is not None:  # the A/B rule's modules load only when a round is asked for
-        from .continuous import round_alpha_for
+        from ..ab.rule import round_alpha_for
 
         round_alpha_for(request.round_alpha)
     given = {"--confirm-rounds": request.confirm_rounds, "--confirm-budget": request.confirm_budget,

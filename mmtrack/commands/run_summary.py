@@ -1,7 +1,7 @@
 """``mmtrack run``'s comparison of the commit it measured with its neighbours in the store: the commit measured just
-before it on the same machine and environment (``mmtrack compare``, its verdicts stored for the pages), and, for a
-backfilled commit, the next one measured re-judged against it. :mod:`mmtrack.commands.run` calls :func:`summarize`
-once the run is in the store."""
+before it on the same machine and environment (``mmtrack compare``'s comparison, :mod:`mmtrack.analysis.compare_store`,
+its verdicts stored for the pages), and, for a backfilled commit, the next one measured re-judged against it.
+:mod:`mmtrack.commands.run` calls :func:`summarize` once the run is in the store."""
 
 from __future__ import annotations
 
@@ -64,10 +64,12 @@ def measured_neighbours(store: Any, repo: Any, machine: str, environment: str, s
 
 
 def _compare(store: Any, prepared: Prepared, a: str, b: str, environment: str) -> Any:
-    from .compare import CompareRequest, run_compare
+    """``mmtrack compare A B`` on this machine and environment, on the run's open store, no gate."""
+    from ..analysis.compare_store import CompareRequest, compare_in, policy_for
+    from ..analysis.gate import Gate
 
     request = CompareRequest(a=a, b=b, machine=prepared.machine, env=environment, cwd=prepared.project)
-    return run_compare(request, store=store)
+    return compare_in(store, request, policy_for(request), Gate.of("compare", request.fail_on))
 
 
 def _rejudge_next(store: Any, outcome: Any, sha: str, after: str, environment: str, first: bool) -> None:

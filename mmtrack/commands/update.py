@@ -2,7 +2,9 @@
 
 Import the asv results that are new (unchanged files are skipped unread), detect
 change points on the series they touched only, and republish the site (only the
-benchmarks whose series or change points moved are read and rewritten).
+benchmarks whose series or change points moved are read and rewritten). One store
+is open throughout; each step is its layer's (``store.asv_import``, ``analysis.detect_pass``,
+``publish.site``), as the single verbs run them.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.budget import DEFAULT_FDR
+from ..analysis.drift_since import check_drift_gate
 from ..analysis.gate import Gate, checked
 from ..asvbridge.results_folder import check_results_folder
 from ..errors import EXIT_FAILURES, EXIT_OK, UserError
-from .drift import check_drift_gate
-from .import_asv import ImportResult
-from .publish import PublishRequest, publish
+from ..publish.site import PublishRequest, publish_site
+from ..store.asv_import import ImportResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,7 @@ class UpdateRequest:
     detect: bool = True
     fail_on: tuple[str, ...] = ()  # "regression": exit 1 when a touched series has an open regression
     fdr: float | None = DEFAULT_FDR  # the suite's false-alarm budget (analysis/budget.py); None: off
-    baseline: str | None = None  # a ref: the touched series' drift since it (commands/drift.py), for --fail-on drift
+    baseline: str | None = None  # a ref: the touched series' drift since it (analysis/drift_since.py), --fail-on drift
     min_effect: float | None = None  # detect's smallest step and the drift's threshold (default: detect's)
 
 
@@ -82,13 +84,14 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         keys = q.series_keys_of(store, due.series if due is not None else summary.touched_series)
         detected, open_regressions, columns, budget, alerts, drift = None, 0, [], None, None, None
         if request.detect and keys:
-            from .detect import DetectRequest, run_detect  # scipy: loaded only when there is something to judge
+            # scipy: loaded only when there is something to judge
+            from ..analysis.detect_pass import DetectRequest, detect_in, policy_for
 
             # Read once for detect and for the pages' verdicts (their history), the blobs of series_cache kept
             columns = series_columns_keeping_cache(store, keys, usable_only=False)
-            outcome = run_detect(DetectRequest(db=url, fdr=request.fdr, baseline=request.baseline,
-                                               min_effect=request.min_effect), store=store, columns=columns,
-                                 new_commits=summary.commits | set(due.commits if due else ()), clear_due=due)
+            detect = DetectRequest(db=url, fdr=request.fdr, baseline=request.baseline, min_effect=request.min_effect)
+            outcome = detect_in(store, detect, policy_for(detect), None, None, columns,
+                                summary.commits | set(due.commits if due else ()), due)
             detected = len(outcome.changes)
             budget = outcome.budget.describe() if outcome.budget else None
             alerts = outcome.alerts_line
@@ -99,7 +102,7 @@ def update(request: UpdateRequest) -> UpdateOutcome:
         _test_kill_point("detect")
         seconds["detect"] = time.perf_counter() - t
         t = time.perf_counter()
-        _, report = publish(request.publish, store=store, columns=columns)
+        _, report = publish_site(request.publish, store=store, columns=columns)
         seconds["publish"] = time.perf_counter() - t
     finally:
         store.close()

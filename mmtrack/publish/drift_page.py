@@ -2,7 +2,7 @@
 beyond the threshold since a release, the worst first, though no single step of theirs did.
 
 Static HTML, no script, as the alert queue (publish/alerts_page.py); the report is
-:class:`mmtrack.analysis.drift.DriftReport`, worked out by commands/publish.py.
+:class:`mmtrack.analysis.drift.DriftReport`, worked out by publish/site.py.
 """
 
 from __future__ import annotations

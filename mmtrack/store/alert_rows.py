@@ -1,6 +1,6 @@
 """Reading and writing alerts (``schema.AlertRow``, ``AlertTriageRow``) as plain rows: dicts of their columns.
 
-``commands.alerts`` turns them into ``analysis.alerts.Alert`` records; the store knows no analysis.
+``analysis.alert_queue`` turns them into ``analysis.alerts.Alert`` records; the store knows no analysis.
 """
 
 from __future__ import annotations

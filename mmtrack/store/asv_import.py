@@ -29,6 +29,7 @@ from ..asvbridge.results_folder import (
     config_class_rules,
     find_results_files,
 )
+from ..errors import EXIT_FAILURES, EXIT_OK
 from ..forked import can_fork, die_with_parent
 from ..fsutil import unreadable_entry
 from . import schema as m
@@ -71,6 +72,23 @@ class ImportSummary:
     @property
     def result_count(self) -> int:
         return sum(self.results.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What an import brought in, and into which store (``mmtrack import-asv``, ``mmtrack update``)."""
+
+    summary: ImportSummary
+    url: str  # the store, its password redacted
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per file that failed and per benchmark left out."""
+        return [str(p) for p in [*self.summary.failed, *self.summary.left_out]]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILURES if self.problems else EXIT_OK
 
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..analysis.alerts import dismissed_series
-from ..analysis.detect import DetectPolicy
-from ..analysis.drift import DriftReport, series_drift, with_dismissed
+from .alerts import dismissed_series
+from .detect import DetectPolicy
+from .drift import DriftReport, series_drift, with_dismissed
 from ..errors import EXIT_USAGE, UserError, is_relative_effect
 from ..vcs import is_repository, project_root, resolve_rev
 
