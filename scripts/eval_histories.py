@@ -150,14 +150,14 @@ def import_and_detect(results: Path, imported: Path, detected: Path, root: Path,
         return Detected(json.loads(out.read_text()), log.read_text().strip())
     t0 = time.monotonic()
     if not log.exists():
-        with _building(imported) as tmp:
+        with _building(imported, "import.log") as tmp:
             imp = cli(root, "import-asv", "--db", str(tmp / "store.db"), "--no-progress", str(results))
             summary = " ".join((imp.stdout + imp.stderr).split())[:400]
             if imp.returncode not in (0, 1) or not (tmp / "store.db").exists():
                 return Detected(None, summary, f"import-asv exit {imp.returncode}: {summary}", time.monotonic() - t0)
             (tmp / "import.log").write_text(summary)
     summary = log.read_text().strip()
-    with _building(detected) as tmp:
+    with _building(detected, "detect.json") as tmp:
         shutil.copy(imported / "store.db", tmp / "store.db")
         det = cli(root, "detect", "--db", str(tmp / "store.db"), "--no-progress", "--format", "json",
                   *(["-b", bench] if bench else []))
@@ -169,18 +169,17 @@ def import_and_detect(results: Path, imported: Path, detected: Path, root: Path,
 
 
 @contextlib.contextmanager
-def _building(final: Path):
-    """A fresh folder beside ``final``, renamed to it when the block ends (left out when it returned early or
-    another evaluation got there first)."""
+def _building(final: Path, product: str):
+    """A fresh folder beside ``final``, renamed to it when the block ends with ``product`` written in it (a
+    ``return`` inside the block also ends it normally, so the product, not the exit, says it is complete); left
+    out otherwise, or when another evaluation got there first."""
     tmp = final.with_name(f"{final.name}.{os.getpid()}.part")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    done = False
     try:
         yield tmp
-        done = True
     finally:
-        if done and not final.exists():
+        if (tmp / product).exists() and not final.exists():
             try:
                 tmp.rename(final)
             except OSError:
