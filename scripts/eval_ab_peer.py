@@ -26,9 +26,9 @@ Experiments (each a fresh subprocess; environments cached after the first build)
             calibration and decision; ``--baseline DIR``: the same for that checkout's mmtrack right after, on the same
             repo (its cold run builds afresh)
 
-  single N  N pairs, alternating: ``asv run`` and ``mmtrack run`` of the checked-out ``base`` (one commit, the
-            repository's own ``existing`` environment for both, each result saved as the tool saves it); wall and
-            CPU medians and their ratio
+  single N  N rounds, rotating the order: ``asv run`` and ``mmtrack run`` of the checked-out ``base`` (one commit,
+            the repository's own ``existing`` environment for both, each result saved as the tool saves it); wall and
+            CPU medians and their ratio; ``--baseline DIR``: that checkout's ``mmtrack run`` in every round too
 
   phases N  N rounds of one side's four benchmarks each way: ``asv run`` per round (before), asv's runner from
             this process with a fresh interpreter per benchmark, and with a fork server per round (now)
@@ -192,33 +192,41 @@ def peer(folder: Path, env: dict, repo: Path, shas: dict[str, str], runs: int, f
         print(f"peer: {name} / asv, medians: wall {ratio:.2f}, cpu {cpu:.2f}")
 
 
-def single(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
-    """``mmtrack run`` beside ``asv run`` on one commit, alternating which goes first (see the module)."""
+def single(env: dict, repo: Path, shas: dict[str, str], runs: int, baseline: Path | None = None) -> None:
+    """``mmtrack run`` beside ``asv run`` on one commit, rotating which goes first (see the module); ``baseline``: the
+    mmtrack of that checkout too, in every round."""
     git(repo, env, "checkout", "-q", shas["base"])
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", MACHINE], cwd=repo, env=env,
                    capture_output=True)
+    mmtrack_run = [sys.executable, "-m", "mmtrack", "run", "--machine", MACHINE]
     contenders = {
-        "asv": [sys.executable, "-m", "asv", "run", "--machine", MACHINE, "--environment", "existing",
-                "--set-commit-hash", shas["base"]],
-        "mmtrack": [sys.executable, "-m", "mmtrack", "run", "--machine", MACHINE],
+        "asv": ([sys.executable, "-m", "asv", "run", "--machine", MACHINE, "--environment", "existing",
+                 "--set-commit-hash", shas["base"]], env),
+        "mmtrack": (mmtrack_run, env),
     }
+    if baseline is not None:
+        contenders["baseline"] = (mmtrack_run, {**env, "PYTHONPATH": str(baseline)})
     rows: dict[str, list[dict]] = {name: [] for name in contenders}
     names = list(contenders)
     for i in range(runs):
-        for name in names[i % 2:] + names[:i % 2]:
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            cmd, cmd_env = contenders[name]
             t, cpu = time.perf_counter(), children_cpu()
-            proc = subprocess.run(contenders[name], cwd=repo, env=env, capture_output=True, text=True)
+            proc = subprocess.run(cmd, cwd=repo, env=cmd_env, capture_output=True, text=True)
             got = {"wall": time.perf_counter() - t, "cpu": children_cpu() - cpu, "load": os.getloadavg()[0]}
             rows[name].append(got)
-            print(f"  run {i + 1}: {name} {got['wall']:.1f} s, cpu {got['cpu']:.1f} s, exit {proc.returncode} | "
+            print(f"  run {i + 1}: {name} {got['wall']:.2f} s, cpu {got['cpu']:.2f} s, exit {proc.returncode} | "
                   f"load {got['load']:.1f}", flush=True)
             if proc.returncode not in (0, 1):
                 print(proc.stdout[-1500:], proc.stderr[-1500:], file=sys.stderr)
     med = {name: {k: statistics.median(r[k] for r in got) for k in ("wall", "cpu")} for name, got in rows.items()}
     for name, m in med.items():
-        print(f"single {name}: wall median {m['wall']:.1f} s, cpu median {m['cpu']:.1f} s")
-    print(f"single: mmtrack / asv, medians: wall {med['mmtrack']['wall'] / med['asv']['wall']:.2f}, "
-          f"cpu {med['mmtrack']['cpu'] / med['asv']['cpu']:.2f}")
+        loads = [r["load"] for r in rows[name]]
+        print(f"single {name}: wall median {m['wall']:.2f} s, cpu median {m['cpu']:.2f} s; load "
+              f"{min(loads):.1f}-{max(loads):.1f}")
+    for name in names[1:]:
+        print(f"single: {name} / asv, medians: wall {med[name]['wall'] / med['asv']['wall']:.2f}, "
+              f"cpu {med[name]['cpu'] / med['asv']['cpu']:.2f}")
 
 
 def children_cpu() -> float:
@@ -346,13 +354,13 @@ def phases(env: dict, repo: Path, shas: dict[str, str], runs: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("experiments", nargs="+", choices=["aa", "peer", "profile", "phases", "single"])
-    ap.add_argument("--runs", type=int, default=10, help="A/A runs")
+    ap.add_argument("--runs", type=int, default=10, help="aa: A/A runs; single: rounds; phases: rounds")
     ap.add_argument("--peer-runs", type=int, default=3, help="asv / mmtrack pairs")
     ap.add_argument("--factor", type=float, default=1.05,
                     help="factor of both tools in the peer experiment")
     ap.add_argument("--step", choices=["slower", "slow"], default="slower",
                     help="peer, profile: the slowed commit (slower: about 12%%; slow: about 6-10%%)")
-    ap.add_argument("--baseline", type=Path, help="peer: also run the mmtrack of this checkout in every pair")
+    ap.add_argument("--baseline", type=Path, help="peer, single: also run the mmtrack of this checkout in every pair")
     ap.add_argument("--warm", action="store_true", help="peer: one untimed run of each contender first (the builds)")
     ap.add_argument("--large", action="store_true", help="add a case of about 70 ms (time_add_large) to the suite")
     ap.add_argument("--keep", type=Path, help="keep the repo and each run's JSON under this folder")
@@ -377,7 +385,7 @@ def main() -> None:
                       f"{statistics.median(r['wall'] for r in got):.1f} s; load "
                       f"{min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f}", flush=True)
             elif exp == "single":
-                single(env, repo, shas, args.peer_runs)
+                single(env, repo, shas, args.runs, args.baseline)
             elif exp == "phases":
                 phases(env, repo, shas, args.runs)
             elif exp == "profile":

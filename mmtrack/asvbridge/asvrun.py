@@ -170,14 +170,17 @@ def config_repo(config_path: Path, config: dict[str, Any], project: Path) -> Pat
 
 
 def load_config(path: Path) -> dict[str, Any]:
-    from asv import util as asv_util
+    """asv's config as asv reads it (``asv.util.load_json(path, js_comments=True)``: JSON5 from the absolute path), but
+    without importing asv, whose plugins take about 0.1 s to load: ``mmtrack run``'s own asv process loads them."""
+    import json5
 
     unreadable = unreadable_entry(path, "config file") if path.exists() or path.is_symlink() else None
     if unreadable is not None:  # a FIFO would block the read forever
         raise UserError(f"{path}: {unreadable}; give the asv.conf.json to read")
     try:
-        data = asv_util.load_json(str(path), js_comments=True)
-    except Exception as exc:  # noqa: BLE001  (asv raises its own UserError, json errors...)
+        with open(os.path.abspath(path), encoding="utf-8") as fd:
+            data = json5.loads(fd.read())
+    except Exception as exc:  # noqa: BLE001  (OSError, json5's ValueError...)
         raise UserError(f"{path}: cannot read the asv config: {exc}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: the asv config must be a JSON object")
@@ -191,7 +194,7 @@ def resolve_commit(repo: Path, rev: str) -> CommitInfo:
     head = resolve_rev(repo, "HEAD")
     if head is None:
         raise UserError(f"{repo}: the repository has no commit yet; commit your code first")
-    sha = resolve_rev(repo, rev)
+    sha = head if rev == "HEAD" else resolve_rev(repo, rev)  # the default: no second git call for it
     if sha is None:
         hint = " (a shallow CI clone lacks it: fetch more history, e.g. fetch-depth: 0)" if _is_shallow(repo) else ""
         raise UserError(f"{repo}: git does not know the commit {rev!r}{hint}")
@@ -228,7 +231,9 @@ def _resolvable_branches(repo: Path, branches: Sequence[str | None]) -> tuple[li
     return keep, missing
 
 
-def prepare(request: AsvInvocation) -> Prepared:
+def prepare(request: AsvInvocation, meanwhile: Callable[[], None] | None = None) -> Prepared:
+    """Step 1 of the module; ``meanwhile`` runs while the suite's import check does (:func:`.suite_check.preflight`),
+    if it comes to that."""
     project = request.project.resolve()
     config_path = find_config(project, request.config)
     config = load_config(config_path)
@@ -274,7 +279,7 @@ def prepare(request: AsvInvocation) -> Prepared:
             )
             derived["branches"] = keep or ["HEAD"]
         python = request.python or sys.executable
-        prepared.import_failures = preflight(suite, prepared.environ(), python)
+        prepared.import_failures = preflight(suite, prepared.environ(), python, meanwhile)
         refuse_uninstalled_project(prepared.import_failures, sorted({project, repo}), python)
         if prepared.import_failures:
             copy, notes = filtered_suite(suite, prepared.import_failures, workdir / "suite")
@@ -292,10 +297,12 @@ def _asv(*args: str) -> list[str]:
     return [sys.executable, "-m", "asv", *args]
 
 
-def machine_known(machine: str) -> bool:
-    from asv.machine import MachineCollection
+#: asv's machine file (``asv.machine.MachineCollection.get_machine_file_path``), read without importing asv.
+ASV_MACHINE_FILE = "~/.asv-machine.json"
 
-    path = Path(MachineCollection.get_machine_file_path())
+
+def machine_known(machine: str) -> bool:
+    path = Path(ASV_MACHINE_FILE).expanduser()
     try:
         return machine in json.loads(path.read_text())
     except (OSError, ValueError):
@@ -344,15 +351,19 @@ def asv_run_command(prepared: Prepared, request: AsvInvocation) -> list[str]:
     return cmd + list(request.asv_args)
 
 
-def run_asv(prepared: Prepared, request: AsvInvocation) -> int:
+def run_asv(prepared: Prepared, request: AsvInvocation, meanwhile: Callable[[], None] | None = None) -> int:
     """Run asv, its output passed through to ours line by line with mmtrack's overall progress
-    (steps done of the total and the time left) every so often; returns asv's exit status."""
+    (steps done of the total and the time left) every so often; returns asv's exit status. ``meanwhile`` runs once
+    asv has started, before its first line is shown: asv imports itself and discovers the suite first (a second or
+    more before its first benchmark)."""
     sys.stdout.flush()
     progress = AsvProgress()
     with subprocess.Popen(asv_run_command(prepared, request), cwd=prepared.project, env=prepared.environ(),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                           bufsize=1) as proc:
         assert proc.stdout is not None
+        if meanwhile is not None:
+            meanwhile()
         for line in proc.stdout:
             sys.stdout.write(visible(bounded_line(line)))  # asv prints benchmark names and their errors as they are
             note = progress.update(line)

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 
@@ -28,23 +28,32 @@ class ImportFailure:
     missing: str = ""  # the module a ModuleNotFoundError named, else ""
 
 
-def preflight(suite: Path, env: dict[str, str], python: str | None = None) -> list[ImportFailure]:
-    """Import every suite module as asv will (``python``, default this one; same PYTHONPATH rule)."""
+def preflight(suite: Path, env: dict[str, str], python: str | None = None,
+              meanwhile: Callable[[], None] | None = None) -> list[ImportFailure]:
+    """Import every suite module as asv will (``python``, default this one; same PYTHONPATH rule); ``meanwhile`` runs
+    in this process while that one imports (a real suite's import takes a second or more)."""
     env = dict(env)
     # asv drops PYTHONPATH for benchmark processes and uses ASV_PYTHONPATH instead.
     env.pop("PYTHONPATH", None)
     if env.get("ASV_PYTHONPATH"):
         env["PYTHONPATH"] = env["ASV_PYTHONPATH"]
     with tempfile.TemporaryDirectory(prefix="mmtrack-preflight-") as cwd:
-        proc = subprocess.run(
-            [python or sys.executable, str(PREFLIGHT), str(suite)], cwd=cwd, env=env, capture_output=True, text=True
-        )
+        proc = subprocess.Popen([python or sys.executable, str(PREFLIGHT), str(suite)], cwd=cwd, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            if meanwhile is not None:
+                meanwhile()
+            stdout, stderr = proc.communicate()
+        except BaseException:  # as subprocess.run: a SIGTERM or ^C leaves no import check behind
+            proc.kill()
+            proc.communicate()
+            raise
     try:
-        failures = json.loads(proc.stdout.strip().splitlines()[-1])["failures"]
+        failures = json.loads(stdout.strip().splitlines()[-1])["failures"]
     except (IndexError, ValueError, KeyError, TypeError):
         raise UserError(
             f"{suite}: could not check which benchmark files import (exit {proc.returncode}): "
-            f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}"
+            f"{(stderr.strip().splitlines() or ['no output'])[-1]}"
         ) from None
     root = suite.name
     out = []
