@@ -274,6 +274,46 @@ def test_two_concurrent_updates_both_succeed_and_leave_the_site_a_fresh_publish_
     assert not [p for p in site.iterdir() if p.name.startswith(".mmtrack-build-")]
 
 
+def test_an_alert_refresh_waits_for_another_processes_refresh_on_postgresql(tmp_path: Path) -> None:
+    """Two updates at once on PostgreSQL: each reads the stored alert ids, then inserts those it lacks, in separate
+    READ COMMITTED transactions, so both inserted one id (a duplicate ``pk_alert``, one update failing). A refresh
+    waits while another process holds the alert queue's lock, and then stores the alerts of every change point."""
+    import threading
+
+    from mmtrack.analysis.alert_queue import refresh_alerts
+    from mmtrack.store.db import ALERTS_LOCK_ID, open_store
+
+    url = _url("postgresql", tmp_path)
+    results, site = tmp_path / "results", tmp_path / "site"
+    write_asv_results(results, _model())
+    assert _update(results, site, url, tmp_path).returncode == 0
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "from mmtrack.store.db import ALERTS_LOCK_ID, open_store\n"
+                               "store = open_store(sys.argv[1])\n"
+                               "with store.one_at_a_time(ALERTS_LOCK_ID):\n"
+                               "    print('held', flush=True)\n"
+                               "    sys.stdin.readline()\n", url],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=subprocess_env())
+    store = open_store(url)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        done: list[int] = []
+        refresh = threading.Thread(target=lambda: done.append(len(refresh_alerts(store))))
+        refresh.start()
+        refresh.join(1.0)
+        assert refresh.is_alive() and not done  # waiting for the holder
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        refresh.join(60)
+        assert done and done[0] > 0  # the model's steps form alerts
+        with store.one_at_a_time(ALERTS_LOCK_ID):  # released: taken at once
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+        store.close()
+
+
 def test_a_site_held_by_another_build_is_waited_for_then_given_up_in_one_line(tmp_path: Path, capfd) -> None:
     """Another process holds the site (a build switching its folders): a build waits, says so once, and gives up
     after its wait in one line."""

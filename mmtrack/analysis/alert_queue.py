@@ -23,8 +23,22 @@ def refresh_alerts(store: Any, position: Mapping[str, int] | None = None, *,
 
     ``pending``: series whose change points were found but not stored (``detect --dry-run``, a read-only store),
     and those change points: the alerts are computed with them in place of the stored ones, and not written."""
-    from ..store import reads as q
     from ..store.alert_rows import save_alert_rows
+    from ..store.db import ALERTS_LOCK_ID
+
+    if pending is not None:
+        return _grouped(store, position, pending)
+    # Two updates at once: the later refresh reads every change point both stored (the same ids, inserted twice,
+    # broke the other)
+    with store.one_at_a_time(ALERTS_LOCK_ID):
+        alerts = _grouped(store, position, None)
+        save_alert_rows(store, [alert_row(a) for a in alerts])
+    return alerts
+
+
+def _grouped(store: Any, position: Mapping[str, int] | None,
+             pending: tuple[Sequence[SeriesKey], Sequence[ChangePoint]] | None) -> list[Alert]:
+    from ..store import reads as q
 
     if position is None:
         _, position = q.series_run_points(store, [])
@@ -32,10 +46,7 @@ def refresh_alerts(store: Any, position: Mapping[str, int] | None = None, *,
     if pending is not None:
         replaced = set(pending[0])
         changes = [c for c in changes if c.series not in replaced] + list(pending[1])
-    alerts = reconcile(group(changes, position), stored_alerts(store), position, now=datetime.now(timezone.utc))
-    if pending is None:
-        save_alert_rows(store, [alert_row(a) for a in alerts])
-    return alerts
+    return reconcile(group(changes, position), stored_alerts(store), position, now=datetime.now(timezone.utc))
 
 
 def resolve_alert(alerts: Sequence[Alert], wanted: str) -> Alert:

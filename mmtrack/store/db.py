@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_S = 120.0
 MMAP_BYTES = 256 * 1024 * 1024
 _PG_LOCK_ID = 0x6D6D7472  # "mmtr": serialises concurrent upgrades on PostgreSQL
+ALERTS_LOCK_ID = 0x6D6D7461  # "mmta": serialises the alert queue's refresh on PostgreSQL
 
 T = TypeVar("T")
 
@@ -139,6 +140,23 @@ class Store:
         with self.engine.connect() as conn:
             with conn.begin():
                 yield conn
+
+    @contextmanager
+    def one_at_a_time(self, lock_id: int) -> Iterator[None]:
+        """A read-compute-write step that no other process runs at once on this store: on PostgreSQL a session
+        advisory lock on a connection of its own (its reads and writes are separate transactions, which READ
+        COMMITTED lets interleave); on SQLite, whose writes ``BEGIN IMMEDIATE`` already serialises, nothing."""
+        if self.dialect != "postgresql":
+            yield
+            return
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": lock_id})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_id})
+                conn.commit()
 
     def session(self) -> Session:
         from sqlalchemy.orm import Session  # the ORM only for its users: every command opens a store
