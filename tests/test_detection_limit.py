@@ -110,6 +110,25 @@ def test_list_benchmarks_shows_each_metrics_limits_and_the_benchmarks_too_noisy_
     assert "time_per_op:" in table.stdout
 
 
+def test_list_benchmarks_and_the_pages_state_the_same_limits_between_their_restatements(tmp_path):
+    """73 commits: both state the limits as of the 70th (the pages restate them once every STATE_EVERY commits;
+    ``list benchmarks`` read all 73 and disagreed with the page beside it)."""
+    write_asv_results(tmp_path / "results", synthetic_model(2, 73, 1, seed=3, step_every=99))
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    assert run_cli("import-asv", "--db", db, "--no-progress", str(tmp_path / "results"), cwd=tmp_path).returncode == 0
+    assert run_cli("publish", "--db", db, "-o", str(tmp_path / "site"), "--title", "t", cwd=tmp_path).returncode == 0
+    listed = run_cli("list", "benchmarks", "--db", db, "--format", "json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    fields = ("one_commit", "confirmed", "commits", "too_noisy")
+    in_list = {(c["name"], r["metric"]): tuple(r[f] for f in fields)
+               for c in json.loads(listed.stdout) for r in c["detection_limits"]}
+    metas = [json.loads(p.read_text().split(",", 1)[1].rsplit(");", 1)[0])
+             for p in (tmp_path / "site" / "data" / "b").glob("*.meta.js")]
+    on_pages = {(m["name"], s["metric"]): tuple(s["limit"][f] for f in fields) for m in metas for s in m["series"]}
+    assert len(in_list) == 2 and in_list == on_pages
+    assert {v[2] for v in in_list.values()} == {70}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists() and not os.environ.get("CI"),
                     reason="needs Debian's chromium (apt-get install chromium; .ci/run does)")

@@ -140,6 +140,18 @@ def limit_record(values: Sequence[float], series: int, fdr: float) -> dict[str, 
     return limit.as_dict()
 
 
+#: Limits are stated from a series' measured commits up to its last multiple of this: they read its noise, which
+#: one commit rarely moves, so an update need not restate them (and rewrite every benchmark's page data) each commit,
+#: and ``mmtrack list benchmarks`` and the pages state the same figures.
+STATE_EVERY = 10
+
+
+def stated_limit(values: Sequence[float], series: int, fdr: float) -> dict[str, float | int | bool | None]:
+    """:func:`limit_record` of ``values`` (measured medians, oldest first) up to their last multiple of
+    :data:`STATE_EVERY`: the limits ``list benchmarks`` and the pages state."""
+    return limit_record(values[: len(values) - len(values) % STATE_EVERY], series, fdr)
+
+
 @functools.lru_cache(maxsize=256)
 def _u_needed(k: int, m: int, p: float) -> float:
     """The smallest U of ``k`` values against ``m`` whose exact two-sided p (detect's) is at most ``p``; above
@@ -155,4 +167,5 @@ def _u_needed(k: int, m: int, p: float) -> float:
     return hi / 2
 
 
-__all__ = ["DetectionLimit", "detection_limit", "limit_record", "HISTORY", "POWER", "USEFUL_STEP"]
+__all__ = ["DetectionLimit", "detection_limit", "limit_record", "stated_limit", "HISTORY", "POWER", "STATE_EVERY",
+           "USEFUL_STEP"]

@@ -12,9 +12,10 @@ def limits_by_case(store: Any, machine: str | None, env: str | None, pattern: st
     """(benchmark, params key) -> one record per series of the case (machine, environment, metric, the limits as
     :meth:`~mmtrack.analysis.detection_limit.DetectionLimit.as_dict`; ``one_commit`` and ``confirmed`` None where
     the history is too short for a noise model or no step up to x16 is found). A lone step passes the suite's
-    false-alarm budget at ``fdr / series``, ``series`` those of its machine and environment (detect's family)."""
+    false-alarm budget at ``fdr / series``, ``series`` those of its machine and environment (detect's family).
+    Stated from the same commits as the pages (:func:`~mmtrack.analysis.detection_limit.stated_limit`)."""
     from ..analysis.budget import DEFAULT_FDR
-    from ..analysis.detection_limit import limit_record
+    from ..analysis.detection_limit import stated_limit
     from ..store import reads as q
 
     keys = q.list_series(store, machine=machine, environment=env, benchmark=pattern)
@@ -22,7 +23,7 @@ def limits_by_case(store: Any, machine: str | None, env: str | None, pattern: st
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for col in q.series_columns(store, keys):
         key = col.key
-        record = limit_record(col.values, family[key.machine, key.environment], DEFAULT_FDR)
+        record = stated_limit(list(col.values), family[key.machine, key.environment], DEFAULT_FDR)
         out.setdefault((key.benchmark, key.params), []).append(
             {"machine": key.machine, "environment": key.environment, "metric": str(key.metric), **record})
     return out

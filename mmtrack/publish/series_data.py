@@ -8,8 +8,8 @@ import math
 from typing import Any, Sequence
 
 from ..analysis.budget import DEFAULT_FDR
-from ..analysis.detection_limit import HISTORY as LIMIT_HISTORY
-from ..analysis.detection_limit import limit_record
+from ..analysis.detection_limit import STATE_EVERY as LIMIT_EVERY
+from ..analysis.detection_limit import stated_limit
 from ..analysis.noise import measured
 from ..results import SeriesKey, SeriesPoint
 from .encode import _finite, _metric_label, _params
@@ -93,18 +93,11 @@ def _tail(
     return [repr(key), changes, appends, list(ids), marker, version, decided]
 
 
-#: A page restates a series' limits once every this many measured commits: they read its noise, which one commit
-#: rarely moves, and restating them at every commit rewrote every benchmark's meta file on each `update`.
-LIMIT_EVERY = 10
-
-
 def _limit(medians: Sequence[float | None], family: int) -> dict[str, Any]:
-    """The smallest steps a series shows (:func:`~mmtrack.analysis.detection_limit.limit_record`) from its newest
+    """The smallest steps a series shows (:func:`~mmtrack.analysis.detection_limit.stated_limit`) from its newest
     medians up to its last multiple of :data:`LIMIT_EVERY`, ``family`` the series its commits' budget divides
     among (kept in the record: a new series in the family restates it)."""
-    values = [v for v in medians if measured(v)]
-    values = values[: len(values) - len(values) % LIMIT_EVERY]
-    return {**limit_record(values[-LIMIT_HISTORY:], family, DEFAULT_FDR), "family": family}
+    return {**stated_limit([v for v in medians if measured(v)], family, DEFAULT_FDR), "family": family}
 
 
 def _limit_since(old: Any, medians: Sequence[float | None], fresh: int, family: int) -> dict[str, Any]:
