@@ -153,6 +153,7 @@ class _Build:
     reusable: dict[str, Any]
     pos: dict[str, int]
     appended_only: dict[str, bool]  # per benchmark with a last build: its series only gained newer points since
+    family: Counter[tuple[str, str]]  # per machine and environment, the series a commit's budget divides among
 
     @classmethod
     def of(cls, model: SiteModel, commits: Sequence[CommitInfo], reusable: dict[str, Any]) -> _Build:
@@ -171,7 +172,8 @@ class _Build:
         in_runs, prints = _suite_runs(model, _last_runs(model, by_bench, reusable, appended), pos)
         tokens = {bench: _with_runs(model.bench_state.get(bench), [prints.get(k, {}) for k in _sorted_keys(keys)])
                   for bench, keys in by_bench.items()} if model.bench_state is not None else {}
-        return cls(by_bench, cps_by_key, runs_by_key, in_runs, prints, tokens, reusable, pos, appended)
+        family = Counter((k.machine, k.environment) for k in model.series)
+        return cls(by_bench, cps_by_key, runs_by_key, in_runs, prints, tokens, reusable, pos, appended, family)
 
     def reused(self, bench: str) -> bool:
         """Whether the last build's files of ``bench`` still hold: its token matches."""
@@ -230,7 +232,7 @@ def _render(model: SiteModel, build: _Build, profiles: SiteProfiles, benches: li
         recorder = RecordingWriter()
         done = _write_benchmark(recorder, bench, bench_id(bench), _sorted_keys(build.by_bench[bench]), model,  # type: ignore[arg-type]
                                 build.in_runs, build.prints, profiles, build.cps_by_key, build.runs_by_key, build.pos,
-                                model.config.chunk_size)
+                                model.config.chunk_size, build.family)
         out.append((bench, (*done, recorder.calls)))
     return out
 
@@ -261,7 +263,7 @@ def _write_benchmarks(
         else:
             keys = _sorted_keys(build.by_bench[bench])
             args = (writer, bench, bid, keys, model, build.in_runs, build.prints, profiles)
-            by_key = (build.cps_by_key, build.runs_by_key, build.pos, size)
+            by_key = (build.cps_by_key, build.runs_by_key, build.pos, size, build.family)
             done = _append_benchmark(*args, cached, *by_key) if cached and build.appended(bench) else None
             entry, rows, tails, steps = done or _write_benchmark(*args, *by_key)
         if token:
@@ -323,6 +325,7 @@ def _write_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
+    family: Counter[tuple[str, str]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]]:
     """A benchmark's files from its series read whole; returns its index entry, regression rows, tails and
     each series' verdicts."""
@@ -330,7 +333,6 @@ def _write_benchmark(
     chunks: dict[int, list[Any]] = {}
     tails: list[Any] = []
     steps: list[Any] = []
-    family = Counter((k.machine, k.environment) for k in model.series)  # the series a commit's budget divides among
     for si, key in enumerate(keys):
         points = model.series[key]
         band, decided = _band_kind(points)
@@ -364,6 +366,7 @@ def _append_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
+    family: Counter[tuple[str, str]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]] | None:
     """A benchmark whose series only gained newer points since the last build (the store's append
     counters say so: the caller asks :func:`_appended_only` first): its last build's files carried on from each
@@ -386,7 +389,6 @@ def _append_benchmark(
     old_steps = _cached_per_series(cached, "verdicts", len(keys))  # None: worked out anew
     old_prints = _cached_per_series(cached, "runs", len(keys))
     tails, steps = [], []
-    family = Counter((k.machine, k.environment) for k in model.series)
     from ..analysis.compare import ComparePolicy
 
     later = ComparePolicy().confirm_window  # the later commits a verdict reads (series_later)
