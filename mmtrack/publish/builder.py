@@ -10,7 +10,7 @@ Layout of the output folder::
     data/index.js data/regressions.js
     data/commits/<k>.js           commits k*chunk .. (k+1)*chunk-1
     data/b/<id>.meta.js           the benchmark's series and change points
-    data/b/<id>.<k>.js            its points for commit chunk k
+    data/b/<g>.<k>.js             the points for commit chunk k of the benchmarks whose <id> starts with g (chunks.py)
     profiles/<sha or bench-run-N>/ kept callgrind profiles the pages link (publish/profiles.py)
 
 Data files are classic scripts calling ``MM.<kind>(...)`` (fetch() of local
@@ -79,7 +79,11 @@ SPLIT_MIN = 32
 def _old_call(writer: SiteWriter, key: str, fn: str) -> list[Any] | None:
     """The arguments of the ``js_call(fn, ...)`` the last build wrote to ``key``, if the file is still
     exactly what it wrote. JSON floats round-trip exactly, so writing them again gives the same bytes."""
-    data = writer.old_bytes(key)
+    return _call_args(writer.old_bytes(key), fn)
+
+
+def _call_args(data: bytes | None, fn: str) -> list[Any] | None:
+    """The arguments of the ``js_call(fn, ...)`` that wrote ``data``."""
     head, tail = f"MM.{fn}(".encode(), b");\n"
     if data is None or not data.startswith(head) or not data.endswith(tail):
         return None
@@ -109,6 +113,7 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     _prefetch(model, build, set(whole))
     rendered = _render_split(model, build, profiles, whole)
     pages = _write_benchmarks(writer, model, build, profiles, rendered)
+    writer.chunks.write()
     link_profiles(profiles, pages[1])
     _write_summaries(writer, model, *pages[:3])
     if model.bench_state is not None:
@@ -409,7 +414,7 @@ def _append_benchmark(
         return None  # a copy the carried-on pages link is gone
     for k in old_chunks:
         if k != last:
-            writer.keep(bench_data(bid, k))
+            writer.chunks.keep(bid, k)
     writer.keep(f"b/{bid}.html")
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted({*old_chunks, *chunks}),
                                     model, cps_by_key, runs_by_key, pos)
@@ -426,11 +431,13 @@ def _old_last_chunk(
     old_chunks = old_meta.get("chunks")
     if not old_chunks or not isinstance(old_chunks, list) or len(old_meta.get("series") or ()) != len(keys):
         return None
-    files = {f"b/{bid}.html", bench_data(bid, "meta"), *(bench_data(bid, k) for k in old_chunks)}
+    files = {f"b/{bid}.html", bench_data(bid, "meta")}
     if set(writer.old_files(bench_data(bid, ""))) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
         return None
+    if writer.chunks.chunks_then(bid) != sorted(old_chunks) or not all(writer.chunks.keepable(bid, k) for k in old_chunks):
+        return None
     last = max(old_chunks)
-    points = _old_call(writer, bench_data(bid, last), "points")
+    points = _call_args(writer.chunks.old_line(bid, last), "points")
     if not points or len(points) != 3 or not isinstance(points[2], list) or len(points[2]) != len(keys):
         return None
     return old_meta, old_chunks, last, points
@@ -496,7 +503,7 @@ def _finish_benchmark(
 
     for k in sorted(chunks):
         row = chunks[k]
-        writer.put_lazy(bench_data(bid, k), _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
+        writer.put_points(bid, k, _fingerprint(bid, k, row), lambda k=k, row=row: js_call("points", bid, k, row))
     writer.put(
         bench_data(bid, "meta"),
         js_call("meta", bid, {"name": bench, "series": series_meta, "changes": cps_rows, "chunks": chunk_ids}),
