@@ -319,3 +319,33 @@ def test_values_at_or_below_zero_and_beyond_the_float_range_publish(tmp_path: Pa
             m = CALL.match(text)
             assert m, path
             json.loads("[" + m.group(2) + "]", parse_constant=lambda c: pytest.fail(f"{path}: {c}"))
+
+
+def test_a_group_file_keeps_its_other_benchmarks_lines_and_drops_a_removed_ones(tmp_path: Path) -> None:
+    """Benchmarks share a points file by their id's first hex digit (publish/chunks.py): a change to one rewrites the
+    file with the others' lines as they were, a removed one's line goes, and the site equals a fresh build's."""
+    groups: dict[str, list[str]] = {}
+    for n in (f"bench_{i}" for i in range(60)):
+        groups.setdefault(bench_id(n)[0], []).append(n)
+    same = max(groups.values(), key=len)[:3]
+    assert len(same) == 3
+    ids = [bench_id(n) for n in same]
+    model = one_series_model(same, synthetic_commits(5))
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    build_site(model, site)
+    before = (site / chunk_file(ids[0], 0)).read_bytes().splitlines(keepends=True)
+    assert len(before) == 3
+    key = next(k for k in model.series if k.benchmark == same[1])
+    pts = [dataclasses.replace(p, measurement=dataclasses.replace(p.measurement, median=9.0)) for p in model.series[key]]
+    changed = dataclasses.replace(model, series={**model.series, key: pts})
+    assert chunk_file(ids[0], 0) in build_site(changed, site).written
+    after = (site / chunk_file(ids[0], 0)).read_bytes().splitlines(keepends=True)
+    assert [a == b for a, b in zip(before, after)] == [i != 1 for i in sorted(range(3), key=lambda j: ids[j])]
+    assert read_points(site, ids[1], 0)[1][2][0]["m"] == [9.0] * 5
+    build_site(changed, fresh)
+    assert files_under(site) == files_under(fresh)
+    assert all((site / f).read_bytes() == (fresh / f).read_bytes() for f in files_under(site) if f.startswith("data/"))
+    build_site(dataclasses.replace(changed, series={k: v for k, v in changed.series.items() if k.benchmark != same[2]}),
+               site)
+    left = (site / chunk_file(ids[0], 0)).read_text(encoding="utf-8")
+    assert ids[2] not in left and ids[0] in left and ids[1] in left

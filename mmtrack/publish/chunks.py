@@ -39,6 +39,7 @@ class PointChunks:
         self.members: dict[str, dict[str, tuple[str | None, Callable[[], bytes] | None]]] = {}
         self._old_lines: dict[str, dict[str, bytes]] = {}
         self._then: dict[str, list[str]] | None = None  # file -> the benchmark ids it held at the last build
+        self._chunks_then: dict[str, list[int]] = {}  # benchmark id -> the chunks it had lines in then
 
     def put(self, bid: str, k: int, fingerprint: str, produce: Callable[[], bytes]) -> None:
         self.members.setdefault(chunk_file(bid, k), {})[bid] = (fingerprint, produce)
@@ -52,7 +53,8 @@ class PointChunks:
 
     def chunks_then(self, bid: str) -> list[int]:
         """The chunks the last build wrote lines of ``bid`` to."""
-        return sorted(int(f.rsplit(".", 2)[1]) for f, bids in self._members_then().items() if bid in bids)
+        self._members_then()
+        return sorted(self._chunks_then.get(bid, ()))
 
     def old_line(self, bid: str, k: int) -> bytes | None:
         """The last build's line of ``bid`` in chunk ``k``, if its file is still exactly what that build wrote."""
@@ -71,6 +73,7 @@ class PointChunks:
                 file, sep, bid = key.partition("#")
                 if sep:
                     self._then.setdefault(file, []).append(bid)
+                    self._chunks_then.setdefault(bid, []).append(int(file.rsplit(".", 2)[1]))
         return self._then
 
     def write(self) -> None:
