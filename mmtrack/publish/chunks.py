@@ -11,12 +11,9 @@ copied from the last build's file.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
 from ..errors import UserError
-
-if TYPE_CHECKING:
-    from .writer import SiteWriter
 
 GROUP_CHARS = 1  # a benchmark id's first hex digit: 16 groups
 
@@ -33,7 +30,7 @@ def _member(file: str, bid: str) -> str:
 class PointChunks:
     """Each group file's lines as the benchmarks put or keep them; :meth:`write` puts the files once all are known."""
 
-    def __init__(self, writer: SiteWriter) -> None:
+    def __init__(self, writer: Any) -> None:  # the SiteWriter that holds it (writer.py imports this module)
         self.writer = weakref.proxy(writer)  # no cycle: a writer dropped unfinished releases its lock at once
         # file -> benchmark id -> (fingerprint, the line's bytes made on demand); (None, None): the last build's line
         self.members: dict[str, dict[str, tuple[str | None, Callable[[], bytes] | None]]] = {}
