@@ -17,6 +17,7 @@ from benchmarks.synthetic_history import synthetic_commits, synthetic_model
 from mmtrack.errors import UserError
 from mmtrack.measure.metrics import Direction
 from mmtrack.publish import SiteConfig, SiteModel, bench_id, build_site
+from mmtrack.publish.chunks import chunk_file
 from mmtrack.publish.encode import js_json
 from mmtrack.publish.writer import MANIFEST, safe_relpath
 from mmtrack.results import PRIMARY, CommitInfo, Measurement, SeriesKey, SeriesPoint, canonical_params
@@ -28,6 +29,16 @@ CALL = re.compile(r"^MM\.(\w+)\((.*)\);\n$", re.S)
 def read_call(path: Path) -> tuple[str, list]:
     m = CALL.match(path.read_text(encoding="utf-8"))
     assert m, path
+    return m.group(1), json.loads("[" + m.group(2) + "]")
+
+
+def read_points(site: Path, bid: str, k: int) -> tuple[str, list]:
+    """The ``MM.points`` call of benchmark ``bid``'s chunk ``k``: its line of the group's file."""
+    lines = (site / chunk_file(bid, k)).read_text(encoding="utf-8").splitlines(keepends=True)
+    mine = [line for line in lines if line.startswith(f'MM.points("{bid}",')]
+    assert len(mine) == 1, (bid, k)
+    m = CALL.match(mine[0])
+    assert m
     return m.group(1), json.loads("[" + m.group(2) + "]")
 
 
@@ -62,7 +73,7 @@ def test_layout_and_point_counts(tmp_path: Path) -> None:
         assert bid == entry["id"] == bench_id(entry["name"]) and meta["chunks"] == [0, 1, 2, 3]
         got = [0] * len(meta["series"])
         for k in meta["chunks"]:
-            _, (_, kk, rows) = read_call(site / f"data/b/{bid}.{k}.js")
+            _, (_, kk, rows) = read_points(site, bid, k)
             assert kk == k
             for si, cols in enumerate(rows):
                 assert all(k * 8 <= i < (k + 1) * 8 for i in cols["i"])
@@ -105,13 +116,13 @@ def test_republish_after_one_commit_rewrites_only_what_changed(tmp_path: Path) -
     ids = sorted(bench_id(b) for b in full.benchmarks())
     # The compare page's verdicts on each series' newest commits change too: one file for all benchmarks; and the
     # metas, since the 20th commit restates each series' detection limits (once every LIMIT_EVERY commits).
-    expected = {"data/site.js", "data/commits/1.js", "data/verdicts.js", *(f"data/b/{i}.1.js" for i in ids),
+    expected = {"data/site.js", "data/commits/1.js", "data/verdicts.js", *(chunk_file(i, 1) for i in ids),
                 *(f"data/b/{i}.meta.js" for i in ids)}
     assert set(step.written) == expected
     # The 21st commit opens a new chunk: the metas (chunk lists) change too, the old chunks do not.
     nxt = build_site(upto(21), site)
     assert set(nxt.written) == {
-        "data/site.js", "data/commits/2.js", "data/verdicts.js", *(f"data/b/{i}.2.js" for i in ids),
+        "data/site.js", "data/commits/2.js", "data/verdicts.js", *(chunk_file(i, 2) for i in ids),
         *(f"data/b/{i}.meta.js" for i in ids)
     }
 
@@ -223,7 +234,7 @@ def test_failed_points_are_left_out_and_unknown_commits_appended(tmp_path: Path)
     build_site(SiteModel(series={key: pts}, commits=commits), tmp_path)
     bid = bench_id("bench")
     _, (_, meta) = read_call(tmp_path / f"data/b/{bid}.meta.js")
-    _, (_, _, rows) = read_call(tmp_path / f"data/b/{bid}.0.js")
+    _, (_, _, rows) = read_points(tmp_path, bid, 0)
     assert rows[0]["i"] == [0, 2] and rows[0]["m"] == [1.0, 2.0] and meta["series"][0]["band"] is None
     _, (site_info,) = read_call(tmp_path / "data/site.js")
     assert site_info["n_commits"] == 4
@@ -238,8 +249,8 @@ def test_a_changed_old_value_rewrites_its_chunk_only(tmp_path: Path) -> None:
     pts[13] = dataclasses.replace(pts[13], measurement=dataclasses.replace(pts[13].measurement, q3=None))
     changed = dataclasses.replace(model, series={**model.series, key: pts})
     report = build_site(changed, tmp_path)
-    assert report.written == [f"data/b/{bench_id(key.benchmark)}.1.js"]
-    _, (_, _, rows) = read_call(tmp_path / report.written[0])
+    assert report.written == [chunk_file(bench_id(key.benchmark), 1)]
+    _, (_, _, rows) = read_points(tmp_path, bench_id(key.benchmark), 1)
     assert rows[0]["hi"][3] is None
 
 
@@ -304,7 +315,37 @@ def test_values_at_or_below_zero_and_beyond_the_float_range_publish(tmp_path: Pa
     data = sorted((tmp_path / "data").rglob("*.js"))
     assert data
     for path in data:
-        text = path.read_text(encoding="utf-8")
-        m = CALL.match(text)
-        assert m, path
-        json.loads("[" + m.group(2) + "]", parse_constant=lambda c: pytest.fail(f"{path}: {c}"))
+        for text in path.read_text(encoding="utf-8").splitlines(keepends=True):  # a points file: a call per line
+            m = CALL.match(text)
+            assert m, path
+            json.loads("[" + m.group(2) + "]", parse_constant=lambda c: pytest.fail(f"{path}: {c}"))
+
+
+def test_a_group_file_keeps_its_other_benchmarks_lines_and_drops_a_removed_ones(tmp_path: Path) -> None:
+    """Benchmarks share a points file by their id's first hex digit (publish/chunks.py): a change to one rewrites the
+    file with the others' lines as they were, a removed one's line goes, and the site equals a fresh build's."""
+    groups: dict[str, list[str]] = {}
+    for n in (f"bench_{i}" for i in range(60)):
+        groups.setdefault(bench_id(n)[0], []).append(n)
+    same = max(groups.values(), key=len)[:3]
+    assert len(same) == 3
+    ids = [bench_id(n) for n in same]
+    model = one_series_model(same, synthetic_commits(5))
+    site, fresh = tmp_path / "site", tmp_path / "fresh"
+    build_site(model, site)
+    before = (site / chunk_file(ids[0], 0)).read_bytes().splitlines(keepends=True)
+    assert len(before) == 3
+    key = next(k for k in model.series if k.benchmark == same[1])
+    pts = [dataclasses.replace(p, measurement=dataclasses.replace(p.measurement, median=9.0)) for p in model.series[key]]
+    changed = dataclasses.replace(model, series={**model.series, key: pts})
+    assert chunk_file(ids[0], 0) in build_site(changed, site).written
+    after = (site / chunk_file(ids[0], 0)).read_bytes().splitlines(keepends=True)
+    assert [a == b for a, b in zip(before, after)] == [i != 1 for i in sorted(range(3), key=lambda j: ids[j])]
+    assert read_points(site, ids[1], 0)[1][2][0]["m"] == [9.0] * 5
+    build_site(changed, fresh)
+    assert files_under(site) == files_under(fresh)
+    assert all((site / f).read_bytes() == (fresh / f).read_bytes() for f in files_under(site) if f.startswith("data/"))
+    build_site(dataclasses.replace(changed, series={k: v for k, v in changed.series.items() if k.benchmark != same[2]}),
+               site)
+    left = (site / chunk_file(ids[0], 0)).read_text(encoding="utf-8")
+    assert ids[2] not in left and ids[0] in left and ids[1] in left

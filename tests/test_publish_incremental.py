@@ -14,6 +14,7 @@ from test_store_support import store_url  # noqa: F401
 
 from benchmarks.synthetic_history import asv_benchmark_name, synthetic_model, write_asv_results
 from mmtrack.commands.publish import PublishRequest, publish
+from mmtrack.publish.chunks import chunk_file
 from mmtrack.publish import SiteConfig, bench_id
 from mmtrack.publish.writer import MANIFEST
 from mmtrack.store.asv_import import import_asv_results
@@ -127,7 +128,7 @@ def test_one_new_commit_matches_a_full_rebuild_byte_for_byte(history, tmp_path: 
     # Every series got a point: every benchmark's last chunk is rewritten, and the commit list.
     assert "data/site.js" in step.written and "data/commits/0.js" in step.written
     assert {k for k in step.written if k.endswith(".0.js") and k.startswith("data/b/")} == {
-        f"data/b/{bench_id(b)}.0.js" for b in model.benchmarks()
+        chunk_file(bench_id(b), 0) for b in model.benchmarks()
     }
     assert not any(k.startswith("b/") or k.startswith("assets/") for k in step.written)
     assert "data/verdicts.js" in step.written and not any(k.endswith(".meta.js") for k in step.written)
@@ -153,7 +154,7 @@ def test_a_change_in_one_benchmark_reads_only_its_series(history, tmp_path: Path
     # It only gained a newer point: only its newest points are read, none of its series whole.
     assert {k.benchmark for k in model.series.newest_read} == names and not model.series.loaded
     assert {k for k in step.written if k.startswith("data/b/")} <= {
-        f"data/b/{bench_id(b)}.{n}" for b in names for n in ("meta.js", "0.js")
+        name for b in names for name in (f"data/b/{bench_id(b)}.meta.js", chunk_file(bench_id(b), 0))
     }
     _publish(url, fresh)
     assert tree(site) == tree(fresh)

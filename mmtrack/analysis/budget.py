@@ -18,7 +18,7 @@ one detect did not find.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -84,10 +84,12 @@ def within_budget(changes: Sequence[ChangePoint], family: Mapping[str, int], fdr
 
 def family_sizes(shas_per_series: Sequence[Sequence[str]]) -> dict[str, int]:
     """Per commit, how many series hold it: the family BH divides its level among."""
+    # A suite's series mostly share one run of commits: each distinct run is counted once, times its series
+    runs = Counter(map(tuple, shas_per_series))
     out: dict[str, int] = defaultdict(int)
-    for shas in shas_per_series:
+    for shas, n in runs.items():
         for sha in set(shas):
-            out[sha] += 1
+            out[sha] += n
     return dict(out)
 
 

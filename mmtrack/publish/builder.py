@@ -10,7 +10,7 @@ Layout of the output folder::
     data/index.js data/regressions.js
     data/commits/<k>.js           commits k*chunk .. (k+1)*chunk-1
     data/b/<id>.meta.js           the benchmark's series and change points
-    data/b/<id>.<k>.js            its points for commit chunk k
+    data/b/<g>.<k>.js             the points for commit chunk k of the benchmarks whose <id> starts with g (chunks.py)
     profiles/<sha or bench-run-N>/ kept callgrind profiles the pages link (publish/profiles.py)
 
 Data files are classic scripts calling ``MM.<kind>(...)`` (fetch() of local
@@ -79,7 +79,11 @@ SPLIT_MIN = 32
 def _old_call(writer: SiteWriter, key: str, fn: str) -> list[Any] | None:
     """The arguments of the ``js_call(fn, ...)`` the last build wrote to ``key``, if the file is still
     exactly what it wrote. JSON floats round-trip exactly, so writing them again gives the same bytes."""
-    data = writer.old_bytes(key)
+    return _call_args(writer.old_bytes(key), fn)
+
+
+def _call_args(data: bytes | None, fn: str) -> list[Any] | None:
+    """The arguments of the ``js_call(fn, ...)`` that wrote ``data``."""
     head, tail = f"MM.{fn}(".encode(), b");\n"
     if data is None or not data.startswith(head) or not data.endswith(tail):
         return None
@@ -109,6 +113,7 @@ def build_site(model: SiteModel, out_dir: Path | str) -> WriteReport:
     _prefetch(model, build, set(whole))
     rendered = _render_split(model, build, profiles, whole)
     pages = _write_benchmarks(writer, model, build, profiles, rendered)
+    writer.chunks.write()
     link_profiles(profiles, pages[1])
     _write_summaries(writer, model, *pages[:3])
     if model.bench_state is not None:
@@ -153,6 +158,7 @@ class _Build:
     reusable: dict[str, Any]
     pos: dict[str, int]
     appended_only: dict[str, bool]  # per benchmark with a last build: its series only gained newer points since
+    family: Counter[tuple[str, str]]  # per machine and environment, the series a commit's budget divides among
 
     @classmethod
     def of(cls, model: SiteModel, commits: Sequence[CommitInfo], reusable: dict[str, Any]) -> _Build:
@@ -171,7 +177,8 @@ class _Build:
         in_runs, prints = _suite_runs(model, _last_runs(model, by_bench, reusable, appended), pos)
         tokens = {bench: _with_runs(model.bench_state.get(bench), [prints.get(k, {}) for k in _sorted_keys(keys)])
                   for bench, keys in by_bench.items()} if model.bench_state is not None else {}
-        return cls(by_bench, cps_by_key, runs_by_key, in_runs, prints, tokens, reusable, pos, appended)
+        family = Counter((k.machine, k.environment) for k in model.series)
+        return cls(by_bench, cps_by_key, runs_by_key, in_runs, prints, tokens, reusable, pos, appended, family)
 
     def reused(self, bench: str) -> bool:
         """Whether the last build's files of ``bench`` still hold: its token matches."""
@@ -230,7 +237,7 @@ def _render(model: SiteModel, build: _Build, profiles: SiteProfiles, benches: li
         recorder = RecordingWriter()
         done = _write_benchmark(recorder, bench, bench_id(bench), _sorted_keys(build.by_bench[bench]), model,  # type: ignore[arg-type]
                                 build.in_runs, build.prints, profiles, build.cps_by_key, build.runs_by_key, build.pos,
-                                model.config.chunk_size)
+                                model.config.chunk_size, build.family)
         out.append((bench, (*done, recorder.calls)))
     return out
 
@@ -261,7 +268,7 @@ def _write_benchmarks(
         else:
             keys = _sorted_keys(build.by_bench[bench])
             args = (writer, bench, bid, keys, model, build.in_runs, build.prints, profiles)
-            by_key = (build.cps_by_key, build.runs_by_key, build.pos, size)
+            by_key = (build.cps_by_key, build.runs_by_key, build.pos, size, build.family)
             done = _append_benchmark(*args, cached, *by_key) if cached and build.appended(bench) else None
             entry, rows, tails, steps = done or _write_benchmark(*args, *by_key)
         if token:
@@ -323,6 +330,7 @@ def _write_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
+    family: Counter[tuple[str, str]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]]:
     """A benchmark's files from its series read whole; returns its index entry, regression rows, tails and
     each series' verdicts."""
@@ -330,7 +338,6 @@ def _write_benchmark(
     chunks: dict[int, list[Any]] = {}
     tails: list[Any] = []
     steps: list[Any] = []
-    family = Counter((k.machine, k.environment) for k in model.series)  # the series a commit's budget divides among
     for si, key in enumerate(keys):
         points = model.series[key]
         band, decided = _band_kind(points)
@@ -364,6 +371,7 @@ def _append_benchmark(
     runs_by_key: dict[SeriesKey, list[RunVerdict]],
     pos: dict[str, int],
     size: int,
+    family: Counter[tuple[str, str]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any], list[Any]] | None:
     """A benchmark whose series only gained newer points since the last build (the store's append
     counters say so: the caller asks :func:`_appended_only` first): its last build's files carried on from each
@@ -386,7 +394,6 @@ def _append_benchmark(
     old_steps = _cached_per_series(cached, "verdicts", len(keys))  # None: worked out anew
     old_prints = _cached_per_series(cached, "runs", len(keys))
     tails, steps = [], []
-    family = Counter((k.machine, k.environment) for k in model.series)
     from ..analysis.compare import ComparePolicy
 
     later = ComparePolicy().confirm_window  # the later commits a verdict reads (series_later)
@@ -407,7 +414,7 @@ def _append_benchmark(
         return None  # a copy the carried-on pages link is gone
     for k in old_chunks:
         if k != last:
-            writer.keep(bench_data(bid, k))
+            writer.chunks.keep(bid, k)
     writer.keep(f"b/{bid}.html")
     entry, rows = _finish_benchmark(writer, bench, bid, keys, series_meta, chunks, sorted({*old_chunks, *chunks}),
                                     model, cps_by_key, runs_by_key, pos)
@@ -424,11 +431,13 @@ def _old_last_chunk(
     old_chunks = old_meta.get("chunks")
     if not old_chunks or not isinstance(old_chunks, list) or len(old_meta.get("series") or ()) != len(keys):
         return None
-    files = {f"b/{bid}.html", bench_data(bid, "meta"), *(bench_data(bid, k) for k in old_chunks)}
+    files = {f"b/{bid}.html", bench_data(bid, "meta")}
     if set(writer.old_files(bench_data(bid, ""))) | {f"b/{bid}.html"} != files or not all(map(writer.keepable, files)):
         return None
+    if writer.chunks.chunks_then(bid) != sorted(old_chunks) or not all(writer.chunks.keepable(bid, k) for k in old_chunks):
+        return None
     last = max(old_chunks)
-    points = _old_call(writer, bench_data(bid, last), "points")
+    points = _call_args(writer.chunks.old_line(bid, last), "points")
     if not points or len(points) != 3 or not isinstance(points[2], list) or len(points[2]) != len(keys):
         return None
     return old_meta, old_chunks, last, points
@@ -494,7 +503,7 @@ def _finish_benchmark(
 
     for k in sorted(chunks):
         row = chunks[k]
-        writer.put_lazy(bench_data(bid, k), _fingerprint(bid, k, row), lambda: js_call("points", bid, k, row))
+        writer.put_points(bid, k, _fingerprint(bid, k, row), lambda k=k, row=row: js_call("points", bid, k, row))
     writer.put(
         bench_data(bid, "meta"),
         js_call("meta", bid, {"name": bench, "series": series_meta, "changes": cps_rows, "chunks": chunk_ids}),

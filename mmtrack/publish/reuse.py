@@ -49,10 +49,13 @@ def _reusable(writer: SiteWriter, model: SiteModel, site_token: str, order: list
 def _keep_benchmark(writer: SiteWriter, bid: str) -> bool:
     """Keep every file of a benchmark from the last build, if all are still there."""
     keys = [f"b/{bid}.html", *writer.old_files(bench_data(bid, ""))]
-    if not all(writer.keepable(k) for k in keys):
+    chunks = writer.chunks.chunks_then(bid)
+    if not all(writer.keepable(k) for k in keys) or not all(writer.chunks.keepable(bid, k) for k in chunks):
         return False
     for k in keys:
         writer.keep(k)
+    for c in chunks:
+        writer.chunks.keep(bid, c)
     return True
 
 

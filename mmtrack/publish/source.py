@@ -21,7 +21,8 @@ from .model import SiteConfig
 # 3: a benchmark's data files side by side in data/b (bench_data), not in a folder of their own.
 # 4: the compare page's verdicts in data/verdicts.js, not in each meta.js.
 # 5: an instruction count series lists its points' kept callgrind profiles (publish/profiles.py).
-FORMAT = 5
+# 6: the points of 16 groups of benchmarks per chunk file (publish/chunks.py), not one file per benchmark.
+FORMAT = 6
 #: The analysis modules behind the compare page's verdicts (the builder's reuse token hashes them too).
 VERDICT_CODE = ("compare.py", "detect.py", "frames.py", "noise.py", "policy.py")
 

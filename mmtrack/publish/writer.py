@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from ..errors import UserError
+from .chunks import PointChunks
 
 MANIFEST = ".mmtrack-site.json"
 JOURNAL = ".mmtrack-site.pending.json"
@@ -255,11 +256,16 @@ class RecordingWriter:
     def put_lazy(self, rel: str, fingerprint: str, produce: Callable[[], bytes | str]) -> None:
         self.calls.append((rel, fingerprint, produce()))  # the last build's inputs are the writer's to compare
 
+    def put_points(self, bid: str, k: int, fingerprint: str, produce: Callable[[], bytes]) -> None:
+        self.calls.append(("", (bid, k, fingerprint), produce()))  # type: ignore[arg-type]
+
 
 def replay(writer: SiteWriter, calls: list[tuple[str, str | None, bytes | str]]) -> None:
     """Put what a :class:`RecordingWriter` recorded, in its order."""
     for rel, fingerprint, content in calls:
-        if fingerprint is None:
+        if not rel:  # a benchmark's line of a points chunk (chunks.py)
+            writer.put_points(*fingerprint, lambda c=content: c)  # type: ignore[misc,arg-type]  # made later
+        elif fingerprint is None:
             writer.put(rel, content)
         else:
             writer.put_lazy(rel, fingerprint, lambda: content)  # noqa: B023 - called at once, if at all
@@ -340,6 +346,7 @@ class SiteWriter:
         self._staging: Path | None = None
         self._staged: _Dirs | None = None
         self._old_below: dict[str, list[str]] | None = None
+        self.chunks = PointChunks(self)  # the points files, grouped: put at the end of the build
 
     # -- what the builder calls -------------------------------------------------------------------
 
@@ -370,6 +377,9 @@ class SiteWriter:
             return
         self.put(rel, produce())
         self.new_inputs[key] = fingerprint
+
+    def put_points(self, bid: str, k: int, fingerprint: str, produce: Callable[[], bytes]) -> None:
+        self.chunks.put(bid, k, fingerprint, produce)
 
     def keepable(self, key: str) -> bool:
         return key in self.old and key not in self.new and self._live_is_file(safe_relpath(key))

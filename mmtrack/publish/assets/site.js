@@ -35,6 +35,8 @@
     return loaded[src];
   }
   function loadAll(srcs) { return Promise.all(srcs.map(load)); }
+  // A benchmark's points of chunk k: one file per group of benchmarks, by the id's first hex digit (publish/chunks.py).
+  function pointsFile(id, k) { return 'data/b/' + id.charAt(0) + '.' + k + '.js'; }
   function commitChunks() {
     var n = Math.ceil(store.site.n_commits / store.site.chunk), out = [];
     for (var k = 0; k < n; k++) out.push('data/commits/' + k + '.js');
@@ -477,7 +479,7 @@
     if (!HEX_ID.test(id || '')) return fail(new Error('bad benchmark id'));
     load('data/b/' + id + '.meta.js').then(function () {
       var meta = store.meta[id];
-      return loadAll(commitChunks().concat(meta.chunks.map(function (k) { return 'data/b/' + id + '.' + k + '.js'; })))
+      return loadAll(commitChunks().concat(meta.chunks.map(function (k) { return pointsFile(id, k); })))
         .then(function () { return meta; });
     }).then(function (meta) {
       buildSelectors(id, meta);
@@ -627,7 +629,7 @@
           var srcs = [];
           ids.forEach(function (x) {
             var ch = store.meta[x].chunks;
-            [Math.floor(pa / size), Math.floor(pb / size)].forEach(function (k) { if (ch.indexOf(k) >= 0) srcs.push('data/b/' + x + '.' + k + '.js'); });
+            [Math.floor(pa / size), Math.floor(pb / size)].forEach(function (k) { if (ch.indexOf(k) >= 0) srcs.push(pointsFile(x, k)); });
           });
           return loadAll(srcs);
         }).then(function () {
