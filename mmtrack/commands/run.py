@@ -386,12 +386,12 @@ class StoreCheck:
 
 def load_ingest_modules() -> None:
     """What the ingest and the comparison import, imported while asv starts (it imports itself and discovers the suite
-    before its first benchmark): asv's results reader, the store, its importers and ``mmtrack compare``, about 0.3 s
-    after asv ended before."""
+    before its first benchmark): asv's results reader, the store, its importers and compare's pass on the store,
+    about 0.3 s after asv ended before."""
     from asv import results  # noqa: F401
 
+    from ..analysis import compare_store  # noqa: F401
     from ..store import asv_import, ingest  # noqa: F401
-    from . import compare  # noqa: F401
 
 
 def ingest(outcome: RunOutcome, db: str | None) -> None:
