@@ -350,3 +350,22 @@ def test_carried_on_verdicts_match_a_full_rebuild_as_later_commits_decide_them(t
             rows.append((v[2], v[3]))
     assert seen[step_key.benchmark][0] == ("regressed", "suspected") and ("regressed", "confirmed") in seen[step_key.benchmark]
     assert ("unchanged", "refuted") in seen[spike_key.benchmark]  # suspected at first, taken back
+
+
+def test_a_commit_past_the_verdicts_window_restates_the_limits_a_fresh_build_states(tmp_path: Path) -> None:
+    """160 commits, the 160th new: the incremental build restated each series' detection limits from the verdicts'
+    window (the 100 commits before the new one), cut at a multiple of 10 of that window, not of the series' measured
+    commits, and the limits differed from a fresh build's."""
+    model = synthetic_model(4, 160, 1, seed=7, step_every=3)
+    results, url = tmp_path / "results", f"sqlite:///{tmp_path / 'store.db'}"
+    write_asv_results(results, model, commits=list(model.commits[:-1]))
+    _import(url, results)
+    _publish(url, tmp_path / "site")
+    write_asv_results(results, model)
+    _import(url, results)
+    _, report = _publish(url, tmp_path / "site")
+    assert report.written  # carried on, not rebuilt
+    _publish(url, tmp_path / "fresh")
+    assert tree(tmp_path / "site").keys() == tree(tmp_path / "fresh").keys()
+    differ = [p for p, b in tree(tmp_path / "site").items() if p != MANIFEST and tree(tmp_path / "fresh")[p] != b]
+    assert differ == []

@@ -59,6 +59,7 @@ from .verdict_rows import (
     _agreeing,
     _band_kind,
     _change_row,
+    _columns,
     _commit_rows,
     _earlier,
     _last_runs,
@@ -405,8 +406,8 @@ def _append_benchmark(
         earlier = _earlier(model, key, newest)
         steps.append(_step_verdicts(newest, earlier, pos, old_steps[si], settled=at - later,
                                     runs=in_runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
-        newest_medians = [p.measurement.median for p in newest]
-        sm["limit"] = _limit_since(sm.get("limit"), [*earlier[0], *newest_medians], len(fresh),
+        # Every median, not the window the verdicts read: the limit is stated as of a count of measured commits
+        sm["limit"] = _limit_since(sm.get("limit"), _columns(model, key)[1], len(fresh),
                                    family[key.machine, key.environment])
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
