@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -140,16 +141,28 @@ def limit_record(values: Sequence[float], series: int, fdr: float) -> dict[str, 
     return limit.as_dict()
 
 
-#: Limits are stated from a series' measured commits up to its last multiple of this: they read its noise, which
-#: one commit rarely moves, so an update need not restate them (and rewrite every benchmark's page data) each commit,
-#: and ``mmtrack list benchmarks`` and the pages state the same figures.
+#: Limits are restated once every this many measured commits of a series: they read its noise, which one commit
+#: rarely moves, so an update need not restate them (and rewrite every benchmark's page data) each commit, and
+#: ``mmtrack list benchmarks`` and the pages state the same figures.
 STATE_EVERY = 10
 
 
-def stated_limit(values: Sequence[float], series: int, fdr: float) -> dict[str, float | int | bool | None]:
-    """:func:`limit_record` of ``values`` (measured medians, oldest first) up to their last multiple of
-    :data:`STATE_EVERY`: the limits ``list benchmarks`` and the pages state."""
-    return limit_record(values[: len(values) - len(values) % STATE_EVERY], series, fdr)
+def state_offset(benchmark: str) -> int:
+    """Where in :data:`STATE_EVERY` commits a benchmark's limits are restated: spread by its name, so that each
+    update restates about a tenth of a suite's benchmarks rather than all of them at every tenth commit."""
+    return zlib.crc32(benchmark.encode()) % STATE_EVERY
+
+
+def stated_count(measured: int, offset: int) -> int:
+    """How many of a series' ``measured`` commits its limits are stated from: the last count at its ``offset``."""
+    return max(0, measured - (measured - offset) % STATE_EVERY)
+
+
+def stated_limit(values: Sequence[float], series: int, fdr: float, offset: int = 0
+                 ) -> dict[str, float | int | bool | None]:
+    """:func:`limit_record` of ``values`` (measured medians, oldest first) up to their last count at ``offset``
+    (:func:`state_offset`): the limits ``list benchmarks`` and the pages state."""
+    return limit_record(values[: stated_count(len(values), offset)], series, fdr)
 
 
 @functools.lru_cache(maxsize=256)
@@ -167,5 +180,5 @@ def _u_needed(k: int, m: int, p: float) -> float:
     return hi / 2
 
 
-__all__ = ["DetectionLimit", "detection_limit", "limit_record", "stated_limit", "HISTORY", "POWER", "STATE_EVERY",
-           "USEFUL_STEP"]
+__all__ = ["DetectionLimit", "detection_limit", "limit_record", "stated_limit", "state_offset", "stated_count",
+           "HISTORY", "POWER", "STATE_EVERY", "USEFUL_STEP"]

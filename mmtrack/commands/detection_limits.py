@@ -15,7 +15,7 @@ def limits_by_case(store: Any, machine: str | None, env: str | None, pattern: st
     false-alarm budget at ``fdr / series``, ``series`` those of its machine and environment (detect's family).
     Stated from the same commits as the pages (:func:`~mmtrack.analysis.detection_limit.stated_limit`)."""
     from ..analysis.budget import DEFAULT_FDR
-    from ..analysis.detection_limit import stated_limit
+    from ..analysis.detection_limit import state_offset, stated_limit
     from ..store import reads as q
 
     keys = q.list_series(store, machine=machine, environment=env, benchmark=pattern)
@@ -23,7 +23,8 @@ def limits_by_case(store: Any, machine: str | None, env: str | None, pattern: st
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for col in q.series_columns(store, keys):
         key = col.key
-        record = stated_limit(list(col.values), family[key.machine, key.environment], DEFAULT_FDR)
+        record = stated_limit(list(col.values), family[key.machine, key.environment], DEFAULT_FDR,
+                              state_offset(key.benchmark))
         out.setdefault((key.benchmark, key.params), []).append(
             {"machine": key.machine, "environment": key.environment, "metric": str(key.metric), **record})
     return out

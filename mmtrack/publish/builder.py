@@ -31,6 +31,7 @@ from typing import Any, Collection, Sequence
 
 import orjson
 
+from ..analysis.detection_limit import state_offset
 from ..analysis.policy import VERDICT_ORDER
 from ..forked import can_fork, map_split
 from ..results import ChangePoint, CommitInfo, RunVerdict, SeriesKey, SeriesPoint
@@ -408,7 +409,7 @@ def _append_benchmark(
                                     runs=in_runs.get(key), prints=prints.get(key), old_prints=old_prints[si]))
         # Every median, not the window the verdicts read: the limit is stated as of a count of measured commits
         sm["limit"] = _limit_since(sm.get("limit"), _columns(model, key)[1], len(fresh),
-                                   family[key.machine, key.environment])
+                                   family[key.machine, key.environment], state_offset(key.benchmark))
         decided = tail[6] or _band_kind(fresh)[1]
         tails.append(_tail(model, key, fresh, pos, version, decided, tail[4]))
     if not profiles.keep(bench, cached.get("profiles")):

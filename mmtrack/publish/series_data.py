@@ -1,5 +1,5 @@
 """What one series puts in its benchmark's data files: its entry in the meta file (names, unit, direction, band and
-detection limits, restated once every :data:`LIMIT_EVERY` measured commits), its drawable points placed in the commit
+detection limits, restated once every ten measured commits, spread over the benchmarks), its drawable points placed in the commit
 chunks, and the tail the next build carries it on from. :mod:`mmtrack.publish.builder` writes the files."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import math
 from typing import Any, Sequence
 
 from ..analysis.budget import DEFAULT_FDR
-from ..analysis.detection_limit import STATE_EVERY as LIMIT_EVERY
-from ..analysis.detection_limit import stated_limit
+from ..analysis.detection_limit import state_offset, stated_count, stated_limit
 from ..analysis.noise import measured
 from ..results import SeriesKey, SeriesPoint
 from .encode import _finite, _metric_label, _params
@@ -32,7 +31,7 @@ def _series_meta(key: SeriesKey, points: Sequence[SeriesPoint], band: str | None
         "direction": first.direction.value if first else "lower",
         "format": first.format.value if first else "number",
         "band": band,
-        "limit": _limit([p.measurement.median for p in points], family),
+        "limit": _limit([p.measurement.median for p in points], family, state_offset(key.benchmark)),
     }
 
 
@@ -93,19 +92,19 @@ def _tail(
     return [repr(key), changes, appends, list(ids), marker, version, decided]
 
 
-def _limit(medians: Sequence[float | None], family: int) -> dict[str, Any]:
-    """The smallest steps a series shows (:func:`~mmtrack.analysis.detection_limit.stated_limit`) from its newest
-    medians up to its last multiple of :data:`LIMIT_EVERY`, ``family`` the series its commits' budget divides
-    among (kept in the record: a new series in the family restates it)."""
-    return {**stated_limit([v for v in medians if measured(v)], family, DEFAULT_FDR), "family": family}
+def _limit(medians: Sequence[float | None], family: int, offset: int) -> dict[str, Any]:
+    """The smallest steps a series shows (:func:`~mmtrack.analysis.detection_limit.stated_limit`) as of its last
+    restatement (``offset``: its benchmark's :func:`~mmtrack.analysis.detection_limit.state_offset`), ``family`` the
+    series its commits' budget divides among (kept in the record: a new series in the family restates it)."""
+    return {**stated_limit([v for v in medians if measured(v)], family, DEFAULT_FDR, offset), "family": family}
 
 
-def _limit_since(old: Any, medians: Sequence[float | None], fresh: int, family: int) -> dict[str, Any]:
-    """:func:`_limit` of a series that gained its ``fresh`` newest commits, the ``old`` record kept where those
-    did not reach the next multiple of :data:`LIMIT_EVERY` and the family is the same: both builds agree."""
+def _limit_since(old: Any, medians: Sequence[float | None], fresh: int, family: int, offset: int) -> dict[str, Any]:
+    """:func:`_limit` of a series that gained its ``fresh`` newest commits (``medians``: all of them), the ``old``
+    record kept where those did not reach its next restatement and the family is the same: both builds agree."""
     measured_now = sum(1 for v in medians if measured(v))
     measured_before = measured_now - sum(1 for v in medians[len(medians) - fresh:] if measured(v))
-    same_mark = measured_before // LIMIT_EVERY == measured_now // LIMIT_EVERY
+    same_mark = stated_count(measured_before, offset) == stated_count(measured_now, offset)
     if same_mark and isinstance(old, dict) and old.get("family") == family:
         return old
-    return _limit(medians, family)
+    return _limit(medians, family, offset)
