@@ -23,7 +23,7 @@ def limits_by_case(store: Any, machine: str | None, env: str | None, pattern: st
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for col in q.series_columns(store, keys):
         key = col.key
-        record = stated_limit(list(col.values), family[key.machine, key.environment], DEFAULT_FDR,
+        record = stated_limit(col.values, family[key.machine, key.environment], DEFAULT_FDR,
                               state_offset(key.benchmark))
         out.setdefault((key.benchmark, key.params), []).append(
             {"machine": key.machine, "environment": key.environment, "metric": str(key.metric), **record})
