@@ -34,6 +34,11 @@ that run by :func:`mmtrack.analysis.compare.decided_in_run`), per 100 commits. I
 stepped series' commits after their step flagged as the newest commit, per 100 such commits (the new level
 is the series' own by then: every flag there is a false one, the step flagged again).
 
+A fourth, **realsuites** (:func:`scripts.real_ci_noise.real_ci_suite`): suites of 20 series of one of OpenBLAS's
+CI machines resampled run by run, whole runs in shuffled blocks, so that what a run did to every series stays in its
+column and each benchmark keeps its own history; judged as the suites are. With ``--history 30 --length 38`` each
+run is used once (no burst is seen twice).
+
 Gates side by side, on the same series:
 
 * ``mmtrack``: the gate of this checkout (:func:`mmtrack.analysis.compare.compare_pair`
@@ -45,7 +50,7 @@ Gates side by side, on the same series:
   commits' samples (what ``asv compare`` does).
 
 Usage: python -m scripts.eval_gate [--series N] [--suites N] [--seed S] [--baseline REV]
-       [--scenarios ci,bootstrap,suites,reverts,realnoise] [--revert-after 5,10,20] [--revert-paired]
+       [--scenarios ci,bootstrap,suites,reverts,realnoise,realsuites] [--revert-after 5,10,20] [--revert-paired]
        [--real-steps 0.05,0.1,0.2,0.5] [--show-alarms N] [--json PATH]
 """
 
@@ -77,8 +82,9 @@ from scripts.ci_noise import (
     tier_of,
 )
 from scripts.eval_detect import load_noise_sources, make_history, measurement, shared_dir
+from scripts.real_ci_noise import load_runs as load_real_runs
 from scripts.real_ci_noise import load_sources as load_real_sources
-from scripts.real_ci_noise import real_ci_series
+from scripts.real_ci_noise import real_ci_series, real_ci_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -661,6 +667,28 @@ def ci_suites(rng: np.random.Generator, n_suites: int, size: int, length: int, s
     return suites
 
 
+def real_suites(rng: np.random.Generator, runs: dict, n_suites: int, size: int, length: int,
+                stepped: int) -> list[list[Series]]:
+    """Suites of ``size`` series resampled run by run from one real CI machine (:func:`real_ci_suite`), an equal
+    share in each tier's range; in each, the first ``stepped`` series get a +20% step at a commit of their own."""
+    machines = sorted(runs)
+    tiers = ("quiet", "mid", "noisy")
+    suites = []
+    for k in range(n_suites):
+        machine = machines[int(rng.integers(len(machines)))]
+        members = []
+        for i, (values, samples) in enumerate(real_ci_suite(rng, runs[machine], size, length, tiers[k % 3])):
+            tier, at = tier_of(values), None
+            if i < stepped:
+                at = int(rng.integers(HISTORY, length - LATER))
+                values, samples = inject_step(values, samples, at, 0.20)
+            s = Series(values, samples, tier, at, source=machine)
+            s._ms = [dataclasses.replace(m, benchmark=f"bench_{i}") for m in s.measurements]
+            members.append(s)
+        suites.append(members)
+    return suites
+
+
 def judge_run(module: ModuleType, policy, suite: list[Series], t: int, later: bool) -> list:
     """One run's comparison (commit t against t-1, every series of the suite at once), as ``mmtrack run``."""
     first = max(0, t - HISTORY)
@@ -710,14 +738,14 @@ def print_breakdown(title: str, counts: collections.Counter) -> None:
     print(f"  {title}: " + "; ".join(f"{k} {v}" for k, v in counts.most_common()))
 
 
-def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
+def evaluate_suites(suites: list[list[Series]], length: int, name: str = "CI-runner suites") -> dict:
     """False alarms on the A/A series and recall of the stepped ones, judged run by run: the gate as a
     lone series sees it (``min_suite=0``), with the run's common shift, and with its frames too (the default).
     Under each: the missed steps by tier and why (:func:`miss_kind`), the flagged A/A commits by where they
     ran (:func:`runner_kind`)."""
     n_series = sum(len(s) for s in suites)
     stepped = sum(x.step_at is not None for s in suites for x in s)
-    print(f"\n== CI-runner suites: {len(suites)} suites of {len(suites[0])} series sharing their runners, "
+    print(f"\n== {name}: {len(suites)} suites of {len(suites[0])} series sharing their runners, "
           f"{stepped} of them with a +20% step")
     print(f"{'gate':<26}{'A/A flag':>9}{'regr':>7}{'conf':>7}{'fails':>7}{'after':>7} | {'recall':>7}{'conf':>6} | "
           f"{'quiet':>6}{'mid':>6}{'noisy':>6}")
@@ -730,9 +758,9 @@ def evaluate_suites(suites: list[list[Series]], length: int) -> dict:
         alarms: collections.Counter = collections.Counter()  # by where the flagged A/A commit ran
         for suite in suites:
             aa_cases = {s.measurements[0].case for s in suite if s.step_at is None}
-            for t in range(WINDOW + LATER, length):  # the runs whose gate settles commits WINDOW..length-LATER-1
+            for t in range(HISTORY + LATER, length):  # the runs whose gate settles commits HISTORY..length-LATER-1
                 failures += sum(r.after is not None and r.after.case in aa_cases for r in gate_failures(gate_now, policy, suite, t))
-            for t in range(WINDOW, length - LATER):
+            for t in range(HISTORY, length - LATER):
                 now = judge_run(gate_now, policy, suite, t, later=False)
                 final = judge_run(gate_now, policy, suite, t, later=True)
                 for s, r, f in zip(suite, now, final):
@@ -774,7 +802,9 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated: ci (CI-runner model, lone series), bootstrap (MetPy/conda), suites (CI-runner "
         "model, series sharing their runners, judged run by run), reverts (CI-runner model, lone series per tier: "
         "a step reverted after --revert-after commits, beside first steps; not in the default), realnoise (series "
-        "resampled from real CI runners' asv results, scripts/real_ci_noise.py, per tier; not in the default)",
+        "resampled from real CI runners' asv results, scripts/real_ci_noise.py, per tier; not in the default), "
+        "realsuites (suites of those runners' series resampled run by run, scored from --history on; not in the "
+        "default)",
     )
     ap.add_argument("--suites", type=int, default=20, help="suites in the suites scenario (20 series each)")
     ap.add_argument("--revert-after", default="5,10,20",
@@ -797,8 +827,8 @@ def main(argv: list[str] | None = None) -> int:
     global HISTORY, RECORD_SAMPLES
     HISTORY = args.history
     RECORD_SAMPLES = not args.no_samples
-    if args.series < 1 or args.length < WINDOW + LATER + 2:
-        ap.error(f"--series must be >= 1 and --length >= {WINDOW + LATER + 2}")
+    if args.series < 1 or args.length < HISTORY + LATER + 2:
+        ap.error(f"--series must be >= 1 and --length >= {HISTORY + LATER + 2} (--history + {LATER + 2})")
 
     gates: dict[str, Gate] = {"mmtrack": mmtrack_gate(gate_now, later=True)}
     if args.baseline:
@@ -837,6 +867,11 @@ def main(argv: list[str] | None = None) -> int:
             sizes = [float(x) for x in args.real_steps.split(",")]
             results["realnoise"] = evaluate_real_noise(rng, pools, args.series, args.length, sizes, gates["mmtrack"],
                                                        args.show_alarms, args.real_tiers.split(","))
+    if "realsuites" in scenarios:
+        runs = load_real_runs(shared_dir() / "data" / "asv-results")
+        rng = np.random.default_rng(args.seed)
+        results["realsuites"] = evaluate_suites(real_suites(rng, runs, args.suites, 20, args.length, 4),
+                                                args.length, "real CI-runner runs, resampled whole")
     if "suites" in scenarios:
         rng = np.random.default_rng(args.seed)
         results["suites"] = evaluate_suites(ci_suites(rng, args.suites, 20, args.length, 4), args.length)

@@ -80,11 +80,26 @@ class _Raw:
     commits: list[float]
     residuals: np.ndarray
     within: np.ndarray
+    spread: float
 
 
 def load_sources(root: Path, machines: tuple[str, ...] = CI_MACHINES) -> dict[str, list[Source]]:
     """The sources of each machine found under ``root`` (any depth), by machine folder name; a commit at which the
     same benchmark on another machine moved the same way beyond :data:`CODE_MOVE` spreads is left out (the code's)."""
+    raw = _load_raw(root, machines)
+    out: dict[str, list[Source]] = {}
+    for machine, series in raw.items():
+        siblings = [other for m, other in raw.items() if m != machine]
+        sources = []
+        for name, r in series.items():
+            keep = _not_code(r, [o[name] for o in siblings if name in o])
+            sources.append(Source(name, r.residuals[keep], r.within[keep]))
+        if sources:
+            out[machine] = sources
+    return out
+
+
+def _load_raw(root: Path, machines: tuple[str, ...]) -> dict[str, dict[str, _Raw]]:
     raw: dict[str, dict[str, _Raw]] = {}
     for machine_json in sorted(root.rglob("machine.json")):
         machine = machine_json.parent.name
@@ -97,14 +112,7 @@ def load_sources(root: Path, machines: tuple[str, ...] = CI_MACHINES) -> dict[st
                     if v is not None and v > 0 and math.isfinite(v) and q1 is not None and q3 is not None:
                         points[name.split("/", 2)[-1]].append((date, v, max(q3 - q1, 0.0) / 1.349 / v))
         raw[machine] = {name: r for name, pts in sorted(points.items()) if (r := _raw(pts)) is not None}
-    out: dict[str, list[Source]] = {}
-    for machine, series in raw.items():
-        siblings = [other for m, other in raw.items() if m != machine]
-        sources = [Source(name, *_runner_only(r, [o[name] for o in siblings if name in o]))
-                   for name, r in series.items()]
-        if sources:
-            out[machine] = sources
-    return out
+    return raw
 
 
 def _raw(pts: list[tuple[float, float, float]]) -> _Raw | None:
@@ -118,16 +126,15 @@ def _raw(pts: list[tuple[float, float, float]]) -> _Raw | None:
     if spread < MIN_SPREAD or _longest_excursion(resid / spread) >= EXCURSION_RUN:
         return None
     return _Raw([p[0] for p in pts], np.clip(resid / spread, -MAX_RESIDUAL, MAX_RESIDUAL),
-                np.clip([p[2] for p in pts], 1e-4, None))
+                np.clip([p[2] for p in pts], 1e-4, None), spread)
 
 
-def _runner_only(r: _Raw, siblings: list[_Raw]) -> tuple[np.ndarray, np.ndarray]:
-    """``r``'s residuals and within-commit spreads without the commits where a sibling moved the same way."""
+def _not_code(r: _Raw, siblings: list[_Raw]) -> np.ndarray:
+    """Which of ``r``'s commits no sibling shows moving the same way beyond :data:`CODE_MOVE` spreads."""
     moved = [dict(zip(o.commits, o.residuals)) for o in siblings]
-    keep = np.array([not (abs(x) > CODE_MOVE and any(m.get(c, 0.0) * x > 0 and abs(m.get(c, 0.0)) > CODE_MOVE
+    return np.array([not (abs(x) > CODE_MOVE and any(m.get(c, 0.0) * x > 0 and abs(m.get(c, 0.0)) > CODE_MOVE
                                                      for m in moved))
                      for c, x in zip(r.commits, r.residuals)], dtype=bool)
-    return r.residuals[keep], r.within[keep]
 
 
 def _longest_excursion(r: np.ndarray) -> int:
@@ -165,6 +172,87 @@ def real_ci_series(rng: np.random.Generator, pool: list[Source], n: int, tier: s
         values = np.median(samples, axis=1)
         if tier_of(values) == tier:
             return values, [row.copy() for row in samples]
+
+
+@dataclass(frozen=True)
+class MachineRuns:
+    """One machine's series side by side, by run: residuals around the code's levels (log, not in spreads), one row
+    per series and one column per commit (0 where a series has no result), and each commit's within-commit
+    spreads. What one run did to every series stays in its column, as it does in a real suite."""
+
+    machine: str
+    names: list[str]
+    residuals: np.ndarray  # series x commits, log
+    within: np.ndarray  # series x commits, relative
+    present: np.ndarray  # series x commits: whether the series has a result there
+
+
+def load_runs(root: Path, machines: tuple[str, ...] = CI_MACHINES) -> dict[str, MachineRuns]:
+    """:func:`load_sources`' series, kept aligned by commit so that a run's shared part survives resampling; a
+    commit a sibling machine shows the same benchmark moving at (the code's) reads 0 for that series."""
+    raw = _load_raw(root, machines)
+    out: dict[str, MachineRuns] = {}
+    for machine, series in raw.items():
+        siblings = [other for m, other in raw.items() if m != machine]
+        commits = sorted({c for r in series.values() for c in r.commits})
+        column = {c: i for i, c in enumerate(commits)}
+        res = np.zeros((len(series), len(commits)))
+        within = np.full((len(series), len(commits)), 1e-4)
+        present = np.zeros((len(series), len(commits)), dtype=bool)
+        for row, (name, r) in enumerate(series.items()):
+            keep = _not_code(r, [o[name] for o in siblings if name in o])
+            cols = [column[c] for c in r.commits]
+            res[row, cols] = np.where(keep, r.residuals * r.spread, 0.0)
+            within[row, cols] = r.within
+            present[row, cols] = True
+        if len(series):
+            out[machine] = MachineRuns(machine, list(series), res, within, present)
+    return out
+
+
+def real_ci_suite(rng: np.random.Generator, runs: MachineRuns, size: int, n: int, tier: str,
+                  samples_per_commit: int = 10, base: float = 1e-3) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+    """``size`` A/A series of one machine resampled together: the same blocks of whole runs (:func:`runs_in_blocks`)
+    for every member, so a runner burst that slowed the whole run slows the whole suite. A suite
+    is the series that ran with one drawn series (a benchmark's names change over a history, so each ran for about a
+    third of it): the runs they all have results for are those resampled. The suite is scaled by one factor (as a
+    noisier runner would be) so that its members' median commit-to-commit spread falls in ``tier``'s range; each
+    member's tier is then measured, not assumed."""
+    present = runs.present
+    anchor = int(rng.integers(len(runs.names)))
+    overlap = present[:, present[anchor]].sum(axis=1)
+    members = np.argsort(-(overlap + rng.uniform(0, 0.5, overlap.size)))[:size]
+    shared = np.flatnonzero(present[members].all(axis=0))
+    if shared.size < MIN_COMMITS:  # too few runs in common: draw another suite
+        return real_ci_suite(rng, runs, size, n, tier, samples_per_commit, base)
+    cols = runs_in_blocks(rng, shared, n)
+    res = runs.residuals[np.ix_(members, cols[:n])]
+    within = runs.within[np.ix_(members, cols[:n])]
+    res = res - np.median(res, axis=1, keepdims=True)
+    spread = float(np.median([robust_cv(np.exp(r)) for r in res]))
+    lo, hi = TIER_SPREAD[tier]
+    scale = math.exp(rng.uniform(math.log(lo), math.log(hi))) / max(spread, MIN_SPREAD)
+    out = []
+    for r, w in zip(res, within):
+        z = rng.standard_normal((n, samples_per_commit)) * w[:, None]
+        samples = base * np.exp(np.clip(r * scale, -MAX_LOG, MAX_LOG)[:, None] + z)
+        out.append((np.median(samples, axis=1), [row.copy() for row in samples]))
+    return out
+
+
+def runs_in_blocks(rng: np.random.Generator, runs: np.ndarray, n: int) -> list[int]:
+    """``n`` of ``runs`` in geometric blocks (mean :data:`MEAN_BLOCK`). Where there are runs enough, the blocks are
+    shuffled, each run used once: a run repeated is a level the series has visited before, which a real burst is
+    not. Otherwise blocks are drawn with replacement."""
+    cuts = np.flatnonzero(rng.random(runs.size - 1) < 1.0 / MEAN_BLOCK) + 1
+    blocks = np.split(runs, cuts)
+    if n <= runs.size:
+        order = rng.permutation(len(blocks))
+        return [int(c) for b in order for c in blocks[b]][:n]
+    cols: list[int] = []
+    while len(cols) < n:
+        cols.extend(int(c) for c in blocks[int(rng.integers(len(blocks)))])
+    return cols[:n]
 
 
 def main(argv: list[str] | None = None) -> int:
