@@ -800,15 +800,23 @@ def injected_commit(j: int) -> str:
 BOUND_RATE = 0.05 / 100 / len(NEWEST_STEPS)
 
 
-def gaussian_bound(s: Synthetic) -> float:
+#: The gate's threshold at default settings (``ComparePolicy.threshold``; a test holds them equal): a move a verdict
+#: reports must pass it, so the bound past it is what the noise allows a tool that honours it.
+THRESHOLD = 0.10
+
+
+def gaussian_bound(s: Synthetic, threshold: float = 0.0) -> float:
     """The power a test told the step's place and the series' spread would have, were the noise Gaussian: the
-    likelihood-ratio (one-sided z) test of the newest k commits' mean at BOUND_RATE, two-sided. Real noise has
-    heavier tails, so no detector reaches more on it: the figure says what the noise allows."""
+    likelihood-ratio (one-sided z) test of the newest k commits' mean at BOUND_RATE, two-sided; with ``threshold``,
+    that mean must also move past it. Real noise has heavier tails, so no detector reaches more on it: the figure says
+    what the noise allows."""
     k = s.logv.size - s.step_at  # type: ignore[operator]
     d = np.diff(s.logv[: s.step_at])
     sigma = max(1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2), 1e-9)
     normal = statistics.NormalDist()
-    return normal.cdf(abs(s.step) * math.sqrt(k) / sigma - normal.inv_cdf(1 - BOUND_RATE / 2))
+    spread = sigma / math.sqrt(k)  # of the newest k commits' mean
+    bar = max(normal.inv_cdf(1 - BOUND_RATE / 2) * spread, math.log1p(threshold))
+    return normal.cdf((abs(s.step) - bar) / spread)
 
 
 def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic], steps_detect: dict) -> dict:
@@ -849,6 +857,7 @@ def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic]
             c[f"newest_{size}"] += newest
             c[f"newest_{size}_found"] += newest and bool(hit)
             c["newest_bound"] += gaussian_bound(s) if newest else 0.0
+            c["newest_bound_past"] += gaussian_bound(s, THRESHOLD) if newest else 0.0
     for tier, c in by_tier.items():
         if tier != "all":
             by_tier["all"]["aa_series"] += c["aa_series"]
@@ -866,6 +875,8 @@ def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic]
                                       sum(c[f"newest_{s:.0%}"] for s in STEP_SIZES))
         newest_steps = sum(c[f"newest_{s:.0%}"] for s in STEP_SIZES)
         row["recall_newest_gaussian_bound"] = round(c["newest_bound"] / newest_steps, 4) if newest_steps else None
+        row["recall_newest_bound_past_threshold"] = (round(c["newest_bound_past"] / newest_steps, 4)
+                                                     if newest_steps else None)
         out[k] = row
     out["suite_false_alerts_per_commit"] = round(len(alert_commits) / (length - 1), 4)
     out["suite_false_alerts"] = len(alert_commits)
@@ -1001,8 +1012,8 @@ def injection_markdown(inj: dict) -> str:
              f"whole A/A suite: {inj['suite_false_alerts']} false alerts, "
              f"{inj['suite_false_alerts_per_commit']:.3f} per commit", "",
              "| tier | A/A series | A/A false points /100 commits | gate confirmed false alarms /100 | steps | "
-             + " | ".join(f"recall {s} 2-5 before newest" for s in sizes) + " | recall 2-5 | Gaussian bound 2-5 | F1 |",
-             "|" + "---|" * (8 + len(sizes))]
+             + " | ".join(f"recall {s} 2-5 before newest" for s in sizes) + " | recall 2-5 | Gaussian bound 2-5 | past the threshold | F1 |",
+             "|" + "---|" * (9 + len(sizes))]
     gate = inj.get("gate_aa", {})
     for tier in ("quiet", "mid", "noisy", "all"):
         r = inj.get(tier)
@@ -1013,7 +1024,8 @@ def injection_markdown(inj: dict) -> str:
         lines.append(f"| {tier} | {r['aa_series']} | {_fmt(r['aa_false_per_100'])} "
                      f"| {_fmt(g.get('alarms_per_100'))} ({alarms}) "
                      f"| {r['steps']} | " + " | ".join(_fmt(r[f'recall_newest_{s}']) for s in sizes)
-                     + f" | {_fmt(r['recall_newest'])} | {_fmt(r.get('recall_newest_gaussian_bound'))} | {_fmt(r['f1'])} |")
+                     + f" | {_fmt(r['recall_newest'])} | {_fmt(r.get('recall_newest_gaussian_bound'))} "
+                     f"| {_fmt(r.get('recall_newest_bound_past_threshold'))} | {_fmt(r['f1'])} |")
     return "\n".join(lines)
 
 
