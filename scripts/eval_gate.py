@@ -36,8 +36,8 @@ is the series' own by then: every flag there is a false one, the step flagged ag
 
 A fourth, **realsuites** (:func:`scripts.real_ci_noise.real_ci_suite`): suites of 20 series of one of OpenBLAS's
 CI machines resampled run by run, whole runs in shuffled blocks, so that what a run did to every series stays in its
-column and each benchmark keeps its own history; judged as the suites are. With ``--history 30 --length 38`` each
-run is used once (no burst is seen twice).
+column and each benchmark keeps its own history; judged as the suites are. With ``--history 25 --length 33`` each
+run is used once (no burst is seen twice): the suites are drawn among series sharing 33 runs or more.
 
 Gates side by side, on the same series:
 

@@ -1012,7 +1012,8 @@ def injection_markdown(inj: dict) -> str:
              f"whole A/A suite: {inj['suite_false_alerts']} false alerts, "
              f"{inj['suite_false_alerts_per_commit']:.3f} per commit", "",
              "| tier | A/A series | A/A false points /100 commits | gate confirmed false alarms /100 | steps | "
-             + " | ".join(f"recall {s} 2-5 before newest" for s in sizes) + " | recall 2-5 | Gaussian bound 2-5 | past the threshold | F1 |",
+             + " | ".join(f"recall {s} 2-5 before newest" for s in sizes)
+             + " | recall 2-5 | Gaussian bound 2-5 | past the threshold | F1 |",
              "|" + "---|" * (9 + len(sizes))]
     gate = inj.get("gate_aa", {})
     for tier in ("quiet", "mid", "noisy", "all"):

@@ -18,6 +18,9 @@ innovations). This module draws it from what real runners recorded instead, so t
   series, so neighbours stay neighbours), scaled to a commit-to-commit spread drawn in the tier's range; within-commit
   samples log-normal at a real commit's relative interquartile spread. Redrawn until its measured tier
   (:func:`ci_noise.tier_of`) is the one asked.
+* **A suite** (:func:`real_ci_suite`): series of one machine that ran together, resampled in the same blocks of
+  whole runs, so that what a run did to all of them stays together and each keeps its own benchmark's history.
+  Each run is used once where the suite shares enough of them: repeated, a burst would be a level already visited.
 
 Usage: ``python -m scripts.real_ci_noise [--machines M,...]`` prints the pooled sources' statistics.
 """
@@ -218,13 +221,7 @@ def real_ci_suite(rng: np.random.Generator, runs: MachineRuns, size: int, n: int
     third of it): the runs they all have results for are those resampled. The suite is scaled by one factor (as a
     noisier runner would be) so that its members' median commit-to-commit spread falls in ``tier``'s range; each
     member's tier is then measured, not assumed."""
-    present = runs.present
-    anchor = int(rng.integers(len(runs.names)))
-    overlap = present[:, present[anchor]].sum(axis=1)
-    members = np.argsort(-(overlap + rng.uniform(0, 0.5, overlap.size)))[:size]
-    shared = np.flatnonzero(present[members].all(axis=0))
-    if shared.size < MIN_COMMITS:  # too few runs in common: draw another suite
-        return real_ci_suite(rng, runs, size, n, tier, samples_per_commit, base)
+    members, shared = _suite_members(rng, runs.present, size, n)
     cols = runs_in_blocks(rng, shared, n)
     res = runs.residuals[np.ix_(members, cols[:n])]
     within = runs.within[np.ix_(members, cols[:n])]
@@ -238,6 +235,24 @@ def real_ci_suite(rng: np.random.Generator, runs: MachineRuns, size: int, n: int
         samples = base * np.exp(np.clip(r * scale, -MAX_LOG, MAX_LOG)[:, None] + z)
         out.append((np.median(samples, axis=1), [row.copy() for row in samples]))
     return out
+
+
+def _suite_members(rng: np.random.Generator, present: np.ndarray, size: int, n: int,
+                   tries: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` series that ran with one drawn series, and the runs they all have results for: the first draw with
+    ``n`` such runs or more (each run used once), else the draw with the most."""
+    best: tuple[np.ndarray, np.ndarray] | None = None
+    for _ in range(tries):
+        anchor = int(rng.integers(present.shape[0]))
+        overlap = present[:, present[anchor]].sum(axis=1)
+        members = np.argsort(-(overlap + rng.uniform(0, 0.5, overlap.size)))[:size]
+        shared = np.flatnonzero(present[members].all(axis=0))
+        if best is None or shared.size > best[1].size:
+            best = (members, shared)
+        if shared.size >= n:
+            break
+    assert best is not None
+    return best
 
 
 def runs_in_blocks(rng: np.random.Generator, runs: np.ndarray, n: int) -> list[int]:
