@@ -226,6 +226,7 @@ class Tally:
     # A/A commits and those confirmed flagged, per tier: the confirmed false alarms each tier's gate raises
     tier_commits: collections.Counter = field(default_factory=collections.Counter)
     tier_confirmed: collections.Counter = field(default_factory=collections.Counter)
+    tier_confirmed_regressions: collections.Counter = field(default_factory=collections.Counter)  # what fails a gate
     seconds: float = 0.0  # judging the A/A commits and the step commits (:func:`tally_lone`)
 
     def aa(self, now: str, final: str, state: str | None, tier: str = "") -> None:
@@ -236,10 +237,13 @@ class Tally:
         self.settled += final in FLAGS
         self.tier_commits[tier] += 1
         self.tier_confirmed[tier] += final in FLAGS and state == "confirmed"
+        self.tier_confirmed_regressions[tier] += final == "regressed" and state == "confirmed"
 
-    def confirmed_by_tier(self) -> dict[str, float]:
-        """Confirmed false alarms per 100 A/A commits of each tier (NaN: no commit of it)."""
-        return {t: 100.0 * self.tier_confirmed[t] / self.tier_commits[t] if self.tier_commits[t] else float("nan")
+    def confirmed_by_tier(self, regressions: bool = False) -> dict[str, float]:
+        """Confirmed false alarms per 100 A/A commits of each tier, either way or (``regressions``) regressions
+        only (NaN: no commit of it)."""
+        counts = self.tier_confirmed_regressions if regressions else self.tier_confirmed
+        return {t: 100.0 * counts[t] / self.tier_commits[t] if self.tier_commits[t] else float("nan")
                 for t in ("quiet", "mid", "noisy")}
 
     def step(self, tier: str, now: str, final: str, state: str | None) -> None:
@@ -781,12 +785,14 @@ def evaluate_suites(suites: list[list[Series]], length: int, name: str = "CI-run
               f"{rec['all']['flagged']:>7.2f}{rec['all']['confirmed']:>6.2f} | {rec['quiet']['flagged']:>6.2f}"
               f"{rec['mid']['flagged']:>6.2f}{rec['noisy']['flagged']:>6.2f}")
         print("  " + settled_line(fa, {t: r["settled"] for t, r in rec.items()}))
-        print("  confirmed false alarms per 100 A/A commits by tier: " + ", ".join(
-            f"{t} {v:.2f}" for t, v in tally.confirmed_by_tier().items()))
+        regressed = tally.confirmed_by_tier(regressions=True)
+        print("  confirmed false alarms per 100 A/A commits by tier (of them regressions): " + ", ".join(
+            f"{t} {v:.2f} ({regressed[t]:.2f})" for t, v in tally.confirmed_by_tier().items()))
         print_breakdown("steps missed as the newest commit", misses)
         print_breakdown("A/A commits flagged, by where they ran", alarms)
         out[name] = {"false_alarms_per_100": fa, "recall_20pct": rec, "series": n_series, "misses": dict(misses),
                      "confirmed_by_tier": tally.confirmed_by_tier(),
+                     "confirmed_regressions_by_tier": regressed,
                      "false_alarms_by_runner": dict(alarms)}
     return out
 
