@@ -181,7 +181,9 @@ def test_an_aa_run_pair_beside_two_busy_processes_is_judged_on_cpu_time_not_on_t
     assert wall["verdict"] == cpu["verdict"] and wall["ratio"] == pytest.approx(cpu["ratio"])
     assert wall["after"]["median"] > 0 and wall["before"]["median"] > 0  # the wall clock's numbers stay shown
     assert contention.NAME in rows  # the reading it was judged by, stored beside
-    assert cpu["verdict"] == "unchanged" or cpu["state"] == "suspected", cpu  # two runs never confirm a move
+    # Two runs never flag a move as more than suspected: unchanged or ambiguous (CI read ambiguous at x0.76 once).
+    assert cpu["state"] != "confirmed", cpu
+    assert cpu["verdict"] in ("unchanged", "ambiguous") or cpu["state"] == "suspected", cpu
 
     # asv's own results stay asv's: its reader loads both commits' files with their samples
     from asv.results import Results
