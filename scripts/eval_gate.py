@@ -742,9 +742,10 @@ def print_breakdown(title: str, counts: collections.Counter) -> None:
     print(f"  {title}: " + "; ".join(f"{k} {v}" for k, v in counts.most_common()))
 
 
-def evaluate_suites(suites: list[list[Series]], length: int, name: str = "CI-runner suites") -> dict:
-    """False alarms on the A/A series and recall of the stepped ones, judged run by run: the gate as a
-    lone series sees it (``min_suite=0``), with the run's common shift, and with its frames too (the default).
+def evaluate_suites(suites: list[list[Series]], length: int, name: str = "CI-runner suites",
+                    start: int = WINDOW) -> dict:
+    """False alarms on the A/A series and recall of the stepped ones, judged run by run from commit ``start`` on: the
+    gate as a lone series sees it (``min_suite=0``), with the run's common shift, and with its frames too (the default).
     Under each: the missed steps by tier and why (:func:`miss_kind`), the flagged A/A commits by where they
     ran (:func:`runner_kind`)."""
     n_series = sum(len(s) for s in suites)
@@ -762,9 +763,9 @@ def evaluate_suites(suites: list[list[Series]], length: int, name: str = "CI-run
         alarms: collections.Counter = collections.Counter()  # by where the flagged A/A commit ran
         for suite in suites:
             aa_cases = {s.measurements[0].case for s in suite if s.step_at is None}
-            for t in range(HISTORY + LATER, length):  # the runs whose gate settles commits HISTORY..length-LATER-1
+            for t in range(start + LATER, length):  # the runs whose gate settles commits start..length-LATER-1
                 failures += sum(r.after is not None and r.after.case in aa_cases for r in gate_failures(gate_now, policy, suite, t))
-            for t in range(HISTORY, length - LATER):
+            for t in range(start, length - LATER):
                 now = judge_run(gate_now, policy, suite, t, later=False)
                 final = judge_run(gate_now, policy, suite, t, later=True)
                 for s, r, f in zip(suite, now, final):
@@ -833,8 +834,9 @@ def main(argv: list[str] | None = None) -> int:
     global HISTORY, RECORD_SAMPLES
     HISTORY = args.history
     RECORD_SAMPLES = not args.no_samples
-    if args.series < 1 or args.length < HISTORY + LATER + 2:
-        ap.error(f"--series must be >= 1 and --length >= {HISTORY + LATER + 2} (--history + {LATER + 2})")
+    scored_from = HISTORY if set(args.scenarios.split(",")) == {"realsuites"} else WINDOW  # realsuites: --history
+    if args.series < 1 or args.length < scored_from + LATER + 2:
+        ap.error(f"--series must be >= 1 and --length >= {scored_from + LATER + 2}")
 
     gates: dict[str, Gate] = {"mmtrack": mmtrack_gate(gate_now, later=True)}
     if args.baseline:
@@ -877,7 +879,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = load_real_runs(shared_dir() / "data" / "asv-results")
         rng = np.random.default_rng(args.seed)
         results["realsuites"] = evaluate_suites(real_suites(rng, runs, args.suites, 20, args.length, 4),
-                                                args.length, "real CI-runner runs, resampled whole")
+                                                args.length, "real CI-runner runs, resampled whole", HISTORY)
     if "suites" in scenarios:
         rng = np.random.default_rng(args.seed)
         results["suites"] = evaluate_suites(ci_suites(rng, args.suites, 20, args.length, 4), args.length)

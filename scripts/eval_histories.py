@@ -800,9 +800,11 @@ def injected_commit(j: int) -> str:
 BOUND_RATE = 0.05 / 100 / len(NEWEST_STEPS)
 
 
-#: The gate's threshold at default settings (``ComparePolicy.threshold``; a test holds them equal): a move a verdict
-#: reports must pass it, so the bound past it is what the noise allows a tool that honours it.
-THRESHOLD = 0.10
+def gate_threshold() -> float:
+    """The threshold of the gate under test at default settings (``ComparePolicy.threshold``): a move a verdict
+    reports must pass it, so the bound past it is what the noise allows a tool that honours it."""
+    (policy_cls,) = find_analysis("ComparePolicy")
+    return float(policy_cls().threshold)
 
 
 def gaussian_bound(s: Synthetic, threshold: float = 0.0) -> float:
@@ -825,6 +827,7 @@ def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic]
     each also by noise tier."""
     place = {injected_commit(j): j for j in range(aa[0].logv.size)}
     length = aa[0].logv.size
+    threshold = gate_threshold()
 
     def found(detect: dict) -> dict[str, list[tuple[int, str]]]:
         return {s["benchmark"]: [(place[c["after_sha"]], c["kind"]) for c in s["changes"]
@@ -857,7 +860,7 @@ def score_injection(aa: list[Synthetic], aa_detect: dict, steps: list[Synthetic]
             c[f"newest_{size}"] += newest
             c[f"newest_{size}_found"] += newest and bool(hit)
             c["newest_bound"] += gaussian_bound(s) if newest else 0.0
-            c["newest_bound_past"] += gaussian_bound(s, THRESHOLD) if newest else 0.0
+            c["newest_bound_past"] += gaussian_bound(s, threshold) if newest else 0.0
     for tier, c in by_tier.items():
         if tier != "all":
             by_tier["all"]["aa_series"] += c["aa_series"]

@@ -223,8 +223,8 @@ def real_ci_suite(rng: np.random.Generator, runs: MachineRuns, size: int, n: int
     member's tier is then measured, not assumed."""
     members, shared = _suite_members(rng, runs.present, size, n)
     cols = runs_in_blocks(rng, shared, n)
-    res = runs.residuals[np.ix_(members, cols[:n])]
-    within = runs.within[np.ix_(members, cols[:n])]
+    res = runs.residuals[np.ix_(members, cols)]
+    within = runs.within[np.ix_(members, cols)]
     res = res - np.median(res, axis=1, keepdims=True)
     spread = float(np.median([robust_cv(np.exp(r)) for r in res]))
     lo, hi = TIER_SPREAD[tier]

@@ -151,10 +151,10 @@ def test_the_gaussian_bound_is_near_one_far_above_the_noise_and_near_zero_within
     assert ev.gaussian_bound(stepped(0.01, math.log(1.2))) > 0.99
     assert ev.gaussian_bound(stepped(0.2, math.log(1.1))) < 0.05
     # Past the threshold: a step far above the noise but on the threshold is found about half the time.
-    assert ev.gaussian_bound(stepped(0.01, math.log(1.2)), ev.THRESHOLD) > 0.99
-    assert 0.3 < ev.gaussian_bound(stepped(0.01, math.log(1.1)), ev.THRESHOLD) < 0.7
-    assert ev.gaussian_bound(stepped(0.2, math.log(1.1)), ev.THRESHOLD) < 0.05
+    assert ev.gaussian_bound(stepped(0.01, math.log(1.2)), ComparePolicy().threshold) > 0.99
+    assert 0.3 < ev.gaussian_bound(stepped(0.01, math.log(1.1)), ComparePolicy().threshold) < 0.7
+    assert ev.gaussian_bound(stepped(0.2, math.log(1.1)), ComparePolicy().threshold) < 0.05
 
 
 def test_the_bound_past_the_threshold_reads_the_gates_own_threshold():
-    assert ev.THRESHOLD == ComparePolicy().threshold
+    assert ev.gate_threshold() == ComparePolicy().threshold
